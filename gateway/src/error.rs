@@ -1,0 +1,110 @@
+//! The gateway's one error type. Every failure leaves as
+//! `{"error":{"code","message"}}` with a fitting status; internal errors answer a
+//! bare 500 and are logged once, here, with their cause (never in handlers).
+
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use weft_shared::api::{ErrorBody, ErrorEnvelope};
+use weft_shared::store::StoreError;
+
+#[derive(Debug, thiserror::Error)]
+pub enum ApiError {
+    #[error("{0}")]
+    InvalidRequest(String),
+    #[error("authentication required")]
+    Unauthorized,
+    #[error("admin only")]
+    Forbidden,
+    #[error("not found")]
+    NotFound,
+    #[error("{0}")]
+    RunActive(String),
+    #[error("events of this run have expired; read the session's messages instead")]
+    EventsExpired,
+    #[error("{0}")]
+    PayloadTooLarge(String),
+    #[error("{0}")]
+    Validation(String),
+    #[error("{message}")]
+    RateLimited { message: String, retry_after_secs: u64 },
+    #[error("{0}")]
+    Unavailable(String),
+    #[error("{0}")]
+    Conflict(String),
+    #[error("internal error")]
+    Internal(#[source] anyhow::Error),
+}
+
+impl ApiError {
+    pub fn status(&self) -> StatusCode {
+        match self {
+            ApiError::InvalidRequest(_) => StatusCode::BAD_REQUEST,
+            ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
+            ApiError::Forbidden => StatusCode::FORBIDDEN,
+            ApiError::NotFound => StatusCode::NOT_FOUND,
+            ApiError::RunActive(_) | ApiError::Conflict(_) => StatusCode::CONFLICT,
+            ApiError::EventsExpired => StatusCode::GONE,
+            ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::Validation(_) => StatusCode::UNPROCESSABLE_ENTITY,
+            ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
+            ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
+        }
+    }
+
+    pub fn code(&self) -> &'static str {
+        match self {
+            ApiError::InvalidRequest(_) => "invalid_request",
+            ApiError::Unauthorized => "unauthorized",
+            ApiError::Forbidden => "forbidden",
+            ApiError::NotFound => "not_found",
+            ApiError::RunActive(_) => "run_active",
+            ApiError::EventsExpired => "events_expired",
+            ApiError::PayloadTooLarge(_) => "payload_too_large",
+            ApiError::Validation(_) => "validation_failed",
+            ApiError::RateLimited { .. } => "rate_limited",
+            ApiError::Unavailable(_) => "unavailable",
+            ApiError::Conflict(_) => "conflict",
+            ApiError::Internal(_) => "internal",
+        }
+    }
+
+    pub fn internal(e: impl Into<anyhow::Error>) -> ApiError {
+        ApiError::Internal(e.into())
+    }
+}
+
+impl From<StoreError> for ApiError {
+    fn from(e: StoreError) -> Self {
+        match e {
+            StoreError::NotFound => ApiError::NotFound,
+            StoreError::Conflict("username_taken") => ApiError::Conflict("that username is taken".into()),
+            StoreError::Conflict("run_active") => ApiError::RunActive("the session already has an active run".into()),
+            StoreError::Conflict(what) => ApiError::Conflict(what.replace('_', " ")),
+            other => ApiError::Internal(other.into()),
+        }
+    }
+}
+
+impl IntoResponse for ApiError {
+    fn into_response(self) -> Response {
+        let status = self.status();
+        let message = match &self {
+            ApiError::Internal(cause) => {
+                tracing::error!(error = ?cause, "internal error");
+                "internal error".to_string()
+            }
+            other => other.to_string(),
+        };
+        let body = ErrorEnvelope { error: ErrorBody { code: self.code().into(), message } };
+        let mut resp = (status, axum::Json(body)).into_response();
+        if let ApiError::RateLimited { retry_after_secs, .. } = &self {
+            if let Ok(v) = HeaderValue::from_str(&retry_after_secs.to_string()) {
+                resp.headers_mut().insert(header::RETRY_AFTER, v);
+            }
+        }
+        resp
+    }
+}
+
+pub type ApiResult<T> = Result<T, ApiError>;

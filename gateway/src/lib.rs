@@ -1,0 +1,121 @@
+//! weft-gateway: the stateless HTTP/SSE front door. Authenticates, validates,
+//! writes the send transaction, enqueues run jobs and streams run events. It never
+//! calls an LLM; any number of gateways can serve the same runs.
+//!
+//! Each HTTP area is a module with `fn router() -> Router<AppState>`; [`router`]
+//! merges them. [`serve`] takes an already-bound listener and a shutdown token, so
+//! tests bind port 0 and stop it cleanly.
+
+mod account;
+mod auth;
+mod chat;
+mod error;
+mod extract;
+mod meta;
+mod openapi;
+mod runs;
+mod sessions;
+mod sse;
+mod web;
+
+use std::net::SocketAddr;
+use std::sync::{Arc, OnceLock};
+
+use axum::Router;
+use axum::extract::DefaultBodyLimit;
+use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tower_http::trace::TraceLayer;
+use weft_shared::api::ModelDto;
+use weft_shared::bus::SharedBus;
+use weft_shared::config::Config;
+use weft_shared::queue::SharedQueue;
+use weft_shared::store::Store;
+
+pub use error::ApiError;
+pub use openapi::spec as openapi_spec;
+
+/// Everything a handler needs; cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    pub store: Store,
+    pub bus: SharedBus,
+    pub queue: SharedQueue,
+    pub config: Arc<Config>,
+    pub models: Vec<ModelDto>,
+    pub metrics: PrometheusHandle,
+    pub login_limiter: Arc<auth::LoginLimiter>,
+    /// Fires on shutdown: open streams end so clients re-attach elsewhere.
+    pub shutdown: CancellationToken,
+}
+
+impl AppState {
+    pub fn new(store: Store, bus: SharedBus, queue: SharedQueue, config: Arc<Config>, shutdown: CancellationToken) -> AppState {
+        let models = config
+            .effective_models()
+            .iter()
+            .map(|m| ModelDto { id: m.id.clone(), provider: m.provider.as_str().into(), default: m.default })
+            .collect();
+        AppState { store, bus, queue, config, models, metrics: metrics_handle(), login_limiter: Arc::default(), shutdown }
+    }
+
+    /// A model id the client may use (the default when none is given).
+    pub fn resolve_model(&self, id: Option<&str>) -> Result<String, ApiError> {
+        match id {
+            None => Ok(self.models.iter().find(|m| m.default).unwrap_or(&self.models[0]).id.clone()),
+            Some(id) if self.models.iter().any(|m| m.id == id) => Ok(id.to_string()),
+            Some(id) => Err(ApiError::Validation(format!("unknown model {id:?}; see GET /v1/models"))),
+        }
+    }
+
+    pub fn resolve_mode(&self, id: Option<&str>) -> Result<String, ApiError> {
+        let modes = meta::builtin_modes();
+        match id {
+            None => Ok(modes.iter().find(|m| m.default).map(|m| m.id.clone()).unwrap_or_default()),
+            Some(id) if modes.iter().any(|m| m.id == id) => Ok(id.to_string()),
+            Some(id) => Err(ApiError::Validation(format!("unknown mode {id:?}; see GET /v1/modes"))),
+        }
+    }
+}
+
+/// One Prometheus recorder per process (tests start several gateways in one).
+fn metrics_handle() -> PrometheusHandle {
+    static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
+    HANDLE
+        .get_or_init(|| {
+            let recorder = PrometheusBuilder::new()
+                .set_buckets(&[0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0])
+                .expect("static buckets")
+                .build_recorder();
+            let handle = recorder.handle();
+            // Another recorder may already be installed (embedding apps); then ours renders empty.
+            let _ = metrics::set_global_recorder(recorder);
+            handle
+        })
+        .clone()
+}
+
+pub fn router(state: AppState) -> Router {
+    let body_limit = state.config.limits.body_bytes as usize;
+    Router::new()
+        .merge(meta::router())
+        .merge(auth::router())
+        .merge(account::router())
+        .merge(sessions::router())
+        .merge(runs::router())
+        .merge(chat::router())
+        .fallback(web::serve)
+        .layer(DefaultBodyLimit::max(body_limit))
+        .layer(TraceLayer::new_for_http().make_span_with(|req: &axum::http::Request<_>| {
+            tracing::info_span!("http", method = %req.method(), path = %req.uri().path())
+        }))
+        .with_state(state)
+}
+
+/// Serve until `shutdown` fires; open SSE streams end then (clients re-attach).
+pub async fn serve(listener: TcpListener, state: AppState) -> std::io::Result<()> {
+    let shutdown = state.shutdown.clone();
+    let app = router(state).into_make_service_with_connect_info::<SocketAddr>();
+    axum::serve(listener, app).with_graceful_shutdown(shutdown.cancelled_owned()).await
+}

@@ -1,0 +1,128 @@
+//! SSE attach: replay-then-live event streams of one run (ARCHITECTURE §5).
+//!
+//! The merge itself is `weft_shared::bus::attach`; this module turns it into
+//! `text/event-stream` (`id` = seq, `event` = type), sends `: ping` comments when
+//! idle, ends after the terminal event, and covers one hole the bus cannot: a run
+//! whose terminal state is in the database but whose terminal event never reached
+//! the log (its worker died between commit and publish). After the stream has
+//! been idle and the run has been over for a while, the client gets a terminal
+//! event built from the database row.
+
+use std::convert::Infallible;
+use std::time::Duration;
+
+use axum::response::sse::{Event, Sse};
+use axum::response::{IntoResponse, Response};
+use futures::{Stream, StreamExt};
+use weft_shared::api::ErrorBody;
+use weft_shared::bus::{AttachItem, attach};
+use weft_shared::event::{EventKind, Frame, RunEvent};
+use weft_shared::ids::{MessageId, RunId};
+use weft_shared::store::{RunRecord, RunStatus};
+use weft_shared::time::now_ms;
+
+use crate::AppState;
+use crate::error::{ApiError, ApiResult};
+
+/// Keep-alive and database re-check interval.
+pub const IDLE: Duration = Duration::from_secs(15);
+/// How long a finished run may lack its terminal event before we synthesize it.
+const TERMINAL_GRACE_MS: i64 = 5_000;
+
+struct Gauge;
+
+impl Gauge {
+    fn new() -> Gauge {
+        metrics::gauge!("weft_sse_streams_active").increment(1.0);
+        Gauge
+    }
+}
+
+impl Drop for Gauge {
+    fn drop(&mut self) {
+        metrics::gauge!("weft_sse_streams_active").decrement(1.0);
+    }
+}
+
+fn to_event(frame: &Frame) -> Event {
+    Event::default().id(frame.seq.to_string()).event(&*frame.ty).data(&*frame.json)
+}
+
+/// A terminal event for a finished run, from its database row.
+pub fn terminal_from_record(run: &RunRecord, seq: u64) -> Option<RunEvent> {
+    let kind = match run.status {
+        RunStatus::Succeeded => EventKind::Done {
+            message_id: MessageId(run.final_message_id.clone().unwrap_or_default()),
+            model: run.model.clone(),
+            usage: run.usage,
+            ttft_ms: run.ttft_ms,
+            duration_ms: run.duration_ms.unwrap_or(0),
+        },
+        RunStatus::Failed => EventKind::Error(run.error.clone().unwrap_or(ErrorBody { code: "failed".into(), message: "the run failed".into() })),
+        RunStatus::Cancelled => EventKind::Cancelled { by: run.cancelled_by.clone().unwrap_or_else(|| "user".into()) },
+        _ => return None,
+    };
+    Some(RunEvent { run_id: run.id.clone(), seq, ts: now_ms(), kind })
+}
+
+/// Open the event stream of `run` after `after`, or answer 410 when its log is gone.
+pub async fn run_events(state: &AppState, run: &RunRecord, after: u64) -> ApiResult<Response> {
+    let stream = event_stream(state, run, after).await?;
+    Ok(Sse::new(stream.map(Ok::<_, Infallible>)).into_response())
+}
+
+/// The events themselves, for SSE responses and `wait: true`.
+pub async fn event_stream(state: &AppState, run: &RunRecord, after: u64) -> ApiResult<impl Stream<Item = Event> + Send + 'static> {
+    let has_log = state.bus.has_log(&run.id).await.map_err(ApiError::internal)?;
+    if run.status.is_terminal() && !has_log {
+        return Err(ApiError::EventsExpired);
+    }
+    let frames = attach(state.bus.clone(), run.id.clone(), after, IDLE).await.map_err(ApiError::internal)?;
+    struct St<S> {
+        frames: std::pin::Pin<Box<S>>,
+        state: AppState,
+        run: RunId,
+        last: u64,
+        done: bool,
+        _gauge: Gauge,
+    }
+    let st = St { frames: Box::pin(frames), state: state.clone(), run: run.id.clone(), last: after, done: false, _gauge: Gauge::new() };
+    let shutdown = state.shutdown.clone();
+    let stream = futures::stream::unfold(st, |mut st| async move {
+        if st.done {
+            return None;
+        }
+        match st.frames.next().await? {
+            AttachItem::Frame(frame) => {
+                st.last = frame.seq;
+                st.done = frame.is_terminal();
+                Some((to_event(&frame), st))
+            }
+            AttachItem::Idle => {
+                if let Ok(rec) = st.state.store.get_run_unscoped(&st.run).await {
+                    let over_for = rec.finished_at.map(|t| now_ms() - t).unwrap_or(0);
+                    if rec.status.is_terminal() && over_for > TERMINAL_GRACE_MS {
+                        if let Some(ev) = terminal_from_record(&rec, st.last + 1) {
+                            st.done = true;
+                            return Some((to_event(&Frame::encode(&ev)), st));
+                        }
+                    }
+                }
+                Some((Event::default().comment("ping"), st))
+            }
+        }
+    });
+    Ok(stream.take_until(shutdown.cancelled_owned()))
+}
+
+/// `Last-Event-ID` header, else `?after=`, else 0.
+pub fn resume_point(headers: &axum::http::HeaderMap, after: Option<u64>) -> ApiResult<u64> {
+    match headers.get("last-event-id") {
+        Some(v) => v
+            .to_str()
+            .ok()
+            .and_then(|s| s.trim().parse().ok())
+            .ok_or_else(|| ApiError::InvalidRequest("Last-Event-ID must be a non-negative integer".into())),
+        None => Ok(after.unwrap_or(0)),
+    }
+}

@@ -1,0 +1,341 @@
+//! A fake Lark server that speaks the real wire protocol.
+//!
+//! It implements what `shared/reference/lark.md` ("What a faithful fake Lark server
+//! must do") lists: endpoint discovery with one-time tickets, handshake rejections,
+//! strict proto2 frame decoding, ping/pong with `ClientConfig` changes, pushes split
+//! into out-of-order fragments, cluster-mode delivery to one connection, redelivery
+//! of unacked events, and the REST endpoints with their checks and rate limits.
+//! Every call and delivery attempt is recorded in [`Records`] so tests can assert
+//! on what a real Lark would have seen. Knobs ([`FakeLark::set_discovery`],
+//! [`FakeLark::silence_connections`], ...) inject the failures real Lark produces.
+//!
+//! Codes the reference does not pin down (e.g. for a stale ticket) are marked
+//! "inferred" where they are produced.
+
+mod push;
+mod records;
+mod rest;
+mod ws;
+
+use std::collections::HashMap;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use axum::Router;
+use serde::Serialize;
+use tokio::net::TcpListener;
+use tokio::sync::{Notify, mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+pub use push::{FragmentOrder, PushOptions, sample_card_action, sample_message_event};
+pub use records::{
+    AckRecord, AttemptOutcome, FailReason, PingRecord, PushAttempt, Records, RestCall,
+};
+
+/// The `ClientConfig` the fake hands out (seconds, as on the wire).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "PascalCase")]
+pub struct ClientConfigJson {
+    pub reconnect_count: i64,
+    pub reconnect_interval: u64,
+    pub reconnect_nonce: u64,
+    pub ping_interval: u64,
+}
+
+#[derive(Debug, Clone)]
+pub struct FakeConfig {
+    pub app_id: String,
+    pub app_secret: String,
+    /// Returned by discovery; test-sized by default.
+    pub client_config: ClientConfigJson,
+    pub ticket_ttl: Duration,
+    /// Lark allows 50 connections per app.
+    pub max_connections: usize,
+    /// Lark redelivers what is not acked within 3 s.
+    pub ack_timeout: Duration,
+    /// Delay before each redelivery (real world: ~5 min, 1 h, 6 h).
+    pub redelivery_delays: Vec<Duration>,
+    /// Lifetime of tenant tokens.
+    pub token_ttl: Duration,
+    /// Reject cards with more markdown tables than this with 230099 / 11310.
+    pub card_table_limit: usize,
+    /// Per-second limits enforced with 429 / 99991400.
+    pub sends_per_chat: usize,
+    pub patches_per_message: usize,
+    pub cardkit_ops_per_card: usize,
+    pub calls_per_app: usize,
+}
+
+impl Default for FakeConfig {
+    fn default() -> Self {
+        Self {
+            app_id: "cli_fake_app".into(),
+            app_secret: "fake_secret".into(),
+            client_config: ClientConfigJson {
+                reconnect_count: -1,
+                reconnect_interval: 1,
+                reconnect_nonce: 0,
+                ping_interval: 5,
+            },
+            ticket_ttl: Duration::from_secs(30),
+            max_connections: 50,
+            ack_timeout: Duration::from_secs(3),
+            redelivery_delays: vec![
+                Duration::from_secs(300),
+                Duration::from_secs(3600),
+                Duration::from_secs(6 * 3600),
+            ],
+            token_ttl: Duration::from_secs(7200),
+            card_table_limit: 5,
+            sends_per_chat: 5,
+            patches_per_message: 5,
+            cardkit_ops_per_card: 10,
+            calls_per_app: 50,
+        }
+    }
+}
+
+/// How discovery answers.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DiscoveryBehaviour {
+    Normal,
+    /// `{"code":code,"msg":msg}` with HTTP 200 (1 and 1000040343 are retryable).
+    Code {
+        code: i64,
+        msg: String,
+    },
+    /// A bare HTTP error status.
+    HttpStatus(u16),
+}
+
+/// How WebSocket handshakes answer (when the ticket is fine).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum HandshakeBehaviour {
+    Accept,
+    /// Non-101 with `Handshake-Status`, `Handshake-Msg`, `Handshake-Autherrcode`.
+    Reject {
+        status: u16,
+        msg: String,
+        auth_code: i64,
+    },
+}
+
+/// How to end live connections.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CloseKind {
+    /// TCP dropped without a close frame.
+    Abrupt,
+    /// A WebSocket close frame, then TCP closed.
+    CloseFrame,
+}
+
+/// The wait helpers gave up.
+#[derive(Debug, thiserror::Error)]
+#[error("timed out after {0:?} waiting for the fake Lark server")]
+pub struct WaitTimeout(pub Duration);
+
+/// A handle to a fake server; clones share it.
+#[derive(Clone)]
+pub struct FakeLark {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: FakeConfig,
+    state: Mutex<State>,
+    changed: Notify,
+    shutdown: CancellationToken,
+    addr: Mutex<Option<SocketAddr>>,
+}
+
+pub(crate) enum ConnCommand {
+    Send(crate::frame::Frame),
+    Close(CloseKind),
+}
+
+pub(crate) struct ConnEntry {
+    pub tx: mpsc::UnboundedSender<ConnCommand>,
+    pub service_id: i32,
+    /// Black hole: no pongs and no pushes any more.
+    pub silenced: bool,
+}
+
+pub(crate) struct PendingAck {
+    pub event_id: String,
+    /// `SeqID` → the headers sent on that fragment.
+    pub fragments: HashMap<u64, Vec<crate::frame::Header>>,
+    pub done: oneshot::Sender<Result<AckRecord, FailReason>>,
+}
+
+pub(crate) struct State {
+    pub records: Records,
+    pub discovery: DiscoveryBehaviour,
+    pub handshake: HandshakeBehaviour,
+    pub pong_config: Option<ClientConfigJson>,
+    pub tickets: HashMap<String, Instant>,
+    pub conns: HashMap<u64, ConnEntry>,
+    pub next_id: u64,
+    pub pending_acks: HashMap<String, PendingAck>,
+    pub acks_to_lose: usize,
+    pub tokens: HashMap<String, Instant>,
+    pub rest: rest::RestState,
+}
+
+impl FakeLark {
+    pub fn new(config: FakeConfig) -> Self {
+        let state = State {
+            records: Records::default(),
+            discovery: DiscoveryBehaviour::Normal,
+            handshake: HandshakeBehaviour::Accept,
+            pong_config: None,
+            tickets: HashMap::new(),
+            conns: HashMap::new(),
+            next_id: 1,
+            pending_acks: HashMap::new(),
+            acks_to_lose: 0,
+            tokens: HashMap::new(),
+            rest: rest::RestState::default(),
+        };
+        Self {
+            inner: Arc::new(Inner {
+                config,
+                state: Mutex::new(state),
+                changed: Notify::new(),
+                shutdown: CancellationToken::new(),
+                addr: Mutex::new(None),
+            }),
+        }
+    }
+
+    /// Binds `127.0.0.1:0` and serves in the background until [`Self::shutdown`].
+    pub async fn spawn(config: FakeConfig) -> std::io::Result<Self> {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let fake = Self::new(config);
+        *fake.inner.addr.lock().expect("addr lock") = Some(listener.local_addr()?);
+        let (server, shutdown) = (fake.clone(), fake.inner.shutdown.clone());
+        tokio::spawn(async move { server.serve(listener, shutdown.cancelled_owned()).await });
+        Ok(fake)
+    }
+
+    /// Serves on `listener` until `shutdown` completes.
+    pub async fn serve(
+        &self,
+        listener: TcpListener,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) -> std::io::Result<()> {
+        *self.inner.addr.lock().expect("addr lock") = Some(listener.local_addr()?);
+        let app: Router = ws::router().merge(rest::router()).with_state(self.clone());
+        let stop = self.inner.shutdown.clone();
+        axum::serve(listener, app)
+            .with_graceful_shutdown(async move {
+                tokio::select! { _ = shutdown => {}, _ = stop.cancelled() => {} }
+            })
+            .await
+    }
+
+    /// `http://127.0.0.1:<port>`: the `base_url`/`domain` for clients.
+    pub fn base_url(&self) -> String {
+        let addr = self
+            .inner
+            .addr
+            .lock()
+            .expect("addr lock")
+            .expect("fake server not serving yet");
+        format!("http://{addr}")
+    }
+
+    pub fn config(&self) -> &FakeConfig {
+        &self.inner.config
+    }
+
+    /// Stops the server and ends every connection.
+    pub fn shutdown(&self) {
+        self.inner.shutdown.cancel();
+        self.drop_connections(CloseKind::Abrupt);
+    }
+
+    pub(crate) fn state(&self) -> MutexGuard<'_, State> {
+        self.inner.state.lock().expect("fake state lock")
+    }
+
+    /// Wakes [`Self::wait_until`] callers; call after recording something.
+    pub(crate) fn notify(&self) {
+        self.inner.changed.notify_waiters();
+    }
+
+    pub(crate) fn shutdown_token(&self) -> &CancellationToken {
+        &self.inner.shutdown
+    }
+
+    /// A copy of everything recorded so far.
+    pub fn records(&self) -> Records {
+        self.state().records.clone()
+    }
+
+    /// Waits until `check` holds for the records, then returns a copy of them.
+    pub async fn wait_until(
+        &self,
+        timeout: Duration,
+        check: impl Fn(&Records) -> bool,
+    ) -> Result<Records, WaitTimeout> {
+        let deadline = tokio::time::Instant::now() + timeout;
+        loop {
+            let changed = self.inner.changed.notified();
+            tokio::pin!(changed);
+            changed.as_mut().enable();
+            {
+                let state = self.state();
+                if check(&state.records) {
+                    return Ok(state.records.clone());
+                }
+            }
+            if tokio::time::timeout_at(deadline, changed).await.is_err() {
+                return Err(WaitTimeout(timeout));
+            }
+        }
+    }
+
+    /// Number of live (not yet closed) connections.
+    pub fn live_connections(&self) -> usize {
+        self.state().conns.len()
+    }
+
+    pub fn set_discovery(&self, behaviour: DiscoveryBehaviour) {
+        self.state().discovery = behaviour;
+    }
+
+    pub fn set_handshake(&self, behaviour: HandshakeBehaviour) {
+        self.state().handshake = behaviour;
+    }
+
+    /// Every later pong carries this `ClientConfig` (or none).
+    pub fn set_pong_config(&self, config: Option<ClientConfigJson>) {
+        self.state().pong_config = config;
+    }
+
+    /// Turns current connections into black holes: no pongs, no pushes. The
+    /// sockets stay open, like a half-open connection after a NAT drop.
+    pub fn silence_connections(&self) {
+        for conn in self.state().conns.values_mut() {
+            conn.silenced = true;
+        }
+    }
+
+    /// Ends every live connection.
+    pub fn drop_connections(&self, kind: CloseKind) {
+        for conn in self.state().conns.values() {
+            let _ = conn.tx.send(ConnCommand::Close(kind));
+        }
+    }
+
+    /// Pretends the next `n` acks never arrived.
+    pub fn lose_next_acks(&self, n: usize) {
+        self.state().acks_to_lose = n;
+    }
+
+    /// Invalidates every issued tenant token (as if they expired).
+    pub fn revoke_tokens(&self) {
+        self.state().tokens.clear();
+    }
+}

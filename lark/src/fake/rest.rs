@@ -1,0 +1,257 @@
+//! The fake's OpenAPI endpoints, with the checks and limits Lark applies.
+//!
+//! One entry point records every call and dispatches on method and path, so each
+//! handler is a plain function of the locked state returning `(status, code, body)`.
+//! Rate limits are sliding one-second windows answering HTTP 429 / 99991400.
+
+use std::collections::{HashMap, VecDeque};
+use std::time::{Duration, Instant};
+
+use axum::body::Bytes;
+use axum::extract::{OriginalUri, State};
+use axum::http::{HeaderMap, Method, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use super::records::RestCall;
+use super::{FakeLark, State as FakeState};
+
+mod cardkit;
+mod im;
+
+const CODE_TOKEN_INVALID: i64 = 99991663;
+const CODE_RATE_LIMITED: i64 = 99991400;
+const CODE_VALIDATION: i64 = 99992402;
+const CODE_NOT_FOUND: i64 = 230_002_404; // inferred; real Lark's code for an unknown id varies
+
+pub(super) fn router() -> axum::Router<FakeLark> {
+    axum::Router::new().fallback(entry)
+}
+
+#[derive(Default)]
+pub(crate) struct RestState {
+    pub messages: HashMap<String, im::FakeMessage>,
+    pub reactions: HashMap<String, String>,
+    pub cards: HashMap<String, cardkit::FakeCard>,
+    windows: HashMap<String, VecDeque<Instant>>,
+    next: u64,
+}
+
+impl RestState {
+    fn next_id(&mut self, prefix: &str) -> String {
+        self.next += 1;
+        format!("{prefix}{:016x}", self.next)
+    }
+
+    /// Counts a call against `key`; false when that exceeds `limit` per second.
+    fn admit(&mut self, key: String, limit: usize) -> bool {
+        let now = Instant::now();
+        let hits = self.windows.entry(key).or_default();
+        while hits
+            .front()
+            .is_some_and(|t| now.duration_since(*t) >= Duration::from_secs(1))
+        {
+            hits.pop_front();
+        }
+        if hits.len() >= limit {
+            return false;
+        }
+        hits.push_back(now);
+        true
+    }
+}
+
+/// A handler's answer: HTTP status, Lark code, and the JSON body.
+pub(crate) struct Reply {
+    status: StatusCode,
+    code: i64,
+    body: Value,
+}
+
+impl Reply {
+    pub fn ok(data: Value) -> Self {
+        Self {
+            status: StatusCode::OK,
+            code: 0,
+            body: json!({"code": 0, "msg": "success", "data": data}),
+        }
+    }
+
+    pub fn err(status: StatusCode, code: i64, msg: &str) -> Self {
+        Self {
+            status,
+            code,
+            body: json!({"code": code, "msg": msg, "data": {}}),
+        }
+    }
+
+    pub fn validation(msg: &str) -> Self {
+        Self::err(StatusCode::BAD_REQUEST, CODE_VALIDATION, msg)
+    }
+
+    pub fn not_found(what: &str) -> Self {
+        Self::err(
+            StatusCode::BAD_REQUEST,
+            CODE_NOT_FOUND,
+            &format!("{what} not found"),
+        )
+    }
+
+    pub fn rate_limited() -> Self {
+        Self::err(
+            StatusCode::TOO_MANY_REQUESTS,
+            CODE_RATE_LIMITED,
+            "request trigger frequency limit",
+        )
+    }
+}
+
+/// Request context handed to handlers.
+pub(crate) struct Req<'a> {
+    pub query: HashMap<String, String>,
+    pub body: &'a Value,
+}
+
+async fn entry(
+    State(fake): State<FakeLark>,
+    method: Method,
+    OriginalUri(uri): OriginalUri,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    let path = uri.path().to_owned();
+    let raw_query = uri.query().unwrap_or("").to_owned();
+    let json_body: Value = serde_json::from_slice(&body).unwrap_or(Value::Null);
+    let query = reqwest::Url::parse(&format!("http://x/?{raw_query}"))
+        .map(|u| u.query_pairs().into_owned().collect())
+        .unwrap_or_default();
+    let req = Req {
+        query,
+        body: &json_body,
+    };
+    let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    let mut state = fake.state();
+    let reply = route(&fake, &mut state, &method, &segments, &headers, &req);
+    state.records.calls.push(RestCall {
+        method: method.to_string(),
+        path: path.clone(),
+        query: raw_query,
+        body: json_body.clone(),
+        status: reply.status.as_u16(),
+        code: reply.code,
+        at: Instant::now(),
+    });
+    drop(state);
+    fake.notify();
+    (reply.status, axum::Json(reply.body)).into_response()
+}
+
+fn route(
+    fake: &FakeLark,
+    state: &mut FakeState,
+    method: &Method,
+    segments: &[&str],
+    headers: &HeaderMap,
+    req: &Req<'_>,
+) -> Reply {
+    if segments == ["open-apis", "auth", "v3", "tenant_access_token", "internal"]
+        && method == Method::POST
+    {
+        return issue_token(fake, state, req);
+    }
+    if !authorized(state, headers) {
+        return Reply::err(
+            StatusCode::BAD_REQUEST,
+            CODE_TOKEN_INVALID,
+            "Invalid access token for authorization. Please make a request with token attached.",
+        );
+    }
+    let config = fake.config();
+    if !state.rest.admit("app".into(), config.calls_per_app) {
+        return Reply::rate_limited();
+    }
+    match (method.clone(), segments) {
+        (Method::POST, ["open-apis", "im", "v1", "messages"]) => im::send(config, state, req),
+        (Method::POST, ["open-apis", "im", "v1", "messages", id, "reply"]) => {
+            im::reply(config, state, id, req)
+        }
+        (Method::PATCH, ["open-apis", "im", "v1", "messages", id]) => {
+            im::patch(config, state, id, req)
+        }
+        (Method::DELETE, ["open-apis", "im", "v1", "messages", id]) => im::recall(state, id),
+        (Method::POST, ["open-apis", "im", "v1", "messages", id, "reactions"]) => {
+            im::add_reaction(state, id, req)
+        }
+        (Method::DELETE, ["open-apis", "im", "v1", "messages", id, "reactions", rid]) => {
+            im::remove_reaction(state, id, rid)
+        }
+        (Method::POST, ["open-apis", "cardkit", "v1", "cards"]) => {
+            cardkit::create(config, state, req)
+        }
+        (
+            Method::PUT,
+            [
+                "open-apis",
+                "cardkit",
+                "v1",
+                "cards",
+                id,
+                "elements",
+                eid,
+                "content",
+            ],
+        ) => cardkit::stream_content(config, state, id, eid, req),
+        (Method::PATCH, ["open-apis", "cardkit", "v1", "cards", id, "settings"]) => {
+            cardkit::settings(config, state, id, req)
+        }
+        (Method::PUT, ["open-apis", "cardkit", "v1", "cards", id]) => {
+            cardkit::update(config, state, id, req)
+        }
+        _ => Reply::err(StatusCode::NOT_FOUND, 404, "404 page not found"),
+    }
+}
+
+fn issue_token(fake: &FakeLark, state: &mut FakeState, req: &Req<'_>) -> Reply {
+    let config = fake.config();
+    if req.body["app_id"] != config.app_id.as_str()
+        || req.body["app_secret"] != config.app_secret.as_str()
+    {
+        return Reply::err(StatusCode::BAD_REQUEST, 10014, "app secret invalid");
+    }
+    let now = Instant::now();
+    state.tokens.retain(|_, expiry| *expiry > now);
+    // Lark hands back the current token while it has more than 30 minutes left.
+    let reusable = state
+        .tokens
+        .iter()
+        .filter(|(_, expiry)| expiry.duration_since(now) > Duration::from_secs(1800))
+        .max_by_key(|(_, expiry)| **expiry)
+        .map(|(token, expiry)| (token.clone(), *expiry));
+    let (token, expiry) = reusable.unwrap_or_else(|| {
+        let token = format!("t-{}", uuid::Uuid::new_v4().simple());
+        let expiry = now + config.token_ttl;
+        state.tokens.insert(token.clone(), expiry);
+        (token, expiry)
+    });
+    let expire = expiry.duration_since(now).as_secs();
+    // The token response is flat: no `data` wrapper.
+    Reply {
+        status: StatusCode::OK,
+        code: 0,
+        body: json!({"code": 0, "msg": "ok", "tenant_access_token": token, "expire": expire}),
+    }
+}
+
+fn authorized(state: &FakeState, headers: &HeaderMap) -> bool {
+    let Some(token) = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "))
+    else {
+        return false;
+    };
+    state
+        .tokens
+        .get(token)
+        .is_some_and(|expiry| *expiry > Instant::now())
+}

@@ -1,0 +1,25 @@
+//! `weft-lark`: everything Weft needs to speak Lark (Feishu), and a fake Lark to
+//! test it against.
+//!
+//! * [`ws`] — the long connection: discovery, proto2 frames, ping/pong, watchdog,
+//!   fragment reassembly, immediate acks, reconnect.
+//! * [`rest`] — the OpenAPI client: tenant token, messages, reactions, CardKit, and
+//!   error classification.
+//! * [`sender`] — rate-aware, coalescing card updates within Lark's limits.
+//! * [`card`] — Card JSON 2.0 builders and the markdown sanitiser.
+//! * [`fake`] — a Lark server that speaks the real wire protocol, for tests and by
+//!   hand (`weft-lark-fake`).
+//!
+//! The crate knows nothing about Weft runs or sessions; the gateway and worker
+//! build the bot on top of it.
+
+pub mod card;
+pub mod credentials;
+pub mod event;
+pub mod fake;
+pub mod frame;
+pub mod rest;
+pub mod sender;
+pub mod ws;
+
+pub use credentials::{AppCredentials, AppSecret};

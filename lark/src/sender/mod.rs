@@ -1,0 +1,167 @@
+//! A rate-aware sender for streaming replies.
+//!
+//! Lark limits card updates to 5 patches/s per message, 10 CardKit calls/s per
+//! card, and 50 calls/s per app for these APIs. [`RateAwareSender`] counts every
+//! call against its target and the app in one shared [`Limiter`], and exposes update
+//! streams ([`Coalescer`]) where the latest content wins, so a fast model never
+//! builds a backlog and never draws a 429.
+
+mod coalesce;
+mod limiter;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::rest::{CardEntity, LarkError, MessageContent, ReceiveIdType, RestClient, SentMessage};
+
+pub use coalesce::{Coalescer, UpdateStats};
+use limiter::Limiter;
+
+/// Per-second limits (defaults are Lark's documented ones).
+#[derive(Debug, Clone, Copy)]
+pub struct RateLimits {
+    pub patches_per_message: u32,
+    pub cardkit_ops_per_card: u32,
+    pub sends_per_chat: u32,
+    pub calls_per_app: u32,
+    /// The counting window, measured from each request's completion (≥ 1 s).
+    pub window: Duration,
+}
+
+impl Default for RateLimits {
+    fn default() -> Self {
+        Self {
+            patches_per_message: 5,
+            cardkit_ops_per_card: 10,
+            sends_per_chat: 5,
+            calls_per_app: 50,
+            window: Duration::from_secs(1),
+        }
+    }
+}
+
+/// Cheap to clone; clones share the limiter.
+#[derive(Clone)]
+pub struct RateAwareSender {
+    rest: RestClient,
+    limits: RateLimits,
+    limiter: Arc<Limiter>,
+}
+
+impl RateAwareSender {
+    pub fn new(rest: RestClient, limits: RateLimits) -> Self {
+        Self {
+            rest,
+            limits,
+            limiter: Arc::new(Limiter::new(limits.window)),
+        }
+    }
+
+    /// The underlying client; calls made on it directly bypass the limits.
+    pub fn rest(&self) -> &RestClient {
+        &self.rest
+    }
+
+    fn app_key(&self) -> (String, u32) {
+        ("app".to_owned(), self.limits.calls_per_app)
+    }
+
+    /// Sends a message within the per-chat and per-app limits.
+    pub async fn send_message(
+        &self,
+        id_type: ReceiveIdType,
+        receive_id: &str,
+        content: &MessageContent,
+    ) -> Result<SentMessage, LarkError> {
+        let keys = [
+            (format!("chat:{receive_id}"), self.limits.sends_per_chat),
+            self.app_key(),
+        ];
+        let _permit = self.limiter.acquire(&keys).await;
+        self.rest.send_message(id_type, receive_id, content).await
+    }
+
+    /// Creates a CardKit entity within the per-app limit.
+    pub async fn create_card(&self, document: &Value) -> Result<CardEntity, LarkError> {
+        let _permit = self.limiter.acquire(&[self.app_key()]).await;
+        self.rest.create_card(document).await
+    }
+
+    /// A stream of full-card patches for a sent interactive message.
+    pub fn patch_stream(&self, message_id: impl Into<String>) -> Coalescer<Value> {
+        let message_id = message_id.into();
+        let keys = Arc::new([
+            (format!("msg:{message_id}"), self.limits.patches_per_message),
+            self.app_key(),
+        ]);
+        let (rest, limiter) = (self.rest.clone(), self.limiter.clone());
+        Coalescer::spawn(Box::new(move |card: Value| {
+            let (rest, limiter, keys, message_id) = (
+                rest.clone(),
+                limiter.clone(),
+                keys.clone(),
+                message_id.clone(),
+            );
+            Box::pin(async move {
+                let _permit = limiter.acquire(&keys[..]).await;
+                rest.patch_card(&message_id, &card).await
+            })
+        }))
+    }
+
+    /// A stream of full-text updates of one markdown element of a CardKit entity.
+    pub fn element_stream(
+        &self,
+        card: CardEntity,
+        element_id: impl Into<String>,
+    ) -> Coalescer<String> {
+        let element_id = element_id.into();
+        let keys = Arc::new([self.card_key(&card), self.app_key()]);
+        let (rest, limiter) = (self.rest.clone(), self.limiter.clone());
+        Coalescer::spawn(Box::new(move |text: String| {
+            let (rest, limiter, keys, card, element_id) = (
+                rest.clone(),
+                limiter.clone(),
+                keys.clone(),
+                card.clone(),
+                element_id.clone(),
+            );
+            Box::pin(async move {
+                let _permit = limiter.acquire(&keys[..]).await;
+                rest.stream_element_content(&card, &element_id, &text).await
+            })
+        }))
+    }
+
+    /// Updates card settings (e.g. ends streaming mode) within the card's limit.
+    /// Finish the card's element streams first: `sequence` must stay ordered.
+    pub async fn update_card_settings(
+        &self,
+        card: &CardEntity,
+        settings: &Value,
+    ) -> Result<(), LarkError> {
+        let _permit = self
+            .limiter
+            .acquire(&[self.card_key(card), self.app_key()])
+            .await;
+        self.rest.update_card_settings(card, settings).await
+    }
+
+    /// Replaces a whole CardKit card within the card's limit.
+    pub async fn update_card(&self, card: &CardEntity, document: &Value) -> Result<(), LarkError> {
+        let _permit = self
+            .limiter
+            .acquire(&[self.card_key(card), self.app_key()])
+            .await;
+        self.rest.update_card(card, document).await
+    }
+
+    fn card_key(&self, card: &CardEntity) -> (String, u32) {
+        (
+            format!("card:{}", card.card_id),
+            self.limits.cardkit_ops_per_card,
+        )
+    }
+}

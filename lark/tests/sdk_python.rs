@@ -1,0 +1,158 @@
+//! Proof that the fake speaks the real protocol: the official Python SDK
+//! (`lark-oapi`) talks to it. The interpreter comes from `WEFT_PYTHON`
+//! (default `python3`); a missing `lark_oapi` fails the test with a clear message.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::time::Duration;
+
+use common::*;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio::process::{Child, Command};
+use weft_lark::fake::{FakeLark, FragmentOrder, PushOptions, sample_message_event};
+
+fn python() -> String {
+    std::env::var("WEFT_PYTHON").unwrap_or_else(|_| "python3".into())
+}
+
+fn script(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("sdk_check")
+        .join(name)
+}
+
+/// The scripts print `LARK_OAPI_MISSING` and exit 3 when the SDK is not installed
+/// (checked in the script itself: importing `lark_oapi` takes seconds).
+fn fail_if_sdk_missing(output: &str) {
+    assert!(
+        !output.contains("LARK_OAPI_MISSING"),
+        "the official SDK `lark_oapi` cannot be imported by {:?}; install it with `pip install lark-oapi` \
+         (or point WEFT_PYTHON at a venv that has it): {output}",
+        python()
+    );
+}
+
+/// Importing `lark_oapi` is slow on a loaded machine.
+const SDK_START: Duration = Duration::from_secs(120);
+
+fn sdk(fake: &FakeLark, name: &str) -> Command {
+    let mut command = Command::new(python());
+    command
+        .arg(script(name))
+        .env("LARK_BASE_URL", fake.base_url())
+        .env("LARK_APP_ID", &fake.config().app_id)
+        .env("LARK_APP_SECRET", &fake.config().app_secret)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true);
+    command
+}
+
+#[tokio::test]
+async fn official_sdk_websocket_receives_and_acks_events() {
+    let fake = fake(fast_config()).await;
+    let mut child: Child = sdk(&fake, "ws_receive.py").spawn().unwrap_or_else(|e| {
+        panic!(
+            "cannot run Python interpreter {:?} (set WEFT_PYTHON): {e}",
+            python()
+        )
+    });
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let first = tokio::time::timeout(SDK_START, lines.next_line())
+        .await
+        .expect("the SDK script starts")
+        .unwrap()
+        .unwrap_or_default();
+    fail_if_sdk_missing(&first);
+    assert_eq!(first, "STARTING");
+
+    fake.wait_until(Duration::from_secs(30), |r| {
+        r.connections_opened == 1 && !r.pings.is_empty()
+    })
+    .await
+    .expect("the SDK connects and pings");
+    let long_text = "split across fragments ".repeat(100);
+    let whole = fake.push_event(
+        sample_message_event("ev_sdk_whole", "om_sdk_1", "oc_sdk", "hello sdk"),
+        PushOptions::default(),
+    );
+    let split = fake.push_event(
+        sample_message_event("ev_sdk_split", "om_sdk_2", "oc_sdk", &long_text),
+        PushOptions {
+            fragments: 4,
+            order: FragmentOrder::Shuffled,
+        },
+    );
+    let records = fake
+        .wait_until(WAIT, |r| r.acked(&whole) && r.acked(&split))
+        .await
+        .unwrap_or_else(|_| panic!("SDK acks not accepted: {:?}", fake.records().pushes));
+    assert!(
+        records.bad_frames.is_empty(),
+        "SDK frames failed strict decoding: {:?}",
+        records.bad_frames
+    );
+    assert!(
+        records.pings.iter().all(|p| p.service == 33554678),
+        "SDK pings echo service_id"
+    );
+
+    let mut received = Vec::new();
+    while received.len() < 2 {
+        let line = tokio::time::timeout(WAIT, lines.next_line())
+            .await
+            .expect("SDK prints received events")
+            .unwrap()
+            .expect("SDK still running");
+        if let Some(rest) = line.strip_prefix("RECEIVED ") {
+            received.push(rest.to_owned());
+        }
+    }
+    received.sort();
+    assert_eq!(
+        received,
+        vec![format!("{split} {}", long_text.len()), format!("{whole} 9")]
+    );
+    child.kill().await.ok();
+}
+
+#[tokio::test]
+async fn official_sdk_rest_client_sends_and_patches_a_card() {
+    let fake = fake(fast_config()).await;
+    let output = tokio::time::timeout(SDK_START, sdk(&fake, "rest_send_patch.py").output())
+        .await
+        .expect("SDK script finishes")
+        .unwrap_or_else(|e| {
+            panic!(
+                "cannot run Python interpreter {:?} (set WEFT_PYTHON): {e}",
+                python()
+            )
+        });
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    fail_if_sdk_missing(&stdout);
+    assert!(
+        output.status.success(),
+        "SDK REST script failed: {stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(stdout.contains("PATCHED"), "{stdout}");
+    let records = fake.records();
+    assert_eq!(
+        records
+            .calls_to("POST", "/open-apis/auth/v3/tenant_access_token/internal")
+            .len(),
+        1
+    );
+    let statuses: Vec<(String, u16)> = records
+        .calls
+        .iter()
+        .filter(|c| c.path.starts_with("/open-apis/im/"))
+        .map(|c| (c.method.clone(), c.status))
+        .collect();
+    assert_eq!(
+        statuses,
+        vec![("POST".to_owned(), 200), ("PATCH".to_owned(), 200)]
+    );
+}

@@ -1,0 +1,145 @@
+//! Building the Messages request body: system prompt hoisted to the top level,
+//! tool results as `tool_result` blocks, consecutive same-role turns merged (the
+//! API wants user and assistant turns to alternate).
+
+use serde_json::{Value, json};
+
+use super::DEFAULT_MAX_TOKENS;
+use crate::{ChatMessage, ChatRequest};
+
+pub(super) fn body(req: &ChatRequest, default_model: &str) -> Value {
+    let model = if req.model.is_empty() {
+        default_model
+    } else {
+        &req.model
+    };
+    let system: Vec<&str> = req
+        .messages
+        .iter()
+        .filter_map(|m| {
+            if let ChatMessage::System { content } = m {
+                Some(content.as_str())
+            } else {
+                None
+            }
+        })
+        .collect();
+    let mut body = json!({
+        "model": model,
+        "max_tokens": req.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+        "stream": true,
+        "messages": turns(&req.messages),
+    });
+    if !system.is_empty() {
+        body["system"] = json!(system.join("\n\n"));
+    }
+    if !req.tools.is_empty() {
+        body["tools"] = req
+            .tools
+            .iter()
+            .map(|t| json!({"name": t.name, "description": t.description, "input_schema": t.parameters}))
+            .collect();
+    }
+    body
+}
+
+fn turns(messages: &[ChatMessage]) -> Vec<Value> {
+    let mut turns: Vec<(&str, Vec<Value>)> = Vec::new();
+    for m in messages {
+        let (role, blocks) = match m {
+            ChatMessage::System { .. } => continue,
+            ChatMessage::User { content } => {
+                ("user", vec![json!({"type": "text", "text": content})])
+            }
+            ChatMessage::Tool {
+                call_id, content, ..
+            } => (
+                "user",
+                vec![json!({"type": "tool_result", "tool_use_id": call_id, "content": content})],
+            ),
+            ChatMessage::Assistant {
+                content,
+                tool_calls,
+            } => {
+                let text = (!content.is_empty()).then(|| json!({"type": "text", "text": content}));
+                let calls = tool_calls.iter().map(|c| {
+                    let input = if c.args.is_object() {
+                        c.args.clone()
+                    } else {
+                        json!({})
+                    };
+                    json!({"type": "tool_use", "id": c.id, "name": c.name, "input": input})
+                });
+                ("assistant", text.into_iter().chain(calls).collect())
+            }
+        };
+        match turns.last_mut() {
+            Some((last, existing)) if *last == role => existing.extend(blocks),
+            _ => turns.push((role, blocks)),
+        }
+    }
+    turns
+        .into_iter()
+        .map(|(role, content)| json!({"role": role, "content": content}))
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{ToolCall, ToolSpec};
+
+    #[test]
+    fn system_hoisted_and_tool_results_are_user_blocks() {
+        let call = ToolCall {
+            id: "toolu_1".into(),
+            name: "f".into(),
+            args: json!({"a": 1}),
+        };
+        let req = ChatRequest {
+            model: String::new(),
+            messages: vec![
+                ChatMessage::System {
+                    content: "sys".into(),
+                },
+                ChatMessage::User {
+                    content: "hi".into(),
+                },
+                ChatMessage::Assistant {
+                    content: "checking".into(),
+                    tool_calls: vec![call],
+                },
+                ChatMessage::Tool {
+                    call_id: "toolu_1".into(),
+                    name: "f".into(),
+                    content: "ok".into(),
+                },
+                ChatMessage::User {
+                    content: "and?".into(),
+                },
+            ],
+            tools: vec![ToolSpec {
+                name: "f".into(),
+                description: "d".into(),
+                parameters: json!({"type": "object"}),
+            }],
+            max_tokens: None,
+            attempt: 1,
+        };
+        let body = body(&req, "claude-x");
+        assert_eq!(body["model"], "claude-x");
+        assert_eq!(body["system"], "sys");
+        assert_eq!(body["max_tokens"], DEFAULT_MAX_TOKENS);
+        assert_eq!(body["tools"][0]["input_schema"], json!({"type": "object"}));
+        let messages = body["messages"].as_array().unwrap();
+        assert_eq!(
+            messages.len(),
+            3,
+            "tool result and next user text share a turn"
+        );
+        assert_eq!(messages[1]["content"][1]["type"], "tool_use");
+        assert_eq!(messages[1]["content"][1]["input"], json!({"a": 1}));
+        assert_eq!(messages[2]["content"][0]["type"], "tool_result");
+        assert_eq!(messages[2]["content"][1]["text"], "and?");
+    }
+}

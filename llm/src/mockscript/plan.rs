@@ -1,0 +1,175 @@
+//! From directives and a conversation to what one step of the mock model does.
+
+use std::time::Duration;
+
+use super::{Cut, Directives, Fail, ReplySpec, ScriptError, numbered_words, parse, tokens};
+use crate::{ChatMessage, StopReason, ToolCall, Usage};
+
+/// What the mock model answers to one step, before attempts and timing.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// Reasoning tokens (`t1 t2 … tn` for `@mock.think n`).
+    pub think: Vec<String>,
+    /// Reply tokens; concatenated they are the reply text.
+    pub text: Vec<String>,
+    pub tool_call: Option<ToolCall>,
+    pub stop: StopReason,
+    /// `@mock.delay` (time to first token, inter-token latency), if given.
+    pub delay: Option<(Duration, Duration)>,
+    pub fail: Option<Fail>,
+    pub cut: Option<Cut>,
+    /// Words in the whole context, and in all of it but the last message (what a
+    /// prefix cache would have seen on the previous call).
+    pub input: u64,
+    pub cache_read: u64,
+}
+
+/// One thing the mock emits, in order.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Item {
+    Thinking(String),
+    Text(String),
+    ToolCall(ToolCall),
+    /// Fail mid-stream (after a successful start) with this status.
+    Fail(Fail),
+    /// Drop the connection: no end marker.
+    Cut,
+    Finished {
+        stop: StopReason,
+        usage: Usage,
+    },
+}
+
+impl Item {
+    /// Tokens are what `@mock.delay`'s inter-token latency paces.
+    pub fn is_token(&self) -> bool {
+        matches!(self, Item::Thinking(_) | Item::Text(_) | Item::ToolCall(_))
+    }
+}
+
+/// What one attempt does: fail before streaming, or stream these items.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    Reject(Fail),
+    Stream(Vec<Item>),
+}
+
+/// Plan the step answering `messages`. `max_tokens` truncates (reasoning first, as
+/// real models count it) and turns the stop reason into `MaxTokens`.
+pub fn plan(messages: &[ChatMessage], max_tokens: Option<u32>) -> Result<Plan, ScriptError> {
+    let user_text = messages
+        .iter()
+        .rev()
+        .find_map(|m| match m {
+            ChatMessage::User { content } => Some(content.as_str()),
+            _ => None,
+        })
+        .unwrap_or("");
+    let d: Directives = parse(user_text)?;
+    let mut tool_call = None;
+    let mut text = if let Some(ChatMessage::Tool { name, content, .. }) = messages.last() {
+        tokens(&format!("tool {name} said: {content}"))
+    } else {
+        if let Some((name, args)) = &d.tool {
+            let id = format!("call_mock_{}", messages.len());
+            tool_call = Some(ToolCall {
+                id,
+                name: name.clone(),
+                args: args.clone(),
+            });
+        }
+        match &d.reply {
+            Some(ReplySpec::Text(t)) => tokens(t),
+            Some(ReplySpec::Words(n)) => numbered_words("w", *n),
+            None if tool_call.is_some() => Vec::new(),
+            None => tokens(&format!("You said: {user_text}")),
+        }
+    };
+    let mut think = numbered_words("t", d.think);
+    let mut stop = if tool_call.is_some() {
+        StopReason::ToolUse
+    } else {
+        StopReason::EndTurn
+    };
+    if let Some(max) = max_tokens.map(|m| m as usize) {
+        let wanted = think.len() + text.len() + usize::from(tool_call.is_some());
+        if wanted > max {
+            think.truncate(max);
+            text.truncate(max - think.len());
+            tool_call = None;
+            stop = StopReason::MaxTokens;
+        }
+    }
+    let words: Vec<u64> = messages.iter().map(message_words).collect();
+    let input: u64 = words.iter().sum();
+    Ok(Plan {
+        think,
+        text,
+        tool_call,
+        stop,
+        delay: d.delay,
+        fail: d.fail,
+        cut: d.cut,
+        input,
+        cache_read: input - words.last().copied().unwrap_or(0),
+    })
+}
+
+fn message_words(m: &ChatMessage) -> u64 {
+    let count = |s: &str| s.split_whitespace().count() as u64;
+    match m {
+        ChatMessage::System { content } | ChatMessage::User { content } => count(content),
+        ChatMessage::Tool { content, .. } => count(content),
+        ChatMessage::Assistant {
+            content,
+            tool_calls,
+        } => {
+            count(content)
+                + tool_calls
+                    .iter()
+                    .map(|c| 1 + count(&c.args.to_string()))
+                    .sum::<u64>()
+        }
+    }
+}
+
+impl Plan {
+    /// The items of attempt number `attempt` (1-based) of this step.
+    pub fn outcome(&self, attempt: u32) -> Outcome {
+        let (stop_after, last) = match (self.fail, self.cut) {
+            (Some(fail), _) if attempt <= fail.times => match fail.after {
+                None => return Outcome::Reject(fail),
+                Some(n) => (n as usize, Item::Fail(fail)),
+            },
+            (_, Some(cut)) if attempt <= cut.times => (cut.after as usize, Item::Cut),
+            _ => (usize::MAX, Item::Cut),
+        };
+        let tokens = self
+            .think
+            .iter()
+            .map(|t| Item::Thinking(t.clone()))
+            .chain(self.text.iter().map(|t| Item::Text(t.clone())))
+            .chain(self.tool_call.iter().map(|c| Item::ToolCall(c.clone())));
+        let mut items: Vec<Item> = tokens.take(stop_after).collect();
+        if stop_after != usize::MAX {
+            items.push(last);
+            return Outcome::Stream(items);
+        }
+        let usage = Usage {
+            input: self.input,
+            output: items.len() as u64,
+            cache_read: self.cache_read,
+            reasoning: self.think.len() as u64,
+        };
+        items.push(Item::Finished {
+            stop: self.stop,
+            usage,
+        });
+        Outcome::Stream(items)
+    }
+
+    /// The reply text (all text tokens).
+    pub fn reply_text(&self) -> String {
+        self.text.concat()
+    }
+}

@@ -1,0 +1,130 @@
+"""Check weft-loadtest's mock LLM server with the official `openai` Python SDK.
+
+Run by loadtest/tests/openai_sdk.rs as `python openai_check.py BASE_URL`, where
+BASE_URL ends in /v1. Every check asserts what a real client would rely on; the
+script exits non-zero on the first failure and prints "openai sdk: N checks passed".
+"""
+
+import json
+import sys
+
+import openai
+from openai import OpenAI
+
+BASE = sys.argv[1]
+client = OpenAI(base_url=BASE, api_key="sk-test", max_retries=0)
+checks = 0
+
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "Current weather",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
+        },
+    },
+}
+
+
+def check(name, cond, detail=""):
+    global checks
+    if not cond:
+        raise AssertionError(f"{name}: {detail}")
+    checks += 1
+
+
+def stream(messages, **kw):
+    deltas, arg_events = [], []
+    with client.chat.completions.stream(
+        model="mock-model", messages=messages, stream_options={"include_usage": True}, **kw
+    ) as s:
+        for event in s:
+            if event.type == "content.delta" and event.delta:
+                deltas.append(event.delta)
+            elif event.type == "tool_calls.function.arguments.done":
+                arg_events.append((event.name, event.arguments))
+        final = s.get_final_completion()
+    return final, deltas, arg_events
+
+
+# 1. Text, streamed token by token, with usage.
+final, deltas, _ = stream([{"role": "user", "content": "@mock.reply Hello from the mock"}])
+msg = final.choices[0].message
+check("text content", msg.content == "Hello from the mock", repr(msg.content))
+check("text deltas", deltas == ["Hello ", "from ", "the ", "mock"], repr(deltas))
+check("text finish", final.choices[0].finish_reason == "stop", final.choices[0].finish_reason)
+check("text usage", final.usage is not None and final.usage.completion_tokens == 4, repr(final.usage))
+
+# 2. A fragmented tool call, its arguments assembled by the SDK.
+ask = {"role": "user", "content": 'Paris? @mock.tool get_weather {"city": "Paris", "note": "a fairly long argument"}'}
+final, _, arg_events = stream([ask], tools=[WEATHER])
+choice = final.choices[0]
+check("tool finish", choice.finish_reason == "tool_calls", choice.finish_reason)
+calls = choice.message.tool_calls or []
+check("one tool call", len(calls) == 1, repr(calls))
+call = calls[0]
+args = json.loads(call.function.arguments)
+check("tool name", call.function.name == "get_weather", call.function.name)
+check("tool args", args == {"city": "Paris", "note": "a fairly long argument"}, repr(args))
+check("tool args event", arg_events and arg_events[0][0] == "get_weather", repr(arg_events))
+check("tool id", call.id.startswith("call_"), call.id)
+
+# 3. The tool result goes back; the mock reports it.
+history = [
+    ask,
+    {"role": "assistant", "content": None, "tool_calls": [call.model_dump()]},
+    {"role": "tool", "tool_call_id": call.id, "content": "18C, cloudy"},
+]
+final, _, _ = stream(history, tools=[WEATHER])
+reply = final.choices[0].message.content
+check("tool result reply", reply == "tool get_weather said: 18C, cloudy", repr(reply))
+
+# 4. Usage with cached and reasoning tokens; reasoning_content passes through.
+convo = [
+    {"role": "system", "content": "one two three"},
+    {"role": "user", "content": "@mock.think 2 @mock.tokens 3"},
+]
+final, _, _ = stream(convo)
+u = final.usage
+check("prompt tokens", u.prompt_tokens == 7, repr(u))
+check("cached tokens", u.prompt_tokens_details.cached_tokens == 3, repr(u))
+check("reasoning tokens", u.completion_tokens_details.reasoning_tokens == 2, repr(u))
+check("completion tokens", u.completion_tokens == 5 and u.total_tokens == 12, repr(u))
+reasoning = ""
+ids, created = set(), set()
+for chunk in client.chat.completions.create(model="mock-model", messages=convo, stream=True):
+    ids.add(chunk.id)
+    created.add(chunk.created)
+    if chunk.choices:
+        reasoning += getattr(chunk.choices[0].delta, "reasoning_content", None) or ""
+check("reasoning_content", reasoning == "t1 t2", repr(reasoning))
+check("constant id and created", len(ids) == 1 and len(created) == 1, repr((ids, created)))
+
+# 5. Non-streamed create.
+done = client.chat.completions.create(model="mock-model", messages=[{"role": "user", "content": "hi"}])
+check("create content", done.choices[0].message.content == "You said: hi", repr(done))
+check("create usage", done.usage.completion_tokens == 3, repr(done.usage))
+done = client.chat.completions.create(model="mock-model", messages=[ask], tools=[WEATHER])
+check("create tool call", done.choices[0].message.tool_calls[0].function.name == "get_weather", repr(done))
+
+# 6. Errors map to the SDK's exception classes; its own retries count as attempts.
+try:
+    client.chat.completions.create(model="mock-model", messages=[{"role": "user", "content": "@mock.fail 429"}])
+    check("429 raises", False)
+except openai.RateLimitError as e:
+    check("429 body", e.body["message"] == "Rate limit reached for requests" and e.code == "rate_limit_exceeded", repr(e.body))
+try:
+    client.chat.completions.create(model="mock-model", messages=[])
+    check("400 raises", False)
+except openai.BadRequestError as e:
+    check("400 body", e.code == "empty_array" and e.param == "messages", repr(e.body))
+retrying = OpenAI(base_url=BASE, api_key="sk-test", max_retries=2)
+done = retrying.chat.completions.create(
+    model="mock-model", messages=[{"role": "user", "content": "@mock.fail 503 times=2 retry_after=0.01 @mock.reply ok"}]
+)
+check("sdk retries recover", done.choices[0].message.content == "ok", repr(done))
+
+print(f"openai sdk: {checks} checks passed")

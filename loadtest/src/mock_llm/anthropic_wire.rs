@@ -1,0 +1,172 @@
+//! The Anthropic Messages request as the mock reads it, and its error bodies
+//! (`{"type":"error","error":{"type","message"},"request_id"}`, `llm-wire.md` §2.3).
+
+use std::time::Duration;
+
+use axum::http::{HeaderValue, StatusCode};
+use axum::response::{IntoResponse, Response};
+use serde::Deserialize;
+use serde_json::{Value, json};
+use weft_llm::{ChatMessage, ToolCall};
+
+#[derive(Debug, Deserialize)]
+pub(super) struct MessagesRequest {
+    pub model: String,
+    pub max_tokens: Option<u32>,
+    pub messages: Vec<Value>,
+    pub system: Option<Value>,
+    #[serde(default)]
+    pub stream: Option<bool>,
+}
+
+pub(super) struct AnthropicError {
+    pub status: StatusCode,
+    pub message: String,
+    pub retry_after: Option<Duration>,
+}
+
+impl AnthropicError {
+    pub fn invalid(message: impl Into<String>) -> Self {
+        AnthropicError {
+            status: StatusCode::BAD_REQUEST,
+            message: message.into(),
+            retry_after: None,
+        }
+    }
+
+    pub fn for_status(status: u16, retry_after: Option<Duration>) -> Self {
+        let status = StatusCode::from_u16(status).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let message = match error_type(status.as_u16()) {
+            "overloaded_error" => "Overloaded",
+            "rate_limit_error" => "Number of requests has exceeded your rate limit.",
+            "api_error" => "Internal server error",
+            _ => "Injected failure (@mock.fail).",
+        };
+        AnthropicError {
+            status,
+            message: message.into(),
+            retry_after,
+        }
+    }
+
+    pub fn body(&self) -> Value {
+        json!({"type": "error", "error": {"type": error_type(self.status.as_u16()), "message": self.message},
+               "request_id": "req_mock"})
+    }
+}
+
+/// Anthropic's `error.type` for a status.
+pub(super) fn error_type(status: u16) -> &'static str {
+    match status {
+        400 => "invalid_request_error",
+        401 => "authentication_error",
+        402 => "billing_error",
+        403 => "permission_error",
+        404 => "not_found_error",
+        413 => "request_too_large",
+        429 => "rate_limit_error",
+        504 => "timeout_error",
+        529 => "overloaded_error",
+        s if s >= 500 => "api_error",
+        _ => "invalid_request_error",
+    }
+}
+
+impl IntoResponse for AnthropicError {
+    fn into_response(self) -> Response {
+        let mut response = (self.status, axum::Json(self.body())).into_response();
+        let headers = response.headers_mut();
+        headers.insert("request-id", HeaderValue::from_static("req_mock"));
+        if let Some(after) = self.retry_after {
+            headers.insert(
+                "retry-after",
+                HeaderValue::from(after.as_secs_f64().ceil() as u64),
+            );
+        }
+        response
+    }
+}
+
+/// Convert to the model-side shape: `system` first, tool results (user blocks) as
+/// tool messages named after the `tool_use` they answer, then any user text.
+pub(super) fn messages(req: &MessagesRequest) -> Result<Vec<ChatMessage>, AnthropicError> {
+    if req.max_tokens.is_none() {
+        return Err(AnthropicError::invalid("max_tokens: Field required"));
+    }
+    if req.messages.is_empty() {
+        return Err(AnthropicError::invalid(
+            "messages: at least one message is required",
+        ));
+    }
+    let mut out = Vec::with_capacity(req.messages.len() + 1);
+    if let Some(system) = &req.system {
+        out.push(ChatMessage::System {
+            content: text_of(system),
+        });
+    }
+    for (i, m) in req.messages.iter().enumerate() {
+        let content = m.get("content").unwrap_or(&Value::Null);
+        match m.get("role").and_then(Value::as_str) {
+            Some("user") => {
+                for block in blocks(content).filter(|b| b["type"] == "tool_result") {
+                    let call_id = block["tool_use_id"].as_str().unwrap_or_default().to_owned();
+                    let name = tool_name(&out, &call_id).unwrap_or_else(|| "tool".into());
+                    out.push(ChatMessage::Tool {
+                        call_id,
+                        name,
+                        content: text_of(&block["content"]),
+                    });
+                }
+                let text = text_of(content);
+                if !text.is_empty() || !blocks(content).any(|b| b["type"] == "tool_result") {
+                    out.push(ChatMessage::User { content: text });
+                }
+            }
+            Some("assistant") => {
+                let tool_calls = blocks(content)
+                    .filter(|b| b["type"] == "tool_use")
+                    .map(|b| ToolCall {
+                        id: b["id"].as_str().unwrap_or_default().into(),
+                        name: b["name"].as_str().unwrap_or_default().into(),
+                        args: b["input"].clone(),
+                    })
+                    .collect();
+                out.push(ChatMessage::Assistant {
+                    content: text_of(content),
+                    tool_calls,
+                });
+            }
+            other => {
+                return Err(AnthropicError::invalid(format!(
+                    "messages.{i}.role: Input should be 'user' or 'assistant', got {other:?}"
+                )));
+            }
+        }
+    }
+    Ok(out)
+}
+
+fn blocks(content: &Value) -> impl Iterator<Item = &Value> {
+    content.as_array().into_iter().flatten()
+}
+
+/// A string, or the text of its `text` blocks.
+fn text_of(content: &Value) -> String {
+    match content {
+        Value::String(s) => s.clone(),
+        _ => blocks(content)
+            .filter(|b| b["type"] == "text")
+            .filter_map(|b| b["text"].as_str())
+            .collect(),
+    }
+}
+
+fn tool_name(earlier: &[ChatMessage], call_id: &str) -> Option<String> {
+    earlier.iter().rev().find_map(|m| match m {
+        ChatMessage::Assistant { tool_calls, .. } => tool_calls
+            .iter()
+            .find(|c| c.id == call_id)
+            .map(|c| c.name.clone()),
+        _ => None,
+    })
+}

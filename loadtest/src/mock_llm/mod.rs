@@ -1,0 +1,173 @@
+//! The mock LLM server: the OpenAI Chat Completions wire (`llm-wire.md` §1) and the
+//! Anthropic Messages wire (§2), both driven by the `@mock.*` directives of the last user message through
+//! [`weft_llm::mockscript`], exactly like the in-process `mock` provider.
+//!
+//! It is a library so tests and other crates start it on port 0 ([`MockLlmServer`]);
+//! `weft-loadtest mock-llm` is a thin wrapper. Latencies come from the message
+//! (`@mock.delay`) or from the server's defaults ([`MockLlmConfig`], with jitter).
+//!
+//! `@mock.fail … times=k` needs to know which attempt a request is. An HTTP client's
+//! retry resends the same messages, so attempts are counted per hash of the request's
+//! messages; only requests that carry `fail`/`cut` are counted, so the table stays
+//! small under load.
+
+mod anthropic;
+mod anthropic_wire;
+mod openai;
+mod openai_wire;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::hash::{DefaultHasher, Hash, Hasher};
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Router;
+use axum::routing::{get, post};
+use tokio::net::TcpListener;
+use weft_llm::ChatMessage;
+use weft_llm::mockscript::{self, Outcome, ScriptError, Timing};
+
+/// Server-wide defaults, used when a message has no `@mock.delay`.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct MockLlmConfig {
+    pub ttft: Duration,
+    pub itl: Duration,
+    /// Each gap varies uniformly by ± this much.
+    pub jitter: Duration,
+}
+
+#[derive(Clone)]
+struct AppState {
+    defaults: Timing,
+    attempts: Arc<Attempts>,
+}
+
+/// Attempt numbers per request fingerprint (1 for the first time a body is seen).
+#[derive(Default)]
+struct Attempts(Mutex<HashMap<u64, u32>>);
+
+impl Attempts {
+    fn next(&self, fingerprint: u64) -> u32 {
+        let mut map = self
+            .0
+            .lock()
+            .unwrap_or_else(|poisoned| poisoned.into_inner());
+        let n = map.entry(fingerprint).or_insert(0);
+        *n += 1;
+        *n
+    }
+}
+
+/// What one request gets: this attempt's outcome, its timing, and the prompt size.
+struct Script {
+    outcome: Outcome,
+    timing: Timing,
+    input: u64,
+    cache_read: u64,
+}
+
+impl AppState {
+    /// Plan the reply to `chat` and pick this attempt's outcome and timing. `wire`
+    /// is the request's messages as sent, fingerprinted to count attempts.
+    fn script(
+        &self,
+        chat: &[ChatMessage],
+        max_tokens: Option<u32>,
+        wire: &[serde_json::Value],
+    ) -> Result<Script, ScriptError> {
+        let plan = mockscript::plan(chat, max_tokens)?;
+        let attempt = if plan.fail.is_some() || plan.cut.is_some() {
+            let mut h = DefaultHasher::new();
+            for m in wire {
+                m.to_string().hash(&mut h);
+            }
+            self.attempts.next(h.finish())
+        } else {
+            1
+        };
+        let timing = match plan.delay {
+            Some((ttft, itl)) => Timing::new(ttft, itl),
+            None => self.defaults,
+        };
+        Ok(Script {
+            outcome: plan.outcome(attempt),
+            timing,
+            input: plan.input,
+            cache_read: plan.cache_read,
+        })
+    }
+}
+
+/// The routes: `/v1/chat/completions` (also without `/v1`), `/v1/messages`
+/// (Anthropic), `/v1/models`, `/health`.
+pub fn router(config: MockLlmConfig) -> Router {
+    let state = AppState {
+        defaults: Timing {
+            ttft: config.ttft,
+            itl: config.itl,
+            jitter: config.jitter,
+        },
+        attempts: Arc::default(),
+    };
+    Router::new()
+        .route("/v1/chat/completions", post(openai::chat_completions))
+        .route("/chat/completions", post(openai::chat_completions))
+        .route("/v1/messages", post(anthropic::messages))
+        .route("/v1/models", get(openai::models))
+        .route("/health", get(|| async { "ok" }))
+        .with_state(state)
+}
+
+/// Serve with zero default latency until `shutdown` completes.
+pub async fn serve(
+    listener: TcpListener,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    serve_with(listener, MockLlmConfig::default(), shutdown).await
+}
+
+/// Serve with the given defaults until `shutdown` completes.
+pub async fn serve_with(
+    listener: TcpListener,
+    config: MockLlmConfig,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(config))
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+/// A server running in the background on `127.0.0.1:0`, stopped when dropped.
+pub struct MockLlmServer {
+    pub addr: SocketAddr,
+    _stop: tokio::sync::oneshot::Sender<()>,
+}
+
+impl MockLlmServer {
+    pub async fn start(config: MockLlmConfig) -> std::io::Result<Self> {
+        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        let addr = listener.local_addr()?;
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        tokio::spawn(async move {
+            let shutdown = async move {
+                let _ = stopped.await;
+            };
+            if let Err(e) = serve_with(listener, config, shutdown).await {
+                tracing::error!(error = %e, "mock LLM server failed");
+            }
+        });
+        Ok(MockLlmServer { addr, _stop: stop })
+    }
+
+    /// The OpenAI-style base URL (`http://127.0.0.1:PORT/v1`).
+    pub fn openai_base_url(&self) -> String {
+        format!("http://{}/v1", self.addr)
+    }
+
+    /// The Anthropic-style base URL (`http://127.0.0.1:PORT`).
+    pub fn base_url(&self) -> String {
+        format!("http://{}", self.addr)
+    }
+}

@@ -1,0 +1,207 @@
+//! `weft_llm::anthropic::AnthropicProvider` against the mock LLM server's Anthropic
+//! wire over real HTTP, plus the raw event order a strict client depends on.
+
+use std::time::Duration;
+
+use futures::TryStreamExt;
+use serde_json::{Value, json};
+use weft_llm::anthropic::{AnthropicConfig, AnthropicProvider};
+use weft_llm::{ChatMessage, ChatRequest, LlmError, Provider, StopReason, StreamEvent, Usage};
+use weft_loadtest::mock_llm::{MockLlmConfig, MockLlmServer};
+
+async fn setup() -> (MockLlmServer, AnthropicProvider) {
+    let server = MockLlmServer::start(MockLlmConfig::default())
+        .await
+        .expect("mock server starts");
+    let provider = AnthropicProvider::new(AnthropicConfig {
+        base_url: server.base_url(),
+        api_key: Some("sk-ant-test".into()),
+        model_name: "claude-mock".into(),
+        connect_timeout: Duration::from_secs(5),
+        idle_timeout: Duration::from_secs(30),
+    });
+    (server, provider)
+}
+
+fn user(text: &str) -> ChatRequest {
+    ChatRequest {
+        model: String::new(),
+        messages: vec![
+            ChatMessage::System {
+                content: "You are terse.".into(),
+            },
+            ChatMessage::User {
+                content: text.into(),
+            },
+        ],
+        tools: vec![],
+        max_tokens: None,
+        attempt: 1,
+    }
+}
+
+async fn run(provider: &AnthropicProvider, req: ChatRequest) -> Result<Vec<StreamEvent>, LlmError> {
+    provider.stream(req).await?.try_collect().await
+}
+
+fn collect(events: &[StreamEvent], thinking: bool) -> String {
+    events
+        .iter()
+        .filter_map(|e| match e {
+            StreamEvent::Text(t) if !thinking => Some(t.as_str()),
+            StreamEvent::Thinking(t) if thinking => Some(t.as_str()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn thinking_text_and_usage_with_cache_reads() {
+    let (_server, provider) = setup().await;
+    let events = run(&provider, user("@mock.think 2 @mock.reply Fine, thanks."))
+        .await
+        .unwrap();
+    assert_eq!(collect(&events, true), "t1 t2");
+    assert_eq!(collect(&events, false), "Fine, thanks.");
+    let Some(StreamEvent::Finished { stop, usage }) = events.last() else {
+        panic!("{events:?}")
+    };
+    assert_eq!(*stop, StopReason::EndTurn);
+    assert_eq!(
+        *usage,
+        Usage {
+            input: 8,
+            output: 4,
+            cache_read: 3,
+            reasoning: 0
+        }
+    );
+}
+
+#[tokio::test]
+async fn tool_use_round_trip() {
+    let (_server, provider) = setup().await;
+    let mut req = user(r#"@mock.tool get_weather {"location": "Paris", "unit": "celsius"}"#);
+    let events = run(&provider, req.clone()).await.unwrap();
+    let Some(StreamEvent::ToolCall(call)) = events
+        .iter()
+        .find(|e| matches!(e, StreamEvent::ToolCall(_)))
+    else {
+        panic!("no tool call in {events:?}")
+    };
+    assert_eq!(call.args, json!({"location": "Paris", "unit": "celsius"}));
+    assert!(matches!(
+        events.last(),
+        Some(StreamEvent::Finished {
+            stop: StopReason::ToolUse,
+            ..
+        })
+    ));
+
+    req.messages.push(ChatMessage::Assistant {
+        content: String::new(),
+        tool_calls: vec![call.clone()],
+    });
+    req.messages.push(ChatMessage::Tool {
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        content: "18C".into(),
+    });
+    let events = run(&provider, req).await.unwrap();
+    assert_eq!(collect(&events, false), "tool get_weather said: 18C");
+}
+
+#[tokio::test]
+async fn overloaded_mid_stream_is_transient_and_recovers() {
+    let (_server, provider) = setup().await;
+    let req = user("@mock.tokens 6 @mock.fail 529 after=3");
+    let mut stream = provider.stream(req.clone()).await.expect("HTTP 200 first");
+    let mut texts = 0;
+    let err = loop {
+        match stream.try_next().await {
+            Ok(Some(StreamEvent::Text(_))) => texts += 1,
+            Ok(other) => panic!("unexpected {other:?}"),
+            Err(e) => break e,
+        }
+    };
+    assert_eq!(texts, 3);
+    assert!(
+        matches!(&err, LlmError::Transient { reason, .. } if reason.contains("overloaded_error")),
+        "{err:?}"
+    );
+    assert_eq!(
+        collect(&run(&provider, req).await.unwrap(), false),
+        "w1 w2 w3 w4 w5 w6"
+    );
+}
+
+#[tokio::test]
+async fn status_errors_classify_like_the_sdk() {
+    let (_server, provider) = setup().await;
+    let err = run(&provider, user("@mock.fail 529 retry_after=3"))
+        .await
+        .unwrap_err();
+    assert_eq!(err.retry_after(), Some(Duration::from_secs(3)));
+    assert!(matches!(
+        run(&provider, user("@mock.fail 401")).await,
+        Err(LlmError::Fatal {
+            status: Some(401),
+            ..
+        })
+    ));
+    let cut = run(&provider, user("@mock.tokens 5 @mock.cut 2"))
+        .await
+        .unwrap_err();
+    assert!(cut.is_transient(), "{cut:?}");
+}
+
+#[tokio::test]
+async fn raw_event_order_and_names() {
+    let server = MockLlmServer::start(MockLlmConfig::default())
+        .await
+        .unwrap();
+    let body = json!({"model": "m", "max_tokens": 100, "stream": true,
+        "messages": [{"role": "user", "content": "@mock.think 1 @mock.reply hi @mock.tool f {\"a\":1}"}]});
+    let text = reqwest::Client::new()
+        .post(format!("{}/v1/messages", server.base_url()))
+        .header("anthropic-version", "2023-06-01")
+        .json(&body)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    let mut kinds = Vec::new();
+    for event in text.split("\n\n").filter(|e| !e.is_empty()) {
+        let (name, data) = event.split_once('\n').unwrap();
+        let name = name.strip_prefix("event: ").expect("every event is named");
+        let data: Value = serde_json::from_str(data.strip_prefix("data: ").unwrap()).unwrap();
+        assert_eq!(data["type"], name, "data.type repeats the event name");
+        let delta = data["delta"]["type"]
+            .as_str()
+            .map(|d| format!(":{d}"))
+            .unwrap_or_default();
+        kinds.push(format!("{name}{delta}"));
+    }
+    kinds.dedup();
+    assert_eq!(
+        kinds,
+        [
+            "message_start",
+            "ping",
+            "content_block_start",
+            "content_block_delta:thinking_delta",
+            "content_block_delta:signature_delta",
+            "content_block_stop",
+            "content_block_start",
+            "content_block_delta:text_delta",
+            "content_block_stop",
+            "content_block_start",
+            "content_block_delta:input_json_delta",
+            "content_block_stop",
+            "message_delta",
+            "message_stop",
+        ]
+    );
+}

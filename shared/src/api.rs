@@ -1,0 +1,302 @@
+//! HTTP API bodies (ARCHITECTURE §6). The gateway serialises these, the CLI, the
+//! load tester and the web UI's types read them; `utoipa` derives the OpenAPI
+//! description from the same structs, so the spec cannot drift from the code.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// `{"error":{"code","message"}}` — the one error envelope.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ErrorEnvelope {
+    pub error: ErrorBody,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct ErrorBody {
+    /// snake_case machine-readable code, e.g. `run_active`.
+    pub code: String,
+    pub message: String,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct UsageDto {
+    pub input: u64,
+    pub output: u64,
+    pub cache_read: u64,
+    pub reasoning: u64,
+}
+
+impl From<weft_llm::Usage> for UsageDto {
+    fn from(u: weft_llm::Usage) -> Self {
+        UsageDto {
+            input: u.input,
+            output: u.output,
+            cache_read: u.cache_read,
+            reasoning: u.reasoning,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct Health {
+    pub status: String,
+    pub version: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct LoginRequest {
+    pub username: String,
+    pub password: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct LoginResponse {
+    pub token: String,
+    pub user: UserDto,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct UserDto {
+    pub id: String,
+    pub username: String,
+    /// `admin` or `user`.
+    pub role: String,
+    pub created_at: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct UserList {
+    pub users: Vec<UserDto>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct CreateUserRequest {
+    pub username: String,
+    pub password: String,
+    #[serde(default = "default_role")]
+    pub role: String,
+}
+
+fn default_role() -> String {
+    "user".into()
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+pub struct UpdateUserRequest {
+    pub password: Option<String>,
+    pub role: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct TokenDto {
+    pub id: String,
+    pub name: String,
+    pub created_at: String,
+    pub last_used_at: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct TokenList {
+    pub tokens: Vec<TokenDto>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct CreateTokenRequest {
+    pub name: String,
+}
+
+/// The secret is shown once, here.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct CreatedToken {
+    pub id: String,
+    pub name: String,
+    pub token: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ModelDto {
+    pub id: String,
+    pub provider: String,
+    pub default: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ModelList {
+    pub models: Vec<ModelDto>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ModeDto {
+    pub id: String,
+    pub description: String,
+    pub default: bool,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ModeList {
+    pub modes: Vec<ModeDto>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+pub struct CreateSessionRequest {
+    pub title: Option<String>,
+    pub model: Option<String>,
+    pub mode: Option<String>,
+}
+
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
+pub struct UpdateSessionRequest {
+    pub title: Option<String>,
+    pub model: Option<String>,
+    pub mode: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct SessionDto {
+    pub id: String,
+    pub title: String,
+    pub model: String,
+    pub mode: String,
+    /// `web`, `api`, `cli` or `lark`.
+    pub source: String,
+    pub active_run_id: Option<String>,
+    pub created_at: String,
+    pub updated_at: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct SessionList {
+    pub sessions: Vec<SessionDto>,
+    pub next_cursor: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct ToolCallDto {
+    pub id: String,
+    pub name: String,
+    pub args: serde_json::Value,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct MessageDto {
+    pub id: String,
+    pub session_id: String,
+    /// `user`, `assistant` or `tool`.
+    pub role: String,
+    pub content: String,
+    pub run_id: Option<String>,
+    pub step: Option<u32>,
+    pub created_at: String,
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCallDto>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub call_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct MessageList {
+    pub messages: Vec<MessageDto>,
+    pub next_cursor: Option<String>,
+}
+
+/// What to do when a message arrives while the session has an active run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Multitask {
+    /// Wait; when the active run ends, all waiting messages become one follow-up run.
+    #[default]
+    Enqueue,
+    /// Cancel the active run (its partial output is kept) and start a new one.
+    Interrupt,
+    /// Refuse with 409 `run_active`.
+    Reject,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct SendMessageRequest {
+    pub text: String,
+    #[serde(default)]
+    pub attachments: Vec<serde_json::Value>,
+    pub model: Option<String>,
+    pub mode: Option<String>,
+    #[serde(default)]
+    pub multitask: Multitask,
+    #[serde(default)]
+    pub stream: bool,
+    #[serde(default)]
+    pub wait: bool,
+}
+
+/// 202 body of a send: a run was created (`status` is the run's), or the message
+/// was queued behind `active_run_id` (`status` = `queued`, no `run_id`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct SendAccepted {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    pub message_id: String,
+    pub status: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub active_run_id: Option<String>,
+    pub session_id: String,
+}
+
+/// 200 body of `wait: true`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct RunResult {
+    pub run_id: String,
+    pub message_id: Option<String>,
+    pub session_id: String,
+    pub status: String,
+    pub content: String,
+    pub model: String,
+    pub usage: UsageDto,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<ErrorBody>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct RunDto {
+    pub id: String,
+    pub session_id: String,
+    /// `queued`, `running`, `waiting_approval`, `succeeded`, `failed`, `cancelled`.
+    pub status: String,
+    pub attempt: u32,
+    pub model: String,
+    pub usage: UsageDto,
+    pub ttft_ms: Option<u64>,
+    pub duration_ms: Option<u64>,
+    pub error: Option<ErrorBody>,
+    pub final_message_id: Option<String>,
+    pub created_at: String,
+}
+
+/// `POST /v1/chat`: a compatibility shortcut that creates the session when absent.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ChatRequest {
+    pub message: Option<String>,
+    /// OpenAI-style messages; the last `user` message is sent.
+    pub messages: Option<Vec<ChatRequestMessage>>,
+    pub session_id: Option<String>,
+    pub model: Option<String>,
+    #[serde(default)]
+    pub stream: bool,
+    /// Where the session is said to come from (`api` by default).
+    pub channel: Option<String>,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ChatRequestMessage {
+    pub role: String,
+    pub content: String,
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct LimitsDto {
+    pub body_bytes: u64,
+    pub message_chars: u64,
+    pub attachments_bytes: u64,
+    pub active_runs_per_user: u64,
+    pub runs_per_minute_per_user: u64,
+}

@@ -1,0 +1,366 @@
+//! Layered configuration: defaults → `weft.toml` (`--config` / `WEFT_CONFIG`) →
+//! `WEFT_*` environment (`__` nests: `WEFT_LIMITS__BODY_BYTES`) → command-line flags.
+//! Validated once at start-up ([`Config::validate`]); secrets are wrapped in
+//! [`Secret`] so `Debug` output and logs never show them.
+
+use std::path::{Path, PathBuf};
+
+use figment::Figment;
+use figment::providers::{Env, Format, Serialized, Toml};
+use serde::{Deserialize, Serialize};
+
+/// A string that never prints.
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Secret(pub String);
+
+impl Secret {
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(***)")
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Config {
+    /// Address to listen on; each command has its own default (`up`: 127.0.0.1:8900,
+    /// `serve`: 0.0.0.0:8900).
+    pub listen: Option<String>,
+    /// `sqlite:…` (embedded) or `postgres://…` (distributed). Default: SQLite in `data_dir`.
+    pub database_url: Option<Secret>,
+    /// `redis://…`; absent ⇒ in-process queue and bus.
+    pub redis_url: Option<Secret>,
+    /// Prefix of every Redis key, so tests and tenants can share one Redis.
+    pub redis_prefix: String,
+    /// Where embedded mode keeps `weft.db`. Default `~/.local/share/weft`.
+    pub data_dir: Option<PathBuf>,
+    /// When set, the server ensures an admin user `admin` that this bearer token authenticates.
+    pub admin_token: Option<Secret>,
+    /// `text` (default) or `json` logs.
+    pub log_format: String,
+    pub limits: Limits,
+    pub worker: WorkerConfig,
+    pub events: EventsConfig,
+    /// Configured models; empty ⇒ the built-in `mock` demo model.
+    pub models: Vec<ModelConfig>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            listen: None,
+            database_url: None,
+            redis_url: None,
+            redis_prefix: "weft:".into(),
+            data_dir: None,
+            admin_token: None,
+            log_format: "text".into(),
+            limits: Limits::default(),
+            worker: WorkerConfig::default(),
+            events: EventsConfig::default(),
+            models: Vec::new(),
+        }
+    }
+}
+
+/// Per-request and per-user limits (`[limits]`). 0 disables a per-user limit.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Limits {
+    /// Largest accepted request body.
+    pub body_bytes: u64,
+    /// Longest accepted message text, in characters.
+    pub message_chars: u64,
+    /// Largest total of a message's attachments.
+    pub attachments_bytes: u64,
+    /// Runs a user may have queued/running/waiting at once.
+    pub active_runs_per_user: u64,
+    /// Runs a user may start per rolling minute.
+    pub runs_per_minute_per_user: u64,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Limits {
+            body_bytes: 1 << 20,
+            message_chars: 65_536,
+            attachments_bytes: 20 << 20,
+            active_runs_per_user: 4,
+            runs_per_minute_per_user: 60,
+        }
+    }
+}
+
+/// How workers execute runs (`[worker]`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct WorkerConfig {
+    /// Runs one worker process executes at once.
+    pub concurrency: usize,
+    /// How often a running run's heartbeat is refreshed.
+    pub heartbeat_ms: u64,
+    /// A running run whose heartbeat is older than this is presumed orphaned.
+    pub stale_after_ms: u64,
+    /// A queued run not claimed for this long is enqueued again (lost job).
+    pub requeue_after_ms: u64,
+    /// How often the reaper looks for orphaned and lost runs.
+    pub reaper_interval_ms: u64,
+    /// Attempts before a run fails for good.
+    pub max_attempts: u32,
+    /// Text/thinking deltas are coalesced for this long before publishing (0 = off).
+    pub coalesce_ms: u64,
+    /// LLM calls per run before it stops.
+    pub max_steps: u32,
+    /// On shutdown, running runs get this long to finish before they are released.
+    pub shutdown_grace_ms: u64,
+    /// Messages of history sent to the model.
+    pub hot_size: usize,
+}
+
+impl Default for WorkerConfig {
+    fn default() -> Self {
+        WorkerConfig {
+            concurrency: 256,
+            heartbeat_ms: 10_000,
+            stale_after_ms: 30_000,
+            requeue_after_ms: 15_000,
+            reaper_interval_ms: 5_000,
+            max_attempts: 3,
+            coalesce_ms: 25,
+            max_steps: 25,
+            shutdown_grace_ms: 10_000,
+            hot_size: 20,
+        }
+    }
+}
+
+/// Run event log (`[events]`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct EventsConfig {
+    /// How long a run's event log is kept after the run ends.
+    pub retention_secs: u64,
+    /// Upper bound of events kept per run.
+    pub max_len: u64,
+}
+
+impl Default for EventsConfig {
+    fn default() -> Self {
+        EventsConfig {
+            retention_secs: 24 * 3600,
+            max_len: 100_000,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ProviderKind {
+    Openai,
+    Anthropic,
+    Mock,
+}
+
+impl ProviderKind {
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            ProviderKind::Openai => "openai",
+            ProviderKind::Anthropic => "anthropic",
+            ProviderKind::Mock => "mock",
+        }
+    }
+}
+
+/// One `[[models]]` entry.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ModelConfig {
+    /// The id clients choose (`gpt-4o-mini`, `deepseek`, `mock`).
+    pub id: String,
+    pub provider: ProviderKind,
+    /// Provider base URL (e.g. `https://api.openai.com/v1`).
+    pub base_url: Option<String>,
+    /// Name of the environment variable holding the API key (never the key itself).
+    pub api_key_env: Option<String>,
+    /// Provider-side model name, when it differs from `id`.
+    pub model: Option<String>,
+    #[serde(default)]
+    pub default: bool,
+    pub max_tokens: Option<u32>,
+}
+
+impl ModelConfig {
+    pub fn mock() -> ModelConfig {
+        ModelConfig {
+            id: "mock".into(),
+            provider: ProviderKind::Mock,
+            base_url: None,
+            api_key_env: None,
+            model: None,
+            default: true,
+            max_tokens: None,
+        }
+    }
+}
+
+/// Which backends a process uses, decided by the URLs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mode {
+    /// SQLite file + in-process queue and bus (one process).
+    Embedded { database_url: String },
+    /// Postgres + Redis (any number of gateways and workers).
+    Distributed {
+        database_url: String,
+        redis_url: String,
+    },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("configuration: {0}")]
+    Load(#[from] Box<figment::Error>),
+    #[error("configuration: {0}")]
+    Invalid(String),
+}
+
+impl Config {
+    /// Defaults → file (if any) → `WEFT_*` env.
+    pub fn load(file: Option<&Path>) -> Result<Config, ConfigError> {
+        let mut fig = Figment::from(Serialized::defaults(Config::default()));
+        if let Some(path) = file {
+            if !path.exists() {
+                return Err(ConfigError::Invalid(format!(
+                    "config file {} does not exist",
+                    path.display()
+                )));
+            }
+            fig = fig.merge(Toml::file(path));
+        }
+        fig = fig.merge(Env::prefixed("WEFT_").split("__").ignore(&["config", "gateway", "token"]));
+        let cfg: Config = fig.extract().map_err(Box::new)?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |m: String| Err(ConfigError::Invalid(m));
+        if self.worker.concurrency == 0 {
+            return bad("worker.concurrency must be at least 1".into());
+        }
+        if self.worker.max_attempts == 0 {
+            return bad("worker.max_attempts must be at least 1".into());
+        }
+        if self.worker.stale_after_ms <= self.worker.heartbeat_ms {
+            return bad("worker.stale_after_ms must exceed worker.heartbeat_ms".into());
+        }
+        let mut seen = std::collections::HashSet::new();
+        for m in &self.models {
+            if !seen.insert(m.id.as_str()) {
+                return bad(format!("model id {:?} is configured twice", m.id));
+            }
+            if m.provider != ProviderKind::Mock && m.base_url.is_none() && m.provider != ProviderKind::Openai {
+                return bad(format!("model {:?} needs base_url", m.id));
+            }
+        }
+        if self.models.iter().filter(|m| m.default).count() > 1 {
+            return bad("more than one model is marked default".into());
+        }
+        self.mode()?;
+        Ok(())
+    }
+
+    /// The models served, the default first; the mock when none is configured.
+    pub fn effective_models(&self) -> Vec<ModelConfig> {
+        if self.models.is_empty() {
+            return vec![ModelConfig::mock()];
+        }
+        let mut models = self.models.clone();
+        if !models.iter().any(|m| m.default) {
+            models[0].default = true;
+        }
+        models.sort_by_key(|m| !m.default);
+        models
+    }
+
+    pub fn data_dir(&self) -> PathBuf {
+        if let Some(d) = &self.data_dir {
+            return d.clone();
+        }
+        let base = std::env::var_os("XDG_DATA_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
+            .unwrap_or_else(|| PathBuf::from("."));
+        base.join("weft")
+    }
+
+    /// Decide the mode from the URLs; mixed combinations are refused.
+    pub fn mode(&self) -> Result<Mode, ConfigError> {
+        let db = match &self.database_url {
+            Some(u) => u.expose().to_string(),
+            None => format!("sqlite://{}?mode=rwc", self.data_dir().join("weft.db").display()),
+        };
+        let is_pg = db.starts_with("postgres://") || db.starts_with("postgresql://");
+        let is_sqlite = db.starts_with("sqlite:");
+        if !is_pg && !is_sqlite {
+            return Err(ConfigError::Invalid(
+                "database_url must start with sqlite: or postgres://".into(),
+            ));
+        }
+        match (&self.redis_url, is_pg) {
+            (None, false) => Ok(Mode::Embedded { database_url: db }),
+            (Some(r), true) => Ok(Mode::Distributed {
+                database_url: db,
+                redis_url: r.expose().to_string(),
+            }),
+            (Some(_), false) => Err(ConfigError::Invalid(
+                "a Redis queue needs a shared Postgres database: a SQLite file cannot be seen by other hosts (set database_url to postgres://… or drop redis_url)".into(),
+            )),
+            (None, true) => Err(ConfigError::Invalid(
+                "a Postgres database needs redis_url for the queue and event bus (or use sqlite: for embedded mode)".into(),
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_embedded_with_the_mock_model() {
+        let cfg = Config::default();
+        assert!(matches!(cfg.mode().unwrap(), Mode::Embedded { .. }));
+        let models = cfg.effective_models();
+        assert_eq!(models.len(), 1);
+        assert_eq!(models[0].id, "mock");
+        assert!(models[0].default);
+    }
+
+    #[test]
+    fn mixed_modes_are_refused() {
+        let cfg = Config {
+            redis_url: Some(Secret("redis://127.0.0.1".into())),
+            ..Config::default()
+        };
+        assert!(cfg.mode().unwrap_err().to_string().contains("shared Postgres"));
+        let cfg = Config {
+            database_url: Some(Secret("postgres://x/y".into())),
+            ..Config::default()
+        };
+        assert!(cfg.mode().is_err());
+    }
+
+    #[test]
+    fn secrets_do_not_print() {
+        let cfg = Config {
+            admin_token: Some(Secret("hunter2".into())),
+            ..Config::default()
+        };
+        assert!(!format!("{cfg:?}").contains("hunter2"));
+    }
+}

@@ -1,0 +1,204 @@
+//! Run events: the one protocol every client speaks (ARCHITECTURE §5).
+//!
+//! An event is `{"type", "run_id", "seq", "ts", …fields}`. `seq` starts at 1, has
+//! no gaps and continues across attempts; it doubles as the SSE `id`. Events are
+//! serialised once by the worker into a [`Frame`]; the bus and the gateway move the
+//! frame's JSON around without re-encoding it.
+
+use std::sync::Arc;
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+use crate::api::{ErrorBody, UsageDto};
+use crate::ids::{MessageId, RunId, SessionId};
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct RunEvent {
+    #[schema(value_type = String)]
+    pub run_id: RunId,
+    pub seq: u64,
+    /// Unix milliseconds.
+    pub ts: i64,
+    #[serde(flatten)]
+    pub kind: EventKind,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum EventKind {
+    RunStarted {
+        #[schema(value_type = String)]
+        session_id: SessionId,
+        model: String,
+        attempt: u32,
+        resume_step: u32,
+    },
+    Text {
+        step: u32,
+        delta: String,
+    },
+    Thinking {
+        step: u32,
+        delta: String,
+    },
+    ToolStart {
+        step: u32,
+        call_id: String,
+        name: String,
+        args: serde_json::Value,
+    },
+    ToolEnd {
+        step: u32,
+        call_id: String,
+        name: String,
+        ok: bool,
+        /// A preview of at most 2000 characters.
+        output: String,
+        duration_ms: u64,
+    },
+    ApprovalRequired {
+        step: u32,
+        approval_id: String,
+        call_id: String,
+        name: String,
+        args: serde_json::Value,
+    },
+    Usage(UsageDto),
+    /// A transient upstream error: the step restarts after `delay_ms`; clients drop
+    /// the partial text/thinking of `step` received so far.
+    Retrying {
+        step: u32,
+        attempt: u32,
+        reason: String,
+        delay_ms: u64,
+    },
+    Heartbeat {
+        elapsed_ms: u64,
+    },
+    Done {
+        #[schema(value_type = String)]
+        message_id: MessageId,
+        model: String,
+        usage: UsageDto,
+        ttft_ms: Option<u64>,
+        duration_ms: u64,
+    },
+    Error(ErrorBody),
+    Cancelled {
+        by: String,
+    },
+}
+
+impl EventKind {
+    pub fn type_name(&self) -> &'static str {
+        match self {
+            EventKind::RunStarted { .. } => "run_started",
+            EventKind::Text { .. } => "text",
+            EventKind::Thinking { .. } => "thinking",
+            EventKind::ToolStart { .. } => "tool_start",
+            EventKind::ToolEnd { .. } => "tool_end",
+            EventKind::ApprovalRequired { .. } => "approval_required",
+            EventKind::Usage(_) => "usage",
+            EventKind::Retrying { .. } => "retrying",
+            EventKind::Heartbeat { .. } => "heartbeat",
+            EventKind::Done { .. } => "done",
+            EventKind::Error(_) => "error",
+            EventKind::Cancelled { .. } => "cancelled",
+        }
+    }
+
+    pub fn is_terminal(&self) -> bool {
+        matches!(
+            self,
+            EventKind::Done { .. } | EventKind::Error(_) | EventKind::Cancelled { .. }
+        )
+    }
+}
+
+/// An encoded event as it travels through the bus: the seq and type for routing,
+/// the JSON for the wire.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Frame {
+    pub seq: u64,
+    pub ty: Arc<str>,
+    pub json: Arc<str>,
+}
+
+impl Frame {
+    pub fn encode(ev: &RunEvent) -> Frame {
+        Frame {
+            seq: ev.seq,
+            ty: Arc::from(ev.kind.type_name()),
+            json: Arc::from(serde_json::to_string(ev).expect("events always serialise")),
+        }
+    }
+
+    /// Rebuild a frame from stored JSON (the bus log).
+    pub fn from_json(json: &str) -> Option<Frame> {
+        #[derive(Deserialize)]
+        struct Head<'a> {
+            seq: u64,
+            #[serde(borrow, rename = "type")]
+            ty: &'a str,
+        }
+        let head: Head<'_> = serde_json::from_str(json).ok()?;
+        Some(Frame {
+            seq: head.seq,
+            ty: Arc::from(head.ty),
+            json: Arc::from(json),
+        })
+    }
+
+    pub fn is_terminal(&self) -> bool {
+        matches!(&*self.ty, "done" | "error" | "cancelled")
+    }
+
+    pub fn decode(&self) -> Option<RunEvent> {
+        serde_json::from_str(&self.json).ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wire_shape_matches_the_contract() {
+        let ev = RunEvent {
+            run_id: RunId("r1".into()),
+            seq: 7,
+            ts: 1_764_460_000_000,
+            kind: EventKind::Text {
+                step: 1,
+                delta: "你好".into(),
+            },
+        };
+        let json = serde_json::to_value(&ev).unwrap();
+        assert_eq!(
+            json,
+            serde_json::json!({"type":"text","run_id":"r1","seq":7,"ts":1764460000000i64,"step":1,"delta":"你好"})
+        );
+        let frame = Frame::encode(&ev);
+        assert_eq!(&*frame.ty, "text");
+        assert_eq!(Frame::from_json(&frame.json), Some(frame.clone()));
+        assert_eq!(frame.decode(), Some(ev));
+    }
+
+    #[test]
+    fn usage_and_error_flatten_their_fields() {
+        let ev = RunEvent {
+            run_id: RunId("r".into()),
+            seq: 2,
+            ts: 0,
+            kind: EventKind::Error(ErrorBody {
+                code: "upstream".into(),
+                message: "boom".into(),
+            }),
+        };
+        let v = serde_json::to_value(&ev).unwrap();
+        assert_eq!(v["type"], "error");
+        assert_eq!(v["code"], "upstream");
+        assert!(Frame::encode(&ev).is_terminal());
+    }
+}

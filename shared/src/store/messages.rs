@@ -1,0 +1,201 @@
+//! Messages: the conversation history, the agent's step checkpoints and the final
+//! replies. A checkpoint is written once — the `messages_checkpoint` unique index
+//! turns a repeated write (a retried attempt, a duplicate worker) into a no-op.
+
+use sqlx::any::AnyRow;
+
+use super::{Result, Store, StoreError, get_i64, get_opt_i64, get_opt_str, get_str};
+use crate::api::{MessageDto, ToolCallDto};
+use crate::ids::{MessageId, RunId, SessionId, UserId};
+use crate::time::{now_ms, rfc3339};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct Message {
+    pub id: MessageId,
+    pub session_id: SessionId,
+    pub role: String,
+    pub content: String,
+    pub run_id: Option<RunId>,
+    pub step: Option<u32>,
+    pub call_id: String,
+    pub name: Option<String>,
+    pub tool_calls: Vec<ToolCallDto>,
+    pub created_at: i64,
+}
+
+impl Message {
+    fn from_row(row: &AnyRow) -> Result<Message> {
+        let tool_calls = match get_opt_str(row, "tool_calls")? {
+            Some(json) => serde_json::from_str(&json).map_err(|e| StoreError::Other(format!("tool_calls: {e}")))?,
+            None => Vec::new(),
+        };
+        Ok(Message {
+            id: MessageId(get_str(row, "id")?),
+            session_id: SessionId(get_str(row, "session_id")?),
+            role: get_str(row, "role")?,
+            content: get_str(row, "content")?,
+            run_id: get_opt_str(row, "run_id")?.map(RunId),
+            step: get_opt_i64(row, "step")?.map(|s| s as u32),
+            call_id: get_str(row, "call_id")?,
+            name: get_opt_str(row, "name")?,
+            tool_calls,
+            created_at: get_i64(row, "created_at")?,
+        })
+    }
+
+    pub fn to_dto(&self) -> MessageDto {
+        MessageDto {
+            id: self.id.0.clone(),
+            session_id: self.session_id.0.clone(),
+            role: self.role.clone(),
+            content: self.content.clone(),
+            run_id: self.run_id.as_ref().map(|r| r.0.clone()),
+            step: self.step,
+            created_at: rfc3339(self.created_at),
+            tool_calls: self.tool_calls.clone(),
+            call_id: (!self.call_id.is_empty()).then(|| self.call_id.clone()),
+            name: self.name.clone(),
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolResult {
+    pub call_id: String,
+    pub name: String,
+    pub content: String,
+}
+
+/// One completed agent step: the assistant turn that asked for tools, and the
+/// tools' results. Written atomically, so a resumed attempt starts after it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StepCheckpoint {
+    pub step: u32,
+    pub content: String,
+    pub tool_calls: Vec<ToolCallDto>,
+    pub results: Vec<ToolResult>,
+}
+
+const COLUMNS: &str = "id, session_id, role, content, run_id, step, call_id, name, tool_calls, created_at";
+
+impl Store {
+    /// The most recent page (oldest→newest within it); `before` pages further back.
+    pub async fn list_messages(&self, user: &UserId, session: &SessionId, limit: i64, before: Option<&MessageId>) -> Result<(Vec<Message>, Option<String>)> {
+        self.get_session(user, session).await?;
+        let sql = format!(
+            "select {COLUMNS} from messages where session_id = $1 and ($2 = '' or id < $2) order by id desc limit $3"
+        );
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(&session.0)
+            .bind(before.map(|b| b.0.clone()).unwrap_or_default())
+            .bind(limit + 1)
+            .fetch_all(&self.pool)
+            .await?;
+        let mut msgs = rows.iter().map(Message::from_row).collect::<Result<Vec<_>>>()?;
+        let next = if msgs.len() as i64 > limit {
+            msgs.truncate(limit as usize);
+            msgs.last().map(|m| m.id.0.clone())
+        } else {
+            None
+        };
+        msgs.reverse();
+        Ok((msgs, next))
+    }
+
+    /// One message by id (internal: the caller has already scoped the run).
+    pub async fn get_message(&self, id: &MessageId) -> Result<Option<Message>> {
+        let sql = format!("select {COLUMNS} from messages where id = $1");
+        let row = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(&id.0).fetch_optional(&self.pool).await?;
+        row.as_ref().map(Message::from_row).transpose()
+    }
+
+    /// The context window of a run: the last `hot` messages that are not still
+    /// waiting behind it, oldest first, never starting with an orphaned tool result.
+    pub async fn context_messages(&self, session: &SessionId, hot: usize) -> Result<Vec<Message>> {
+        let sql = format!("select {COLUMNS} from messages where session_id = $1 and queued = 0 order by id desc limit $2");
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(&session.0)
+            .bind(hot as i64)
+            .fetch_all(&self.pool)
+            .await?;
+        let mut msgs = rows.iter().map(Message::from_row).collect::<Result<Vec<_>>>()?;
+        msgs.reverse();
+        let first_non_tool = msgs.iter().position(|m| m.role != "tool").unwrap_or(msgs.len());
+        msgs.drain(..first_non_tool);
+        Ok(msgs)
+    }
+
+    /// The last checkpointed step of a run (0 when none).
+    pub async fn last_checkpoint(&self, run: &RunId) -> Result<u32> {
+        let row = sqlx::query("select max(step) as step from messages where run_id = $1 and role = 'assistant'")
+            .bind(&run.0)
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(get_opt_i64(&row, "step")?.unwrap_or(0) as u32)
+    }
+
+    /// Write a completed step, if this worker still owns the run. Returns false
+    /// when ownership was lost (the caller stops).
+    pub async fn checkpoint_step(&self, run: &RunId, worker: &str, session: &SessionId, cp: &StepCheckpoint) -> Result<bool> {
+        let mut tx = self.begin().await?;
+        let now = now_ms();
+        let owned = sqlx::query("update runs set heartbeat_at = $1 where id = $2 and worker_id = $3 and status = 'running'")
+            .bind(now)
+            .bind(&run.0)
+            .bind(worker)
+            .execute(&mut *tx)
+            .await?;
+        if owned.rows_affected() == 0 {
+            return Ok(false);
+        }
+        let calls = serde_json::to_string(&cp.tool_calls).map_err(|e| StoreError::Other(e.to_string()))?;
+        insert_step_message(&mut tx, session, run, cp.step, "assistant", &cp.content, "", None, Some(&calls), now).await?;
+        for r in &cp.results {
+            insert_step_message(&mut tx, session, run, cp.step, "tool", &r.content, &r.call_id, Some(&r.name), None, now).await?;
+        }
+        tx.commit().await?;
+        Ok(true)
+    }
+}
+
+/// Insert an assistant/tool message of a run step; a duplicate is ignored. Returns
+/// the id of the stored row (the earlier one on a duplicate).
+#[allow(clippy::too_many_arguments)]
+pub(super) async fn insert_step_message(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    session: &SessionId,
+    run: &RunId,
+    step: u32,
+    role: &str,
+    content: &str,
+    call_id: &str,
+    name: Option<&str>,
+    tool_calls: Option<&str>,
+    now: i64,
+) -> Result<MessageId> {
+    sqlx::query(
+        "insert into messages (id, session_id, role, content, run_id, step, call_id, name, tool_calls, queued, created_at)
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, 0, $10)
+         on conflict (run_id, step, role, call_id) where role <> 'user' do nothing",
+    )
+    .bind(MessageId::new().0)
+    .bind(&session.0)
+    .bind(role)
+    .bind(content)
+    .bind(&run.0)
+    .bind(i64::from(step))
+    .bind(call_id)
+    .bind(name)
+    .bind(tool_calls)
+    .bind(now)
+    .execute(&mut **tx)
+    .await?;
+    let row = sqlx::query("select id from messages where run_id = $1 and step = $2 and role = $3 and call_id = $4")
+        .bind(&run.0)
+        .bind(i64::from(step))
+        .bind(role)
+        .bind(call_id)
+        .fetch_one(&mut **tx)
+        .await?;
+    Ok(MessageId(get_str(&row, "id")?))
+}

@@ -1,0 +1,204 @@
+//! The system of record. One query set serves Postgres and SQLite through sqlx's
+//! `Any` driver: ids are TEXT (uuidv7), timestamps BIGINT unix ms, JSON is TEXT and
+//! flags are BIGINT 0/1, so the same SQL runs on both. The few dialect differences
+//! (row locks, `begin immediate`) live in [`Store::begin`] and [`Dialect`].
+//!
+//! No code outside this module writes SQL. Constraint violations are mapped to
+//! [`StoreError`] variants here, once, so handlers branch on outcomes rather than
+//! on error strings.
+
+mod messages;
+mod runs;
+mod sessions;
+mod users;
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use sqlx::any::{AnyPoolOptions, AnyRow};
+use sqlx::{AnyPool, Row};
+
+pub use messages::{Message, StepCheckpoint, ToolResult};
+pub use runs::{
+    ActiveRun, CancelOutcome, ClaimOutcome, ClaimedRun, FinishOutcome, NewRun, RunEnd, RunRecord,
+    RunStatus, SendOutcome, SendRequest,
+};
+pub use sessions::{SessionCursor, SessionRecord};
+pub use users::{AuthUser, Role, TokenKind, TokenRecord};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Dialect {
+    Postgres,
+    Sqlite,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    #[error("not found")]
+    NotFound,
+    /// A uniqueness rule said no (e.g. a username that exists).
+    #[error("conflict: {0}")]
+    Conflict(&'static str),
+    #[error("database: {0}")]
+    Db(#[from] sqlx::Error),
+    #[error("database: {0}")]
+    Other(String),
+}
+
+impl StoreError {
+    /// Map a unique violation to `Conflict(what)`; anything else stays a database error.
+    fn unique(err: sqlx::Error, what: &'static str) -> StoreError {
+        if let sqlx::Error::Database(db) = &err {
+            if db.is_unique_violation() {
+                return StoreError::Conflict(what);
+            }
+        }
+        StoreError::Db(err)
+    }
+}
+
+pub type Result<T> = std::result::Result<T, StoreError>;
+
+/// Handle to the database; cheap to clone.
+#[derive(Clone)]
+pub struct Store {
+    pool: AnyPool,
+    dialect: Dialect,
+}
+
+impl std::fmt::Debug for Store {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Store").field("dialect", &self.dialect).finish()
+    }
+}
+
+static PG_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/postgres");
+static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
+
+impl Store {
+    /// Connect (creating a SQLite file and its folder when needed).
+    pub async fn connect(url: &str) -> Result<Store> {
+        sqlx::any::install_default_drivers();
+        let dialect = if url.starts_with("sqlite:") {
+            Dialect::Sqlite
+        } else {
+            Dialect::Postgres
+        };
+        let pool = match dialect {
+            Dialect::Sqlite => {
+                if let Some(path) = sqlite_path(url) {
+                    if let Some(dir) = std::path::Path::new(&path).parent() {
+                        std::fs::create_dir_all(dir)
+                            .map_err(|e| StoreError::Other(format!("creating {}: {e}", dir.display())))?;
+                    }
+                }
+                // WAL lets readers run beside the writer; writers serialise on
+                // `begin immediate` (see `begin`), so SQLITE_BUSY cannot happen mid-transaction.
+                AnyPoolOptions::new()
+                    .max_connections(8)
+                    .after_connect(|conn, _| {
+                        Box::pin(async move {
+                            use sqlx::Executor;
+                            conn.execute("pragma journal_mode = wal").await?;
+                            conn.execute("pragma synchronous = normal").await?;
+                            conn.execute("pragma busy_timeout = 10000").await?;
+                            conn.execute("pragma foreign_keys = on").await?;
+                            Ok(())
+                        })
+                    })
+                    .connect(url)
+                    .await?
+            }
+            Dialect::Postgres => {
+                AnyPoolOptions::new()
+                    .max_connections(32)
+                    .acquire_timeout(Duration::from_secs(10))
+                    .connect(url)
+                    .await?
+            }
+        };
+        Ok(Store { pool, dialect })
+    }
+
+    pub fn dialect(&self) -> Dialect {
+        self.dialect
+    }
+
+    pub async fn migrate(&self) -> Result<()> {
+        let migrator = match self.dialect {
+            Dialect::Postgres => &PG_MIGRATIONS,
+            Dialect::Sqlite => &SQLITE_MIGRATIONS,
+        };
+        migrator
+            .run(&self.pool)
+            .await
+            .map_err(|e| StoreError::Other(format!("migrating: {e}")))
+    }
+
+    /// Readiness probe.
+    pub async fn ping(&self) -> Result<()> {
+        sqlx::query("select 1").execute(&self.pool).await?;
+        Ok(())
+    }
+
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    /// A write transaction. On SQLite it takes the write lock up front, so two
+    /// writers never both read and then both try to upgrade.
+    async fn begin(&self) -> Result<sqlx::Transaction<'static, sqlx::Any>> {
+        Ok(match self.dialect {
+            Dialect::Postgres => self.pool.begin().await?,
+            Dialect::Sqlite => self.pool.begin_with("begin immediate").await?,
+        })
+    }
+
+    /// `for update` where the database has row locks; SQLite's `begin immediate`
+    /// already holds the whole-database write lock.
+    fn lock_suffix(&self) -> &'static str {
+        match self.dialect {
+            Dialect::Postgres => " for update",
+            Dialect::Sqlite => "",
+        }
+    }
+}
+
+/// The file path of a `sqlite:` URL, if it names one.
+fn sqlite_path(url: &str) -> Option<String> {
+    let rest = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:"))?;
+    let path = rest.split('?').next()?;
+    (!path.is_empty() && path != ":memory:").then(|| path.to_string())
+}
+
+fn get_str(row: &AnyRow, col: &str) -> Result<String> {
+    Ok(row.try_get::<String, _>(col)?)
+}
+
+fn get_opt_str(row: &AnyRow, col: &str) -> Result<Option<String>> {
+    Ok(row.try_get::<Option<String>, _>(col)?)
+}
+
+fn get_i64(row: &AnyRow, col: &str) -> Result<i64> {
+    Ok(row.try_get::<i64, _>(col)?)
+}
+
+fn get_opt_i64(row: &AnyRow, col: &str) -> Result<Option<i64>> {
+    Ok(row.try_get::<Option<i64>, _>(col)?)
+}
+
+/// Parse an enum column stored as text.
+fn get_enum<T: FromStr>(row: &AnyRow, col: &str) -> Result<T> {
+    let s = get_str(row, col)?;
+    s.parse()
+        .map_err(|_| StoreError::Other(format!("unexpected {col} value {s:?}")))
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn sqlite_paths() {
+        assert_eq!(super::sqlite_path("sqlite:///a/b.db?mode=rwc").as_deref(), Some("/a/b.db"));
+        assert_eq!(super::sqlite_path("sqlite::memory:"), None);
+    }
+}

@@ -1,0 +1,217 @@
+//! Sessions (conversations). Every query is scoped to the owner: another user's
+//! session is indistinguishable from one that does not exist.
+
+use sqlx::any::AnyRow;
+
+use super::{Result, Store, StoreError, get_i64, get_opt_str, get_str};
+use crate::api::SessionDto;
+use crate::ids::{SessionId, UserId};
+use crate::time::{now_ms, rfc3339};
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct SessionRecord {
+    pub id: SessionId,
+    pub user_id: UserId,
+    pub title: String,
+    pub model: String,
+    pub mode: String,
+    pub source: String,
+    pub active_run_id: Option<String>,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+impl SessionRecord {
+    fn from_row(row: &AnyRow) -> Result<SessionRecord> {
+        Ok(SessionRecord {
+            id: SessionId(get_str(row, "id")?),
+            user_id: UserId(get_str(row, "user_id")?),
+            title: get_str(row, "title")?,
+            model: get_str(row, "model")?,
+            mode: get_str(row, "mode")?,
+            source: get_str(row, "source")?,
+            active_run_id: get_opt_str(row, "active_run_id")?,
+            created_at: get_i64(row, "created_at")?,
+            updated_at: get_i64(row, "updated_at")?,
+        })
+    }
+
+    pub fn to_dto(&self) -> SessionDto {
+        SessionDto {
+            id: self.id.0.clone(),
+            title: self.title.clone(),
+            model: self.model.clone(),
+            mode: self.mode.clone(),
+            source: self.source.clone(),
+            active_run_id: self.active_run_id.clone(),
+            created_at: rfc3339(self.created_at),
+            updated_at: rfc3339(self.updated_at),
+        }
+    }
+}
+
+/// Position in the newest-first session list: `updated_at` then `id`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SessionCursor {
+    pub updated_at: i64,
+    pub id: String,
+}
+
+impl SessionCursor {
+    pub fn encode(&self) -> String {
+        format!("{}.{}", self.updated_at, self.id)
+    }
+    pub fn parse(s: &str) -> Option<SessionCursor> {
+        let (ts, id) = s.split_once('.')?;
+        Some(SessionCursor {
+            updated_at: ts.parse().ok()?,
+            id: SessionId::parse(id)?.0,
+        })
+    }
+}
+
+const SELECT: &str = "select s.id, s.user_id, s.title, s.model, s.mode, s.source, s.created_at, s.updated_at,
+    (select r.id from runs r where r.session_id = s.id and r.status in ('queued', 'running', 'waiting_approval')) as active_run_id
+    from sessions s";
+
+/// Escape `%`, `_` and `\` for a `like … escape '\'` pattern.
+fn like_pattern(q: &str) -> String {
+    let mut out = String::with_capacity(q.len() + 2);
+    out.push('%');
+    for c in q.to_lowercase().chars() {
+        if matches!(c, '%' | '_' | '\\') {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out.push('%');
+    out
+}
+
+impl Store {
+    pub async fn create_session(&self, user: &UserId, title: &str, model: &str, mode: &str, source: &str) -> Result<SessionRecord> {
+        let now = now_ms();
+        let rec = SessionRecord {
+            id: SessionId::new(),
+            user_id: user.clone(),
+            title: title.to_string(),
+            model: model.to_string(),
+            mode: mode.to_string(),
+            source: source.to_string(),
+            active_run_id: None,
+            created_at: now,
+            updated_at: now,
+        };
+        sqlx::query("insert into sessions (id, user_id, title, title_lower, model, mode, source, created_at, updated_at) values ($1, $2, $3, $4, $5, $6, $7, $8, $8)")
+            .bind(&rec.id.0)
+            .bind(&user.0)
+            .bind(title)
+            .bind(title.to_lowercase())
+            .bind(model)
+            .bind(mode)
+            .bind(source)
+            .bind(now)
+            .execute(&self.pool)
+            .await?;
+        Ok(rec)
+    }
+
+    pub async fn get_session(&self, user: &UserId, id: &SessionId) -> Result<SessionRecord> {
+        let sql = const_format(SELECT, " where s.id = $1 and s.user_id = $2");
+        let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(&id.0)
+            .bind(&user.0)
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or(StoreError::NotFound)?;
+        SessionRecord::from_row(&row)
+    }
+
+    /// Newest first; `q` filters titles (case-insensitive substring).
+    pub async fn list_sessions(&self, user: &UserId, q: Option<&str>, limit: i64, cursor: Option<&SessionCursor>) -> Result<(Vec<SessionRecord>, Option<SessionCursor>)> {
+        let sql = const_format(
+            SELECT,
+            " where s.user_id = $1
+              and ($2 = '' or s.title_lower like $2 escape '\\')
+              and ($3 = 0 or s.updated_at < $4 or (s.updated_at = $4 and s.id < $5))
+              order by s.updated_at desc, s.id desc limit $6",
+        );
+        let pattern = q.filter(|q| !q.trim().is_empty()).map(|q| like_pattern(q.trim())).unwrap_or_default();
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(&user.0)
+            .bind(pattern)
+            .bind(i64::from(cursor.is_some()))
+            .bind(cursor.map(|c| c.updated_at).unwrap_or(0))
+            .bind(cursor.map(|c| c.id.clone()).unwrap_or_default())
+            .bind(limit + 1)
+            .fetch_all(&self.pool)
+            .await?;
+        let mut out = rows.iter().map(SessionRecord::from_row).collect::<Result<Vec<_>>>()?;
+        let next = if out.len() as i64 > limit {
+            out.truncate(limit as usize);
+            out.last().map(|s| SessionCursor { updated_at: s.updated_at, id: s.id.0.clone() })
+        } else {
+            None
+        };
+        Ok((out, next))
+    }
+
+    pub async fn update_session(&self, user: &UserId, id: &SessionId, title: Option<&str>, model: Option<&str>, mode: Option<&str>) -> Result<SessionRecord> {
+        let current = self.get_session(user, id).await?;
+        let title = title.unwrap_or(&current.title);
+        sqlx::query("update sessions set title = $1, title_lower = $2, model = $3, mode = $4, updated_at = $5 where id = $6 and user_id = $7")
+            .bind(title)
+            .bind(title.to_lowercase())
+            .bind(model.unwrap_or(&current.model))
+            .bind(mode.unwrap_or(&current.mode))
+            .bind(now_ms())
+            .bind(&id.0)
+            .bind(&user.0)
+            .execute(&self.pool)
+            .await?;
+        self.get_session(user, id).await
+    }
+
+    /// Delete a session with its messages and runs. Active runs are cancelled by the
+    /// caller first (their workers notice the row is gone at the next heartbeat).
+    pub async fn delete_session(&self, user: &UserId, id: &SessionId) -> Result<()> {
+        let mut tx = self.begin().await?;
+        let owned = sqlx::query("select id from sessions where id = $1 and user_id = $2")
+            .bind(&id.0)
+            .bind(&user.0)
+            .fetch_optional(&mut *tx)
+            .await?;
+        if owned.is_none() {
+            return Err(StoreError::NotFound);
+        }
+        for table in ["delete from messages where session_id = $1", "delete from runs where session_id = $1", "delete from sessions where id = $1"] {
+            sqlx::query(table).bind(&id.0).execute(&mut *tx).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+}
+
+fn const_format(a: &str, b: &str) -> String {
+    let mut s = String::with_capacity(a.len() + b.len());
+    s.push_str(a);
+    s.push_str(b);
+    s
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn like_patterns_escape_wildcards() {
+        assert_eq!(like_pattern("A_b%"), "%a\\_b\\%%");
+    }
+
+    #[test]
+    fn cursors_round_trip_and_reject_junk() {
+        let c = SessionCursor { updated_at: 5, id: SessionId::new().0 };
+        assert_eq!(SessionCursor::parse(&c.encode()), Some(c));
+        assert_eq!(SessionCursor::parse("5.x' or 1=1"), None);
+    }
+}

@@ -1,0 +1,322 @@
+//! Users and credentials. Tokens (API tokens, login sessions, the bootstrap admin
+//! token) share one table and one lookup path: by the SHA-256 of the secret.
+
+use std::str::FromStr;
+
+use sqlx::any::AnyRow;
+
+use super::{Result, Store, StoreError, get_enum, get_i64, get_opt_i64, get_str};
+use crate::api::{TokenDto, UserDto};
+use crate::ids::{TokenId, UserId};
+use crate::time::{now_ms, rfc3339};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Admin,
+    User,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Admin => "admin",
+            Role::User => "user",
+        }
+    }
+}
+
+impl FromStr for Role {
+    type Err = ();
+    fn from_str(s: &str) -> std::result::Result<Self, ()> {
+        match s {
+            "admin" => Ok(Role::Admin),
+            "user" => Ok(Role::User),
+            _ => Err(()),
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum TokenKind {
+    /// A personal API token (CLI, scripts).
+    Api,
+    /// A web login session (cookie) or a token returned by `/v1/auth/login`.
+    Login,
+    /// `WEFT_ADMIN_TOKEN`.
+    Bootstrap,
+}
+
+impl TokenKind {
+    fn as_str(self) -> &'static str {
+        match self {
+            TokenKind::Api => "api",
+            TokenKind::Login => "login",
+            TokenKind::Bootstrap => "bootstrap",
+        }
+    }
+}
+
+/// The authenticated caller.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AuthUser {
+    pub id: UserId,
+    pub username: String,
+    pub role: Role,
+    pub created_at: i64,
+}
+
+impl AuthUser {
+    fn from_row(row: &AnyRow) -> Result<AuthUser> {
+        Ok(AuthUser {
+            id: UserId(get_str(row, "id")?),
+            username: get_str(row, "username")?,
+            role: get_enum(row, "role")?,
+            created_at: get_i64(row, "created_at")?,
+        })
+    }
+
+    pub fn to_dto(&self) -> UserDto {
+        UserDto {
+            id: self.id.0.clone(),
+            username: self.username.clone(),
+            role: self.role.as_str().into(),
+            created_at: rfc3339(self.created_at),
+        }
+    }
+
+    pub fn is_admin(&self) -> bool {
+        self.role == Role::Admin
+    }
+}
+
+#[derive(Debug, Clone)]
+pub struct TokenRecord {
+    pub id: TokenId,
+    pub name: String,
+    pub created_at: i64,
+    pub last_used_at: Option<i64>,
+}
+
+impl TokenRecord {
+    pub fn to_dto(&self) -> TokenDto {
+        TokenDto {
+            id: self.id.0.clone(),
+            name: self.name.clone(),
+            created_at: rfc3339(self.created_at),
+            last_used_at: self.last_used_at.map(rfc3339),
+        }
+    }
+}
+
+/// Login sessions last 30 days.
+const LOGIN_TTL_MS: i64 = 30 * 24 * 3600 * 1000;
+/// `last_used_at` is refreshed at most this often, so auth is not a write per request.
+const TOUCH_EVERY_MS: i64 = 60_000;
+
+impl Store {
+    pub async fn create_user(&self, username: &str, password_hash: &str, role: Role) -> Result<AuthUser> {
+        let user = AuthUser {
+            id: UserId::new(),
+            username: username.to_string(),
+            role,
+            created_at: now_ms(),
+        };
+        sqlx::query("insert into users (id, username, password_hash, role, created_at) values ($1, $2, $3, $4, $5)")
+            .bind(&user.id.0)
+            .bind(&user.username)
+            .bind(password_hash)
+            .bind(role.as_str())
+            .bind(user.created_at)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| StoreError::unique(e, "username_taken"))?;
+        Ok(user)
+    }
+
+    /// The user and their password hash, for login.
+    pub async fn user_credentials(&self, username: &str) -> Result<Option<(AuthUser, String)>> {
+        let row = sqlx::query("select id, username, role, created_at, password_hash from users where username = $1")
+            .bind(username)
+            .fetch_optional(&self.pool)
+            .await?;
+        row.map(|r| Ok((AuthUser::from_row(&r)?, get_str(&r, "password_hash")?)))
+            .transpose()
+    }
+
+    pub async fn list_users(&self) -> Result<Vec<AuthUser>> {
+        let rows = sqlx::query("select id, username, role, created_at from users order by username")
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter().map(AuthUser::from_row).collect()
+    }
+
+    pub async fn get_user(&self, id: &UserId) -> Result<AuthUser> {
+        let row = sqlx::query("select id, username, role, created_at from users where id = $1")
+            .bind(&id.0)
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or(StoreError::NotFound)?;
+        AuthUser::from_row(&row)
+    }
+
+    pub async fn update_user(&self, id: &UserId, password_hash: Option<&str>, role: Option<Role>) -> Result<AuthUser> {
+        let mut tx = self.begin().await?;
+        if let Some(hash) = password_hash {
+            sqlx::query("update users set password_hash = $1 where id = $2")
+                .bind(hash)
+                .bind(&id.0)
+                .execute(&mut *tx)
+                .await?;
+            // A new password signs the user out everywhere (API tokens stay).
+            sqlx::query("delete from tokens where user_id = $1 and kind = 'login'")
+                .bind(&id.0)
+                .execute(&mut *tx)
+                .await?;
+        }
+        if let Some(role) = role {
+            sqlx::query("update users set role = $1 where id = $2")
+                .bind(role.as_str())
+                .bind(&id.0)
+                .execute(&mut *tx)
+                .await?;
+        }
+        let row = sqlx::query("select id, username, role, created_at from users where id = $1")
+            .bind(&id.0)
+            .fetch_optional(&mut *tx)
+            .await?
+            .ok_or(StoreError::NotFound)?;
+        tx.commit().await?;
+        AuthUser::from_row(&row)
+    }
+
+    pub async fn delete_user(&self, id: &UserId) -> Result<()> {
+        let done = sqlx::query("delete from users where id = $1")
+            .bind(&id.0)
+            .execute(&self.pool)
+            .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        Ok(())
+    }
+
+    /// Store a token's hash; the caller shows the secret once.
+    pub async fn create_token(&self, user: &UserId, name: &str, kind: TokenKind, hash: &str) -> Result<TokenRecord> {
+        let now = now_ms();
+        let rec = TokenRecord {
+            id: TokenId::new(),
+            name: name.to_string(),
+            created_at: now,
+            last_used_at: None,
+        };
+        let expires = (kind == TokenKind::Login).then_some(now + LOGIN_TTL_MS);
+        sqlx::query("insert into tokens (id, user_id, name, kind, hash, created_at, expires_at) values ($1, $2, $3, $4, $5, $6, $7)")
+            .bind(&rec.id.0)
+            .bind(&user.0)
+            .bind(name)
+            .bind(kind.as_str())
+            .bind(hash)
+            .bind(now)
+            .bind(expires)
+            .execute(&self.pool)
+            .await
+            .map_err(|e| StoreError::unique(e, "token_exists"))?;
+        Ok(rec)
+    }
+
+    /// The user a token hash belongs to, if the token is valid.
+    pub async fn authenticate(&self, hash: &str) -> Result<Option<AuthUser>> {
+        let now = now_ms();
+        let row = sqlx::query(
+            "select u.id, u.username, u.role, u.created_at, t.id as token_id, t.last_used_at
+             from tokens t join users u on u.id = t.user_id
+             where t.hash = $1 and (t.expires_at is null or t.expires_at > $2)",
+        )
+        .bind(hash)
+        .bind(now)
+        .fetch_optional(&self.pool)
+        .await?;
+        let Some(row) = row else { return Ok(None) };
+        let last_used = get_opt_i64(&row, "last_used_at")?.unwrap_or(0);
+        if now - last_used > TOUCH_EVERY_MS {
+            sqlx::query("update tokens set last_used_at = $1 where id = $2")
+                .bind(now)
+                .bind(get_str(&row, "token_id")?)
+                .execute(&self.pool)
+                .await?;
+        }
+        Ok(Some(AuthUser::from_row(&row)?))
+    }
+
+    pub async fn list_tokens(&self, user: &UserId) -> Result<Vec<TokenRecord>> {
+        let rows = sqlx::query("select id, name, created_at, last_used_at from tokens where user_id = $1 and kind = 'api' order by id")
+            .bind(&user.0)
+            .fetch_all(&self.pool)
+            .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(TokenRecord {
+                    id: TokenId(get_str(r, "id")?),
+                    name: get_str(r, "name")?,
+                    created_at: get_i64(r, "created_at")?,
+                    last_used_at: get_opt_i64(r, "last_used_at")?,
+                })
+            })
+            .collect()
+    }
+
+    pub async fn delete_token(&self, user: &UserId, id: &TokenId) -> Result<()> {
+        let done = sqlx::query("delete from tokens where id = $1 and user_id = $2 and kind = 'api'")
+            .bind(&id.0)
+            .bind(&user.0)
+            .execute(&self.pool)
+            .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        Ok(())
+    }
+
+    /// Logout: forget one login token.
+    pub async fn delete_token_by_hash(&self, hash: &str) -> Result<()> {
+        sqlx::query("delete from tokens where hash = $1 and kind = 'login'")
+            .bind(hash)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Ensure user `admin` exists with role admin and that `hash` authenticates it.
+    /// Idempotent and safe to run from several processes at once.
+    pub async fn ensure_bootstrap_admin(&self, hash: &str, unusable_password_hash: &str) -> Result<()> {
+        let admin = match self.user_credentials("admin").await? {
+            Some((u, _)) => u,
+            None => match self.create_user("admin", unusable_password_hash, Role::Admin).await {
+                Ok(u) => u,
+                Err(StoreError::Conflict(_)) => self.user_credentials("admin").await?.ok_or(StoreError::NotFound)?.0,
+                Err(e) => return Err(e),
+            },
+        };
+        if admin.role != Role::Admin {
+            self.update_user(&admin.id, None, Some(Role::Admin)).await?;
+        }
+        let mut tx = self.begin().await?;
+        // Rotating WEFT_ADMIN_TOKEN retires the previous bootstrap token.
+        sqlx::query("delete from tokens where kind = 'bootstrap' and hash <> $1")
+            .bind(hash)
+            .execute(&mut *tx)
+            .await?;
+        sqlx::query(
+            "insert into tokens (id, user_id, name, kind, hash, created_at) values ($1, $2, 'WEFT_ADMIN_TOKEN', 'bootstrap', $3, $4)
+             on conflict (hash) do nothing",
+        )
+        .bind(TokenId::new().0)
+        .bind(&admin.id.0)
+        .bind(hash)
+        .bind(now_ms())
+        .execute(&mut *tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+}

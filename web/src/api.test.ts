@@ -1,0 +1,150 @@
+import { describe, expect, it, vi } from 'vitest'
+import { ApiError, createApi, runEventsUrl, withQuery } from './api'
+
+interface Call {
+  url: string
+  init: RequestInit
+}
+
+function fakeFetch(respond: (call: Call) => Response | Promise<Response>) {
+  const calls: Call[] = []
+  const fn = vi.fn(async (url: RequestInfo | URL, init?: RequestInit) => {
+    const call = { url: String(url), init: init ?? {} }
+    calls.push(call)
+    return respond(call)
+  })
+  return { fetch: fn as unknown as typeof fetch, calls }
+}
+
+const json = (status: number, body: unknown, headers: Record<string, string> = {}) =>
+  new Response(JSON.stringify(body), { status, headers: { 'Content-Type': 'application/json', ...headers } })
+
+const headersOf = (c: Call) => c.init.headers as Record<string, string>
+
+describe('api client', () => {
+  it('GETs with cookies and no body', async () => {
+    const f = fakeFetch(() => json(200, { id: 'u1', username: 'ann', role: 'user', created_at: '2025-01-01T00:00:00Z' }))
+    const api = createApi({ fetch: f.fetch })
+    const me = await api.me()
+    expect(me.username).toBe('ann')
+    expect(f.calls[0].url).toBe('/v1/me')
+    expect(f.calls[0].init.method).toBe('GET')
+    expect(f.calls[0].init.body).toBeUndefined()
+    expect(f.calls[0].init.credentials).toBe('same-origin')
+    expect(headersOf(f.calls[0])['X-Weft-Csrf']).toBeUndefined()
+  })
+
+  it('sends writes as JSON with the CSRF header, `{}` when there is no body', async () => {
+    const f = fakeFetch(() => new Response(null, { status: 202 }))
+    const api = createApi({ fetch: f.fetch })
+    await api.cancelRun('r/1')
+    const c = f.calls[0]
+    expect(c.url).toBe('/v1/runs/r%2F1/cancel')
+    expect(c.init.method).toBe('POST')
+    expect(c.init.body).toBe('{}')
+    expect(headersOf(c)['Content-Type']).toBe('application/json')
+    expect(headersOf(c)['X-Weft-Csrf']).toBe('1')
+  })
+
+  it('sends a message with an Idempotency-Key and returns the 202 body', async () => {
+    const f = fakeFetch(() => json(202, { run_id: 'r1', message_id: 'm1', status: 'queued' }))
+    const api = createApi({ fetch: f.fetch, baseUrl: 'http://gw' })
+    const r = await api.sendMessage('s1', { text: 'hi', model: 'mock', multitask: 'enqueue' }, 'key-1')
+    expect(r).toEqual({ run_id: 'r1', message_id: 'm1', status: 'queued' })
+    expect(f.calls[0].url).toBe('http://gw/v1/sessions/s1/messages')
+    expect(JSON.parse(f.calls[0].init.body as string)).toEqual({ text: 'hi', model: 'mock', multitask: 'enqueue' })
+    expect(headersOf(f.calls[0])['Idempotency-Key']).toBe('key-1')
+  })
+
+  it('reports a message queued behind an active run', async () => {
+    const f = fakeFetch(() => json(202, { status: 'queued', message_id: 'm2', active_run_id: 'r1' }))
+    const r = await createApi({ fetch: f.fetch }).sendMessage('s1', { text: 'again' })
+    expect(r.run_id).toBeUndefined()
+    expect(r).toMatchObject({ status: 'queued', active_run_id: 'r1' })
+  })
+
+  it('builds list queries, leaving out empty parameters', async () => {
+    const f = fakeFetch(() => json(200, { sessions: [], next_cursor: null }))
+    const api = createApi({ fetch: f.fetch })
+    await api.listSessions({ q: 'rust & 中文', limit: 20, cursor: null })
+    await api.listSessions({ q: '', cursor: 'abc' })
+    expect(f.calls[0].url).toBe('/v1/sessions?q=rust+%26+%E4%B8%AD%E6%96%87&limit=20')
+    expect(f.calls[1].url).toBe('/v1/sessions?cursor=abc')
+    expect(withQuery('/x')).toBe('/x')
+  })
+
+  it('unwraps list envelopes', async () => {
+    const f = fakeFetch((c) =>
+      c.url.endsWith('/models')
+        ? json(200, { models: [{ id: 'mock', provider: 'mock', default: true }] })
+        : json(200, { tokens: [{ id: 't1', name: 'cli', created_at: 'x', last_used_at: null }] }),
+    )
+    const api = createApi({ fetch: f.fetch })
+    expect((await api.models())[0].id).toBe('mock')
+    expect((await api.listTokens())[0].name).toBe('cli')
+  })
+
+  it('throws ApiError from the error envelope', async () => {
+    const f = fakeFetch(() =>
+      json(429, { error: { code: 'rate_limited', message: 'slow down' } }, { 'Retry-After': '7' }),
+    )
+    const err = await createApi({ fetch: f.fetch })
+      .sendMessage('s', { text: 'x' })
+      .catch((e) => e)
+    expect(err).toBeInstanceOf(ApiError)
+    expect(err).toMatchObject({ status: 429, code: 'rate_limited', message: 'slow down', retryAfter: 7 })
+  })
+
+  it('falls back to the status when the error body is not JSON', async () => {
+    const f = fakeFetch(() => new Response('<html>bad gateway</html>', { status: 502, statusText: 'Bad Gateway' }))
+    const err = await createApi({ fetch: f.fetch })
+      .getRun('r')
+      .catch((e) => e)
+    expect(err).toMatchObject({ status: 502, code: 'http_502', message: 'Bad Gateway' })
+  })
+
+  it('turns a network failure into ApiError status 0', async () => {
+    const api = createApi({
+      fetch: (async () => {
+        throw new TypeError('Failed to fetch')
+      }) as unknown as typeof fetch,
+    })
+    await expect(api.getSession('s')).rejects.toMatchObject({ status: 0, code: 'network_error' })
+  })
+
+  it('calls onUnauthorized on 401, but not for the auth endpoints', async () => {
+    const onUnauthorized = vi.fn()
+    const f = fakeFetch(() => json(401, { error: { code: 'unauthorized', message: 'sign in' } }))
+    const api = createApi({ fetch: f.fetch, onUnauthorized })
+    await expect(api.me()).rejects.toMatchObject({ status: 401 })
+    await expect(api.login('a', 'b')).rejects.toMatchObject({ status: 401 })
+    expect(onUnauthorized).not.toHaveBeenCalled()
+    await expect(api.listSessions()).rejects.toMatchObject({ code: 'unauthorized' })
+    expect(onUnauthorized).toHaveBeenCalledTimes(1)
+  })
+
+  it('returns undefined for 204 and empty bodies', async () => {
+    const f = fakeFetch(() => new Response(null, { status: 204 }))
+    const api = createApi({ fetch: f.fetch })
+    await expect(api.deleteSession('s1')).resolves.toBeUndefined()
+    expect(f.calls[0].init.method).toBe('DELETE')
+    expect(f.calls[0].init.body).toBe('{}')
+  })
+
+  it('patches users and sessions with only the given fields', async () => {
+    const f = fakeFetch(() => json(200, {}))
+    const api = createApi({ fetch: f.fetch })
+    await api.updateUser('u1', { role: 'admin' })
+    await api.updateSession('s1', { title: 'New name' })
+    expect(f.calls.map((c) => [c.init.method, c.url, c.init.body])).toEqual([
+      ['PATCH', '/v1/admin/users/u1', '{"role":"admin"}'],
+      ['PATCH', '/v1/sessions/s1', '{"title":"New name"}'],
+    ])
+  })
+
+  it('builds the run events URL, with ?after only for a real seq', () => {
+    expect(runEventsUrl('r1')).toBe('/v1/runs/r1/events')
+    expect(runEventsUrl('r1', 0)).toBe('/v1/runs/r1/events')
+    expect(runEventsUrl('r1', 17)).toBe('/v1/runs/r1/events?after=17')
+  })
+})

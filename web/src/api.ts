@@ -1,0 +1,180 @@
+// The one place the web UI talks HTTP to the gateway (ARCHITECTURE.md §6).
+//
+// Same-origin requests are authenticated by the HttpOnly session cookie set at
+// login. Cookie-authenticated writes must carry a JSON body or the CSRF header, so
+// every non-GET request sends both (an empty body is sent as `{}`). Errors come
+// back as `{"error":{"code","message"}}` and are thrown as `ApiError`.
+
+import type {
+  ApiToken,
+  CreatedToken,
+  Limits,
+  Message,
+  Mode,
+  Model,
+  Multitask,
+  Role,
+  Run,
+  SendResult,
+  Session,
+  User,
+} from './types'
+
+export class ApiError extends Error {
+  readonly status: number
+  readonly code: string
+  /** seconds, from Retry-After on 429 */
+  readonly retryAfter?: number
+
+  constructor(status: number, code: string, message: string, retryAfter?: number) {
+    super(message)
+    this.name = 'ApiError'
+    this.status = status
+    this.code = code
+    this.retryAfter = retryAfter
+  }
+}
+
+export interface ApiOptions {
+  fetch?: typeof fetch
+  /** prefix for every path; '' for same-origin */
+  baseUrl?: string
+  /** called once per 401 response, except from the auth endpoints themselves */
+  onUnauthorized?: () => void
+}
+
+type Query = Record<string, string | number | undefined | null>
+
+export function withQuery(path: string, q?: Query): string {
+  if (!q) return path
+  const params = new URLSearchParams()
+  for (const [k, v] of Object.entries(q)) {
+    if (v !== undefined && v !== null && v !== '') params.set(k, String(v))
+  }
+  const s = params.toString()
+  return s ? `${path}?${s}` : path
+}
+
+const seg = (id: string) => encodeURIComponent(id)
+
+export function createApi(opts: ApiOptions = {}) {
+  const base = opts.baseUrl ?? ''
+  const doFetch = opts.fetch ?? ((input: RequestInfo | URL, init?: RequestInit) => fetch(input, init))
+
+  async function request<T>(
+    method: string,
+    path: string,
+    body?: unknown,
+    extra?: { quiet401?: boolean; headers?: Record<string, string> },
+  ): Promise<T> {
+    const headers: Record<string, string> = { Accept: 'application/json', ...extra?.headers }
+    let payload: string | undefined
+    if (method !== 'GET' && method !== 'HEAD') {
+      headers['Content-Type'] = 'application/json'
+      headers['X-Weft-Csrf'] = '1'
+      payload = JSON.stringify(body ?? {})
+    }
+    let res: Response
+    try {
+      res = await doFetch(base + path, { method, headers, body: payload, credentials: 'same-origin' })
+    } catch (e) {
+      throw new ApiError(0, 'network_error', e instanceof Error ? e.message : String(e))
+    }
+    if (res.status === 401 && !extra?.quiet401) opts.onUnauthorized?.()
+    if (!res.ok) throw await toError(res)
+    if (res.status === 204) return undefined as T
+    const text = await res.text()
+    if (!text) return undefined as T
+    try {
+      return JSON.parse(text) as T
+    } catch {
+      throw new ApiError(res.status, 'bad_response', 'The server sent a response that is not JSON.')
+    }
+  }
+
+  const get = <T>(path: string, q?: Query) => request<T>('GET', withQuery(path, q))
+  const post = <T>(path: string, body?: unknown) => request<T>('POST', path, body)
+  const patch = <T>(path: string, body?: unknown) => request<T>('PATCH', path, body)
+  const del = (path: string) => request<void>('DELETE', path)
+
+  return {
+    // auth
+    login: (username: string, password: string) =>
+      request<{ token: string; user: User }>('POST', '/v1/auth/login', { username, password }, { quiet401: true }),
+    logout: () => request<void>('POST', '/v1/auth/logout', {}, { quiet401: true }),
+    me: () => request<User>('GET', '/v1/me', undefined, { quiet401: true }),
+
+    // catalogue
+    models: () => get<{ models: Model[] }>('/v1/models').then((r) => r.models),
+    modes: () => get<{ modes: Mode[] }>('/v1/modes').then((r) => r.modes),
+
+    // sessions
+    listSessions: (q?: { q?: string; limit?: number; cursor?: string | null }) =>
+      get<{ sessions: Session[]; next_cursor: string | null }>('/v1/sessions', q),
+    createSession: (body: { title?: string; model?: string; mode?: string }) => post<Session>('/v1/sessions', body),
+    getSession: (id: string) => get<Session>(`/v1/sessions/${seg(id)}`),
+    updateSession: (id: string, body: { title?: string; model?: string; mode?: string }) =>
+      patch<Session>(`/v1/sessions/${seg(id)}`, body),
+    deleteSession: (id: string) => del(`/v1/sessions/${seg(id)}`),
+    listMessages: (id: string, q?: { limit?: number; cursor?: string | null }) =>
+      get<{ messages: Message[]; next_cursor: string | null }>(`/v1/sessions/${seg(id)}/messages`, q),
+    sendMessage: (
+      id: string,
+      body: { text: string; model?: string; mode?: string; multitask?: Multitask },
+      idempotencyKey?: string,
+    ) =>
+      request<SendResult>('POST', `/v1/sessions/${seg(id)}/messages`, body, {
+        headers: idempotencyKey ? { 'Idempotency-Key': idempotencyKey } : undefined,
+      }),
+
+    // runs
+    getRun: (id: string) => get<Run>(`/v1/runs/${seg(id)}`),
+    cancelRun: (id: string) => post<void>(`/v1/runs/${seg(id)}/cancel`, {}),
+    decideApproval: (id: string, decision: 'approve' | 'deny' | 'always') =>
+      post<void>(`/v1/approvals/${seg(id)}`, { decision }),
+
+    // personal tokens
+    listTokens: () => get<{ tokens: ApiToken[] }>('/v1/tokens').then((r) => r.tokens),
+    createToken: (name: string) => post<CreatedToken>('/v1/tokens', { name }),
+    revokeToken: (id: string) => del(`/v1/tokens/${seg(id)}`),
+
+    // admin
+    listUsers: () => get<{ users: User[] }>('/v1/admin/users').then((r) => r.users),
+    createUser: (body: { username: string; password: string; role: Role }) => post<User>('/v1/admin/users', body),
+    updateUser: (id: string, body: { password?: string; role?: Role }) =>
+      patch<User>(`/v1/admin/users/${seg(id)}`, body),
+    deleteUser: (id: string) => del(`/v1/admin/users/${seg(id)}`),
+    limits: () => get<Limits>('/v1/admin/limits'),
+  }
+}
+
+export type Api = ReturnType<typeof createApi>
+
+/** URL of a run's SSE stream; `after` resumes after that seq (manual re-attach). */
+export function runEventsUrl(runId: string, after?: number, baseUrl = ''): string {
+  return withQuery(`${baseUrl}/v1/runs/${seg(runId)}/events`, { after: after && after > 0 ? after : undefined })
+}
+
+async function toError(res: Response): Promise<ApiError> {
+  const retry = res.headers.get('Retry-After')
+  const retryAfter = retry && /^\d+$/.test(retry) ? Number(retry) : undefined
+  let code = `http_${res.status}`
+  let message = res.statusText || `HTTP ${res.status}`
+  try {
+    const body = (await res.json()) as { error?: { code?: string; message?: string } }
+    if (body?.error?.code) code = body.error.code
+    if (body?.error?.message) message = body.error.message
+  } catch {
+    // not JSON: keep the status line
+  }
+  return new ApiError(res.status, code, message, retryAfter)
+}
+
+let unauthorizedHandler: (() => void) | undefined
+
+/** Lets the app decide what a 401 means (go to /login) without a cyclic import. */
+export function setUnauthorizedHandler(fn: (() => void) | undefined): void {
+  unauthorizedHandler = fn
+}
+
+export const api: Api = createApi({ onUnauthorized: () => unauthorizedHandler?.() })

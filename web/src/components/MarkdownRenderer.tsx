@@ -1,0 +1,56 @@
+// Markdown for replies: GitHub-flavoured (tables, task lists, strikethrough),
+// fenced code highlighted, a copy button on every code block. Raw HTML in the
+// text is not rendered (react-markdown's default), so replies cannot inject markup.
+
+import { memo, useRef, useState, type ComponentPropsWithoutRef } from 'react'
+import ReactMarkdown, { type Components } from 'react-markdown'
+import remarkGfm from 'remark-gfm'
+import rehypeHighlight from 'rehype-highlight'
+import { useT } from '../i18n'
+
+function CodeBlock(props: ComponentPropsWithoutRef<'pre'>) {
+  const t = useT()
+  const ref = useRef<HTMLPreElement>(null)
+  const [copied, setCopied] = useState(false)
+  async function copy() {
+    const text = ref.current?.innerText ?? ''
+    try {
+      await navigator.clipboard.writeText(text)
+      setCopied(true)
+      setTimeout(() => setCopied(false), 1500)
+    } catch {
+      // clipboard unavailable (insecure origin): nothing to do
+    }
+  }
+  return (
+    <div className="code-block">
+      <button type="button" className="btn ghost small copy" onClick={copy}>
+        {copied ? t('chat.copied') : t('chat.copy')}
+      </button>
+      <pre ref={ref} {...props} />
+    </div>
+  )
+}
+
+const components: Components = {
+  pre: ({ node: _node, ...props }) => <CodeBlock {...props} />,
+  a: ({ node: _node, ...props }) => <a {...props} target="_blank" rel="noopener noreferrer" />,
+  table: ({ node: _node, ...props }) => (
+    <div className="table-wrap">
+      <table {...props} />
+    </div>
+  ),
+}
+
+const remarkPlugins = [remarkGfm]
+const rehypePlugins = [[rehypeHighlight, { detect: false }]] as never
+
+const MarkdownRenderer = memo(function MarkdownRenderer({ text }: { text: string }) {
+  return (
+    <ReactMarkdown remarkPlugins={remarkPlugins} rehypePlugins={rehypePlugins} components={components}>
+      {text}
+    </ReactMarkdown>
+  )
+})
+
+export default MarkdownRenderer

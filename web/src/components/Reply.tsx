@@ -1,0 +1,224 @@
+// An assistant reply, either live (rendered from the run's events through the
+// reducer) or from history (rendered from persisted messages, with the run's
+// totals fetched once).
+
+import { useEffect, useRef, useState } from 'react'
+import { api } from '../api'
+import { fmtMs, fmtNum } from '../format'
+import { useT } from '../i18n'
+import { isTerminal, type Phase, type StepView, type ToolView } from '../stream/reducer'
+import { useRun } from '../stream/useRun'
+import type { ErrorBody, Message, Run, Usage } from '../types'
+import { Markdown } from './Markdown'
+import { ToolCard } from './ToolCard'
+import { Icon } from './Icon'
+
+export interface LiveReplyProps {
+  runId: string
+  onPhase: (runId: string, phase: Phase) => void
+  onGone: (runId: string) => void
+}
+
+export function LiveReply({ runId, onPhase, onGone }: LiveReplyProps) {
+  const t = useT()
+  const run = useRun(runId, () => onGone(runId))
+  const phaseRef = useRef<Phase | null>(null)
+  useEffect(() => {
+    if (phaseRef.current !== run.phase) {
+      phaseRef.current = run.phase
+      onPhase(runId, run.phase)
+    }
+  }, [run.phase, runId, onPhase])
+
+  const terminal = isTerminal(run)
+  const hasContent = run.steps.some((s) => s.text || s.thinking || s.tools.length)
+  return (
+    <article
+      className={`msg assistant ${terminal ? '' : 'streaming'}`}
+      data-testid="reply"
+      data-run-id={runId}
+      data-phase={run.phase}
+      aria-busy={!terminal}
+    >
+      {run.attempt > 1 && <span className="badge">{t('chat.attempt', { n: run.attempt })}</span>}
+      {run.steps.map((s) => (
+        <Step key={s.step} step={s} tools={run.tools} live={!terminal} />
+      ))}
+      {!terminal && !hasContent && !run.retry && (
+        <p className="muted waiting" role="status">
+          <span className="spinner" aria-hidden="true" /> {t('chat.waiting')}
+        </p>
+      )}
+      {run.retry && !terminal && (
+        <p className="notice warn" role="status" data-testid="retrying">
+          {t('chat.retrying', { step: run.retry.step, attempt: run.retry.attempt, reason: run.retry.reason })}
+        </p>
+      )}
+      {run.reconnecting && (
+        <p className="notice" role="status" data-testid="reconnecting">
+          <span className="spinner" aria-hidden="true" /> {t('chat.reconnecting')}
+        </p>
+      )}
+      {run.phase === 'error' && run.error && <ErrorBox error={run.error} />}
+      {run.phase === 'cancelled' && <Cancelled by={run.cancelledBy} />}
+      <Footer
+        model={run.model}
+        usage={run.usage}
+        ttftMs={run.ttftMs ?? (run.firstTokenTs && run.startedTs ? run.firstTokenTs - run.startedTs : undefined)}
+        durationMs={run.durationMs}
+      />
+    </article>
+  )
+}
+
+function Step({ step, tools, live }: { step: StepView; tools: Record<string, ToolView>; live: boolean }) {
+  return (
+    <div className="step" data-step={step.step}>
+      {step.thinking && <Thinking text={step.thinking} live={live && !step.text} />}
+      {step.text && (
+        <div className="md" data-testid="reply-text">
+          <Markdown text={step.text} />
+        </div>
+      )}
+      {step.tools.map((id) => tools[id] && <ToolCard key={id} tool={tools[id]} />)}
+    </div>
+  )
+}
+
+function Thinking({ text, live }: { text: string; live: boolean }) {
+  const t = useT()
+  const words = text.trim() ? text.trim().split(/\s+/).length : 0
+  return (
+    <details className="thinking" data-testid="thinking">
+      <summary>
+        {live && <span className="spinner" aria-hidden="true" />} {live ? t('chat.thinkingLive') : t('chat.thinking')}{' '}
+        <span className="muted">· {t('chat.words', { n: words })}</span>
+      </summary>
+      <div className="thinking-body">{text}</div>
+    </details>
+  )
+}
+
+function ErrorBox({ error }: { error: ErrorBody }) {
+  const t = useT()
+  return (
+    <div className="notice error" role="alert" data-testid="reply-error">
+      <strong>{t('chat.error')}</strong> <code>{error.code}</code> — {error.message}
+    </div>
+  )
+}
+
+function Cancelled({ by }: { by?: string }) {
+  const t = useT()
+  return (
+    <p className="notice muted" data-testid="reply-cancelled">
+      <Icon name="stop" size={12} /> {by && by !== 'user' ? t('chat.cancelledBy', { by }) : t('chat.cancelled')}
+    </p>
+  )
+}
+
+function Footer(p: { model?: string; usage?: Usage | null; ttftMs?: number | null; durationMs?: number | null }) {
+  const t = useT()
+  const parts: string[] = []
+  if (p.model) parts.push(p.model)
+  if (p.ttftMs !== undefined && p.ttftMs !== null) parts.push(t('chat.ttft', { ms: fmtMs(p.ttftMs) }))
+  if (p.usage) {
+    parts.push(t('chat.tokens', { input: fmtNum(p.usage.input), output: fmtNum(p.usage.output) }))
+    if (p.usage.cache_read) parts.push(t('chat.cached', { n: fmtNum(p.usage.cache_read) }))
+    if (p.usage.reasoning) parts.push(t('chat.reasoning', { n: fmtNum(p.usage.reasoning) }))
+  }
+  if (p.durationMs !== undefined && p.durationMs !== null) parts.push(t('chat.duration', { ms: fmtMs(p.durationMs) }))
+  if (!parts.length) return null
+  return (
+    <footer className="reply-foot" data-testid="reply-foot">
+      {parts.join(' · ')}
+    </footer>
+  )
+}
+
+// ---- history ---------------------------------------------------------------------
+
+const runCache = new Map<string, Run>()
+/** the live reply's names for a finished run's status, so both read alike */
+const PHASE_OF_STATUS: Record<string, Phase> = { succeeded: 'done', failed: 'error', cancelled: 'cancelled' }
+const FINISHED = new Set(['succeeded', 'failed', 'cancelled'])
+
+export interface HistoricReplyProps {
+  runId: string | null
+  messages: Message[]
+  /** the run turned out to be still going: attach to it instead */
+  onActive: (runId: string) => void
+}
+
+export function HistoricReply({ runId, messages, onActive }: HistoricReplyProps) {
+  const [run, setRun] = useState<Run | undefined>(runId ? runCache.get(runId) : undefined)
+
+  useEffect(() => {
+    if (!runId || runCache.has(runId)) return
+    let live = true
+    api
+      .getRun(runId)
+      .then((r) => {
+        if (!live) return
+        if (FINISHED.has(r.status)) runCache.set(runId, r)
+        else onActive(runId)
+        setRun(r)
+      })
+      .catch(() => {})
+    return () => {
+      live = false
+    }
+  }, [runId, onActive])
+
+  const results = new Map<string, Message>()
+  for (const m of messages) if (m.role === 'tool' && m.call_id) results.set(m.call_id, m)
+  const used = new Set<string>()
+
+  return (
+    <article
+      className="msg assistant"
+      data-testid="reply"
+      data-run-id={runId ?? ''}
+      data-phase={run ? (PHASE_OF_STATUS[run.status] ?? run.status) : ''}
+    >
+      {messages.map((m) => {
+        if (m.role === 'assistant') {
+          return (
+            <div className="step" key={m.id}>
+              {m.content && (
+                <div className="md" data-testid="reply-text">
+                  <Markdown text={m.content} />
+                </div>
+              )}
+              {m.tool_calls?.map((c) => {
+                const res = results.get(c.id)
+                if (res) used.add(res.id)
+                return <ToolCard key={c.id} tool={historicTool(c.id, c.name, c.args, m.step ?? 0, res)} />
+              })}
+            </div>
+          )
+        }
+        return null
+      })}
+      {messages
+        .filter((m) => m.role === 'tool' && !used.has(m.id))
+        .map((m) => (
+          <ToolCard key={m.id} tool={historicTool(m.call_id ?? m.id, m.name ?? 'tool', undefined, m.step ?? 0, m)} />
+        ))}
+      {run?.status === 'failed' && run.error && <ErrorBox error={run.error} />}
+      {run?.status === 'cancelled' && <Cancelled />}
+      {run && <Footer model={run.model} usage={run.usage} ttftMs={run.ttft_ms} durationMs={run.duration_ms} />}
+    </article>
+  )
+}
+
+function historicTool(callId: string, name: string, args: unknown, step: number, res?: Message): ToolView {
+  return {
+    callId,
+    step,
+    name,
+    args,
+    status: res ? 'ok' : 'failed',
+    output: res?.content,
+  }
+}

@@ -1,0 +1,38 @@
+// Small display helpers shared by the pages.
+
+import type { Lang } from './i18n'
+
+export function fmtMs(ms: number | null | undefined): string {
+  if (ms === null || ms === undefined || !Number.isFinite(ms)) return '–'
+  if (ms < 1000) return `${Math.round(ms)} ms`
+  if (ms < 60_000) return `${(ms / 1000).toFixed(ms < 10_000 ? 2 : 1)} s`
+  const m = Math.floor(ms / 60_000)
+  return `${m} min ${Math.round((ms % 60_000) / 1000)} s`
+}
+
+export function fmtBytes(n: number): string {
+  if (n < 1024) return `${n} B`
+  if (n < 1024 * 1024) return `${+(n / 1024).toFixed(1)} KiB`
+  return `${+(n / 1024 / 1024).toFixed(1)} MiB`
+}
+
+export function fmtNum(n: number | undefined): string {
+  return n === undefined ? '–' : n.toLocaleString()
+}
+
+export function fmtDate(iso: string | null | undefined, lang: Lang): string {
+  if (!iso) return ''
+  const d = new Date(iso)
+  if (Number.isNaN(d.getTime())) return iso
+  const loc = lang === 'zh' ? 'zh-CN' : 'en'
+  const now = new Date()
+  const sameDay = d.toDateString() === now.toDateString()
+  return sameDay
+    ? d.toLocaleTimeString(loc, { hour: '2-digit', minute: '2-digit' })
+    : d.toLocaleDateString(loc, { year: d.getFullYear() === now.getFullYear() ? undefined : 'numeric', month: 'short', day: 'numeric' })
+}
+
+export function titleFrom(text: string): string {
+  const line = text.split('\n').map((l) => l.trim()).find((l) => l.length > 0) ?? ''
+  return line.length > 60 ? `${line.slice(0, 57)}…` : line
+}

@@ -1,0 +1,259 @@
+// The state of one run as seen through its event stream.
+//
+// Every rule about how run events combine lives here and nowhere else, so that a
+// reply can neither vanish nor duplicate however the stream is cut, replayed or
+// re-attached (ARCHITECTURE.md §5):
+//   * seq dedupe — an event with seq ≤ the last applied one is ignored, so replay
+//     after a re-attach (Last-Event-ID / ?after=N, or a full replay from 0) is safe;
+//   * a new attempt (`run_started` with a higher attempt) drops what earlier
+//     attempts produced for steps ≥ resume_step — those steps run again;
+//   * `retrying` restarts one step: what that step streamed so far is discarded;
+//   * terminal events (`done`, `error`, `cancelled`) freeze the run; partial text
+//     stays.
+// Connection state ("reconnecting…") is kept here too, as local actions.
+//
+// The reducer is pure and returns a new object whenever something changed (and the
+// same object when nothing did), so React can use it directly.
+
+import type { ErrorBody, RunEvent, Usage } from '../types'
+
+export type Phase =
+  | 'connecting'
+  | 'running'
+  | 'retrying'
+  | 'waiting_approval'
+  | 'done'
+  | 'error'
+  | 'cancelled'
+
+export interface ToolView {
+  callId: string
+  step: number
+  name: string
+  args: unknown
+  status: 'running' | 'ok' | 'failed' | 'awaiting_approval'
+  output?: string
+  durationMs?: number
+  approvalId?: string
+}
+
+export interface StepView {
+  step: number
+  thinking: string
+  text: string
+  /** call ids in the order the tools started */
+  tools: string[]
+}
+
+export interface RetryInfo {
+  step: number
+  attempt: number
+  reason: string
+  delayMs: number
+}
+
+export interface RunState {
+  runId: string
+  lastSeq: number
+  attempt: number
+  model?: string
+  phase: Phase
+  /** sorted by step number */
+  steps: StepView[]
+  tools: Record<string, ToolView>
+  usage?: Usage
+  retry?: RetryInfo
+  error?: ErrorBody
+  cancelledBy?: string
+  messageId?: string
+  ttftMs?: number
+  durationMs?: number
+  /** ts of run_started and of the first text/thinking delta, for a live TTFT */
+  startedTs?: number
+  firstTokenTs?: number
+  /** the connection dropped and we are re-attaching */
+  reconnecting: boolean
+}
+
+export type RunAction =
+  | { kind: 'event'; event: RunEvent }
+  | { kind: 'connection'; state: 'open' | 'lost' }
+
+export function initialRunState(runId: string): RunState {
+  return {
+    runId,
+    lastSeq: 0,
+    attempt: 0,
+    phase: 'connecting',
+    steps: [],
+    tools: {},
+    reconnecting: false,
+  }
+}
+
+export function isTerminal(state: RunState): boolean {
+  return state.phase === 'done' || state.phase === 'error' || state.phase === 'cancelled'
+}
+
+/** The reply text as the user reads it: the text of every step, in order. */
+export function replyText(state: RunState): string {
+  return state.steps
+    .map((s) => s.text)
+    .filter((t) => t.length > 0)
+    .join('\n\n')
+}
+
+export function reduceRun(state: RunState, action: RunAction): RunState {
+  if (action.kind === 'connection') {
+    const reconnecting = action.state === 'lost' && !isTerminal(state)
+    return reconnecting === state.reconnecting ? state : { ...state, reconnecting }
+  }
+  return applyEvent(state, action.event)
+}
+
+export function applyEvent(state: RunState, ev: RunEvent): RunState {
+  if (ev.run_id !== state.runId) return state
+  if (typeof ev.seq !== 'number' || ev.seq <= state.lastSeq) return state
+  // Once terminal, nothing else belongs to this run.
+  if (isTerminal(state)) return state
+
+  const s: RunState = { ...state, lastSeq: ev.seq, reconnecting: false }
+
+  switch (ev.type) {
+    case 'run_started': {
+      if (ev.attempt > 1 && ev.attempt > state.attempt) {
+        dropStepsFrom(s, ev.resume_step)
+      }
+      s.attempt = Math.max(state.attempt, ev.attempt)
+      s.model = ev.model
+      s.phase = 'running'
+      s.retry = undefined
+      s.startedTs ??= ev.ts
+      return s
+    }
+    case 'text':
+    case 'thinking': {
+      const step = ensureStep(s, ev.step)
+      if (ev.type === 'text') step.text += ev.delta
+      else step.thinking += ev.delta
+      s.phase = 'running'
+      s.retry = undefined
+      s.firstTokenTs ??= ev.ts
+      return s
+    }
+    case 'tool_start': {
+      const step = ensureStep(s, ev.step)
+      if (!step.tools.includes(ev.call_id)) step.tools = [...step.tools, ev.call_id]
+      s.tools = {
+        ...s.tools,
+        [ev.call_id]: { callId: ev.call_id, step: ev.step, name: ev.name, args: ev.args, status: 'running' },
+      }
+      s.phase = 'running'
+      return s
+    }
+    case 'approval_required': {
+      const step = ensureStep(s, ev.step)
+      if (!step.tools.includes(ev.call_id)) step.tools = [...step.tools, ev.call_id]
+      const prev = s.tools[ev.call_id]
+      s.tools = {
+        ...s.tools,
+        [ev.call_id]: {
+          ...(prev ?? { callId: ev.call_id, step: ev.step, name: ev.name, args: ev.args }),
+          status: 'awaiting_approval',
+          approvalId: ev.approval_id,
+        },
+      }
+      s.phase = 'waiting_approval'
+      return s
+    }
+    case 'tool_end': {
+      const step = ensureStep(s, ev.step)
+      if (!step.tools.includes(ev.call_id)) step.tools = [...step.tools, ev.call_id]
+      const prev = s.tools[ev.call_id]
+      s.tools = {
+        ...s.tools,
+        [ev.call_id]: {
+          callId: ev.call_id,
+          step: ev.step,
+          name: ev.name,
+          args: prev?.args,
+          status: ev.ok ? 'ok' : 'failed',
+          output: ev.output,
+          durationMs: ev.duration_ms,
+        },
+      }
+      if (s.phase === 'waiting_approval') s.phase = 'running'
+      return s
+    }
+    case 'usage': {
+      s.usage = { input: ev.input, output: ev.output, cache_read: ev.cache_read, reasoning: ev.reasoning }
+      return s
+    }
+    case 'retrying': {
+      // The step starts over: forget what it streamed so far.
+      const i = s.steps.findIndex((x) => x.step === ev.step)
+      if (i >= 0) {
+        const old = s.steps[i]
+        const tools = { ...s.tools }
+        for (const id of old.tools) delete tools[id]
+        s.tools = tools
+        s.steps = [...s.steps]
+        s.steps[i] = { step: ev.step, thinking: '', text: '', tools: [] }
+      }
+      s.retry = { step: ev.step, attempt: ev.attempt, reason: ev.reason, delayMs: ev.delay_ms }
+      s.phase = 'retrying'
+      return s
+    }
+    case 'heartbeat':
+      return s
+    case 'done': {
+      s.phase = 'done'
+      s.messageId = ev.message_id
+      s.model = ev.model ?? s.model
+      s.usage = ev.usage ?? s.usage
+      s.ttftMs = ev.ttft_ms ?? undefined
+      s.durationMs = ev.duration_ms
+      s.retry = undefined
+      return s
+    }
+    case 'error': {
+      s.phase = 'error'
+      s.error = { code: ev.code, message: ev.message }
+      s.retry = undefined
+      return s
+    }
+    case 'cancelled': {
+      s.phase = 'cancelled'
+      s.cancelledBy = ev.by
+      s.retry = undefined
+      return s
+    }
+    default:
+      // An event type this client does not know: remember its seq, change nothing else.
+      return s
+  }
+}
+
+/** Returns the (copied, hence mutable) step, creating it in order if absent. */
+function ensureStep(s: RunState, step: number): StepView {
+  const i = s.steps.findIndex((x) => x.step === step)
+  s.steps = [...s.steps]
+  if (i >= 0) {
+    const copy = { ...s.steps[i] }
+    s.steps[i] = copy
+    return copy
+  }
+  const fresh: StepView = { step, thinking: '', text: '', tools: [] }
+  s.steps.push(fresh)
+  s.steps.sort((a, b) => a.step - b.step)
+  return fresh
+}
+
+function dropStepsFrom(s: RunState, resumeStep: number): void {
+  const kept = s.steps.filter((x) => x.step < resumeStep)
+  if (kept.length === s.steps.length) return
+  s.steps = kept
+  const tools: Record<string, ToolView> = {}
+  for (const [id, t] of Object.entries(s.tools)) if (t.step < resumeStep) tools[id] = t
+  s.tools = tools
+}

@@ -1,0 +1,51 @@
+import { describe, expect, it } from 'vitest'
+import { buildTimeline, mergeMessages } from './timeline'
+import type { Message } from './types'
+
+let n = 0
+const msg = (role: Message['role'], run_id: string | null, content: string = role): Message => ({
+  id: `m${++n}`,
+  session_id: 's',
+  role,
+  content,
+  run_id,
+  created_at: '',
+})
+
+const shape = (items: ReturnType<typeof buildTimeline>) =>
+  items.map((i) => (i.kind === 'user' ? `user:${i.message.content}` : i.kind === 'live' ? `live:${i.runId}` : `reply:${i.runId}:${i.messages.length}`))
+
+describe('timeline', () => {
+  it('groups each run’s assistant and tool messages into one reply after its user message', () => {
+    const ms = [msg('user', 'r1', 'q1'), msg('assistant', 'r1'), msg('tool', 'r1'), msg('assistant', 'r1'), msg('user', 'r2', 'q2'), msg('assistant', 'r2')]
+    expect(shape(buildTimeline(ms, []))).toEqual(['user:q1', 'reply:r1:3', 'user:q2', 'reply:r2:1'])
+  })
+
+  it('renders a live run from events only: its checkpointed messages are left out', () => {
+    const ms = [msg('user', 'r1', 'q1'), msg('assistant', 'r1', 'checkpointed step 1')]
+    expect(shape(buildTimeline(ms, ['r1']))).toEqual(['user:q1', 'live:r1'])
+  })
+
+  it('places a reply after the last of several queued user messages of one run', () => {
+    const ms = [msg('user', 'r1', 'a'), msg('assistant', 'r1'), msg('user', 'r2', 'b'), msg('user', 'r2', 'c')]
+    expect(shape(buildTimeline(ms, ['r2']))).toEqual(['user:a', 'reply:r1:1', 'user:b', 'user:c', 'live:r2'])
+  })
+
+  it('gives a failed run with no reply a place for its error', () => {
+    const ms = [msg('user', 'r1', 'q')]
+    expect(shape(buildTimeline(ms, []))).toEqual(['user:q', 'reply:r1:0'])
+  })
+
+  it('appends a live run whose user message is not loaded', () => {
+    expect(shape(buildTimeline([msg('user', 'r1', 'q')], ['r1', 'r9']))).toEqual(['user:q', 'live:r1', 'live:r9'])
+  })
+
+  it('merges a refreshed page without duplicating', () => {
+    const a = msg('user', 'r1')
+    const b = msg('assistant', 'r1')
+    const c = msg('user', 'r2')
+    const cur = [a, b]
+    expect(mergeMessages(cur, [a, b])).toBe(cur)
+    expect(mergeMessages(cur, [b, c]).map((m) => m.id)).toEqual([a.id, b.id, c.id])
+  })
+})

@@ -1,0 +1,238 @@
+//! weft-worker: consumes run jobs, claims runs, executes the agent loop, publishes
+//! events, checkpoints steps, and reaps runs whose worker died.
+//!
+//! Shape: a [`JobHandler`] takes each job, waits for a free slot (the concurrency
+//! limit is a semaphore — a busy worker pushes back on the queue), claims the run
+//! by compare-and-set and spawns its execution. Every running run has a lease
+//! heartbeat and a [`RunStop`] that cancel requests, lost leases and shutdown
+//! trigger. The reaper, in every worker, is idempotent: it only enqueues, and the
+//! claim decides.
+
+mod context;
+mod emitter;
+mod executor;
+pub mod providers;
+mod reaper;
+pub mod tools;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::Semaphore;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use weft_shared::api::ErrorBody;
+use weft_shared::bus::SharedBus;
+use weft_shared::config::Config;
+use weft_shared::event::{EventKind, Frame, RunEvent};
+use weft_shared::ids::RunId;
+use weft_shared::job::RunJob;
+use weft_shared::queue::{JobHandler, SharedQueue};
+use weft_shared::store::{ClaimOutcome, ClaimedRun, Store};
+use weft_shared::time::now_ms;
+
+use crate::providers::Providers;
+use crate::tools::ToolRegistry;
+
+/// What a worker needs; shared with the gateway in embedded mode.
+#[derive(Clone)]
+pub struct WorkerDeps {
+    pub store: Store,
+    pub bus: SharedBus,
+    pub queue: SharedQueue,
+    pub config: Arc<Config>,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    /// A user (or an interrupting message) cancelled the run.
+    Cancel,
+    /// Another worker took the run over; write nothing more.
+    Lost,
+    /// This process is shutting down past its grace period.
+    Shutdown,
+}
+
+/// The stop switch of one running run.
+pub struct RunStop {
+    pub token: CancellationToken,
+    reason: Mutex<Option<StopReason>>,
+}
+
+impl RunStop {
+    fn new() -> RunStop {
+        RunStop { token: CancellationToken::new(), reason: Mutex::new(None) }
+    }
+
+    pub fn stop(&self, reason: StopReason) {
+        self.reason.lock().expect("stop lock").get_or_insert(reason);
+        self.token.cancel();
+    }
+
+    pub fn reason(&self) -> StopReason {
+        self.reason.lock().expect("stop lock").unwrap_or(StopReason::Cancel)
+    }
+}
+
+pub(crate) struct Inner {
+    pub(crate) deps: WorkerDeps,
+    /// Unique per process: the lease owner written into claimed runs.
+    pub(crate) id: String,
+    pub(crate) providers: Providers,
+    pub(crate) tools: ToolRegistry,
+    slots: Arc<Semaphore>,
+    running: Mutex<HashMap<RunId, Arc<RunStop>>>,
+    tasks: TaskTracker,
+}
+
+impl Inner {
+    pub(crate) async fn enqueue(&self, job: RunJob) {
+        if let Err(e) = self.deps.queue.enqueue(job.clone()).await {
+            // The run is queued in the database: the reaper enqueues it again.
+            tracing::warn!(run.id = %job.run_id, error = %e, "enqueue failed; the reaper will retry");
+        }
+    }
+
+    fn stale_before(&self) -> i64 {
+        now_ms() - self.deps.config.worker.stale_after_ms as i64
+    }
+}
+
+struct Handler(Arc<Inner>);
+
+#[async_trait::async_trait]
+impl JobHandler for Handler {
+    async fn handle(&self, job: RunJob) {
+        let inner = self.0.clone();
+        let Ok(slot) = inner.slots.clone().acquire_owned().await else { return };
+        if job.enqueued_at > 0 {
+            metrics::histogram!("weft_queue_wait_seconds").record((now_ms() - job.enqueued_at).max(0) as f64 / 1000.0);
+        }
+        let cfg = &inner.deps.config.worker;
+        let claim = inner.deps.store.claim_run(&job.run_id, &inner.id, inner.stale_before(), cfg.max_attempts).await;
+        match claim {
+            Ok(ClaimOutcome::Claimed(run)) => {
+                let stop = Arc::new(RunStop::new());
+                inner.running.lock().expect("running lock").insert(run.id.clone(), stop.clone());
+                let task_inner = inner.clone();
+                inner.tasks.spawn(async move {
+                    let _slot = slot;
+                    metrics::gauge!("weft_runs_executing").increment(1.0);
+                    let beat = tokio::spawn(heartbeat(task_inner.clone(), run.id.clone(), stop.clone()));
+                    let id = run.id.clone();
+                    let span = tracing::info_span!("run", run.id = %id, attempt = run.attempt);
+                    tracing::Instrument::instrument(executor::execute(task_inner.clone(), run, stop), span).await;
+                    beat.abort();
+                    task_inner.running.lock().expect("running lock").remove(&id);
+                    metrics::gauge!("weft_runs_executing").decrement(1.0);
+                });
+            }
+            Ok(ClaimOutcome::Exhausted(run)) => exhausted(&inner, run).await,
+            Ok(ClaimOutcome::NotClaimable) => {}
+            Err(e) => tracing::warn!(run.id = %job.run_id, error = %e, "claim failed; the reaper will retry"),
+        }
+    }
+}
+
+/// The attempt budget is spent: fail the run and say so on its stream.
+async fn exhausted(inner: &Inner, run: ClaimedRun) {
+    let error = ErrorBody {
+        code: "attempts_exhausted".into(),
+        message: format!("the run failed {} times (its worker kept dying)", run.attempt - 1),
+    };
+    match inner.deps.store.fail_exhausted(&run, &error).await {
+        Ok(followup) => {
+            let seq = inner.deps.bus.last_seq(&run.id).await.unwrap_or(0) + 1;
+            let ev = RunEvent { run_id: run.id.clone(), seq, ts: now_ms(), kind: EventKind::Error(error) };
+            let _ = inner.deps.bus.publish(&run.id, &Frame::encode(&ev)).await;
+            let _ = inner.deps.bus.retire(&run.id, Duration::from_secs(inner.deps.config.events.retention_secs)).await;
+            metrics::counter!("weft_runs_finished_total", "status" => "failed").increment(1);
+            if let Some(next) = followup {
+                inner.enqueue(RunJob { run_id: next, traceparent: None, enqueued_at: now_ms() }).await;
+            }
+        }
+        Err(e) => tracing::error!(run.id = %run.id, error = %e, "failing an exhausted run failed"),
+    }
+}
+
+/// Refresh the lease every `heartbeat_ms`; a refused refresh stops the run.
+async fn heartbeat(inner: Arc<Inner>, run: RunId, stop: Arc<RunStop>) {
+    let every = Duration::from_millis(inner.deps.config.worker.heartbeat_ms);
+    loop {
+        tokio::time::sleep(every).await;
+        match inner.deps.store.heartbeat(&run, &inner.id).await {
+            Ok(true) => {}
+            Ok(false) => {
+                let cancelled = inner
+                    .deps
+                    .store
+                    .get_run_unscoped(&run)
+                    .await
+                    .is_ok_and(|r| r.status == weft_shared::store::RunStatus::Cancelled);
+                stop.stop(if cancelled { StopReason::Cancel } else { StopReason::Lost });
+                return;
+            }
+            Err(e) => tracing::warn!(run.id = %run, error = %e, "heartbeat failed"),
+        }
+    }
+}
+
+/// Cancel requests from the bus reach the run they name, if it runs here.
+async fn listen_for_cancels(inner: Arc<Inner>, shutdown: CancellationToken) {
+    let mut rx = inner.deps.bus.cancel_requests();
+    loop {
+        let run = tokio::select! {
+            _ = shutdown.cancelled() => return,
+            r = rx.recv() => r,
+        };
+        match run {
+            Ok(run) => {
+                if let Some(stop) = inner.running.lock().expect("running lock").get(&run) {
+                    stop.stop(StopReason::Cancel);
+                }
+            }
+            Err(tokio::sync::broadcast::error::RecvError::Lagged(_)) => {}
+            Err(tokio::sync::broadcast::error::RecvError::Closed) => return,
+        }
+    }
+}
+
+/// Run a worker until `shutdown`: consume jobs, reap, and on shutdown give running
+/// runs `shutdown_grace_ms` to finish before releasing them to other workers.
+/// `orphan_all_at_start`: in embedded mode this is the only worker, so every
+/// `running` run found at start-up belongs to a dead process.
+pub async fn run(deps: WorkerDeps, shutdown: CancellationToken, orphan_all_at_start: bool) -> anyhow::Result<()> {
+    let cfg = deps.config.clone();
+    let providers = Providers::from_config(&cfg.effective_models())?;
+    let inner = Arc::new(Inner {
+        id: format!("w-{}", uuid::Uuid::now_v7()),
+        providers,
+        tools: ToolRegistry::builtin(),
+        slots: Arc::new(Semaphore::new(cfg.worker.concurrency)),
+        running: Mutex::default(),
+        tasks: TaskTracker::new(),
+        deps,
+    });
+    tracing::info!(worker.id = %inner.id, concurrency = cfg.worker.concurrency, "worker started");
+    let consume_stop = shutdown.child_token();
+    let cancels = tokio::spawn(listen_for_cancels(inner.clone(), consume_stop.clone()));
+    let reaper = tokio::spawn(reaper::run(inner.clone(), consume_stop.clone(), orphan_all_at_start));
+    let handler: Arc<dyn JobHandler> = Arc::new(Handler(inner.clone()));
+    inner.deps.queue.consume(handler, consume_stop.clone()).await?;
+
+    // Shutdown: no new claims; let running runs finish, then release the rest.
+    inner.tasks.close();
+    let grace = Duration::from_millis(cfg.worker.shutdown_grace_ms);
+    if tokio::time::timeout(grace, inner.tasks.wait()).await.is_err() {
+        let stops: Vec<_> = inner.running.lock().expect("running lock").values().cloned().collect();
+        tracing::info!(runs = stops.len(), "shutdown grace over; releasing running runs");
+        for stop in stops {
+            stop.stop(StopReason::Shutdown);
+        }
+        let _ = tokio::time::timeout(Duration::from_secs(5), inner.tasks.wait()).await;
+    }
+    cancels.abort();
+    reaper.abort();
+    Ok(())
+}

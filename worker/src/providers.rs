@@ -1,0 +1,57 @@
+//! Model id → provider, built once from `[[models]]`. API keys are read from the
+//! environment variable each model names (`api_key_env`), never from the file.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use weft_llm::Provider;
+use weft_llm::mock::MockProvider;
+use weft_llm::openai::{OpenAiConfig, OpenAiProvider};
+use weft_shared::config::{ModelConfig, ProviderKind};
+
+#[derive(Clone)]
+pub struct ModelEntry {
+    pub config: ModelConfig,
+    pub provider: Arc<dyn Provider>,
+}
+
+#[derive(Clone, Default)]
+pub struct Providers {
+    models: HashMap<String, ModelEntry>,
+}
+
+impl Providers {
+    pub fn from_config(models: &[ModelConfig]) -> anyhow::Result<Providers> {
+        let mut out = HashMap::new();
+        for m in models {
+            let provider: Arc<dyn Provider> = match m.provider {
+                ProviderKind::Mock => Arc::new(MockProvider::new()),
+                ProviderKind::Openai => {
+                    let api_key = match &m.api_key_env {
+                        Some(var) => Some(std::env::var(var).map_err(|_| {
+                            anyhow::anyhow!("model {:?}: environment variable {var} (api_key_env) is not set", m.id)
+                        })?),
+                        None => None,
+                    };
+                    Arc::new(OpenAiProvider::new(OpenAiConfig {
+                            base_url: m.base_url.clone().unwrap_or_else(|| "https://api.openai.com/v1".into()),
+                            api_key,
+                            model_name: m.model.clone().unwrap_or_else(|| m.id.clone()),
+                            connect_timeout: Duration::from_secs(5),
+                            idle_timeout: Duration::from_secs(120),
+                    }))
+                }
+                ProviderKind::Anthropic => {
+                    anyhow::bail!("model {:?}: the anthropic provider is not available yet", m.id)
+                }
+            };
+            out.insert(m.id.clone(), ModelEntry { config: m.clone(), provider });
+        }
+        Ok(Providers { models: out })
+    }
+
+    pub fn get(&self, id: &str) -> Option<&ModelEntry> {
+        self.models.get(id)
+    }
+}

@@ -1,0 +1,55 @@
+//! The reaper: a periodic, idempotent sweep in every worker. It re-enqueues runs
+//! whose worker died (stale heartbeat), queued runs whose job was lost (Redis
+//! flushed, a crash between enqueue and claim), and follow-ups stranded behind a
+//! run that ended without its worker. It only enqueues; the claim decides, so any
+//! number of reapers may run at once.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio_util::sync::CancellationToken;
+use weft_shared::job::RunJob;
+use weft_shared::time::now_ms;
+
+use crate::Inner;
+
+pub(crate) async fn run(inner: Arc<Inner>, shutdown: CancellationToken, orphan_all_at_start: bool) {
+    let cfg = inner.deps.config.worker.clone();
+    let every = Duration::from_millis(cfg.reaper_interval_ms);
+    let mut first = true;
+    loop {
+        let now = now_ms();
+        // At start-up, embedded mode knows every running run is an orphan, and every
+        // queued run's in-process job died with the previous process.
+        let (stale_before, requeue_before) = if first && orphan_all_at_start {
+            match inner.deps.store.requeue_all_running().await {
+                Ok(n) if n > 0 => tracing::info!(runs = n, "runs of the previous process requeued"),
+                Ok(_) => {}
+                Err(e) => tracing::warn!(error = %e, "requeueing orphaned runs failed"),
+            }
+            (now - cfg.stale_after_ms as i64, now + 1)
+        } else {
+            (now - cfg.stale_after_ms as i64, now - cfg.requeue_after_ms as i64)
+        };
+        first = false;
+        match inner.deps.store.reap(stale_before, requeue_before).await {
+            Ok(ids) => {
+                if !ids.is_empty() {
+                    tracing::info!(runs = ids.len(), "reaper re-enqueued runs");
+                    metrics::counter!("weft_runs_reaped_total").increment(ids.len() as u64);
+                }
+                for run_id in ids {
+                    inner.enqueue(RunJob { run_id, traceparent: None, enqueued_at: now_ms() }).await;
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "reaper sweep failed"),
+        }
+        if let Ok(n) = inner.deps.store.queued_runs().await {
+            metrics::gauge!("weft_queue_depth").set(n as f64);
+        }
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep(every) => {}
+        }
+    }
+}
