@@ -1,17 +1,40 @@
 //! `weft`: one binary for the server (`up`, `serve`, `worker`, `migrate`, `admin`)
-//! and the terminal client. Thin: parse flags, init logs, dispatch.
+//! and the terminal client (`weft`, `weft -p`, `weft chat`, `login`, `sessions` …).
+//! Thin: parse flags, then dispatch. Server commands get a multi-thread runtime and
+//! telemetry; client commands go to `client.rs`, which initialises neither.
 
+mod client;
 mod server;
 
 use clap::{Parser, Subcommand};
 
+use crate::client::{ChatArgs, ClientCommand, ConnectArgs, OneShotArgs, SessionsCommand};
 use crate::server::{AdminCommand, ListenArgs, ServerArgs};
 
 #[derive(Debug, Parser)]
-#[command(name = "weft", version, about = "Weft: self-hosted AI agent chat — server, worker and terminal client", long_about = None)]
+#[command(
+    name = "weft",
+    version,
+    about = "Weft: self-hosted AI agent chat — server, worker and terminal client",
+    long_about = None,
+    args_conflicts_with_subcommands = true,
+    after_help = "Examples:\n  weft                         interactive chat (REPL)\n  weft -p \"summarise this\"     one-shot: print the reply and exit\n  git diff | weft -p \"review\"  piped text follows the prompt\n  weft -r last                 resume the most recent session\n  weft up                      run a local server (and log this client in)"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
+    /// Send PROMPT, print the reply and exit (one-shot).
+    #[arg(short = 'p', long = "print", value_name = "PROMPT", conflicts_with = "prompt")]
+    print: Option<String>,
+    /// A message to send one-shot (same as -p). Without one (and without piped stdin) the REPL starts.
+    #[arg(value_name = "PROMPT")]
+    prompt: Option<String>,
+    #[command(flatten)]
+    chat: ChatArgs,
+    #[command(flatten)]
+    oneshot: OneShotArgs,
+    #[command(flatten)]
+    connect: ConnectArgs,
 }
 
 #[derive(Debug, Subcommand)]
@@ -47,14 +70,58 @@ enum Command {
         #[command(subcommand)]
         command: AdminCommand,
     },
+    /// Interactive chat with a gateway (the same as `weft` with no prompt).
+    Chat {
+        #[command(flatten)]
+        chat: ChatArgs,
+        #[command(flatten)]
+        connect: ConnectArgs,
+    },
+    /// Sign in to a gateway and store it with an API token in ~/.config/weft/config.toml (mode 0600).
+    Login {
+        /// Username (asked for when missing).
+        #[arg(long)]
+        username: Option<String>,
+        /// Read the password from stdin instead of the terminal.
+        #[arg(long)]
+        password_stdin: bool,
+        #[command(flatten)]
+        connect: ConnectArgs,
+    },
+    /// Revoke the stored token and forget it.
+    Logout {
+        #[command(flatten)]
+        connect: ConnectArgs,
+    },
+    /// List, show or delete your sessions.
+    Sessions {
+        #[command(subcommand)]
+        command: SessionsCommand,
+        #[command(flatten)]
+        connect: ConnectArgs,
+    },
+    /// The models the gateway offers.
+    Models {
+        #[command(flatten)]
+        connect: ConnectArgs,
+    },
 }
 
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
-    let Some(command) = cli.command else {
-        eprintln!("the terminal client is not built yet; try `weft up` or `weft --help`");
-        return std::process::ExitCode::from(2);
+    let (connect, command) = match cli.command {
+        None => (cli.connect, ClientCommand::Talk { prompt: cli.print.or(cli.prompt), chat: cli.chat, oneshot: cli.oneshot }),
+        Some(Command::Chat { chat, connect }) => (connect, ClientCommand::Talk { prompt: None, chat, oneshot: OneShotArgs::default() }),
+        Some(Command::Login { username, password_stdin, connect }) => (connect, ClientCommand::Login { username, password_stdin }),
+        Some(Command::Logout { connect }) => (connect, ClientCommand::Logout),
+        Some(Command::Sessions { command, connect }) => (connect, ClientCommand::Sessions(command)),
+        Some(Command::Models { connect }) => (connect, ClientCommand::Models),
+        Some(server_command) => return run_server_command(server_command),
     };
+    std::process::ExitCode::from(client::run(connect, command))
+}
+
+fn run_server_command(command: Command) -> std::process::ExitCode {
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
     match runtime.block_on(run_server(command)) {
         Ok(()) => std::process::ExitCode::SUCCESS,
@@ -74,5 +141,6 @@ async fn run_server(command: Command) -> anyhow::Result<()> {
         Command::Worker { server } => server::worker(server::load_config(&server, None, "0.0.0.0")?).await,
         Command::Migrate { server } => server::migrate(server::load_config(&server, None, "0.0.0.0")?).await,
         Command::Admin { server, command } => server::admin(server::load_config(&server, None, "0.0.0.0")?, command).await,
+        Command::Chat { .. } | Command::Login { .. } | Command::Logout { .. } | Command::Sessions { .. } | Command::Models { .. } => unreachable!("client commands are dispatched in main"),
     }
 }

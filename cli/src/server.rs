@@ -181,7 +181,9 @@ async fn first_boot(store: &Store, cfg: &Config, addr: SocketAddr) -> anyhow::Re
     eprintln!("\n  First start: created user `admin` with password {password}\n  (also saved in {})\n", file.display());
     let token = weft_shared::auth::new_token();
     store.create_token(&admin.id, "weft up (this machine)", TokenKind::Api, &weft_shared::auth::token_hash(&token)).await?;
-    if let Some(path) = client_config_path() {
+    // An ephemeral port (tests) is meaningless to remember.
+    let ephemeral = cfg.listen.as_deref().is_some_and(|l| l.ends_with(":0"));
+    if let Some(path) = client_config_path().filter(|_| !ephemeral) {
         if !path.exists() {
             let host = if addr.ip().is_unspecified() { "127.0.0.1".to_string() } else { addr.ip().to_string() };
             write_private(&path, &format!("gateway = \"http://{host}:{}\"\ntoken = \"{token}\"\n", addr.port()))?;

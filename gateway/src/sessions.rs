@@ -121,11 +121,10 @@ pub struct MessagesQuery {
 pub async fn messages(State(state): State<AppState>, Caller(user): Caller, Path(id): Path<String>, ApiQuery(q): ApiQuery<MessagesQuery>) -> ApiResult<Json<MessageList>> {
     let id = parse_session_id(&id)?;
     let limit = page_limit(q.limit, 50, 200)?;
-    let before = match q.cursor.as_deref() {
-        Some(c) => Some(MessageId::parse(c).ok_or_else(|| ApiError::InvalidRequest("invalid cursor".into()))?),
-        None => None,
-    };
-    let (msgs, next) = state.store.list_messages(&user.id, &id, limit, before.as_ref()).await?;
+    if q.cursor.as_deref().is_some_and(|c| !weft_shared::store::valid_cursor(c)) {
+        return Err(ApiError::InvalidRequest("invalid cursor".into()));
+    }
+    let (msgs, next) = state.store.list_messages(&user.id, &id, limit, q.cursor.as_deref()).await?;
     Ok(Json(MessageList { messages: msgs.iter().map(|m| m.to_dto()).collect(), next_cursor: next }))
 }
 

@@ -155,8 +155,16 @@ describe('weft web UI', () => {
     await tool.waitFor()
     assert.match(await tool.locator('summary').textContent(), /current_time/)
     await tool.locator('summary').click()
-    assert.match(await lastReplyText(), /^tool current_time said: /)
+    const said = await lastReplyText()
+    assert.match(said, /^tool current_time said: /)
     await shot(page, '05-thinking-tools')
+    // From history after a reload: the same two replies, the tool call once.
+    await page.reload()
+    await page.getByTestId('tool-call').waitFor()
+    assert.equal(await page.locator('[data-testid=reply]').count(), 2)
+    assert.equal(await page.getByTestId('tool-call').count(), 1)
+    assert.equal(await lastReplyText(), said)
+    assert.equal(await lastReplyPhase(), 'done')
   })
 
   test('a reload mid-stream continues the reply exactly once', T, async () => {

@@ -4,6 +4,8 @@
 //! silence. Publishing failures are logged, never fatal: Redis is delivery only,
 //! the database keeps the reply.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use tokio::time::Instant;
@@ -22,6 +24,8 @@ pub struct Emitter {
     bus: SharedBus,
     run: RunId,
     seq: u64,
+    /// The last published seq, read by the lease heartbeat (the run's high-water mark).
+    shared_seq: Arc<AtomicU64>,
     coalesce: Duration,
     buffer: Option<(DeltaKind, u32, String)>,
     flush_at: Option<Instant>,
@@ -32,24 +36,36 @@ pub struct Emitter {
 pub const HEARTBEAT_AFTER: Duration = Duration::from_secs(30);
 
 impl Emitter {
-    pub async fn new(bus: SharedBus, run: RunId, coalesce: Duration) -> Emitter {
+    /// `floor`: the high-water mark the database recorded for earlier attempts;
+    /// when the log was lost (Redis flushed, embedded restart) seq still continues.
+    pub async fn new(bus: SharedBus, run: RunId, coalesce: Duration, floor: u64) -> Emitter {
         let seq = match bus.last_seq(&run).await {
-            Ok(seq) => seq,
+            Ok(seq) => seq.max(floor),
             Err(e) => {
                 tracing::warn!(run.id = %run, error = %e, "reading last seq failed; starting after 0");
-                0
+                floor
             }
         };
         Emitter {
             bus,
             run,
             seq,
+            shared_seq: Arc::new(AtomicU64::new(seq)),
             coalesce,
             buffer: None,
             flush_at: None,
             last_emit: Instant::now(),
             started: Instant::now(),
         }
+    }
+
+    /// The last published seq, readable from other tasks.
+    pub fn seq_handle(&self) -> Arc<AtomicU64> {
+        self.shared_seq.clone()
+    }
+
+    pub fn seq(&self) -> u64 {
+        self.seq
     }
 
     /// When buffered deltas must go out (the loop selects on this).
@@ -114,6 +130,7 @@ impl Emitter {
 
     async fn publish(&mut self, kind: EventKind) {
         self.seq += 1;
+        self.shared_seq.store(self.seq, Ordering::Relaxed);
         self.last_emit = Instant::now();
         let ev = RunEvent { run_id: self.run.clone(), seq: self.seq, ts: now_ms(), kind };
         if let Err(e) = self.bus.publish(&self.run, &Frame::encode(&ev)).await {

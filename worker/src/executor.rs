@@ -36,9 +36,10 @@ struct RunState {
     created_at: i64,
 }
 
-pub(crate) async fn execute(inner: Arc<Inner>, run: ClaimedRun, stop: Arc<RunStop>) {
+pub(crate) async fn execute(inner: Arc<Inner>, run: ClaimedRun, stop: Arc<RunStop>, seq_out: tokio::sync::oneshot::Sender<Arc<std::sync::atomic::AtomicU64>>) {
     let cfg = &inner.deps.config.worker;
-    let mut em = Emitter::new(inner.deps.bus.clone(), run.id.clone(), Duration::from_millis(cfg.coalesce_ms)).await;
+    let mut em = Emitter::new(inner.deps.bus.clone(), run.id.clone(), Duration::from_millis(cfg.coalesce_ms), run.last_seq).await;
+    let _ = seq_out.send(em.seq_handle());
     let resume_step = match inner.deps.store.last_checkpoint(&run.id).await {
         Ok(step) => step + 1,
         Err(e) => {
@@ -119,7 +120,7 @@ pub(crate) async fn execute(inner: Arc<Inner>, run: ClaimedRun, stop: Arc<RunSto
                     tool_calls: calls.iter().map(|c| ToolCallDto { id: c.id.clone(), name: c.name.clone(), args: c.args.clone() }).collect(),
                     results: results.clone(),
                 };
-                match inner.deps.store.checkpoint_step(&run.id, &inner.id, &run.session_id, &cp).await {
+                match inner.deps.store.checkpoint_step(&run.id, &inner.id, &run.session_id, &cp, em.seq()).await {
                     Ok(true) => {}
                     Ok(false) => return, // ownership lost: the new owner carries on
                     Err(e) => {

@@ -16,6 +16,7 @@ mod reaper;
 pub mod tools;
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -119,10 +120,11 @@ impl JobHandler for Handler {
                 inner.tasks.spawn(async move {
                     let _slot = slot;
                     metrics::gauge!("weft_runs_executing").increment(1.0);
-                    let beat = tokio::spawn(heartbeat(task_inner.clone(), run.id.clone(), stop.clone()));
+                    let (seq_tx, seq_rx) = tokio::sync::oneshot::channel();
+                    let beat = tokio::spawn(heartbeat(task_inner.clone(), run.id.clone(), stop.clone(), seq_rx));
                     let id = run.id.clone();
                     let span = tracing::info_span!("run", run.id = %id, attempt = run.attempt);
-                    tracing::Instrument::instrument(executor::execute(task_inner.clone(), run, stop), span).await;
+                    tracing::Instrument::instrument(executor::execute(task_inner.clone(), run, stop, seq_tx), span).await;
                     beat.abort();
                     task_inner.running.lock().expect("running lock").remove(&id);
                     metrics::gauge!("weft_runs_executing").decrement(1.0);
@@ -157,11 +159,13 @@ async fn exhausted(inner: &Inner, run: ClaimedRun) {
 }
 
 /// Refresh the lease every `heartbeat_ms`; a refused refresh stops the run.
-async fn heartbeat(inner: Arc<Inner>, run: RunId, stop: Arc<RunStop>) {
+async fn heartbeat(inner: Arc<Inner>, run: RunId, stop: Arc<RunStop>, seq: tokio::sync::oneshot::Receiver<Arc<AtomicU64>>) {
     let every = Duration::from_millis(inner.deps.config.worker.heartbeat_ms);
+    let Ok(seq) = seq.await else { return };
     loop {
         tokio::time::sleep(every).await;
-        match inner.deps.store.heartbeat(&run, &inner.id).await {
+        let high_water = seq.load(Ordering::Relaxed);
+        match inner.deps.store.heartbeat(&run, &inner.id, high_water).await {
             Ok(true) => {}
             Ok(false) => {
                 let cancelled = inner

@@ -13,6 +13,7 @@
 
 mod anthropic;
 mod anthropic_wire;
+mod knobs;
 mod openai;
 mod openai_wire;
 
@@ -29,19 +30,27 @@ use tokio::net::TcpListener;
 use weft_llm::ChatMessage;
 use weft_llm::mockscript::{self, Outcome, ScriptError, Timing};
 
-/// Server-wide defaults, used when a message has no `@mock.delay`.
+pub use knobs::{FaultRates, StatsSnapshot};
+use knobs::{Counters, Knobs};
+
+/// Server-wide defaults, used when a message has no `@mock.delay`, and the
+/// server-wide load factor and fault rates ([`knobs`]), applied to every request.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct MockLlmConfig {
     pub ttft: Duration,
     pub itl: Duration,
     /// Each gap varies uniformly by ± this much.
     pub jitter: Duration,
+    /// Each request in flight stretches the latencies of new ones by this many percent.
+    pub load_factor: f64,
+    pub faults: FaultRates,
 }
 
 #[derive(Clone)]
 struct AppState {
     defaults: Timing,
     attempts: Arc<Attempts>,
+    knobs: Arc<Knobs>,
 }
 
 /// Attempt numbers per request fingerprint (1 for the first time a body is seen).
@@ -92,8 +101,8 @@ impl AppState {
             None => self.defaults,
         };
         Ok(Script {
-            outcome: plan.outcome(attempt),
-            timing,
+            outcome: self.knobs.inject(plan.outcome(attempt)),
+            timing: self.knobs.loaded(timing),
             input: plan.input,
             cache_read: plan.cache_read,
         })
@@ -101,8 +110,13 @@ impl AppState {
 }
 
 /// The routes: `/v1/chat/completions` (also without `/v1`), `/v1/messages`
-/// (Anthropic), `/v1/models`, `/health`.
+/// (Anthropic), `/v1/models`, `/health`, and `/stats` (what the knobs did).
 pub fn router(config: MockLlmConfig) -> Router {
+    let knobs = Arc::new(Knobs {
+        load_factor: config.load_factor,
+        faults: config.faults,
+        counters: Counters::default(),
+    });
     let state = AppState {
         defaults: Timing {
             ttft: config.ttft,
@@ -110,6 +124,14 @@ pub fn router(config: MockLlmConfig) -> Router {
             jitter: config.jitter,
         },
         attempts: Arc::default(),
+        knobs: knobs.clone(),
+    };
+    let stats = {
+        let knobs = knobs.clone();
+        move || {
+            let knobs = knobs.clone();
+            async move { axum::Json(knobs.counters.snapshot()) }
+        }
     };
     Router::new()
         .route("/v1/chat/completions", post(openai::chat_completions))
@@ -118,6 +140,11 @@ pub fn router(config: MockLlmConfig) -> Router {
         .route("/v1/models", get(openai::models))
         .route("/health", get(|| async { "ok" }))
         .with_state(state)
+        .layer(axum::middleware::from_fn_with_state(
+            knobs,
+            knobs::track_in_flight,
+        ))
+        .route("/stats", get(stats))
 }
 
 /// Serve with zero default latency until `shutdown` completes.

@@ -91,7 +91,13 @@ pub async fn attach(bus: Arc<dyn Bus>, run: RunId, after: u64, idle: Duration) -
                 if let Some(frame) = st.next_pending() {
                     return Some((AttachItem::Frame(frame), st));
                 }
-                st.pending.clear();
+                if let Some(first) = st.pending.front() {
+                    // Frames are logged before they are announced, so what the log
+                    // lacks now is gone for good (capped, expired, or lost with a
+                    // flushed Redis): skip ahead rather than wait forever.
+                    st.last = first.seq - 1;
+                    continue;
+                }
             }
             match tokio::time::timeout(st.idle, st.sub.rx.recv()).await {
                 Ok(Ok(frame)) if frame.seq == 0 => st.refill().await,

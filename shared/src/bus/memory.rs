@@ -19,6 +19,16 @@ struct RunLog {
     expires: Option<Instant>,
 }
 
+impl RunLog {
+    /// Frames, unless the retention period is over.
+    fn frames(&self) -> &[Frame] {
+        match self.expires {
+            Some(t) if t <= Instant::now() => &[],
+            _ => &self.frames,
+        }
+    }
+}
+
 pub struct MemoryBus {
     runs: Arc<Mutex<HashMap<RunId, RunLog>>>,
     cancel: broadcast::Sender<RunId>,
@@ -83,20 +93,21 @@ impl Bus for MemoryBus {
         Ok(runs
             .get(run)
             .map(|log| {
-                let start = log.frames.partition_point(|f| f.seq <= after);
-                log.frames[start..].to_vec()
+                let frames = log.frames();
+                let start = frames.partition_point(|f| f.seq <= after);
+                frames[start..].to_vec()
             })
             .unwrap_or_default())
     }
 
     async fn last_seq(&self, run: &RunId) -> Result<u64> {
         let runs = self.runs.lock().expect("bus lock");
-        Ok(runs.get(run).and_then(|l| l.frames.last()).map(|f| f.seq).unwrap_or(0))
+        Ok(runs.get(run).and_then(|l| l.frames().last()).map(|f| f.seq).unwrap_or(0))
     }
 
     async fn has_log(&self, run: &RunId) -> Result<bool> {
         let runs = self.runs.lock().expect("bus lock");
-        Ok(runs.get(run).is_some_and(|l| !l.frames.is_empty()))
+        Ok(runs.get(run).is_some_and(|l| !l.frames().is_empty()))
     }
 
     async fn retire(&self, run: &RunId, retention: Duration) -> Result<()> {

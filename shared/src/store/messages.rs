@@ -78,26 +78,43 @@ pub struct StepCheckpoint {
 
 const COLUMNS: &str = "id, session_id, role, content, run_id, step, call_id, name, tool_calls, created_at";
 
+/// The conversation-order key of a message (see migration 0003): run, then user
+/// messages before steps, step, assistant before tool results, then the id.
+pub(super) fn order_key(run: Option<&RunId>, role: &str, step: u32, id: &MessageId) -> String {
+    let hex = |s: &str| s.replace('-', "");
+    match run {
+        None => format!("z{}", hex(&id.0)),
+        Some(run) => {
+            let (phase, sub) = match role {
+                "user" => (0, 0),
+                "assistant" => (1, 0),
+                _ => (1, 1),
+            };
+            format!("{}{phase}{step:06}{sub}{}", hex(&run.0), hex(&id.0))
+        }
+    }
+}
+
+/// Cursors are order keys: `[0-9a-z]`, bounded.
+pub fn valid_cursor(c: &str) -> bool {
+    !c.is_empty() && c.len() <= 80 && c.bytes().all(|b| b.is_ascii_digit() || b.is_ascii_lowercase())
+}
+
 impl Store {
     /// The most recent page (oldest→newest within it); `before` pages further back.
-    pub async fn list_messages(&self, user: &UserId, session: &SessionId, limit: i64, before: Option<&MessageId>) -> Result<(Vec<Message>, Option<String>)> {
+    pub async fn list_messages(&self, user: &UserId, session: &SessionId, limit: i64, before: Option<&str>) -> Result<(Vec<Message>, Option<String>)> {
         self.get_session(user, session).await?;
         let sql = format!(
-            "select {COLUMNS} from messages where session_id = $1 and ($2 = '' or id < $2) order by id desc limit $3"
+            "select {COLUMNS}, ord from messages where session_id = $1 and ($2 = '' or ord < $2) order by ord desc limit $3"
         );
         let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(&session.0)
-            .bind(before.map(|b| b.0.clone()).unwrap_or_default())
+            .bind(before.unwrap_or_default())
             .bind(limit + 1)
             .fetch_all(&self.pool)
             .await?;
-        let mut msgs = rows.iter().map(Message::from_row).collect::<Result<Vec<_>>>()?;
-        let next = if msgs.len() as i64 > limit {
-            msgs.truncate(limit as usize);
-            msgs.last().map(|m| m.id.0.clone())
-        } else {
-            None
-        };
+        let next = if rows.len() as i64 > limit { Some(get_str(&rows[limit as usize - 1], "ord")?) } else { None };
+        let mut msgs = rows.iter().take(limit as usize).map(Message::from_row).collect::<Result<Vec<_>>>()?;
         msgs.reverse();
         Ok((msgs, next))
     }
@@ -112,7 +129,7 @@ impl Store {
     /// The context window of a run: the last `hot` messages that are not still
     /// waiting behind it, oldest first, never starting with an orphaned tool result.
     pub async fn context_messages(&self, session: &SessionId, hot: usize) -> Result<Vec<Message>> {
-        let sql = format!("select {COLUMNS} from messages where session_id = $1 and queued = 0 order by id desc limit $2");
+        let sql = format!("select {COLUMNS} from messages where session_id = $1 and queued = 0 order by ord desc limit $2");
         let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(&session.0)
             .bind(hot as i64)
@@ -136,13 +153,17 @@ impl Store {
 
     /// Write a completed step, if this worker still owns the run. Returns false
     /// when ownership was lost (the caller stops).
-    pub async fn checkpoint_step(&self, run: &RunId, worker: &str, session: &SessionId, cp: &StepCheckpoint) -> Result<bool> {
+    pub async fn checkpoint_step(&self, run: &RunId, worker: &str, session: &SessionId, cp: &StepCheckpoint, seq: u64) -> Result<bool> {
         let mut tx = self.begin().await?;
         let now = now_ms();
-        let owned = sqlx::query("update runs set heartbeat_at = $1 where id = $2 and worker_id = $3 and status = 'running'")
+        let owned = sqlx::query(
+            "update runs set heartbeat_at = $1, last_seq = case when last_seq > $4 then last_seq else $4 end
+             where id = $2 and worker_id = $3 and status = 'running'",
+        )
             .bind(now)
             .bind(&run.0)
             .bind(worker)
+            .bind(seq as i64)
             .execute(&mut *tx)
             .await?;
         if owned.rows_affected() == 0 {
@@ -173,12 +194,13 @@ pub(super) async fn insert_step_message(
     tool_calls: Option<&str>,
     now: i64,
 ) -> Result<MessageId> {
+    let id = MessageId::new();
     sqlx::query(
-        "insert into messages (id, session_id, role, content, run_id, step, call_id, name, tool_calls, queued, created_at)
-         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, 0, $10)
+        "insert into messages (id, session_id, role, content, run_id, step, call_id, name, tool_calls, queued, created_at, ord)
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, 0, $10, $11)
          on conflict (run_id, step, role, call_id) where role <> 'user' do nothing",
     )
-    .bind(MessageId::new().0)
+    .bind(&id.0)
     .bind(&session.0)
     .bind(role)
     .bind(content)
@@ -188,6 +210,7 @@ pub(super) async fn insert_step_message(
     .bind(name)
     .bind(tool_calls)
     .bind(now)
+    .bind(order_key(Some(run), role, step, &id))
     .execute(&mut **tx)
     .await?;
     let row = sqlx::query("select id from messages where run_id = $1 and step = $2 and role = $3 and call_id = $4")

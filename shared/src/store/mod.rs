@@ -18,7 +18,7 @@ use std::time::Duration;
 use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::{AnyPool, Row};
 
-pub use messages::{Message, StepCheckpoint, ToolResult};
+pub use messages::{Message, StepCheckpoint, ToolResult, valid_cursor};
 pub use runs::{
     ActiveRun, CancelOutcome, ClaimOutcome, ClaimedRun, FinishOutcome, NewRun, RunEnd, RunRecord,
     RunStatus, SendOutcome, SendRequest,

@@ -11,7 +11,7 @@ use std::str::FromStr;
 
 use sqlx::any::AnyRow;
 
-use super::messages::insert_step_message;
+use super::messages::{insert_step_message, order_key};
 use super::{Result, Store, StoreError, get_enum, get_i64, get_opt_i64, get_opt_str, get_str};
 use crate::api::{ErrorBody, Multitask, RunDto, UsageDto};
 use crate::ids::{MessageId, RunId, SessionId, UserId};
@@ -178,6 +178,8 @@ pub struct ClaimedRun {
     pub cancel_requested: bool,
     pub started_at: i64,
     pub created_at: i64,
+    /// Seq high-water mark recorded by earlier attempts.
+    pub last_seq: u64,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -347,7 +349,7 @@ impl Store {
             "update runs set status = 'running', attempt = attempt + 1, worker_id = $2, heartbeat_at = $3,
                  started_at = coalesce(started_at, $3)
              where id = $1 and (status = 'queued' or (status = 'running' and heartbeat_at < $4))
-             returning id, session_id, user_id, model, mode, attempt, cancel_requested, started_at, created_at",
+             returning id, session_id, user_id, model, mode, attempt, cancel_requested, started_at, created_at, last_seq",
         )
         .bind(&id.0)
         .bind(worker)
@@ -366,6 +368,7 @@ impl Store {
             cancel_requested: get_i64(&row, "cancel_requested")? != 0,
             started_at: get_i64(&row, "started_at")?,
             created_at: get_i64(&row, "created_at")?,
+            last_seq: get_i64(&row, "last_seq")? as u64,
         };
         if claimed.attempt > max_attempts {
             return Ok(ClaimOutcome::Exhausted(claimed));
@@ -375,11 +378,15 @@ impl Store {
 
     /// Refresh the lease. `false` means this worker no longer owns a running run
     /// (taken over, cancelled or deleted): it must stop.
-    pub async fn heartbeat(&self, id: &RunId, worker: &str) -> Result<bool> {
-        let done = sqlx::query("update runs set heartbeat_at = $1 where id = $2 and worker_id = $3 and status = 'running'")
+    pub async fn heartbeat(&self, id: &RunId, worker: &str, seq: u64) -> Result<bool> {
+        let done = sqlx::query(
+            "update runs set heartbeat_at = $1, last_seq = case when last_seq > $4 then last_seq else $4 end
+             where id = $2 and worker_id = $3 and status = 'running'",
+        )
             .bind(now_ms())
             .bind(&id.0)
             .bind(worker)
+            .bind(seq as i64)
             .execute(&self.pool)
             .await?;
         Ok(done.rows_affected() == 1)
@@ -587,7 +594,7 @@ async fn insert_run(tx: &mut sqlx::Transaction<'static, sqlx::Any>, id: &RunId, 
 async fn insert_user_message(tx: &mut sqlx::Transaction<'static, sqlx::Any>, session: &SessionId, run: Option<&RunId>, text: &str, now: i64) -> Result<MessageId> {
     let id = MessageId::new();
     sqlx::query(
-        "insert into messages (id, session_id, role, content, run_id, queued, created_at) values ($1, $2, 'user', $3, $4, $5, $6)",
+        "insert into messages (id, session_id, role, content, run_id, queued, created_at, ord) values ($1, $2, 'user', $3, $4, $5, $6, $7)",
     )
     .bind(&id.0)
     .bind(&session.0)
@@ -595,18 +602,27 @@ async fn insert_user_message(tx: &mut sqlx::Transaction<'static, sqlx::Any>, ses
     .bind(run.map(|r| r.0.clone()))
     .bind(i64::from(run.is_none()))
     .bind(now)
+    .bind(order_key(run, "user", 0, &id))
     .execute(&mut **tx)
     .await?;
     Ok(id)
 }
 
 async fn attach_queued(tx: &mut sqlx::Transaction<'static, sqlx::Any>, session: &SessionId, run: &RunId) -> Result<u64> {
-    let done = sqlx::query("update messages set run_id = $1, queued = 0 where session_id = $2 and queued = 1")
-        .bind(&run.0)
+    let waiting = sqlx::query("select id from messages where session_id = $1 and queued = 1")
         .bind(&session.0)
-        .execute(&mut **tx)
+        .fetch_all(&mut **tx)
         .await?;
-    Ok(done.rows_affected())
+    for row in &waiting {
+        let id = MessageId(get_str(row, "id")?);
+        sqlx::query("update messages set run_id = $1, queued = 0, ord = $2 where id = $3")
+            .bind(&run.0)
+            .bind(order_key(Some(run), "user", 0, &id))
+            .bind(&id.0)
+            .execute(&mut **tx)
+            .await?;
+    }
+    Ok(waiting.len() as u64)
 }
 
 /// If messages wait in the session and no run is active, they become one new run.

@@ -11,39 +11,20 @@ import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } fr
 import { useLocation, useNavigate, useParams } from 'react-router'
 import { ApiError, api } from '../api'
 import { Composer } from '../components/Composer'
-import { Markdown } from '../components/Markdown'
 import { HistoricReply, LiveReply } from '../components/Reply'
+import { UserMessage, type Pending } from '../components/UserMessage'
+import { loadCatalogue } from '../catalogue'
 import { sessionsChanged } from '../events'
 import { titleFrom } from '../format'
 import { useT } from '../i18n'
 import type { Phase } from '../stream/reducer'
 import { buildTimeline, mergeMessages } from '../timeline'
 import type { Message, Mode, Model, Multitask, Session } from '../types'
-import { Icon } from '../components/Icon'
 
 const PAGE = 50
 const IDLE_POLL_MS = 4000
 const TERMINAL: Phase[] = ['done', 'error', 'cancelled']
 
-interface Pending {
-  key: string
-  text: string
-  status: 'sending' | 'queued' | 'failed'
-  messageId?: string
-  error?: string
-}
-
-let catalogue: Promise<{ models: Model[]; modes: Mode[] }> | null = null
-function loadCatalogue() {
-  catalogue ??= Promise.all([api.models(), api.modes().catch(() => [] as Mode[])]).then(([models, modes]) => ({
-    models,
-    modes,
-  }))
-  catalogue.catch(() => {
-    catalogue = null
-  })
-  return catalogue
-}
 
 function newKey(): string {
   return globalThis.crypto?.randomUUID?.() ?? `${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`
@@ -70,6 +51,7 @@ function ChatView({ sessionId }: { sessionId?: string }) {
   const [liveRuns, setLiveRuns] = useState<string[]>(startRun ? [startRun] : [])
   const [phases, setPhases] = useState<Record<string, Phase>>({})
   const [pending, setPending] = useState<Pending[]>([])
+  const [sendError, setSendError] = useState<string | null>(null)
   const [stopping, setStopping] = useState<string | null>(null)
   const [models, setModels] = useState<Model[]>([])
   const [modes, setModes] = useState<Mode[]>([])
@@ -280,8 +262,6 @@ function ChatView({ sessionId }: { sessionId?: string }) {
       return false
     }
   }
-  const [sendError, setSendError] = useState<string | null>(null)
-
   async function stop() {
     if (!activeRun) return
     setStopping(activeRun)
@@ -372,7 +352,7 @@ function ChatView({ sessionId }: { sessionId?: string }) {
             return <HistoricReply key={it.key} runId={it.runId} messages={it.messages} onActive={onActive} />
           })}
           {pending.map((p) => (
-            <UserMessage key={p.key} text={p.text} status={p.status} error={p.error} />
+            <UserMessage key={p.key} text={p.text} status={p.status} />
           ))}
         </div>
       </div>
@@ -397,28 +377,5 @@ function ChatView({ sessionId }: { sessionId?: string }) {
         onStop={stop}
       />
     </div>
-  )
-}
-
-function UserMessage({ text, status, error }: { text: string; status?: Pending['status']; error?: string }) {
-  const t = useT()
-  return (
-    <article className={`msg user ${status ?? ''}`} data-testid="user-message" data-status={status ?? 'sent'}>
-      <div className="bubble md">
-        <Markdown text={text} />
-      </div>
-      {status === 'queued' && (
-        <p className="badge queued" data-testid="queued">
-          <Icon name="clock" size={13} /> {t('chat.queued')}
-        </p>
-      )}
-      {status === 'sending' && <p className="muted small">{t('chat.sending')}</p>}
-      {status === 'failed' && (
-        <p className="form-error small">
-          {t('chat.sendFailed')}
-          {error ? `: ${error}` : ''}
-        </p>
-      )}
-    </article>
   )
 }

@@ -125,7 +125,7 @@ export function SessionsPage() {
                   <span className="muted small">
                     {t('sessions.updated', { when: fmtDate(s.updated_at, lang) })}
                     {s.model ? ` · ${s.model}` : ''}
-                    {s.source && s.source !== 'web' ? ` · ${s.source}` : ''}
+                    {s.source === 'lark' || s.source === 'cli' ? ` · ${s.source}` : ''}
                   </span>
                 </Link>
                 <div className="row-actions">

@@ -1,0 +1,192 @@
+//! Client-side flags and dispatch: the REPL, one-shot sends and the account and
+//! session commands. Runs on a current-thread tokio runtime (the REPL gets one
+//! worker thread) and never touches server code, so start-up stays cheap.
+
+use std::io::{IsTerminal, Read};
+
+use clap::{Args, Subcommand, ValueEnum};
+use weft_client::oneshot::{OneShot, Output};
+use weft_client::repl::ReplOptions;
+use weft_client::session::SessionChoice;
+use weft_client::{ClientError, api::Gateway, commands, config};
+
+/// Which gateway to talk to and as whom.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ConnectArgs {
+    /// Gateway URL, e.g. https://weft.example.com (default: the config file, else http://127.0.0.1:8900).
+    #[arg(long, env = "WEFT_GATEWAY", value_name = "URL")]
+    pub gateway: Option<String>,
+    /// API token (default: the one stored by `weft login` or `weft up` for that gateway).
+    #[arg(long, env = "WEFT_TOKEN", value_name = "TOKEN", hide_env_values = true)]
+    pub token: Option<String>,
+}
+
+/// Which session and how to talk in it.
+#[derive(Debug, Clone, Default, Args)]
+pub struct ChatArgs {
+    /// Continue this session (full id or a unique suffix of it).
+    #[arg(short = 's', long = "session", value_name = "ID", conflicts_with = "resume")]
+    pub session: Option<String>,
+    /// Resume `last` (the most recently used session) or a session id.
+    #[arg(short = 'r', long = "resume", value_name = "last|ID")]
+    pub resume: Option<String>,
+    /// Model id for this message/session (`weft models` lists them).
+    #[arg(short = 'm', long, value_name = "ID")]
+    pub model: Option<String>,
+    /// Mode for this message/session, e.g. `agent` or `chat`.
+    #[arg(long, value_name = "NAME")]
+    pub mode: Option<String>,
+}
+
+impl ChatArgs {
+    fn session_choice(&self) -> SessionChoice {
+        match (&self.session, &self.resume) {
+            (Some(id), _) => SessionChoice::Id(id.clone()),
+            (None, Some(r)) => SessionChoice::from_resume(r),
+            (None, None) => SessionChoice::New,
+        }
+    }
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum)]
+pub enum OutputFormat {
+    /// The reply on stdout, nothing else.
+    #[default]
+    Text,
+    /// One JSON object: session_id, run_id, response, tool_calls, model, usage, duration_ms.
+    Json,
+}
+
+/// One-shot flags (ignored by the REPL).
+#[derive(Debug, Clone, Default, Args)]
+pub struct OneShotArgs {
+    /// Output format of a one-shot reply.
+    #[arg(long, value_enum, default_value_t = OutputFormat::Text)]
+    pub output: OutputFormat,
+    /// Write the reply as it arrives (default).
+    #[arg(long, overrides_with = "no_stream")]
+    pub stream: bool,
+    /// Write the reply once the run is over.
+    #[arg(long, overrides_with = "stream")]
+    pub no_stream: bool,
+    /// Print tool activity to stderr.
+    #[arg(long)]
+    pub print_tools: bool,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum SessionsCommand {
+    /// Your sessions, most recently used first.
+    List {
+        /// How many to show (1–100).
+        #[arg(long, default_value_t = 30)]
+        limit: u32,
+    },
+    /// A session's recent messages.
+    Show {
+        /// Session id (or a unique suffix).
+        id: String,
+        /// How many messages (1–100).
+        #[arg(long, default_value_t = 50)]
+        limit: u32,
+    },
+    /// Delete a session and its messages.
+    Delete {
+        /// Session id (or a unique suffix).
+        id: String,
+    },
+}
+
+/// What a client invocation asks for.
+pub enum ClientCommand {
+    Talk { prompt: Option<String>, chat: ChatArgs, oneshot: OneShotArgs },
+    Login { username: Option<String>, password_stdin: bool },
+    Logout,
+    Sessions(SessionsCommand),
+    Models,
+}
+
+fn runtime(multi: bool) -> Result<tokio::runtime::Runtime, ClientError> {
+    let mut b = if multi {
+        let mut b = tokio::runtime::Builder::new_multi_thread();
+        b.worker_threads(1);
+        b
+    } else {
+        tokio::runtime::Builder::new_current_thread()
+    };
+    b.enable_all().build().map_err(|e| ClientError::Local(format!("tokio runtime: {e}")))
+}
+
+/// Run a client command; the answer is the process exit code.
+pub fn run(connect: ConnectArgs, cmd: ClientCommand) -> u8 {
+    match dispatch(connect, cmd) {
+        Ok(code) => code,
+        Err(e) => {
+            eprintln!("weft: {e}");
+            e.exit_code()
+        }
+    }
+}
+
+fn dispatch(connect: ConnectArgs, cmd: ClientCommand) -> Result<u8, ClientError> {
+    let conn = config::resolve(connect.gateway.as_deref(), connect.token.as_deref())?;
+    let gw = Gateway::new(conn)?;
+    let ok = |r: Result<(), ClientError>| r.map(|()| weft_client::exit::OK);
+    match cmd {
+        ClientCommand::Talk { prompt, chat, oneshot } => talk(&gw, prompt, chat, oneshot),
+        ClientCommand::Login { username, password_stdin } => {
+            let args = commands::LoginArgs { token: connect.token, username, password_stdin };
+            ok(runtime(false)?.block_on(commands::login(&gw, args)))
+        }
+        ClientCommand::Logout => ok(runtime(false)?.block_on(commands::logout(&gw))),
+        ClientCommand::Models => ok(runtime(false)?.block_on(commands::models(&gw))),
+        ClientCommand::Sessions(c) => ok(runtime(false)?.block_on(async {
+            match c {
+                SessionsCommand::List { limit } => commands::sessions_list(&gw, limit).await,
+                SessionsCommand::Show { id, limit } => commands::sessions_show(&gw, &id, limit).await,
+                SessionsCommand::Delete { id } => commands::sessions_delete(&gw, &id).await,
+            }
+        })),
+    }
+}
+
+fn talk(gw: &Gateway, prompt: Option<String>, chat: ChatArgs, oneshot: OneShotArgs) -> Result<u8, ClientError> {
+    let stdin_piped = !std::io::stdin().is_terminal();
+    let text = match (prompt, stdin_piped) {
+        (Some(p), true) => Some(with_piped_input(p, read_stdin()?)),
+        (Some(p), false) => Some(p),
+        (None, true) => Some(read_stdin()?),
+        (None, false) => None,
+    };
+    let Some(text) = text else {
+        let opts = ReplOptions { session: chat.session_choice(), model: chat.model, mode: chat.mode };
+        return weft_client::repl::run(&runtime(true)?, gw, opts);
+    };
+    if text.trim().is_empty() {
+        return Err(ClientError::Usage("nothing to send: the prompt is empty (give -p TEXT, a positional TEXT, or pipe text in)".into()));
+    }
+    let job = OneShot {
+        text,
+        session: chat.session_choice(),
+        model: chat.model,
+        mode: chat.mode,
+        output: match oneshot.output {
+            OutputFormat::Text => Output::Text,
+            OutputFormat::Json => Output::Json,
+        },
+        stream: !oneshot.no_stream,
+        print_tools: oneshot.print_tools,
+    };
+    runtime(false)?.block_on(weft_client::oneshot::run(gw, job))
+}
+
+fn read_stdin() -> Result<String, ClientError> {
+    let mut s = String::new();
+    std::io::stdin().read_to_string(&mut s).map_err(|e| ClientError::Usage(format!("reading stdin: {e}")))?;
+    Ok(s)
+}
+
+/// `git diff | weft -p "review this"`: the prompt, then the piped text.
+fn with_piped_input(prompt: String, piped: String) -> String {
+    if piped.trim().is_empty() { prompt } else { format!("{prompt}\n\n{}", piped.trim_end()) }
+}

@@ -1,0 +1,161 @@
+//! One-shot client against a live `weft up`: text and JSON output, stdin, tool
+//! activity on stderr, exit codes, resuming sessions, and the config file.
+
+mod client_support;
+
+use client_support::{Server, assert_code, json, run, stderr, stdout};
+
+#[test]
+fn text_reply_is_the_only_thing_on_stdout() {
+    let s = Server::start();
+    let mut cmd = s.weft();
+    cmd.args(["-p", "hello 你好"]);
+    let out = run(cmd, None);
+    assert_code(&out, 0);
+    assert_eq!(stdout(&out), "You said: hello 你好\n");
+
+    let mut cmd = s.weft();
+    cmd.args(["--no-stream", "@mock.tokens 30"]);
+    let out = run(cmd, None);
+    assert_code(&out, 0);
+    let words: Vec<String> = (1..=30).map(|i| format!("w{i}")).collect();
+    assert_eq!(stdout(&out), format!("{}\n", words.join(" ")));
+}
+
+#[test]
+fn json_output_has_the_contract_fields() {
+    let s = Server::start();
+    let v = json(&s, &["@mock.tool current_time {}"]);
+    assert!(v["response"].as_str().unwrap().starts_with("tool current_time said: "), "{v}");
+    assert_eq!(v["tool_calls"][0]["name"], "current_time");
+    assert_eq!(v["tool_calls"][0]["args"], serde_json::json!({}));
+    assert_eq!(v["model"], "mock");
+    assert!(v["usage"]["output"].as_u64().unwrap() > 0, "{v}");
+    for key in ["input", "cache_read", "reasoning"] {
+        assert!(v["usage"][key].is_u64(), "{key} in {v}");
+    }
+    assert!(v["duration_ms"].is_u64() && v["run_id"].is_string() && v["session_id"].is_string(), "{v}");
+}
+
+#[test]
+fn piped_stdin_is_the_message_and_follows_a_prompt() {
+    let s = Server::start();
+    let out = run(s.weft(), Some("from a pipe\n"));
+    assert_code(&out, 0);
+    assert_eq!(stdout(&out), "You said: from a pipe\n");
+
+    let mut cmd = s.weft();
+    cmd.args(["-p", "review:"]);
+    let out = run(cmd, Some("line one\n"));
+    assert_code(&out, 0);
+    assert_eq!(stdout(&out), "You said: review:\n\nline one\n");
+}
+
+#[test]
+fn print_tools_writes_tool_activity_to_stderr_only() {
+    let s = Server::start();
+    let mut cmd = s.weft();
+    cmd.args(["--print-tools", "-p", "@mock.tool current_time {}"]);
+    let out = run(cmd, None);
+    assert_code(&out, 0);
+    assert!(stderr(&out).contains("✓ current_time"), "{}", stderr(&out));
+    assert!(stdout(&out).starts_with("tool current_time said: ") && stdout(&out).lines().count() == 1, "{}", stdout(&out));
+}
+
+#[test]
+fn exit_codes_tell_failure_kinds_apart() {
+    let s = Server::start();
+    let mut cmd = s.weft();
+    cmd.args(["-p", "@mock.fail 400"]);
+    let out = run(cmd, None);
+    assert_code(&out, 1);
+    assert!(stderr(&out).contains("failed"), "{}", stderr(&out));
+
+    let mut cmd = s.weft();
+    cmd.args(["--token", "weft_wrong", "-p", "hi"]);
+    let out = run(cmd, None);
+    assert_code(&out, 3);
+    assert!(stderr(&out).contains("weft login"), "{}", stderr(&out));
+
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let mut cmd = s.weft();
+    cmd.args(["--gateway", &format!("http://{closed}"), "-p", "hi"]);
+    let out = run(cmd, None);
+    assert_code(&out, 3);
+    assert!(stderr(&out).contains("cannot reach"), "{}", stderr(&out));
+
+    let mut cmd = s.weft();
+    cmd.args(["--output", "xml", "-p", "hi"]);
+    assert_code(&run(cmd, None), 2);
+    assert_code(&run(s.weft(), Some("   \n")), 2);
+}
+
+#[test]
+fn resume_last_and_session_suffix_continue_the_same_session() {
+    let s = Server::start();
+    let first = json(&s, &["-p", "@mock.reply one"]);
+    let id = first["session_id"].as_str().unwrap().to_string();
+    let again = json(&s, &["-r", "last", "-p", "@mock.reply two"]);
+    assert_eq!(again["session_id"], id.as_str());
+    let short = &id[id.len() - 8..];
+    let third = json(&s, &["-s", short, "-p", "@mock.reply three"]);
+    assert_eq!(third["session_id"], id.as_str());
+    let fresh = json(&s, &["-p", "@mock.reply other"]);
+    assert_ne!(fresh["session_id"], id.as_str());
+
+    let mut cmd = s.weft();
+    cmd.args(["sessions", "show", short]);
+    let out = run(cmd, None);
+    assert_code(&out, 0);
+    let shown = stdout(&out);
+    for reply in ["one", "two", "three"] {
+        assert!(shown.contains(&format!("[assistant]\n{reply}\n")), "{shown}");
+    }
+
+    let mut cmd = s.weft();
+    cmd.args(["-s", "ffffffff", "-p", "hi"]);
+    assert_code(&run(cmd, None), 2);
+}
+
+#[test]
+fn after_weft_up_the_client_works_without_login_and_logout_forgets() {
+    let s = Server::start_with(false);
+    let cfg = std::fs::read_to_string(s.config_path()).expect("weft up wrote the client config");
+    assert!(cfg.contains(&s.url), "{cfg}");
+    let mut cmd = s.weft_bare();
+    cmd.args(["-p", "no login"]);
+    let out = run(cmd, None);
+    assert_code(&out, 0);
+    assert_eq!(stdout(&out), "You said: no login\n");
+
+    let mut cmd = s.weft_bare();
+    cmd.arg("logout");
+    assert_code(&run(cmd, None), 0);
+    let mut cmd = s.weft_bare();
+    cmd.args(["-p", "hi"]);
+    assert_code(&run(cmd, None), 3);
+}
+
+#[test]
+fn login_with_a_token_stores_a_private_config() {
+    let s = Server::start();
+    let mut cmd = s.weft_bare();
+    cmd.args(["login", "--gateway", &s.url, "--token", &s.token]);
+    let out = run(cmd, None);
+    assert_code(&out, 0);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(s.config_path()).unwrap().permissions().mode();
+        assert_eq!(mode & 0o777, 0o600);
+    }
+    let mut cmd = s.weft_bare();
+    cmd.arg("models");
+    let out = run(cmd, None);
+    assert_code(&out, 0);
+    assert!(stdout(&out).starts_with("mock"), "{}", stdout(&out));
+
+    let mut cmd = s.weft_bare();
+    cmd.args(["login", "--gateway", &s.url, "--token", "weft_wrong"]);
+    assert_code(&run(cmd, None), 3);
+}

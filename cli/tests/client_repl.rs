@@ -1,0 +1,109 @@
+//! The REPL through a pseudo-terminal: typing a message (with wide characters),
+//! slash commands, and Ctrl-C cancelling a slow reply.
+
+#![cfg(unix)]
+
+mod client_support;
+
+use client_support::Server;
+use rexpect::process::WaitStatus;
+use rexpect::session::{PtySession, spawn_command};
+
+const TIMEOUT_MS: u64 = 60_000;
+
+fn repl(s: &Server, args: &[&str]) -> PtySession {
+    let mut cmd = s.weft();
+    cmd.args(args).env("TERM", "xterm-256color");
+    let mut p = spawn_command(cmd, Some(TIMEOUT_MS)).expect("spawn weft in a pty");
+    p.exp_string("/help for commands").expect("banner");
+    p.exp_string(&b("❯")).expect("prompt");
+    p
+}
+
+/// rexpect reads the pty byte by byte, one `char` per byte: compare in that form.
+fn b(s: &str) -> String {
+    s.bytes().map(char::from).collect()
+}
+
+fn type_line(p: &mut PtySession, line: &str) {
+    p.send(line).unwrap();
+    p.send("\r").unwrap();
+    p.flush().unwrap();
+}
+
+fn exits_cleanly(p: &mut PtySession) {
+    p.exp_eof().expect("the REPL exits");
+    match p.process().wait().unwrap() {
+        WaitStatus::Exited(_, code) => assert_eq!(code, 0),
+        other => panic!("unexpected end: {other:?}"),
+    }
+}
+
+#[test]
+fn a_typed_message_gets_a_rendered_reply_and_a_status_line() {
+    let s = Server::start();
+    let mut p = repl(&s, &[]);
+    type_line(&mut p, "你好，世界 @mock.reply **粗体** and `code`");
+    p.exp_string(&b("\x1b[1m粗体")).expect("bold rendered, markup gone");
+    p.exp_string("session ").expect("status line names the session");
+    p.exp_string(&b("↑")).expect("status line shows tokens");
+    p.exp_string(&b("❯")).unwrap();
+    type_line(&mut p, "你好");
+    p.exp_string(&b("You said: 你好")).expect("wide characters typed intact");
+    p.exp_string(&b("❯")).unwrap();
+    type_line(&mut p, "/exit");
+    exits_cleanly(&mut p);
+}
+
+#[test]
+fn slash_commands_switch_mode_list_sessions_and_resume() {
+    let s = Server::start();
+    let mut p = repl(&s, &[]);
+    type_line(&mut p, "/mode nope");
+    p.exp_string("unknown mode \"nope\"; keeping mode agent").unwrap();
+    type_line(&mut p, "/mode chat");
+    p.exp_string("mode chat").unwrap();
+    type_line(&mut p, "@mock.reply first answer");
+    p.exp_string("first answer").unwrap();
+    p.exp_string(&b("chat ·")).expect("status line shows the mode");
+    type_line(&mut p, "/sessions");
+    let (_, id) = p.exp_regex(&format!("{} [0-9a-f]{{8}}", b("▸"))).expect("the current session is marked");
+    let short = id.trim_start_matches(&b("▸ ")).to_string();
+    type_line(&mut p, "/new");
+    p.exp_string("new session (mode chat)").expect("/new keeps the mode");
+    type_line(&mut p, &format!("/resume {}", &short[4..]));
+    p.exp_string(&format!("resumed {short}")).unwrap();
+    p.exp_string("first answer").expect("resume shows recent messages");
+    type_line(&mut p, "/he\t");
+    p.exp_string("/sessions").expect("Tab completed /help");
+    p.send_control('d').unwrap();
+    exits_cleanly(&mut p);
+}
+
+#[test]
+fn ctrl_c_cancels_a_slow_reply_and_keeps_the_repl() {
+    let s = Server::start();
+    let mut p = repl(&s, &[]);
+    type_line(&mut p, "@mock.tokens 5000 @mock.delay 0 20");
+    p.exp_string("w5 ").expect("the reply streams");
+    p.send_control('c').unwrap();
+    p.exp_string("cancelled").expect("Ctrl-C cancels the run");
+    p.exp_string(&b("❯")).expect("back at the prompt");
+    type_line(&mut p, "still here");
+    p.exp_string("You said: still here").expect("the REPL keeps working");
+    p.exp_string(&b("❯")).unwrap();
+    p.send_control('c').unwrap();
+    p.exp_string("Ctrl-D or /exit").expect("Ctrl-C at the prompt only hints");
+    p.send_control('d').unwrap();
+    exits_cleanly(&mut p);
+
+    let mut cmd = s.weft();
+    cmd.args(["sessions", "list"]);
+    let list = client_support::stdout(&client_support::run(cmd, None));
+    let id = list.split_whitespace().next().expect("one session").to_string();
+    let mut cmd = s.weft();
+    cmd.args(["sessions", "show", &id]);
+    let shown = client_support::stdout(&client_support::run(cmd, None));
+    assert!(shown.contains("[assistant]\nw1 w2 w3 w4 w5"), "the partial reply is kept: {shown}");
+    assert!(!shown.contains("w5000"), "the run did not finish: {shown}");
+}

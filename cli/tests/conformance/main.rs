@@ -1,0 +1,28 @@
+//! The conformance suite: every test runs against both backends — embedded
+//! (SQLite, in-process queue and bus) and distributed (`weft serve` + `weft worker`
+//! processes on Postgres and Redis, a fresh database and key prefix per test).
+
+mod harness;
+
+mod api;
+mod crash;
+mod input;
+mod multitask;
+mod streaming;
+
+/// Generate `name::embedded` and `name::distributed` tests from `async fn name(Backend)`.
+#[macro_export]
+macro_rules! both_backends {
+    ($($name:ident),* $(,)?) => {$(
+        mod $name {
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn embedded() {
+                super::$name($crate::harness::Backend::Embedded).await
+            }
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn distributed() {
+                super::$name($crate::harness::Backend::Distributed).await
+            }
+        }
+    )*};
+}

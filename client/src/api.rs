@@ -1,0 +1,198 @@
+//! Typed HTTP calls to a gateway (ARCHITECTURE §6) and the mapping of failures to
+//! [`ClientError`]s a person can act on: unreachable, bad token, gateway too old.
+
+use std::time::Duration;
+
+use reqwest::{Method, RequestBuilder, Response, StatusCode};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use weft_shared::api::{
+    CreateSessionRequest, ErrorEnvelope, Health, LoginRequest, LoginResponse, MessageList, ModeList, ModelList, RunDto, SendMessageRequest, SessionDto, SessionList, UserDto,
+};
+
+use crate::config::Connection;
+use crate::error::{ClientError, Result};
+
+/// Our version, sent as the user agent and compared in "too old" errors.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// A gateway and the credentials to use there.
+#[derive(Clone)]
+pub struct Gateway {
+    http: reqwest::Client,
+    conn: Connection,
+}
+
+impl Gateway {
+    pub fn new(conn: Connection) -> Result<Gateway> {
+        let http = reqwest::Client::builder()
+            .user_agent(concat!("weft/", env!("CARGO_PKG_VERSION")))
+            .connect_timeout(Duration::from_secs(10))
+            .build()
+            .map_err(|e| ClientError::Local(format!("HTTP client: {e}")))?;
+        Ok(Gateway { http, conn })
+    }
+
+    pub fn url(&self) -> &str {
+        &self.conn.gateway
+    }
+
+    /// `host:port` of the gateway, for the status line.
+    pub fn host(&self) -> &str {
+        let rest = self.conn.gateway.split_once("://").map_or(self.conn.gateway.as_str(), |(_, r)| r);
+        rest.split('/').next().unwrap_or(rest)
+    }
+
+    pub fn has_token(&self) -> bool {
+        self.conn.token.is_some()
+    }
+
+    fn request(&self, method: Method, path: &str) -> Result<RequestBuilder> {
+        let rb = self.http.request(method, format!("{}{path}", self.conn.gateway));
+        match &self.conn.token {
+            Some(t) => Ok(rb.bearer_auth(t)),
+            None if path.starts_with("/v1/") && path != "/v1/auth/login" => Err(ClientError::NoToken { url: self.conn.gateway.clone() }),
+            None => Ok(rb),
+        }
+    }
+
+    /// Send and turn transport failures and error statuses into [`ClientError`]s.
+    pub async fn execute(&self, rb: RequestBuilder, path: &str) -> Result<Response> {
+        let resp = rb.send().await.map_err(|e| self.transport(e))?;
+        if resp.status().is_success() {
+            return Ok(resp);
+        }
+        Err(self.status_error(resp, path).await)
+    }
+
+    pub fn transport(&self, e: reqwest::Error) -> ClientError {
+        let mut detail = e.to_string();
+        let mut src = std::error::Error::source(&e);
+        while let Some(s) = src {
+            detail = s.to_string();
+            src = s.source();
+        }
+        ClientError::Unreachable { url: self.conn.gateway.clone(), detail }
+    }
+
+    async fn status_error(&self, resp: Response, path: &str) -> ClientError {
+        let status = resp.status();
+        let body = resp.text().await.unwrap_or_default();
+        let envelope = serde_json::from_str::<ErrorEnvelope>(&body).ok();
+        match (status, envelope) {
+            (StatusCode::UNAUTHORIZED, e) => ClientError::Unauthorized {
+                url: self.conn.gateway.clone(),
+                message: e.map_or_else(|| "401 Unauthorized".into(), |e| e.error.message),
+            },
+            (StatusCode::NOT_FOUND | StatusCode::METHOD_NOT_ALLOWED, None) => ClientError::GatewayTooOld { url: self.conn.gateway.clone(), path: path.to_string(), ours: VERSION.into() },
+            (_, Some(e)) => ClientError::Api { status: status.as_u16(), code: e.error.code, message: e.error.message },
+            (_, None) => ClientError::Api { status: status.as_u16(), code: "http".into(), message: format!("HTTP {status} from {path}") },
+        }
+    }
+
+    async fn json<T: DeserializeOwned>(&self, method: Method, path: &str, body: Option<&(impl Serialize + ?Sized)>) -> Result<T> {
+        let mut rb = self.request(method, path)?.timeout(REQUEST_TIMEOUT);
+        if let Some(b) = body {
+            rb = rb.json(b);
+        }
+        let resp = self.execute(rb, path).await?;
+        resp.json().await.map_err(|e| ClientError::Local(format!("unexpected answer from {path}: {e}")))
+    }
+
+    async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T> {
+        self.json(Method::GET, path, None::<&()>).await
+    }
+
+    pub async fn health(&self) -> Result<Health> {
+        self.get("/health").await
+    }
+
+    pub async fn login(&self, username: &str, password: &str) -> Result<LoginResponse> {
+        let req = LoginRequest { username: username.into(), password: password.into() };
+        self.json(Method::POST, "/v1/auth/login", Some(&req)).await
+    }
+
+    /// A long-lived personal API token for this client.
+    pub async fn create_token(&self, name: &str) -> Result<weft_shared::api::CreatedToken> {
+        self.json(Method::POST, "/v1/tokens", Some(&weft_shared::api::CreateTokenRequest { name: name.into() })).await
+    }
+
+    /// Revoke the token this client presents.
+    pub async fn logout(&self) -> Result<()> {
+        let path = "/v1/auth/logout";
+        self.execute(self.request(Method::POST, path)?.timeout(REQUEST_TIMEOUT), path).await.map(drop)
+    }
+
+    /// The same gateway, presenting another token.
+    pub fn with_token(&self, token: &str) -> Gateway {
+        Gateway { http: self.http.clone(), conn: Connection { gateway: self.conn.gateway.clone(), token: Some(token.into()) } }
+    }
+
+    pub async fn me(&self) -> Result<UserDto> {
+        self.get("/v1/me").await
+    }
+
+    pub async fn models(&self) -> Result<ModelList> {
+        self.get("/v1/models").await
+    }
+
+    pub async fn modes(&self) -> Result<ModeList> {
+        self.get("/v1/modes").await
+    }
+
+    pub async fn sessions(&self, limit: u32) -> Result<SessionList> {
+        self.get(&format!("/v1/sessions?limit={limit}")).await
+    }
+
+    pub async fn session(&self, id: &str) -> Result<SessionDto> {
+        self.get(&format!("/v1/sessions/{id}")).await
+    }
+
+    pub async fn create_session(&self, req: &CreateSessionRequest) -> Result<SessionDto> {
+        self.json(Method::POST, "/v1/sessions", Some(req)).await
+    }
+
+    pub async fn update_session(&self, id: &str, req: &weft_shared::api::UpdateSessionRequest) -> Result<SessionDto> {
+        self.json(Method::PATCH, &format!("/v1/sessions/{id}"), Some(req)).await
+    }
+
+    pub async fn delete_session(&self, id: &str) -> Result<()> {
+        let path = format!("/v1/sessions/{id}");
+        self.execute(self.request(Method::DELETE, &path)?.timeout(REQUEST_TIMEOUT), &path).await.map(drop)
+    }
+
+    pub async fn messages(&self, session: &str, limit: u32) -> Result<MessageList> {
+        self.get(&format!("/v1/sessions/{session}/messages?limit={limit}")).await
+    }
+
+    pub async fn run(&self, id: &str) -> Result<RunDto> {
+        self.get(&format!("/v1/runs/{id}")).await
+    }
+
+    pub async fn cancel(&self, run: &str) -> Result<RunDto> {
+        self.json(Method::POST, &format!("/v1/runs/{run}/cancel"), None::<&()>).await
+    }
+
+    pub async fn decide_approval(&self, approval: &str, decision: &str) -> Result<()> {
+        let path = format!("/v1/approvals/{approval}");
+        let rb = self.request(Method::POST, &path)?.timeout(REQUEST_TIMEOUT).json(&serde_json::json!({ "decision": decision }));
+        self.execute(rb, &path).await.map(drop)
+    }
+
+    /// `POST …/messages` with `stream: true`; the answer is the new run's SSE. The
+    /// idempotency key makes a re-sent request (after a drop before the first
+    /// event) attach to the same run instead of creating a second one.
+    pub async fn send_streaming(&self, session: &str, req: &SendMessageRequest, idempotency_key: &str) -> Result<Response> {
+        let path = format!("/v1/sessions/{session}/messages");
+        let rb = self.request(Method::POST, &path)?.header("idempotency-key", idempotency_key).header("accept", "text/event-stream").json(req);
+        self.execute(rb, &path).await
+    }
+
+    /// `GET /v1/runs/{id}/events` resuming after `after` (`Last-Event-ID`).
+    pub async fn run_events(&self, run: &str, after: u64) -> Result<Response> {
+        let path = format!("/v1/runs/{run}/events");
+        let rb = self.request(Method::GET, &path)?.header("last-event-id", after.to_string()).header("accept", "text/event-stream");
+        self.execute(rb, &path).await
+    }
+}

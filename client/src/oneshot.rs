@@ -1,0 +1,194 @@
+//! One-shot mode (`weft -p …`, `weft "…"`, `echo … | weft`): send one message,
+//! print the reply, exit with a code scripts can branch on.
+//!
+//! stdout carries the reply and nothing else (`--output text`) or one JSON object
+//! (`--output json`); progress, tool activity (`--print-tools`) and errors go to
+//! stderr. With `--stream` (the default) text is written as it arrives; with
+//! `--no-stream` it is written once the run is over, which also keeps the output
+//! exact if an upstream retry voids text already received.
+
+use std::io::Write;
+
+use serde::Serialize;
+use weft_shared::api::{SendMessageRequest, UsageDto};
+
+use crate::api::Gateway;
+use crate::error::{ClientError, Result};
+use crate::exit;
+use crate::reply::{Change, Outcome, Reply};
+use crate::session::{self, SessionChoice};
+use crate::stream::RunStream;
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Output {
+    Text,
+    Json,
+}
+
+#[derive(Debug, Clone)]
+pub struct OneShot {
+    pub text: String,
+    pub session: SessionChoice,
+    pub model: Option<String>,
+    pub mode: Option<String>,
+    pub output: Output,
+    pub stream: bool,
+    pub print_tools: bool,
+}
+
+#[derive(Serialize)]
+struct JsonToolCall<'a> {
+    name: &'a str,
+    args: &'a serde_json::Value,
+}
+
+#[derive(Serialize)]
+struct JsonResult<'a> {
+    session_id: &'a str,
+    run_id: Option<&'a str>,
+    response: String,
+    tool_calls: Vec<JsonToolCall<'a>>,
+    model: &'a str,
+    usage: UsageDto,
+    duration_ms: Option<u64>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    error: Option<serde_json::Value>,
+}
+
+/// Run it; the answer is the process exit code.
+pub async fn run(gw: &Gateway, job: OneShot) -> Result<u8> {
+    if job.text.trim().is_empty() {
+        return Err(ClientError::Usage("the message is empty".into()));
+    }
+    let session = session::open(gw, &job.session, job.model.as_deref(), job.mode.as_deref()).await?;
+    let req = SendMessageRequest { text: job.text.clone(), attachments: vec![], model: job.model.clone(), mode: job.mode.clone(), multitask: Default::default(), stream: true, wait: false };
+    let mut stream = RunStream::send(gw, &session.id, req);
+    let mut reply = Reply::default();
+    let mut printer = TextPrinter { live: job.stream && job.output == Output::Text, ..TextPrinter::default() };
+    let mut cancelling = false;
+    let mut interrupts = crate::interrupt::Interrupts::new()?;
+    loop {
+        let next = tokio::select! {
+            ev = stream.next() => ev?,
+            _ = interrupts.next() => {
+                if cancelling {
+                    eprintln!();
+                    return Ok(130);
+                }
+                cancelling = true;
+                eprintln!("\nweft: cancelling (Ctrl-C again to quit at once)");
+                if let Some(run) = stream.run_id() {
+                    gw.cancel(run).await?;
+                }
+                continue;
+            }
+        };
+        let Some(ev) = next else { break };
+        for change in reply.apply(ev) {
+            printer.show(&reply, &change, job.print_tools)?;
+        }
+    }
+    match job.output {
+        Output::Text => printer.finish(&reply)?,
+        Output::Json => print_json(&session.id, &reply)?,
+    }
+    Ok(match &reply.outcome {
+        Some(Outcome::Done) => exit::OK,
+        Some(Outcome::Failed(e)) => {
+            eprintln!("weft: the run failed: {} ({})", e.message, e.code);
+            exit::RUN_FAILED
+        }
+        Some(Outcome::Cancelled { by }) => {
+            eprintln!("weft: the run was cancelled (by {by})");
+            exit::RUN_FAILED
+        }
+        None => return Err(ClientError::Local("the event stream ended before the run did".into())),
+    })
+}
+
+/// Writes text deltas to stdout as they come, tool lines to stderr.
+#[derive(Default)]
+struct TextPrinter {
+    live: bool,
+    last_step: Option<u32>,
+    wrote_any: bool,
+    ends_with_newline: bool,
+}
+
+impl TextPrinter {
+    fn show(&mut self, reply: &Reply, change: &Change, print_tools: bool) -> Result<()> {
+        match change {
+            Change::Text { step, delta } if self.live => {
+                let new_step = self.last_step != Some(*step);
+                let delta = if new_step { delta.trim_start() } else { delta.as_str() };
+                if delta.is_empty() {
+                    return Ok(());
+                }
+                let mut out = std::io::stdout().lock();
+                if new_step && self.wrote_any {
+                    out.write_all(if self.ends_with_newline { b"\n" } else { b"\n\n" })?;
+                }
+                self.last_step = Some(*step);
+                out.write_all(delta.as_bytes())?;
+                out.flush()?;
+                self.wrote_any = true;
+                self.ends_with_newline = delta.ends_with('\n');
+            }
+            Change::Retract { reason, .. } if self.live && self.wrote_any => {
+                eprintln!("\nweft: the reply restarted ({reason}); text above this line may repeat");
+            }
+            Change::ToolStart(i) if print_tools => {
+                let t = &reply.tools[*i];
+                eprintln!("⚙ {} {}", t.name, crate::render::args_summary(&t.args, 80));
+            }
+            Change::ToolEnd(i) if print_tools => {
+                let t = &reply.tools[*i];
+                let mark = if t.ok == Some(true) { "✓" } else { "✗" };
+                eprintln!("{mark} {} ({} ms)", t.name, t.duration_ms);
+            }
+            Change::Approval { name, .. } => {
+                eprintln!("weft: the run waits for approval of {name}; answer it in the REPL or the web UI");
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn finish(&mut self, reply: &Reply) -> Result<()> {
+        let mut out = std::io::stdout().lock();
+        if self.live {
+            if self.wrote_any && !self.ends_with_newline {
+                out.write_all(b"\n")?;
+            }
+        } else if reply.succeeded() || !reply.text().is_empty() {
+            let text = reply.text();
+            if !text.is_empty() {
+                writeln!(out, "{text}")?;
+            }
+        }
+        out.flush()?;
+        Ok(())
+    }
+}
+
+fn print_json(session_id: &str, reply: &Reply) -> Result<()> {
+    let error = match &reply.outcome {
+        Some(Outcome::Failed(e)) => Some(serde_json::json!({"code": e.code, "message": e.message})),
+        Some(Outcome::Cancelled { by }) => Some(serde_json::json!({"code": "cancelled", "message": format!("cancelled by {by}")})),
+        _ => None,
+    };
+    let body = JsonResult {
+        session_id,
+        run_id: reply.run_id.as_deref(),
+        response: reply.text(),
+        tool_calls: reply.tools.iter().map(|t| JsonToolCall { name: &t.name, args: &t.args }).collect(),
+        model: &reply.model,
+        usage: reply.usage,
+        duration_ms: reply.duration_ms,
+        error,
+    };
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer(&mut out, &body).map_err(|e| ClientError::Local(e.to_string()))?;
+    out.write_all(b"\n")?;
+    Ok(())
+}

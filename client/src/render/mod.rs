@@ -1,0 +1,109 @@
+//! Terminal output helpers: ANSI styles, display widths (CJK-aware), summaries,
+//! and the streaming Markdown renderer in [`markdown`].
+
+pub mod highlight;
+pub mod markdown;
+pub mod table;
+
+use unicode_width::UnicodeWidthChar;
+
+pub const RESET: &str = "\x1b[0m";
+pub const BOLD: &str = "\x1b[1m";
+pub const DIM: &str = "\x1b[2m";
+pub const ITALIC: &str = "\x1b[3m";
+pub const UNDERLINE: &str = "\x1b[4m";
+pub const STRIKE: &str = "\x1b[9m";
+pub const RED: &str = "\x1b[31m";
+pub const GREEN: &str = "\x1b[32m";
+pub const YELLOW: &str = "\x1b[33m";
+pub const BLUE: &str = "\x1b[34m";
+pub const MAGENTA: &str = "\x1b[35m";
+pub const CYAN: &str = "\x1b[36m";
+
+/// Columns of the terminal on stdout (80 when unknown).
+pub fn term_width() -> usize {
+    terminal_size::terminal_size().filter(|(w, _)| w.0 > 0).map_or(80, |(w, _)| usize::from(w.0).max(20))
+}
+
+/// Display columns of `s`, ignoring ANSI escape sequences; wide (CJK) chars count 2.
+pub fn visible_width(s: &str) -> usize {
+    let mut width = 0;
+    let mut chars = s.chars();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+        } else {
+            width += c.width().unwrap_or(0);
+        }
+    }
+    width
+}
+
+/// Terminal rows that `s` (one line, no newline) occupies in `cols` columns.
+pub fn rows(s: &str, cols: usize) -> usize {
+    visible_width(s).max(1).div_ceil(cols.max(1))
+}
+
+/// At most `max` display columns of `s`, with `…` when cut.
+pub fn truncate(s: &str, max: usize) -> String {
+    let s = s.replace(['\n', '\r', '\t'], " ");
+    if visible_width(&s) <= max {
+        return s;
+    }
+    let mut out = String::new();
+    let mut w = 0;
+    for c in s.chars() {
+        let cw = c.width().unwrap_or(0);
+        if w + cw + 1 > max {
+            break;
+        }
+        w += cw;
+        out.push(c);
+    }
+    out.push('…');
+    out
+}
+
+/// A one-line summary of tool arguments: `key=value` pairs, cut to `max` columns.
+pub fn args_summary(args: &serde_json::Value, max: usize) -> String {
+    let s = match args {
+        serde_json::Value::Object(m) if m.is_empty() => String::new(),
+        serde_json::Value::Object(m) => m
+            .iter()
+            .map(|(k, v)| match v {
+                serde_json::Value::String(s) => format!("{k}={s}"),
+                other => format!("{k}={other}"),
+            })
+            .collect::<Vec<_>>()
+            .join(" "),
+        serde_json::Value::Null => String::new(),
+        other => other.to_string(),
+    };
+    truncate(&s, max)
+}
+
+/// A duration for people: `850ms`, `3.2s`, `2m05s`.
+pub fn human_ms(ms: u64) -> String {
+    match ms {
+        0..1_000 => format!("{ms}ms"),
+        1_000..60_000 => format!("{:.1}s", ms as f64 / 1000.0),
+        _ => format!("{}m{:02}s", ms / 60_000, (ms / 1000) % 60),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn widths_count_cjk_as_two_and_skip_escapes() {
+        assert_eq!(visible_width("\x1b[1m你好\x1b[0m ab"), 7);
+        assert_eq!(rows("你好你好", 4), 2);
+        assert_eq!(truncate("你好世界", 5), "你好…");
+        assert_eq!(args_summary(&serde_json::json!({"url":"http://x","n":2}), 80), "n=2 url=http://x");
+    }
+}

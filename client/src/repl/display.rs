@@ -1,0 +1,225 @@
+//! The live view of one reply in the REPL: a spinner until the first output,
+//! thinking as one dimmed line that collapses when the answer starts, tool calls
+//! as compact lines that turn into ✓/✗ with their duration, and text rendered as
+//! Markdown line by line.
+//!
+//! The unfinished last line of text is shown raw and redrawn, rendered, once its
+//! newline arrives; table rows stay provisional until the table ends. Both need
+//! the number of terminal rows they occupy, hence the width bookkeeping.
+
+use std::io::Write;
+use std::time::Instant;
+
+use crate::render::markdown::{Emit, Markdown};
+use crate::render::{self, DIM, GREEN, RED, RESET, args_summary, human_ms, rows, truncate};
+use crate::reply::ToolCall;
+
+const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+
+pub struct Display {
+    out: std::io::Stdout,
+    md: Markdown,
+    width: usize,
+    started: Instant,
+    spinner: Option<usize>,
+    partial: String,
+    provisional_rows: usize,
+    thinking: Option<(Instant, String)>,
+    open_tool: Option<String>,
+    text_step: Option<u32>,
+    /// Something was printed on the current (unfinished) terminal line.
+    mid_line: bool,
+}
+
+impl Display {
+    pub fn new() -> Display {
+        let width = render::term_width();
+        Display {
+            out: std::io::stdout(),
+            md: Markdown::new(width),
+            width,
+            started: Instant::now(),
+            spinner: Some(0),
+            partial: String::new(),
+            provisional_rows: 0,
+            thinking: None,
+            open_tool: None,
+            text_step: None,
+            mid_line: false,
+        }
+    }
+
+    fn w(&mut self, s: &str) {
+        let _ = self.out.write_all(s.as_bytes());
+    }
+
+    fn flush(&mut self) {
+        let _ = self.out.flush();
+    }
+
+    /// Advance the spinner (called on a timer) while nothing else was shown.
+    pub fn tick(&mut self) {
+        if let Some(frame) = self.spinner {
+            let s = format!("\r\x1b[2K{DIM}{} waiting for the model… {}{RESET}", SPINNER[frame % SPINNER.len()], human_ms(self.started.elapsed().as_millis() as u64));
+            self.w(&s);
+            self.spinner = Some(frame + 1);
+            self.flush();
+        }
+    }
+
+    fn clear_spinner(&mut self) {
+        if self.spinner.take().is_some() {
+            self.w("\r\x1b[2K");
+        }
+    }
+
+    /// Make sure the cursor is at the start of an empty line.
+    fn settle(&mut self) {
+        self.clear_spinner();
+        self.end_thinking();
+        if !self.partial.is_empty() {
+            let line = std::mem::take(&mut self.partial);
+            self.erase_partial(&line);
+            self.emit_line(&line);
+        }
+        if let Some(_tool) = self.open_tool.take() {
+            self.w("\n");
+        }
+        if self.mid_line {
+            self.w("\n");
+            self.mid_line = false;
+        }
+    }
+
+    pub fn thinking(&mut self, delta: &str) {
+        self.clear_spinner();
+        let (_, text) = self.thinking.get_or_insert_with(|| (Instant::now(), String::new()));
+        text.push_str(delta);
+        let tail: String = text.replace('\n', " ").chars().rev().take(self.width).collect::<Vec<_>>().into_iter().rev().collect();
+        let line = format!("\r\x1b[2K{DIM}💭 {}{RESET}", truncate(tail.trim_start(), self.width.saturating_sub(5)));
+        self.w(&line);
+        self.mid_line = true;
+        self.flush();
+    }
+
+    fn end_thinking(&mut self) {
+        if let Some((since, text)) = self.thinking.take() {
+            let words = text.split_whitespace().count();
+            let line = format!("\r\x1b[2K{DIM}▸ thought for {} · {words} words · /think to expand{RESET}\n", human_ms(since.elapsed().as_millis() as u64));
+            self.w(&line);
+            self.mid_line = false;
+        }
+    }
+
+    pub fn text(&mut self, step: u32, delta: &str) {
+        if self.text_step != Some(step) {
+            if self.text_step.is_some() || self.open_tool.is_some() {
+                self.settle();
+            }
+            self.text_step = Some(step);
+        }
+        self.clear_spinner();
+        self.end_thinking();
+        let mut rest = delta;
+        while let Some(nl) = rest.find('\n') {
+            let (head, tail) = rest.split_at(nl);
+            let mut line = std::mem::take(&mut self.partial);
+            self.erase_partial(&line);
+            line.push_str(head);
+            self.emit_line(&line);
+            rest = &tail[1..];
+        }
+        if !rest.is_empty() {
+            self.partial.push_str(rest);
+            self.w(rest);
+            self.mid_line = true;
+        }
+        self.flush();
+    }
+
+    /// Move back over the raw partial line so it can be replaced.
+    fn erase_partial(&mut self, shown: &str) {
+        if shown.is_empty() {
+            return;
+        }
+        let up = rows(shown, self.width) - 1;
+        let seq = if up > 0 { format!("\r\x1b[{up}A\x1b[J") } else { "\r\x1b[J".to_string() };
+        self.w(&seq);
+        self.mid_line = false;
+    }
+
+    fn emit_line(&mut self, line: &str) {
+        for emit in self.md.line(line) {
+            self.show(emit);
+        }
+    }
+
+    fn show(&mut self, emit: Emit) {
+        match emit {
+            Emit::Line(s) => self.w(&format!("{s}\n")),
+            Emit::Provisional(s) => {
+                self.provisional_rows += rows(&s, self.width);
+                self.w(&format!("{s}\n"));
+            }
+            Emit::Replace(lines) => {
+                if self.provisional_rows > 0 {
+                    let up = std::mem::take(&mut self.provisional_rows);
+                    self.w(&format!("\x1b[{up}A\r\x1b[J"));
+                }
+                for l in lines {
+                    self.w(&format!("{l}\n"));
+                }
+            }
+        }
+        self.mid_line = false;
+    }
+
+    pub fn tool_start(&mut self, t: &ToolCall) {
+        self.settle();
+        let line = format!("{DIM}  ⚙ {} {} …{RESET}", t.name, args_summary(&t.args, self.width.saturating_sub(t.name.len() + 10)));
+        self.w(&line);
+        self.open_tool = Some(t.call_id.clone());
+        self.mid_line = true;
+        self.flush();
+    }
+
+    pub fn tool_end(&mut self, t: &ToolCall) {
+        self.clear_spinner();
+        if self.open_tool.as_deref() == Some(t.call_id.as_str()) {
+            self.w("\r\x1b[2K");
+            self.open_tool = None;
+            self.mid_line = false;
+        } else {
+            self.settle();
+        }
+        let (mark, color) = if t.ok == Some(true) { ("✓", GREEN) } else { ("✗", RED) };
+        let args = args_summary(&t.args, self.width.saturating_sub(t.name.len() + 20));
+        self.w(&format!("  {color}{mark}{RESET} {DIM}{} {args} · {}{RESET}\n", t.name, human_ms(t.duration_ms)));
+        self.text_step = None;
+        self.spinner = Some(0);
+        self.flush();
+    }
+
+    /// Output already shown became void (an upstream retry); say so.
+    pub fn retract(&mut self, reason: &str) {
+        self.settle();
+        self.w(&format!("{DIM}↻ {reason}: the partial reply above is void, it starts again{RESET}\n"));
+        self.text_step = None;
+        self.flush();
+    }
+
+    /// A dimmed note on its own line.
+    pub fn note(&mut self, note: &str) {
+        self.settle();
+        self.w(&format!("{DIM}{note}{RESET}\n"));
+        self.flush();
+    }
+
+    pub fn finish(&mut self) {
+        self.settle();
+        for emit in self.md.finish() {
+            self.show(emit);
+        }
+        self.flush();
+    }
+}

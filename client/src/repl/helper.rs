@@ -1,0 +1,85 @@
+//! Line-editor integration (`rustyline`, which lays out wide/CJK characters by
+//! display width): Tab completion of slash commands and their arguments, and
+//! multi-line input — a line ending in `\` or an unclosed ``` fence continues.
+
+use std::borrow::Cow;
+
+use rustyline::completion::{Completer, Pair};
+use rustyline::highlight::Highlighter;
+use rustyline::hint::Hinter;
+use rustyline::validate::{ValidationContext, ValidationResult, Validator};
+use rustyline::{Context, Helper};
+
+use super::commands::COMMANDS;
+
+#[derive(Default)]
+pub struct ReplHelper {
+    pub models: Vec<String>,
+    pub modes: Vec<String>,
+}
+
+impl Completer for ReplHelper {
+    type Candidate = Pair;
+
+    fn complete(&self, line: &str, pos: usize, _ctx: &Context<'_>) -> rustyline::Result<(usize, Vec<Pair>)> {
+        let line = &line[..pos];
+        if !line.starts_with('/') {
+            return Ok((pos, vec![]));
+        }
+        let pair = |s: &str| Pair { display: s.to_string(), replacement: s.to_string() };
+        match line.split_once(' ') {
+            None => Ok((0, COMMANDS.iter().map(|(c, _)| *c).filter(|c| c.starts_with(line)).map(|c| pair(&format!("{c} "))).collect())),
+            Some((cmd, arg)) => {
+                let options: &[String] = match cmd {
+                    "/model" => &self.models,
+                    "/mode" => &self.modes,
+                    _ => &[],
+                };
+                let start = pos - arg.len();
+                Ok((start, options.iter().filter(|o| o.starts_with(arg)).map(|o| pair(o)).collect()))
+            }
+        }
+    }
+}
+
+impl Hinter for ReplHelper {
+    type Hint = String;
+}
+
+impl Highlighter for ReplHelper {
+    fn highlight_prompt<'b, 's: 'b, 'p: 'b>(&'s self, prompt: &'p str, default: bool) -> Cow<'b, str> {
+        if default { Cow::Owned(format!("\x1b[1;36m{prompt}\x1b[0m")) } else { Cow::Borrowed(prompt) }
+    }
+}
+
+impl Validator for ReplHelper {
+    fn validate(&self, ctx: &mut ValidationContext<'_>) -> rustyline::Result<ValidationResult> {
+        Ok(if needs_more(ctx.input()) { ValidationResult::Incomplete } else { ValidationResult::Valid(None) })
+    }
+}
+
+impl Helper for ReplHelper {}
+
+/// Input that continues on the next line.
+pub fn needs_more(input: &str) -> bool {
+    let fences = input.lines().filter(|l| l.trim_start().starts_with("```")).count();
+    input.ends_with('\\') || fences % 2 == 1
+}
+
+/// The message as sent: continuation backslashes removed.
+pub fn message_text(input: &str) -> String {
+    input.replace("\\\n", "\n").trim().to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn continuation_rules() {
+        assert!(needs_more("first line \\"));
+        assert!(needs_more("look:\n```rust\nfn x()"));
+        assert!(!needs_more("look:\n```rust\nfn x()\n```"));
+        assert_eq!(message_text("a \\\nb"), "a \nb");
+    }
+}

@@ -1,0 +1,78 @@
+//! What the REPL remembers between turns: the session (created lazily, so `/new`
+//! never leaves empty sessions behind), the model and mode to use, the catalogue
+//! for completion and validation, and the last reply for the status line.
+
+use weft_shared::api::{CreateSessionRequest, ModeDto, ModelDto, SessionDto, UpdateSessionRequest};
+
+use crate::api::Gateway;
+use crate::error::Result;
+use crate::render::{DIM, RESET, human_ms};
+use crate::reply::Reply;
+use crate::session::short;
+
+pub struct ReplState {
+    pub session_id: Option<String>,
+    /// `/model` override; `None` uses the session's (or the gateway's default).
+    pub model: Option<String>,
+    /// The model of the current session, for the status line.
+    pub session_model: String,
+    pub mode: String,
+    pub models: Vec<ModelDto>,
+    pub modes: Vec<ModeDto>,
+    pub last: Option<Reply>,
+}
+
+impl ReplState {
+    pub fn new(models: Vec<ModelDto>, modes: Vec<ModeDto>) -> ReplState {
+        let mode = modes.iter().find(|m| m.default).or(modes.first()).map_or_else(|| "agent".to_string(), |m| m.id.clone());
+        let session_model = models.iter().find(|m| m.default).map_or_else(String::new, |m| m.id.clone());
+        ReplState { session_id: None, model: None, session_model, mode, models, modes, last: None }
+    }
+
+    pub fn adopt(&mut self, s: &SessionDto) {
+        self.session_id = Some(s.id.clone());
+        self.session_model = s.model.clone();
+        self.mode = s.mode.clone();
+        self.model = None;
+        self.last = None;
+    }
+
+    /// The current session's id, creating the session on first use.
+    pub async fn ensure_session(&mut self, gw: &Gateway) -> Result<String> {
+        if let Some(id) = &self.session_id {
+            return Ok(id.clone());
+        }
+        let req = CreateSessionRequest { title: None, model: self.model.clone(), mode: Some(self.mode.clone()) };
+        let s = gw.create_session(&req).await?;
+        self.session_id = Some(s.id.clone());
+        self.session_model = s.model;
+        Ok(s.id)
+    }
+
+    /// Persist a model/mode change on the session, when there is one.
+    pub async fn sync_session(&self, gw: &Gateway) -> Result<()> {
+        if let Some(id) = &self.session_id {
+            let req = UpdateSessionRequest { title: None, model: self.model.clone(), mode: Some(self.mode.clone()) };
+            gw.update_session(id, &req).await?;
+        }
+        Ok(())
+    }
+
+    pub fn current_model(&self) -> &str {
+        self.model.as_deref().unwrap_or(&self.session_model)
+    }
+
+    /// `model · host · session · ↑in ↓out · cache · ttft`, dimmed.
+    pub fn status_line(&self, gw: &Gateway) -> String {
+        let mut parts = vec![self.current_model().to_string(), self.mode.clone(), gw.host().to_string()];
+        parts.push(self.session_id.as_deref().map_or_else(|| "new session".to_string(), |s| format!("session {}", short(s))));
+        if let Some(r) = &self.last {
+            parts.push(format!("↑{} ↓{}", r.usage.input, r.usage.output));
+            parts.push(format!("cache {}", r.usage.cache_read));
+            if let Some(t) = r.ttft_ms {
+                parts.push(format!("ttft {}", human_ms(t)));
+            }
+        }
+        format!("{DIM}── {} ──{RESET}", parts.join(" · "))
+    }
+}

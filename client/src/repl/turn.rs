@@ -1,0 +1,107 @@
+//! One chat turn in the REPL: send, stream the reply into the [`Display`], and
+//! let Ctrl-C cancel the run (the gateway keeps the partial text as the reply).
+//! Approval requests are answered inline.
+
+use std::io::{BufRead, Write};
+use std::time::Duration;
+
+use weft_shared::api::SendMessageRequest;
+
+use super::display::Display;
+use super::state::ReplState;
+use crate::api::Gateway;
+use crate::error::Result;
+use crate::render::{DIM, RESET, YELLOW, args_summary};
+use crate::reply::{Change, Outcome, Reply};
+use crate::stream::RunStream;
+
+pub async fn run(gw: &Gateway, state: &mut ReplState, text: String) -> Result<()> {
+    let session = state.ensure_session(gw).await?;
+    let req = SendMessageRequest { text, attachments: vec![], model: state.model.clone(), mode: Some(state.mode.clone()), multitask: Default::default(), stream: true, wait: false };
+    let mut stream = RunStream::send(gw, &session, req);
+    let mut reply = Reply::default();
+    let mut display = Display::new();
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    let mut cancel_sent = false;
+    let mut interrupts = crate::interrupt::Interrupts::new()?;
+    loop {
+        let next = tokio::select! {
+            ev = stream.next() => ev,
+            _ = tick.tick() => { display.tick(); continue; }
+            _ = interrupts.next() => {
+                if let Some(run) = stream.run_id() {
+                    if !cancel_sent {
+                        cancel_sent = true;
+                        display.note("⏹ stopping…");
+                        if let Err(e) = gw.cancel(run).await {
+                            display.note(&format!("could not cancel: {e}"));
+                        }
+                    }
+                }
+                continue;
+            }
+        };
+        let ev = match next {
+            Ok(Some(ev)) => ev,
+            Ok(None) => break,
+            Err(e) => {
+                display.finish();
+                return Err(e);
+            }
+        };
+        for change in reply.apply(ev) {
+            match change {
+                Change::Text { step, delta } => display.text(step, &delta),
+                Change::Thinking { delta, .. } => display.thinking(&delta),
+                Change::ToolStart(i) => display.tool_start(&reply.tools[i]),
+                Change::ToolEnd(i) => display.tool_end(&reply.tools[i]),
+                Change::Retract { reason, .. } => display.retract(&reason),
+                Change::Approval { approval_id, name, args } => {
+                    display.finish();
+                    let decision = ask_approval(&name, &args).await;
+                    gw.decide_approval(&approval_id, decision).await?;
+                    display = Display::new();
+                }
+                Change::Started { .. } | Change::Usage | Change::Finished => {}
+            }
+        }
+    }
+    display.finish();
+    match &reply.outcome {
+        Some(Outcome::Failed(e)) => display.note(&format!("✗ the run failed: {} ({})", e.message, e.code)),
+        Some(Outcome::Cancelled { by }) => display.note(&format!("⏹ cancelled by {by} — the partial reply is kept")),
+        _ => {}
+    }
+    if let Some(id) = &reply.session_id {
+        state.session_id = Some(id.clone());
+    }
+    if !reply.model.is_empty() {
+        state.session_model = reply.model.clone();
+    }
+    state.last = Some(reply);
+    println!("{}", state.status_line(gw));
+    Ok(())
+}
+
+/// `approve / deny / always`, read from the terminal (cooked mode during a turn).
+async fn ask_approval(name: &str, args: &serde_json::Value) -> &'static str {
+    let question = format!("{YELLOW}?{RESET} allow {name} {DIM}{}{RESET}  [y]es / [n]o / [a]lways: ", args_summary(args, 60));
+    tokio::task::spawn_blocking(move || {
+        loop {
+            print!("{question}");
+            let _ = std::io::stdout().flush();
+            let mut line = String::new();
+            if std::io::stdin().lock().read_line(&mut line).unwrap_or(0) == 0 {
+                return "deny";
+            }
+            match line.trim().to_ascii_lowercase().as_str() {
+                "y" | "yes" | "approve" => return "approve",
+                "n" | "no" | "deny" => return "deny",
+                "a" | "always" => return "always",
+                _ => continue,
+            }
+        }
+    })
+    .await
+    .unwrap_or("deny")
+}

@@ -1,0 +1,110 @@
+//! Runs one scenario against Weft and assembles its [`Report`]: signs users in,
+//! watches the processes the load tester started, dispatches to the scenario,
+//! verifies through the API where the scenario asks for it, and collects the
+//! mock LLM's counters.
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use tokio::sync::Mutex;
+
+use crate::client::{Gateways, WeftClient, http_client, sign_in_users};
+use crate::procs::ProcWatch;
+use crate::report::Report;
+use crate::scenario::{self, Gauge, Params, Scenario};
+use crate::stack::Stack;
+use crate::stats::Recorder;
+
+/// Where and as whom to run.
+#[derive(Clone)]
+pub struct WeftTarget {
+    pub gateways: Gateways,
+    /// An admin token (users are created and sign in) or, with `shared_token`, a
+    /// user token every virtual user sends.
+    pub token: String,
+    pub shared_token: bool,
+    /// Distinct accounts the virtual users are spread over.
+    pub accounts: usize,
+}
+
+/// Extra context a run may have.
+#[derive(Default)]
+pub struct RunContext {
+    pub stack: Option<Arc<Mutex<Stack>>>,
+    /// Processes started outside the stack (the mock LLM), for RSS/CPU.
+    pub extra_pids: Vec<(String, u32)>,
+    /// `http://127.0.0.1:P` of the mock LLM, for its `/stats`.
+    pub mock_url: Option<String>,
+    pub label: String,
+}
+
+pub async fn run_weft(p: &Params, t: &WeftTarget, ctx: &RunContext) -> anyhow::Result<Report> {
+    let http = http_client();
+    let mut rep = scenario::report_head(p, "weft", &ctx.label);
+    let accounts = if p.scenario == Scenario::Attach { 1 } else { t.accounts.clamp(1, p.users.max(1)) };
+    let base = if t.shared_token {
+        Vec::new()
+    } else {
+        let prefix = format!("lt{}", &uuid::Uuid::new_v4().simple().to_string()[..10]);
+        match sign_in_users(&http, &t.gateways, &t.token, &prefix, accounts).await {
+            Ok(c) => c,
+            Err(e) => {
+                tracing::warn!(error = %e, "could not create users; every virtual user sends --token");
+                Vec::new()
+            }
+        }
+    };
+    let clients: Vec<WeftClient> = (0..p.users.max(1))
+        .map(|i| match base.get(i % base.len().max(1)) {
+            Some(c) => WeftClient { current: t.gateways.pick(), ..c.clone() },
+            None => WeftClient {
+                http: http.clone(),
+                gateways: t.gateways.clone(),
+                current: t.gateways.pick(),
+                token: t.token.clone(),
+            },
+        })
+        .collect();
+    let mut pids = match &ctx.stack {
+        Some(s) => s.lock().await.pids(),
+        None => Vec::new(),
+    };
+    pids.extend(ctx.extra_pids.iter().cloned());
+    let watch = ProcWatch::start(&pids);
+    let rec = Arc::new(Recorder::default());
+    let gauge = Arc::new(Gauge::default());
+    let started = Instant::now();
+    let logs = match p.scenario {
+        Scenario::Attach => {
+            let gateway_pid = pids.first().map(|(_, pid)| *pid);
+            let a = scenario::attach::run(&clients[0], p.attach_clients, p.duration, gateway_pid).await?;
+            rep.attach = Some(a);
+            Vec::new()
+        }
+        Scenario::Chaos => {
+            let Some(stack) = ctx.stack.clone() else {
+                anyhow::bail!("chaos needs processes the load tester started itself: pass --weft-bin");
+            };
+            let (logs, timeline) = scenario::chaos::run(clients, p, rec.clone(), gauge.clone(), stack).await;
+            rep.timeline = timeline;
+            logs
+        }
+        _ => scenario::closed_loop(clients, p, rec.clone(), gauge.clone()).await,
+    };
+    rep.duration_s = started.elapsed().as_secs_f64();
+    if p.scenario.verifies() && !logs.is_empty() {
+        rep.verify = Some(scenario::verify::verify(&logs, &p.plan.expect, Duration::from_secs(120)).await);
+    }
+    rep.processes = watch.finish();
+    rep.peak_concurrent_runs = gauge.peak();
+    rep.absorb(rec.take());
+    if let Some(url) = &ctx.mock_url {
+        rep.mock = mock_stats(&http, url).await;
+    }
+    Ok(rep)
+}
+
+pub async fn mock_stats(http: &reqwest::Client, url: &str) -> Option<crate::mock_llm::StatsSnapshot> {
+    let r = http.get(format!("{url}/stats")).send().await.ok()?;
+    r.json().await.ok()
+}

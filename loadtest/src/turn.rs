@@ -1,0 +1,294 @@
+//! One chat turn as the web UI does it: send with `stream: true`, read the run's
+//! SSE, and when the connection drops re-attach with `Last-Event-ID` (or, before
+//! the run id is known, resend with the same `Idempotency-Key`) until a terminal
+//! event arrives. Along the way it measures time to first token and stream lag,
+//! and checks the stream is coherent: `seq` without gaps or repeats, and the text
+//! (after dropping what `retrying` and a new `run_started` attempt retract)
+//! exactly the reply the mock was scripted to give.
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use rand::Rng;
+use weft_shared::event::{EventKind, RunEvent};
+
+use crate::client::{WeftClient, error_kind};
+use crate::sse::{SseEnd, SseReader};
+use crate::stats::Recorder;
+
+/// What to send and what must come back.
+#[derive(Debug, Clone)]
+pub struct TurnPlan {
+    pub text: String,
+    pub expect: String,
+    pub tokens: u32,
+    pub ttft: Duration,
+    pub itl: Duration,
+}
+
+impl TurnPlan {
+    /// A reply of `tokens` words `w1 … wn`, first after `ttft_ms`, then one per `itl_ms`.
+    pub fn mock(tokens: u32, ttft_ms: u64, itl_ms: u64) -> TurnPlan {
+        TurnPlan {
+            text: format!("@mock.tokens {tokens} @mock.delay {ttft_ms} {itl_ms}"),
+            expect: weft_llm::mockscript::numbered_words("w", tokens).concat(),
+            tokens,
+            ttft: Duration::from_millis(ttft_ms),
+            itl: Duration::from_millis(itl_ms),
+        }
+    }
+
+    /// When token number `n` (1-based) leaves the mock, counted from the request.
+    pub fn nominal(&self, n: u64) -> Duration {
+        self.ttft + self.itl * (n.saturating_sub(1) as u32)
+    }
+}
+
+/// Deliberate disconnects (the `reconnect` scenario).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Drops {
+    /// At most this many drops per turn.
+    pub max: u32,
+    /// Chance of dropping the send's response before reading any of it.
+    pub before_first_event: f64,
+}
+
+/// How a turn ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TurnEnd {
+    /// `done` with the expected text.
+    Done,
+    /// A terminal event other than a clean `done`, or a wrong reply.
+    Failed(String),
+    /// No terminal event before the deadline (the message may still be answered).
+    Abandoned,
+    /// The message was never accepted (e.g. rate limited until the deadline).
+    NotSent,
+}
+
+#[derive(Debug, Clone)]
+pub struct TurnResult {
+    pub end: TurnEnd,
+    pub run_id: Option<String>,
+    /// The gateway accepted the message (a 200 stream was opened).
+    pub accepted: bool,
+}
+
+#[derive(Default)]
+struct StreamState {
+    last_seq: u64,
+    run_id: Option<String>,
+    /// Text per step; a retry or a new attempt clears the steps it redoes.
+    text: BTreeMap<u32, String>,
+    tokens: BTreeMap<u32, u64>,
+    first_token: Option<Instant>,
+    drops: u32,
+    incoherent: bool,
+}
+
+/// Run one turn against `client`, reporting into `rec`. Bounded by `deadline`.
+pub async fn run_turn(
+    client: &mut WeftClient,
+    session: &str,
+    plan: &TurnPlan,
+    drops: Drops,
+    deadline: Duration,
+    rec: &Recorder,
+) -> TurnResult {
+    let key = uuid::Uuid::new_v4().to_string();
+    let t0 = Instant::now();
+    let give_up = t0 + deadline;
+    let mut st = StreamState::default();
+    let mut accepted = false;
+    for _connect in 0..200 {
+        if Instant::now() >= give_up {
+            break;
+        }
+        let request = match &st.run_id {
+            None => client.send_streaming(session, &plan.text, &key).await,
+            Some(run) => client.attach(run, st.last_seq).await,
+        };
+        let response = match request {
+            Ok(r) => r,
+            Err(e) => {
+                rec.error(error_kind(&e));
+                client.fail_over();
+                pause(Duration::from_millis(200), give_up).await;
+                continue;
+            }
+        };
+        let status = response.status();
+        if !status.is_success() {
+            rec.error(format!("http_{}", status.as_u16()));
+            let wait = match status.as_u16() {
+                429 => retry_after(&response).unwrap_or(Duration::from_secs(1)),
+                s if s >= 500 => Duration::from_millis(250),
+                _ => return finish(rec, &st, TurnEnd::Failed(format!("http_{status}")), accepted),
+            };
+            pause(wait.min(Duration::from_secs(5)), give_up).await;
+            continue;
+        }
+        accepted = true;
+        if st.run_id.is_none() && st.drops < drops.max && chance(drops.before_first_event) {
+            st.drops += 1;
+            rec.with(|s| s.reconnects += 1);
+            drop(response);
+            continue;
+        }
+        let drop_after = (st.drops < drops.max).then(|| {
+            rand::rng().random_range(1..=u64::from(plan.tokens).max(1) + 2)
+        });
+        let mut reader = SseReader::new(Box::pin(response.bytes_stream()));
+        let mut read = 0u64;
+        let ended = loop {
+            let remaining = give_up.saturating_duration_since(Instant::now());
+            let ev = match tokio::time::timeout(remaining, reader.next()).await {
+                Err(_) => break None,
+                Ok(Err(SseEnd::Closed)) => {
+                    rec.error("stream_closed_early");
+                    break None;
+                }
+                Ok(Err(SseEnd::Broken(_))) => {
+                    rec.error("stream_broken");
+                    break None;
+                }
+                Ok(Ok(ev)) => ev,
+            };
+            let Ok(event) = serde_json::from_str::<RunEvent>(&ev.data) else {
+                rec.error("bad_event_json");
+                st.incoherent = true;
+                continue;
+            };
+            let at = ev.at.unwrap_or_else(Instant::now);
+            if let Some(end) = on_event(&mut st, plan, event, at, t0, rec) {
+                break Some(end);
+            }
+            read += 1;
+            if drop_after == Some(read) {
+                st.drops += 1;
+                rec.with(|s| s.reconnects += 1);
+                break None;
+            }
+        };
+        if let Some(end) = ended {
+            if end == TurnEnd::Done {
+                rec.with(|s| s.turn.push(t0.elapsed().as_micros() as i64));
+            }
+            return finish(rec, &st, end, accepted);
+        }
+        if Instant::now() >= give_up {
+            break;
+        }
+    }
+    let end = if accepted { TurnEnd::Abandoned } else { TurnEnd::NotSent };
+    finish(rec, &st, end, accepted)
+}
+
+/// Apply one event; `Some` when the turn is over.
+fn on_event(
+    st: &mut StreamState,
+    plan: &TurnPlan,
+    event: RunEvent,
+    at: Instant,
+    t0: Instant,
+    rec: &Recorder,
+) -> Option<TurnEnd> {
+    if event.seq <= st.last_seq {
+        rec.with(|s| s.duplicates += 1);
+        st.incoherent = true;
+        return None;
+    }
+    if event.seq != st.last_seq + 1 {
+        rec.with(|s| s.gaps += 1);
+        st.incoherent = true;
+    }
+    st.last_seq = event.seq;
+    match event.kind {
+        EventKind::RunStarted {
+            attempt,
+            resume_step,
+            ..
+        } => {
+            st.run_id = Some(event.run_id.0.clone());
+            if attempt > 1 {
+                st.text.retain(|step, _| *step < resume_step);
+                st.tokens.retain(|step, _| *step < resume_step);
+            }
+        }
+        EventKind::Text { step, delta } => {
+            if st.first_token.is_none() {
+                st.first_token = Some(at);
+                let ttft = at - t0;
+                rec.with(|s| {
+                    s.ttft.push(ttft.as_micros() as i64);
+                    s.ttft_overhead.push(Recorder::signed(ttft, plan.ttft));
+                });
+            }
+            let n = st.tokens.entry(step).or_insert(0);
+            *n += delta.split_whitespace().count() as u64;
+            let total: u64 = st.tokens.values().sum();
+            if st.drops == 0 {
+                let lag = Recorder::signed(at - t0, plan.nominal(total));
+                rec.with(|s| s.lag.push(lag));
+            }
+            st.text.entry(step).or_default().push_str(&delta);
+        }
+        EventKind::Retrying { step, .. } => {
+            rec.with(|s| s.retries_seen += 1);
+            st.text.remove(&step);
+            st.tokens.remove(&step);
+        }
+        EventKind::Done { .. } => {
+            let text: String = st.text.values().map(String::as_str).collect();
+            if text != plan.expect {
+                rec.error("reply_mismatch");
+                st.incoherent = true;
+                return Some(TurnEnd::Failed("reply_mismatch".into()));
+            }
+            return Some(TurnEnd::Done);
+        }
+        EventKind::Error(e) => {
+            rec.error(format!("run_error:{}", e.code));
+            return Some(TurnEnd::Failed(e.code));
+        }
+        EventKind::Cancelled { .. } => {
+            rec.error("run_cancelled");
+            return Some(TurnEnd::Failed("cancelled".into()));
+        }
+        _ => {}
+    }
+    None
+}
+
+fn finish(rec: &Recorder, st: &StreamState, end: TurnEnd, accepted: bool) -> TurnResult {
+    rec.with(|s| {
+        match &end {
+            TurnEnd::Done => s.runs_ok += 1,
+            TurnEnd::Failed(_) => s.runs_failed += 1,
+            TurnEnd::Abandoned => *s.errors.entry("turn_abandoned".into()).or_insert(0) += 1,
+            TurnEnd::NotSent => *s.errors.entry("not_sent".into()).or_insert(0) += 1,
+        }
+        if st.incoherent {
+            s.incoherent_streams += 1;
+        }
+    });
+    TurnResult {
+        end,
+        run_id: st.run_id.clone(),
+        accepted,
+    }
+}
+
+fn chance(p: f64) -> bool {
+    p > 0.0 && rand::rng().random::<f64>() < p
+}
+
+fn retry_after(r: &reqwest::Response) -> Option<Duration> {
+    let v = r.headers().get("retry-after")?.to_str().ok()?;
+    Some(Duration::from_secs(v.trim().parse().ok()?))
+}
+
+async fn pause(d: Duration, until: Instant) {
+    let left = until.saturating_duration_since(Instant::now());
+    tokio::time::sleep(d.min(left)).await;
+}
