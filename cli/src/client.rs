@@ -25,7 +25,12 @@ pub struct ConnectArgs {
 #[derive(Debug, Clone, Default, Args)]
 pub struct ChatArgs {
     /// Continue this session (full id or a unique suffix of it).
-    #[arg(short = 's', long = "session", value_name = "ID", conflicts_with = "resume")]
+    #[arg(
+        short = 's',
+        long = "session",
+        value_name = "ID",
+        conflicts_with = "resume"
+    )]
     pub session: Option<String>,
     /// Resume `last` (the most recently used session) or a session id.
     #[arg(short = 'r', long = "resume", value_name = "last|ID")]
@@ -99,8 +104,15 @@ pub enum SessionsCommand {
 
 /// What a client invocation asks for.
 pub enum ClientCommand {
-    Talk { prompt: Option<String>, chat: ChatArgs, oneshot: OneShotArgs },
-    Login { username: Option<String>, password_stdin: bool },
+    Talk {
+        prompt: Option<String>,
+        chat: ChatArgs,
+        oneshot: OneShotArgs,
+    },
+    Login {
+        username: Option<String>,
+        password_stdin: bool,
+    },
     Logout,
     Sessions(SessionsCommand),
     Models,
@@ -114,7 +126,9 @@ fn runtime(multi: bool) -> Result<tokio::runtime::Runtime, ClientError> {
     } else {
         tokio::runtime::Builder::new_current_thread()
     };
-    b.enable_all().build().map_err(|e| ClientError::Local(format!("tokio runtime: {e}")))
+    b.enable_all()
+        .build()
+        .map_err(|e| ClientError::Local(format!("tokio runtime: {e}")))
 }
 
 /// Run a client command; the answer is the process exit code.
@@ -133,9 +147,20 @@ fn dispatch(connect: ConnectArgs, cmd: ClientCommand) -> Result<u8, ClientError>
     let gw = Gateway::new(conn)?;
     let ok = |r: Result<(), ClientError>| r.map(|()| weft_client::exit::OK);
     match cmd {
-        ClientCommand::Talk { prompt, chat, oneshot } => talk(&gw, prompt, chat, oneshot),
-        ClientCommand::Login { username, password_stdin } => {
-            let args = commands::LoginArgs { token: connect.token, username, password_stdin };
+        ClientCommand::Talk {
+            prompt,
+            chat,
+            oneshot,
+        } => talk(&gw, prompt, chat, oneshot),
+        ClientCommand::Login {
+            username,
+            password_stdin,
+        } => {
+            let args = commands::LoginArgs {
+                token: connect.token,
+                username,
+                password_stdin,
+            };
             ok(runtime(false)?.block_on(commands::login(&gw, args)))
         }
         ClientCommand::Logout => ok(runtime(false)?.block_on(commands::logout(&gw))),
@@ -143,14 +168,21 @@ fn dispatch(connect: ConnectArgs, cmd: ClientCommand) -> Result<u8, ClientError>
         ClientCommand::Sessions(c) => ok(runtime(false)?.block_on(async {
             match c {
                 SessionsCommand::List { limit } => commands::sessions_list(&gw, limit).await,
-                SessionsCommand::Show { id, limit } => commands::sessions_show(&gw, &id, limit).await,
+                SessionsCommand::Show { id, limit } => {
+                    commands::sessions_show(&gw, &id, limit).await
+                }
                 SessionsCommand::Delete { id } => commands::sessions_delete(&gw, &id).await,
             }
         })),
     }
 }
 
-fn talk(gw: &Gateway, prompt: Option<String>, chat: ChatArgs, oneshot: OneShotArgs) -> Result<u8, ClientError> {
+fn talk(
+    gw: &Gateway,
+    prompt: Option<String>,
+    chat: ChatArgs,
+    oneshot: OneShotArgs,
+) -> Result<u8, ClientError> {
     let stdin_piped = !std::io::stdin().is_terminal();
     let text = match (prompt, stdin_piped) {
         (Some(p), true) => Some(with_piped_input(p, read_stdin()?)),
@@ -159,7 +191,11 @@ fn talk(gw: &Gateway, prompt: Option<String>, chat: ChatArgs, oneshot: OneShotAr
         (None, false) => None,
     };
     let Some(text) = text else {
-        let opts = ReplOptions { session: chat.session_choice(), model: chat.model, mode: chat.mode };
+        let opts = ReplOptions {
+            session: chat.session_choice(),
+            model: chat.model,
+            mode: chat.mode,
+        };
         return weft_client::repl::run(&runtime(true)?, gw, opts);
     };
     if text.trim().is_empty() {
@@ -182,11 +218,17 @@ fn talk(gw: &Gateway, prompt: Option<String>, chat: ChatArgs, oneshot: OneShotAr
 
 fn read_stdin() -> Result<String, ClientError> {
     let mut s = String::new();
-    std::io::stdin().read_to_string(&mut s).map_err(|e| ClientError::Usage(format!("reading stdin: {e}")))?;
+    std::io::stdin()
+        .read_to_string(&mut s)
+        .map_err(|e| ClientError::Usage(format!("reading stdin: {e}")))?;
     Ok(s)
 }
 
 /// `git diff | weft -p "review this"`: the prompt, then the piped text.
 fn with_piped_input(prompt: String, piped: String) -> String {
-    if piped.trim().is_empty() { prompt } else { format!("{prompt}\n\n{}", piped.trim_end()) }
+    if piped.trim().is_empty() {
+        prompt
+    } else {
+        format!("{prompt}\n\n{}", piped.trim_end())
+    }
 }

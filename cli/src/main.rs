@@ -24,7 +24,12 @@ struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
     /// Send PROMPT, print the reply and exit (one-shot).
-    #[arg(short = 'p', long = "print", value_name = "PROMPT", conflicts_with = "prompt")]
+    #[arg(
+        short = 'p',
+        long = "print",
+        value_name = "PROMPT",
+        conflicts_with = "prompt"
+    )]
     print: Option<String>,
     /// A message to send one-shot (same as -p). Without one (and without piped stdin) the REPL starts.
     #[arg(value_name = "PROMPT")]
@@ -110,9 +115,33 @@ enum Command {
 fn main() -> std::process::ExitCode {
     let cli = Cli::parse();
     let (connect, command) = match cli.command {
-        None => (cli.connect, ClientCommand::Talk { prompt: cli.print.or(cli.prompt), chat: cli.chat, oneshot: cli.oneshot }),
-        Some(Command::Chat { chat, connect }) => (connect, ClientCommand::Talk { prompt: None, chat, oneshot: OneShotArgs::default() }),
-        Some(Command::Login { username, password_stdin, connect }) => (connect, ClientCommand::Login { username, password_stdin }),
+        None => (
+            cli.connect,
+            ClientCommand::Talk {
+                prompt: cli.print.or(cli.prompt),
+                chat: cli.chat,
+                oneshot: cli.oneshot,
+            },
+        ),
+        Some(Command::Chat { chat, connect }) => (
+            connect,
+            ClientCommand::Talk {
+                prompt: None,
+                chat,
+                oneshot: OneShotArgs::default(),
+            },
+        ),
+        Some(Command::Login {
+            username,
+            password_stdin,
+            connect,
+        }) => (
+            connect,
+            ClientCommand::Login {
+                username,
+                password_stdin,
+            },
+        ),
         Some(Command::Logout { connect }) => (connect, ClientCommand::Logout),
         Some(Command::Sessions { command, connect }) => (connect, ClientCommand::Sessions(command)),
         Some(Command::Models { connect }) => (connect, ClientCommand::Models),
@@ -122,7 +151,10 @@ fn main() -> std::process::ExitCode {
 }
 
 fn run_server_command(command: Command) -> std::process::ExitCode {
-    let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().expect("tokio runtime");
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .expect("tokio runtime");
     match runtime.block_on(run_server(command)) {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
@@ -136,11 +168,25 @@ async fn run_server(command: Command) -> anyhow::Result<()> {
     let log_format = std::env::var("WEFT_LOG_FORMAT").unwrap_or_default();
     weft_shared::telemetry::init(&log_format);
     match command {
-        Command::Up { server, listen } => server::up(server::load_config(&server, Some(&listen), "127.0.0.1")?).await,
-        Command::Serve { server, listen } => server::serve(server::load_config(&server, Some(&listen), "0.0.0.0")?).await,
-        Command::Worker { server } => server::worker(server::load_config(&server, None, "0.0.0.0")?).await,
-        Command::Migrate { server } => server::migrate(server::load_config(&server, None, "0.0.0.0")?).await,
-        Command::Admin { server, command } => server::admin(server::load_config(&server, None, "0.0.0.0")?, command).await,
-        Command::Chat { .. } | Command::Login { .. } | Command::Logout { .. } | Command::Sessions { .. } | Command::Models { .. } => unreachable!("client commands are dispatched in main"),
+        Command::Up { server, listen } => {
+            server::up(server::load_config(&server, Some(&listen), "127.0.0.1")?).await
+        }
+        Command::Serve { server, listen } => {
+            server::serve(server::load_config(&server, Some(&listen), "0.0.0.0")?).await
+        }
+        Command::Worker { server } => {
+            server::worker(server::load_config(&server, None, "0.0.0.0")?).await
+        }
+        Command::Migrate { server } => {
+            server::migrate(server::load_config(&server, None, "0.0.0.0")?).await
+        }
+        Command::Admin { server, command } => {
+            server::admin(server::load_config(&server, None, "0.0.0.0")?, command).await
+        }
+        Command::Chat { .. }
+        | Command::Login { .. }
+        | Command::Logout { .. }
+        | Command::Sessions { .. }
+        | Command::Models { .. } => unreachable!("client commands are dispatched in main"),
     }
 }

@@ -75,7 +75,11 @@ pub enum TokenCommand {
     },
 }
 
-pub fn load_config(args: &ServerArgs, listen: Option<&ListenArgs>, default_host: &str) -> anyhow::Result<Config> {
+pub fn load_config(
+    args: &ServerArgs,
+    listen: Option<&ListenArgs>,
+    default_host: &str,
+) -> anyhow::Result<Config> {
     let mut cfg = Config::load(args.config.as_deref())?;
     if let Some(u) = &args.database_url {
         cfg.database_url = Some(Secret(u.clone()));
@@ -112,16 +116,35 @@ pub async fn connect(cfg: &Config) -> anyhow::Result<Backends> {
     let mode = cfg.mode()?;
     match &mode {
         Mode::Embedded { database_url } => {
-            let store = Store::connect(database_url).await.with_context(|| format!("opening {}", redact(database_url)))?;
+            let store = Store::connect(database_url)
+                .await
+                .with_context(|| format!("opening {}", redact(database_url)))?;
             store.migrate().await?;
-            Ok(Backends { store, bus: Arc::new(MemoryBus::new(cfg.events.max_len as usize)), queue: Arc::new(MemoryQueue::default()), mode })
+            Ok(Backends {
+                store,
+                bus: Arc::new(MemoryBus::new(cfg.events.max_len as usize)),
+                queue: Arc::new(MemoryQueue::default()),
+                mode,
+            })
         }
-        Mode::Distributed { database_url, redis_url } => {
-            let store = Store::connect(database_url).await.with_context(|| format!("connecting to {}", redact(database_url)))?;
+        Mode::Distributed {
+            database_url,
+            redis_url,
+        } => {
+            let store = Store::connect(database_url)
+                .await
+                .with_context(|| format!("connecting to {}", redact(database_url)))?;
             store.migrate().await?;
-            let bus = RedisBus::connect(redis_url, &cfg.redis_prefix, cfg.events.max_len).await.with_context(|| format!("connecting to {}", redact(redis_url)))?;
+            let bus = RedisBus::connect(redis_url, &cfg.redis_prefix, cfg.events.max_len)
+                .await
+                .with_context(|| format!("connecting to {}", redact(redis_url)))?;
             let queue = RedisQueue::connect(redis_url, &cfg.redis_prefix).await?;
-            Ok(Backends { store, bus: Arc::new(bus), queue: Arc::new(queue), mode })
+            Ok(Backends {
+                store,
+                bus: Arc::new(bus),
+                queue: Arc::new(queue),
+                mode,
+            })
         }
     }
 }
@@ -142,7 +165,9 @@ pub fn shutdown_on_signals() -> CancellationToken {
         let ctrl_c = tokio::signal::ctrl_c();
         #[cfg(unix)]
         {
-            let mut term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).expect("SIGTERM handler");
+            let mut term =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate())
+                    .expect("SIGTERM handler");
             tokio::select! { _ = ctrl_c => {}, _ = term.recv() => {} }
         }
         #[cfg(not(unix))]
@@ -156,7 +181,9 @@ pub fn shutdown_on_signals() -> CancellationToken {
 async fn bootstrap_admin(store: &Store, cfg: &Config) -> anyhow::Result<()> {
     if let Some(token) = &cfg.admin_token {
         let unusable = weft_shared::auth::hash_password(&weft_shared::auth::new_token())?;
-        store.ensure_bootstrap_admin(&weft_shared::auth::token_hash(token.expose()), &unusable).await?;
+        store
+            .ensure_bootstrap_admin(&weft_shared::auth::token_hash(token.expose()), &unusable)
+            .await?;
     }
     Ok(())
 }
@@ -178,15 +205,35 @@ async fn first_boot(store: &Store, cfg: &Config, addr: SocketAddr) -> anyhow::Re
     std::fs::create_dir_all(&dir)?;
     let file = dir.join("initial-admin-password");
     write_private(&file, &format!("{password}\n"))?;
-    eprintln!("\n  First start: created user `admin` with password {password}\n  (also saved in {})\n", file.display());
+    eprintln!(
+        "\n  First start: created user `admin` with password {password}\n  (also saved in {})\n",
+        file.display()
+    );
     let token = weft_shared::auth::new_token();
-    store.create_token(&admin.id, "weft up (this machine)", TokenKind::Api, &weft_shared::auth::token_hash(&token)).await?;
+    store
+        .create_token(
+            &admin.id,
+            "weft up (this machine)",
+            TokenKind::Api,
+            &weft_shared::auth::token_hash(&token),
+        )
+        .await?;
     // An ephemeral port (tests) is meaningless to remember.
     let ephemeral = cfg.listen.as_deref().is_some_and(|l| l.ends_with(":0"));
     if let Some(path) = client_config_path().filter(|_| !ephemeral) {
         if !path.exists() {
-            let host = if addr.ip().is_unspecified() { "127.0.0.1".to_string() } else { addr.ip().to_string() };
-            write_private(&path, &format!("gateway = \"http://{host}:{}\"\ntoken = \"{token}\"\n", addr.port()))?;
+            let host = if addr.ip().is_unspecified() {
+                "127.0.0.1".to_string()
+            } else {
+                addr.ip().to_string()
+            };
+            write_private(
+                &path,
+                &format!(
+                    "gateway = \"http://{host}:{}\"\ntoken = \"{token}\"\n",
+                    addr.port()
+                ),
+            )?;
         }
     }
     Ok(())
@@ -207,7 +254,12 @@ fn write_private(path: &std::path::Path, contents: &str) -> anyhow::Result<()> {
     {
         use std::io::Write;
         use std::os::unix::fs::OpenOptionsExt;
-        let mut f = std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(path)?;
+        let mut f = std::fs::OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .mode(0o600)
+            .open(path)?;
         f.write_all(contents.as_bytes())?;
     }
     #[cfg(not(unix))]
@@ -217,7 +269,9 @@ fn write_private(path: &std::path::Path, contents: &str) -> anyhow::Result<()> {
 
 async fn bind(cfg: &Config) -> anyhow::Result<TcpListener> {
     let addr = cfg.listen.clone().unwrap_or_default();
-    TcpListener::bind(&addr).await.with_context(|| format!("listening on {addr}"))
+    TcpListener::bind(&addr)
+        .await
+        .with_context(|| format!("listening on {addr}"))
 }
 
 /// `weft up`: gateway and worker in one process.
@@ -231,12 +285,26 @@ pub async fn up(cfg: Config) -> anyhow::Result<()> {
         first_boot(&b.store, &cfg, addr).await?;
     }
     let shutdown = shutdown_on_signals();
-    let deps = weft_worker::WorkerDeps { store: b.store.clone(), bus: b.bus.clone(), queue: b.queue.clone(), config: cfg.clone() };
+    let deps = weft_worker::WorkerDeps {
+        store: b.store.clone(),
+        bus: b.bus.clone(),
+        queue: b.queue.clone(),
+        config: cfg.clone(),
+    };
     let embedded = matches!(b.mode, Mode::Embedded { .. });
     let worker = tokio::spawn(weft_worker::run(deps, shutdown.clone(), embedded));
-    let state = weft_gateway::AppState::new(b.store.clone(), b.bus, b.queue, cfg.clone(), shutdown.clone());
+    let state = weft_gateway::AppState::new(
+        b.store.clone(),
+        b.bus,
+        b.queue,
+        cfg.clone(),
+        shutdown.clone(),
+    );
     let mode = if embedded { "embedded" } else { "distributed" };
-    eprintln!("weft {} ({mode}) listening on http://{addr}", weft_shared::VERSION);
+    eprintln!(
+        "weft {} ({mode}) listening on http://{addr}",
+        weft_shared::VERSION
+    );
     tracing::info!(%addr, mode, "weft up");
     weft_gateway::serve(listener, state).await?;
     shutdown.cancel();
@@ -248,7 +316,9 @@ pub async fn up(cfg: Config) -> anyhow::Result<()> {
 /// `weft serve`: gateway only (distributed mode).
 pub async fn serve(cfg: Config) -> anyhow::Result<()> {
     if matches!(cfg.mode()?, Mode::Embedded { .. }) {
-        anyhow::bail!("`weft serve` runs without workers, so it needs the shared queue: set --redis-url and a postgres --database-url (or use `weft up` for one process)");
+        anyhow::bail!(
+            "`weft serve` runs without workers, so it needs the shared queue: set --redis-url and a postgres --database-url (or use `weft up` for one process)"
+        );
     }
     let cfg = Arc::new(cfg);
     let b = connect(&cfg).await?;
@@ -257,7 +327,10 @@ pub async fn serve(cfg: Config) -> anyhow::Result<()> {
     let addr = listener.local_addr()?;
     let shutdown = shutdown_on_signals();
     let state = weft_gateway::AppState::new(b.store.clone(), b.bus, b.queue, cfg.clone(), shutdown);
-    eprintln!("weft {} gateway listening on http://{addr}", weft_shared::VERSION);
+    eprintln!(
+        "weft {} gateway listening on http://{addr}",
+        weft_shared::VERSION
+    );
     weft_gateway::serve(listener, state).await?;
     b.store.close().await;
     Ok(())
@@ -266,13 +339,24 @@ pub async fn serve(cfg: Config) -> anyhow::Result<()> {
 /// `weft worker`: worker only (distributed mode).
 pub async fn worker(cfg: Config) -> anyhow::Result<()> {
     if matches!(cfg.mode()?, Mode::Embedded { .. }) {
-        anyhow::bail!("`weft worker` needs the shared queue: set --redis-url and a postgres --database-url (or use `weft up` for one process)");
+        anyhow::bail!(
+            "`weft worker` needs the shared queue: set --redis-url and a postgres --database-url (or use `weft up` for one process)"
+        );
     }
     let cfg = Arc::new(cfg);
     let b = connect(&cfg).await?;
     let shutdown = shutdown_on_signals();
-    eprintln!("weft {} worker started (concurrency {})", weft_shared::VERSION, cfg.worker.concurrency);
-    let deps = weft_worker::WorkerDeps { store: b.store.clone(), bus: b.bus, queue: b.queue, config: cfg.clone() };
+    eprintln!(
+        "weft {} worker started (concurrency {})",
+        weft_shared::VERSION,
+        cfg.worker.concurrency
+    );
+    let deps = weft_worker::WorkerDeps {
+        store: b.store.clone(),
+        bus: b.bus,
+        queue: b.queue,
+        config: cfg.clone(),
+    };
     weft_worker::run(deps, shutdown, false).await?;
     b.store.close().await;
     Ok(())
@@ -297,7 +381,11 @@ pub async fn admin(cfg: Config, cmd: AdminCommand) -> anyhow::Result<()> {
     let store = Store::connect(&url).await?;
     store.migrate().await?;
     match cmd {
-        AdminCommand::User(UserCommand::Add { username, role, password_stdin }) => {
+        AdminCommand::User(UserCommand::Add {
+            username,
+            role,
+            password_stdin,
+        }) => {
             let password = if password_stdin {
                 let mut line = String::new();
                 std::io::stdin().read_line(&mut line)?;
@@ -308,12 +396,19 @@ pub async fn admin(cfg: Config, cmd: AdminCommand) -> anyhow::Result<()> {
             if password.chars().count() < 8 {
                 anyhow::bail!("password must be at least 8 characters");
             }
-            let role: Role = role.parse().map_err(|_| anyhow::anyhow!("role must be user or admin"))?;
+            let role: Role = role
+                .parse()
+                .map_err(|_| anyhow::anyhow!("role must be user or admin"))?;
             let hash = weft_shared::auth::hash_password(&password)?;
-            let user = store.create_user(&username, &hash, role).await.map_err(|e| match e {
-                weft_shared::store::StoreError::Conflict(_) => anyhow::anyhow!("user {username:?} already exists"),
-                other => other.into(),
-            })?;
+            let user = store
+                .create_user(&username, &hash, role)
+                .await
+                .map_err(|e| match e {
+                    weft_shared::store::StoreError::Conflict(_) => {
+                        anyhow::anyhow!("user {username:?} already exists")
+                    }
+                    other => other.into(),
+                })?;
             println!("{}\t{}\t{}", user.id, user.username, user.role.as_str());
         }
         AdminCommand::User(UserCommand::List) => {
@@ -322,9 +417,19 @@ pub async fn admin(cfg: Config, cmd: AdminCommand) -> anyhow::Result<()> {
             }
         }
         AdminCommand::Token(TokenCommand::Create { username, name }) => {
-            let (user, _) = store.user_credentials(&username).await?.ok_or_else(|| anyhow::anyhow!("no user {username:?}"))?;
+            let (user, _) = store
+                .user_credentials(&username)
+                .await?
+                .ok_or_else(|| anyhow::anyhow!("no user {username:?}"))?;
             let token = weft_shared::auth::new_token();
-            store.create_token(&user.id, &name, TokenKind::Api, &weft_shared::auth::token_hash(&token)).await?;
+            store
+                .create_token(
+                    &user.id,
+                    &name,
+                    TokenKind::Api,
+                    &weft_shared::auth::token_hash(&token),
+                )
+                .await?;
             println!("{token}");
         }
     }

@@ -26,7 +26,13 @@ fn text_reply_is_the_only_thing_on_stdout() {
 fn json_output_has_the_contract_fields() {
     let s = Server::start();
     let v = json(&s, &["@mock.tool current_time {}"]);
-    assert!(v["response"].as_str().unwrap().starts_with("tool current_time said: "), "{v}");
+    assert!(
+        v["response"]
+            .as_str()
+            .unwrap()
+            .starts_with("tool current_time said: "),
+        "{v}"
+    );
     assert_eq!(v["tool_calls"][0]["name"], "current_time");
     assert_eq!(v["tool_calls"][0]["args"], serde_json::json!({}));
     assert_eq!(v["model"], "mock");
@@ -34,7 +40,10 @@ fn json_output_has_the_contract_fields() {
     for key in ["input", "cache_read", "reasoning"] {
         assert!(v["usage"][key].is_u64(), "{key} in {v}");
     }
-    assert!(v["duration_ms"].is_u64() && v["run_id"].is_string() && v["session_id"].is_string(), "{v}");
+    assert!(
+        v["duration_ms"].is_u64() && v["run_id"].is_string() && v["session_id"].is_string(),
+        "{v}"
+    );
 }
 
 #[test]
@@ -59,7 +68,11 @@ fn print_tools_writes_tool_activity_to_stderr_only() {
     let out = run(cmd, None);
     assert_code(&out, 0);
     assert!(stderr(&out).contains("✓ current_time"), "{}", stderr(&out));
-    assert!(stdout(&out).starts_with("tool current_time said: ") && stdout(&out).lines().count() == 1, "{}", stdout(&out));
+    assert!(
+        stdout(&out).starts_with("tool current_time said: ") && stdout(&out).lines().count() == 1,
+        "{}",
+        stdout(&out)
+    );
 }
 
 #[test]
@@ -77,7 +90,10 @@ fn exit_codes_tell_failure_kinds_apart() {
     assert_code(&out, 3);
     assert!(stderr(&out).contains("weft login"), "{}", stderr(&out));
 
-    let closed = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap();
     let mut cmd = s.weft();
     cmd.args(["--gateway", &format!("http://{closed}"), "-p", "hi"]);
     let out = run(cmd, None);
@@ -109,7 +125,10 @@ fn resume_last_and_session_suffix_continue_the_same_session() {
     assert_code(&out, 0);
     let shown = stdout(&out);
     for reply in ["one", "two", "three"] {
-        assert!(shown.contains(&format!("[assistant]\n{reply}\n")), "{shown}");
+        assert!(
+            shown.contains(&format!("[assistant]\n{reply}\n")),
+            "{shown}"
+        );
     }
 
     let mut cmd = s.weft();
@@ -146,7 +165,10 @@ fn login_with_a_token_stores_a_private_config() {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(s.config_path()).unwrap().permissions().mode();
+        let mode = std::fs::metadata(s.config_path())
+            .unwrap()
+            .permissions()
+            .mode();
         assert_eq!(mode & 0o777, 0o600);
     }
     let mut cmd = s.weft_bare();

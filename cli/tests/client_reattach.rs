@@ -8,7 +8,10 @@ use client_support::proxy::{Cut, Proxy};
 use client_support::{Server, assert_code, run, stdout};
 
 fn words(n: usize) -> String {
-    (1..=n).map(|i| format!("w{i}")).collect::<Vec<_>>().join(" ")
+    (1..=n)
+        .map(|i| format!("w{i}"))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 #[test]
@@ -16,7 +19,12 @@ fn a_stream_cut_mid_reply_is_resumed_without_gaps_or_repeats() {
     let s = Server::start();
     let proxy = Proxy::start(&s.url, Cut::AfterTextEvents(5));
     let mut cmd = s.weft();
-    cmd.args(["--gateway", &proxy.url, "-p", "@mock.tokens 60 @mock.delay 0 15"]);
+    cmd.args([
+        "--gateway",
+        &proxy.url,
+        "-p",
+        "@mock.tokens 60 @mock.delay 0 15",
+    ]);
     let out = run(cmd, None);
     assert!(proxy.did_cut(), "the proxy never cut the stream");
     assert_code(&out, 0);
@@ -28,7 +36,14 @@ fn a_send_whose_response_is_lost_is_not_sent_twice() {
     let s = Server::start();
     let proxy = Proxy::start(&s.url, Cut::BeforeFirstSseResponse);
     let mut cmd = s.weft();
-    cmd.args(["--gateway", &proxy.url, "--output", "json", "-p", "@mock.reply once"]);
+    cmd.args([
+        "--gateway",
+        &proxy.url,
+        "--output",
+        "json",
+        "-p",
+        "@mock.reply once",
+    ]);
     let out = run(cmd, None);
     assert!(proxy.did_cut(), "the proxy never cut the response");
     assert_code(&out, 0);

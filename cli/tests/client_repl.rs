@@ -44,12 +44,15 @@ fn a_typed_message_gets_a_rendered_reply_and_a_status_line() {
     let s = Server::start();
     let mut p = repl(&s, &[]);
     type_line(&mut p, "你好，世界 @mock.reply **粗体** and `code`");
-    p.exp_string(&b("\x1b[1m粗体")).expect("bold rendered, markup gone");
-    p.exp_string("session ").expect("status line names the session");
+    p.exp_string(&b("\x1b[1m粗体"))
+        .expect("bold rendered, markup gone");
+    p.exp_string("session ")
+        .expect("status line names the session");
     p.exp_string(&b("↑")).expect("status line shows tokens");
     p.exp_string(&b("❯")).unwrap();
     type_line(&mut p, "你好");
-    p.exp_string(&b("You said: 你好")).expect("wide characters typed intact");
+    p.exp_string(&b("You said: 你好"))
+        .expect("wide characters typed intact");
     p.exp_string(&b("❯")).unwrap();
     type_line(&mut p, "/exit");
     exits_cleanly(&mut p);
@@ -60,20 +63,26 @@ fn slash_commands_switch_mode_list_sessions_and_resume() {
     let s = Server::start();
     let mut p = repl(&s, &[]);
     type_line(&mut p, "/mode nope");
-    p.exp_string("unknown mode \"nope\"; keeping mode agent").unwrap();
+    p.exp_string("unknown mode \"nope\"; keeping mode agent")
+        .unwrap();
     type_line(&mut p, "/mode chat");
     p.exp_string("mode chat").unwrap();
     type_line(&mut p, "@mock.reply first answer");
     p.exp_string("first answer").unwrap();
-    p.exp_string(&b("chat ·")).expect("status line shows the mode");
+    p.exp_string(&b("chat ·"))
+        .expect("status line shows the mode");
     type_line(&mut p, "/sessions");
-    let (_, id) = p.exp_regex(&format!("{} [0-9a-f]{{8}}", b("▸"))).expect("the current session is marked");
-    let short = id.trim_start_matches(&b("▸ ")).to_string();
+    let (_, id) = p
+        .exp_regex(&format!("{} \x1b\\[33m[0-9a-f]{{8}}", b("▸")))
+        .expect("the current session is marked");
+    let short = id[id.len() - 8..].to_string();
     type_line(&mut p, "/new");
-    p.exp_string("new session (mode chat)").expect("/new keeps the mode");
+    p.exp_string("new session (mode chat)")
+        .expect("/new keeps the mode");
     type_line(&mut p, &format!("/resume {}", &short[4..]));
     p.exp_string(&format!("resumed {short}")).unwrap();
-    p.exp_string("first answer").expect("resume shows recent messages");
+    p.exp_string("first answer")
+        .expect("resume shows recent messages");
     type_line(&mut p, "/he\t");
     p.exp_string("/sessions").expect("Tab completed /help");
     p.send_control('d').unwrap();
@@ -90,20 +99,29 @@ fn ctrl_c_cancels_a_slow_reply_and_keeps_the_repl() {
     p.exp_string("cancelled").expect("Ctrl-C cancels the run");
     p.exp_string(&b("❯")).expect("back at the prompt");
     type_line(&mut p, "still here");
-    p.exp_string("You said: still here").expect("the REPL keeps working");
+    p.exp_string("You said: still here")
+        .expect("the REPL keeps working");
     p.exp_string(&b("❯")).unwrap();
     p.send_control('c').unwrap();
-    p.exp_string("Ctrl-D or /exit").expect("Ctrl-C at the prompt only hints");
+    p.exp_string("Ctrl-D or /exit")
+        .expect("Ctrl-C at the prompt only hints");
     p.send_control('d').unwrap();
     exits_cleanly(&mut p);
 
     let mut cmd = s.weft();
     cmd.args(["sessions", "list"]);
     let list = client_support::stdout(&client_support::run(cmd, None));
-    let id = list.split_whitespace().next().expect("one session").to_string();
+    let id = list
+        .split_whitespace()
+        .next()
+        .expect("one session")
+        .to_string();
     let mut cmd = s.weft();
     cmd.args(["sessions", "show", &id]);
     let shown = client_support::stdout(&client_support::run(cmd, None));
-    assert!(shown.contains("[assistant]\nw1 w2 w3 w4 w5"), "the partial reply is kept: {shown}");
+    assert!(
+        shown.contains("[assistant]\nw1 w2 w3 w4 w5"),
+        "the partial reply is kept: {shown}"
+    );
     assert!(!shown.contains("w5000"), "the run did not finish: {shown}");
 }

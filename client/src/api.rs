@@ -7,7 +7,8 @@ use reqwest::{Method, RequestBuilder, Response, StatusCode};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use weft_shared::api::{
-    CreateSessionRequest, ErrorEnvelope, Health, LoginRequest, LoginResponse, MessageList, ModeList, ModelList, RunDto, SendMessageRequest, SessionDto, SessionList, UserDto,
+    CreateSessionRequest, ErrorEnvelope, Health, LoginRequest, LoginResponse, MessageList,
+    ModeList, ModelList, RunDto, SendMessageRequest, SessionDto, SessionList, UserDto,
 };
 
 use crate::config::Connection;
@@ -40,7 +41,11 @@ impl Gateway {
 
     /// `host:port` of the gateway, for the status line.
     pub fn host(&self) -> &str {
-        let rest = self.conn.gateway.split_once("://").map_or(self.conn.gateway.as_str(), |(_, r)| r);
+        let rest = self
+            .conn
+            .gateway
+            .split_once("://")
+            .map_or(self.conn.gateway.as_str(), |(_, r)| r);
         rest.split('/').next().unwrap_or(rest)
     }
 
@@ -49,10 +54,16 @@ impl Gateway {
     }
 
     fn request(&self, method: Method, path: &str) -> Result<RequestBuilder> {
-        let rb = self.http.request(method, format!("{}{path}", self.conn.gateway));
+        let rb = self
+            .http
+            .request(method, format!("{}{path}", self.conn.gateway));
         match &self.conn.token {
             Some(t) => Ok(rb.bearer_auth(t)),
-            None if path.starts_with("/v1/") && path != "/v1/auth/login" => Err(ClientError::NoToken { url: self.conn.gateway.clone() }),
+            None if path.starts_with("/v1/") && path != "/v1/auth/login" => {
+                Err(ClientError::NoToken {
+                    url: self.conn.gateway.clone(),
+                })
+            }
             None => Ok(rb),
         }
     }
@@ -73,7 +84,10 @@ impl Gateway {
             detail = s.to_string();
             src = s.source();
         }
-        ClientError::Unreachable { url: self.conn.gateway.clone(), detail }
+        ClientError::Unreachable {
+            url: self.conn.gateway.clone(),
+            detail,
+        }
     }
 
     async fn status_error(&self, resp: Response, path: &str) -> ClientError {
@@ -85,19 +99,40 @@ impl Gateway {
                 url: self.conn.gateway.clone(),
                 message: e.map_or_else(|| "401 Unauthorized".into(), |e| e.error.message),
             },
-            (StatusCode::NOT_FOUND | StatusCode::METHOD_NOT_ALLOWED, None) => ClientError::GatewayTooOld { url: self.conn.gateway.clone(), path: path.to_string(), ours: VERSION.into() },
-            (_, Some(e)) => ClientError::Api { status: status.as_u16(), code: e.error.code, message: e.error.message },
-            (_, None) => ClientError::Api { status: status.as_u16(), code: "http".into(), message: format!("HTTP {status} from {path}") },
+            (StatusCode::NOT_FOUND | StatusCode::METHOD_NOT_ALLOWED, None) => {
+                ClientError::GatewayTooOld {
+                    url: self.conn.gateway.clone(),
+                    path: path.to_string(),
+                    ours: VERSION.into(),
+                }
+            }
+            (_, Some(e)) => ClientError::Api {
+                status: status.as_u16(),
+                code: e.error.code,
+                message: e.error.message,
+            },
+            (_, None) => ClientError::Api {
+                status: status.as_u16(),
+                code: "http".into(),
+                message: format!("HTTP {status} from {path}"),
+            },
         }
     }
 
-    async fn json<T: DeserializeOwned>(&self, method: Method, path: &str, body: Option<&(impl Serialize + ?Sized)>) -> Result<T> {
+    async fn json<T: DeserializeOwned>(
+        &self,
+        method: Method,
+        path: &str,
+        body: Option<&(impl Serialize + ?Sized)>,
+    ) -> Result<T> {
         let mut rb = self.request(method, path)?.timeout(REQUEST_TIMEOUT);
         if let Some(b) = body {
             rb = rb.json(b);
         }
         let resp = self.execute(rb, path).await?;
-        resp.json().await.map_err(|e| ClientError::Local(format!("unexpected answer from {path}: {e}")))
+        resp.json()
+            .await
+            .map_err(|e| ClientError::Local(format!("unexpected answer from {path}: {e}")))
     }
 
     async fn get<T: DeserializeOwned>(&self, path: &str) -> Result<T> {
@@ -109,24 +144,43 @@ impl Gateway {
     }
 
     pub async fn login(&self, username: &str, password: &str) -> Result<LoginResponse> {
-        let req = LoginRequest { username: username.into(), password: password.into() };
+        let req = LoginRequest {
+            username: username.into(),
+            password: password.into(),
+        };
         self.json(Method::POST, "/v1/auth/login", Some(&req)).await
     }
 
     /// A long-lived personal API token for this client.
     pub async fn create_token(&self, name: &str) -> Result<weft_shared::api::CreatedToken> {
-        self.json(Method::POST, "/v1/tokens", Some(&weft_shared::api::CreateTokenRequest { name: name.into() })).await
+        self.json(
+            Method::POST,
+            "/v1/tokens",
+            Some(&weft_shared::api::CreateTokenRequest { name: name.into() }),
+        )
+        .await
     }
 
     /// Revoke the token this client presents.
     pub async fn logout(&self) -> Result<()> {
         let path = "/v1/auth/logout";
-        self.execute(self.request(Method::POST, path)?.timeout(REQUEST_TIMEOUT), path).await.map(drop)
+        self.execute(
+            self.request(Method::POST, path)?.timeout(REQUEST_TIMEOUT),
+            path,
+        )
+        .await
+        .map(drop)
     }
 
     /// The same gateway, presenting another token.
     pub fn with_token(&self, token: &str) -> Gateway {
-        Gateway { http: self.http.clone(), conn: Connection { gateway: self.conn.gateway.clone(), token: Some(token.into()) } }
+        Gateway {
+            http: self.http.clone(),
+            conn: Connection {
+                gateway: self.conn.gateway.clone(),
+                token: Some(token.into()),
+            },
+        }
     }
 
     pub async fn me(&self) -> Result<UserDto> {
@@ -153,17 +207,29 @@ impl Gateway {
         self.json(Method::POST, "/v1/sessions", Some(req)).await
     }
 
-    pub async fn update_session(&self, id: &str, req: &weft_shared::api::UpdateSessionRequest) -> Result<SessionDto> {
-        self.json(Method::PATCH, &format!("/v1/sessions/{id}"), Some(req)).await
+    pub async fn update_session(
+        &self,
+        id: &str,
+        req: &weft_shared::api::UpdateSessionRequest,
+    ) -> Result<SessionDto> {
+        self.json(Method::PATCH, &format!("/v1/sessions/{id}"), Some(req))
+            .await
     }
 
     pub async fn delete_session(&self, id: &str) -> Result<()> {
         let path = format!("/v1/sessions/{id}");
-        self.execute(self.request(Method::DELETE, &path)?.timeout(REQUEST_TIMEOUT), &path).await.map(drop)
+        self.execute(
+            self.request(Method::DELETE, &path)?
+                .timeout(REQUEST_TIMEOUT),
+            &path,
+        )
+        .await
+        .map(drop)
     }
 
     pub async fn messages(&self, session: &str, limit: u32) -> Result<MessageList> {
-        self.get(&format!("/v1/sessions/{session}/messages?limit={limit}")).await
+        self.get(&format!("/v1/sessions/{session}/messages?limit={limit}"))
+            .await
     }
 
     pub async fn run(&self, id: &str) -> Result<RunDto> {
@@ -171,28 +237,44 @@ impl Gateway {
     }
 
     pub async fn cancel(&self, run: &str) -> Result<RunDto> {
-        self.json(Method::POST, &format!("/v1/runs/{run}/cancel"), None::<&()>).await
+        self.json(Method::POST, &format!("/v1/runs/{run}/cancel"), None::<&()>)
+            .await
     }
 
     pub async fn decide_approval(&self, approval: &str, decision: &str) -> Result<()> {
         let path = format!("/v1/approvals/{approval}");
-        let rb = self.request(Method::POST, &path)?.timeout(REQUEST_TIMEOUT).json(&serde_json::json!({ "decision": decision }));
+        let rb = self
+            .request(Method::POST, &path)?
+            .timeout(REQUEST_TIMEOUT)
+            .json(&serde_json::json!({ "decision": decision }));
         self.execute(rb, &path).await.map(drop)
     }
 
     /// `POST …/messages` with `stream: true`; the answer is the new run's SSE. The
     /// idempotency key makes a re-sent request (after a drop before the first
     /// event) attach to the same run instead of creating a second one.
-    pub async fn send_streaming(&self, session: &str, req: &SendMessageRequest, idempotency_key: &str) -> Result<Response> {
+    pub async fn send_streaming(
+        &self,
+        session: &str,
+        req: &SendMessageRequest,
+        idempotency_key: &str,
+    ) -> Result<Response> {
         let path = format!("/v1/sessions/{session}/messages");
-        let rb = self.request(Method::POST, &path)?.header("idempotency-key", idempotency_key).header("accept", "text/event-stream").json(req);
+        let rb = self
+            .request(Method::POST, &path)?
+            .header("idempotency-key", idempotency_key)
+            .header("accept", "text/event-stream")
+            .json(req);
         self.execute(rb, &path).await
     }
 
     /// `GET /v1/runs/{id}/events` resuming after `after` (`Last-Event-ID`).
     pub async fn run_events(&self, run: &str, after: u64) -> Result<Response> {
         let path = format!("/v1/runs/{run}/events");
-        let rb = self.request(Method::GET, &path)?.header("last-event-id", after.to_string()).header("accept", "text/event-stream");
+        let rb = self
+            .request(Method::GET, &path)?
+            .header("last-event-id", after.to_string())
+            .header("accept", "text/event-stream");
         self.execute(rb, &path).await
     }
 }

@@ -18,7 +18,9 @@ pub struct LoginArgs {
 
 /// Verify the credentials, then store gateway + a personal API token (0600).
 pub async fn login(gw: &Gateway, args: LoginArgs) -> Result<()> {
-    let path = config::config_path().ok_or_else(|| ClientError::Local("cannot tell where the config goes: set HOME or XDG_CONFIG_HOME".into()))?;
+    let path = config::config_path().ok_or_else(|| {
+        ClientError::Local("cannot tell where the config goes: set HOME or XDG_CONFIG_HOME".into())
+    })?;
     let token = match args.token {
         Some(t) => t,
         None => {
@@ -45,13 +47,19 @@ pub async fn login(gw: &Gateway, args: LoginArgs) -> Result<()> {
     file.gateway = Some(gw.url().to_string());
     file.token = Some(token);
     config::save(&path, &file)?;
-    eprintln!("logged in to {} as {} (saved in {})", gw.url(), me.username, path.display());
+    eprintln!(
+        "logged in to {} as {} (saved in {})",
+        gw.url(),
+        me.username,
+        path.display()
+    );
     Ok(())
 }
 
 /// Revoke the stored token at the gateway (best effort) and forget it.
 pub async fn logout(gw: &Gateway) -> Result<()> {
-    let path = config::config_path().ok_or_else(|| ClientError::Local("set HOME or XDG_CONFIG_HOME".into()))?;
+    let path = config::config_path()
+        .ok_or_else(|| ClientError::Local("set HOME or XDG_CONFIG_HOME".into()))?;
     let file = config::load(&path)?;
     if file.token.is_none() {
         eprintln!("not logged in");
@@ -59,10 +67,19 @@ pub async fn logout(gw: &Gateway) -> Result<()> {
     }
     if gw.has_token() {
         if let Err(e) = gw.logout().await {
-            eprintln!("weft: could not revoke the token at {} ({e}); forgetting it here anyway", gw.url());
+            eprintln!(
+                "weft: could not revoke the token at {} ({e}); forgetting it here anyway",
+                gw.url()
+            );
         }
     }
-    config::save(&path, &FileConfig { token: None, ..file })?;
+    config::save(
+        &path,
+        &FileConfig {
+            token: None,
+            ..file
+        },
+    )?;
     eprintln!("logged out of {}", gw.url());
     Ok(())
 }
@@ -83,9 +100,24 @@ pub async fn sessions_list(gw: &Gateway, limit: u32) -> Result<()> {
     let list = gw.sessions(limit).await?;
     let mut out = std::io::stdout().lock();
     for s in list.sessions {
-        let title = if s.title.is_empty() { "(untitled)" } else { s.title.as_str() };
-        let active = if s.active_run_id.is_some() { " ●" } else { "" };
-        writeln!(out, "{}  {}  {}  {}  {title}{active}", short(&s.id), s.updated_at.get(..16).unwrap_or(&s.updated_at), s.model, s.mode)?;
+        let title = if s.title.is_empty() {
+            "(untitled)"
+        } else {
+            s.title.as_str()
+        };
+        let active = if s.active_run_id.is_some() {
+            " ●"
+        } else {
+            ""
+        };
+        writeln!(
+            out,
+            "{}  {}  {}  {}  {title}{active}",
+            short(&s.id),
+            s.updated_at.get(..16).unwrap_or(&s.updated_at),
+            s.model,
+            s.mode
+        )?;
     }
     Ok(())
 }
@@ -94,14 +126,28 @@ pub async fn sessions_show(gw: &Gateway, id: &str, limit: u32) -> Result<()> {
     let s = session::find(gw, id).await?;
     let list = gw.messages(&s.id, limit).await?;
     let mut out = std::io::stdout().lock();
-    writeln!(out, "session {}  model {}  mode {}  {}", s.id, s.model, s.mode, s.title)?;
+    writeln!(
+        out,
+        "session {}  model {}  mode {}  {}",
+        s.id, s.model, s.mode, s.title
+    )?;
     for m in list.messages {
         match m.role.as_str() {
-            "tool" => writeln!(out, "\n[tool {}] {}", m.name.unwrap_or_default(), crate::render::truncate(&m.content, 200))?,
+            "tool" => writeln!(
+                out,
+                "\n[tool {}] {}",
+                m.name.unwrap_or_default(),
+                crate::render::truncate(&m.content, 200)
+            )?,
             role => {
                 writeln!(out, "\n[{role}]")?;
                 for c in &m.tool_calls {
-                    writeln!(out, "⚙ {} {}", c.name, crate::render::args_summary(&c.args, 80))?;
+                    writeln!(
+                        out,
+                        "⚙ {} {}",
+                        c.name,
+                        crate::render::args_summary(&c.args, 80)
+                    )?;
                 }
                 writeln!(out, "{}", m.content)?;
             }
@@ -121,7 +167,13 @@ pub async fn models(gw: &Gateway) -> Result<()> {
     let list = gw.models().await?;
     let mut out = std::io::stdout().lock();
     for m in list.models {
-        writeln!(out, "{}\t{}{}", m.id, m.provider, if m.default { "\t(default)" } else { "" })?;
+        writeln!(
+            out,
+            "{}\t{}{}",
+            m.id,
+            m.provider,
+            if m.default { "\t(default)" } else { "" }
+        )?;
     }
     Ok(())
 }

@@ -22,8 +22,8 @@ pub mod interrupt;
 pub mod oneshot;
 pub mod render;
 pub mod repl;
-pub mod session;
 pub mod reply;
+pub mod session;
 pub mod stream;
 
 pub use error::ClientError;

@@ -60,11 +60,23 @@ pub async fn run(gw: &Gateway, job: OneShot) -> Result<u8> {
     if job.text.trim().is_empty() {
         return Err(ClientError::Usage("the message is empty".into()));
     }
-    let session = session::open(gw, &job.session, job.model.as_deref(), job.mode.as_deref()).await?;
-    let req = SendMessageRequest { text: job.text.clone(), attachments: vec![], model: job.model.clone(), mode: job.mode.clone(), multitask: Default::default(), stream: true, wait: false };
+    let session =
+        session::open(gw, &job.session, job.model.as_deref(), job.mode.as_deref()).await?;
+    let req = SendMessageRequest {
+        text: job.text.clone(),
+        attachments: vec![],
+        model: job.model.clone(),
+        mode: job.mode.clone(),
+        multitask: Default::default(),
+        stream: true,
+        wait: false,
+    };
     let mut stream = RunStream::send(gw, &session.id, req);
     let mut reply = Reply::default();
-    let mut printer = TextPrinter { live: job.stream && job.output == Output::Text, ..TextPrinter::default() };
+    let mut printer = TextPrinter {
+        live: job.stream && job.output == Output::Text,
+        ..TextPrinter::default()
+    };
     let mut cancelling = false;
     let mut interrupts = crate::interrupt::Interrupts::new()?;
     loop {
@@ -102,7 +114,11 @@ pub async fn run(gw: &Gateway, job: OneShot) -> Result<u8> {
             eprintln!("weft: the run was cancelled (by {by})");
             exit::RUN_FAILED
         }
-        None => return Err(ClientError::Local("the event stream ended before the run did".into())),
+        None => {
+            return Err(ClientError::Local(
+                "the event stream ended before the run did".into(),
+            ));
+        }
     })
 }
 
@@ -120,13 +136,21 @@ impl TextPrinter {
         match change {
             Change::Text { step, delta } if self.live => {
                 let new_step = self.last_step != Some(*step);
-                let delta = if new_step { delta.trim_start() } else { delta.as_str() };
+                let delta = if new_step {
+                    delta.trim_start()
+                } else {
+                    delta.as_str()
+                };
                 if delta.is_empty() {
                     return Ok(());
                 }
                 let mut out = std::io::stdout().lock();
                 if new_step && self.wrote_any {
-                    out.write_all(if self.ends_with_newline { b"\n" } else { b"\n\n" })?;
+                    out.write_all(if self.ends_with_newline {
+                        b"\n"
+                    } else {
+                        b"\n\n"
+                    })?;
                 }
                 self.last_step = Some(*step);
                 out.write_all(delta.as_bytes())?;
@@ -135,7 +159,9 @@ impl TextPrinter {
                 self.ends_with_newline = delta.ends_with('\n');
             }
             Change::Retract { reason, .. } if self.live && self.wrote_any => {
-                eprintln!("\nweft: the reply restarted ({reason}); text above this line may repeat");
+                eprintln!(
+                    "\nweft: the reply restarted ({reason}); text above this line may repeat"
+                );
             }
             Change::ToolStart(i) if print_tools => {
                 let t = &reply.tools[*i];
@@ -147,7 +173,9 @@ impl TextPrinter {
                 eprintln!("{mark} {} ({} ms)", t.name, t.duration_ms);
             }
             Change::Approval { name, .. } => {
-                eprintln!("weft: the run waits for approval of {name}; answer it in the REPL or the web UI");
+                eprintln!(
+                    "weft: the run waits for approval of {name}; answer it in the REPL or the web UI"
+                );
             }
             _ => {}
         }
@@ -174,14 +202,23 @@ impl TextPrinter {
 fn print_json(session_id: &str, reply: &Reply) -> Result<()> {
     let error = match &reply.outcome {
         Some(Outcome::Failed(e)) => Some(serde_json::json!({"code": e.code, "message": e.message})),
-        Some(Outcome::Cancelled { by }) => Some(serde_json::json!({"code": "cancelled", "message": format!("cancelled by {by}")})),
+        Some(Outcome::Cancelled { by }) => {
+            Some(serde_json::json!({"code": "cancelled", "message": format!("cancelled by {by}")}))
+        }
         _ => None,
     };
     let body = JsonResult {
         session_id,
         run_id: reply.run_id.as_deref(),
         response: reply.text(),
-        tool_calls: reply.tools.iter().map(|t| JsonToolCall { name: &t.name, args: &t.args }).collect(),
+        tool_calls: reply
+            .tools
+            .iter()
+            .map(|t| JsonToolCall {
+                name: &t.name,
+                args: &t.args,
+            })
+            .collect(),
         model: &reply.model,
         usage: reply.usage,
         duration_ms: reply.duration_ms,

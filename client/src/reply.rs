@@ -39,14 +39,30 @@ pub enum Outcome {
 /// What an event changed, for live rendering.
 #[derive(Debug, Clone, PartialEq)]
 pub enum Change {
-    Started { attempt: u32 },
-    Text { step: u32, delta: String },
-    Thinking { step: u32, delta: String },
+    Started {
+        attempt: u32,
+    },
+    Text {
+        step: u32,
+        delta: String,
+    },
+    Thinking {
+        step: u32,
+        delta: String,
+    },
     /// Output of steps `from..=to` is void; renderers drop what they showed of it.
-    Retract { from: u32, to: u32, reason: String },
+    Retract {
+        from: u32,
+        to: u32,
+        reason: String,
+    },
     ToolStart(usize),
     ToolEnd(usize),
-    Approval { approval_id: String, name: String, args: serde_json::Value },
+    Approval {
+        approval_id: String,
+        name: String,
+        args: serde_json::Value,
+    },
     Usage,
     Finished,
 }
@@ -68,14 +84,23 @@ impl Reply {
     pub fn apply(&mut self, ev: RunEvent) -> Vec<Change> {
         self.run_id.get_or_insert(ev.run_id.0);
         match ev.kind {
-            EventKind::RunStarted { session_id, model, attempt, resume_step } => {
+            EventKind::RunStarted {
+                session_id,
+                model,
+                attempt,
+                resume_step,
+            } => {
                 self.session_id = Some(session_id.0);
                 self.model = model;
                 let mut out = vec![Change::Started { attempt }];
                 if attempt > 1 && self.steps.keys().any(|s| *s >= resume_step) {
                     self.steps.retain(|s, _| *s < resume_step);
                     self.tools.retain(|t| t.step < resume_step);
-                    out.push(Change::Retract { from: resume_step, to: u32::MAX, reason: format!("attempt {attempt} resumes at step {resume_step}") });
+                    out.push(Change::Retract {
+                        from: resume_step,
+                        to: u32::MAX,
+                        reason: format!("attempt {attempt} resumes at step {resume_step}"),
+                    });
                 }
                 out
             }
@@ -84,14 +109,37 @@ impl Reply {
                 vec![Change::Text { step, delta }]
             }
             EventKind::Thinking { step, delta } => {
-                self.steps.entry(step).or_default().thinking.push_str(&delta);
+                self.steps
+                    .entry(step)
+                    .or_default()
+                    .thinking
+                    .push_str(&delta);
                 vec![Change::Thinking { step, delta }]
             }
-            EventKind::ToolStart { step, call_id, name, args } => {
-                self.tools.push(ToolCall { step, call_id, name, args, ok: None, output: String::new(), duration_ms: 0 });
+            EventKind::ToolStart {
+                step,
+                call_id,
+                name,
+                args,
+            } => {
+                self.tools.push(ToolCall {
+                    step,
+                    call_id,
+                    name,
+                    args,
+                    ok: None,
+                    output: String::new(),
+                    duration_ms: 0,
+                });
                 vec![Change::ToolStart(self.tools.len() - 1)]
             }
-            EventKind::ToolEnd { call_id, ok, output, duration_ms, .. } => match self.tools.iter().rposition(|t| t.call_id == call_id) {
+            EventKind::ToolEnd {
+                call_id,
+                ok,
+                output,
+                duration_ms,
+                ..
+            } => match self.tools.iter().rposition(|t| t.call_id == call_id) {
                 Some(i) => {
                     let t = &mut self.tools[i];
                     (t.ok, t.output, t.duration_ms) = (Some(ok), output, duration_ms);
@@ -99,18 +147,38 @@ impl Reply {
                 }
                 None => vec![],
             },
-            EventKind::ApprovalRequired { approval_id, name, args, .. } => vec![Change::Approval { approval_id, name, args }],
+            EventKind::ApprovalRequired {
+                approval_id,
+                name,
+                args,
+                ..
+            } => vec![Change::Approval {
+                approval_id,
+                name,
+                args,
+            }],
             EventKind::Usage(u) => {
                 self.usage = u;
                 vec![Change::Usage]
             }
             EventKind::Retrying { step, reason, .. } => match self.steps.remove(&step) {
-                Some(s) if !s.text.is_empty() || !s.thinking.is_empty() => vec![Change::Retract { from: step, to: step, reason }],
+                Some(s) if !s.text.is_empty() || !s.thinking.is_empty() => vec![Change::Retract {
+                    from: step,
+                    to: step,
+                    reason,
+                }],
                 _ => vec![],
             },
             EventKind::Heartbeat { .. } => vec![],
-            EventKind::Done { model, usage, ttft_ms, duration_ms, .. } => {
-                (self.model, self.usage, self.ttft_ms, self.duration_ms) = (model, usage, ttft_ms, Some(duration_ms));
+            EventKind::Done {
+                model,
+                usage,
+                ttft_ms,
+                duration_ms,
+                ..
+            } => {
+                (self.model, self.usage, self.ttft_ms, self.duration_ms) =
+                    (model, usage, ttft_ms, Some(duration_ms));
                 self.outcome = Some(Outcome::Done);
                 vec![Change::Finished]
             }
@@ -127,12 +195,21 @@ impl Reply {
 
     /// The reply's text: every kept step's text, steps separated by a blank line.
     pub fn text(&self) -> String {
-        let parts: Vec<&str> = self.steps.values().map(|s| s.text.trim()).filter(|t| !t.is_empty()).collect();
+        let parts: Vec<&str> = self
+            .steps
+            .values()
+            .map(|s| s.text.trim())
+            .filter(|t| !t.is_empty())
+            .collect();
         parts.join("\n\n")
     }
 
     pub fn thinking(&self) -> String {
-        self.steps.values().map(|s| s.thinking.as_str()).collect::<Vec<_>>().join("")
+        self.steps
+            .values()
+            .map(|s| s.thinking.as_str())
+            .collect::<Vec<_>>()
+            .join("")
     }
 
     pub fn succeeded(&self) -> bool {
@@ -146,21 +223,42 @@ mod tests {
     use weft_shared::ids::{RunId, SessionId};
 
     fn ev(seq: u64, kind: EventKind) -> RunEvent {
-        RunEvent { run_id: RunId("r".into()), seq, ts: 0, kind }
+        RunEvent {
+            run_id: RunId("r".into()),
+            seq,
+            ts: 0,
+            kind,
+        }
     }
 
     fn text(step: u32, d: &str) -> EventKind {
-        EventKind::Text { step, delta: d.into() }
+        EventKind::Text {
+            step,
+            delta: d.into(),
+        }
     }
 
     #[test]
     fn retrying_discards_the_partial_step_and_resume_drops_later_steps() {
         let mut r = Reply::default();
-        let started = |attempt, resume_step| EventKind::RunStarted { session_id: SessionId("s".into()), model: "m".into(), attempt, resume_step };
+        let started = |attempt, resume_step| EventKind::RunStarted {
+            session_id: SessionId("s".into()),
+            model: "m".into(),
+            attempt,
+            resume_step,
+        };
         r.apply(ev(1, started(1, 1)));
         r.apply(ev(2, text(1, "first ")));
         r.apply(ev(3, text(2, "half")));
-        let ch = r.apply(ev(4, EventKind::Retrying { step: 2, attempt: 1, reason: "429".into(), delay_ms: 10 }));
+        let ch = r.apply(ev(
+            4,
+            EventKind::Retrying {
+                step: 2,
+                attempt: 1,
+                reason: "429".into(),
+                delay_ms: 10,
+            },
+        ));
         assert!(matches!(ch[0], Change::Retract { from: 2, to: 2, .. }));
         r.apply(ev(5, text(2, "again")));
         r.apply(ev(6, text(3, "lost")));

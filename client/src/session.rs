@@ -18,7 +18,11 @@ pub enum SessionChoice {
 impl SessionChoice {
     /// `-r/--resume` takes `last` or an id.
     pub fn from_resume(arg: &str) -> SessionChoice {
-        if arg.eq_ignore_ascii_case("last") { SessionChoice::Last } else { SessionChoice::Id(arg.to_string()) }
+        if arg.eq_ignore_ascii_case("last") {
+            SessionChoice::Last
+        } else {
+            SessionChoice::Id(arg.to_string())
+        }
     }
 }
 
@@ -28,15 +32,28 @@ pub fn short(id: &str) -> &str {
 }
 
 /// Resolve an existing session (`Id`/`Last`), or create one (`New`).
-pub async fn open(gw: &Gateway, choice: &SessionChoice, model: Option<&str>, mode: Option<&str>) -> Result<SessionDto> {
+pub async fn open(
+    gw: &Gateway,
+    choice: &SessionChoice,
+    model: Option<&str>,
+    mode: Option<&str>,
+) -> Result<SessionDto> {
     match choice {
         SessionChoice::New => {
-            let req = CreateSessionRequest { title: None, model: model.map(Into::into), mode: mode.map(Into::into) };
+            let req = CreateSessionRequest {
+                title: None,
+                model: model.map(Into::into),
+                mode: mode.map(Into::into),
+            };
             gw.create_session(&req).await
         }
         SessionChoice::Last => {
             let list = gw.sessions(1).await?;
-            list.sessions.into_iter().next().ok_or_else(|| ClientError::Usage("there is no session to resume yet; start one with `weft`".into()))
+            list.sessions.into_iter().next().ok_or_else(|| {
+                ClientError::Usage(
+                    "there is no session to resume yet; start one with `weft`".into(),
+                )
+            })
         }
         SessionChoice::Id(id) => find(gw, id).await,
     }
@@ -49,13 +66,29 @@ pub async fn find(gw: &Gateway, id: &str) -> Result<SessionDto> {
         return Err(ClientError::Usage("a session id is needed".into()));
     }
     if uuid::Uuid::try_parse(id).is_ok() {
-        return gw.session(id).await.map_err(|e| if e.is_not_found() { ClientError::Usage(format!("no session {id}")) } else { e });
+        return gw.session(id).await.map_err(|e| {
+            if e.is_not_found() {
+                ClientError::Usage(format!("no session {id}"))
+            } else {
+                e
+            }
+        });
     }
     let needle = id.to_ascii_lowercase();
-    let mut hits: Vec<SessionDto> = gw.sessions(100).await?.sessions.into_iter().filter(|s| s.id.ends_with(&needle)).collect();
+    let mut hits: Vec<SessionDto> = gw
+        .sessions(100)
+        .await?
+        .sessions
+        .into_iter()
+        .filter(|s| s.id.ends_with(&needle))
+        .collect();
     match hits.len() {
         1 => Ok(hits.remove(0)),
-        0 => Err(ClientError::Usage(format!("no session ends with {id:?}; `weft sessions list` shows them"))),
-        n => Err(ClientError::Usage(format!("{n} sessions end with {id:?}; give more characters"))),
+        0 => Err(ClientError::Usage(format!(
+            "no session ends with {id:?}; `weft sessions list` shows them"
+        ))),
+        n => Err(ClientError::Usage(format!(
+            "{n} sessions end with {id:?}; give more characters"
+        ))),
     }
 }

@@ -29,7 +29,11 @@ const MAX_RECONNECTS: u32 = 30;
 type Events = Pin<Box<dyn Stream<Item = Result<eventsource_stream::Event, String>> + Send>>;
 
 enum Origin {
-    Send { session: String, req: SendMessageRequest, key: String },
+    Send {
+        session: String,
+        req: SendMessageRequest,
+        key: String,
+    },
     Run,
 }
 
@@ -50,14 +54,42 @@ pub struct RunStream {
 impl RunStream {
     /// Send a message and stream the run it starts.
     pub fn send(gw: &Gateway, session: &str, req: SendMessageRequest) -> RunStream {
-        let req = SendMessageRequest { stream: true, wait: false, ..req };
-        let origin = Origin::Send { session: session.to_string(), req, key: uuid::Uuid::new_v4().to_string() };
-        RunStream { gw: gw.clone(), origin, run_id: None, waiting_behind: None, last_seq: 0, events: None, failures: 0, finished: false, reattached: 0 }
+        let req = SendMessageRequest {
+            stream: true,
+            wait: false,
+            ..req
+        };
+        let origin = Origin::Send {
+            session: session.to_string(),
+            req,
+            key: uuid::Uuid::new_v4().to_string(),
+        };
+        RunStream {
+            gw: gw.clone(),
+            origin,
+            run_id: None,
+            waiting_behind: None,
+            last_seq: 0,
+            events: None,
+            failures: 0,
+            finished: false,
+            reattached: 0,
+        }
     }
 
     /// Attach to a run's events after `after`.
     pub fn attach(gw: &Gateway, run_id: &str, after: u64) -> RunStream {
-        RunStream { gw: gw.clone(), origin: Origin::Run, run_id: Some(run_id.into()), waiting_behind: None, last_seq: after, events: None, failures: 0, finished: false, reattached: 0 }
+        RunStream {
+            gw: gw.clone(),
+            origin: Origin::Run,
+            run_id: Some(run_id.into()),
+            waiting_behind: None,
+            last_seq: after,
+            events: None,
+            failures: 0,
+            finished: false,
+            reattached: 0,
+        }
     }
 
     pub fn run_id(&self) -> Option<&str> {
@@ -84,7 +116,9 @@ impl RunStream {
                 }
             };
             self.failures = 0;
-            let Ok(ev) = serde_json::from_str::<RunEvent>(&item.data) else { continue };
+            let Ok(ev) = serde_json::from_str::<RunEvent>(&item.data) else {
+                continue;
+            };
             if self.waiting_behind.is_some() {
                 if ev.kind.is_terminal() {
                     self.follow_queued().await?;
@@ -105,14 +139,20 @@ impl RunStream {
 
     /// The run we waited behind ended: our message is in the session's next run.
     async fn follow_queued(&mut self) -> Result<()> {
-        let Origin::Send { session, .. } = &self.origin else { unreachable!("only sends queue") };
+        let Origin::Send { session, .. } = &self.origin else {
+            unreachable!("only sends queue")
+        };
         let s = self.gw.session(session).await?;
         self.waiting_behind = None;
         self.events = None;
         self.last_seq = 0;
         match s.active_run_id {
             Some(run) => self.run_id = Some(run),
-            None => return Err(ClientError::Local("the queued message did not start a run".into())),
+            None => {
+                return Err(ClientError::Local(
+                    "the queued message did not start a run".into(),
+                ));
+            }
         }
         Ok(())
     }
@@ -138,20 +178,35 @@ impl RunStream {
         let resp = match (&self.origin, &self.run_id, &self.waiting_behind) {
             (_, _, Some(active)) => self.gw.run_events(active, self.last_seq).await?,
             (_, Some(run), None) => self.gw.run_events(run, self.last_seq).await?,
-            (Origin::Send { session, req, key }, None, None) => self.gw.send_streaming(session, req, key).await?,
+            (Origin::Send { session, req, key }, None, None) => {
+                self.gw.send_streaming(session, req, key).await?
+            }
             (Origin::Run, None, None) => unreachable!("attach always has a run id"),
         };
-        let is_sse = resp.headers().get("content-type").and_then(|v| v.to_str().ok()).is_some_and(|v| v.starts_with("text/event-stream"));
+        let is_sse = resp
+            .headers()
+            .get("content-type")
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| v.starts_with("text/event-stream"));
         if !is_sse {
-            let accepted: SendAccepted = resp.json().await.map_err(|e| ClientError::Local(format!("unexpected answer to a send: {e}")))?;
+            let accepted: SendAccepted = resp
+                .json()
+                .await
+                .map_err(|e| ClientError::Local(format!("unexpected answer to a send: {e}")))?;
             match (accepted.run_id, accepted.active_run_id) {
                 (Some(run), _) => self.run_id = Some(run),
                 (None, Some(active)) => {
                     self.waiting_behind = Some(active.clone());
                     self.last_seq = 0;
-                    return Box::pin(self.gw.run_events(&active, 0)).await.map(to_events);
+                    return Box::pin(self.gw.run_events(&active, 0))
+                        .await
+                        .map(to_events);
                 }
-                (None, None) => return Err(ClientError::Local("the gateway accepted the message but named no run".into())),
+                (None, None) => {
+                    return Err(ClientError::Local(
+                        "the gateway accepted the message but named no run".into(),
+                    ));
+                }
             }
             let run = self.run_id.clone().expect("set above");
             return self.gw.run_events(&run, self.last_seq).await.map(to_events);
@@ -161,5 +216,9 @@ impl RunStream {
 }
 
 fn to_events(resp: reqwest::Response) -> Events {
-    Box::pin(resp.bytes_stream().eventsource().map(|r| r.map_err(|e| e.to_string())))
+    Box::pin(
+        resp.bytes_stream()
+            .eventsource()
+            .map(|r| r.map_err(|e| e.to_string())),
+    )
 }

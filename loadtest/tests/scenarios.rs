@@ -87,7 +87,7 @@ fn target(weft: &Weft) -> WeftTarget {
         gateways: Gateways::new(vec![weft.url.clone()]).unwrap(),
         token: ADMIN.into(),
         shared_token: false,
-        accounts: 3,
+        accounts: 1,
     }
 }
 

@@ -7,8 +7,23 @@ use std::time::Duration;
 
 use weft_llm::Provider;
 use weft_llm::mock::MockProvider;
+use weft_llm::anthropic::{AnthropicConfig, AnthropicProvider};
 use weft_llm::openai::{OpenAiConfig, OpenAiProvider};
 use weft_shared::config::{ModelConfig, ProviderKind};
+
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+/// Longest silence between two chunks of a streaming response.
+const IDLE_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The API key from the environment variable the model names, if it names one.
+fn api_key(m: &ModelConfig) -> anyhow::Result<Option<String>> {
+    match &m.api_key_env {
+        Some(var) => std::env::var(var)
+            .map(Some)
+            .map_err(|_| anyhow::anyhow!("model {:?}: environment variable {var} (api_key_env) is not set", m.id)),
+        None => Ok(None),
+    }
+}
 
 #[derive(Clone)]
 pub struct ModelEntry {
@@ -27,24 +42,20 @@ impl Providers {
         for m in models {
             let provider: Arc<dyn Provider> = match m.provider {
                 ProviderKind::Mock => Arc::new(MockProvider::new()),
-                ProviderKind::Openai => {
-                    let api_key = match &m.api_key_env {
-                        Some(var) => Some(std::env::var(var).map_err(|_| {
-                            anyhow::anyhow!("model {:?}: environment variable {var} (api_key_env) is not set", m.id)
-                        })?),
-                        None => None,
-                    };
-                    Arc::new(OpenAiProvider::new(OpenAiConfig {
-                            base_url: m.base_url.clone().unwrap_or_else(|| "https://api.openai.com/v1".into()),
-                            api_key,
-                            model_name: m.model.clone().unwrap_or_else(|| m.id.clone()),
-                            connect_timeout: Duration::from_secs(5),
-                            idle_timeout: Duration::from_secs(120),
-                    }))
-                }
-                ProviderKind::Anthropic => {
-                    anyhow::bail!("model {:?}: the anthropic provider is not available yet", m.id)
-                }
+                ProviderKind::Openai => Arc::new(OpenAiProvider::new(OpenAiConfig {
+                    base_url: m.base_url.clone().unwrap_or_else(|| "https://api.openai.com/v1".into()),
+                    api_key: api_key(m)?,
+                    model_name: m.model.clone().unwrap_or_else(|| m.id.clone()),
+                    connect_timeout: CONNECT_TIMEOUT,
+                    idle_timeout: IDLE_TIMEOUT,
+                })),
+                ProviderKind::Anthropic => Arc::new(AnthropicProvider::new(AnthropicConfig {
+                    base_url: m.base_url.clone().unwrap_or_else(|| "https://api.anthropic.com".into()),
+                    api_key: api_key(m)?,
+                    model_name: m.model.clone().unwrap_or_else(|| m.id.clone()),
+                    connect_timeout: CONNECT_TIMEOUT,
+                    idle_timeout: IDLE_TIMEOUT,
+                })),
             };
             out.insert(m.id.clone(), ModelEntry { config: m.clone(), provider });
         }

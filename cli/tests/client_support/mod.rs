@@ -33,12 +33,18 @@ impl Server {
         let dir = tempfile::tempdir().expect("temp dir");
         let token = format!("weft_test_{}", uuid::Uuid::new_v4().simple());
         let mut cmd = Command::new(BIN);
-        cmd.args(["up", "--listen", "127.0.0.1:0", "--data-dir"]).arg(dir.path().join("data"));
+        cmd.args(["up", "--listen", "127.0.0.1:0", "--data-dir"])
+            .arg(dir.path().join("data"));
         isolate(&mut cmd, dir.path());
         if admin_token {
             cmd.env("WEFT_ADMIN_TOKEN", &token);
         }
-        let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("spawn weft up");
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn weft up");
         let stderr = child.stderr.take().expect("stderr");
         let (tx, rx) = mpsc::channel();
         std::thread::spawn(move || {
@@ -48,14 +54,22 @@ impl Server {
                 }
             }
         });
-        let url = rx.recv_timeout(WAIT).expect("weft up did not report its address");
-        Server { url, token, dir, child }
+        let url = rx
+            .recv_timeout(WAIT)
+            .expect("weft up did not report its address");
+        Server {
+            url,
+            token,
+            dir,
+            child,
+        }
     }
 
     /// The client binary, isolated, pointed at this server with its token.
     pub fn weft(&self) -> Command {
         let mut cmd = self.weft_bare();
-        cmd.env("WEFT_GATEWAY", &self.url).env("WEFT_TOKEN", &self.token);
+        cmd.env("WEFT_GATEWAY", &self.url)
+            .env("WEFT_TOKEN", &self.token);
         cmd
     }
 
@@ -67,7 +81,11 @@ impl Server {
     }
 
     pub fn config_path(&self) -> std::path::PathBuf {
-        self.dir.path().join("config").join("weft").join("config.toml")
+        self.dir
+            .path()
+            .join("config")
+            .join("weft")
+            .join("config.toml")
     }
 }
 
@@ -92,7 +110,13 @@ fn isolate(cmd: &mut Command, dir: &std::path::Path) {
 
 /// Run to completion with `stdin` as input, failing the test after [`WAIT`].
 pub fn run(mut cmd: Command, stdin: Option<&str>) -> Output {
-    cmd.stdin(if stdin.is_some() { Stdio::piped() } else { Stdio::null() }).stdout(Stdio::piped()).stderr(Stdio::piped());
+    cmd.stdin(if stdin.is_some() {
+        Stdio::piped()
+    } else {
+        Stdio::null()
+    })
+    .stdout(Stdio::piped())
+    .stderr(Stdio::piped());
     let mut child = cmd.spawn().expect("spawn weft");
     if let Some(input) = stdin {
         use std::io::Write;
@@ -103,7 +127,9 @@ pub fn run(mut cmd: Command, stdin: Option<&str>) -> Output {
     std::thread::spawn(move || {
         let _ = tx.send(child.wait_with_output());
     });
-    rx.recv_timeout(WAIT).expect("weft did not finish in time").expect("wait for weft")
+    rx.recv_timeout(WAIT)
+        .expect("weft did not finish in time")
+        .expect("wait for weft")
 }
 
 pub fn stdout(o: &Output) -> String {
@@ -116,7 +142,13 @@ pub fn stderr(o: &Output) -> String {
 
 /// Exit code, with stderr in the panic message when it is not the expected one.
 pub fn assert_code(o: &Output, code: i32) {
-    assert_eq!(o.status.code(), Some(code), "stdout: {}\nstderr: {}", stdout(o), stderr(o));
+    assert_eq!(
+        o.status.code(),
+        Some(code),
+        "stdout: {}\nstderr: {}",
+        stdout(o),
+        stderr(o)
+    );
 }
 
 /// Run `weft --output json …` and parse its one JSON line.

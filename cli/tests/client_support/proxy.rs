@@ -30,7 +30,9 @@ impl Proxy {
         std::thread::spawn(move || {
             for client in listener.incoming() {
                 let Ok(client) = client else { return };
-                let Ok(server) = TcpStream::connect(&upstream) else { return };
+                let Ok(server) = TcpStream::connect(&upstream) else {
+                    return;
+                };
                 let (c2, s2) = (client.try_clone().unwrap(), server.try_clone().unwrap());
                 std::thread::spawn(move || copy(c2, s2, |_| false));
                 let done = done.clone();
@@ -62,7 +64,13 @@ fn copy(mut from: TcpStream, mut to: TcpStream, _stop: impl Fn(&[u8]) -> bool) {
 }
 
 /// Server → client, watching for the moment to cut.
-fn copy_until(mut from: TcpStream, mut to: TcpStream, seen: &mut String, cut: Cut, done: &AtomicBool) {
+fn copy_until(
+    mut from: TcpStream,
+    mut to: TcpStream,
+    seen: &mut String,
+    cut: Cut,
+    done: &AtomicBool,
+) {
     let mut buf = [0u8; 8192];
     loop {
         let n = match from.read(&mut buf) {
@@ -74,7 +82,11 @@ fn copy_until(mut from: TcpStream, mut to: TcpStream, seen: &mut String, cut: Cu
         let sse = seen.contains("text/event-stream");
         match cut {
             Cut::BeforeFirstSseResponse if sse && !done.swap(true, Ordering::SeqCst) => return,
-            Cut::AfterTextEvents(k) if sse && seen.matches("event: text").count() >= k && !done.load(Ordering::SeqCst) => {
+            Cut::AfterTextEvents(k)
+                if sse
+                    && seen.matches("event: text").count() >= k
+                    && !done.load(Ordering::SeqCst) =>
+            {
                 // Forward only up to the end of the k-th text event's id line,
                 // so the client holds a partial event when the line drops.
                 done.store(true, Ordering::SeqCst);

@@ -6,7 +6,12 @@ use serde_json::json;
 use crate::both_backends;
 use crate::harness::*;
 
-both_backends!(operational_endpoints, sessions_list_search_and_pages, chat_shortcut, admin_commands);
+both_backends!(
+    operational_endpoints,
+    sessions_list_search_and_pages,
+    chat_shortcut,
+    admin_commands
+);
 
 async fn operational_endpoints(b: Backend) {
     let app = App::start(b).await;
@@ -17,45 +22,98 @@ async fn operational_endpoints(b: Backend) {
     let (st, spec) = app.get("/openapi.json", "").await;
     assert_eq!(st, 200);
     assert!(spec["openapi"].as_str().unwrap().starts_with("3.1"));
-    for path in ["/v1/sessions/{id}/messages", "/v1/runs/{id}/events", "/v1/chat", "/v1/auth/login"] {
+    for path in [
+        "/v1/sessions/{id}/messages",
+        "/v1/runs/{id}/events",
+        "/v1/chat",
+        "/v1/auth/login",
+    ] {
         assert!(spec["paths"].get(path).is_some(), "spec has {path}");
     }
     let (_, models) = app.get("/v1/models", ADMIN_TOKEN).await;
-    assert_eq!(models["models"][0], json!({"id": "mock", "provider": "mock", "default": true}));
+    assert_eq!(
+        models["models"][0],
+        json!({"id": "mock", "provider": "mock", "default": true})
+    );
     let (_, modes) = app.get("/v1/modes", ADMIN_TOKEN).await;
     assert_eq!(modes["modes"][0]["id"], "agent");
     let s = app.session(ADMIN_TOKEN).await;
-    app.send_stream(ADMIN_TOKEN, &s, "hi").await.until_terminal().await;
-    let metrics = app.http.get(app.url("/metrics")).send().await.unwrap().text().await.unwrap();
+    app.send_stream(ADMIN_TOKEN, &s, "hi")
+        .await
+        .until_terminal()
+        .await;
+    let metrics = app
+        .http
+        .get(app.url("/metrics"))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
     assert!(metrics.contains("weft_runs_created_total"), "{metrics}");
     let (st, page) = app.get("/", "").await;
     assert_eq!(st, 200, "the web UI (or its placeholder) is served: {page}");
     let (st, body) = app.get("/v1/nope", "").await;
-    assert_eq!((st, body["error"]["code"].as_str()), (404, Some("not_found")));
+    assert_eq!(
+        (st, body["error"]["code"].as_str()),
+        (404, Some("not_found"))
+    );
 }
 
 async fn sessions_list_search_and_pages(b: Backend) {
     let app = App::start(b).await;
     let alice = app.user("alice").await;
     for title in ["Rust lifetimes", "Paris trip", "rust async", "100%_done"] {
-        let (st, _) = app.post("/v1/sessions", &alice, json!({"title": title})).await;
+        let (st, _) = app
+            .post("/v1/sessions", &alice, json!({"title": title}))
+            .await;
         assert_eq!(st, 201);
     }
     let (_, found) = app.get("/v1/sessions?q=RUST", &alice).await;
-    let titles: Vec<_> = found["sessions"].as_array().unwrap().iter().map(|s| s["title"].as_str().unwrap()).collect();
-    assert_eq!(titles, ["rust async", "Rust lifetimes"], "newest first, case-insensitive");
+    let titles: Vec<_> = found["sessions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|s| s["title"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        titles,
+        ["rust async", "Rust lifetimes"],
+        "newest first, case-insensitive"
+    );
     let (_, found) = app.get("/v1/sessions?q=%25_", &alice).await;
-    assert_eq!(found["sessions"].as_array().unwrap().len(), 1, "wildcards are literal");
+    assert_eq!(
+        found["sessions"].as_array().unwrap().len(),
+        1,
+        "wildcards are literal"
+    );
     let (_, p1) = app.get("/v1/sessions?limit=3", &alice).await;
     assert_eq!(p1["sessions"].as_array().unwrap().len(), 3);
     let cursor = p1["next_cursor"].as_str().unwrap();
-    let (_, p2) = app.get(&format!("/v1/sessions?limit=3&cursor={cursor}"), &alice).await;
+    let (_, p2) = app
+        .get(&format!("/v1/sessions?limit=3&cursor={cursor}"), &alice)
+        .await;
     assert_eq!(p2["sessions"].as_array().unwrap().len(), 1);
     assert!(p2["next_cursor"].is_null());
     let id = p2["sessions"][0]["id"].as_str().unwrap();
-    let (st, renamed) = app.call(reqwest::Method::PATCH, &format!("/v1/sessions/{id}"), &alice, Some(json!({"title": "Renamed"}))).await;
+    let (st, renamed) = app
+        .call(
+            reqwest::Method::PATCH,
+            &format!("/v1/sessions/{id}"),
+            &alice,
+            Some(json!({"title": "Renamed"})),
+        )
+        .await;
     assert_eq!((st, renamed["title"].as_str()), (200, Some("Renamed")));
-    let (st, _) = app.call(reqwest::Method::DELETE, &format!("/v1/sessions/{id}"), &alice, None).await;
+    let (st, _) = app
+        .call(
+            reqwest::Method::DELETE,
+            &format!("/v1/sessions/{id}"),
+            &alice,
+            None,
+        )
+        .await;
     assert_eq!(st, 204);
     let (st, _) = app.get(&format!("/v1/sessions/{id}"), &alice).await;
     assert_eq!(st, 404);
@@ -64,31 +122,69 @@ async fn sessions_list_search_and_pages(b: Backend) {
 async fn chat_shortcut(b: Backend) {
     let app = App::start(b).await;
     let alice = app.user("alice").await;
-    let (st, v) = app.post("/v1/chat", &alice, json!({"message": "ping @mock.reply pong"})).await;
+    let (st, v) = app
+        .post(
+            "/v1/chat",
+            &alice,
+            json!({"message": "ping @mock.reply pong"}),
+        )
+        .await;
     assert_eq!(st, 200, "{v}");
     assert_eq!(v["content"], "pong");
     assert_eq!(v["status"], "succeeded");
     let session = v["session_id"].as_str().unwrap();
-    let (st, v) = app.post("/v1/chat", &alice, json!({"messages": [{"role": "user", "content": "again"}], "session_id": session})).await;
+    let (st, v) = app
+        .post(
+            "/v1/chat",
+            &alice,
+            json!({"messages": [{"role": "user", "content": "again"}], "session_id": session}),
+        )
+        .await;
     assert_eq!((st, v["content"].as_str()), (200, Some("You said: again")));
     assert_eq!(app.messages(&alice, session).await.len(), 4);
 }
 
 async fn admin_commands(b: Backend) {
     let app = App::start(b).await;
-    let mut add = app.env.command(&["admin", "user", "add", "dave", "--password-stdin"]);
-    add.stdin(std::process::Stdio::piped()).stdout(std::process::Stdio::piped()).stderr(std::process::Stdio::piped());
+    let mut add = app
+        .env
+        .command(&["admin", "user", "add", "dave", "--password-stdin"]);
+    add.stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
     let mut child = add.spawn().unwrap();
     use std::io::Write;
-    child.stdin.take().unwrap().write_all(b"dave-password-1\n").unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"dave-password-1\n")
+        .unwrap();
     let out = child.wait_with_output().unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let out = app.env.command(&["admin", "user", "list"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let out = app
+        .env
+        .command(&["admin", "user", "list"])
+        .output()
+        .unwrap();
     assert!(String::from_utf8_lossy(&out.stdout).contains("\tdave\tuser"));
-    let out = app.env.command(&["admin", "token", "create", "dave"]).output().unwrap();
+    let out = app
+        .env
+        .command(&["admin", "token", "create", "dave"])
+        .output()
+        .unwrap();
     let token = String::from_utf8_lossy(&out.stdout).trim().to_string();
     let (st, me) = app.get("/v1/me", &token).await;
     assert_eq!((st, me["username"].as_str()), (200, Some("dave")));
-    let out = app.env.command(&["admin", "user", "add", "dave", "--password-stdin"]).stdin(std::process::Stdio::null()).output().unwrap();
+    let out = app
+        .env
+        .command(&["admin", "user", "add", "dave", "--password-stdin"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
     assert!(!out.status.success(), "duplicate or empty password refused");
 }

@@ -7,7 +7,10 @@ use std::time::Duration;
 use crate::both_backends;
 use crate::harness::*;
 
-both_backends!(killed_worker_run_completes_once, lost_queue_runs_still_complete);
+both_backends!(
+    killed_worker_run_completes_once,
+    lost_queue_runs_still_complete
+);
 
 /// Step 1 calls a tool (checkpointed); step 2 waits 3 s before replying: the
 /// worker dies during step 2.
@@ -20,11 +23,17 @@ async fn killed_worker_run_completes_once(b: Backend) {
     let mut stream = app.send_stream(&alice, &s, TWO_STEPS).await;
     let before = stream.until(|e| e.ty == "tool_end").await;
     let run = before[0].data["run_id"].as_str().unwrap().to_string();
-    let tool_output = before.last().unwrap().data["output"].as_str().unwrap().to_string();
+    let tool_output = before.last().unwrap().data["output"]
+        .as_str()
+        .unwrap()
+        .to_string();
     // Let the checkpoint land (the tool_end event precedes it by a moment).
     let deadline = std::time::Instant::now() + Duration::from_secs(10);
     while app.messages(&alice, &s).await.len() < 3 {
-        assert!(std::time::Instant::now() < deadline, "step 1 never checkpointed");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "step 1 never checkpointed"
+        );
         tokio::time::sleep(Duration::from_millis(20)).await;
     }
 
@@ -41,23 +50,38 @@ async fn killed_worker_run_completes_once(b: Backend) {
             app.attach(&alice, &run, None).await.until_terminal().await
         }
     };
-    let restart = after.iter().find(|e| e.ty == "run_started").expect("a new attempt started");
+    let restart = after
+        .iter()
+        .find(|e| e.ty == "run_started")
+        .expect("a new attempt started");
     assert_eq!(restart.data["attempt"], 2);
     assert_eq!(restart.data["resume_step"], 2, "step 1 was checkpointed");
-    assert!(!after.iter().any(|e| e.ty == "tool_start"), "the tool did not run twice");
+    assert!(
+        !after.iter().any(|e| e.ty == "tool_start"),
+        "the tool did not run twice"
+    );
     assert_eq!(after.last().unwrap().ty, "done");
     if b == Backend::Distributed {
         let all: Vec<_> = before.iter().chain(after.iter()).cloned().collect();
         assert_contiguous(&all);
-        assert_eq!(rendered_text(&all), format!("tool current_time said: {tool_output}"));
+        assert_eq!(
+            rendered_text(&all),
+            format!("tool current_time said: {tool_output}")
+        );
     }
     let r = app.wait_run(&alice, &run, Duration::from_secs(30)).await;
     assert_eq!(r["status"], "succeeded");
     assert_eq!(r["attempt"], 2);
     let msgs = app.messages(&alice, &s).await;
-    let finals: Vec<_> = msgs.iter().filter(|m| m["role"] == "assistant" && m["tool_calls"].is_null()).collect();
+    let finals: Vec<_> = msgs
+        .iter()
+        .filter(|m| m["role"] == "assistant" && m["tool_calls"].is_null())
+        .collect();
     assert_eq!(finals.len(), 1, "exactly one final message: {msgs:?}");
-    assert_eq!(finals[0]["content"], format!("tool current_time said: {tool_output}"));
+    assert_eq!(
+        finals[0]["content"],
+        format!("tool current_time said: {tool_output}")
+    );
     assert_eq!(msgs.iter().filter(|m| m["role"] == "tool").count(), 1);
 }
 
@@ -72,7 +96,10 @@ async fn lost_queue_runs_still_complete(b: Backend) {
             let mut sessions = Vec::new();
             for i in 0..3 {
                 let s = app.session(&alice).await;
-                runs.push(app.send(&alice, &s, &format!("queued {i} @mock.tokens 4")).await);
+                runs.push(
+                    app.send(&alice, &s, &format!("queued {i} @mock.tokens 4"))
+                        .await,
+                );
                 sessions.push(s);
             }
             app.env.flush_redis().await;
@@ -87,7 +114,11 @@ async fn lost_queue_runs_still_complete(b: Backend) {
             let mut sessions = Vec::new();
             for i in 0..3 {
                 let s = app.session(&alice).await;
-                let text = if i == 0 { "@mock.tokens 100 @mock.delay 0 50".to_string() } else { format!("queued {i} @mock.tokens 4") };
+                let text = if i == 0 {
+                    "@mock.tokens 100 @mock.delay 0 50".to_string()
+                } else {
+                    format!("queued {i} @mock.tokens 4")
+                };
                 runs.push(app.send(&alice, &s, &text).await);
                 sessions.push(s);
             }
@@ -102,6 +133,10 @@ async fn lost_queue_runs_still_complete(b: Backend) {
         let r = app.wait_run(&alice, run, Duration::from_secs(30)).await;
         assert_eq!(r["status"], "succeeded", "{r}");
         let msgs = app.messages(&alice, s).await;
-        assert_eq!(msgs.iter().filter(|m| m["role"] == "assistant").count(), 1, "one reply: {msgs:?}");
+        assert_eq!(
+            msgs.iter().filter(|m| m["role"] == "assistant").count(),
+            1,
+            "one reply: {msgs:?}"
+        );
     }
 }

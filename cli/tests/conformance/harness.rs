@@ -7,8 +7,8 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use futures::StreamExt;
 use eventsource_stream::Eventsource;
+use futures::StreamExt;
 use serde_json::{Value, json};
 
 pub const PG_ADMIN: &str = "postgres://postgres@127.0.0.1:5432/test";
@@ -36,8 +36,13 @@ impl Env {
         let id = uuid::Uuid::new_v4().simple().to_string();
         let db_name = format!("weft_t_{}", &id[..16]);
         if backend == Backend::Distributed {
-            let pool = sqlx::PgPool::connect(PG_ADMIN).await.expect("postgres at 127.0.0.1:5432 (database test)");
-            sqlx::query(sqlx::AssertSqlSafe(format!("create database {db_name}"))).execute(&pool).await.expect("create test database");
+            let pool = sqlx::PgPool::connect(PG_ADMIN)
+                .await
+                .expect("postgres at 127.0.0.1:5432 (database test)");
+            sqlx::query(sqlx::AssertSqlSafe(format!("create database {db_name}")))
+                .execute(&pool)
+                .await
+                .expect("create test database");
             pool.close().await;
         }
         Env {
@@ -45,7 +50,10 @@ impl Env {
             dir: tempfile::tempdir().unwrap(),
             prefix: format!("weft_t_{}:", &id[..16]),
             db_name,
-            extra: extra.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+            extra: extra
+                .iter()
+                .map(|(k, v)| (k.to_string(), v.to_string()))
+                .collect(),
         }
     }
 
@@ -70,7 +78,8 @@ impl Env {
             .env("WEFT_WORKER__REAPER_INTERVAL_MS", "250")
             .env("WEFT_WORKER__SHUTDOWN_GRACE_MS", "500");
         if self.backend == Backend::Distributed {
-            cmd.env("WEFT_DATABASE_URL", self.db_url()).env("WEFT_REDIS_URL", REDIS);
+            cmd.env("WEFT_DATABASE_URL", self.db_url())
+                .env("WEFT_REDIS_URL", REDIS);
         } else {
             cmd.env("WEFT_DATA_DIR", self.dir.path().join("data"));
         }
@@ -84,9 +93,17 @@ impl Env {
     pub async fn flush_redis(&self) {
         let client = redis::Client::open(REDIS).unwrap();
         let mut conn = client.get_multiplexed_async_connection().await.unwrap();
-        let keys: Vec<String> = redis::cmd("KEYS").arg(format!("{}*", self.prefix)).query_async(&mut conn).await.unwrap();
+        let keys: Vec<String> = redis::cmd("KEYS")
+            .arg(format!("{}*", self.prefix))
+            .query_async(&mut conn)
+            .await
+            .unwrap();
         if !keys.is_empty() {
-            let _: () = redis::cmd("DEL").arg(&keys).query_async(&mut conn).await.unwrap();
+            let _: () = redis::cmd("DEL")
+                .arg(&keys)
+                .query_async(&mut conn)
+                .await
+                .unwrap();
         }
     }
 }
@@ -100,16 +117,28 @@ impl Drop for Env {
         let prefix = self.prefix.clone();
         // Drop runs inside a tokio runtime: do the async cleanup on a plain thread.
         let _ = std::thread::spawn(move || {
-            let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
             rt.block_on(async move {
                 if let Ok(pool) = sqlx::PgPool::connect(PG_ADMIN).await {
-                    let _ = sqlx::query(sqlx::AssertSqlSafe(format!("drop database if exists {db} with (force)"))).execute(&pool).await;
+                    let _ = sqlx::query(sqlx::AssertSqlSafe(format!(
+                        "drop database if exists {db} with (force)"
+                    )))
+                    .execute(&pool)
+                    .await;
                 }
                 if let Ok(client) = redis::Client::open(REDIS) {
                     if let Ok(mut c) = client.get_multiplexed_async_connection().await {
-                        let keys: Vec<String> = redis::cmd("KEYS").arg(format!("{prefix}*")).query_async(&mut c).await.unwrap_or_default();
+                        let keys: Vec<String> = redis::cmd("KEYS")
+                            .arg(format!("{prefix}*"))
+                            .query_async(&mut c)
+                            .await
+                            .unwrap_or_default();
                         if !keys.is_empty() {
-                            let _: Result<(), _> = redis::cmd("DEL").arg(&keys).query_async(&mut c).await;
+                            let _: Result<(), _> =
+                                redis::cmd("DEL").arg(&keys).query_async(&mut c).await;
                         }
                     }
                 }
@@ -128,7 +157,12 @@ pub struct Proc {
 
 impl Proc {
     pub fn spawn(mut cmd: Command, ready_marker: &str) -> Proc {
-        let mut child = cmd.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("spawn weft");
+        let mut child = cmd
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("spawn weft");
         let stderr = child.stderr.take().unwrap();
         let log = Arc::new(Mutex::new(Vec::new()));
         let (tx, rx) = std::sync::mpsc::channel();
@@ -147,7 +181,10 @@ impl Proc {
         });
         let line = match rx.recv_timeout(Duration::from_secs(30)) {
             Ok(line) => line,
-            Err(_) => panic!("weft did not become ready; stderr:\n{}", log.lock().unwrap().join("\n")),
+            Err(_) => panic!(
+                "weft did not become ready; stderr:\n{}",
+                log.lock().unwrap().join("\n")
+            ),
         };
         let addr = line.split("http://").nth(1).map(|s| s.trim().to_string());
         Proc { child, log, addr }
@@ -191,15 +228,34 @@ impl App {
     /// Start the processes of `env` (distributed: optionally without a worker).
     pub fn start_in(env: Env, with_worker: bool) -> App {
         let (gateway, workers) = match env.backend {
-            Backend::Embedded => (Proc::spawn(env.command(&["up", "--listen", "127.0.0.1:0"]), "listening on http://"), Vec::new()),
+            Backend::Embedded => (
+                Proc::spawn(
+                    env.command(&["up", "--listen", "127.0.0.1:0"]),
+                    "listening on http://",
+                ),
+                Vec::new(),
+            ),
             Backend::Distributed => {
-                let gw = Proc::spawn(env.command(&["serve", "--listen", "127.0.0.1:0"]), "listening on http://");
-                let workers = if with_worker { vec![App::spawn_worker(&env)] } else { Vec::new() };
+                let gw = Proc::spawn(
+                    env.command(&["serve", "--listen", "127.0.0.1:0"]),
+                    "listening on http://",
+                );
+                let workers = if with_worker {
+                    vec![App::spawn_worker(&env)]
+                } else {
+                    Vec::new()
+                };
                 (gw, workers)
             }
         };
         let base = format!("http://{}", gateway.addr.clone().expect("gateway address"));
-        App { env, gateway, workers, base, http: reqwest::Client::new() }
+        App {
+            env,
+            gateway,
+            workers,
+            base,
+            http: reqwest::Client::new(),
+        }
     }
 
     pub fn spawn_worker(env: &Env) -> Proc {
@@ -221,7 +277,13 @@ impl App {
         format!("{}{}", self.base, path)
     }
 
-    pub async fn call(&self, method: reqwest::Method, path: &str, token: &str, body: Option<Value>) -> (u16, Value) {
+    pub async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        token: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
         let mut req = self.http.request(method, self.url(path)).bearer_auth(token);
         if let Some(b) = body {
             req = req.json(&b);
@@ -229,7 +291,10 @@ impl App {
         let resp = req.send().await.expect("request");
         let status = resp.status().as_u16();
         let text = resp.text().await.unwrap_or_default();
-        (status, serde_json::from_str(&text).unwrap_or(Value::String(text)))
+        (
+            status,
+            serde_json::from_str(&text).unwrap_or(Value::String(text)),
+        )
     }
 
     pub async fn get(&self, path: &str, token: &str) -> (u16, Value) {
@@ -237,14 +302,27 @@ impl App {
     }
 
     pub async fn post(&self, path: &str, token: &str, body: Value) -> (u16, Value) {
-        self.call(reqwest::Method::POST, path, token, Some(body)).await
+        self.call(reqwest::Method::POST, path, token, Some(body))
+            .await
     }
 
     /// A new user and a bearer token for them.
     pub async fn user(&self, name: &str) -> String {
-        let (s, _) = self.post("/v1/admin/users", ADMIN_TOKEN, json!({"username": name, "password": "password-123", "role": "user"})).await;
+        let (s, _) = self
+            .post(
+                "/v1/admin/users",
+                ADMIN_TOKEN,
+                json!({"username": name, "password": "password-123", "role": "user"}),
+            )
+            .await;
         assert_eq!(s, 201, "create user");
-        let (s, v) = self.post("/v1/auth/login", "", json!({"username": name, "password": "password-123"})).await;
+        let (s, v) = self
+            .post(
+                "/v1/auth/login",
+                "",
+                json!({"username": name, "password": "password-123"}),
+            )
+            .await;
         assert_eq!(s, 200, "login: {v}");
         v["token"].as_str().unwrap().to_string()
     }
@@ -271,13 +349,22 @@ impl App {
 
     /// Send in the background (202); returns the run id.
     pub async fn send(&self, token: &str, session: &str, text: &str) -> String {
-        let (s, v) = self.post(&format!("/v1/sessions/{session}/messages"), token, json!({"text": text})).await;
+        let (s, v) = self
+            .post(
+                &format!("/v1/sessions/{session}/messages"),
+                token,
+                json!({"text": text}),
+            )
+            .await;
         assert_eq!(s, 202, "send: {v}");
         v["run_id"].as_str().expect("run_id").to_string()
     }
 
     pub async fn attach(&self, token: &str, run: &str, last_event_id: Option<u64>) -> Sse {
-        let mut req = self.http.get(self.url(&format!("/v1/runs/{run}/events"))).bearer_auth(token);
+        let mut req = self
+            .http
+            .get(self.url(&format!("/v1/runs/{run}/events")))
+            .bearer_auth(token);
         if let Some(id) = last_event_id {
             req = req.header("Last-Event-ID", id.to_string());
         }
@@ -292,16 +379,30 @@ impl App {
         loop {
             let (s, v) = self.get(&format!("/v1/runs/{run}"), token).await;
             assert_eq!(s, 200, "{v}");
-            if matches!(v["status"].as_str(), Some("succeeded" | "failed" | "cancelled")) {
+            if matches!(
+                v["status"].as_str(),
+                Some("succeeded" | "failed" | "cancelled")
+            ) {
                 return v;
             }
-            assert!(Instant::now() < deadline, "run {run} not finished: {v}\n--- gateway ---\n{}\n--- workers ---\n{}", self.gateway.logs(), self.workers.iter().map(|w| w.logs()).collect::<Vec<_>>().join("\n"));
+            assert!(
+                Instant::now() < deadline,
+                "run {run} not finished: {v}\n--- gateway ---\n{}\n--- workers ---\n{}",
+                self.gateway.logs(),
+                self.workers
+                    .iter()
+                    .map(|w| w.logs())
+                    .collect::<Vec<_>>()
+                    .join("\n")
+            );
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     }
 
     pub async fn messages(&self, token: &str, session: &str) -> Vec<Value> {
-        let (s, v) = self.get(&format!("/v1/sessions/{session}/messages?limit=200"), token).await;
+        let (s, v) = self
+            .get(&format!("/v1/sessions/{session}/messages?limit=200"), token)
+            .await;
         assert_eq!(s, 200, "{v}");
         v["messages"].as_array().unwrap().clone()
     }
@@ -321,17 +422,28 @@ pub struct Sse {
 
 impl Sse {
     fn new(resp: reqwest::Response) -> Sse {
-        let stream = resp.bytes_stream().eventsource().filter_map(|e| async move {
-            let e = e.ok()?;
-            let data: Value = serde_json::from_str(&e.data).ok()?;
-            Some(Ev { seq: e.id.parse().ok()?, ty: e.event, data })
-        });
-        Sse { inner: Box::pin(stream) }
+        let stream = resp
+            .bytes_stream()
+            .eventsource()
+            .filter_map(|e| async move {
+                let e = e.ok()?;
+                let data: Value = serde_json::from_str(&e.data).ok()?;
+                Some(Ev {
+                    seq: e.id.parse().ok()?,
+                    ty: e.event,
+                    data,
+                })
+            });
+        Sse {
+            inner: Box::pin(stream),
+        }
     }
 
     /// The next event, or None at the end of the stream.
     pub async fn next(&mut self) -> Option<Ev> {
-        tokio::time::timeout(Duration::from_secs(30), self.inner.next()).await.expect("event within 30 s")
+        tokio::time::timeout(Duration::from_secs(30), self.inner.next())
+            .await
+            .expect("event within 30 s")
     }
 
     /// Read up to and including the terminal event.
@@ -363,7 +475,10 @@ impl Sse {
 
 /// `w1 w2 … wn`, the mock's reply to `@mock.tokens n`.
 pub fn words(n: usize) -> String {
-    (1..=n).map(|i| format!("w{i}")).collect::<Vec<_>>().join(" ")
+    (1..=n)
+        .map(|i| format!("w{i}"))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The text a client shows: text deltas, honouring `retrying` and attempts.
@@ -371,7 +486,10 @@ pub fn rendered_text(events: &[Ev]) -> String {
     let mut steps: std::collections::BTreeMap<u64, String> = Default::default();
     for ev in events {
         match ev.ty.as_str() {
-            "text" => steps.entry(ev.data["step"].as_u64().unwrap()).or_default().push_str(ev.data["delta"].as_str().unwrap()),
+            "text" => steps
+                .entry(ev.data["step"].as_u64().unwrap())
+                .or_default()
+                .push_str(ev.data["delta"].as_str().unwrap()),
             "retrying" => {
                 steps.remove(&ev.data["step"].as_u64().unwrap());
             }
@@ -388,6 +506,11 @@ pub fn rendered_text(events: &[Ev]) -> String {
 /// Seqs strictly 1, 2, 3, … with no gap and no duplicate.
 pub fn assert_contiguous(events: &[Ev]) {
     for (i, ev) in events.iter().enumerate() {
-        assert_eq!(ev.seq, i as u64 + 1, "seq gap or duplicate at index {i}: {:?}", events.iter().map(|e| e.seq).collect::<Vec<_>>());
+        assert_eq!(
+            ev.seq,
+            i as u64 + 1,
+            "seq gap or duplicate at index {i}: {:?}",
+            events.iter().map(|e| e.seq).collect::<Vec<_>>()
+        );
     }
 }

@@ -8,6 +8,7 @@ mod api;
 mod crash;
 mod input;
 mod multitask;
+mod providers;
 mod streaming;
 
 /// Generate `name::embedded` and `name::distributed` tests from `async fn name(Backend)`.

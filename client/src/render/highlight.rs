@@ -19,7 +19,10 @@ fn assets() -> &'static Assets {
     ASSETS.get_or_init(|| {
         let syntaxes = SyntaxSet::load_defaults_newlines();
         let mut themes = ThemeSet::load_defaults();
-        let theme = themes.themes.remove("base16-ocean.dark").unwrap_or_default();
+        let theme = themes
+            .themes
+            .remove("base16-ocean.dark")
+            .unwrap_or_default();
         Assets { syntaxes, theme }
     })
 }
@@ -39,12 +42,16 @@ impl CodeHighlighter {
         }
         let a = assets();
         let syntax = a.syntaxes.find_syntax_by_token(lang);
-        CodeHighlighter { inner: syntax.map(|s| HighlightLines::new(s, &a.theme)) }
+        CodeHighlighter {
+            inner: syntax.map(|s| HighlightLines::new(s, &a.theme)),
+        }
     }
 
     /// One line (without newline) with 24-bit colour escapes, reset at the end.
     pub fn line(&mut self, line: &str) -> String {
-        let Some(h) = self.inner.as_mut() else { return line.to_string() };
+        let Some(h) = self.inner.as_mut() else {
+            return line.to_string();
+        };
         let with_nl = format!("{line}\n");
         match h.highlight_line(&with_nl, &assets().syntaxes) {
             Ok(ranges) => {

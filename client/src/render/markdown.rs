@@ -33,14 +33,22 @@ pub struct Markdown {
 
 impl Markdown {
     pub fn new(width: usize) -> Markdown {
-        Markdown { width, ..Markdown::default() }
+        Markdown {
+            width,
+            ..Markdown::default()
+        }
     }
 
     /// Render one complete line (without its newline).
     pub fn line(&mut self, line: &str) -> Vec<Emit> {
         let mut out = Vec::new();
         if let Some((fence, hl)) = self.code.as_mut() {
-            if line.trim_start().starts_with(fence.as_str()) && line.trim().trim_start_matches(fence.chars().next().unwrap_or('`')).is_empty() {
+            if line.trim_start().starts_with(fence.as_str())
+                && line
+                    .trim()
+                    .trim_start_matches(fence.chars().next().unwrap_or('`'))
+                    .is_empty()
+            {
                 self.code = None;
                 out.push(Emit::Line(format!("{DIM}╰─{RESET}")));
             } else {
@@ -87,8 +95,15 @@ impl Markdown {
         let t = line.trim_start();
         let pad = " ".repeat(indent);
         if let Some((level, text)) = heading(t) {
-            let style = if level == 1 { format!("{BOLD}{UNDERLINE}{MAGENTA}") } else { format!("{BOLD}{MAGENTA}") };
-            return format!("{style}{}{RESET}", inline(text).replace(RESET, &format!("{RESET}{style}")));
+            let style = if level == 1 {
+                format!("{BOLD}{UNDERLINE}{MAGENTA}")
+            } else {
+                format!("{BOLD}{MAGENTA}")
+            };
+            return format!(
+                "{style}{}{RESET}",
+                inline(text).replace(RESET, &format!("{RESET}{style}"))
+            );
         }
         if is_rule(t) {
             return format!("{DIM}{}{RESET}", "─".repeat(self.width.clamp(10, 60)));
@@ -99,14 +114,26 @@ impl Markdown {
         if let Some(rest) = ["- [ ] ", "* [ ] "].iter().find_map(|p| t.strip_prefix(p)) {
             return format!("{pad}☐ {}", inline(rest));
         }
-        if let Some(rest) = ["- [x] ", "* [x] ", "- [X] "].iter().find_map(|p| t.strip_prefix(p)) {
+        if let Some(rest) = ["- [x] ", "* [x] ", "- [X] "]
+            .iter()
+            .find_map(|p| t.strip_prefix(p))
+        {
             return format!("{pad}☑ {}", inline(rest));
         }
         if let Some(rest) = ["- ", "* ", "+ "].iter().find_map(|p| t.strip_prefix(p)) {
             return format!("{pad}{YELLOW}•{RESET} {}", inline(rest));
         }
-        if let Some(dot) = t.find(['.', ')']).filter(|&i| i > 0 && i < 4 && t[..i].bytes().all(|b| b.is_ascii_digit()) && t[i + 1..].starts_with(' ')) {
-            return format!("{pad}{YELLOW}{}{RESET} {}", &t[..=dot], inline(&t[dot + 2..]));
+        if let Some(dot) = t.find(['.', ')']).filter(|&i| {
+            i > 0
+                && i < 4
+                && t[..i].bytes().all(|b| b.is_ascii_digit())
+                && t[i + 1..].starts_with(' ')
+        }) {
+            return format!(
+                "{pad}{YELLOW}{}{RESET} {}",
+                &t[..=dot],
+                inline(&t[dot + 2..])
+            );
         }
         format!("{pad}{}", inline(t))
     }
@@ -126,7 +153,10 @@ fn heading(t: &str) -> Option<(usize, &str)> {
 
 fn is_rule(t: &str) -> bool {
     let t: String = t.chars().filter(|c| !c.is_whitespace()).collect();
-    t.len() >= 3 && ["-", "*", "_"].iter().any(|c| t.chars().all(|x| x.to_string() == *c))
+    t.len() >= 3
+        && ["-", "*", "_"]
+            .iter()
+            .any(|c| t.chars().all(|x| x.to_string() == *c))
 }
 
 /// Inline Markdown of one line's content to ANSI.
@@ -140,7 +170,9 @@ pub fn inline(text: &str) -> String {
     let mut link: Option<String> = None;
     for ev in Parser::new_ext(text, Options::ENABLE_STRIKETHROUGH) {
         match ev {
-            Event::Start(tag @ (Tag::Strong | Tag::Emphasis | Tag::Strikethrough | Tag::Link { .. })) => {
+            Event::Start(
+                tag @ (Tag::Strong | Tag::Emphasis | Tag::Strikethrough | Tag::Link { .. }),
+            ) => {
                 let style = match tag {
                     Tag::Strong => BOLD,
                     Tag::Emphasis => ITALIC,
@@ -180,7 +212,11 @@ pub fn inline(text: &str) -> String {
         }
     }
     let out = out.trim_end_matches(RESET).to_string();
-    if out.contains('\x1b') { format!("{out}{RESET}") } else { out }
+    if out.contains('\x1b') {
+        format!("{out}{RESET}")
+    } else {
+        out
+    }
 }
 
 #[cfg(test)]
@@ -206,14 +242,31 @@ mod tests {
     fn blocks_and_inline_spans_render_without_markup() {
         let mut md = Markdown::new(80);
         let mut lines = vec![];
-        for l in ["# Title", "some **bold** and `code`", "- item 你好", "```rust", "fn main() {}", "```"] {
+        for l in [
+            "# Title",
+            "some **bold** and `code`",
+            "- item 你好",
+            "```rust",
+            "fn main() {}",
+            "```",
+        ] {
             for e in md.line(l) {
                 if let Emit::Line(s) = e {
                     lines.push(plain(&s));
                 }
             }
         }
-        assert_eq!(lines, ["Title", "some bold and code", "• item 你好", "╭─ rust", "│ fn main() {}", "╰─"]);
+        assert_eq!(
+            lines,
+            [
+                "Title",
+                "some bold and code",
+                "• item 你好",
+                "╭─ rust",
+                "│ fn main() {}",
+                "╰─"
+            ]
+        );
     }
 
     #[test]
@@ -223,7 +276,9 @@ mod tests {
         md.line("|---|---|");
         md.line("| 1 | x |");
         let out = md.line("after");
-        let Emit::Replace(rows) = &out[0] else { panic!("{out:?}") };
+        let Emit::Replace(rows) = &out[0] else {
+            panic!("{out:?}")
+        };
         let widths: Vec<usize> = rows.iter().map(|r| visible_width(r)).collect();
         assert!(widths.windows(2).all(|w| w[0] == w[1]), "{rows:?}");
         assert!(plain(&rows.join("\n")).contains("名字"));

@@ -22,7 +22,9 @@ pub const CYAN: &str = "\x1b[36m";
 
 /// Columns of the terminal on stdout (80 when unknown).
 pub fn term_width() -> usize {
-    terminal_size::terminal_size().filter(|(w, _)| w.0 > 0).map_or(80, |(w, _)| usize::from(w.0).max(20))
+    terminal_size::terminal_size()
+        .filter(|(w, _)| w.0 > 0)
+        .map_or(80, |(w, _)| usize::from(w.0).max(20))
 }
 
 /// Display columns of `s`, ignoring ANSI escape sequences; wide (CJK) chars count 2.
@@ -104,6 +106,9 @@ mod tests {
         assert_eq!(visible_width("\x1b[1m你好\x1b[0m ab"), 7);
         assert_eq!(rows("你好你好", 4), 2);
         assert_eq!(truncate("你好世界", 5), "你好…");
-        assert_eq!(args_summary(&serde_json::json!({"url":"http://x","n":2}), 80), "n=2 url=http://x");
+        assert_eq!(
+            args_summary(&serde_json::json!({"url":"http://x","n":2}), 80),
+            "n=2 url=http://x"
+        );
     }
 }

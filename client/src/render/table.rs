@@ -12,12 +12,19 @@ fn cells(row: &str) -> Vec<String> {
 }
 
 fn is_separator(row: &str) -> bool {
-    row.contains('-') && row.chars().all(|c| matches!(c, '|' | '-' | ':' | ' ' | '\t'))
+    row.contains('-')
+        && row
+            .chars()
+            .all(|c| matches!(c, '|' | '-' | ':' | ' ' | '\t'))
 }
 
 pub fn render(rows: &[String], width: usize) -> Option<Vec<String>> {
     let header_sep = rows.get(1).is_some_and(|r| is_separator(r));
-    let body: Vec<Vec<String>> = rows.iter().filter(|r| !is_separator(r)).map(|r| cells(r)).collect();
+    let body: Vec<Vec<String>> = rows
+        .iter()
+        .filter(|r| !is_separator(r))
+        .map(|r| cells(r))
+        .collect();
     let ncols = body.iter().map(Vec::len).max()?;
     let mut widths = vec![0; ncols];
     for row in &body {
@@ -29,14 +36,27 @@ pub fn render(rows: &[String], width: usize) -> Option<Vec<String>> {
     if total > width {
         return None;
     }
-    let rule = |l: &str, m: &str, r: &str| format!("{DIM}{l}{}{r}{RESET}", widths.iter().map(|w| "─".repeat(w + 2)).collect::<Vec<_>>().join(m));
+    let rule = |l: &str, m: &str, r: &str| {
+        format!(
+            "{DIM}{l}{}{r}{RESET}",
+            widths
+                .iter()
+                .map(|w| "─".repeat(w + 2))
+                .collect::<Vec<_>>()
+                .join(m)
+        )
+    };
     let mut out = vec![rule("┌", "┬", "┐")];
     for (n, row) in body.iter().enumerate() {
         let mut line = format!("{DIM}│{RESET}");
         for (i, w) in widths.iter().enumerate() {
             let c = row.get(i).map_or("", String::as_str);
             let pad = " ".repeat(w - visible_width(c));
-            let c = if n == 0 && header_sep { format!("{BOLD}{c}{RESET}") } else { c.to_string() };
+            let c = if n == 0 && header_sep {
+                format!("{BOLD}{c}{RESET}")
+            } else {
+                c.to_string()
+            };
             line.push_str(&format!(" {c}{pad} {DIM}│{RESET}"));
         }
         out.push(line);

@@ -10,8 +10,14 @@ use crate::session::{self, short};
 /// Names and one-line help, also used for Tab completion.
 pub const COMMANDS: &[(&str, &str)] = &[
     ("/sessions", "list your recent sessions"),
-    ("/resume", "ID — continue a session (a unique suffix of its id is enough)"),
-    ("/new", "start a new session (keeps the current mode and model)"),
+    (
+        "/resume",
+        "ID — continue a session (a unique suffix of its id is enough)",
+    ),
+    (
+        "/new",
+        "start a new session (keeps the current mode and model)",
+    ),
     ("/model", "[ID] — show or switch the model"),
     ("/mode", "[name] — show or switch the mode"),
     ("/stop", "cancel the session's active run"),
@@ -27,14 +33,18 @@ pub enum Flow {
 }
 
 pub async fn run(gw: &Gateway, state: &mut ReplState, line: &str) -> Result<Flow> {
-    let (cmd, arg) = line.split_once(char::is_whitespace).map_or((line, ""), |(c, a)| (c, a.trim()));
+    let (cmd, arg) = line
+        .split_once(char::is_whitespace)
+        .map_or((line, ""), |(c, a)| (c, a.trim()));
     match cmd {
         "/exit" | "/quit" => return Ok(Flow::Exit),
         "/help" | "/?" => {
             for (name, help) in COMMANDS {
                 println!("  {YELLOW}{name:<10}{RESET} {help}");
             }
-            println!("  {DIM}Enter sends · end a line with \\ for a new line · Ctrl-C stops a reply · Ctrl-D quits{RESET}");
+            println!(
+                "  {DIM}Enter sends · end a line with \\ for a new line · Ctrl-C stops a reply · Ctrl-D quits{RESET}"
+            );
         }
         "/new" => {
             state.session_id = None;
@@ -43,24 +53,58 @@ pub async fn run(gw: &Gateway, state: &mut ReplState, line: &str) -> Result<Flow
         }
         "/sessions" => {
             for s in gw.sessions(20).await?.sessions {
-                let mark = if state.session_id.as_deref() == Some(s.id.as_str()) { "▸" } else { " " };
-                let title = if s.title.is_empty() { "(untitled)" } else { s.title.as_str() };
-                println!("{mark} {YELLOW}{}{RESET}  {DIM}{}  {}{RESET}  {title}", short(&s.id), s.updated_at.get(..16).unwrap_or(&s.updated_at), s.model);
+                let mark = if state.session_id.as_deref() == Some(s.id.as_str()) {
+                    "▸"
+                } else {
+                    " "
+                };
+                let title = if s.title.is_empty() {
+                    "(untitled)"
+                } else {
+                    s.title.as_str()
+                };
+                println!(
+                    "{mark} {YELLOW}{}{RESET}  {DIM}{}  {}{RESET}  {title}",
+                    short(&s.id),
+                    s.updated_at.get(..16).unwrap_or(&s.updated_at),
+                    s.model
+                );
             }
         }
         "/resume" => {
             let s = session::find(gw, arg).await?;
             state.adopt(&s);
-            let title = if s.title.is_empty() { "(untitled)" } else { s.title.as_str() };
+            let title = if s.title.is_empty() {
+                "(untitled)"
+            } else {
+                s.title.as_str()
+            };
             println!("{DIM}resumed {} · {title}{RESET}", short(&s.id));
-            for m in gw.messages(&s.id, 4).await?.messages.iter().filter(|m| m.role != "tool") {
-                println!("{DIM}{}: {}{RESET}", m.role, crate::render::truncate(&m.content, crate::render::term_width().saturating_sub(12)));
+            for m in gw
+                .messages(&s.id, 4)
+                .await?
+                .messages
+                .iter()
+                .filter(|m| m.role != "tool")
+            {
+                println!(
+                    "{DIM}{}: {}{RESET}",
+                    m.role,
+                    crate::render::truncate(
+                        &m.content,
+                        crate::render::term_width().saturating_sub(12)
+                    )
+                );
             }
         }
         "/model" if arg.is_empty() => {
             println!("model {}", state.current_model());
             for m in &state.models {
-                println!("  {DIM}{}{}{RESET}", m.id, if m.default { " (default)" } else { "" });
+                println!(
+                    "  {DIM}{}{}{RESET}",
+                    m.id,
+                    if m.default { " (default)" } else { "" }
+                );
             }
         }
         "/model" => match state.models.iter().find(|m| m.id == arg) {
@@ -69,7 +113,10 @@ pub async fn run(gw: &Gateway, state: &mut ReplState, line: &str) -> Result<Flow
                 state.sync_session(gw).await?;
                 println!("{DIM}model {}{RESET}", m.id);
             }
-            None => println!("unknown model {arg:?}; keeping {} (`/model` lists them)", state.current_model()),
+            None => println!(
+                "unknown model {arg:?}; keeping {} (`/model` lists them)",
+                state.current_model()
+            ),
         },
         "/mode" if arg.is_empty() => {
             println!("mode {}", state.mode);
@@ -98,7 +145,12 @@ pub async fn run(gw: &Gateway, state: &mut ReplState, line: &str) -> Result<Flow
                 None => println!("{DIM}nothing is running{RESET}"),
             }
         }
-        "/think" => match state.last.as_ref().map(|r| r.thinking()).filter(|t| !t.is_empty()) {
+        "/think" => match state
+            .last
+            .as_ref()
+            .map(|r| r.thinking())
+            .filter(|t| !t.is_empty())
+        {
             Some(t) => println!("{DIM}{t}{RESET}"),
             None => println!("{DIM}the last reply had no thinking{RESET}"),
         },

@@ -16,6 +16,16 @@ use crate::reply::ToolCall;
 
 const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 
+/// `name key=value …`, or just `name` without arguments.
+fn with_args(name: &str, args: &serde_json::Value, width: usize) -> String {
+    let summary = args_summary(args, width.saturating_sub(name.len() + 1));
+    if summary.is_empty() {
+        name.to_string()
+    } else {
+        format!("{name} {summary}")
+    }
+}
+
 pub struct Display {
     out: std::io::Stdout,
     md: Markdown,
@@ -60,7 +70,11 @@ impl Display {
     /// Advance the spinner (called on a timer) while nothing else was shown.
     pub fn tick(&mut self) {
         if let Some(frame) = self.spinner {
-            let s = format!("\r\x1b[2K{DIM}{} waiting for the model… {}{RESET}", SPINNER[frame % SPINNER.len()], human_ms(self.started.elapsed().as_millis() as u64));
+            let s = format!(
+                "\r\x1b[2K{DIM}{} waiting for the model… {}{RESET}",
+                SPINNER[frame % SPINNER.len()],
+                human_ms(self.started.elapsed().as_millis() as u64)
+            );
             self.w(&s);
             self.spinner = Some(frame + 1);
             self.flush();
@@ -93,10 +107,23 @@ impl Display {
 
     pub fn thinking(&mut self, delta: &str) {
         self.clear_spinner();
-        let (_, text) = self.thinking.get_or_insert_with(|| (Instant::now(), String::new()));
+        let (_, text) = self
+            .thinking
+            .get_or_insert_with(|| (Instant::now(), String::new()));
         text.push_str(delta);
-        let tail: String = text.replace('\n', " ").chars().rev().take(self.width).collect::<Vec<_>>().into_iter().rev().collect();
-        let line = format!("\r\x1b[2K{DIM}💭 {}{RESET}", truncate(tail.trim_start(), self.width.saturating_sub(5)));
+        let tail: String = text
+            .replace('\n', " ")
+            .chars()
+            .rev()
+            .take(self.width)
+            .collect::<Vec<_>>()
+            .into_iter()
+            .rev()
+            .collect();
+        let line = format!(
+            "\r\x1b[2K{DIM}💭 {}{RESET}",
+            truncate(tail.trim_start(), self.width.saturating_sub(5))
+        );
         self.w(&line);
         self.mid_line = true;
         self.flush();
@@ -105,7 +132,10 @@ impl Display {
     fn end_thinking(&mut self) {
         if let Some((since, text)) = self.thinking.take() {
             let words = text.split_whitespace().count();
-            let line = format!("\r\x1b[2K{DIM}▸ thought for {} · {words} words · /think to expand{RESET}\n", human_ms(since.elapsed().as_millis() as u64));
+            let line = format!(
+                "\r\x1b[2K{DIM}▸ thought for {} · {words} words · /think to expand{RESET}\n",
+                human_ms(since.elapsed().as_millis() as u64)
+            );
             self.w(&line);
             self.mid_line = false;
         }
@@ -143,7 +173,11 @@ impl Display {
             return;
         }
         let up = rows(shown, self.width) - 1;
-        let seq = if up > 0 { format!("\r\x1b[{up}A\x1b[J") } else { "\r\x1b[J".to_string() };
+        let seq = if up > 0 {
+            format!("\r\x1b[{up}A\x1b[J")
+        } else {
+            "\r\x1b[J".to_string()
+        };
         self.w(&seq);
         self.mid_line = false;
     }
@@ -176,7 +210,10 @@ impl Display {
 
     pub fn tool_start(&mut self, t: &ToolCall) {
         self.settle();
-        let line = format!("{DIM}  ⚙ {} {} …{RESET}", t.name, args_summary(&t.args, self.width.saturating_sub(t.name.len() + 10)));
+        let line = format!(
+            "{DIM}  ⚙ {} …{RESET}",
+            with_args(&t.name, &t.args, self.width.saturating_sub(10))
+        );
         self.w(&line);
         self.open_tool = Some(t.call_id.clone());
         self.mid_line = true;
@@ -192,9 +229,16 @@ impl Display {
         } else {
             self.settle();
         }
-        let (mark, color) = if t.ok == Some(true) { ("✓", GREEN) } else { ("✗", RED) };
-        let args = args_summary(&t.args, self.width.saturating_sub(t.name.len() + 20));
-        self.w(&format!("  {color}{mark}{RESET} {DIM}{} {args} · {}{RESET}\n", t.name, human_ms(t.duration_ms)));
+        let (mark, color) = if t.ok == Some(true) {
+            ("✓", GREEN)
+        } else {
+            ("✗", RED)
+        };
+        let call = with_args(&t.name, &t.args, self.width.saturating_sub(20));
+        self.w(&format!(
+            "  {color}{mark}{RESET} {DIM}{call} · {}{RESET}\n",
+            human_ms(t.duration_ms)
+        ));
         self.text_step = None;
         self.spinner = Some(0);
         self.flush();
@@ -203,7 +247,9 @@ impl Display {
     /// Output already shown became void (an upstream retry); say so.
     pub fn retract(&mut self, reason: &str) {
         self.settle();
-        self.w(&format!("{DIM}↻ {reason}: the partial reply above is void, it starts again{RESET}\n"));
+        self.w(&format!(
+            "{DIM}↻ {reason}: the partial reply above is void, it starts again{RESET}\n"
+        ));
         self.text_step = None;
         self.flush();
     }

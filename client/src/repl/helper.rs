@@ -21,14 +21,30 @@ pub struct ReplHelper {
 impl Completer for ReplHelper {
     type Candidate = Pair;
 
-    fn complete(&self, line: &str, pos: usize, _ctx: &Context<'_>) -> rustyline::Result<(usize, Vec<Pair>)> {
+    fn complete(
+        &self,
+        line: &str,
+        pos: usize,
+        _ctx: &Context<'_>,
+    ) -> rustyline::Result<(usize, Vec<Pair>)> {
         let line = &line[..pos];
         if !line.starts_with('/') {
             return Ok((pos, vec![]));
         }
-        let pair = |s: &str| Pair { display: s.to_string(), replacement: s.to_string() };
+        let pair = |s: &str| Pair {
+            display: s.to_string(),
+            replacement: s.to_string(),
+        };
         match line.split_once(' ') {
-            None => Ok((0, COMMANDS.iter().map(|(c, _)| *c).filter(|c| c.starts_with(line)).map(|c| pair(&format!("{c} "))).collect())),
+            None => Ok((
+                0,
+                COMMANDS
+                    .iter()
+                    .map(|(c, _)| *c)
+                    .filter(|c| c.starts_with(line))
+                    .map(|c| pair(&format!("{c} ")))
+                    .collect(),
+            )),
             Some((cmd, arg)) => {
                 let options: &[String] = match cmd {
                     "/model" => &self.models,
@@ -36,7 +52,14 @@ impl Completer for ReplHelper {
                     _ => &[],
                 };
                 let start = pos - arg.len();
-                Ok((start, options.iter().filter(|o| o.starts_with(arg)).map(|o| pair(o)).collect()))
+                Ok((
+                    start,
+                    options
+                        .iter()
+                        .filter(|o| o.starts_with(arg))
+                        .map(|o| pair(o))
+                        .collect(),
+                ))
             }
         }
     }
@@ -47,14 +70,26 @@ impl Hinter for ReplHelper {
 }
 
 impl Highlighter for ReplHelper {
-    fn highlight_prompt<'b, 's: 'b, 'p: 'b>(&'s self, prompt: &'p str, default: bool) -> Cow<'b, str> {
-        if default { Cow::Owned(format!("\x1b[1;36m{prompt}\x1b[0m")) } else { Cow::Borrowed(prompt) }
+    fn highlight_prompt<'b, 's: 'b, 'p: 'b>(
+        &'s self,
+        prompt: &'p str,
+        default: bool,
+    ) -> Cow<'b, str> {
+        if default {
+            Cow::Owned(format!("\x1b[1;36m{prompt}\x1b[0m"))
+        } else {
+            Cow::Borrowed(prompt)
+        }
     }
 }
 
 impl Validator for ReplHelper {
     fn validate(&self, ctx: &mut ValidationContext<'_>) -> rustyline::Result<ValidationResult> {
-        Ok(if needs_more(ctx.input()) { ValidationResult::Incomplete } else { ValidationResult::Valid(None) })
+        Ok(if needs_more(ctx.input()) {
+            ValidationResult::Incomplete
+        } else {
+            ValidationResult::Valid(None)
+        })
     }
 }
 
@@ -62,7 +97,10 @@ impl Helper for ReplHelper {}
 
 /// Input that continues on the next line.
 pub fn needs_more(input: &str) -> bool {
-    let fences = input.lines().filter(|l| l.trim_start().starts_with("```")).count();
+    let fences = input
+        .lines()
+        .filter(|l| l.trim_start().starts_with("```"))
+        .count();
     input.ends_with('\\') || fences % 2 == 1
 }
 

@@ -36,16 +36,27 @@ pub struct ReplOptions {
 /// Run until `/exit` or Ctrl-D; the answer is the exit code.
 pub fn run(rt: &tokio::runtime::Runtime, gw: &Gateway, opts: ReplOptions) -> Result<u8> {
     let mut state = rt.block_on(start(gw, &opts))?;
-    let mut rl: Editor<ReplHelper, FileHistory> =
-        Editor::with_config(Config::builder().max_history_size(2000).map_err(|e| ClientError::Local(e.to_string()))?.auto_add_history(false).build()).map_err(|e| ClientError::Local(e.to_string()))?;
-    rl.set_helper(Some(ReplHelper { models: state.models.iter().map(|m| m.id.clone()).collect(), modes: state.modes.iter().map(|m| m.id.clone()).collect() }));
+    let mut rl: Editor<ReplHelper, FileHistory> = Editor::with_config(
+        Config::builder()
+            .max_history_size(2000)
+            .map_err(|e| ClientError::Local(e.to_string()))?
+            .auto_add_history(false)
+            .build(),
+    )
+    .map_err(|e| ClientError::Local(e.to_string()))?;
+    rl.set_helper(Some(ReplHelper {
+        models: state.models.iter().map(|m| m.id.clone()).collect(),
+        modes: state.modes.iter().map(|m| m.id.clone()).collect(),
+    }));
     let history = crate::config::state_dir().map(|d| d.join("history"));
     if let Some(h) = &history {
         let _ = std::fs::create_dir_all(h.parent().expect("has a parent"));
         let _ = rl.load_history(h);
     }
     println!("{}", state.status_line(gw));
-    println!("{DIM}/help for commands · Enter sends · \\ at the end of a line continues · Ctrl-C stops a reply · Ctrl-D quits{RESET}");
+    println!(
+        "{DIM}/help for commands · \\ at line end continues · Ctrl-C stops a reply · Ctrl-D quits{RESET}"
+    );
     loop {
         match rl.readline(PROMPT) {
             Ok(line) => {
@@ -60,7 +71,8 @@ pub fn run(rt: &tokio::runtime::Runtime, gw: &Gateway, opts: ReplOptions) -> Res
                 let result = if text.starts_with('/') && !text.contains('\n') {
                     rt.block_on(commands::run(gw, &mut state, &text))
                 } else {
-                    rt.block_on(turn::run(gw, &mut state, text)).map(|()| Flow::Continue)
+                    rt.block_on(turn::run(gw, &mut state, text))
+                        .map(|()| Flow::Continue)
                 };
                 match result {
                     Ok(Flow::Exit) => break,
@@ -87,7 +99,9 @@ async fn start(gw: &Gateway, opts: &ReplOptions) -> Result<ReplState> {
     }
     if let Some(m) = &opts.model {
         if !state.models.iter().any(|x| &x.id == m) {
-            return Err(ClientError::Usage(format!("unknown model {m:?}; `weft models` lists them")));
+            return Err(ClientError::Usage(format!(
+                "unknown model {m:?}; `weft models` lists them"
+            )));
         }
         state.model = Some(m.clone());
     }

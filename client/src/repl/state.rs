@@ -24,9 +24,24 @@ pub struct ReplState {
 
 impl ReplState {
     pub fn new(models: Vec<ModelDto>, modes: Vec<ModeDto>) -> ReplState {
-        let mode = modes.iter().find(|m| m.default).or(modes.first()).map_or_else(|| "agent".to_string(), |m| m.id.clone());
-        let session_model = models.iter().find(|m| m.default).map_or_else(String::new, |m| m.id.clone());
-        ReplState { session_id: None, model: None, session_model, mode, models, modes, last: None }
+        let mode = modes
+            .iter()
+            .find(|m| m.default)
+            .or(modes.first())
+            .map_or_else(|| "agent".to_string(), |m| m.id.clone());
+        let session_model = models
+            .iter()
+            .find(|m| m.default)
+            .map_or_else(String::new, |m| m.id.clone());
+        ReplState {
+            session_id: None,
+            model: None,
+            session_model,
+            mode,
+            models,
+            modes,
+            last: None,
+        }
     }
 
     pub fn adopt(&mut self, s: &SessionDto) {
@@ -42,7 +57,11 @@ impl ReplState {
         if let Some(id) = &self.session_id {
             return Ok(id.clone());
         }
-        let req = CreateSessionRequest { title: None, model: self.model.clone(), mode: Some(self.mode.clone()) };
+        let req = CreateSessionRequest {
+            title: None,
+            model: self.model.clone(),
+            mode: Some(self.mode.clone()),
+        };
         let s = gw.create_session(&req).await?;
         self.session_id = Some(s.id.clone());
         self.session_model = s.model;
@@ -52,7 +71,11 @@ impl ReplState {
     /// Persist a model/mode change on the session, when there is one.
     pub async fn sync_session(&self, gw: &Gateway) -> Result<()> {
         if let Some(id) = &self.session_id {
-            let req = UpdateSessionRequest { title: None, model: self.model.clone(), mode: Some(self.mode.clone()) };
+            let req = UpdateSessionRequest {
+                title: None,
+                model: self.model.clone(),
+                mode: Some(self.mode.clone()),
+            };
             gw.update_session(id, &req).await?;
         }
         Ok(())
@@ -64,8 +87,15 @@ impl ReplState {
 
     /// `model · host · session · ↑in ↓out · cache · ttft`, dimmed.
     pub fn status_line(&self, gw: &Gateway) -> String {
-        let mut parts = vec![self.current_model().to_string(), self.mode.clone(), gw.host().to_string()];
-        parts.push(self.session_id.as_deref().map_or_else(|| "new session".to_string(), |s| format!("session {}", short(s))));
+        let mut parts = vec![
+            self.current_model().to_string(),
+            self.mode.clone(),
+            gw.host().to_string(),
+        ];
+        parts.push(self.session_id.as_deref().map_or_else(
+            || "new session".to_string(),
+            |s| format!("session {}", short(s)),
+        ));
         if let Some(r) = &self.last {
             parts.push(format!("↑{} ↓{}", r.usage.input, r.usage.output));
             parts.push(format!("cache {}", r.usage.cache_read));

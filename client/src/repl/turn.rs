@@ -17,7 +17,15 @@ use crate::stream::RunStream;
 
 pub async fn run(gw: &Gateway, state: &mut ReplState, text: String) -> Result<()> {
     let session = state.ensure_session(gw).await?;
-    let req = SendMessageRequest { text, attachments: vec![], model: state.model.clone(), mode: Some(state.mode.clone()), multitask: Default::default(), stream: true, wait: false };
+    let req = SendMessageRequest {
+        text,
+        attachments: vec![],
+        model: state.model.clone(),
+        mode: Some(state.mode.clone()),
+        multitask: Default::default(),
+        stream: true,
+        wait: false,
+    };
     let mut stream = RunStream::send(gw, &session, req);
     let mut reply = Reply::default();
     let mut display = Display::new();
@@ -56,7 +64,11 @@ pub async fn run(gw: &Gateway, state: &mut ReplState, text: String) -> Result<()
                 Change::ToolStart(i) => display.tool_start(&reply.tools[i]),
                 Change::ToolEnd(i) => display.tool_end(&reply.tools[i]),
                 Change::Retract { reason, .. } => display.retract(&reason),
-                Change::Approval { approval_id, name, args } => {
+                Change::Approval {
+                    approval_id,
+                    name,
+                    args,
+                } => {
                     display.finish();
                     let decision = ask_approval(&name, &args).await;
                     gw.decide_approval(&approval_id, decision).await?;
@@ -68,8 +80,12 @@ pub async fn run(gw: &Gateway, state: &mut ReplState, text: String) -> Result<()
     }
     display.finish();
     match &reply.outcome {
-        Some(Outcome::Failed(e)) => display.note(&format!("✗ the run failed: {} ({})", e.message, e.code)),
-        Some(Outcome::Cancelled { by }) => display.note(&format!("⏹ cancelled by {by} — the partial reply is kept")),
+        Some(Outcome::Failed(e)) => {
+            display.note(&format!("✗ the run failed: {} ({})", e.message, e.code))
+        }
+        Some(Outcome::Cancelled { by }) => {
+            display.note(&format!("⏹ cancelled by {by} — the partial reply is kept"))
+        }
         _ => {}
     }
     if let Some(id) = &reply.session_id {
@@ -85,7 +101,10 @@ pub async fn run(gw: &Gateway, state: &mut ReplState, text: String) -> Result<()
 
 /// `approve / deny / always`, read from the terminal (cooked mode during a turn).
 async fn ask_approval(name: &str, args: &serde_json::Value) -> &'static str {
-    let question = format!("{YELLOW}?{RESET} allow {name} {DIM}{}{RESET}  [y]es / [n]o / [a]lways: ", args_summary(args, 60));
+    let question = format!(
+        "{YELLOW}?{RESET} allow {name} {DIM}{}{RESET}  [y]es / [n]o / [a]lways: ",
+        args_summary(args, 60)
+    );
     tokio::task::spawn_blocking(move || {
         loop {
             print!("{question}");
