@@ -62,6 +62,9 @@ enum Command {
     Worker {
         #[command(flatten)]
         server: ServerArgs,
+        /// Serve `/metrics` and `/health` on this address (e.g. 0.0.0.0:9900).
+        #[arg(long, env = "WEFT_METRICS_LISTEN")]
+        metrics_listen: Option<String>,
     },
     /// Apply database migrations and exit.
     Migrate {
@@ -174,8 +177,15 @@ async fn run_server(command: Command) -> anyhow::Result<()> {
         Command::Serve { server, listen } => {
             server::serve(server::load_config(&server, Some(&listen), "0.0.0.0")?).await
         }
-        Command::Worker { server } => {
-            server::worker(server::load_config(&server, None, "0.0.0.0")?).await
+        Command::Worker {
+            server,
+            metrics_listen,
+        } => {
+            server::worker(
+                server::load_config(&server, None, "0.0.0.0")?,
+                metrics_listen,
+            )
+            .await
         }
         Command::Migrate { server } => {
             server::migrate(server::load_config(&server, None, "0.0.0.0")?).await

@@ -218,9 +218,7 @@ async fn first_boot(store: &Store, cfg: &Config, addr: SocketAddr) -> anyhow::Re
             &weft_shared::auth::token_hash(&token),
         )
         .await?;
-    // An ephemeral port (tests) is meaningless to remember.
-    let ephemeral = cfg.listen.as_deref().is_some_and(|l| l.ends_with(":0"));
-    if let Some(path) = client_config_path().filter(|_| !ephemeral) {
+    if let Some(path) = client_config_path() {
         if !path.exists() {
             let host = if addr.ip().is_unspecified() {
                 "127.0.0.1".to_string()
@@ -336,8 +334,9 @@ pub async fn serve(cfg: Config) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `weft worker`: worker only (distributed mode).
-pub async fn worker(cfg: Config) -> anyhow::Result<()> {
+/// `weft worker`: worker only (distributed mode), with `/metrics` and `/health` on
+/// `metrics_listen` when given.
+pub async fn worker(cfg: Config, metrics_listen: Option<String>) -> anyhow::Result<()> {
     if matches!(cfg.mode()?, Mode::Embedded { .. }) {
         anyhow::bail!(
             "`weft worker` needs the shared queue: set --redis-url and a postgres --database-url (or use `weft up` for one process)"
@@ -346,6 +345,16 @@ pub async fn worker(cfg: Config) -> anyhow::Result<()> {
     let cfg = Arc::new(cfg);
     let b = connect(&cfg).await?;
     let shutdown = shutdown_on_signals();
+    if let Some(addr) = metrics_listen {
+        let listener = TcpListener::bind(&addr)
+            .await
+            .with_context(|| format!("listening on {addr}"))?;
+        eprintln!(
+            "weft worker metrics on http://{}/metrics",
+            listener.local_addr()?
+        );
+        tokio::spawn(weft_gateway::serve_metrics(listener, shutdown.clone()));
+    }
     eprintln!(
         "weft {} worker started (concurrency {})",
         weft_shared::VERSION,

@@ -65,13 +65,11 @@ pub async fn logout(gw: &Gateway) -> Result<()> {
         eprintln!("not logged in");
         return Ok(());
     }
-    if gw.has_token() {
-        if let Err(e) = gw.logout().await {
-            eprintln!(
-                "weft: could not revoke the token at {} ({e}); forgetting it here anyway",
-                gw.url()
-            );
-        }
+    if gw.has_token()
+        && let Err(e) = gw.logout().await
+    {
+        let url = gw.url();
+        eprintln!("weft: could not revoke the token at {url} ({e}); forgetting it here anyway");
     }
     config::save(
         &path,

@@ -63,7 +63,7 @@ impl ClientError {
     pub fn is_transient(&self) -> bool {
         match self {
             ClientError::Unreachable { .. } => true,
-            ClientError::Api { status, .. } => *status == 429 || *status >= 500,
+            ClientError::Api { status, .. } => *status >= 500,
             _ => false,
         }
     }

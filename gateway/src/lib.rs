@@ -113,6 +113,21 @@ pub fn router(state: AppState) -> Router {
         .with_state(state)
 }
 
+/// `/health` and `/metrics` alone, for processes without the API (`weft worker`).
+pub async fn serve_metrics(listener: TcpListener, shutdown: CancellationToken) -> std::io::Result<()> {
+    let handle = metrics_handle();
+    let app = Router::new()
+        .route("/health", axum::routing::get(meta::health))
+        .route(
+            "/metrics",
+            axum::routing::get(move || {
+                let handle = handle.clone();
+                async move { ([(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4")], handle.render()) }
+            }),
+        );
+    axum::serve(listener, app).with_graceful_shutdown(shutdown.cancelled_owned()).await
+}
+
 /// Serve until `shutdown` fires; open SSE streams end then (clients re-attach).
 pub async fn serve(listener: TcpListener, state: AppState) -> std::io::Result<()> {
     let shutdown = state.shutdown.clone();

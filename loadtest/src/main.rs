@@ -118,6 +118,19 @@ struct RunArgs {
     postgres_admin_url: String,
     #[arg(long, default_value = "redis://127.0.0.1:6379")]
     redis_url: String,
+    /// Extra environment for the weft processes started with --weft-bin (`KEY=VALUE`).
+    #[arg(long = "env", value_parser = parse_env)]
+    env: Vec<(String, String)>,
+    /// With --weft-bin: start a mock LLM process and use it over HTTP (OpenAI wire)
+    /// instead of weft's in-process `mock` model.
+    #[arg(long)]
+    mock_http: bool,
+}
+
+fn parse_env(s: &str) -> Result<(String, String), String> {
+    s.split_once('=')
+        .map(|(k, v)| (k.to_owned(), v.to_owned()))
+        .ok_or_else(|| format!("expected KEY=VALUE, got {s:?}"))
 }
 
 #[tokio::main]
@@ -174,13 +187,21 @@ async fn run(a: RunArgs) -> anyhow::Result<()> {
         run_langgraph(&p, url, &a.assistant, &ctx).await?
     } else if let Some(bin) = &a.weft_bin {
         let dir = std::env::temp_dir().join(format!("weft-loadtest-{}", std::process::id()));
+        std::fs::create_dir_all(&dir)?;
+        let mut env = bench::fast_recovery_env();
+        env.extend(a.env.iter().cloned());
+        let mut mock = None;
+        if a.mock_http {
+            mock = Some(bench::start_mock(&dir, "run").await?);
+        }
+        let mock_url = mock.as_ref().and_then(|m| m.addr.clone()).map(|a| format!("http://{a}"));
         let opts = StackOpts {
             weft_bin: bin.clone(),
             mode: a.mode,
-            llm_base_url: None,
+            llm_base_url: mock_url.as_ref().map(|u| format!("{u}/v1")),
             gateways: a.gateways_to_start,
             workers: a.workers,
-            env: bench::fast_recovery_env(),
+            env,
             dir,
             postgres_admin_url: a.postgres_admin_url.clone(),
             redis_url: a.redis_url.clone(),
@@ -193,10 +214,19 @@ async fn run(a: RunArgs) -> anyhow::Result<()> {
             accounts: a.accounts,
         };
         let stack = Arc::new(tokio::sync::Mutex::new(stack));
-        let ctx = RunContext { stack: Some(stack.clone()), label: a.mode.name().into(), ..RunContext::default() };
+        let ctx = RunContext {
+            stack: Some(stack.clone()),
+            extra_pids: mock.as_ref().and_then(|m| m.pid()).map(|p| ("mock-llm".to_owned(), p)).into_iter().collect(),
+            mock_url,
+            label: a.mode.name().into(),
+        };
         let r = run_weft(&p, &target, &ctx).await;
+        drop(ctx);
         if let Ok(s) = Arc::try_unwrap(stack) {
             s.into_inner().shutdown().await;
+        }
+        if let Some(mut m) = mock {
+            m.stop(Duration::from_secs(2)).await;
         }
         r?
     } else {

@@ -81,7 +81,7 @@ impl Proc {
             let text = std::fs::read(&self.log).unwrap_or_default();
             let text = String::from_utf8_lossy(&text[(from as usize).min(text.len())..]).into_owned();
             if let Some(i) = text.find(marker) {
-                let rest = &text[i + marker.len()..];
+                let rest = text[i + marker.len()..].trim_start();
                 let addr: String = rest
                     .chars()
                     .take_while(|c| !c.is_whitespace() && *c != '"')

@@ -41,6 +41,12 @@ pub struct Display {
     mid_line: bool,
 }
 
+impl Default for Display {
+    fn default() -> Self {
+        Display::new()
+    }
+}
+
 impl Display {
     pub fn new() -> Display {
         let width = render::term_width();

@@ -37,13 +37,13 @@ pub async fn run(gw: &Gateway, state: &mut ReplState, text: String) -> Result<()
             ev = stream.next() => ev,
             _ = tick.tick() => { display.tick(); continue; }
             _ = interrupts.next() => {
-                if let Some(run) = stream.run_id() {
-                    if !cancel_sent {
-                        cancel_sent = true;
-                        display.note("⏹ stopping…");
-                        if let Err(e) = gw.cancel(run).await {
-                            display.note(&format!("could not cancel: {e}"));
-                        }
+                if let Some(run) = stream.run_id()
+                    && !cancel_sent
+                {
+                    cancel_sent = true;
+                    display.note("⏹ stopping…");
+                    if let Err(e) = gw.cancel(run).await {
+                        display.note(&format!("could not cancel: {e}"));
                     }
                 }
                 continue;

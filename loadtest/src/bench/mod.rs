@@ -166,7 +166,7 @@ pub async fn run(o: BenchOpts) -> anyhow::Result<()> {
 }
 
 /// A fresh mock LLM process for one scenario.
-async fn start_mock(work: &std::path::Path, name: &str) -> anyhow::Result<Proc> {
+pub async fn start_mock(work: &std::path::Path, name: &str) -> anyhow::Result<Proc> {
     let spec = ProcSpec {
         name: format!("mock-llm-{name}"),
         program: std::env::current_exe()?,
