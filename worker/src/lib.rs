@@ -145,7 +145,7 @@ async fn exhausted(inner: &Inner, run: ClaimedRun) {
     };
     match inner.deps.store.fail_exhausted(&run, &error).await {
         Ok(followup) => {
-            let seq = inner.deps.bus.last_seq(&run.id).await.unwrap_or(0) + 1;
+            let seq = inner.deps.bus.last_seq(&run.id).await.unwrap_or(0).max(run.last_seq) + 1;
             let ev = RunEvent { run_id: run.id.clone(), seq, ts: now_ms(), kind: EventKind::Error(error) };
             let _ = inner.deps.bus.publish(&run.id, &Frame::encode(&ev)).await;
             let _ = inner.deps.bus.retire(&run.id, Duration::from_secs(inner.deps.config.events.retention_secs)).await;
