@@ -4,7 +4,10 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::{delete, get, patch};
 use axum::{Json, Router};
-use weft_shared::api::{CreateTokenRequest, CreateUserRequest, CreatedToken, LimitsDto, TokenList, UpdateUserRequest, UserDto, UserList};
+use weft_shared::api::{
+    CreateTokenRequest, CreateUserRequest, CreatedToken, LimitsDto, TokenList, UpdateUserRequest,
+    UserDto, UserList,
+};
 use weft_shared::auth::{new_token, token_hash};
 use weft_shared::ids::{TokenId, UserId};
 use weft_shared::store::{Role, TokenKind};
@@ -19,46 +22,79 @@ pub fn router() -> Router<AppState> {
         .route("/v1/tokens", get(list_tokens).post(create_token))
         .route("/v1/tokens/{id}", delete(delete_token))
         .route("/v1/admin/users", get(list_users).post(create_user))
-        .route("/v1/admin/users/{id}", patch(update_user).delete(delete_user))
+        .route(
+            "/v1/admin/users/{id}",
+            patch(update_user).delete(delete_user),
+        )
         .route("/v1/admin/limits", get(limits))
 }
 
 /// Your personal API tokens (secrets are never shown again).
 #[utoipa::path(get, path = "/v1/tokens", responses((status = 200, body = TokenList)))]
-pub async fn list_tokens(State(state): State<AppState>, Caller(user): Caller) -> ApiResult<Json<TokenList>> {
+pub async fn list_tokens(
+    State(state): State<AppState>,
+    Caller(user): Caller,
+) -> ApiResult<Json<TokenList>> {
     let tokens = state.store.list_tokens(&user.id).await?;
-    Ok(Json(TokenList { tokens: tokens.iter().map(|t| t.to_dto()).collect() }))
+    Ok(Json(TokenList {
+        tokens: tokens.iter().map(|t| t.to_dto()).collect(),
+    }))
 }
 
 /// Create a personal API token; the secret is in this response only.
 #[utoipa::path(post, path = "/v1/tokens", request_body = CreateTokenRequest, responses((status = 201, body = CreatedToken)))]
-pub async fn create_token(State(state): State<AppState>, Caller(user): Caller, ApiJson(req): ApiJson<CreateTokenRequest>) -> ApiResult<(StatusCode, Json<CreatedToken>)> {
+pub async fn create_token(
+    State(state): State<AppState>,
+    Caller(user): Caller,
+    ApiJson(req): ApiJson<CreateTokenRequest>,
+) -> ApiResult<(StatusCode, Json<CreatedToken>)> {
     let name = req.name.trim();
     if name.is_empty() || name.chars().count() > 100 {
-        return Err(ApiError::Validation("name must be 1 to 100 characters".into()));
+        return Err(ApiError::Validation(
+            "name must be 1 to 100 characters".into(),
+        ));
     }
     let secret = new_token();
-    let rec = state.store.create_token(&user.id, name, TokenKind::Api, &token_hash(&secret)).await?;
-    Ok((StatusCode::CREATED, Json(CreatedToken { id: rec.id.0, name: rec.name, token: secret })))
+    let rec = state
+        .store
+        .create_token(&user.id, name, TokenKind::Api, &token_hash(&secret))
+        .await?;
+    Ok((
+        StatusCode::CREATED,
+        Json(CreatedToken {
+            id: rec.id.0,
+            name: rec.name,
+            token: secret,
+        }),
+    ))
 }
 
 /// Revoke one of your API tokens.
 #[utoipa::path(delete, path = "/v1/tokens/{id}", responses((status = 204), (status = 404, body = weft_shared::api::ErrorEnvelope)))]
-pub async fn delete_token(State(state): State<AppState>, Caller(user): Caller, Path(id): Path<String>) -> ApiResult<StatusCode> {
+pub async fn delete_token(
+    State(state): State<AppState>,
+    Caller(user): Caller,
+    Path(id): Path<String>,
+) -> ApiResult<StatusCode> {
     let id = TokenId::parse(&id).ok_or(ApiError::NotFound)?;
     state.store.delete_token(&user.id, &id).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
 fn parse_role(role: &str) -> ApiResult<Role> {
-    role.parse().map_err(|_| ApiError::Validation("role must be \"admin\" or \"user\"".into()))
+    role.parse()
+        .map_err(|_| ApiError::Validation("role must be \"admin\" or \"user\"".into()))
 }
 
 fn validate_username(name: &str) -> ApiResult<()> {
     let ok = (1..=64).contains(&name.chars().count())
-        && name.chars().all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '@'));
+        && name
+            .chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '@'));
     if !ok {
-        return Err(ApiError::Validation("username must be 1 to 64 letters, digits or _ - . @".into()));
+        return Err(ApiError::Validation(
+            "username must be 1 to 64 letters, digits or _ - . @".into(),
+        ));
     }
     Ok(())
 }
@@ -67,12 +103,18 @@ fn validate_username(name: &str) -> ApiResult<()> {
 #[utoipa::path(get, path = "/v1/admin/users", responses((status = 200, body = UserList)))]
 pub async fn list_users(State(state): State<AppState>, _admin: Admin) -> ApiResult<Json<UserList>> {
     let users = state.store.list_users().await?;
-    Ok(Json(UserList { users: users.iter().map(|u| u.to_dto()).collect() }))
+    Ok(Json(UserList {
+        users: users.iter().map(|u| u.to_dto()).collect(),
+    }))
 }
 
 /// Create a user (admin only).
 #[utoipa::path(post, path = "/v1/admin/users", request_body = CreateUserRequest, responses((status = 201, body = UserDto), (status = 409, body = weft_shared::api::ErrorEnvelope)))]
-pub async fn create_user(State(state): State<AppState>, _admin: Admin, ApiJson(req): ApiJson<CreateUserRequest>) -> ApiResult<(StatusCode, Json<UserDto>)> {
+pub async fn create_user(
+    State(state): State<AppState>,
+    _admin: Admin,
+    ApiJson(req): ApiJson<CreateUserRequest>,
+) -> ApiResult<(StatusCode, Json<UserDto>)> {
     validate_username(&req.username)?;
     validate_password(&req.password)?;
     let role = parse_role(&req.role)?;
@@ -83,11 +125,18 @@ pub async fn create_user(State(state): State<AppState>, _admin: Admin, ApiJson(r
 
 /// Change a user's password or role (admin only).
 #[utoipa::path(patch, path = "/v1/admin/users/{id}", request_body = UpdateUserRequest, responses((status = 200, body = UserDto)))]
-pub async fn update_user(State(state): State<AppState>, Admin(me): Admin, Path(id): Path<String>, ApiJson(req): ApiJson<UpdateUserRequest>) -> ApiResult<Json<UserDto>> {
+pub async fn update_user(
+    State(state): State<AppState>,
+    Admin(me): Admin,
+    Path(id): Path<String>,
+    ApiJson(req): ApiJson<UpdateUserRequest>,
+) -> ApiResult<Json<UserDto>> {
     let id = UserId::parse(&id).ok_or(ApiError::NotFound)?;
     let role = req.role.as_deref().map(parse_role).transpose()?;
     if id == me.id && role == Some(Role::User) {
-        return Err(ApiError::Validation("you cannot remove your own admin role".into()));
+        return Err(ApiError::Validation(
+            "you cannot remove your own admin role".into(),
+        ));
     }
     let hash = match req.password {
         Some(p) => {
@@ -102,7 +151,11 @@ pub async fn update_user(State(state): State<AppState>, Admin(me): Admin, Path(i
 
 /// Delete a user and everything they own (admin only).
 #[utoipa::path(delete, path = "/v1/admin/users/{id}", responses((status = 204)))]
-pub async fn delete_user(State(state): State<AppState>, Admin(me): Admin, Path(id): Path<String>) -> ApiResult<StatusCode> {
+pub async fn delete_user(
+    State(state): State<AppState>,
+    Admin(me): Admin,
+    Path(id): Path<String>,
+) -> ApiResult<StatusCode> {
     let id = UserId::parse(&id).ok_or(ApiError::NotFound)?;
     if id == me.id {
         return Err(ApiError::Validation("you cannot delete yourself".into()));

@@ -35,7 +35,9 @@ pub struct Admin(pub AuthUser);
 fn bearer(headers: &HeaderMap) -> Option<&str> {
     let v = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = v.split_once(' ')?;
-    scheme.eq_ignore_ascii_case("bearer").then_some(token.trim())
+    scheme
+        .eq_ignore_ascii_case("bearer")
+        .then_some(token.trim())
 }
 
 pub fn cookie_token(headers: &HeaderMap) -> Option<&str> {
@@ -67,7 +69,10 @@ impl FromRequestParts<AppState> for Caller {
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
         let (token, via_cookie) = match bearer(&parts.headers) {
             Some(t) => (t, false),
-            None => (cookie_token(&parts.headers).ok_or(ApiError::Unauthorized)?, true),
+            None => (
+                cookie_token(&parts.headers).ok_or(ApiError::Unauthorized)?,
+                true,
+            ),
         };
         if via_cookie && is_write(&parts.method) && !has_csrf_proof(&parts.headers) {
             return Err(ApiError::InvalidRequest(
@@ -142,8 +147,10 @@ pub fn router() -> Router<AppState> {
 
 fn session_cookie(token: &str, secure: bool, max_age: u64) -> HeaderValue {
     let secure = if secure { "; Secure" } else { "" };
-    HeaderValue::from_str(&format!("{COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/; Max-Age={max_age}{secure}"))
-        .expect("cookie is ASCII")
+    HeaderValue::from_str(&format!(
+        "{COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/; Max-Age={max_age}{secure}"
+    ))
+    .expect("cookie is ASCII")
 }
 
 fn behind_tls(headers: &HeaderMap) -> bool {
@@ -162,20 +169,29 @@ pub async fn login(
     headers: HeaderMap,
     ApiJson(req): ApiJson<LoginRequest>,
 ) -> ApiResult<Response> {
-    let keys = [format!("user:{}", req.username), format!("addr:{}", addr.ip())];
+    let keys = [
+        format!("user:{}", req.username),
+        format!("addr:{}", addr.ip()),
+    ];
     if let Some(secs) = state.login_limiter.retry_after(&keys) {
-        return Err(ApiError::RateLimited { message: "too many failed sign-in attempts; try again later".into(), retry_after_secs: secs });
+        return Err(ApiError::RateLimited {
+            message: "too many failed sign-in attempts; try again later".into(),
+            retry_after_secs: secs,
+        });
     }
     let creds = state.store.user_credentials(&req.username).await?;
     let password = req.password.clone();
     let verified = match creds {
         Some((user, hash)) => {
-            let ok = tokio::task::spawn_blocking(move || verify_password(&password, &hash)).await.map_err(ApiError::internal)?;
+            let ok = tokio::task::spawn_blocking(move || verify_password(&password, &hash))
+                .await
+                .map_err(ApiError::internal)?;
             ok.then_some(user)
         }
         None => {
             // Same cost for unknown usernames, so timing does not reveal which exist.
-            let _ = tokio::task::spawn_blocking(move || verify_password(&password, dummy_hash())).await;
+            let _ =
+                tokio::task::spawn_blocking(move || verify_password(&password, dummy_hash())).await;
             None
         }
     };
@@ -185,10 +201,19 @@ pub async fn login(
     };
     state.login_limiter.succeed(&keys);
     let token = new_token();
-    state.store.create_token(&user.id, "login", TokenKind::Login, &token_hash(&token)).await?;
-    let body = LoginResponse { token: token.clone(), user: user.to_dto() };
+    state
+        .store
+        .create_token(&user.id, "login", TokenKind::Login, &token_hash(&token))
+        .await?;
+    let body = LoginResponse {
+        token: token.clone(),
+        user: user.to_dto(),
+    };
     let mut resp = Json(body).into_response();
-    resp.headers_mut().insert(header::SET_COOKIE, session_cookie(&token, behind_tls(&headers), 30 * 24 * 3600));
+    resp.headers_mut().insert(
+        header::SET_COOKIE,
+        session_cookie(&token, behind_tls(&headers), 30 * 24 * 3600),
+    );
     Ok(resp)
 }
 
@@ -199,7 +224,10 @@ pub async fn logout(State(state): State<AppState>, headers: HeaderMap) -> ApiRes
         state.store.delete_token_by_hash(&token_hash(token)).await?;
     }
     let mut resp = axum::http::StatusCode::NO_CONTENT.into_response();
-    resp.headers_mut().insert(header::SET_COOKIE, session_cookie("", behind_tls(&headers), 0));
+    resp.headers_mut().insert(
+        header::SET_COOKIE,
+        session_cookie("", behind_tls(&headers), 0),
+    );
     Ok(resp)
 }
 
@@ -227,7 +255,9 @@ pub async fn hash_password_blocking(password: String) -> ApiResult<String> {
 pub fn validate_password(p: &str) -> ApiResult<()> {
     let n = p.chars().count();
     if !(8..=1024).contains(&n) {
-        return Err(ApiError::Validation("password must be 8 to 1024 characters".into()));
+        return Err(ApiError::Validation(
+            "password must be 8 to 1024 characters".into(),
+        ));
     }
     Ok(())
 }

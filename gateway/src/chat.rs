@@ -2,11 +2,11 @@
 //! creates the session when none is given, sends the message (multitask
 //! `enqueue`), and answers with the run's SSE (`stream: true`) or its result.
 
+use axum::Router;
 use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::Response;
 use axum::routing::post;
-use axum::Router;
 use weft_shared::api::{ChatRequest, CreateSessionRequest, Multitask, SendMessageRequest};
 
 use crate::AppState;
@@ -24,7 +24,12 @@ const CHANNELS: &[&str] = &["api", "web", "cli", "lark"];
 /// Send one message, creating the session when `session_id` is absent.
 #[utoipa::path(post, path = "/v1/chat", request_body = ChatRequest,
     responses((status = 200, body = weft_shared::api::RunResult), (status = 202, body = weft_shared::api::SendAccepted)))]
-pub async fn chat(State(state): State<AppState>, Caller(user): Caller, headers: HeaderMap, ApiJson(req): ApiJson<ChatRequest>) -> ApiResult<Response> {
+pub async fn chat(
+    State(state): State<AppState>,
+    Caller(user): Caller,
+    headers: HeaderMap,
+    ApiJson(req): ApiJson<ChatRequest>,
+) -> ApiResult<Response> {
     let text = match (&req.message, &req.messages) {
         (Some(m), _) => m.clone(),
         (None, Some(msgs)) => msgs
@@ -37,16 +42,32 @@ pub async fn chat(State(state): State<AppState>, Caller(user): Caller, headers: 
     };
     let channel = req.channel.as_deref().unwrap_or("api");
     if !CHANNELS.contains(&channel) {
-        return Err(ApiError::Validation(format!("channel must be one of {}", CHANNELS.join(", "))));
+        return Err(ApiError::Validation(format!(
+            "channel must be one of {}",
+            CHANNELS.join(", ")
+        )));
     }
     let session = match req.session_id.as_deref() {
         Some(id) => parse_session_id(id)?,
         None => {
-            let created = create_session(&state, &user.id, CreateSessionRequest { title: None, model: req.model.clone(), mode: None }, channel).await?;
+            let created = create_session(
+                &state,
+                &user.id,
+                CreateSessionRequest {
+                    title: None,
+                    model: req.model.clone(),
+                    mode: None,
+                },
+                channel,
+            )
+            .await?;
             parse_session_id(&created.id)?
         }
     };
-    let key = headers.get("idempotency-key").and_then(|v| v.to_str().ok()).map(str::to_string);
+    let key = headers
+        .get("idempotency-key")
+        .and_then(|v| v.to_str().ok())
+        .map(str::to_string);
     let send = SendMessageRequest {
         text,
         attachments: Vec::new(),

@@ -26,7 +26,10 @@ pub enum ApiError {
     #[error("{0}")]
     Validation(String),
     #[error("{message}")]
-    RateLimited { message: String, retry_after_secs: u64 },
+    RateLimited {
+        message: String,
+        retry_after_secs: u64,
+    },
     #[error("{0}")]
     Unavailable(String),
     #[error("{0}")]
@@ -78,8 +81,12 @@ impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
         match e {
             StoreError::NotFound => ApiError::NotFound,
-            StoreError::Conflict("username_taken") => ApiError::Conflict("that username is taken".into()),
-            StoreError::Conflict("run_active") => ApiError::RunActive("the session already has an active run".into()),
+            StoreError::Conflict("username_taken") => {
+                ApiError::Conflict("that username is taken".into())
+            }
+            StoreError::Conflict("run_active") => {
+                ApiError::RunActive("the session already has an active run".into())
+            }
             StoreError::Conflict(what) => ApiError::Conflict(what.replace('_', " ")),
             other => ApiError::Internal(other.into()),
         }
@@ -96,9 +103,17 @@ impl IntoResponse for ApiError {
             }
             other => other.to_string(),
         };
-        let body = ErrorEnvelope { error: ErrorBody { code: self.code().into(), message } };
+        let body = ErrorEnvelope {
+            error: ErrorBody {
+                code: self.code().into(),
+                message,
+            },
+        };
         let mut resp = (status, axum::Json(body)).into_response();
-        if let ApiError::RateLimited { retry_after_secs, .. } = &self {
+        if let ApiError::RateLimited {
+            retry_after_secs, ..
+        } = &self
+        {
             if let Ok(v) = HeaderValue::from_str(&retry_after_secs.to_string()) {
                 resp.headers_mut().insert(header::RETRY_AFTER, v);
             }

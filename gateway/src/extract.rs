@@ -27,9 +27,9 @@ fn json_rejection(r: JsonRejection) -> ApiError {
     match r {
         JsonRejection::JsonDataError(e) => ApiError::Validation(e.body_text()),
         JsonRejection::JsonSyntaxError(e) => ApiError::InvalidRequest(e.body_text()),
-        JsonRejection::MissingJsonContentType(_) => {
-            ApiError::InvalidRequest("expected a JSON body with Content-Type: application/json".into())
-        }
+        JsonRejection::MissingJsonContentType(_) => ApiError::InvalidRequest(
+            "expected a JSON body with Content-Type: application/json".into(),
+        ),
         other if other.status() == StatusCode::PAYLOAD_TOO_LARGE => {
             ApiError::PayloadTooLarge("the request body is too large".into())
         }
@@ -45,7 +45,9 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequestParts<S> for ApiQuery<T> {
     async fn from_request_parts(parts: &mut Parts, state: &S) -> Result<Self, ApiError> {
         match axum::extract::Query::<T>::from_request_parts(parts, state).await {
             Ok(axum::extract::Query(v)) => Ok(ApiQuery(v)),
-            Err(QueryRejection::FailedToDeserializeQueryString(e)) => Err(ApiError::InvalidRequest(e.body_text())),
+            Err(QueryRejection::FailedToDeserializeQueryString(e)) => {
+                Err(ApiError::InvalidRequest(e.body_text()))
+            }
             Err(e) => Err(ApiError::InvalidRequest(e.body_text())),
         }
     }
@@ -56,6 +58,8 @@ pub fn page_limit(limit: Option<i64>, default: i64, max: i64) -> Result<i64, Api
     match limit {
         None => Ok(default),
         Some(n) if (1..=max).contains(&n) => Ok(n),
-        Some(_) => Err(ApiError::Validation(format!("limit must be between 1 and {max}"))),
+        Some(_) => Err(ApiError::Validation(format!(
+            "limit must be between 1 and {max}"
+        ))),
     }
 }

@@ -51,30 +51,63 @@ pub struct AppState {
 }
 
 impl AppState {
-    pub fn new(store: Store, bus: SharedBus, queue: SharedQueue, config: Arc<Config>, shutdown: CancellationToken) -> AppState {
+    pub fn new(
+        store: Store,
+        bus: SharedBus,
+        queue: SharedQueue,
+        config: Arc<Config>,
+        shutdown: CancellationToken,
+    ) -> AppState {
         let models = config
             .effective_models()
             .iter()
-            .map(|m| ModelDto { id: m.id.clone(), provider: m.provider.as_str().into(), default: m.default })
+            .map(|m| ModelDto {
+                id: m.id.clone(),
+                provider: m.provider.as_str().into(),
+                default: m.default,
+            })
             .collect();
-        AppState { store, bus, queue, config, models, metrics: metrics_handle(), login_limiter: Arc::default(), shutdown }
+        AppState {
+            store,
+            bus,
+            queue,
+            config,
+            models,
+            metrics: metrics_handle(),
+            login_limiter: Arc::default(),
+            shutdown,
+        }
     }
 
     /// A model id the client may use (the default when none is given).
     pub fn resolve_model(&self, id: Option<&str>) -> Result<String, ApiError> {
         match id {
-            None => Ok(self.models.iter().find(|m| m.default).unwrap_or(&self.models[0]).id.clone()),
+            None => Ok(self
+                .models
+                .iter()
+                .find(|m| m.default)
+                .unwrap_or(&self.models[0])
+                .id
+                .clone()),
             Some(id) if self.models.iter().any(|m| m.id == id) => Ok(id.to_string()),
-            Some(id) => Err(ApiError::Validation(format!("unknown model {id:?}; see GET /v1/models"))),
+            Some(id) => Err(ApiError::Validation(format!(
+                "unknown model {id:?}; see GET /v1/models"
+            ))),
         }
     }
 
     pub fn resolve_mode(&self, id: Option<&str>) -> Result<String, ApiError> {
         let modes = meta::builtin_modes();
         match id {
-            None => Ok(modes.iter().find(|m| m.default).map(|m| m.id.clone()).unwrap_or_default()),
+            None => Ok(modes
+                .iter()
+                .find(|m| m.default)
+                .map(|m| m.id.clone())
+                .unwrap_or_default()),
             Some(id) if modes.iter().any(|m| m.id == id) => Ok(id.to_string()),
-            Some(id) => Err(ApiError::Validation(format!("unknown mode {id:?}; see GET /v1/modes"))),
+            Some(id) => Err(ApiError::Validation(format!(
+                "unknown mode {id:?}; see GET /v1/modes"
+            ))),
         }
     }
 }
@@ -85,7 +118,10 @@ fn metrics_handle() -> PrometheusHandle {
     HANDLE
         .get_or_init(|| {
             let recorder = PrometheusBuilder::new()
-                .set_buckets(&[0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0])
+                .set_buckets(&[
+                    0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0,
+                    60.0, 300.0,
+                ])
                 .expect("static buckets")
                 .build_recorder();
             let handle = recorder.handle();
@@ -114,7 +150,10 @@ pub fn router(state: AppState) -> Router {
 }
 
 /// `/health` and `/metrics` alone, for processes without the API (`weft worker`).
-pub async fn serve_metrics(listener: TcpListener, shutdown: CancellationToken) -> std::io::Result<()> {
+pub async fn serve_metrics(
+    listener: TcpListener,
+    shutdown: CancellationToken,
+) -> std::io::Result<()> {
     let handle = metrics_handle();
     let app = Router::new()
         .route("/health", axum::routing::get(meta::health))
@@ -122,15 +161,27 @@ pub async fn serve_metrics(listener: TcpListener, shutdown: CancellationToken) -
             "/metrics",
             axum::routing::get(move || {
                 let handle = handle.clone();
-                async move { ([(axum::http::header::CONTENT_TYPE, "text/plain; version=0.0.4")], handle.render()) }
+                async move {
+                    (
+                        [(
+                            axum::http::header::CONTENT_TYPE,
+                            "text/plain; version=0.0.4",
+                        )],
+                        handle.render(),
+                    )
+                }
             }),
         );
-    axum::serve(listener, app).with_graceful_shutdown(shutdown.cancelled_owned()).await
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown.cancelled_owned())
+        .await
 }
 
 /// Serve until `shutdown` fires; open SSE streams end then (clients re-attach).
 pub async fn serve(listener: TcpListener, state: AppState) -> std::io::Result<()> {
     let shutdown = state.shutdown.clone();
     let app = router(state).into_make_service_with_connect_info::<SocketAddr>();
-    axum::serve(listener, app).with_graceful_shutdown(shutdown.cancelled_owned()).await
+    axum::serve(listener, app)
+        .with_graceful_shutdown(shutdown.cancelled_owned())
+        .await
 }

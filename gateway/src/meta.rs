@@ -25,24 +25,42 @@ pub fn router() -> Router<AppState> {
 /// Liveness.
 #[utoipa::path(get, path = "/health", responses((status = 200, body = Health)))]
 pub async fn health() -> Json<Health> {
-    Json(Health { status: "ok".into(), version: weft_shared::VERSION.into() })
+    Json(Health {
+        status: "ok".into(),
+        version: weft_shared::VERSION.into(),
+    })
 }
 
 /// Readiness: the database, the queue and the bus answer.
 #[utoipa::path(get, path = "/ready", responses((status = 200, body = Health), (status = 503, body = weft_shared::api::ErrorEnvelope)))]
 pub async fn ready(State(state): State<AppState>) -> Response {
     let checks = tokio::time::timeout(std::time::Duration::from_secs(3), async {
-        state.store.ping().await.map_err(|e| format!("database: {e}"))?;
-        state.queue.ping().await.map_err(|e| format!("queue: {e}"))?;
+        state
+            .store
+            .ping()
+            .await
+            .map_err(|e| format!("database: {e}"))?;
+        state
+            .queue
+            .ping()
+            .await
+            .map_err(|e| format!("queue: {e}"))?;
         state.bus.ping().await.map_err(|e| format!("bus: {e}"))?;
         Ok::<(), String>(())
     })
     .await;
     match checks {
-        Ok(Ok(())) => Json(Health { status: "ready".into(), version: weft_shared::VERSION.into() }).into_response(),
+        Ok(Ok(())) => Json(Health {
+            status: "ready".into(),
+            version: weft_shared::VERSION.into(),
+        })
+        .into_response(),
         Ok(Err(what)) => {
             tracing::warn!(check = %what, "not ready");
-            ApiError::Unavailable(what.split(':').next().unwrap_or("dependency").to_string() + " unreachable").into_response()
+            ApiError::Unavailable(
+                what.split(':').next().unwrap_or("dependency").to_string() + " unreachable",
+            )
+            .into_response()
         }
         Err(_) => ApiError::Unavailable("readiness checks timed out".into()).into_response(),
     }
@@ -50,7 +68,11 @@ pub async fn ready(State(state): State<AppState>) -> Response {
 
 /// Prometheus metrics.
 pub async fn metrics(State(state): State<AppState>) -> Response {
-    ([(header::CONTENT_TYPE, "text/plain; version=0.0.4")], state.metrics.render()).into_response()
+    (
+        [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],
+        state.metrics.render(),
+    )
+        .into_response()
 }
 
 /// This API's OpenAPI 3.1 description, generated from the code.
@@ -61,18 +83,30 @@ pub async fn openapi() -> Response {
 /// The models you can choose.
 #[utoipa::path(get, path = "/v1/models", responses((status = 200, body = ModelList)))]
 pub async fn models(State(state): State<AppState>, _caller: Caller) -> Json<ModelList> {
-    Json(ModelList { models: state.models.clone() })
+    Json(ModelList {
+        models: state.models.clone(),
+    })
 }
 
 /// The modes you can choose.
 #[utoipa::path(get, path = "/v1/modes", responses((status = 200, body = ModeList)))]
 pub async fn modes(_caller: Caller) -> Json<ModeList> {
-    Json(ModeList { modes: builtin_modes() })
+    Json(ModeList {
+        modes: builtin_modes(),
+    })
 }
 
 pub fn builtin_modes() -> Vec<ModeDto> {
     vec![
-        ModeDto { id: "agent".into(), description: "Answers and uses tools when they help.".into(), default: true },
-        ModeDto { id: "chat".into(), description: "Plain conversation, no tools.".into(), default: false },
+        ModeDto {
+            id: "agent".into(),
+            description: "Answers and uses tools when they help.".into(),
+            default: true,
+        },
+        ModeDto {
+            id: "chat".into(),
+            description: "Plain conversation, no tools.".into(),
+            default: false,
+        },
     ]
 }

@@ -17,10 +17,10 @@ use weft_shared::store::{ActiveRun, CancelOutcome};
 use weft_shared::time::now_ms;
 
 use crate::AppState;
+use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiQuery;
 use crate::sse::{IDLE, resume_point, run_events, terminal_from_record};
-use crate::auth::Caller;
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -35,7 +35,11 @@ pub fn parse_run_id(id: &str) -> ApiResult<RunId> {
 
 /// A run's status, attempt, usage and timing.
 #[utoipa::path(get, path = "/v1/runs/{id}", responses((status = 200, body = RunDto), (status = 404, body = weft_shared::api::ErrorEnvelope)))]
-pub async fn get_run(State(state): State<AppState>, Caller(user): Caller, Path(id): Path<String>) -> ApiResult<Json<RunDto>> {
+pub async fn get_run(
+    State(state): State<AppState>,
+    Caller(user): Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<RunDto>> {
     let run = state.store.get_run(&user.id, &parse_run_id(&id)?).await?;
     Ok(Json(run.to_dto()))
 }
@@ -49,16 +53,28 @@ pub struct AfterQuery {
 /// The run's events as SSE: replay after `Last-Event-ID` (or `?after=`), then live.
 #[utoipa::path(get, path = "/v1/runs/{id}/events", params(AfterQuery),
     responses((status = 200, content_type = "text/event-stream", body = weft_shared::event::RunEvent), (status = 410, body = weft_shared::api::ErrorEnvelope)))]
-pub async fn events(State(state): State<AppState>, Caller(user): Caller, Path(id): Path<String>, headers: HeaderMap, ApiQuery(q): ApiQuery<AfterQuery>) -> ApiResult<Response> {
+pub async fn events(
+    State(state): State<AppState>,
+    Caller(user): Caller,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    ApiQuery(q): ApiQuery<AfterQuery>,
+) -> ApiResult<Response> {
     let run = state.store.get_run(&user.id, &parse_run_id(&id)?).await?;
     run_events(&state, &run, resume_point(&headers, q.after)?).await
 }
 
 /// Cancel a run (idempotent). Its partial text is kept as the reply.
 #[utoipa::path(post, path = "/v1/runs/{id}/cancel", responses((status = 202, body = RunDto)))]
-pub async fn cancel(State(state): State<AppState>, Caller(user): Caller, Path(id): Path<String>) -> ApiResult<(StatusCode, Json<RunDto>)> {
+pub async fn cancel(
+    State(state): State<AppState>,
+    Caller(user): Caller,
+    Path(id): Path<String>,
+) -> ApiResult<(StatusCode, Json<RunDto>)> {
     let id = parse_run_id(&id)?;
-    if let CancelOutcome::Cancelled { run, followup } = state.store.cancel_run(&user.id, &id, "user").await? {
+    if let CancelOutcome::Cancelled { run, followup } =
+        state.store.cancel_run(&user.id, &id, "user").await?
+    {
         announce_cancel(&state, &run).await;
         if let Some(next) = followup {
             enqueue(&state, next).await;
@@ -77,32 +93,58 @@ pub async fn announce_cancel(state: &AppState, run: &ActiveRun) {
         }
         return;
     }
-    let Ok(rec) = state.store.get_run_unscoped(&run.id).await else { return };
+    let Ok(rec) = state.store.get_run_unscoped(&run.id).await else {
+        return;
+    };
     let seq = state.bus.last_seq(&run.id).await.unwrap_or(0) + 1;
     if let Some(ev) = terminal_from_record(&rec, seq) {
         let _ = state.bus.publish(&run.id, &Frame::encode(&ev)).await;
-        let _ = state.bus.retire(&run.id, std::time::Duration::from_secs(state.config.events.retention_secs)).await;
+        let _ = state
+            .bus
+            .retire(
+                &run.id,
+                std::time::Duration::from_secs(state.config.events.retention_secs),
+            )
+            .await;
     }
 }
 
 /// Enqueue a run's job; a failure is not fatal (the reaper re-enqueues queued runs).
 pub async fn enqueue(state: &AppState, run_id: RunId) {
     metrics::counter!("weft_runs_created_total").increment(1);
-    if let Err(e) = state.queue.enqueue(RunJob { run_id: run_id.clone(), traceparent: None, enqueued_at: now_ms() }).await {
+    if let Err(e) = state
+        .queue
+        .enqueue(RunJob {
+            run_id: run_id.clone(),
+            traceparent: None,
+            enqueued_at: now_ms(),
+        })
+        .await
+    {
         tracing::warn!(run.id = %run_id, error = %e, "enqueue failed; the reaper will enqueue the run");
     }
 }
 
 /// Wait for a run to end and return its reply (`wait: true`, `/v1/chat`).
-pub async fn wait_for_result(state: &AppState, user: &UserId, run_id: &RunId) -> ApiResult<RunResult> {
-    let frames = attach(state.bus.clone(), run_id.clone(), 0, IDLE).await.map_err(ApiError::internal)?;
+pub async fn wait_for_result(
+    state: &AppState,
+    user: &UserId,
+    run_id: &RunId,
+) -> ApiResult<RunResult> {
+    let frames = attach(state.bus.clone(), run_id.clone(), 0, IDLE)
+        .await
+        .map_err(ApiError::internal)?;
     let mut frames = std::pin::pin!(frames.take_until(state.shutdown.clone().cancelled_owned()));
     loop {
         let rec = match frames.next().await {
             Some(AttachItem::Frame(f)) if f.is_terminal() => break,
             Some(AttachItem::Frame(_)) => continue,
             Some(AttachItem::Idle) => state.store.get_run(user, run_id).await?,
-            None => return Err(ApiError::Unavailable("the server is shutting down; fetch the run later".into())),
+            None => {
+                return Err(ApiError::Unavailable(
+                    "the server is shutting down; fetch the run later".into(),
+                ));
+            }
         };
         if rec.status.is_terminal() {
             break;
@@ -110,7 +152,12 @@ pub async fn wait_for_result(state: &AppState, user: &UserId, run_id: &RunId) ->
     }
     let rec = state.store.get_run(user, run_id).await?;
     let content = match &rec.final_message_id {
-        Some(id) => state.store.get_message(&MessageId(id.clone())).await?.map(|m| m.content).unwrap_or_default(),
+        Some(id) => state
+            .store
+            .get_message(&MessageId(id.clone()))
+            .await?
+            .map(|m| m.content)
+            .unwrap_or_default(),
         None => String::new(),
     };
     Ok(RunResult {
@@ -124,4 +171,3 @@ pub async fn wait_for_result(state: &AppState, user: &UserId, run_id: &RunId) ->
         error: rec.error.clone(),
     })
 }
-

@@ -7,7 +7,10 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
 use serde::Deserialize;
-use weft_shared::api::{CreateSessionRequest, MessageList, SendAccepted, SendMessageRequest, SessionDto, SessionList, UpdateSessionRequest};
+use weft_shared::api::{
+    CreateSessionRequest, MessageList, SendAccepted, SendMessageRequest, SessionDto, SessionList,
+    UpdateSessionRequest,
+};
 use weft_shared::ids::{MessageId, RunId, SessionId, UserId};
 use weft_shared::store::{SendOutcome, SendRequest, SessionCursor};
 
@@ -21,7 +24,10 @@ use crate::sse::{resume_point, run_events};
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/v1/sessions", get(list).post(create))
-        .route("/v1/sessions/{id}", get(get_one).patch(update).delete(remove))
+        .route(
+            "/v1/sessions/{id}",
+            get(get_one).patch(update).delete(remove),
+        )
         .route("/v1/sessions/{id}/messages", get(messages).post(send))
         .route("/v1/sessions/{id}/stream", get(stream))
 }
@@ -33,24 +39,38 @@ pub fn parse_session_id(id: &str) -> ApiResult<SessionId> {
 /// Titles: at most 200 characters.
 fn validate_title(t: &str) -> ApiResult<()> {
     if t.chars().count() > 200 {
-        return Err(ApiError::Validation("title must be at most 200 characters".into()));
+        return Err(ApiError::Validation(
+            "title must be at most 200 characters".into(),
+        ));
     }
     Ok(())
 }
 
 /// Create a session.
 #[utoipa::path(post, path = "/v1/sessions", request_body = CreateSessionRequest, responses((status = 201, body = SessionDto)))]
-pub async fn create(State(state): State<AppState>, Caller(user): Caller, ApiJson(req): ApiJson<CreateSessionRequest>) -> ApiResult<(StatusCode, Json<SessionDto>)> {
+pub async fn create(
+    State(state): State<AppState>,
+    Caller(user): Caller,
+    ApiJson(req): ApiJson<CreateSessionRequest>,
+) -> ApiResult<(StatusCode, Json<SessionDto>)> {
     let s = create_session(&state, &user.id, req, "api").await?;
     Ok((StatusCode::CREATED, Json(s)))
 }
 
-pub async fn create_session(state: &AppState, user: &UserId, req: CreateSessionRequest, source: &str) -> ApiResult<SessionDto> {
+pub async fn create_session(
+    state: &AppState,
+    user: &UserId,
+    req: CreateSessionRequest,
+    source: &str,
+) -> ApiResult<SessionDto> {
     let title = req.title.unwrap_or_default();
     validate_title(&title)?;
     let model = state.resolve_model(req.model.as_deref())?;
     let mode = state.resolve_mode(req.mode.as_deref())?;
-    let s = state.store.create_session(user, title.trim(), &model, &mode, source).await?;
+    let s = state
+        .store
+        .create_session(user, title.trim(), &model, &mode, source)
+        .await?;
     Ok(s.to_dto())
 }
 
@@ -65,42 +85,93 @@ pub struct ListQuery {
 
 /// Your sessions, newest first, with title search.
 #[utoipa::path(get, path = "/v1/sessions", params(ListQuery), responses((status = 200, body = SessionList)))]
-pub async fn list(State(state): State<AppState>, Caller(user): Caller, ApiQuery(q): ApiQuery<ListQuery>) -> ApiResult<Json<SessionList>> {
+pub async fn list(
+    State(state): State<AppState>,
+    Caller(user): Caller,
+    ApiQuery(q): ApiQuery<ListQuery>,
+) -> ApiResult<Json<SessionList>> {
     let limit = page_limit(q.limit, 30, 100)?;
     let cursor = match q.cursor.as_deref() {
-        Some(c) => Some(SessionCursor::parse(c).ok_or_else(|| ApiError::InvalidRequest("invalid cursor".into()))?),
+        Some(c) => Some(
+            SessionCursor::parse(c)
+                .ok_or_else(|| ApiError::InvalidRequest("invalid cursor".into()))?,
+        ),
         None => None,
     };
-    let (sessions, next) = state.store.list_sessions(&user.id, q.q.as_deref(), limit, cursor.as_ref()).await?;
-    Ok(Json(SessionList { sessions: sessions.iter().map(|s| s.to_dto()).collect(), next_cursor: next.map(|c| c.encode()) }))
+    let (sessions, next) = state
+        .store
+        .list_sessions(&user.id, q.q.as_deref(), limit, cursor.as_ref())
+        .await?;
+    Ok(Json(SessionList {
+        sessions: sessions.iter().map(|s| s.to_dto()).collect(),
+        next_cursor: next.map(|c| c.encode()),
+    }))
 }
 
 /// One session, with its active run (or null).
 #[utoipa::path(get, path = "/v1/sessions/{id}", responses((status = 200, body = SessionDto), (status = 404, body = weft_shared::api::ErrorEnvelope)))]
-pub async fn get_one(State(state): State<AppState>, Caller(user): Caller, Path(id): Path<String>) -> ApiResult<Json<SessionDto>> {
-    Ok(Json(state.store.get_session(&user.id, &parse_session_id(&id)?).await?.to_dto()))
+pub async fn get_one(
+    State(state): State<AppState>,
+    Caller(user): Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<SessionDto>> {
+    Ok(Json(
+        state
+            .store
+            .get_session(&user.id, &parse_session_id(&id)?)
+            .await?
+            .to_dto(),
+    ))
 }
 
 /// Rename a session or change its model or mode.
 #[utoipa::path(patch, path = "/v1/sessions/{id}", request_body = UpdateSessionRequest, responses((status = 200, body = SessionDto)))]
-pub async fn update(State(state): State<AppState>, Caller(user): Caller, Path(id): Path<String>, ApiJson(req): ApiJson<UpdateSessionRequest>) -> ApiResult<Json<SessionDto>> {
+pub async fn update(
+    State(state): State<AppState>,
+    Caller(user): Caller,
+    Path(id): Path<String>,
+    ApiJson(req): ApiJson<UpdateSessionRequest>,
+) -> ApiResult<Json<SessionDto>> {
     let id = parse_session_id(&id)?;
     if let Some(t) = &req.title {
         validate_title(t)?;
     }
-    let model = req.model.as_deref().map(|m| state.resolve_model(Some(m))).transpose()?;
-    let mode = req.mode.as_deref().map(|m| state.resolve_mode(Some(m))).transpose()?;
-    let s = state.store.update_session(&user.id, &id, req.title.as_deref().map(str::trim), model.as_deref(), mode.as_deref()).await?;
+    let model = req
+        .model
+        .as_deref()
+        .map(|m| state.resolve_model(Some(m)))
+        .transpose()?;
+    let mode = req
+        .mode
+        .as_deref()
+        .map(|m| state.resolve_mode(Some(m)))
+        .transpose()?;
+    let s = state
+        .store
+        .update_session(
+            &user.id,
+            &id,
+            req.title.as_deref().map(str::trim),
+            model.as_deref(),
+            mode.as_deref(),
+        )
+        .await?;
     Ok(Json(s.to_dto()))
 }
 
 /// Delete a session (its active run is cancelled first).
 #[utoipa::path(delete, path = "/v1/sessions/{id}", responses((status = 204)))]
-pub async fn remove(State(state): State<AppState>, Caller(user): Caller, Path(id): Path<String>) -> ApiResult<StatusCode> {
+pub async fn remove(
+    State(state): State<AppState>,
+    Caller(user): Caller,
+    Path(id): Path<String>,
+) -> ApiResult<StatusCode> {
     let id = parse_session_id(&id)?;
     let session = state.store.get_session(&user.id, &id).await?;
     if let Some(active) = session.active_run_id.as_deref().and_then(RunId::parse) {
-        if let weft_shared::store::CancelOutcome::Cancelled { run, .. } = state.store.cancel_run(&user.id, &active, "deleted").await? {
+        if let weft_shared::store::CancelOutcome::Cancelled { run, .. } =
+            state.store.cancel_run(&user.id, &active, "deleted").await?
+        {
             announce_cancel(&state, &run).await;
         }
     }
@@ -118,14 +189,28 @@ pub struct MessagesQuery {
 
 /// The most recent messages (oldest→newest within the page); `cursor` pages back.
 #[utoipa::path(get, path = "/v1/sessions/{id}/messages", params(MessagesQuery), responses((status = 200, body = MessageList)))]
-pub async fn messages(State(state): State<AppState>, Caller(user): Caller, Path(id): Path<String>, ApiQuery(q): ApiQuery<MessagesQuery>) -> ApiResult<Json<MessageList>> {
+pub async fn messages(
+    State(state): State<AppState>,
+    Caller(user): Caller,
+    Path(id): Path<String>,
+    ApiQuery(q): ApiQuery<MessagesQuery>,
+) -> ApiResult<Json<MessageList>> {
     let id = parse_session_id(&id)?;
     let limit = page_limit(q.limit, 50, 200)?;
-    if q.cursor.as_deref().is_some_and(|c| !weft_shared::store::valid_cursor(c)) {
+    if q.cursor
+        .as_deref()
+        .is_some_and(|c| !weft_shared::store::valid_cursor(c))
+    {
         return Err(ApiError::InvalidRequest("invalid cursor".into()));
     }
-    let (msgs, next) = state.store.list_messages(&user.id, &id, limit, q.cursor.as_deref()).await?;
-    Ok(Json(MessageList { messages: msgs.iter().map(|m| m.to_dto()).collect(), next_cursor: next }))
+    let (msgs, next) = state
+        .store
+        .list_messages(&user.id, &id, limit, q.cursor.as_deref())
+        .await?;
+    Ok(Json(MessageList {
+        messages: msgs.iter().map(|m| m.to_dto()).collect(),
+        next_cursor: next,
+    }))
 }
 
 /// Send a message. `stream: true` answers with the new run's SSE; `wait: true`
@@ -135,35 +220,67 @@ pub async fn messages(State(state): State<AppState>, Caller(user): Caller, Path(
     params(("Idempotency-Key" = Option<String>, Header, description = "makes retries safe")),
     responses((status = 202, body = SendAccepted), (status = 200, body = weft_shared::api::RunResult),
               (status = 409, body = weft_shared::api::ErrorEnvelope), (status = 429, body = weft_shared::api::ErrorEnvelope)))]
-pub async fn send(State(state): State<AppState>, Caller(user): Caller, Path(id): Path<String>, headers: HeaderMap, ApiJson(req): ApiJson<SendMessageRequest>) -> ApiResult<Response> {
+pub async fn send(
+    State(state): State<AppState>,
+    Caller(user): Caller,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    ApiJson(req): ApiJson<SendMessageRequest>,
+) -> ApiResult<Response> {
     let session = parse_session_id(&id)?;
     let key = idempotency_key(&headers)?;
     send_message(&state, &user.id, session, req, key).await
 }
 
 fn idempotency_key(headers: &HeaderMap) -> ApiResult<Option<String>> {
-    let Some(v) = headers.get("idempotency-key") else { return Ok(None) };
-    let key = v.to_str().map_err(|_| ApiError::InvalidRequest("Idempotency-Key must be ASCII".into()))?.trim();
+    let Some(v) = headers.get("idempotency-key") else {
+        return Ok(None);
+    };
+    let key = v
+        .to_str()
+        .map_err(|_| ApiError::InvalidRequest("Idempotency-Key must be ASCII".into()))?
+        .trim();
     if key.is_empty() || key.len() > 200 {
-        return Err(ApiError::InvalidRequest("Idempotency-Key must be 1 to 200 characters".into()));
+        return Err(ApiError::InvalidRequest(
+            "Idempotency-Key must be 1 to 200 characters".into(),
+        ));
     }
     Ok(Some(key.to_string()))
 }
 
 /// Validate and send; shared by the messages endpoint and `/v1/chat`.
-pub async fn send_message(state: &AppState, user: &UserId, session: SessionId, req: SendMessageRequest, key: Option<String>) -> ApiResult<Response> {
+pub async fn send_message(
+    state: &AppState,
+    user: &UserId,
+    session: SessionId,
+    req: SendMessageRequest,
+    key: Option<String>,
+) -> ApiResult<Response> {
     let limits = &state.config.limits;
     if req.text.trim().is_empty() {
         return Err(ApiError::Validation("text must not be empty".into()));
     }
     if req.text.chars().count() as u64 > limits.message_chars {
-        return Err(ApiError::PayloadTooLarge(format!("text is longer than {} characters", limits.message_chars)));
+        return Err(ApiError::PayloadTooLarge(format!(
+            "text is longer than {} characters",
+            limits.message_chars
+        )));
     }
     if !req.attachments.is_empty() {
-        return Err(ApiError::Validation("attachments are not supported yet".into()));
+        return Err(ApiError::Validation(
+            "attachments are not supported yet".into(),
+        ));
     }
-    let model = req.model.as_deref().map(|m| state.resolve_model(Some(m))).transpose()?;
-    let mode = req.mode.as_deref().map(|m| state.resolve_mode(Some(m))).transpose()?;
+    let model = req
+        .model
+        .as_deref()
+        .map(|m| state.resolve_model(Some(m)))
+        .transpose()?;
+    let mode = req
+        .mode
+        .as_deref()
+        .map(|m| state.resolve_mode(Some(m)))
+        .transpose()?;
     let outcome = state
         .store
         .send_message(&SendRequest {
@@ -186,24 +303,41 @@ pub async fn send_message(state: &AppState, user: &UserId, session: SessionId, r
             enqueue(state, run.run_id.clone()).await;
             (run.run_id, run.message_id)
         }
-        SendOutcome::Replayed { message_id, run_id: Some(run_id) } => (run_id, message_id),
-        SendOutcome::Replayed { message_id, run_id: None } => {
+        SendOutcome::Replayed {
+            message_id,
+            run_id: Some(run_id),
+        } => (run_id, message_id),
+        SendOutcome::Replayed {
+            message_id,
+            run_id: None,
+        } => {
             let s = state.store.get_session(user, &session).await?;
             return Ok(queued(session, message_id, s.active_run_id));
         }
-        SendOutcome::Queued { message_id, active_run_id } => return Ok(queued(session, message_id, Some(active_run_id.0))),
+        SendOutcome::Queued {
+            message_id,
+            active_run_id,
+        } => return Ok(queued(session, message_id, Some(active_run_id.0))),
         SendOutcome::Rejected { active_run_id } => {
-            return Err(ApiError::RunActive(format!("the session has an active run ({active_run_id}); cancel it or send with multitask \"enqueue\" or \"interrupt\"")));
+            return Err(ApiError::RunActive(format!(
+                "the session has an active run ({active_run_id}); cancel it or send with multitask \"enqueue\" or \"interrupt\""
+            )));
         }
         SendOutcome::TooManyActive => {
             return Err(ApiError::RateLimited {
-                message: format!("you already have {} active runs; wait for one to finish", limits.active_runs_per_user),
+                message: format!(
+                    "you already have {} active runs; wait for one to finish",
+                    limits.active_runs_per_user
+                ),
                 retry_after_secs: 5,
             });
         }
         SendOutcome::RateLimited { retry_after_secs } => {
             return Err(ApiError::RateLimited {
-                message: format!("at most {} runs per minute", limits.runs_per_minute_per_user),
+                message: format!(
+                    "at most {} runs per minute",
+                    limits.runs_per_minute_per_user
+                ),
                 retry_after_secs,
             });
         }
@@ -227,7 +361,13 @@ pub async fn send_message(state: &AppState, user: &UserId, session: SessionId, r
 }
 
 fn queued(session: SessionId, message_id: MessageId, active: Option<String>) -> Response {
-    let body = SendAccepted { run_id: None, message_id: message_id.0, status: "queued".into(), active_run_id: active, session_id: session.0 };
+    let body = SendAccepted {
+        run_id: None,
+        message_id: message_id.0,
+        status: "queued".into(),
+        active_run_id: active,
+        session_id: session.0,
+    };
     (StatusCode::ACCEPTED, Json(body)).into_response()
 }
 
@@ -239,8 +379,17 @@ pub struct StreamQuery {
 /// Attach to the session's active run (replay + live); 204 when there is none.
 #[utoipa::path(get, path = "/v1/sessions/{id}/stream", params(StreamQuery),
     responses((status = 200, content_type = "text/event-stream", body = weft_shared::event::RunEvent), (status = 204)))]
-pub async fn stream(State(state): State<AppState>, Caller(user): Caller, Path(id): Path<String>, headers: HeaderMap, ApiQuery(q): ApiQuery<StreamQuery>) -> ApiResult<Response> {
-    let s = state.store.get_session(&user.id, &parse_session_id(&id)?).await?;
+pub async fn stream(
+    State(state): State<AppState>,
+    Caller(user): Caller,
+    Path(id): Path<String>,
+    headers: HeaderMap,
+    ApiQuery(q): ApiQuery<StreamQuery>,
+) -> ApiResult<Response> {
+    let s = state
+        .store
+        .get_session(&user.id, &parse_session_id(&id)?)
+        .await?;
     let Some(run_id) = s.active_run_id.as_deref().and_then(RunId::parse) else {
         return Ok(StatusCode::NO_CONTENT.into_response());
     };

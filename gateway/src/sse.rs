@@ -45,7 +45,10 @@ impl Drop for Gauge {
 }
 
 fn to_event(frame: &Frame) -> Event {
-    Event::default().id(frame.seq.to_string()).event(&*frame.ty).data(&*frame.json)
+    Event::default()
+        .id(frame.seq.to_string())
+        .event(&*frame.ty)
+        .data(&*frame.json)
 }
 
 /// A terminal event for a finished run, from its database row.
@@ -58,11 +61,21 @@ pub fn terminal_from_record(run: &RunRecord, seq: u64) -> Option<RunEvent> {
             ttft_ms: run.ttft_ms,
             duration_ms: run.duration_ms.unwrap_or(0),
         },
-        RunStatus::Failed => EventKind::Error(run.error.clone().unwrap_or(ErrorBody { code: "failed".into(), message: "the run failed".into() })),
-        RunStatus::Cancelled => EventKind::Cancelled { by: run.cancelled_by.clone().unwrap_or_else(|| "user".into()) },
+        RunStatus::Failed => EventKind::Error(run.error.clone().unwrap_or(ErrorBody {
+            code: "failed".into(),
+            message: "the run failed".into(),
+        })),
+        RunStatus::Cancelled => EventKind::Cancelled {
+            by: run.cancelled_by.clone().unwrap_or_else(|| "user".into()),
+        },
         _ => return None,
     };
-    Some(RunEvent { run_id: run.id.clone(), seq, ts: now_ms(), kind })
+    Some(RunEvent {
+        run_id: run.id.clone(),
+        seq,
+        ts: now_ms(),
+        kind,
+    })
 }
 
 /// Open the event stream of `run` after `after`, or answer 410 when its log is gone.
@@ -72,12 +85,22 @@ pub async fn run_events(state: &AppState, run: &RunRecord, after: u64) -> ApiRes
 }
 
 /// The events themselves, for SSE responses and `wait: true`.
-pub async fn event_stream(state: &AppState, run: &RunRecord, after: u64) -> ApiResult<impl Stream<Item = Event> + Send + 'static> {
-    let has_log = state.bus.has_log(&run.id).await.map_err(ApiError::internal)?;
+pub async fn event_stream(
+    state: &AppState,
+    run: &RunRecord,
+    after: u64,
+) -> ApiResult<impl Stream<Item = Event> + Send + 'static> {
+    let has_log = state
+        .bus
+        .has_log(&run.id)
+        .await
+        .map_err(ApiError::internal)?;
     if run.status.is_terminal() && !has_log {
         return Err(ApiError::EventsExpired);
     }
-    let frames = attach(state.bus.clone(), run.id.clone(), after, IDLE).await.map_err(ApiError::internal)?;
+    let frames = attach(state.bus.clone(), run.id.clone(), after, IDLE)
+        .await
+        .map_err(ApiError::internal)?;
     struct St<S> {
         frames: std::pin::Pin<Box<S>>,
         state: AppState,
@@ -86,7 +109,14 @@ pub async fn event_stream(state: &AppState, run: &RunRecord, after: u64) -> ApiR
         done: bool,
         _gauge: Gauge,
     }
-    let st = St { frames: Box::pin(frames), state: state.clone(), run: run.id.clone(), last: after, done: false, _gauge: Gauge::new() };
+    let st = St {
+        frames: Box::pin(frames),
+        state: state.clone(),
+        run: run.id.clone(),
+        last: after,
+        done: false,
+        _gauge: Gauge::new(),
+    };
     let shutdown = state.shutdown.clone();
     let stream = futures::stream::unfold(st, |mut st| async move {
         if st.done {
@@ -122,7 +152,9 @@ pub fn resume_point(headers: &axum::http::HeaderMap, after: Option<u64>) -> ApiR
             .to_str()
             .ok()
             .and_then(|s| s.trim().parse().ok())
-            .ok_or_else(|| ApiError::InvalidRequest("Last-Event-ID must be a non-negative integer".into())),
+            .ok_or_else(|| {
+                ApiError::InvalidRequest("Last-Event-ID must be a non-negative integer".into())
+            }),
         None => Ok(after.unwrap_or(0)),
     }
 }

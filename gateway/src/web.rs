@@ -37,6 +37,19 @@ fn asset(path: &str) -> Option<Response> {
     let file = Assets::get(path)?;
     let mime = file.metadata.mimetype().to_string();
     // Hashed assets never change; index.html must always be revalidated.
-    let cache = if path.starts_with("assets/") { "public, max-age=31536000, immutable" } else { "no-cache" };
-    Some(([(header::CONTENT_TYPE, mime), (header::CACHE_CONTROL, cache.to_string())], file.data).into_response())
+    let cache = if path.starts_with("assets/") {
+        "public, max-age=31536000, immutable"
+    } else {
+        "no-cache"
+    };
+    Some(
+        (
+            [
+                (header::CONTENT_TYPE, mime),
+                (header::CACHE_CONTROL, cache.to_string()),
+            ],
+            file.data,
+        )
+            .into_response(),
+    )
 }

@@ -40,7 +40,11 @@ impl Gateways {
             }
         }
         Ok(Gateways {
-            urls: Arc::new(urls.into_iter().map(|u| u.trim_end_matches('/').to_owned()).collect()),
+            urls: Arc::new(
+                urls.into_iter()
+                    .map(|u| u.trim_end_matches('/').to_owned())
+                    .collect(),
+            ),
             next: Arc::default(),
         })
     }
@@ -201,7 +205,11 @@ pub async fn sign_in_users(
             .await
             .context("creating a load-test user")?;
         if !r.status().is_success() && r.status() != StatusCode::CONFLICT {
-            bail!("creating user {username}: {} {}", r.status(), r.text().await.unwrap_or_default());
+            bail!(
+                "creating user {username}: {} {}",
+                r.status(),
+                r.text().await.unwrap_or_default()
+            );
         }
         let login = LoginRequest {
             username,

@@ -21,7 +21,12 @@ use crate::sse::{SseEnd, SseReader};
 use crate::stats::Recorder;
 use crate::turn::TurnPlan;
 
-pub async fn run_langgraph(p: &Params, url: &str, assistant: &str, ctx: &RunContext) -> anyhow::Result<Report> {
+pub async fn run_langgraph(
+    p: &Params,
+    url: &str,
+    assistant: &str,
+    ctx: &RunContext,
+) -> anyhow::Result<Report> {
     let http = http_client();
     let mut rep = report_head(p, "langgraph", &ctx.label);
     let watch = ProcWatch::start(&ctx.extra_pids);
@@ -70,10 +75,17 @@ pub async fn run_langgraph(p: &Params, url: &str, assistant: &str, ctx: &RunCont
 }
 
 async fn create_thread(http: &reqwest::Client, url: &str) -> anyhow::Result<String> {
-    let r = http.post(format!("{url}/threads")).json(&json!({})).send().await?;
+    let r = http
+        .post(format!("{url}/threads"))
+        .json(&json!({}))
+        .send()
+        .await?;
     anyhow::ensure!(r.status().is_success(), "POST /threads: {}", r.status());
     let v: Value = r.json().await?;
-    v["thread_id"].as_str().map(str::to_owned).ok_or_else(|| anyhow::anyhow!("no thread_id in {v}"))
+    v["thread_id"]
+        .as_str()
+        .map(str::to_owned)
+        .ok_or_else(|| anyhow::anyhow!("no thread_id in {v}"))
 }
 
 /// One streamed run; true when it ended with the expected reply.
@@ -92,7 +104,12 @@ async fn turn(
         "stream_mode": ["messages-tuple"],
     });
     let t0 = Instant::now();
-    let r = match http.post(format!("{url}/threads/{thread}/runs/stream")).json(&body).send().await {
+    let r = match http
+        .post(format!("{url}/threads/{thread}/runs/stream"))
+        .json(&body)
+        .send()
+        .await
+    {
         Ok(r) => r,
         Err(e) => {
             rec.error(crate::client::error_kind(&e));
@@ -121,10 +138,19 @@ async fn turn(
             "error" => break Err("run_error".to_owned()),
             "end" => break Ok(()),
             e if e.starts_with("messages") => {
-                let Ok(v) = serde_json::from_str::<Value>(&ev.data) else { continue };
+                let Ok(v) = serde_json::from_str::<Value>(&ev.data) else {
+                    continue;
+                };
                 let chunk = &v[0];
-                let is_chunk = chunk["type"].as_str().is_some_and(|t| t.starts_with("AIMessage"));
-                let Some(delta) = chunk["content"].as_str().filter(|d| is_chunk && !d.is_empty()) else { continue };
+                let is_chunk = chunk["type"]
+                    .as_str()
+                    .is_some_and(|t| t.starts_with("AIMessage"));
+                let Some(delta) = chunk["content"]
+                    .as_str()
+                    .filter(|d| is_chunk && !d.is_empty())
+                else {
+                    continue;
+                };
                 let at = ev.at.unwrap_or_else(Instant::now);
                 if text.is_empty() {
                     let ttft = at - t0;

@@ -16,7 +16,11 @@ use weft_loadtest::stack::{Mode, Stack, StackOpts};
 use weft_loadtest::turn::TurnPlan;
 
 #[derive(Parser)]
-#[command(name = "weft-loadtest", version, about = "Load tester and mock LLM server for Weft")]
+#[command(
+    name = "weft-loadtest",
+    version,
+    about = "Load tester and mock LLM server for Weft"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -167,7 +171,9 @@ async fn mock(a: MockArgs) -> anyhow::Result<()> {
         .with_context(|| format!("binding {}", a.listen))?;
     let addr = listener.local_addr()?;
     eprintln!("weft-loadtest mock-llm listening on http://{addr}");
-    mock_llm::serve_with(listener, config, shutdown_signal()).await.context("serving")
+    mock_llm::serve_with(listener, config, shutdown_signal())
+        .await
+        .context("serving")
 }
 
 async fn run(a: RunArgs) -> anyhow::Result<()> {
@@ -176,14 +182,21 @@ async fn run(a: RunArgs) -> anyhow::Result<()> {
         scenario: a.scenario,
         users: a.users.unwrap_or(users),
         duration: Duration::from_secs(a.duration.unwrap_or(secs)),
-        plan: TurnPlan::mock(a.tokens.unwrap_or(tokens), a.ttft_ms.unwrap_or(ttft), a.itl_ms.unwrap_or(itl)),
+        plan: TurnPlan::mock(
+            a.tokens.unwrap_or(tokens),
+            a.ttft_ms.unwrap_or(ttft),
+            a.itl_ms.unwrap_or(itl),
+        ),
         ramp: Duration::from_secs(a.ramp),
         turn_timeout: Duration::from_secs(a.turn_timeout),
         attach_clients: a.clients,
     };
     let report = if let Some(url) = &a.langgraph {
         Gateways::new(vec![url.clone()])?;
-        let ctx = RunContext { label: "langgraph".into(), ..RunContext::default() };
+        let ctx = RunContext {
+            label: "langgraph".into(),
+            ..RunContext::default()
+        };
         run_langgraph(&p, url, &a.assistant, &ctx).await?
     } else if let Some(bin) = &a.weft_bin {
         let dir = std::env::temp_dir().join(format!("weft-loadtest-{}", std::process::id()));
@@ -194,7 +207,10 @@ async fn run(a: RunArgs) -> anyhow::Result<()> {
         if a.mock_http {
             mock = Some(bench::start_mock(&dir, "run").await?);
         }
-        let mock_url = mock.as_ref().and_then(|m| m.addr.clone()).map(|a| format!("http://{a}"));
+        let mock_url = mock
+            .as_ref()
+            .and_then(|m| m.addr.clone())
+            .map(|a| format!("http://{a}"));
         let opts = StackOpts {
             weft_bin: bin.clone(),
             mode: a.mode,
@@ -216,7 +232,12 @@ async fn run(a: RunArgs) -> anyhow::Result<()> {
         let stack = Arc::new(tokio::sync::Mutex::new(stack));
         let ctx = RunContext {
             stack: Some(stack.clone()),
-            extra_pids: mock.as_ref().and_then(|m| m.pid()).map(|p| ("mock-llm".to_owned(), p)).into_iter().collect(),
+            extra_pids: mock
+                .as_ref()
+                .and_then(|m| m.pid())
+                .map(|p| ("mock-llm".to_owned(), p))
+                .into_iter()
+                .collect(),
             mock_url,
             label: a.mode.name().into(),
         };
@@ -230,14 +251,25 @@ async fn run(a: RunArgs) -> anyhow::Result<()> {
         }
         r?
     } else {
-        let token = a.token.clone().context("--token is needed with --gateway")?;
+        let token = a
+            .token
+            .clone()
+            .context("--token is needed with --gateway")?;
         let target = WeftTarget {
             gateways: Gateways::new(a.gateways.clone())?,
             token,
             shared_token: a.shared_token,
             accounts: a.accounts,
         };
-        run_weft(&p, &target, &RunContext { label: "external".into(), ..RunContext::default() }).await?
+        run_weft(
+            &p,
+            &target,
+            &RunContext {
+                label: "external".into(),
+                ..RunContext::default()
+            },
+        )
+        .await?
     };
     print!("{}", report.table());
     let json = serde_json::to_string_pretty(&report)?;

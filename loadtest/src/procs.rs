@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context, bail};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use tokio::process::{Child, Command};
 
 /// How to (re)start one process.
@@ -79,7 +79,8 @@ impl Proc {
         let deadline = Instant::now() + Duration::from_secs(60);
         while Instant::now() < deadline {
             let text = std::fs::read(&self.log).unwrap_or_default();
-            let text = String::from_utf8_lossy(&text[(from as usize).min(text.len())..]).into_owned();
+            let text =
+                String::from_utf8_lossy(&text[(from as usize).min(text.len())..]).into_owned();
             if let Some(i) = text.find(marker) {
                 let rest = text[i + marker.len()..].trim_start();
                 let addr: String = rest
@@ -99,7 +100,11 @@ impl Proc {
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        bail!("{} was not ready within 60 s; see {}", self.spec.name, self.log.display())
+        bail!(
+            "{} was not ready within 60 s; see {}",
+            self.spec.name,
+            self.log.display()
+        )
     }
 
     /// SIGKILL, and reap.
@@ -133,7 +138,7 @@ impl Proc {
 }
 
 /// Memory and CPU of one process over a scenario.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct ProcUsage {
     pub name: String,
     pub pid: u32,
@@ -184,18 +189,21 @@ impl ProcWatch {
         for (name, pid) in procs {
             let rss = rss_kib(*pid).unwrap_or(0) as f64 / 1024.0;
             let ticks = cpu_ticks(*pid).unwrap_or(0);
-            map.insert(*pid, Watched {
-                usage: ProcUsage {
-                    name: name.clone(),
-                    pid: *pid,
-                    rss_start_mib: rss,
-                    rss_peak_mib: rss,
-                    rss_end_mib: rss,
-                    ..ProcUsage::default()
+            map.insert(
+                *pid,
+                Watched {
+                    usage: ProcUsage {
+                        name: name.clone(),
+                        pid: *pid,
+                        rss_start_mib: rss,
+                        rss_peak_mib: rss,
+                        rss_end_mib: rss,
+                        ..ProcUsage::default()
+                    },
+                    ticks_start: ticks,
+                    ticks_last: ticks,
                 },
-                ticks_start: ticks,
-                ticks_last: ticks,
-            });
+            );
         }
         let inner = Arc::new(Mutex::new(map));
         let (stop, mut stopped) = tokio::sync::watch::channel(false);

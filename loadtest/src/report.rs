@@ -4,13 +4,13 @@
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 use crate::mock_llm::StatsSnapshot;
 use crate::procs::ProcUsage;
 use crate::stats::{Samples, Summary};
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Report {
     pub scenario: String,
     /// `weft` or `langgraph`.
@@ -41,19 +41,23 @@ pub struct Report {
     pub peak_concurrent_runs: u64,
     /// The after-the-fact check through the API (reconnect, chaos, soak).
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub verify: Option<Verification>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub attach: Option<AttachResult>,
+    #[serde(default)]
     pub processes: Vec<ProcUsage>,
     #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
     pub mock: Option<StatsSnapshot>,
     /// What happened when (chaos).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub timeline: Vec<String>,
 }
 
 /// Every message checked through `GET /v1/sessions/{id}/messages`.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct Verification {
     pub sessions: u64,
     pub user_messages: u64,
@@ -70,7 +74,7 @@ pub struct Verification {
     pub unfinished_sessions: u64,
 }
 
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct AttachResult {
     pub clients_requested: u64,
     pub clients_connected: u64,
@@ -107,15 +111,25 @@ impl Report {
         let _ = writeln!(
             t,
             "== {} on {} ({}) — {} users, {:.1} s, replies of {} tokens (mock TTFT {} ms, ITL {} ms)",
-            self.scenario, self.target, self.label, self.users, self.duration_s,
-            self.reply_tokens, self.mock_ttft_ms, self.mock_itl_ms
+            self.scenario,
+            self.target,
+            self.label,
+            self.users,
+            self.duration_s,
+            self.reply_tokens,
+            self.mock_ttft_ms,
+            self.mock_itl_ms
         );
         let _ = writeln!(
             t,
             "runs ok {}  failed {}  runs/s {:.1}  peak concurrent runs {}",
             self.runs_ok, self.runs_failed, self.runs_per_s, self.peak_concurrent_runs
         );
-        let _ = writeln!(t, "{:<22}{:>9}{:>9}{:>9}{:>9}{:>10}", "ms", "p50", "p90", "p99", "max", "n");
+        let _ = writeln!(
+            t,
+            "{:<22}{:>9}{:>9}{:>9}{:>9}{:>10}",
+            "ms", "p50", "p90", "p99", "max", "n"
+        );
         for (name, s) in [
             ("ttft", &self.ttft_ms),
             ("ttft overhead", &self.ttft_overhead_ms),
@@ -131,27 +145,46 @@ impl Report {
         let _ = writeln!(
             t,
             "reconnects {}  duplicated events {}  gaps {}  incoherent streams {}  retries seen {}",
-            self.reconnects, self.duplicated_events, self.gaps, self.incoherent_streams, self.retries_seen
+            self.reconnects,
+            self.duplicated_events,
+            self.gaps,
+            self.incoherent_streams,
+            self.retries_seen
         );
         if !self.errors.is_empty() {
-            let list: Vec<String> = self.errors.iter().map(|(k, v)| format!("{k}={v}")).collect();
+            let list: Vec<String> = self
+                .errors
+                .iter()
+                .map(|(k, v)| format!("{k}={v}"))
+                .collect();
             let _ = writeln!(t, "errors: {}", list.join("  "));
         }
         if let Some(v) = &self.verify {
             let _ = writeln!(
                 t,
                 "verify: {} sessions, {} user messages ({} accepted by client), {} complete replies, lost {}, duplicated {}, wrong {}, unfinished sessions {}",
-                v.sessions, v.user_messages, v.accepted_by_client, v.complete_replies,
-                v.lost, v.duplicated, v.wrong, v.unfinished_sessions
+                v.sessions,
+                v.user_messages,
+                v.accepted_by_client,
+                v.complete_replies,
+                v.lost,
+                v.duplicated,
+                v.wrong,
+                v.unfinished_sessions
             );
         }
         if let Some(a) = &self.attach {
             let _ = writeln!(
                 t,
                 "attach: {}/{} clients connected ({} failed), gateway RSS {:.1} → {:.1} MiB = {:.2} KiB per client, {} still open after {:.0} s",
-                a.clients_connected, a.clients_requested, a.connect_failures,
-                a.gateway_rss_before_mib, a.gateway_rss_after_mib, a.rss_per_client_kib,
-                a.still_open_at_end, a.held_s
+                a.clients_connected,
+                a.clients_requested,
+                a.connect_failures,
+                a.gateway_rss_before_mib,
+                a.gateway_rss_after_mib,
+                a.rss_per_client_kib,
+                a.still_open_at_end,
+                a.held_s
             );
         }
         for p in &self.processes {
@@ -165,7 +198,12 @@ impl Report {
             let _ = writeln!(
                 t,
                 "mock: {} requests, peak {} in flight, injected 429={} 500={} 529={} cut={}",
-                m.requests, m.peak_in_flight, m.injected_429, m.injected_500, m.injected_529, m.injected_cut
+                m.requests,
+                m.peak_in_flight,
+                m.injected_429,
+                m.injected_500,
+                m.injected_529,
+                m.injected_cut
             );
         }
         for line in &self.timeline {

@@ -41,7 +41,11 @@ pub struct RunContext {
 pub async fn run_weft(p: &Params, t: &WeftTarget, ctx: &RunContext) -> anyhow::Result<Report> {
     let http = http_client();
     let mut rep = scenario::report_head(p, "weft", &ctx.label);
-    let accounts = if p.scenario == Scenario::Attach { 1 } else { t.accounts.clamp(1, p.users.max(1)) };
+    let accounts = if p.scenario == Scenario::Attach {
+        1
+    } else {
+        t.accounts.clamp(1, p.users.max(1))
+    };
     let base = if t.shared_token {
         Vec::new()
     } else {
@@ -56,7 +60,10 @@ pub async fn run_weft(p: &Params, t: &WeftTarget, ctx: &RunContext) -> anyhow::R
     };
     let clients: Vec<WeftClient> = (0..p.users.max(1))
         .map(|i| match base.get(i % base.len().max(1)) {
-            Some(c) => WeftClient { current: t.gateways.pick(), ..c.clone() },
+            Some(c) => WeftClient {
+                current: t.gateways.pick(),
+                ..c.clone()
+            },
             None => WeftClient {
                 http: http.clone(),
                 gateways: t.gateways.clone(),
@@ -77,15 +84,19 @@ pub async fn run_weft(p: &Params, t: &WeftTarget, ctx: &RunContext) -> anyhow::R
     let logs = match p.scenario {
         Scenario::Attach => {
             let gateway_pid = pids.first().map(|(_, pid)| *pid);
-            let a = scenario::attach::run(&clients[0], p.attach_clients, p.duration, gateway_pid).await?;
+            let a = scenario::attach::run(&clients[0], p.attach_clients, p.duration, gateway_pid)
+                .await?;
             rep.attach = Some(a);
             Vec::new()
         }
         Scenario::Chaos => {
             let Some(stack) = ctx.stack.clone() else {
-                anyhow::bail!("chaos needs processes the load tester started itself: pass --weft-bin");
+                anyhow::bail!(
+                    "chaos needs processes the load tester started itself: pass --weft-bin"
+                );
             };
-            let (logs, timeline) = scenario::chaos::run(clients, p, rec.clone(), gauge.clone(), stack).await;
+            let (logs, timeline) =
+                scenario::chaos::run(clients, p, rec.clone(), gauge.clone(), stack).await;
             rep.timeline = timeline;
             logs
         }
@@ -93,7 +104,8 @@ pub async fn run_weft(p: &Params, t: &WeftTarget, ctx: &RunContext) -> anyhow::R
     };
     rep.duration_s = started.elapsed().as_secs_f64();
     if p.scenario.verifies() && !logs.is_empty() {
-        rep.verify = Some(scenario::verify::verify(&logs, &p.plan.expect, Duration::from_secs(120)).await);
+        rep.verify =
+            Some(scenario::verify::verify(&logs, &p.plan.expect, Duration::from_secs(120)).await);
     }
     rep.processes = watch.finish();
     rep.peak_concurrent_runs = gauge.peak();
@@ -104,7 +116,10 @@ pub async fn run_weft(p: &Params, t: &WeftTarget, ctx: &RunContext) -> anyhow::R
     Ok(rep)
 }
 
-pub async fn mock_stats(http: &reqwest::Client, url: &str) -> Option<crate::mock_llm::StatsSnapshot> {
+pub async fn mock_stats(
+    http: &reqwest::Client,
+    url: &str,
+) -> Option<crate::mock_llm::StatsSnapshot> {
     let r = http.get(format!("{url}/stats")).send().await.ok()?;
     r.json().await.ok()
 }

@@ -62,7 +62,11 @@ impl Stack {
         let tag = format!(
             "lt{}_{}",
             std::process::id(),
-            uuid::Uuid::new_v4().simple().to_string().get(..8).unwrap_or("x")
+            uuid::Uuid::new_v4()
+                .simple()
+                .to_string()
+                .get(..8)
+                .unwrap_or("x")
         );
         let admin_token = format!("lt-admin-{}", uuid::Uuid::new_v4());
         let mut env = vec![
@@ -71,7 +75,10 @@ impl Stack {
             ("WEFT_LIMITS__RUNS_PER_MINUTE_PER_USER".into(), "0".into()),
             ("RUST_LOG".into(), "warn".into()),
             // `weft up` writes a client config on first boot: keep it out of $HOME.
-            ("XDG_CONFIG_HOME".into(), o.dir.join("config").display().to_string()),
+            (
+                "XDG_CONFIG_HOME".into(),
+                o.dir.join("config").display().to_string(),
+            ),
         ];
         env.extend(o.env.iter().cloned());
         let mut base_args: Vec<String> = Vec::new();
@@ -79,7 +86,9 @@ impl Stack {
             let cfg = o.dir.join("weft.toml");
             std::fs::write(
                 &cfg,
-                format!("[[models]]\nid = \"mock-http\"\nprovider = \"openai\"\nbase_url = \"{url}\"\ndefault = true\n"),
+                format!(
+                    "[[models]]\nid = \"mock-http\"\nprovider = \"openai\"\nbase_url = \"{url}\"\ndefault = true\n"
+                ),
             )?;
             base_args.extend(["--config".into(), cfg.display().to_string()]);
         }
@@ -106,8 +115,14 @@ impl Stack {
         match o.mode {
             Mode::Embedded => {
                 let data = o.dir.join(format!("data-{tag}"));
-                let args = ["--data-dir".into(), data.display().to_string(), "--listen".into(), "127.0.0.1:0".into()];
-                let p = start_pinned(spec("weft-up", "up", &args, "listening on http://"), &o.dir).await?;
+                let args = [
+                    "--data-dir".into(),
+                    data.display().to_string(),
+                    "--listen".into(),
+                    "127.0.0.1:0".into(),
+                ];
+                let p = start_pinned(spec("weft-up", "up", &args, "listening on http://"), &o.dir)
+                    .await?;
                 stack.gateways.push(p);
             }
             Mode::Distributed => {
@@ -121,11 +136,17 @@ impl Stack {
                     "--redis-url".into(),
                     o.redis_url.clone(),
                 ];
-                let with_prefix = |s: &mut ProcSpec| s.env.push(("WEFT_REDIS_PREFIX".into(), prefix.clone()));
+                let with_prefix =
+                    |s: &mut ProcSpec| s.env.push(("WEFT_REDIS_PREFIX".into(), prefix.clone()));
                 for i in 0..o.gateways.max(1) {
                     let mut args = urls.to_vec();
                     args.extend(["--listen".into(), "127.0.0.1:0".into()]);
-                    let mut s = spec(&format!("gateway{i}"), "serve", &args, "listening on http://");
+                    let mut s = spec(
+                        &format!("gateway{i}"),
+                        "serve",
+                        &args,
+                        "listening on http://",
+                    );
                     with_prefix(&mut s);
                     stack.gateways.push(start_pinned(s, &o.dir).await?);
                 }
@@ -179,7 +200,11 @@ impl Stack {
     }
 
     /// SIGTERM gateway `i`, wait, start it again on the same address.
-    pub async fn restart_gateway(&mut self, i: usize, down_for: Duration) -> anyhow::Result<String> {
+    pub async fn restart_gateway(
+        &mut self,
+        i: usize,
+        down_for: Duration,
+    ) -> anyhow::Result<String> {
         let dir = self.dir.clone();
         let n = self.gateways.len();
         let g = &mut self.gateways[i % n];
@@ -194,15 +219,15 @@ impl Stack {
         for p in self.gateways.iter_mut().chain(self.workers.iter_mut()) {
             p.stop(Duration::from_secs(5)).await;
         }
-        if let Some((url, prefix)) = &self.redis {
-            if let Err(e) = delete_prefix(url, prefix).await {
-                tracing::warn!(error = %e, "cleaning Redis keys");
-            }
+        if let Some((url, prefix)) = &self.redis
+            && let Err(e) = delete_prefix(url, prefix).await
+        {
+            tracing::warn!(error = %e, "cleaning Redis keys");
         }
-        if let Some((admin, name)) = &self.database {
-            if let Err(e) = drop_database(admin, name).await {
-                tracing::warn!(error = %e, "dropping the benchmark database");
-            }
+        if let Some((admin, name)) = &self.database
+            && let Err(e) = drop_database(admin, name).await
+        {
+            tracing::warn!(error = %e, "dropping the benchmark database");
         }
     }
 }
@@ -228,7 +253,9 @@ async fn create_database(admin_url: &str, name: &str) -> anyhow::Result<String> 
     let mut c = sqlx::PgConnection::connect(admin_url)
         .await
         .with_context(|| "connecting to Postgres to create the benchmark database")?;
-    sqlx::query(sqlx::AssertSqlSafe(format!("create database {name}"))).execute(&mut c).await?;
+    sqlx::query(sqlx::AssertSqlSafe(format!("create database {name}")))
+        .execute(&mut c)
+        .await?;
     let base = admin_url.rsplit_once('/').map_or(admin_url, |(b, _)| b);
     Ok(format!("{base}/{name}"))
 }
@@ -236,14 +263,21 @@ async fn create_database(admin_url: &str, name: &str) -> anyhow::Result<String> 
 async fn drop_database(admin_url: &str, name: &str) -> anyhow::Result<()> {
     use sqlx::Connection;
     let mut c = sqlx::PgConnection::connect(admin_url).await?;
-    sqlx::query(sqlx::AssertSqlSafe(format!("drop database if exists {name} with (force)"))).execute(&mut c).await?;
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "drop database if exists {name} with (force)"
+    )))
+    .execute(&mut c)
+    .await?;
     Ok(())
 }
 
 /// SCAN MATCH `prefix*` and DEL in batches; returns how many keys went.
 pub async fn delete_prefix(url: &str, prefix: &str) -> anyhow::Result<u64> {
     anyhow::ensure!(
-        prefix.len() >= 4 && prefix.chars().all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':'),
+        prefix.len() >= 4
+            && prefix
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == ':'),
         "refusing to delete keys under an unusual prefix {prefix:?}"
     );
     let client = redis::Client::open(url)?;

@@ -118,12 +118,31 @@ pub async fn run_turn(
             }
         };
         let status = response.status();
+        if status.as_u16() == 410 {
+            // The run is over and its event log is gone (e.g. the process that held
+            // it restarted): the web UI reads the messages instead.
+            rec.error("http_410");
+            if let Some(end) =
+                reply_from_messages(client, session, st.run_id.as_deref(), plan).await
+            {
+                return finish(rec, &st, end, true);
+            }
+            pause(Duration::from_millis(250), give_up).await;
+            continue;
+        }
         if !status.is_success() {
             rec.error(format!("http_{}", status.as_u16()));
             let wait = match status.as_u16() {
                 429 => retry_after(&response).unwrap_or(Duration::from_secs(1)),
                 s if s >= 500 => Duration::from_millis(250),
-                _ => return finish(rec, &st, TurnEnd::Failed(format!("http_{status}")), accepted),
+                _ => {
+                    return finish(
+                        rec,
+                        &st,
+                        TurnEnd::Failed(format!("http_{status}")),
+                        accepted,
+                    );
+                }
             };
             pause(wait.min(Duration::from_secs(5)), give_up).await;
             continue;
@@ -135,9 +154,8 @@ pub async fn run_turn(
             drop(response);
             continue;
         }
-        let drop_after = (st.drops < drops.max).then(|| {
-            rand::rng().random_range(1..=u64::from(plan.tokens).max(1) + 2)
-        });
+        let drop_after = (st.drops < drops.max)
+            .then(|| rand::rng().random_range(1..=u64::from(plan.tokens).max(1) + 2));
         let mut reader = SseReader::new(Box::pin(response.bytes_stream()));
         let mut read = 0u64;
         let ended = loop {
@@ -180,7 +198,11 @@ pub async fn run_turn(
             break;
         }
     }
-    let end = if accepted { TurnEnd::Abandoned } else { TurnEnd::NotSent };
+    let end = if accepted {
+        TurnEnd::Abandoned
+    } else {
+        TurnEnd::NotSent
+    };
     finish(rec, &st, end, accepted)
 }
 
@@ -277,6 +299,25 @@ fn finish(rec: &Recorder, st: &StreamState, end: TurnEnd, accepted: bool) -> Tur
         run_id: st.run_id.clone(),
         accepted,
     }
+}
+
+/// After a 410: the assistant message of `run`, if the run left one.
+async fn reply_from_messages(
+    client: &WeftClient,
+    session: &str,
+    run: Option<&str>,
+    plan: &TurnPlan,
+) -> Option<TurnEnd> {
+    let run = run?;
+    let messages = client.all_messages(session).await.ok()?;
+    let reply = messages
+        .iter()
+        .find(|m| m.role == "assistant" && m.run_id.as_deref() == Some(run))?;
+    Some(if reply.content == plan.expect {
+        TurnEnd::Done
+    } else {
+        TurnEnd::Failed("reply_mismatch".into())
+    })
 }
 
 fn chance(p: f64) -> bool {

@@ -67,7 +67,11 @@ async fn start_weft() -> Weft {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(weft_gateway::serve(listener, state));
-    Weft { url, shutdown, _dir: dir }
+    Weft {
+        url,
+        shutdown,
+        _dir: dir,
+    }
 }
 
 fn params(scenario: Scenario, users: usize, secs: u64, plan: TurnPlan) -> Params {
@@ -95,10 +99,15 @@ fn target(weft: &Weft) -> WeftTarget {
 async fn latency_reports_completed_runs_with_ttft_and_json() {
     let weft = start_weft().await;
     let p = params(Scenario::Latency, 5, 2, TurnPlan::mock(5, 20, 5));
-    let report = run_weft(&p, &target(&weft), &RunContext::default()).await.unwrap();
+    let report = run_weft(&p, &target(&weft), &RunContext::default())
+        .await
+        .unwrap();
     assert!(report.runs_ok > 0, "no run completed:\n{}", report.table());
     assert_eq!(report.runs_failed, 0, "{}", report.table());
-    assert_eq!(report.ttft_ms.count, report.runs_ok, "one TTFT per completed run");
+    assert_eq!(
+        report.ttft_ms.count, report.runs_ok,
+        "one TTFT per completed run"
+    );
     assert_eq!(report.incoherent_streams, 0, "{}", report.table());
     let json = serde_json::to_value(&report).unwrap();
     assert_eq!(json["scenario"], "latency");
@@ -111,21 +120,42 @@ async fn latency_reports_completed_runs_with_ttft_and_json() {
 async fn reconnect_drops_streams_and_loses_or_duplicates_nothing() {
     let weft = start_weft().await;
     let p = params(Scenario::Reconnect, 5, 3, TurnPlan::mock(20, 10, 5));
-    let report = run_weft(&p, &target(&weft), &RunContext::default()).await.unwrap();
-    let v = report.verify.clone().expect("reconnect verifies through the API");
+    let report = run_weft(&p, &target(&weft), &RunContext::default())
+        .await
+        .unwrap();
+    let v = report
+        .verify
+        .clone()
+        .expect("reconnect verifies through the API");
     assert!(report.runs_ok > 0, "{}", report.table());
-    assert!(report.reconnects > 0, "the scenario must actually drop streams:\n{}", report.table());
-    assert_eq!((v.lost, v.duplicated, v.wrong), (0, 0, 0), "{}", report.table());
+    assert!(
+        report.reconnects > 0,
+        "the scenario must actually drop streams:\n{}",
+        report.table()
+    );
+    assert_eq!(
+        (v.lost, v.duplicated, v.wrong),
+        (0, 0, 0),
+        "{}",
+        report.table()
+    );
     assert_eq!(v.complete_replies, v.user_messages, "{}", report.table());
     assert!(v.user_messages >= report.runs_ok, "{}", report.table());
-    assert_eq!(report.duplicated_events + report.gaps + report.incoherent_streams, 0, "{}", report.table());
+    assert_eq!(
+        report.duplicated_events + report.gaps + report.incoherent_streams,
+        0,
+        "{}",
+        report.table()
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn attach_holds_every_idle_client() {
     let weft = start_weft().await;
     let p = params(Scenario::Attach, 1, 2, TurnPlan::mock(1, 0, 0));
-    let report = run_weft(&p, &target(&weft), &RunContext::default()).await.unwrap();
+    let report = run_weft(&p, &target(&weft), &RunContext::default())
+        .await
+        .unwrap();
     let a = report.attach.clone().expect("attach result");
     assert_eq!(a.clients_connected, 200, "{}", report.table());
     assert_eq!(a.still_open_at_end, 200, "{}", report.table());

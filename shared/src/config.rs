@@ -241,7 +241,11 @@ impl Config {
             }
             fig = fig.merge(Toml::file(path));
         }
-        fig = fig.merge(Env::prefixed("WEFT_").split("__").ignore(&["config", "gateway", "token"]));
+        fig = fig.merge(
+            Env::prefixed("WEFT_")
+                .split("__")
+                .ignore(&["config", "gateway", "token"]),
+        );
         let cfg: Config = fig.extract().map_err(Box::new)?;
         cfg.validate()?;
         Ok(cfg)
@@ -263,7 +267,10 @@ impl Config {
             if !seen.insert(m.id.as_str()) {
                 return bad(format!("model id {:?} is configured twice", m.id));
             }
-            if m.provider != ProviderKind::Mock && m.base_url.is_none() && m.provider != ProviderKind::Openai {
+            if m.provider != ProviderKind::Mock
+                && m.base_url.is_none()
+                && m.provider != ProviderKind::Openai
+            {
                 return bad(format!("model {:?} needs base_url", m.id));
             }
         }
@@ -302,7 +309,10 @@ impl Config {
     pub fn mode(&self) -> Result<Mode, ConfigError> {
         let db = match &self.database_url {
             Some(u) => u.expose().to_string(),
-            None => format!("sqlite://{}?mode=rwc", self.data_dir().join("weft.db").display()),
+            None => format!(
+                "sqlite://{}?mode=rwc",
+                self.data_dir().join("weft.db").display()
+            ),
         };
         let is_pg = db.starts_with("postgres://") || db.starts_with("postgresql://");
         let is_sqlite = db.starts_with("sqlite:");
@@ -347,7 +357,12 @@ mod tests {
             redis_url: Some(Secret("redis://127.0.0.1".into())),
             ..Config::default()
         };
-        assert!(cfg.mode().unwrap_err().to_string().contains("shared Postgres"));
+        assert!(
+            cfg.mode()
+                .unwrap_err()
+                .to_string()
+                .contains("shared Postgres")
+        );
         let cfg = Config {
             database_url: Some(Secret("postgres://x/y".into())),
             ..Config::default()

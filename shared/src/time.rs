@@ -28,6 +28,9 @@ mod tests {
     #[test]
     fn renders_rfc3339() {
         assert_eq!(super::rfc3339(0), "1970-01-01T00:00:00Z");
-        assert_eq!(super::rfc3339(1_764_460_000_123), "2025-11-29T23:46:40.123Z");
+        assert_eq!(
+            super::rfc3339(1_764_460_000_123),
+            "2025-11-29T23:46:40.123Z"
+        );
     }
 }

@@ -15,10 +15,14 @@ pub fn system_prompt(mode: &str) -> String {
 
 pub fn to_chat_messages(mode: &str, history: &[Message]) -> Vec<ChatMessage> {
     let mut out = Vec::with_capacity(history.len() + 1);
-    out.push(ChatMessage::System { content: system_prompt(mode) });
+    out.push(ChatMessage::System {
+        content: system_prompt(mode),
+    });
     for m in history {
         out.push(match m.role.as_str() {
-            "user" => ChatMessage::User { content: m.content.clone() },
+            "user" => ChatMessage::User {
+                content: m.content.clone(),
+            },
             "tool" => ChatMessage::Tool {
                 call_id: m.call_id.clone(),
                 name: m.name.clone().unwrap_or_default(),
@@ -29,7 +33,11 @@ pub fn to_chat_messages(mode: &str, history: &[Message]) -> Vec<ChatMessage> {
                 tool_calls: m
                     .tool_calls
                     .iter()
-                    .map(|c| ToolCall { id: c.id.clone(), name: c.name.clone(), args: c.args.clone() })
+                    .map(|c| ToolCall {
+                        id: c.id.clone(),
+                        name: c.name.clone(),
+                        args: c.args.clone(),
+                    })
                     .collect(),
             },
         });

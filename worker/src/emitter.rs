@@ -35,11 +35,26 @@ pub struct Emitter {
 
 pub const HEARTBEAT_AFTER: Duration = Duration::from_secs(30);
 
+/// How far seq jumps when an earlier attempt's log was lost: more events than one
+/// attempt can publish between two high-water-mark writes.
+const LOST_LOG_JUMP: u64 = 1_000_000;
+
 impl Emitter {
     /// `floor`: the high-water mark the database recorded for earlier attempts;
     /// when the log was lost (Redis flushed, embedded restart) seq still continues.
-    pub async fn new(bus: SharedBus, run: RunId, coalesce: Duration, floor: u64) -> Emitter {
+    /// `retried`: an earlier attempt may have published events. If its log is gone,
+    /// clients may hold seqs beyond `floor` (it is only written at heartbeats), so
+    /// seq jumps past anything that attempt could have sent; clients and `attach`
+    /// accept a jump forward, never a step back.
+    pub async fn new(
+        bus: SharedBus,
+        run: RunId,
+        coalesce: Duration,
+        floor: u64,
+        retried: bool,
+    ) -> Emitter {
         let seq = match bus.last_seq(&run).await {
+            Ok(0) if retried => floor + LOST_LOG_JUMP,
             Ok(seq) => seq.max(floor),
             Err(e) => {
                 tracing::warn!(run.id = %run, error = %e, "reading last seq failed; starting after 0");
@@ -103,10 +118,12 @@ impl Emitter {
             self.flush().await;
         }
         self.buffer = Some((kind, step, delta.to_string()));
-        if self.coalesce.is_zero() {
+        // Leading edge: after a quiet spell the delta goes out at once (the first
+        // token is never held back); deltas that follow within the window are batched.
+        if self.coalesce.is_zero() || self.last_emit.elapsed() >= self.coalesce {
             self.flush().await;
         } else {
-            self.flush_at = Some(Instant::now() + self.coalesce);
+            self.flush_at = Some(self.last_emit + self.coalesce);
         }
     }
 
@@ -132,7 +149,12 @@ impl Emitter {
         self.seq += 1;
         self.shared_seq.store(self.seq, Ordering::Relaxed);
         self.last_emit = Instant::now();
-        let ev = RunEvent { run_id: self.run.clone(), seq: self.seq, ts: now_ms(), kind };
+        let ev = RunEvent {
+            run_id: self.run.clone(),
+            seq: self.seq,
+            ts: now_ms(),
+            kind,
+        };
         if let Err(e) = self.bus.publish(&self.run, &Frame::encode(&ev)).await {
             tracing::warn!(run.id = %self.run, seq = self.seq, error = %e, "publishing event failed");
         }

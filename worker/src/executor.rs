@@ -24,9 +24,18 @@ use crate::{Inner, RunStop, StopReason};
 
 /// The result of one step.
 enum StepOutcome {
-    Done { text: String, calls: Vec<ToolCall>, usage: Usage },
-    Stopped { partial: String },
-    Failed { error: ErrorBody, partial: String },
+    Done {
+        text: String,
+        calls: Vec<ToolCall>,
+        usage: Usage,
+    },
+    Stopped {
+        partial: String,
+    },
+    Failed {
+        error: ErrorBody,
+        partial: String,
+    },
 }
 
 struct RunState {
@@ -36,9 +45,21 @@ struct RunState {
     created_at: i64,
 }
 
-pub(crate) async fn execute(inner: Arc<Inner>, run: ClaimedRun, stop: Arc<RunStop>, seq_out: tokio::sync::oneshot::Sender<Arc<std::sync::atomic::AtomicU64>>) {
+pub(crate) async fn execute(
+    inner: Arc<Inner>,
+    run: ClaimedRun,
+    stop: Arc<RunStop>,
+    seq_out: tokio::sync::oneshot::Sender<Arc<std::sync::atomic::AtomicU64>>,
+) {
     let cfg = &inner.deps.config.worker;
-    let mut em = Emitter::new(inner.deps.bus.clone(), run.id.clone(), Duration::from_millis(cfg.coalesce_ms), run.last_seq).await;
+    let mut em = Emitter::new(
+        inner.deps.bus.clone(),
+        run.id.clone(),
+        Duration::from_millis(cfg.coalesce_ms),
+        run.last_seq,
+        run.attempt > 1,
+    )
+    .await;
     let _ = seq_out.send(em.seq_handle());
     let resume_step = match inner.deps.store.last_checkpoint(&run.id).await {
         Ok(step) => step + 1,
@@ -54,18 +75,52 @@ pub(crate) async fn execute(inner: Arc<Inner>, run: ClaimedRun, stop: Arc<RunSto
         resume_step,
     })
     .await;
-    let mut state = RunState { usage: Usage::default(), ttft_ms: None, started: Instant::now(), created_at: run.created_at };
+    let mut state = RunState {
+        usage: Usage::default(),
+        ttft_ms: None,
+        started: Instant::now(),
+        created_at: run.created_at,
+    };
 
     if run.cancel_requested {
-        finish(&inner, &run, &mut em, RunEnd::Cancelled { partial: String::new(), step: resume_step }, &state).await;
+        finish(
+            &inner,
+            &run,
+            &mut em,
+            RunEnd::Cancelled {
+                partial: String::new(),
+                step: resume_step,
+            },
+            &state,
+        )
+        .await;
         return;
     }
     let Some(model) = inner.providers.get(&run.model).cloned() else {
-        let error = ErrorBody { code: "unknown_model".into(), message: format!("model {:?} is not configured", run.model) };
-        finish(&inner, &run, &mut em, RunEnd::Failed { error, partial: String::new(), step: resume_step }, &state).await;
+        let error = ErrorBody {
+            code: "unknown_model".into(),
+            message: format!("model {:?} is not configured", run.model),
+        };
+        finish(
+            &inner,
+            &run,
+            &mut em,
+            RunEnd::Failed {
+                error,
+                partial: String::new(),
+                step: resume_step,
+            },
+            &state,
+        )
+        .await;
         return;
     };
-    let history = match inner.deps.store.context_messages(&run.session_id, cfg.hot_size).await {
+    let history = match inner
+        .deps
+        .store
+        .context_messages(&run.session_id, cfg.hot_size)
+        .await
+    {
         Ok(h) => h,
         Err(e) => {
             tracing::error!(run.id = %run.id, error = %e, "loading context failed; leaving the run to the reaper");
@@ -73,16 +128,31 @@ pub(crate) async fn execute(inner: Arc<Inner>, run: ClaimedRun, stop: Arc<RunSto
         }
     };
     let mut messages = to_chat_messages(&run.mode, &history);
-    let tools = if run.mode == "chat" { Vec::new() } else { inner.tools.specs() };
+    let tools = if run.mode == "chat" {
+        Vec::new()
+    } else {
+        inner.tools.specs()
+    };
 
     let mut step = resume_step;
     let end = loop {
         if step > cfg.max_steps {
-            let error = ErrorBody { code: "max_steps".into(), message: format!("the agent did not finish within {} steps", cfg.max_steps) };
-            break RunEnd::Failed { error, partial: String::new(), step };
+            let error = ErrorBody {
+                code: "max_steps".into(),
+                message: format!("the agent did not finish within {} steps", cfg.max_steps),
+            };
+            break RunEnd::Failed {
+                error,
+                partial: String::new(),
+                step,
+            };
         }
         let req = ChatRequest {
-            model: model.config.model.clone().unwrap_or_else(|| model.config.id.clone()),
+            model: model
+                .config
+                .model
+                .clone()
+                .unwrap_or_else(|| model.config.id.clone()),
             messages: messages.clone(),
             tools: tools.clone(),
             max_tokens: model.config.max_tokens,
@@ -97,16 +167,30 @@ pub(crate) async fn execute(inner: Arc<Inner>, run: ClaimedRun, stop: Arc<RunSto
                     return;
                 }
             },
-            StepOutcome::Failed { error, partial } => break RunEnd::Failed { error, partial, step },
+            StepOutcome::Failed { error, partial } => {
+                break RunEnd::Failed {
+                    error,
+                    partial,
+                    step,
+                };
+            }
             StepOutcome::Done { text, calls, usage } => {
                 state.usage.add(usage);
                 em.emit(EventKind::Usage(UsageDto::from(state.usage))).await;
                 if calls.is_empty() {
-                    break RunEnd::Succeeded { content: text, step };
+                    break RunEnd::Succeeded {
+                        content: text,
+                        step,
+                    };
                 }
                 let Some(results) = run_tools(&inner, &calls, step, &mut em, &stop).await else {
                     match stop.reason() {
-                        StopReason::Cancel => break RunEnd::Cancelled { partial: text, step },
+                        StopReason::Cancel => {
+                            break RunEnd::Cancelled {
+                                partial: text,
+                                step,
+                            };
+                        }
                         StopReason::Lost => return,
                         StopReason::Shutdown => {
                             release(&inner, &run).await;
@@ -117,10 +201,22 @@ pub(crate) async fn execute(inner: Arc<Inner>, run: ClaimedRun, stop: Arc<RunSto
                 let cp = StepCheckpoint {
                     step,
                     content: text.clone(),
-                    tool_calls: calls.iter().map(|c| ToolCallDto { id: c.id.clone(), name: c.name.clone(), args: c.args.clone() }).collect(),
+                    tool_calls: calls
+                        .iter()
+                        .map(|c| ToolCallDto {
+                            id: c.id.clone(),
+                            name: c.name.clone(),
+                            args: c.args.clone(),
+                        })
+                        .collect(),
                     results: results.clone(),
                 };
-                match inner.deps.store.checkpoint_step(&run.id, &inner.id, &run.session_id, &cp, em.seq()).await {
+                match inner
+                    .deps
+                    .store
+                    .checkpoint_step(&run.id, &inner.id, &run.session_id, &cp, em.seq())
+                    .await
+                {
                     Ok(true) => {}
                     Ok(false) => return, // ownership lost: the new owner carries on
                     Err(e) => {
@@ -128,8 +224,15 @@ pub(crate) async fn execute(inner: Arc<Inner>, run: ClaimedRun, stop: Arc<RunSto
                         return;
                     }
                 }
-                messages.push(ChatMessage::Assistant { content: text, tool_calls: calls });
-                messages.extend(results.into_iter().map(|r| ChatMessage::Tool { call_id: r.call_id, name: r.name, content: r.content }));
+                messages.push(ChatMessage::Assistant {
+                    content: text,
+                    tool_calls: calls,
+                });
+                messages.extend(results.into_iter().map(|r| ChatMessage::Tool {
+                    call_id: r.call_id,
+                    name: r.name,
+                    content: r.content,
+                }));
                 step += 1;
             }
         }
@@ -138,7 +241,14 @@ pub(crate) async fn execute(inner: Arc<Inner>, run: ClaimedRun, stop: Arc<RunSto
 }
 
 /// One step, retrying transient upstream errors with backoff (`retrying` events).
-async fn run_step(model: &ModelEntry, mut req: ChatRequest, step: u32, em: &mut Emitter, stop: &RunStop, state: &mut RunState) -> StepOutcome {
+async fn run_step(
+    model: &ModelEntry,
+    mut req: ChatRequest,
+    step: u32,
+    em: &mut Emitter,
+    stop: &RunStop,
+    state: &mut RunState,
+) -> StepOutcome {
     let mut retry = 0;
     loop {
         req.attempt = retry + 1;
@@ -152,10 +262,22 @@ async fn run_step(model: &ModelEntry, mut req: ChatRequest, step: u32, em: &mut 
                 LlmError::Transient { .. } => "upstream_unavailable",
                 LlmError::Fatal { .. } => "upstream_error",
             };
-            return StepOutcome::Failed { error: ErrorBody { code: code.into(), message: reason }, partial: String::new() };
+            return StepOutcome::Failed {
+                error: ErrorBody {
+                    code: code.into(),
+                    message: reason,
+                },
+                partial: String::new(),
+            };
         };
         retry += 1;
-        em.emit(EventKind::Retrying { step, attempt: retry, reason, delay_ms: delay.as_millis() as u64 }).await;
+        em.emit(EventKind::Retrying {
+            step,
+            attempt: retry,
+            reason,
+            delay_ms: delay.as_millis() as u64,
+        })
+        .await;
         tokio::select! {
             _ = stop.token.cancelled() => return StepOutcome::Stopped { partial: String::new() },
             _ = tokio::time::sleep(delay) => {}
@@ -164,7 +286,14 @@ async fn run_step(model: &ModelEntry, mut req: ChatRequest, step: u32, em: &mut 
 }
 
 /// One streamed LLM call. `Err` only for an upstream error worth classifying.
-async fn stream_once(model: &ModelEntry, req: ChatRequest, step: u32, em: &mut Emitter, stop: &RunStop, state: &mut RunState) -> Result<StepOutcome, LlmError> {
+async fn stream_once(
+    model: &ModelEntry,
+    req: ChatRequest,
+    step: u32,
+    em: &mut Emitter,
+    stop: &RunStop,
+    state: &mut RunState,
+) -> Result<StepOutcome, LlmError> {
     let mut stream = tokio::select! {
         _ = stop.token.cancelled() => return Ok(StepOutcome::Stopped { partial: String::new() }),
         s = model.provider.stream(req) => s?,
@@ -210,9 +339,21 @@ fn mark_first_token(state: &mut RunState) {
 }
 
 /// Run a step's tool calls in parallel. `None` when the run was stopped meanwhile.
-async fn run_tools(inner: &Inner, calls: &[ToolCall], step: u32, em: &mut Emitter, stop: &RunStop) -> Option<Vec<ToolResult>> {
+async fn run_tools(
+    inner: &Inner,
+    calls: &[ToolCall],
+    step: u32,
+    em: &mut Emitter,
+    stop: &RunStop,
+) -> Option<Vec<ToolResult>> {
     for c in calls {
-        em.emit(EventKind::ToolStart { step, call_id: c.id.clone(), name: c.name.clone(), args: c.args.clone() }).await;
+        em.emit(EventKind::ToolStart {
+            step,
+            call_id: c.id.clone(),
+            name: c.name.clone(),
+            args: c.args.clone(),
+        })
+        .await;
     }
     let all = futures::future::join_all(calls.iter().map(|c| async move {
         let t0 = Instant::now();
@@ -238,7 +379,11 @@ async fn run_tools(inner: &Inner, calls: &[ToolCall], step: u32, em: &mut Emitte
             duration_ms: took.as_millis() as u64,
         })
         .await;
-        results.push(ToolResult { call_id: c.id.clone(), name: c.name.clone(), content });
+        results.push(ToolResult {
+            call_id: c.id.clone(),
+            name: c.name.clone(),
+            content,
+        });
     }
     Some(results)
 }
@@ -247,14 +392,25 @@ async fn run_tools(inner: &Inner, calls: &[ToolCall], step: u32, em: &mut Emitte
 async fn finish(inner: &Inner, run: &ClaimedRun, em: &mut Emitter, end: RunEnd, state: &RunState) {
     em.flush().await;
     let usage = UsageDto::from(state.usage);
-    let outcome = match inner.deps.store.finish_run(run, &inner.id, &end, usage, state.ttft_ms).await {
+    let outcome = match inner
+        .deps
+        .store
+        .finish_run(run, &inner.id, &end, usage, state.ttft_ms)
+        .await
+    {
         Ok(o) => o,
         Err(e) => {
             tracing::error!(run.id = %run.id, error = %e, "finishing run failed; leaving it to the reaper");
             return;
         }
     };
-    let FinishOutcome::Finished { message_id, followup } = outcome else { return };
+    let FinishOutcome::Finished {
+        message_id,
+        followup,
+    } = outcome
+    else {
+        return;
+    };
     let duration_ms = state.started.elapsed().as_millis() as u64;
     let (kind, status) = match end {
         RunEnd::Succeeded { .. } => (
@@ -281,22 +437,39 @@ async fn finish(inner: &Inner, run: &ClaimedRun, em: &mut Emitter, end: RunEnd, 
         }
     };
     em.emit(kind).await;
-    em.retire(Duration::from_secs(inner.deps.config.events.retention_secs)).await;
+    em.retire(Duration::from_secs(inner.deps.config.events.retention_secs))
+        .await;
     metrics::counter!("weft_runs_finished_total", "status" => status).increment(1);
     metrics::histogram!("weft_run_duration_seconds").record(state.started.elapsed().as_secs_f64());
     if let Some(ttft) = state.ttft_ms {
         metrics::histogram!("weft_run_ttft_seconds").record(ttft as f64 / 1000.0);
     }
     if let Some(next) = followup {
-        inner.enqueue(RunJob { run_id: next, traceparent: None, enqueued_at: now_ms() }).await;
+        inner
+            .enqueue(RunJob {
+                run_id: next,
+                traceparent: None,
+                enqueued_at: now_ms(),
+            })
+            .await;
     }
 }
 
 /// Shutdown deadline passed: give the run back so another worker resumes it.
 async fn release(inner: &Inner, run: &ClaimedRun) {
     match inner.deps.store.release_run(&run.id, &inner.id).await {
-        Ok(true) => inner.enqueue(RunJob { run_id: run.id.clone(), traceparent: None, enqueued_at: now_ms() }).await,
+        Ok(true) => {
+            inner
+                .enqueue(RunJob {
+                    run_id: run.id.clone(),
+                    traceparent: None,
+                    enqueued_at: now_ms(),
+                })
+                .await
+        }
         Ok(false) => {}
-        Err(e) => tracing::warn!(run.id = %run.id, error = %e, "releasing run failed; the reaper will pick it up"),
+        Err(e) => {
+            tracing::warn!(run.id = %run.id, error = %e, "releasing run failed; the reaper will pick it up")
+        }
     }
 }

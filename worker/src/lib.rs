@@ -63,7 +63,10 @@ pub struct RunStop {
 
 impl RunStop {
     fn new() -> RunStop {
-        RunStop { token: CancellationToken::new(), reason: Mutex::new(None) }
+        RunStop {
+            token: CancellationToken::new(),
+            reason: Mutex::new(None),
+        }
     }
 
     pub fn stop(&self, reason: StopReason) {
@@ -72,7 +75,10 @@ impl RunStop {
     }
 
     pub fn reason(&self) -> StopReason {
-        self.reason.lock().expect("stop lock").unwrap_or(StopReason::Cancel)
+        self.reason
+            .lock()
+            .expect("stop lock")
+            .unwrap_or(StopReason::Cancel)
     }
 }
 
@@ -106,25 +112,50 @@ struct Handler(Arc<Inner>);
 impl JobHandler for Handler {
     async fn handle(&self, job: RunJob) {
         let inner = self.0.clone();
-        let Ok(slot) = inner.slots.clone().acquire_owned().await else { return };
+        let Ok(slot) = inner.slots.clone().acquire_owned().await else {
+            return;
+        };
         if job.enqueued_at > 0 {
-            metrics::histogram!("weft_queue_wait_seconds").record((now_ms() - job.enqueued_at).max(0) as f64 / 1000.0);
+            metrics::histogram!("weft_queue_wait_seconds")
+                .record((now_ms() - job.enqueued_at).max(0) as f64 / 1000.0);
         }
         let cfg = &inner.deps.config.worker;
-        let claim = inner.deps.store.claim_run(&job.run_id, &inner.id, inner.stale_before(), cfg.max_attempts).await;
+        let claim = inner
+            .deps
+            .store
+            .claim_run(
+                &job.run_id,
+                &inner.id,
+                inner.stale_before(),
+                cfg.max_attempts,
+            )
+            .await;
         match claim {
             Ok(ClaimOutcome::Claimed(run)) => {
                 let stop = Arc::new(RunStop::new());
-                inner.running.lock().expect("running lock").insert(run.id.clone(), stop.clone());
+                inner
+                    .running
+                    .lock()
+                    .expect("running lock")
+                    .insert(run.id.clone(), stop.clone());
                 let task_inner = inner.clone();
                 inner.tasks.spawn(async move {
                     let _slot = slot;
                     metrics::gauge!("weft_runs_executing").increment(1.0);
                     let (seq_tx, seq_rx) = tokio::sync::oneshot::channel();
-                    let beat = tokio::spawn(heartbeat(task_inner.clone(), run.id.clone(), stop.clone(), seq_rx));
+                    let beat = tokio::spawn(heartbeat(
+                        task_inner.clone(),
+                        run.id.clone(),
+                        stop.clone(),
+                        seq_rx,
+                    ));
                     let id = run.id.clone();
                     let span = tracing::info_span!("run", run.id = %id, attempt = run.attempt);
-                    tracing::Instrument::instrument(executor::execute(task_inner.clone(), run, stop, seq_tx), span).await;
+                    tracing::Instrument::instrument(
+                        executor::execute(task_inner.clone(), run, stop, seq_tx),
+                        span,
+                    )
+                    .await;
                     beat.abort();
                     task_inner.running.lock().expect("running lock").remove(&id);
                     metrics::gauge!("weft_runs_executing").decrement(1.0);
@@ -132,7 +163,9 @@ impl JobHandler for Handler {
             }
             Ok(ClaimOutcome::Exhausted(run)) => exhausted(&inner, run).await,
             Ok(ClaimOutcome::NotClaimable) => {}
-            Err(e) => tracing::warn!(run.id = %job.run_id, error = %e, "claim failed; the reaper will retry"),
+            Err(e) => {
+                tracing::warn!(run.id = %job.run_id, error = %e, "claim failed; the reaper will retry")
+            }
         }
     }
 }
@@ -141,17 +174,45 @@ impl JobHandler for Handler {
 async fn exhausted(inner: &Inner, run: ClaimedRun) {
     let error = ErrorBody {
         code: "attempts_exhausted".into(),
-        message: format!("the run failed {} times (its worker kept dying)", run.attempt - 1),
+        message: format!(
+            "the run failed {} times (its worker kept dying)",
+            run.attempt - 1
+        ),
     };
     match inner.deps.store.fail_exhausted(&run, &error).await {
         Ok(followup) => {
-            let seq = inner.deps.bus.last_seq(&run.id).await.unwrap_or(0).max(run.last_seq) + 1;
-            let ev = RunEvent { run_id: run.id.clone(), seq, ts: now_ms(), kind: EventKind::Error(error) };
+            let seq = inner
+                .deps
+                .bus
+                .last_seq(&run.id)
+                .await
+                .unwrap_or(0)
+                .max(run.last_seq)
+                + 1;
+            let ev = RunEvent {
+                run_id: run.id.clone(),
+                seq,
+                ts: now_ms(),
+                kind: EventKind::Error(error),
+            };
             let _ = inner.deps.bus.publish(&run.id, &Frame::encode(&ev)).await;
-            let _ = inner.deps.bus.retire(&run.id, Duration::from_secs(inner.deps.config.events.retention_secs)).await;
+            let _ = inner
+                .deps
+                .bus
+                .retire(
+                    &run.id,
+                    Duration::from_secs(inner.deps.config.events.retention_secs),
+                )
+                .await;
             metrics::counter!("weft_runs_finished_total", "status" => "failed").increment(1);
             if let Some(next) = followup {
-                inner.enqueue(RunJob { run_id: next, traceparent: None, enqueued_at: now_ms() }).await;
+                inner
+                    .enqueue(RunJob {
+                        run_id: next,
+                        traceparent: None,
+                        enqueued_at: now_ms(),
+                    })
+                    .await;
             }
         }
         Err(e) => tracing::error!(run.id = %run.id, error = %e, "failing an exhausted run failed"),
@@ -159,13 +220,23 @@ async fn exhausted(inner: &Inner, run: ClaimedRun) {
 }
 
 /// Refresh the lease every `heartbeat_ms`; a refused refresh stops the run.
-async fn heartbeat(inner: Arc<Inner>, run: RunId, stop: Arc<RunStop>, seq: tokio::sync::oneshot::Receiver<Arc<AtomicU64>>) {
+async fn heartbeat(
+    inner: Arc<Inner>,
+    run: RunId,
+    stop: Arc<RunStop>,
+    seq: tokio::sync::oneshot::Receiver<Arc<AtomicU64>>,
+) {
     let every = Duration::from_millis(inner.deps.config.worker.heartbeat_ms);
     let Ok(seq) = seq.await else { return };
     loop {
         tokio::time::sleep(every).await;
         let high_water = seq.load(Ordering::Relaxed);
-        match inner.deps.store.heartbeat(&run, &inner.id, high_water).await {
+        match inner
+            .deps
+            .store
+            .heartbeat(&run, &inner.id, high_water)
+            .await
+        {
             Ok(true) => {}
             Ok(false) => {
                 let cancelled = inner
@@ -174,7 +245,11 @@ async fn heartbeat(inner: Arc<Inner>, run: RunId, stop: Arc<RunStop>, seq: tokio
                     .get_run_unscoped(&run)
                     .await
                     .is_ok_and(|r| r.status == weft_shared::store::RunStatus::Cancelled);
-                stop.stop(if cancelled { StopReason::Cancel } else { StopReason::Lost });
+                stop.stop(if cancelled {
+                    StopReason::Cancel
+                } else {
+                    StopReason::Lost
+                });
                 return;
             }
             Err(e) => tracing::warn!(run.id = %run, error = %e, "heartbeat failed"),
@@ -206,7 +281,11 @@ async fn listen_for_cancels(inner: Arc<Inner>, shutdown: CancellationToken) {
 /// runs `shutdown_grace_ms` to finish before releasing them to other workers.
 /// `orphan_all_at_start`: in embedded mode this is the only worker, so every
 /// `running` run found at start-up belongs to a dead process.
-pub async fn run(deps: WorkerDeps, shutdown: CancellationToken, orphan_all_at_start: bool) -> anyhow::Result<()> {
+pub async fn run(
+    deps: WorkerDeps,
+    shutdown: CancellationToken,
+    orphan_all_at_start: bool,
+) -> anyhow::Result<()> {
     let cfg = deps.config.clone();
     let providers = Providers::from_config(&cfg.effective_models())?;
     let inner = Arc::new(Inner {
@@ -221,16 +300,36 @@ pub async fn run(deps: WorkerDeps, shutdown: CancellationToken, orphan_all_at_st
     tracing::info!(worker.id = %inner.id, concurrency = cfg.worker.concurrency, "worker started");
     let consume_stop = shutdown.child_token();
     let cancels = tokio::spawn(listen_for_cancels(inner.clone(), consume_stop.clone()));
-    let reaper = tokio::spawn(reaper::run(inner.clone(), consume_stop.clone(), orphan_all_at_start));
+    let reaper = tokio::spawn(reaper::run(
+        inner.clone(),
+        consume_stop.clone(),
+        orphan_all_at_start,
+    ));
     let handler: Arc<dyn JobHandler> = Arc::new(Handler(inner.clone()));
-    inner.deps.queue.consume(handler, consume_stop.clone()).await?;
+    inner
+        .deps
+        .queue
+        .consume(handler, consume_stop.clone())
+        .await?;
 
     // Shutdown: no new claims; let running runs finish, then release the rest.
     inner.tasks.close();
     let grace = Duration::from_millis(cfg.worker.shutdown_grace_ms);
-    if tokio::time::timeout(grace, inner.tasks.wait()).await.is_err() {
-        let stops: Vec<_> = inner.running.lock().expect("running lock").values().cloned().collect();
-        tracing::info!(runs = stops.len(), "shutdown grace over; releasing running runs");
+    if tokio::time::timeout(grace, inner.tasks.wait())
+        .await
+        .is_err()
+    {
+        let stops: Vec<_> = inner
+            .running
+            .lock()
+            .expect("running lock")
+            .values()
+            .cloned()
+            .collect();
+        tracing::info!(
+            runs = stops.len(),
+            "shutdown grace over; releasing running runs"
+        );
         for stop in stops {
             stop.stop(StopReason::Shutdown);
         }

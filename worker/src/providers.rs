@@ -6,8 +6,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use weft_llm::Provider;
-use weft_llm::mock::MockProvider;
 use weft_llm::anthropic::{AnthropicConfig, AnthropicProvider};
+use weft_llm::mock::MockProvider;
 use weft_llm::openai::{OpenAiConfig, OpenAiProvider};
 use weft_shared::config::{ModelConfig, ProviderKind};
 
@@ -18,9 +18,12 @@ const IDLE_TIMEOUT: Duration = Duration::from_secs(120);
 /// The API key from the environment variable the model names, if it names one.
 fn api_key(m: &ModelConfig) -> anyhow::Result<Option<String>> {
     match &m.api_key_env {
-        Some(var) => std::env::var(var)
-            .map(Some)
-            .map_err(|_| anyhow::anyhow!("model {:?}: environment variable {var} (api_key_env) is not set", m.id)),
+        Some(var) => std::env::var(var).map(Some).map_err(|_| {
+            anyhow::anyhow!(
+                "model {:?}: environment variable {var} (api_key_env) is not set",
+                m.id
+            )
+        }),
         None => Ok(None),
     }
 }
@@ -43,21 +46,33 @@ impl Providers {
             let provider: Arc<dyn Provider> = match m.provider {
                 ProviderKind::Mock => Arc::new(MockProvider::new()),
                 ProviderKind::Openai => Arc::new(OpenAiProvider::new(OpenAiConfig {
-                    base_url: m.base_url.clone().unwrap_or_else(|| "https://api.openai.com/v1".into()),
+                    base_url: m
+                        .base_url
+                        .clone()
+                        .unwrap_or_else(|| "https://api.openai.com/v1".into()),
                     api_key: api_key(m)?,
                     model_name: m.model.clone().unwrap_or_else(|| m.id.clone()),
                     connect_timeout: CONNECT_TIMEOUT,
                     idle_timeout: IDLE_TIMEOUT,
                 })),
                 ProviderKind::Anthropic => Arc::new(AnthropicProvider::new(AnthropicConfig {
-                    base_url: m.base_url.clone().unwrap_or_else(|| "https://api.anthropic.com".into()),
+                    base_url: m
+                        .base_url
+                        .clone()
+                        .unwrap_or_else(|| "https://api.anthropic.com".into()),
                     api_key: api_key(m)?,
                     model_name: m.model.clone().unwrap_or_else(|| m.id.clone()),
                     connect_timeout: CONNECT_TIMEOUT,
                     idle_timeout: IDLE_TIMEOUT,
                 })),
             };
-            out.insert(m.id.clone(), ModelEntry { config: m.clone(), provider });
+            out.insert(
+                m.id.clone(),
+                ModelEntry {
+                    config: m.clone(),
+                    provider,
+                },
+            );
         }
         Ok(Providers { models: out })
     }

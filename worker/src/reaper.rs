@@ -29,7 +29,10 @@ pub(crate) async fn run(inner: Arc<Inner>, shutdown: CancellationToken, orphan_a
             }
             (now - cfg.stale_after_ms as i64, now + 1)
         } else {
-            (now - cfg.stale_after_ms as i64, now - cfg.requeue_after_ms as i64)
+            (
+                now - cfg.stale_after_ms as i64,
+                now - cfg.requeue_after_ms as i64,
+            )
         };
         first = false;
         match inner.deps.store.reap(stale_before, requeue_before).await {
@@ -39,7 +42,13 @@ pub(crate) async fn run(inner: Arc<Inner>, shutdown: CancellationToken, orphan_a
                     metrics::counter!("weft_runs_reaped_total").increment(ids.len() as u64);
                 }
                 for run_id in ids {
-                    inner.enqueue(RunJob { run_id, traceparent: None, enqueued_at: now_ms() }).await;
+                    inner
+                        .enqueue(RunJob {
+                            run_id,
+                            traceparent: None,
+                            enqueued_at: now_ms(),
+                        })
+                        .await;
                 }
             }
             Err(e) => tracing::warn!(error = %e, "reaper sweep failed"),

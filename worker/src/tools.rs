@@ -78,7 +78,10 @@ mod tests {
     #[tokio::test]
     async fn current_time_is_rfc3339_and_unknown_tools_fail() {
         let reg = ToolRegistry::builtin();
-        let out = reg.call("current_time", serde_json::json!({})).await.unwrap();
+        let out = reg
+            .call("current_time", serde_json::json!({}))
+            .await
+            .unwrap();
         assert!(out.ends_with('Z') && out.contains('T'), "{out}");
         assert!(reg.call("rm_rf", serde_json::json!({})).await.is_err());
         assert_eq!(reg.specs()[0].name, "current_time");

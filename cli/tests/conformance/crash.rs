@@ -9,7 +9,8 @@ use crate::harness::*;
 
 both_backends!(
     killed_worker_run_completes_once,
-    lost_queue_runs_still_complete
+    lost_queue_runs_still_complete,
+    attempts_run_out
 );
 
 /// Step 1 calls a tool (checkpointed); step 2 waits 3 s before replying: the
@@ -138,5 +139,58 @@ async fn lost_queue_runs_still_complete(b: Backend) {
             1,
             "one reply: {msgs:?}"
         );
+    }
+}
+
+/// With one attempt allowed, a run whose worker dies fails with a clear error
+/// instead of looping; a message waiting behind it still gets its run.
+async fn attempts_run_out(b: Backend) {
+    let mut app = App::start_with(b, &[("WEFT_WORKER__MAX_ATTEMPTS", "1")]).await;
+    let alice = app.user("alice").await;
+    let s = app.session(&alice).await;
+    let mut stream = app
+        .send_stream(&alice, &s, "@mock.tokens 200 @mock.delay 0 20")
+        .await;
+    let head = stream.until(|e| e.ty == "text").await;
+    let run = head[0].data["run_id"].as_str().unwrap().to_string();
+    let (st, _) = app
+        .post(
+            &format!("/v1/sessions/{s}/messages"),
+            &alice,
+            serde_json::json!({"text": "after @mock.reply next"}),
+        )
+        .await;
+    assert_eq!(st, 202);
+    drop(stream);
+    match b {
+        Backend::Distributed => {
+            app.workers[0].kill();
+            app.workers.push(App::spawn_worker(&app.env));
+        }
+        Backend::Embedded => app.restart_gateway(),
+    }
+    let r = app.wait_run(&alice, &run, Duration::from_secs(30)).await;
+    assert_eq!(r["status"], "failed", "{r}");
+    assert_eq!(r["error"]["code"], "attempts_exhausted");
+    let events = app.attach(&alice, &run, None).await.until_terminal().await;
+    let last = events.last().unwrap();
+    assert_eq!(
+        (last.ty.as_str(), last.data["code"].as_str()),
+        ("error", Some("attempts_exhausted"))
+    );
+    let deadline = std::time::Instant::now() + Duration::from_secs(20);
+    loop {
+        let msgs = app.messages(&alice, &s).await;
+        if msgs
+            .last()
+            .is_some_and(|m| m["role"] == "assistant" && m["content"] == "next")
+        {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the waiting message was never answered: {msgs:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }

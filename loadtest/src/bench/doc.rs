@@ -39,7 +39,10 @@ impl Machine {
             cpu,
             cores: std::thread::available_parallelism().map_or(0, |n| n.get()),
             mem_gib: mem_kib / 1024.0 / 1024.0,
-            kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease").unwrap_or_default().trim().to_owned(),
+            kernel: std::fs::read_to_string("/proc/sys/kernel/osrelease")
+                .unwrap_or_default()
+                .trim()
+                .to_owned(),
             loadavg: std::fs::read_to_string("/proc/loadavg")
                 .unwrap_or_default()
                 .split_whitespace()
@@ -64,8 +67,13 @@ impl Versions {
         let weft = command_line(&o.weft_bin.display().to_string(), &["--version"]);
         let postgres = async {
             use sqlx::Connection;
-            let mut c = sqlx::PgConnection::connect(&o.postgres_admin_url).await.ok()?;
-            let v: (String,) = sqlx::query_as("show server_version").fetch_one(&mut c).await.ok()?;
+            let mut c = sqlx::PgConnection::connect(&o.postgres_admin_url)
+                .await
+                .ok()?;
+            let v: (String,) = sqlx::query_as("show server_version")
+                .fetch_one(&mut c)
+                .await
+                .ok()?;
             Some(v.0)
         }
         .await
@@ -73,8 +81,14 @@ impl Versions {
         let redis = async {
             let c = redis::Client::open(o.redis_url.as_str()).ok()?;
             let mut con = c.get_multiplexed_async_connection().await.ok()?;
-            let info: String = redis::cmd("INFO").arg("server").query_async(&mut con).await.ok()?;
-            info.lines().find_map(|l| l.strip_prefix("redis_version:")).map(str::to_owned)
+            let info: String = redis::cmd("INFO")
+                .arg("server")
+                .query_async(&mut con)
+                .await
+                .ok()?;
+            info.lines()
+                .find_map(|l| l.strip_prefix("redis_version:"))
+                .map(str::to_owned)
         }
         .await
         .unwrap_or_else(|| "unknown".into());
@@ -85,16 +99,30 @@ impl Versions {
                 let out = command_line(&pip, &["list", "--format=freeze"]);
                 out.lines()
                     .filter(|l| {
-                        ["langgraph-api==", "langgraph==", "langgraph-runtime-inmem==", "langchain-openai=="]
-                            .iter()
-                            .any(|p| l.starts_with(p))
+                        [
+                            "langgraph-api==",
+                            "langgraph==",
+                            "langgraph-runtime-inmem==",
+                            "langchain-openai==",
+                        ]
+                        .iter()
+                        .any(|p| l.starts_with(p))
                     })
                     .collect::<Vec<_>>()
                     .join(", ")
-                    + &format!(", {}", command_line(&v.join("bin/python").display().to_string(), &["--version"]))
+                    + &format!(
+                        ", {}",
+                        command_line(&v.join("bin/python").display().to_string(), &["--version"])
+                    )
             },
         );
-        Versions { weft, rustc: command_line("rustc", &["-V"]), postgres, redis, langgraph }
+        Versions {
+            weft,
+            rustc: command_line("rustc", &["-V"]),
+            postgres,
+            redis,
+            langgraph,
+        }
     }
 }
 
@@ -108,8 +136,15 @@ fn command_line(cmd: &str, args: &[&str]) -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
-fn find<'a>(outcomes: &'a [Outcome], mode: &str, s: Scenario) -> Option<&'a Result<Report, String>> {
-    outcomes.iter().find(|o| o.mode == mode && o.scenario == s).map(|o| &o.result)
+fn find<'a>(
+    outcomes: &'a [Outcome],
+    mode: &str,
+    s: Scenario,
+) -> Option<&'a Result<Report, String>> {
+    outcomes
+        .iter()
+        .find(|o| o.mode == mode && o.scenario == s)
+        .map(|o| &o.result)
 }
 
 fn proc_peak(r: &Report, prefix: &str) -> Option<f64> {
@@ -122,19 +157,33 @@ fn proc_peak(r: &Report, prefix: &str) -> Option<f64> {
 
 /// One cell of the targets table for `mode`.
 fn target_cell(outcomes: &[Outcome], mode: &str, s: Scenario) -> String {
-    let Some(result) = find(outcomes, mode, s) else { return "not run".into() };
+    let Some(result) = find(outcomes, mode, s) else {
+        return "not run".into();
+    };
     let r = match result {
         Ok(r) => r,
         Err(e) => return format!("failed: {}", e.lines().next().unwrap_or("")),
     };
-    let worker = if mode == "embedded" { "weft-up" } else { "worker" };
-    let gateway = if mode == "embedded" { "weft-up" } else { "gateway" };
+    let worker = if mode == "embedded" {
+        "weft-up"
+    } else {
+        "worker"
+    };
+    let gateway = if mode == "embedded" {
+        "weft-up"
+    } else {
+        "gateway"
+    };
     match s {
         Scenario::Latency => format!(
             "p50 {:.1} ms, p99 {:.1} ms (TTFT p50 {:.1} over {} ms configured)",
             r.ttft_overhead_ms.p50, r.ttft_overhead_ms.p99, r.ttft_ms.p50, r.mock_ttft_ms
         ),
-        Scenario::Throughput => format!("{:.0} runs/s ({} errors)", r.runs_per_s, r.errors.values().sum::<u64>()),
+        Scenario::Throughput => format!(
+            "{:.0} runs/s ({} errors)",
+            r.runs_per_s,
+            r.errors.values().sum::<u64>()
+        ),
         Scenario::Soak => format!(
             "{} runs, peak {} concurrent, {} failed, {} errors; {} RSS peak {:.0} MiB",
             r.runs_ok,
@@ -147,15 +196,24 @@ fn target_cell(outcomes: &[Outcome], mode: &str, s: Scenario) -> String {
         Scenario::Attach => match &r.attach {
             Some(a) => format!(
                 "{} / {} clients, {:.1} KiB RSS each ({} RSS {:.0} → {:.0} MiB)",
-                a.clients_connected, a.clients_requested, a.rss_per_client_kib, gateway,
-                a.gateway_rss_before_mib, a.gateway_rss_after_mib
+                a.clients_connected,
+                a.clients_requested,
+                a.rss_per_client_kib,
+                gateway,
+                a.gateway_rss_before_mib,
+                a.gateway_rss_after_mib
             ),
             None => "no result".into(),
         },
         Scenario::Reconnect | Scenario::Chaos => match &r.verify {
             Some(v) => format!(
                 "{} lost, {} duplicated, {} wrong of {} messages; {} incoherent streams, {} duplicated events",
-                v.lost, v.duplicated, v.wrong, v.user_messages, r.incoherent_streams, r.duplicated_events
+                v.lost,
+                v.duplicated,
+                v.wrong,
+                v.user_messages,
+                r.incoherent_streams,
+                r.duplicated_events
             ),
             None => "not verified".into(),
         },
@@ -194,13 +252,28 @@ pub fn render(
         v.weft, v.rustc, v.postgres, v.redis, v.langgraph
     );
     let _ = writeln!(t, "## Targets (issue 5) and what was measured\n");
-    let _ = writeln!(t, "| scenario | target (embedded / distributed) | embedded | distributed |");
+    let _ = writeln!(
+        t,
+        "| scenario | target (embedded / distributed) | embedded | distributed |"
+    );
     let _ = writeln!(t, "|---|---|---|---|");
     let targets = [
-        (Scenario::Latency, "TTFT overhead p50 ≤ 2 / 5 ms, p99 ≤ 10 / 20 ms (50 users, 50 tokens at 40 tok/s)"),
-        (Scenario::Throughput, "≥ 800 / 400 runs/s (10-token replies, no delay)"),
-        (Scenario::Soak, "2,000 concurrent 400-token runs at 40 tok/s, 0 errors, worker RSS ≤ 1 GiB"),
-        (Scenario::Attach, "10,000 idle SSE clients, ≤ 16 KiB RSS each"),
+        (
+            Scenario::Latency,
+            "TTFT overhead p50 ≤ 2 / 5 ms, p99 ≤ 10 / 20 ms (50 users, 50 tokens at 40 tok/s)",
+        ),
+        (
+            Scenario::Throughput,
+            "≥ 800 / 400 runs/s (10-token replies, no delay)",
+        ),
+        (
+            Scenario::Soak,
+            "2,000 concurrent 400-token runs at 40 tok/s, 0 errors, worker RSS ≤ 1 GiB",
+        ),
+        (
+            Scenario::Attach,
+            "10,000 idle SSE clients, ≤ 16 KiB RSS each",
+        ),
         (Scenario::Reconnect, "0 lost, 0 duplicated"),
         (Scenario::Chaos, "0 lost, 0 duplicated"),
     ];
@@ -218,25 +291,49 @@ pub fn render(
     if let Some(note) = langgraph_note {
         let _ = writeln!(t, "Not run: {note}.\n");
     }
-    let _ = writeln!(t, "| scenario | system | runs/s | TTFT p50 / p99 ms | TTFT overhead p50 / p90 / p99 / max ms | stream lag p50 / p99 ms | errors | server RSS peak MiB | server CPU s |");
+    let _ = writeln!(
+        t,
+        "| scenario | system | runs/s | TTFT p50 / p99 ms | TTFT overhead p50 / p90 / p99 / max ms | stream lag p50 / p99 ms | errors | server RSS peak MiB | server CPU s |"
+    );
     let _ = writeln!(t, "|---|---|---|---|---|---|---|---|---|");
     for s in [Scenario::Latency, Scenario::Throughput] {
         for mode in ["embedded", "distributed", "langgraph"] {
             match find(outcomes, mode, s) {
                 Some(Ok(r)) => {
-                    let server: Vec<_> = r.processes.iter().filter(|p| !p.name.starts_with("mock")).collect();
+                    let server: Vec<_> = r
+                        .processes
+                        .iter()
+                        .filter(|p| !p.name.starts_with("mock"))
+                        .collect();
                     let rss: f64 = server.iter().map(|p| p.rss_peak_mib).sum();
                     let cpu: f64 = server.iter().map(|p| p.cpu_s).sum();
                     let _ = writeln!(
                         t,
                         "| {} | {} | {:.1} | {:.1} / {:.1} | {:.1} / {:.1} / {:.1} / {:.1} | {:.1} / {:.1} | {} | {:.0} | {:.1} |",
-                        s.name(), system_name(mode), r.runs_per_s, r.ttft_ms.p50, r.ttft_ms.p99,
-                        r.ttft_overhead_ms.p50, r.ttft_overhead_ms.p90, r.ttft_overhead_ms.p99, r.ttft_overhead_ms.max,
-                        r.stream_lag_ms.p50, r.stream_lag_ms.p99, r.errors.values().sum::<u64>() + r.runs_failed, rss, cpu
+                        s.name(),
+                        system_name(mode),
+                        r.runs_per_s,
+                        r.ttft_ms.p50,
+                        r.ttft_ms.p99,
+                        r.ttft_overhead_ms.p50,
+                        r.ttft_overhead_ms.p90,
+                        r.ttft_overhead_ms.p99,
+                        r.ttft_overhead_ms.max,
+                        r.stream_lag_ms.p50,
+                        r.stream_lag_ms.p99,
+                        r.errors.values().sum::<u64>() + r.runs_failed,
+                        rss,
+                        cpu
                     );
                 }
                 Some(Err(e)) => {
-                    let _ = writeln!(t, "| {} | {} | failed: {} | | | | | | |", s.name(), system_name(mode), e.lines().next().unwrap_or(""));
+                    let _ = writeln!(
+                        t,
+                        "| {} | {} | failed: {} | | | | | | |",
+                        s.name(),
+                        system_name(mode),
+                        e.lines().next().unwrap_or("")
+                    );
                 }
                 None => {}
             }
@@ -262,7 +359,10 @@ pub fn render(
     let _ = writeln!(
         t,
         "Raw JSON reports: `{}/`. Suite options: soak users {}, attach clients {}, duration scale {}.",
-        json_dir.display(), o.soak_users, o.attach_clients, o.duration_scale
+        json_dir.display(),
+        o.soak_users,
+        o.attach_clients,
+        o.duration_scale
     );
     t
 }

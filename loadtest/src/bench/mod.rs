@@ -30,13 +30,29 @@ pub struct BenchOpts {
     pub weft_bin: PathBuf,
     #[arg(long, default_value = "BENCHMARKS.md")]
     pub out: PathBuf,
+    /// Take the results of scenarios not run this time from earlier JSON reports in
+    /// --json-dir, so a partial re-run still writes the whole document.
+    #[arg(long)]
+    pub reuse_json: bool,
+    /// Run nothing: rewrite the document from the JSON reports in --json-dir.
+    #[arg(long)]
+    pub render_only: bool,
     /// Where the JSON reports go (default: next to --out, in bench-results/).
     #[arg(long)]
     pub json_dir: Option<PathBuf>,
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "embedded,distributed")]
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "embedded,distributed"
+    )]
     pub modes: Vec<Mode>,
-    #[arg(long, value_enum, value_delimiter = ',',
-          default_value = "latency,throughput,soak,attach,reconnect,chaos")]
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "latency,throughput,soak,attach,reconnect,chaos"
+    )]
     pub scenarios: Vec<Scenario>,
     /// Virtual users of `soak` (each holds one 400-token run at a time).
     #[arg(long, default_value_t = 2000)]
@@ -92,7 +108,11 @@ pub fn params(o: &BenchOpts, s: Scenario) -> Params {
         duration: Duration::from_secs_f64((secs as f64 * o.duration_scale).max(2.0)),
         plan: TurnPlan::mock(tokens, ttft, itl),
         ramp: Duration::from_secs(if s == Scenario::Soak { 10 } else { 1 }),
-        turn_timeout: Duration::from_secs(if matches!(s, Scenario::Chaos | Scenario::Soak) { 120 } else { 60 }),
+        turn_timeout: Duration::from_secs(if matches!(s, Scenario::Chaos | Scenario::Soak) {
+            120
+        } else {
+            60
+        }),
         attach_clients: o.attach_clients,
     }
 }
@@ -110,18 +130,28 @@ fn scenario_env(s: Scenario) -> Vec<(String, String)> {
 
 pub async fn run(o: BenchOpts) -> anyhow::Result<()> {
     let json_dir = o.json_dir.clone().unwrap_or_else(|| {
-        o.out.parent().map(|p| p.join("bench-results")).unwrap_or_else(|| "bench-results".into())
+        o.out
+            .parent()
+            .map(|p| p.join("bench-results"))
+            .unwrap_or_else(|| "bench-results".into())
     });
     std::fs::create_dir_all(&json_dir)?;
     let work = std::env::temp_dir().join(format!("weft-bench-{}", std::process::id()));
     std::fs::create_dir_all(&work)?;
     let before = doc::Machine::now();
     let mut outcomes = Vec::new();
-    for &mode in &o.modes {
+    let modes = if o.render_only {
+        Vec::new()
+    } else {
+        o.modes.clone()
+    };
+    for &mode in &modes {
         for &s in &o.scenarios {
             let env = scenario_env(s);
             eprintln!("== {} / {}", mode.name(), s.name());
-            let result = run_one(&o, mode, s, &env, &work).await.map_err(|e| format!("{e:#}"));
+            let result = run_one(&o, mode, s, &env, &work)
+                .await
+                .map_err(|e| format!("{e:#}"));
             match &result {
                 Ok(r) => {
                     eprint!("{}", r.table());
@@ -130,19 +160,28 @@ pub async fn run(o: BenchOpts) -> anyhow::Result<()> {
                 }
                 Err(e) => eprintln!("failed: {e}"),
             }
-            outcomes.push(Outcome { mode: mode.name().into(), scenario: s, env, result });
+            outcomes.push(Outcome {
+                mode: mode.name().into(),
+                scenario: s,
+                env,
+                result,
+            });
         }
     }
     let venv = o.langgraph_venv.clone().or_else(|| {
         let d = PathBuf::from(std::env::var_os("HOME")?).join(".cache/langgraph-venv");
         d.exists().then_some(d)
     });
+    let venv = venv.filter(|v| v.join("bin/langgraph").exists());
     let mut langgraph_note = None;
     match &venv {
+        Some(_) if o.render_only => {}
         Some(venv) => {
             for s in [Scenario::Latency, Scenario::Throughput] {
                 eprintln!("== langgraph / {}", s.name());
-                let result = run_langgraph_one(&o, venv, s, &work).await.map_err(|e| format!("{e:#}"));
+                let result = run_langgraph_one(&o, venv, s, &work)
+                    .await
+                    .map_err(|e| format!("{e:#}"));
                 match &result {
                     Ok(r) => {
                         eprint!("{}", r.table());
@@ -151,25 +190,108 @@ pub async fn run(o: BenchOpts) -> anyhow::Result<()> {
                     }
                     Err(e) => eprintln!("failed: {e}"),
                 }
-                outcomes.push(Outcome { mode: "langgraph".into(), scenario: s, env: Vec::new(), result });
+                outcomes.push(Outcome {
+                    mode: "langgraph".into(),
+                    scenario: s,
+                    env: Vec::new(),
+                    result,
+                });
             }
         }
-        None => langgraph_note = Some("no LangGraph virtualenv was found (pass --langgraph-venv)".to_owned()),
+        None => {
+            langgraph_note =
+                Some("no LangGraph virtualenv was found (pass --langgraph-venv)".to_owned())
+        }
+    }
+    if o.reuse_json || o.render_only {
+        let weft = [Mode::Embedded, Mode::Distributed].map(|m| (m.name(), &ALL[..]));
+        let lg = [("langgraph", &[Scenario::Latency, Scenario::Throughput][..])];
+        for (mode, list) in weft.into_iter().chain(lg) {
+            for &s in list {
+                if outcomes
+                    .iter()
+                    .any(|x| x.mode == mode && x.scenario == s && x.result.is_ok())
+                {
+                    continue;
+                }
+                if let Some(r) = load_json(&json_dir.join(format!("{mode}-{}.json", s.name()))) {
+                    outcomes.retain(|x| !(x.mode == mode && x.scenario == s));
+                    let env = if mode == "langgraph" {
+                        Vec::new()
+                    } else {
+                        scenario_env(s)
+                    };
+                    outcomes.push(Outcome {
+                        mode: mode.into(),
+                        scenario: s,
+                        env,
+                        result: Ok(r),
+                    });
+                }
+            }
+        }
+        let rank = |m: &str| {
+            ["embedded", "distributed", "langgraph"]
+                .iter()
+                .position(|x| *x == m)
+        };
+        outcomes.sort_by_key(|x| (rank(&x.mode), ALL.iter().position(|s| *s == x.scenario)));
     }
     let after = doc::Machine::now();
     let versions = doc::Versions::collect(&o, venv.as_deref()).await;
-    let text = doc::render(&o, &before, &after, &versions, &outcomes, langgraph_note.as_deref(), &json_dir);
+    let text = doc::render(
+        &o,
+        &before,
+        &after,
+        &versions,
+        &outcomes,
+        langgraph_note.as_deref(),
+        &json_dir,
+    );
+    // A hand-written `## Analysis` section (what limits the numbers, with
+    // evidence) survives regeneration.
+    let analysis = std::fs::read_to_string(&o.out)
+        .ok()
+        .and_then(|old| old.find("\n## Analysis").map(|i| old[i..].to_owned()))
+        .unwrap_or_default();
+    let text = format!(
+        "{}{analysis}",
+        text.trim_end_matches('\n').to_owned() + "\n"
+    );
     std::fs::write(&o.out, text).with_context(|| format!("writing {}", o.out.display()))?;
     eprintln!("wrote {}", o.out.display());
     let _ = std::fs::remove_dir_all(&work);
     Ok(())
 }
 
+const ALL: [Scenario; 6] = [
+    Scenario::Latency,
+    Scenario::Throughput,
+    Scenario::Soak,
+    Scenario::Attach,
+    Scenario::Reconnect,
+    Scenario::Chaos,
+];
+
+fn load_json(path: &std::path::Path) -> Option<Report> {
+    serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
+}
+
+/// This program's path, even after a rebuild replaced the file under it (Linux
+/// then reports `… (deleted)`; the new binary at the same path is what we want).
+fn own_exe() -> anyhow::Result<PathBuf> {
+    let exe = std::env::current_exe()?;
+    let s = exe.display().to_string();
+    Ok(s.strip_suffix(" (deleted)")
+        .map(PathBuf::from)
+        .unwrap_or(exe))
+}
+
 /// A fresh mock LLM process for one scenario.
 pub async fn start_mock(work: &std::path::Path, name: &str) -> anyhow::Result<Proc> {
     let spec = ProcSpec {
         name: format!("mock-llm-{name}"),
-        program: std::env::current_exe()?,
+        program: own_exe()?,
         args: vec!["mock-llm".into(), "--listen".into(), "127.0.0.1:0".into()],
         env: vec![("RUST_LOG".into(), "warn".into())],
         cwd: None,
@@ -178,7 +300,13 @@ pub async fn start_mock(work: &std::path::Path, name: &str) -> anyhow::Result<Pr
     Proc::start(spec, work).await
 }
 
-async fn run_one(o: &BenchOpts, mode: Mode, s: Scenario, env: &[(String, String)], work: &std::path::Path) -> anyhow::Result<Report> {
+async fn run_one(
+    o: &BenchOpts,
+    mode: Mode,
+    s: Scenario,
+    env: &[(String, String)],
+    work: &std::path::Path,
+) -> anyhow::Result<Report> {
     let p = params(o, s);
     let mut mock = start_mock(work, &format!("{}-{}", mode.name(), s.name())).await?;
     let mock_url = format!("http://{}", mock.addr.clone().unwrap_or_default());
@@ -203,7 +331,11 @@ async fn run_one(o: &BenchOpts, mode: Mode, s: Scenario, env: &[(String, String)
     let stack = Arc::new(tokio::sync::Mutex::new(stack));
     let ctx = RunContext {
         stack: Some(stack.clone()),
-        extra_pids: mock.pid().map(|p| ("mock-llm".to_owned(), p)).into_iter().collect(),
+        extra_pids: mock
+            .pid()
+            .map(|p| ("mock-llm".to_owned(), p))
+            .into_iter()
+            .collect(),
         mock_url: Some(mock_url),
         label: mode.name().into(),
     };
@@ -216,7 +348,12 @@ async fn run_one(o: &BenchOpts, mode: Mode, s: Scenario, env: &[(String, String)
     report
 }
 
-async fn run_langgraph_one(o: &BenchOpts, venv: &std::path::Path, s: Scenario, work: &std::path::Path) -> anyhow::Result<Report> {
+async fn run_langgraph_one(
+    o: &BenchOpts,
+    venv: &std::path::Path,
+    s: Scenario,
+    work: &std::path::Path,
+) -> anyhow::Result<Report> {
     let p = params(o, s);
     let mut mock = start_mock(work, &format!("langgraph-{}", s.name())).await?;
     let mock_url = format!("http://{}", mock.addr.clone().unwrap_or_default());
@@ -228,9 +365,19 @@ async fn run_langgraph_one(o: &BenchOpts, venv: &std::path::Path, s: Scenario, w
         name: format!("langgraph-{}", s.name()),
         program: venv.join("bin/langgraph"),
         args: [
-            "dev", "--host", "127.0.0.1", "--port", &port.to_string(), "--no-browser", "--no-reload",
-            "--n-jobs-per-worker", "256", "--server-log-level", "WARNING",
-            "--config", &o.langgraph_dir.join("langgraph.json").display().to_string(),
+            "dev",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            &port.to_string(),
+            "--no-browser",
+            "--no-reload",
+            "--n-jobs-per-worker",
+            "256",
+            "--server-log-level",
+            "WARNING",
+            "--config",
+            &o.langgraph_dir.join("langgraph.json").display().to_string(),
         ]
         .iter()
         .map(|s| (*s).to_owned())
@@ -240,7 +387,14 @@ async fn run_langgraph_one(o: &BenchOpts, venv: &std::path::Path, s: Scenario, w
             ("LANGGRAPH_CLI_NO_ANALYTICS".into(), "1".into()),
             ("LANGSMITH_TRACING".into(), "false".into()),
             ("LANGCHAIN_TRACING_V2".into(), "false".into()),
-            ("PATH".into(), format!("{}:{}", venv.join("bin").display(), std::env::var("PATH").unwrap_or_default())),
+            (
+                "PATH".into(),
+                format!(
+                    "{}:{}",
+                    venv.join("bin").display(),
+                    std::env::var("PATH").unwrap_or_default()
+                ),
+            ),
         ],
         cwd: Some(o.langgraph_dir.clone()),
         ready_marker: None,
@@ -265,7 +419,10 @@ async fn run_langgraph_one(o: &BenchOpts, venv: &std::path::Path, s: Scenario, w
             };
             run_langgraph(&p, &url, "agent", &ctx).await
         }
-        Err(e) => Err(e.context(format!("LangGraph did not come up; see {}", server.log.display()))),
+        Err(e) => Err(e.context(format!(
+            "LangGraph did not come up; see {}",
+            server.log.display()
+        ))),
     };
     server.stop(Duration::from_secs(5)).await;
     mock.stop(Duration::from_secs(2)).await;
@@ -276,10 +433,10 @@ async fn wait_ok(url: &str, within: Duration) -> anyhow::Result<()> {
     let http = reqwest::Client::new();
     let deadline = std::time::Instant::now() + within;
     while std::time::Instant::now() < deadline {
-        if let Ok(r) = http.get(url).send().await {
-            if r.status().is_success() {
-                return Ok(());
-            }
+        if let Ok(r) = http.get(url).send().await
+            && r.status().is_success()
+        {
+            return Ok(());
         }
         tokio::time::sleep(Duration::from_millis(250)).await;
     }

@@ -95,7 +95,11 @@ impl Knobs {
             return timing;
         }
         // This request is counted in flight already; only the others load it.
-        let others = self.counters.in_flight.load(Ordering::Relaxed).saturating_sub(1);
+        let others = self
+            .counters
+            .in_flight
+            .load(Ordering::Relaxed)
+            .saturating_sub(1);
         let scale = 1.0 + self.load_factor / 100.0 * others as f64;
         Timing {
             ttft: timing.ttft.mul_f64(scale),

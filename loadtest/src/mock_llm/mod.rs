@@ -30,8 +30,8 @@ use tokio::net::TcpListener;
 use weft_llm::ChatMessage;
 use weft_llm::mockscript::{self, Outcome, ScriptError, Timing};
 
-pub use knobs::{FaultRates, StatsSnapshot};
 use knobs::{Counters, Knobs};
+pub use knobs::{FaultRates, StatsSnapshot};
 
 /// Server-wide defaults, used when a message has no `@mock.delay`, and the
 /// server-wide load factor and fault rates ([`knobs`]), applied to every request.

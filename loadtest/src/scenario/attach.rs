@@ -37,7 +37,12 @@ pub async fn run(
     let mut tasks = Vec::with_capacity(n);
     for i in 0..n {
         let (client, run) = (client.clone(), runs[i % runs.len()].clone());
-        let (connected, open, failed, gate) = (connected.clone(), open.clone(), failed.clone(), gate.clone());
+        let (connected, open, failed, gate) = (
+            connected.clone(),
+            open.clone(),
+            failed.clone(),
+            gate.clone(),
+        );
         let mut stop = stop_rx.clone();
         tasks.push(tokio::spawn(async move {
             let permit = gate.acquire_owned().await;
@@ -103,23 +108,29 @@ fn pid_mib(pid: Option<u32>) -> f64 {
     pid.and_then(rss_kib).map_or(0.0, |k| k as f64 / 1024.0)
 }
 
-/// Start `k` runs that stay silent for ten minutes; returns their ids.
+/// Start `k` runs that stay silent for ten minutes (concurrently: in distributed
+/// mode each waits for a worker to pick it up); returns their ids.
 async fn start_quiet_runs(client: &WeftClient, k: usize) -> anyhow::Result<Vec<String>> {
-    let mut runs = Vec::with_capacity(k);
-    for _ in 0..k {
-        let session = client.create_session().await?;
-        let key = uuid::Uuid::new_v4().to_string();
-        let r = client
-            .send_streaming(&session.id, "@mock.tokens 1 @mock.delay 600000 0", &key)
-            .await?;
-        anyhow::ensure!(r.status().is_success(), "starting a quiet run: {}", r.status());
-        let mut reader = SseReader::new(Box::pin(r.bytes_stream()));
-        let first = tokio::time::timeout(Duration::from_secs(30), reader.next())
-            .await
-            .map_err(|_| anyhow::anyhow!("no run_started within 30 s"))?
-            .map_err(|e| anyhow::anyhow!("quiet run stream ended: {e:?}"))?;
-        let ev: weft_shared::event::RunEvent = serde_json::from_str(&first.data)?;
-        runs.push(ev.run_id.0);
-    }
-    Ok(runs)
+    let starts = (0..k).map(|_| start_quiet_run(client));
+    futures::future::try_join_all(starts).await
+}
+
+async fn start_quiet_run(client: &WeftClient) -> anyhow::Result<String> {
+    let session = client.create_session().await?;
+    let key = uuid::Uuid::new_v4().to_string();
+    let r = client
+        .send_streaming(&session.id, "@mock.tokens 1 @mock.delay 600000 0", &key)
+        .await?;
+    anyhow::ensure!(
+        r.status().is_success(),
+        "starting a quiet run: {}",
+        r.status()
+    );
+    let mut reader = SseReader::new(Box::pin(r.bytes_stream()));
+    let first = tokio::time::timeout(Duration::from_secs(30), reader.next())
+        .await
+        .map_err(|_| anyhow::anyhow!("no run_started within 30 s"))?
+        .map_err(|e| anyhow::anyhow!("quiet run stream ended: {e:?}"))?;
+    let ev: weft_shared::event::RunEvent = serde_json::from_str(&first.data)?;
+    Ok(ev.run_id.0)
 }

@@ -39,19 +39,34 @@ pub async fn run(
             };
             let at = |f: f64| start + total.mul_f64(f);
             tokio::time::sleep_until(at(0.20).into()).await;
-            let r = stack.lock().await.kill_worker(0, Duration::from_millis(500)).await;
+            let r = stack
+                .lock()
+                .await
+                .kill_worker(0, Duration::from_millis(500))
+                .await;
             note(start, outcome(r));
             tokio::time::sleep_until(at(0.45).into()).await;
             match stack.lock().await.flush_redis().await {
-                Ok(Some(n)) => note(start, format!("deleted {n} Redis keys under the stack's prefix")),
+                Ok(Some(n)) => note(
+                    start,
+                    format!("deleted {n} Redis keys under the stack's prefix"),
+                ),
                 Ok(None) => note(start, "no Redis in this mode: flush skipped".into()),
                 Err(e) => note(start, format!("Redis flush failed: {e:#}")),
             }
             tokio::time::sleep_until(at(0.65).into()).await;
-            let r = stack.lock().await.kill_worker(1, Duration::from_millis(500)).await;
+            let r = stack
+                .lock()
+                .await
+                .kill_worker(1, Duration::from_millis(500))
+                .await;
             note(start, outcome(r));
             tokio::time::sleep_until(at(0.80).into()).await;
-            let r = stack.lock().await.restart_gateway(0, Duration::from_millis(500)).await;
+            let r = stack
+                .lock()
+                .await
+                .restart_gateway(0, Duration::from_millis(500))
+                .await;
             note(start, outcome(r));
             timeline
         })

@@ -72,9 +72,22 @@ impl State {
 
 /// Attach to `run` after `after` (0 = from the start). The stream ends after the
 /// terminal event.
-pub async fn attach(bus: Arc<dyn Bus>, run: RunId, after: u64, idle: Duration) -> Result<impl Stream<Item = AttachItem> + Send, AttachError> {
+pub async fn attach(
+    bus: Arc<dyn Bus>,
+    run: RunId,
+    after: u64,
+    idle: Duration,
+) -> Result<impl Stream<Item = AttachItem> + Send, AttachError> {
     let sub = bus.subscribe(&run).await?;
-    let mut state = State { bus, run, sub, last: after, pending: VecDeque::new(), ended: false, idle };
+    let mut state = State {
+        bus,
+        run,
+        sub,
+        last: after,
+        pending: VecDeque::new(),
+        ended: false,
+        idle,
+    };
     state.refill().await;
     Ok(futures::stream::unfold(state, |mut st| async move {
         loop {
@@ -121,4 +134,3 @@ pub async fn attach(bus: Arc<dyn Bus>, run: RunId, after: u64, idle: Duration) -
         }
     }))
 }
-

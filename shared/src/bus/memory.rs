@@ -46,7 +46,10 @@ impl MemoryBus {
 
     fn sweep(runs: &mut HashMap<RunId, RunLog>) {
         let now = Instant::now();
-        runs.retain(|_, log| log.expires.is_none_or(|t| t > now) || log.live.as_ref().is_some_and(|tx| tx.receiver_count() > 0));
+        runs.retain(|_, log| {
+            log.expires.is_none_or(|t| t > now)
+                || log.live.as_ref().is_some_and(|tx| tx.receiver_count() > 0)
+        });
     }
 }
 
@@ -102,7 +105,11 @@ impl Bus for MemoryBus {
 
     async fn last_seq(&self, run: &RunId) -> Result<u64> {
         let runs = self.runs.lock().expect("bus lock");
-        Ok(runs.get(run).and_then(|l| l.frames().last()).map(|f| f.seq).unwrap_or(0))
+        Ok(runs
+            .get(run)
+            .and_then(|l| l.frames().last())
+            .map(|f| f.seq)
+            .unwrap_or(0))
     }
 
     async fn has_log(&self, run: &RunId) -> Result<bool> {
@@ -132,7 +139,10 @@ impl Bus for MemoryBus {
         };
         Ok(Subscription {
             rx,
-            _guard: Box::new(Unsubscribe { runs: self.runs.clone(), run: run.clone() }),
+            _guard: Box::new(Unsubscribe {
+                runs: self.runs.clone(),
+                run: run.clone(),
+            }),
         })
     }
 

@@ -63,7 +63,11 @@ impl RedisBus {
         tokio::spawn(pubsub_loop(client, shared.clone(), Some(ready_tx)));
         // Wait for the first subscription so cancel requests are not missed at start.
         let _ = tokio::time::timeout(Duration::from_secs(5), ready_rx).await;
-        Ok(RedisBus { conn, shared, max_len })
+        Ok(RedisBus {
+            conn,
+            shared,
+            max_len,
+        })
     }
 
     fn stream_key(&self, run: &RunId) -> String {
@@ -80,14 +84,24 @@ fn cancel_channel(prefix: &str) -> String {
 }
 
 /// Owns the process's single pub/sub connection; reconnects forever.
-async fn pubsub_loop(client: redis::Client, shared: Arc<Shared>, mut ready: Option<tokio::sync::oneshot::Sender<()>>) {
+async fn pubsub_loop(
+    client: redis::Client,
+    shared: Arc<Shared>,
+    mut ready: Option<tokio::sync::oneshot::Sender<()>>,
+) {
     let mut backoff = Duration::from_millis(100);
     loop {
         match client.get_async_pubsub().await {
             Ok(pubsub) => {
                 let (mut sink, mut stream) = pubsub.split();
                 let mut ok = sink.subscribe(cancel_channel(&shared.prefix)).await.is_ok();
-                let names: Vec<String> = shared.channels.lock().expect("bus lock").keys().cloned().collect();
+                let names: Vec<String> = shared
+                    .channels
+                    .lock()
+                    .expect("bus lock")
+                    .keys()
+                    .cloned()
+                    .collect();
                 for name in &names {
                     ok &= sink.subscribe(name).await.is_ok();
                 }
@@ -114,7 +128,11 @@ async fn pubsub_loop(client: redis::Client, shared: Arc<Shared>, mut ready: Opti
 
 /// Tell every local subscriber to re-read its log (frames may have been missed).
 fn resync_all(shared: &Shared) {
-    let resync = Frame { seq: 0, ty: Arc::from("resync"), json: Arc::from("") };
+    let resync = Frame {
+        seq: 0,
+        ty: Arc::from("resync"),
+        json: Arc::from(""),
+    };
     for tx in shared.channels.lock().expect("bus lock").values() {
         let _ = tx.send(resync.clone());
     }
@@ -122,7 +140,9 @@ fn resync_all(shared: &Shared) {
 
 fn dispatch(shared: &Shared, msg: redis::Msg) {
     let channel = msg.get_channel_name();
-    let Ok(payload) = msg.get_payload::<String>() else { return };
+    let Ok(payload) = msg.get_payload::<String>() else {
+        return;
+    };
     if channel == cancel_channel(&shared.prefix) {
         if let Some(run) = RunId::parse(&payload) {
             let _ = shared.cancel.send(run);
@@ -156,7 +176,12 @@ impl Drop for Unsubscribe {
         }
         if let Ok(handle) = tokio::runtime::Handle::try_current() {
             handle.spawn(async move {
-                if shared.channels.lock().expect("bus lock").contains_key(&channel) {
+                if shared
+                    .channels
+                    .lock()
+                    .expect("bus lock")
+                    .contains_key(&channel)
+                {
                     return; // someone subscribed again meanwhile
                 }
                 if let Some(sink) = shared.sink.lock().await.as_mut() {
@@ -189,7 +214,8 @@ impl Bus for RedisBus {
             Err(e) => return Err(e.into()),
         }
         let mut pipe = redis::pipe();
-        pipe.publish(channel_name(&self.shared.prefix, run), &*frame.json).ignore();
+        pipe.publish(channel_name(&self.shared.prefix, run), &*frame.json)
+            .ignore();
         if frame.seq == 1 {
             pipe.expire(&key, RUNNING_TTL_SECS).ignore();
         }
@@ -212,7 +238,9 @@ impl Bus for RedisBus {
 
     async fn last_seq(&self, run: &RunId) -> Result<u64> {
         let mut conn = self.conn.clone();
-        let reply: redis::streams::StreamRangeReply = conn.xrevrange_count(self.stream_key(run), "+", "-", 1).await?;
+        let reply: redis::streams::StreamRangeReply = conn
+            .xrevrange_count(self.stream_key(run), "+", "-", 1)
+            .await?;
         Ok(reply
             .ids
             .first()
@@ -228,7 +256,9 @@ impl Bus for RedisBus {
 
     async fn retire(&self, run: &RunId, retention: Duration) -> Result<()> {
         let mut conn = self.conn.clone();
-        let _: () = conn.expire(self.stream_key(run), retention.as_secs().max(1) as i64).await?;
+        let _: () = conn
+            .expire(self.stream_key(run), retention.as_secs().max(1) as i64)
+            .await?;
         Ok(())
     }
 
@@ -253,14 +283,19 @@ impl Bus for RedisBus {
             }
         }
         Ok(Subscription {
-            _guard: Box::new(Unsubscribe { shared: self.shared.clone(), channel }),
+            _guard: Box::new(Unsubscribe {
+                shared: self.shared.clone(),
+                channel,
+            }),
             rx,
         })
     }
 
     async fn request_cancel(&self, run: &RunId) -> Result<()> {
         let mut conn = self.conn.clone();
-        let _: i64 = conn.publish(cancel_channel(&self.shared.prefix), &run.0).await?;
+        let _: i64 = conn
+            .publish(cancel_channel(&self.shared.prefix), &run.0)
+            .await?;
         Ok(())
     }
 

@@ -18,7 +18,10 @@ pub struct MemoryQueue {
 impl Default for MemoryQueue {
     fn default() -> Self {
         let (tx, rx) = mpsc::unbounded_channel();
-        MemoryQueue { tx, rx: Mutex::new(rx) }
+        MemoryQueue {
+            tx,
+            rx: Mutex::new(rx),
+        }
     }
 }
 
@@ -30,7 +33,11 @@ impl Queue for MemoryQueue {
             .map_err(|_| QueueError::Backend("in-process queue closed".into()))
     }
 
-    async fn consume(&self, handler: Arc<dyn JobHandler>, shutdown: CancellationToken) -> Result<(), QueueError> {
+    async fn consume(
+        &self,
+        handler: Arc<dyn JobHandler>,
+        shutdown: CancellationToken,
+    ) -> Result<(), QueueError> {
         let mut rx = self.rx.lock().await;
         loop {
             let job = tokio::select! {

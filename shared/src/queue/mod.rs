@@ -32,7 +32,11 @@ pub trait JobHandler: Send + Sync + 'static {
 pub trait Queue: Send + Sync + 'static {
     async fn enqueue(&self, job: RunJob) -> Result<(), QueueError>;
     /// Consume jobs until `shutdown` fires.
-    async fn consume(&self, handler: Arc<dyn JobHandler>, shutdown: CancellationToken) -> Result<(), QueueError>;
+    async fn consume(
+        &self,
+        handler: Arc<dyn JobHandler>,
+        shutdown: CancellationToken,
+    ) -> Result<(), QueueError>;
     /// Readiness probe.
     async fn ping(&self) -> Result<(), QueueError>;
 }

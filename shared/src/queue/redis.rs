@@ -21,8 +21,8 @@
 //!   batch script does, and apalis's `RedisStorageFactory` that listens for it
 //!   breaks on queue names containing `:`). So `enqueue` publishes on our own
 //!   channel `<prefix>queue:wake`, and the consumer drives the storage through
-//!   `PollWith` + `StreamStrategy` fed by that channel, with a 1 s tick as a
-//!   fallback for a missed notification.
+//!   `PollWith` + `StreamStrategy` fed by that channel, with a 100 ms tick as
+//!   a fallback for a missed or coalesced notification.
 //!
 //! Keys live under `<prefix>queue:*` (apalis's own layout, keyed by queue name).
 //! A job lost between fetch and claim is recovered by the reaper from the database
@@ -34,10 +34,10 @@ use std::time::Duration;
 use apalis::prelude::*;
 use apalis_core::backend::Vacuum;
 use apalis_core::backend::ext::poll_strategy::{PollWith, StreamStrategy};
+use apalis_redis::{Config, RedisStorage};
 use futures::StreamExt;
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
-use apalis_redis::{Config, RedisStorage};
 use tokio_util::sync::CancellationToken;
 
 use super::{JobHandler, Queue, QueueError};
@@ -55,8 +55,9 @@ pub struct RedisQueue {
     wake_channel: String,
 }
 
-/// Fallback poll when no push notification arrives.
-const POLL_FALLBACK: Duration = Duration::from_secs(1);
+/// Fallback poll when no push notification arrives (wake-ups coalesce under load,
+/// so a burst larger than one fetch batch relies on it).
+const POLL_FALLBACK: Duration = Duration::from_millis(100);
 
 impl RedisQueue {
     pub async fn connect(url: &str, prefix: &str) -> Result<RedisQueue, QueueError> {
@@ -92,8 +93,11 @@ async fn handle_job(job: RunJob, handler: Data<HandlerData>) -> Result<(), BoxDy
 impl Queue for RedisQueue {
     async fn enqueue(&self, job: RunJob) -> Result<(), QueueError> {
         let mut storage = self.storage.clone();
-        storage.push(job).await.map_err(|e| QueueError::Backend(e.to_string()))?;
-        // Best effort: a lost wake-up costs at most the 1 s fallback poll.
+        storage
+            .push(job)
+            .await
+            .map_err(|e| QueueError::Backend(e.to_string()))?;
+        // Best effort: a lost wake-up costs at most the fallback poll.
         let _: redis::RedisResult<i64> = redis::cmd("PUBLISH")
             .arg(&self.wake_channel)
             .arg("1")
@@ -102,7 +106,11 @@ impl Queue for RedisQueue {
         Ok(())
     }
 
-    async fn consume(&self, handler: Arc<dyn JobHandler>, shutdown: CancellationToken) -> Result<(), QueueError> {
+    async fn consume(
+        &self,
+        handler: Arc<dyn JobHandler>,
+        shutdown: CancellationToken,
+    ) -> Result<(), QueueError> {
         let vacuum = tokio::spawn(vacuum_loop(self.storage.clone(), shutdown.clone()));
         let channel = self.wake_channel.clone();
         let mut backoff = Duration::from_millis(200);
@@ -110,7 +118,10 @@ impl Queue for RedisQueue {
             let name = format!("weft-worker-{}", uuid::Uuid::now_v7());
             let (wake_tx, wake_rx) = mpsc::channel(1);
             let waker = tokio::spawn(wake_on_push(self.client.clone(), channel.clone(), wake_tx));
-            let backend = PollWith::new(self.storage.clone(), StreamStrategy::new(ReceiverStream::new(wake_rx)));
+            let backend = PollWith::new(
+                self.storage.clone(),
+                StreamStrategy::new(ReceiverStream::new(wake_rx)),
+            );
             let worker = WorkerBuilder::new(name)
                 .backend(backend)
                 .concurrency(IN_FLIGHT)
@@ -145,11 +156,13 @@ impl Queue for RedisQueue {
             .query_async(storage.get_connection())
             .await
             .map_err(|e| QueueError::Backend(e.to_string()))?;
-        (pong == "PONG").then_some(()).ok_or_else(|| QueueError::Backend(pong))
+        (pong == "PONG")
+            .then_some(())
+            .ok_or_else(|| QueueError::Backend(pong))
     }
 }
 
-/// Tick `wake` whenever a push is announced, and at least every second.
+/// Tick `wake` whenever a push is announced, and at least every `POLL_FALLBACK`.
 async fn wake_on_push(client: redis::Client, channel: String, wake: mpsc::Sender<()>) {
     loop {
         let mut pubsub = match client.get_async_pubsub().await {

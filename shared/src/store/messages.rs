@@ -26,7 +26,8 @@ pub struct Message {
 impl Message {
     fn from_row(row: &AnyRow) -> Result<Message> {
         let tool_calls = match get_opt_str(row, "tool_calls")? {
-            Some(json) => serde_json::from_str(&json).map_err(|e| StoreError::Other(format!("tool_calls: {e}")))?,
+            Some(json) => serde_json::from_str(&json)
+                .map_err(|e| StoreError::Other(format!("tool_calls: {e}")))?,
             None => Vec::new(),
         };
         Ok(Message {
@@ -76,7 +77,8 @@ pub struct StepCheckpoint {
     pub results: Vec<ToolResult>,
 }
 
-const COLUMNS: &str = "id, session_id, role, content, run_id, step, call_id, name, tool_calls, created_at";
+const COLUMNS: &str =
+    "id, session_id, role, content, run_id, step, call_id, name, tool_calls, created_at";
 
 /// The conversation-order key of a message (see migration 0003): run, then user
 /// messages before steps, step, assistant before tool results, then the id.
@@ -97,12 +99,21 @@ pub(super) fn order_key(run: Option<&RunId>, role: &str, step: u32, id: &Message
 
 /// Cursors are order keys: `[0-9a-z]`, bounded.
 pub fn valid_cursor(c: &str) -> bool {
-    !c.is_empty() && c.len() <= 80 && c.bytes().all(|b| b.is_ascii_digit() || b.is_ascii_lowercase())
+    !c.is_empty()
+        && c.len() <= 80
+        && c.bytes()
+            .all(|b| b.is_ascii_digit() || b.is_ascii_lowercase())
 }
 
 impl Store {
     /// The most recent page (oldest→newest within it); `before` pages further back.
-    pub async fn list_messages(&self, user: &UserId, session: &SessionId, limit: i64, before: Option<&str>) -> Result<(Vec<Message>, Option<String>)> {
+    pub async fn list_messages(
+        &self,
+        user: &UserId,
+        session: &SessionId,
+        limit: i64,
+        before: Option<&str>,
+    ) -> Result<(Vec<Message>, Option<String>)> {
         self.get_session(user, session).await?;
         let sql = format!(
             "select {COLUMNS}, ord from messages where session_id = $1 and ($2 = '' or ord < $2) order by ord desc limit $3"
@@ -113,8 +124,16 @@ impl Store {
             .bind(limit + 1)
             .fetch_all(&self.pool)
             .await?;
-        let next = if rows.len() as i64 > limit { Some(get_str(&rows[limit as usize - 1], "ord")?) } else { None };
-        let mut msgs = rows.iter().take(limit as usize).map(Message::from_row).collect::<Result<Vec<_>>>()?;
+        let next = if rows.len() as i64 > limit {
+            Some(get_str(&rows[limit as usize - 1], "ord")?)
+        } else {
+            None
+        };
+        let mut msgs = rows
+            .iter()
+            .take(limit as usize)
+            .map(Message::from_row)
+            .collect::<Result<Vec<_>>>()?;
         msgs.reverse();
         Ok((msgs, next))
     }
@@ -122,38 +141,58 @@ impl Store {
     /// One message by id (internal: the caller has already scoped the run).
     pub async fn get_message(&self, id: &MessageId) -> Result<Option<Message>> {
         let sql = format!("select {COLUMNS} from messages where id = $1");
-        let row = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(&id.0).fetch_optional(&self.pool).await?;
+        let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(&id.0)
+            .fetch_optional(&self.pool)
+            .await?;
         row.as_ref().map(Message::from_row).transpose()
     }
 
     /// The context window of a run: the last `hot` messages that are not still
     /// waiting behind it, oldest first, never starting with an orphaned tool result.
     pub async fn context_messages(&self, session: &SessionId, hot: usize) -> Result<Vec<Message>> {
-        let sql = format!("select {COLUMNS} from messages where session_id = $1 and queued = 0 order by ord desc limit $2");
+        let sql = format!(
+            "select {COLUMNS} from messages where session_id = $1 and queued = 0 order by ord desc limit $2"
+        );
         let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(&session.0)
             .bind(hot as i64)
             .fetch_all(&self.pool)
             .await?;
-        let mut msgs = rows.iter().map(Message::from_row).collect::<Result<Vec<_>>>()?;
+        let mut msgs = rows
+            .iter()
+            .map(Message::from_row)
+            .collect::<Result<Vec<_>>>()?;
         msgs.reverse();
-        let first_non_tool = msgs.iter().position(|m| m.role != "tool").unwrap_or(msgs.len());
+        let first_non_tool = msgs
+            .iter()
+            .position(|m| m.role != "tool")
+            .unwrap_or(msgs.len());
         msgs.drain(..first_non_tool);
         Ok(msgs)
     }
 
     /// The last checkpointed step of a run (0 when none).
     pub async fn last_checkpoint(&self, run: &RunId) -> Result<u32> {
-        let row = sqlx::query("select max(step) as step from messages where run_id = $1 and role = 'assistant'")
-            .bind(&run.0)
-            .fetch_one(&self.pool)
-            .await?;
+        let row = sqlx::query(
+            "select max(step) as step from messages where run_id = $1 and role = 'assistant'",
+        )
+        .bind(&run.0)
+        .fetch_one(&self.pool)
+        .await?;
         Ok(get_opt_i64(&row, "step")?.unwrap_or(0) as u32)
     }
 
     /// Write a completed step, if this worker still owns the run. Returns false
     /// when ownership was lost (the caller stops).
-    pub async fn checkpoint_step(&self, run: &RunId, worker: &str, session: &SessionId, cp: &StepCheckpoint, seq: u64) -> Result<bool> {
+    pub async fn checkpoint_step(
+        &self,
+        run: &RunId,
+        worker: &str,
+        session: &SessionId,
+        cp: &StepCheckpoint,
+        seq: u64,
+    ) -> Result<bool> {
         let mut tx = self.begin().await?;
         let now = now_ms();
         let owned = sqlx::query(
@@ -169,10 +208,35 @@ impl Store {
         if owned.rows_affected() == 0 {
             return Ok(false);
         }
-        let calls = serde_json::to_string(&cp.tool_calls).map_err(|e| StoreError::Other(e.to_string()))?;
-        insert_step_message(&mut tx, session, run, cp.step, "assistant", &cp.content, "", None, Some(&calls), now).await?;
+        let calls =
+            serde_json::to_string(&cp.tool_calls).map_err(|e| StoreError::Other(e.to_string()))?;
+        insert_step_message(
+            &mut tx,
+            session,
+            run,
+            cp.step,
+            "assistant",
+            &cp.content,
+            "",
+            None,
+            Some(&calls),
+            now,
+        )
+        .await?;
         for r in &cp.results {
-            insert_step_message(&mut tx, session, run, cp.step, "tool", &r.content, &r.call_id, Some(&r.name), None, now).await?;
+            insert_step_message(
+                &mut tx,
+                session,
+                run,
+                cp.step,
+                "tool",
+                &r.content,
+                &r.call_id,
+                Some(&r.name),
+                None,
+                now,
+            )
+            .await?;
         }
         tx.commit().await?;
         Ok(true)
@@ -213,12 +277,14 @@ pub(super) async fn insert_step_message(
     .bind(order_key(Some(run), role, step, &id))
     .execute(&mut **tx)
     .await?;
-    let row = sqlx::query("select id from messages where run_id = $1 and step = $2 and role = $3 and call_id = $4")
-        .bind(&run.0)
-        .bind(i64::from(step))
-        .bind(role)
-        .bind(call_id)
-        .fetch_one(&mut **tx)
-        .await?;
+    let row = sqlx::query(
+        "select id from messages where run_id = $1 and step = $2 and role = $3 and call_id = $4",
+    )
+    .bind(&run.0)
+    .bind(i64::from(step))
+    .bind(role)
+    .bind(call_id)
+    .fetch_one(&mut **tx)
+    .await?;
     Ok(MessageId(get_str(&row, "id")?))
 }

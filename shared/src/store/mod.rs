@@ -68,7 +68,9 @@ pub struct Store {
 
 impl std::fmt::Debug for Store {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("Store").field("dialect", &self.dialect).finish()
+        f.debug_struct("Store")
+            .field("dialect", &self.dialect)
+            .finish()
     }
 }
 
@@ -88,8 +90,9 @@ impl Store {
             Dialect::Sqlite => {
                 if let Some(path) = sqlite_path(url) {
                     if let Some(dir) = std::path::Path::new(&path).parent() {
-                        std::fs::create_dir_all(dir)
-                            .map_err(|e| StoreError::Other(format!("creating {}: {e}", dir.display())))?;
+                        std::fs::create_dir_all(dir).map_err(|e| {
+                            StoreError::Other(format!("creating {}: {e}", dir.display()))
+                        })?;
                     }
                 }
                 // WAL lets readers run beside the writer; writers serialise on
@@ -166,7 +169,9 @@ impl Store {
 
 /// The file path of a `sqlite:` URL, if it names one.
 fn sqlite_path(url: &str) -> Option<String> {
-    let rest = url.strip_prefix("sqlite://").or_else(|| url.strip_prefix("sqlite:"))?;
+    let rest = url
+        .strip_prefix("sqlite://")
+        .or_else(|| url.strip_prefix("sqlite:"))?;
     let path = rest.split('?').next()?;
     (!path.is_empty() && path != ":memory:").then(|| path.to_string())
 }
@@ -198,7 +203,10 @@ fn get_enum<T: FromStr>(row: &AnyRow, col: &str) -> Result<T> {
 mod tests {
     #[test]
     fn sqlite_paths() {
-        assert_eq!(super::sqlite_path("sqlite:///a/b.db?mode=rwc").as_deref(), Some("/a/b.db"));
+        assert_eq!(
+            super::sqlite_path("sqlite:///a/b.db?mode=rwc").as_deref(),
+            Some("/a/b.db")
+        );
         assert_eq!(super::sqlite_path("sqlite::memory:"), None);
     }
 }

@@ -39,7 +39,10 @@ impl RunStatus {
         }
     }
     pub fn is_terminal(self) -> bool {
-        matches!(self, RunStatus::Succeeded | RunStatus::Failed | RunStatus::Cancelled)
+        matches!(
+            self,
+            RunStatus::Succeeded | RunStatus::Failed | RunStatus::Cancelled
+        )
     }
 }
 
@@ -81,8 +84,14 @@ const RUN_COLUMNS: &str = "id, session_id, user_id, status, model, mode, attempt
 
 impl RunRecord {
     fn from_row(row: &AnyRow) -> Result<RunRecord> {
-        let error = match (get_opt_str(row, "error_code")?, get_opt_str(row, "error_message")?) {
-            (Some(code), msg) => Some(ErrorBody { code, message: msg.unwrap_or_default() }),
+        let error = match (
+            get_opt_str(row, "error_code")?,
+            get_opt_str(row, "error_message")?,
+        ) {
+            (Some(code), msg) => Some(ErrorBody {
+                code,
+                message: msg.unwrap_or_default(),
+            }),
             _ => None,
         };
         Ok(RunRecord {
@@ -158,13 +167,26 @@ pub struct ActiveRun {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum SendOutcome {
-    Started { run: NewRun, interrupted: Option<ActiveRun> },
-    Queued { message_id: MessageId, active_run_id: RunId },
+    Started {
+        run: NewRun,
+        interrupted: Option<ActiveRun>,
+    },
+    Queued {
+        message_id: MessageId,
+        active_run_id: RunId,
+    },
     /// The idempotency key was seen before: nothing new was written.
-    Replayed { message_id: MessageId, run_id: Option<RunId> },
-    Rejected { active_run_id: RunId },
+    Replayed {
+        message_id: MessageId,
+        run_id: Option<RunId>,
+    },
+    Rejected {
+        active_run_id: RunId,
+    },
     TooManyActive,
-    RateLimited { retry_after_secs: u64 },
+    RateLimited {
+        retry_after_secs: u64,
+    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -193,25 +215,40 @@ pub enum ClaimOutcome {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum FinishOutcome {
-    Finished { message_id: Option<MessageId>, followup: Option<RunId> },
+    Finished {
+        message_id: Option<MessageId>,
+        followup: Option<RunId>,
+    },
     /// Another worker took the run over; this one writes nothing.
     Lost,
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum CancelOutcome {
-    Cancelled { run: ActiveRun, followup: Option<RunId> },
+    Cancelled {
+        run: ActiveRun,
+        followup: Option<RunId>,
+    },
     NotActive(RunStatus),
 }
 
 /// How a run ends, as the worker reports it.
 #[derive(Debug, Clone)]
 pub enum RunEnd {
-    Succeeded { content: String, step: u32 },
-    Failed { error: ErrorBody, partial: String, step: u32 },
-    Cancelled { partial: String, step: u32 },
+    Succeeded {
+        content: String,
+        step: u32,
+    },
+    Failed {
+        error: ErrorBody,
+        partial: String,
+        step: u32,
+    },
+    Cancelled {
+        partial: String,
+        step: u32,
+    },
 }
-
 
 const ACTIVE: &str = "('queued', 'running', 'waiting_approval')";
 
@@ -231,11 +268,13 @@ impl Store {
         .ok_or(StoreError::NotFound)?;
 
         if let Some(key) = &req.idempotency_key {
-            let seen = sqlx::query("select message_id, run_id from idempotency_keys where user_id = $1 and key = $2")
-                .bind(&req.user.0)
-                .bind(key)
-                .fetch_optional(&mut *tx)
-                .await?;
+            let seen = sqlx::query(
+                "select message_id, run_id from idempotency_keys where user_id = $1 and key = $2",
+            )
+            .bind(&req.user.0)
+            .bind(key)
+            .fetch_optional(&mut *tx)
+            .await?;
             if let Some(row) = seen {
                 return Ok(SendOutcome::Replayed {
                     message_id: MessageId(get_str(&row, "message_id")?),
@@ -256,17 +295,28 @@ impl Store {
             let active_id = RunId(get_str(&row, "id")?);
             let status: RunStatus = get_enum(&row, "status")?;
             match req.multitask {
-                Multitask::Reject => return Ok(SendOutcome::Rejected { active_run_id: active_id }),
+                Multitask::Reject => {
+                    return Ok(SendOutcome::Rejected {
+                        active_run_id: active_id,
+                    });
+                }
                 Multitask::Enqueue => {
-                    let message_id = insert_user_message(&mut tx, &req.session, None, &req.text, now).await?;
+                    let message_id =
+                        insert_user_message(&mut tx, &req.session, None, &req.text, now).await?;
                     remember_key(&mut tx, req, &message_id, None, now).await?;
                     touch_session(&mut tx, &req.session, now).await?;
                     tx.commit().await?;
-                    return Ok(SendOutcome::Queued { message_id, active_run_id: active_id });
+                    return Ok(SendOutcome::Queued {
+                        message_id,
+                        active_run_id: active_id,
+                    });
                 }
                 Multitask::Interrupt => {
                     end_as_cancelled(&mut tx, &active_id, "interrupt", now).await?;
-                    interrupted = Some(ActiveRun { id: active_id, was_queued: status == RunStatus::Queued });
+                    interrupted = Some(ActiveRun {
+                        id: active_id,
+                        was_queued: status == RunStatus::Queued,
+                    });
                 }
             }
         } else if let Some(outcome) = self.check_user_limits(&mut tx, req, now).await? {
@@ -276,10 +326,20 @@ impl Store {
         let model = req.model.clone().unwrap_or(get_str(&session, "model")?);
         let mode = req.mode.clone().unwrap_or(get_str(&session, "mode")?);
         let run_id = RunId::new();
-        insert_run(&mut tx, &run_id, &req.session, &req.user, &model, &mode, now).await?;
+        insert_run(
+            &mut tx,
+            &run_id,
+            &req.session,
+            &req.user,
+            &model,
+            &mode,
+            now,
+        )
+        .await?;
         // Messages that were waiting behind the interrupted run join this one.
         attach_queued(&mut tx, &req.session, &run_id).await?;
-        let message_id = insert_user_message(&mut tx, &req.session, Some(&run_id), &req.text, now).await?;
+        let message_id =
+            insert_user_message(&mut tx, &req.session, Some(&run_id), &req.text, now).await?;
         remember_key(&mut tx, req, &message_id, Some(&run_id), now).await?;
         if get_str(&session, "title")?.is_empty() {
             sqlx::query("update sessions set title = $1, title_lower = $2 where id = $3")
@@ -291,10 +351,18 @@ impl Store {
         }
         touch_session(&mut tx, &req.session, now).await?;
         tx.commit().await?;
-        Ok(SendOutcome::Started { run: NewRun { run_id, message_id }, interrupted })
+        Ok(SendOutcome::Started {
+            run: NewRun { run_id, message_id },
+            interrupted,
+        })
     }
 
-    async fn check_user_limits(&self, tx: &mut sqlx::Transaction<'static, sqlx::Any>, req: &SendRequest, now: i64) -> Result<Option<SendOutcome>> {
+    async fn check_user_limits(
+        &self,
+        tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+        req: &SendRequest,
+        now: i64,
+    ) -> Result<Option<SendOutcome>> {
         if req.active_runs_per_user > 0 {
             let row = sqlx::query(sqlx::AssertSqlSafe(format!(
                 "select count(*) as n from runs where user_id = $1 and status in {ACTIVE}"
@@ -315,35 +383,47 @@ impl Store {
             if get_i64(&row, "n")? as u64 >= req.runs_per_minute_per_user {
                 let oldest = get_opt_i64(&row, "oldest")?.unwrap_or(now);
                 let wait_ms = (oldest + 60_000 - now).max(1000);
-                return Ok(Some(SendOutcome::RateLimited { retry_after_secs: (wait_ms as u64).div_ceil(1000) }));
+                return Ok(Some(SendOutcome::RateLimited {
+                    retry_after_secs: (wait_ms as u64).div_ceil(1000),
+                }));
             }
         }
         Ok(None)
     }
 
     pub async fn get_run(&self, user: &UserId, id: &RunId) -> Result<RunRecord> {
-        let row = sqlx::query(sqlx::AssertSqlSafe(format!("select {RUN_COLUMNS} from runs where id = $1 and user_id = $2")))
-            .bind(&id.0)
-            .bind(&user.0)
-            .fetch_optional(&self.pool)
-            .await?
-            .ok_or(StoreError::NotFound)?;
+        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "select {RUN_COLUMNS} from runs where id = $1 and user_id = $2"
+        )))
+        .bind(&id.0)
+        .bind(&user.0)
+        .fetch_optional(&self.pool)
+        .await?
+        .ok_or(StoreError::NotFound)?;
         RunRecord::from_row(&row)
     }
 
     /// A run by id alone (workers and internal paths; never for user-facing reads).
     pub async fn get_run_unscoped(&self, id: &RunId) -> Result<RunRecord> {
-        let row = sqlx::query(sqlx::AssertSqlSafe(format!("select {RUN_COLUMNS} from runs where id = $1")))
-            .bind(&id.0)
-            .fetch_optional(&self.pool)
-            .await?
-            .ok_or(StoreError::NotFound)?;
+        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "select {RUN_COLUMNS} from runs where id = $1"
+        )))
+        .bind(&id.0)
+        .fetch_optional(&self.pool)
+        .await?
+        .ok_or(StoreError::NotFound)?;
         RunRecord::from_row(&row)
     }
 
     /// Compare-and-set claim: `queued → running`, or take over a `running` run whose
     /// heartbeat is older than `stale_before`. Bumps `attempt`.
-    pub async fn claim_run(&self, id: &RunId, worker: &str, stale_before: i64, max_attempts: u32) -> Result<ClaimOutcome> {
+    pub async fn claim_run(
+        &self,
+        id: &RunId,
+        worker: &str,
+        stale_before: i64,
+        max_attempts: u32,
+    ) -> Result<ClaimOutcome> {
         let now = now_ms();
         let row = sqlx::query(
             "update runs set status = 'running', attempt = attempt + 1, worker_id = $2, heartbeat_at = $3,
@@ -357,7 +437,9 @@ impl Store {
         .bind(stale_before)
         .fetch_optional(&self.pool)
         .await?;
-        let Some(row) = row else { return Ok(ClaimOutcome::NotClaimable) };
+        let Some(row) = row else {
+            return Ok(ClaimOutcome::NotClaimable);
+        };
         let claimed = ClaimedRun {
             id: RunId(get_str(&row, "id")?),
             session_id: SessionId(get_str(&row, "session_id")?),
@@ -395,13 +477,24 @@ impl Store {
     /// End a run in one transaction: final message, status, totals, and the
     /// follow-up run for messages that waited behind it (ARCHITECTURE §4 step 5).
     #[allow(clippy::too_many_arguments)]
-    pub async fn finish_run(&self, run: &ClaimedRun, worker: &str, end: &RunEnd, usage: UsageDto, ttft_ms: Option<u64>) -> Result<FinishOutcome> {
+    pub async fn finish_run(
+        &self,
+        run: &ClaimedRun,
+        worker: &str,
+        end: &RunEnd,
+        usage: UsageDto,
+        ttft_ms: Option<u64>,
+    ) -> Result<FinishOutcome> {
         let mut tx = self.begin().await?;
         let now = now_ms();
         let duration = (now - run.started_at).max(0);
         let (status, error, text, step) = match end {
             RunEnd::Succeeded { content, step } => ("succeeded", None, content, *step),
-            RunEnd::Failed { error, partial, step } => ("failed", Some(error), partial, *step),
+            RunEnd::Failed {
+                error,
+                partial,
+                step,
+            } => ("failed", Some(error), partial, *step),
             RunEnd::Cancelled { partial, step } => ("cancelled", None, partial, *step),
         };
         // A cancel may already have marked the run `cancelled` (to free the session at once).
@@ -429,7 +522,19 @@ impl Store {
             return Ok(FinishOutcome::Lost);
         }
         let message_id = if matches!(end, RunEnd::Succeeded { .. }) || !text.is_empty() {
-            let id = insert_step_message(&mut tx, &run.session_id, &run.id, step, "assistant", text, "", None, None, now).await?;
+            let id = insert_step_message(
+                &mut tx,
+                &run.session_id,
+                &run.id,
+                step,
+                "assistant",
+                text,
+                "",
+                None,
+                None,
+                now,
+            )
+            .await?;
             sqlx::query("update runs set final_message_id = $1 where id = $2")
                 .bind(&id.0)
                 .bind(&run.id.0)
@@ -442,11 +547,18 @@ impl Store {
         touch_session(&mut tx, &run.session_id, now).await?;
         let followup = create_followup(&mut tx, &run.session_id, now).await?;
         tx.commit().await?;
-        Ok(FinishOutcome::Finished { message_id, followup })
+        Ok(FinishOutcome::Finished {
+            message_id,
+            followup,
+        })
     }
 
     /// Mark a run whose attempts are spent as failed (the claim already bumped it).
-    pub async fn fail_exhausted(&self, run: &ClaimedRun, error: &ErrorBody) -> Result<Option<RunId>> {
+    pub async fn fail_exhausted(
+        &self,
+        run: &ClaimedRun,
+        error: &ErrorBody,
+    ) -> Result<Option<RunId>> {
         let mut tx = self.begin().await?;
         let now = now_ms();
         sqlx::query("update runs set status = 'failed', finished_at = $1, error_code = $2, error_message = $3, duration_ms = $1 - started_at where id = $4")
@@ -490,7 +602,13 @@ impl Store {
             None
         };
         tx.commit().await?;
-        Ok(CancelOutcome::Cancelled { run: ActiveRun { id: id.clone(), was_queued: status == RunStatus::Queued }, followup })
+        Ok(CancelOutcome::Cancelled {
+            run: ActiveRun {
+                id: id.clone(),
+                was_queued: status == RunStatus::Queued,
+            },
+            followup,
+        })
     }
 
     /// Runs the reaper must (re-)enqueue: running with a stale heartbeat, queued
@@ -506,7 +624,10 @@ impl Store {
         .bind(requeue_before)
         .fetch_all(&self.pool)
         .await?;
-        let mut ids = rows.iter().map(|r| get_str(r, "id").map(RunId)).collect::<Result<Vec<_>>>()?;
+        let mut ids = rows
+            .iter()
+            .map(|r| get_str(r, "id").map(RunId))
+            .collect::<Result<Vec<_>>>()?;
         if !ids.is_empty() {
             let mut tx = self.begin().await?;
             for id in &ids {
@@ -559,12 +680,19 @@ impl Store {
 
     /// Number of runs waiting for a worker (queue-depth gauge).
     pub async fn queued_runs(&self) -> Result<i64> {
-        let row = sqlx::query("select count(*) as n from runs where status = 'queued'").fetch_one(&self.pool).await?;
+        let row = sqlx::query("select count(*) as n from runs where status = 'queued'")
+            .fetch_one(&self.pool)
+            .await?;
         get_i64(&row, "n")
     }
 }
 
-async fn end_as_cancelled(tx: &mut sqlx::Transaction<'static, sqlx::Any>, id: &RunId, by: &str, now: i64) -> Result<()> {
+async fn end_as_cancelled(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    id: &RunId,
+    by: &str,
+    now: i64,
+) -> Result<()> {
     sqlx::query("update runs set status = 'cancelled', cancel_requested = 1, cancelled_by = $1, finished_at = $2 where id = $3")
         .bind(by)
         .bind(now)
@@ -574,7 +702,15 @@ async fn end_as_cancelled(tx: &mut sqlx::Transaction<'static, sqlx::Any>, id: &R
     Ok(())
 }
 
-async fn insert_run(tx: &mut sqlx::Transaction<'static, sqlx::Any>, id: &RunId, session: &SessionId, user: &UserId, model: &str, mode: &str, now: i64) -> Result<()> {
+async fn insert_run(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    id: &RunId,
+    session: &SessionId,
+    user: &UserId,
+    model: &str,
+    mode: &str,
+    now: i64,
+) -> Result<()> {
     sqlx::query(
         "insert into runs (id, session_id, user_id, status, model, mode, enqueued_at, created_at)
          values ($1, $2, $3, 'queued', $4, $5, $6, $6)",
@@ -591,7 +727,13 @@ async fn insert_run(tx: &mut sqlx::Transaction<'static, sqlx::Any>, id: &RunId, 
     Ok(())
 }
 
-async fn insert_user_message(tx: &mut sqlx::Transaction<'static, sqlx::Any>, session: &SessionId, run: Option<&RunId>, text: &str, now: i64) -> Result<MessageId> {
+async fn insert_user_message(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    session: &SessionId,
+    run: Option<&RunId>,
+    text: &str,
+    now: i64,
+) -> Result<MessageId> {
     let id = MessageId::new();
     sqlx::query(
         "insert into messages (id, session_id, role, content, run_id, queued, created_at, ord) values ($1, $2, 'user', $3, $4, $5, $6, $7)",
@@ -608,7 +750,11 @@ async fn insert_user_message(tx: &mut sqlx::Transaction<'static, sqlx::Any>, ses
     Ok(id)
 }
 
-async fn attach_queued(tx: &mut sqlx::Transaction<'static, sqlx::Any>, session: &SessionId, run: &RunId) -> Result<u64> {
+async fn attach_queued(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    session: &SessionId,
+    run: &RunId,
+) -> Result<u64> {
     let waiting = sqlx::query("select id from messages where session_id = $1 and queued = 1")
         .bind(&session.0)
         .fetch_all(&mut **tx)
@@ -626,18 +772,25 @@ async fn attach_queued(tx: &mut sqlx::Transaction<'static, sqlx::Any>, session: 
 }
 
 /// If messages wait in the session and no run is active, they become one new run.
-async fn create_followup(tx: &mut sqlx::Transaction<'static, sqlx::Any>, session: &SessionId, now: i64) -> Result<Option<RunId>> {
-    let waiting = sqlx::query("select count(*) as n from messages where session_id = $1 and queued = 1")
-        .bind(&session.0)
-        .fetch_one(&mut **tx)
-        .await?;
+async fn create_followup(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    session: &SessionId,
+    now: i64,
+) -> Result<Option<RunId>> {
+    let waiting =
+        sqlx::query("select count(*) as n from messages where session_id = $1 and queued = 1")
+            .bind(&session.0)
+            .fetch_one(&mut **tx)
+            .await?;
     if get_i64(&waiting, "n")? == 0 {
         return Ok(None);
     }
-    let active = sqlx::query(sqlx::AssertSqlSafe(format!("select id from runs where session_id = $1 and status in {ACTIVE}")))
-        .bind(&session.0)
-        .fetch_optional(&mut **tx)
-        .await?;
+    let active = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "select id from runs where session_id = $1 and status in {ACTIVE}"
+    )))
+    .bind(&session.0)
+    .fetch_optional(&mut **tx)
+    .await?;
     if active.is_some() {
         return Ok(None);
     }
@@ -647,13 +800,30 @@ async fn create_followup(tx: &mut sqlx::Transaction<'static, sqlx::Any>, session
         .await?;
     let Some(s) = s else { return Ok(None) };
     let id = RunId::new();
-    insert_run(tx, &id, session, &UserId(get_str(&s, "user_id")?), &get_str(&s, "model")?, &get_str(&s, "mode")?, now).await?;
+    insert_run(
+        tx,
+        &id,
+        session,
+        &UserId(get_str(&s, "user_id")?),
+        &get_str(&s, "model")?,
+        &get_str(&s, "mode")?,
+        now,
+    )
+    .await?;
     attach_queued(tx, session, &id).await?;
     Ok(Some(id))
 }
 
-async fn remember_key(tx: &mut sqlx::Transaction<'static, sqlx::Any>, req: &SendRequest, message: &MessageId, run: Option<&RunId>, now: i64) -> Result<()> {
-    let Some(key) = &req.idempotency_key else { return Ok(()) };
+async fn remember_key(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    req: &SendRequest,
+    message: &MessageId,
+    run: Option<&RunId>,
+    now: i64,
+) -> Result<()> {
+    let Some(key) = &req.idempotency_key else {
+        return Ok(());
+    };
     sqlx::query("insert into idempotency_keys (user_id, key, session_id, message_id, run_id, created_at) values ($1, $2, $3, $4, $5, $6)")
         .bind(&req.user.0)
         .bind(key)
@@ -667,7 +837,11 @@ async fn remember_key(tx: &mut sqlx::Transaction<'static, sqlx::Any>, req: &Send
     Ok(())
 }
 
-async fn touch_session(tx: &mut sqlx::Transaction<'static, sqlx::Any>, session: &SessionId, now: i64) -> Result<()> {
+async fn touch_session(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    session: &SessionId,
+    now: i64,
+) -> Result<()> {
     sqlx::query("update sessions set updated_at = $1 where id = $2")
         .bind(now)
         .bind(&session.0)
@@ -678,7 +852,11 @@ async fn touch_session(tx: &mut sqlx::Transaction<'static, sqlx::Any>, session: 
 
 /// A session title from its first message: the first line, at most 60 characters.
 fn auto_title(text: &str) -> String {
-    let line = text.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+    let line = text
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim();
     let mut title: String = line.chars().take(60).collect();
     if line.chars().count() > 60 {
         title.push('…');

@@ -89,7 +89,14 @@ fn like_pattern(q: &str) -> String {
 }
 
 impl Store {
-    pub async fn create_session(&self, user: &UserId, title: &str, model: &str, mode: &str, source: &str) -> Result<SessionRecord> {
+    pub async fn create_session(
+        &self,
+        user: &UserId,
+        title: &str,
+        model: &str,
+        mode: &str,
+        source: &str,
+    ) -> Result<SessionRecord> {
         let now = now_ms();
         let rec = SessionRecord {
             id: SessionId::new(),
@@ -128,7 +135,13 @@ impl Store {
     }
 
     /// Newest first; `q` filters titles (case-insensitive substring).
-    pub async fn list_sessions(&self, user: &UserId, q: Option<&str>, limit: i64, cursor: Option<&SessionCursor>) -> Result<(Vec<SessionRecord>, Option<SessionCursor>)> {
+    pub async fn list_sessions(
+        &self,
+        user: &UserId,
+        q: Option<&str>,
+        limit: i64,
+        cursor: Option<&SessionCursor>,
+    ) -> Result<(Vec<SessionRecord>, Option<SessionCursor>)> {
         let sql = const_format(
             SELECT,
             " where s.user_id = $1
@@ -136,7 +149,10 @@ impl Store {
               and ($3 = 0 or s.updated_at < $4 or (s.updated_at = $4 and s.id < $5))
               order by s.updated_at desc, s.id desc limit $6",
         );
-        let pattern = q.filter(|q| !q.trim().is_empty()).map(|q| like_pattern(q.trim())).unwrap_or_default();
+        let pattern = q
+            .filter(|q| !q.trim().is_empty())
+            .map(|q| like_pattern(q.trim()))
+            .unwrap_or_default();
         let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(&user.0)
             .bind(pattern)
@@ -146,17 +162,30 @@ impl Store {
             .bind(limit + 1)
             .fetch_all(&self.pool)
             .await?;
-        let mut out = rows.iter().map(SessionRecord::from_row).collect::<Result<Vec<_>>>()?;
+        let mut out = rows
+            .iter()
+            .map(SessionRecord::from_row)
+            .collect::<Result<Vec<_>>>()?;
         let next = if out.len() as i64 > limit {
             out.truncate(limit as usize);
-            out.last().map(|s| SessionCursor { updated_at: s.updated_at, id: s.id.0.clone() })
+            out.last().map(|s| SessionCursor {
+                updated_at: s.updated_at,
+                id: s.id.0.clone(),
+            })
         } else {
             None
         };
         Ok((out, next))
     }
 
-    pub async fn update_session(&self, user: &UserId, id: &SessionId, title: Option<&str>, model: Option<&str>, mode: Option<&str>) -> Result<SessionRecord> {
+    pub async fn update_session(
+        &self,
+        user: &UserId,
+        id: &SessionId,
+        title: Option<&str>,
+        model: Option<&str>,
+        mode: Option<&str>,
+    ) -> Result<SessionRecord> {
         let current = self.get_session(user, id).await?;
         let title = title.unwrap_or(&current.title);
         sqlx::query("update sessions set title = $1, title_lower = $2, model = $3, mode = $4, updated_at = $5 where id = $6 and user_id = $7")
@@ -184,7 +213,11 @@ impl Store {
         if owned.is_none() {
             return Err(StoreError::NotFound);
         }
-        for table in ["delete from messages where session_id = $1", "delete from runs where session_id = $1", "delete from sessions where id = $1"] {
+        for table in [
+            "delete from messages where session_id = $1",
+            "delete from runs where session_id = $1",
+            "delete from sessions where id = $1",
+        ] {
             sqlx::query(table).bind(&id.0).execute(&mut *tx).await?;
         }
         tx.commit().await?;
@@ -210,7 +243,10 @@ mod tests {
 
     #[test]
     fn cursors_round_trip_and_reject_junk() {
-        let c = SessionCursor { updated_at: 5, id: SessionId::new().0 };
+        let c = SessionCursor {
+            updated_at: 5,
+            id: SessionId::new().0,
+        };
         assert_eq!(SessionCursor::parse(&c.encode()), Some(c));
         assert_eq!(SessionCursor::parse("5.x' or 1=1"), None);
     }

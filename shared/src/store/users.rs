@@ -114,7 +114,12 @@ const LOGIN_TTL_MS: i64 = 30 * 24 * 3600 * 1000;
 const TOUCH_EVERY_MS: i64 = 60_000;
 
 impl Store {
-    pub async fn create_user(&self, username: &str, password_hash: &str, role: Role) -> Result<AuthUser> {
+    pub async fn create_user(
+        &self,
+        username: &str,
+        password_hash: &str,
+        role: Role,
+    ) -> Result<AuthUser> {
         let user = AuthUser {
             id: UserId::new(),
             username: username.to_string(),
@@ -135,18 +140,21 @@ impl Store {
 
     /// The user and their password hash, for login.
     pub async fn user_credentials(&self, username: &str) -> Result<Option<(AuthUser, String)>> {
-        let row = sqlx::query("select id, username, role, created_at, password_hash from users where username = $1")
-            .bind(username)
-            .fetch_optional(&self.pool)
-            .await?;
+        let row = sqlx::query(
+            "select id, username, role, created_at, password_hash from users where username = $1",
+        )
+        .bind(username)
+        .fetch_optional(&self.pool)
+        .await?;
         row.map(|r| Ok((AuthUser::from_row(&r)?, get_str(&r, "password_hash")?)))
             .transpose()
     }
 
     pub async fn list_users(&self) -> Result<Vec<AuthUser>> {
-        let rows = sqlx::query("select id, username, role, created_at from users order by username")
-            .fetch_all(&self.pool)
-            .await?;
+        let rows =
+            sqlx::query("select id, username, role, created_at from users order by username")
+                .fetch_all(&self.pool)
+                .await?;
         rows.iter().map(AuthUser::from_row).collect()
     }
 
@@ -159,7 +167,12 @@ impl Store {
         AuthUser::from_row(&row)
     }
 
-    pub async fn update_user(&self, id: &UserId, password_hash: Option<&str>, role: Option<Role>) -> Result<AuthUser> {
+    pub async fn update_user(
+        &self,
+        id: &UserId,
+        password_hash: Option<&str>,
+        role: Option<Role>,
+    ) -> Result<AuthUser> {
         let mut tx = self.begin().await?;
         if let Some(hash) = password_hash {
             sqlx::query("update users set password_hash = $1 where id = $2")
@@ -201,7 +214,13 @@ impl Store {
     }
 
     /// Store a token's hash; the caller shows the secret once.
-    pub async fn create_token(&self, user: &UserId, name: &str, kind: TokenKind, hash: &str) -> Result<TokenRecord> {
+    pub async fn create_token(
+        &self,
+        user: &UserId,
+        name: &str,
+        kind: TokenKind,
+        hash: &str,
+    ) -> Result<TokenRecord> {
         let now = now_ms();
         let rec = TokenRecord {
             id: TokenId::new(),
@@ -266,11 +285,12 @@ impl Store {
     }
 
     pub async fn delete_token(&self, user: &UserId, id: &TokenId) -> Result<()> {
-        let done = sqlx::query("delete from tokens where id = $1 and user_id = $2 and kind = 'api'")
-            .bind(&id.0)
-            .bind(&user.0)
-            .execute(&self.pool)
-            .await?;
+        let done =
+            sqlx::query("delete from tokens where id = $1 and user_id = $2 and kind = 'api'")
+                .bind(&id.0)
+                .bind(&user.0)
+                .execute(&self.pool)
+                .await?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound);
         }
@@ -288,12 +308,24 @@ impl Store {
 
     /// Ensure user `admin` exists with role admin and that `hash` authenticates it.
     /// Idempotent and safe to run from several processes at once.
-    pub async fn ensure_bootstrap_admin(&self, hash: &str, unusable_password_hash: &str) -> Result<()> {
+    pub async fn ensure_bootstrap_admin(
+        &self,
+        hash: &str,
+        unusable_password_hash: &str,
+    ) -> Result<()> {
         let admin = match self.user_credentials("admin").await? {
             Some((u, _)) => u,
-            None => match self.create_user("admin", unusable_password_hash, Role::Admin).await {
+            None => match self
+                .create_user("admin", unusable_password_hash, Role::Admin)
+                .await
+            {
                 Ok(u) => u,
-                Err(StoreError::Conflict(_)) => self.user_credentials("admin").await?.ok_or(StoreError::NotFound)?.0,
+                Err(StoreError::Conflict(_)) => {
+                    self.user_credentials("admin")
+                        .await?
+                        .ok_or(StoreError::NotFound)?
+                        .0
+                }
                 Err(e) => return Err(e),
             },
         };
