@@ -9,6 +9,7 @@
 
 mod messages;
 mod runs;
+mod send;
 mod sessions;
 mod users;
 
