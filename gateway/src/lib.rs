@@ -96,6 +96,16 @@ impl AppState {
         }
     }
 
+    /// `resolve_model` for an optional override: `None` stays `None`.
+    pub fn model_override(&self, id: Option<&str>) -> Result<Option<String>, ApiError> {
+        id.map(|m| self.resolve_model(Some(m))).transpose()
+    }
+
+    /// `resolve_mode` for an optional override: `None` stays `None`.
+    pub fn mode_override(&self, id: Option<&str>) -> Result<Option<String>, ApiError> {
+        id.map(|m| self.resolve_mode(Some(m))).transpose()
+    }
+
     pub fn resolve_mode(&self, id: Option<&str>) -> Result<String, ApiError> {
         let modes = meta::builtin_modes();
         match id {

@@ -14,7 +14,6 @@ use weft_shared::event::Frame;
 use weft_shared::ids::{MessageId, RunId, UserId};
 use weft_shared::job::RunJob;
 use weft_shared::store::{ActiveRun, CancelOutcome};
-use weft_shared::time::now_ms;
 
 use crate::AppState;
 use crate::auth::Caller;
@@ -112,15 +111,7 @@ pub async fn announce_cancel(state: &AppState, run: &ActiveRun) {
 /// Enqueue a run's job; a failure is not fatal (the reaper re-enqueues queued runs).
 pub async fn enqueue(state: &AppState, run_id: RunId) {
     metrics::counter!("weft_runs_created_total").increment(1);
-    if let Err(e) = state
-        .queue
-        .enqueue(RunJob {
-            run_id: run_id.clone(),
-            traceparent: None,
-            enqueued_at: now_ms(),
-        })
-        .await
-    {
+    if let Err(e) = state.queue.enqueue(RunJob::new(run_id.clone())).await {
         tracing::warn!(run.id = %run_id, error = %e, "enqueue failed; the reaper will enqueue the run");
     }
 }

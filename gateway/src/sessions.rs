@@ -136,16 +136,8 @@ pub async fn update(
     if let Some(t) = &req.title {
         validate_title(t)?;
     }
-    let model = req
-        .model
-        .as_deref()
-        .map(|m| state.resolve_model(Some(m)))
-        .transpose()?;
-    let mode = req
-        .mode
-        .as_deref()
-        .map(|m| state.resolve_mode(Some(m)))
-        .transpose()?;
+    let model = state.model_override(req.model.as_deref())?;
+    let mode = state.mode_override(req.mode.as_deref())?;
     let s = state
         .store
         .update_session(
@@ -271,16 +263,8 @@ pub async fn send_message(
             "attachments are not supported yet".into(),
         ));
     }
-    let model = req
-        .model
-        .as_deref()
-        .map(|m| state.resolve_model(Some(m)))
-        .transpose()?;
-    let mode = req
-        .mode
-        .as_deref()
-        .map(|m| state.resolve_mode(Some(m)))
-        .transpose()?;
+    let model = state.model_override(req.model.as_deref())?;
+    let mode = state.mode_override(req.mode.as_deref())?;
     let outcome = state
         .store
         .send_message(&SendRequest {

@@ -16,3 +16,14 @@ pub struct RunJob {
     #[serde(default)]
     pub enqueued_at: i64,
 }
+
+impl RunJob {
+    /// A job for `run_id`, stamped now (no trace context).
+    pub fn new(run_id: RunId) -> RunJob {
+        RunJob {
+            run_id,
+            traceparent: None,
+            enqueued_at: crate::time::now_ms(),
+        }
+    }
+}

@@ -445,28 +445,14 @@ async fn finish(inner: &Inner, run: &ClaimedRun, em: &mut Emitter, end: RunEnd, 
         metrics::histogram!("weft_run_ttft_seconds").record(ttft as f64 / 1000.0);
     }
     if let Some(next) = followup {
-        inner
-            .enqueue(RunJob {
-                run_id: next,
-                traceparent: None,
-                enqueued_at: now_ms(),
-            })
-            .await;
+        inner.enqueue(RunJob::new(next)).await;
     }
 }
 
 /// Shutdown deadline passed: give the run back so another worker resumes it.
 async fn release(inner: &Inner, run: &ClaimedRun) {
     match inner.deps.store.release_run(&run.id, &inner.id).await {
-        Ok(true) => {
-            inner
-                .enqueue(RunJob {
-                    run_id: run.id.clone(),
-                    traceparent: None,
-                    enqueued_at: now_ms(),
-                })
-                .await
-        }
+        Ok(true) => inner.enqueue(RunJob::new(run.id.clone())).await,
         Ok(false) => {}
         Err(e) => {
             tracing::warn!(run.id = %run.id, error = %e, "releasing run failed; the reaper will pick it up")

@@ -206,13 +206,7 @@ async fn exhausted(inner: &Inner, run: ClaimedRun) {
                 .await;
             metrics::counter!("weft_runs_finished_total", "status" => "failed").increment(1);
             if let Some(next) = followup {
-                inner
-                    .enqueue(RunJob {
-                        run_id: next,
-                        traceparent: None,
-                        enqueued_at: now_ms(),
-                    })
-                    .await;
+                inner.enqueue(RunJob::new(next)).await;
             }
         }
         Err(e) => tracing::error!(run.id = %run.id, error = %e, "failing an exhausted run failed"),

@@ -42,13 +42,7 @@ pub(crate) async fn run(inner: Arc<Inner>, shutdown: CancellationToken, orphan_a
                     metrics::counter!("weft_runs_reaped_total").increment(ids.len() as u64);
                 }
                 for run_id in ids {
-                    inner
-                        .enqueue(RunJob {
-                            run_id,
-                            traceparent: None,
-                            enqueued_at: now_ms(),
-                        })
-                        .await;
+                    inner.enqueue(RunJob::new(run_id)).await;
                 }
             }
             Err(e) => tracing::warn!(error = %e, "reaper sweep failed"),
