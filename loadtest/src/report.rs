@@ -31,6 +31,9 @@ pub struct Report {
     pub ttft_overhead_ms: Summary,
     /// How late each text event arrived against the mock's schedule for its last token.
     pub stream_lag_ms: Summary,
+    /// Worker publish (`ts`) to client arrival, every event: the bus and gateway's share.
+    #[serde(default)]
+    pub delivery_ms: Summary,
     pub turn_ms: Summary,
     pub errors: BTreeMap<String, u64>,
     pub reconnects: u64,
@@ -91,6 +94,7 @@ impl Report {
         self.ttft_ms = Summary::of_micros(&mut s.ttft);
         self.ttft_overhead_ms = Summary::of_micros(&mut s.ttft_overhead);
         self.stream_lag_ms = Summary::of_micros(&mut s.lag);
+        self.delivery_ms = Summary::of_micros(&mut s.delivery);
         self.turn_ms = Summary::of_micros(&mut s.turn);
         self.errors = s.errors;
         self.runs_ok = s.runs_ok;
@@ -134,6 +138,7 @@ impl Report {
             ("ttft", &self.ttft_ms),
             ("ttft overhead", &self.ttft_overhead_ms),
             ("stream lag", &self.stream_lag_ms),
+            ("delivery (ts→client)", &self.delivery_ms),
             ("turn", &self.turn_ms),
         ] {
             let _ = writeln!(

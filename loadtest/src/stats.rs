@@ -55,6 +55,8 @@ pub struct Samples {
     pub ttft: Vec<i64>,
     pub ttft_overhead: Vec<i64>,
     pub lag: Vec<i64>,
+    /// Event arrival minus the event's own `ts` (publish time at the worker).
+    pub delivery: Vec<i64>,
     pub turn: Vec<i64>,
     pub errors: BTreeMap<String, u64>,
     pub runs_ok: u64,

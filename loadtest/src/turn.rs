@@ -225,6 +225,10 @@ fn on_event(
         st.incoherent = true;
     }
     st.last_seq = event.seq;
+    if st.drops == 0 {
+        let delivered = weft_shared::time::now_ms() - event.ts;
+        rec.with(|s| s.delivery.push(delivered * 1000));
+    }
     match event.kind {
         EventKind::RunStarted {
             attempt,

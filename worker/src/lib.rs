@@ -115,9 +115,10 @@ impl JobHandler for Handler {
         let Ok(slot) = inner.slots.clone().acquire_owned().await else {
             return;
         };
+        let picked = now_ms();
         if job.enqueued_at > 0 {
             metrics::histogram!("weft_queue_wait_seconds")
-                .record((now_ms() - job.enqueued_at).max(0) as f64 / 1000.0);
+                .record((picked - job.enqueued_at).max(0) as f64 / 1000.0);
         }
         let cfg = &inner.deps.config.worker;
         let claim = inner
@@ -130,6 +131,7 @@ impl JobHandler for Handler {
                 cfg.max_attempts,
             )
             .await;
+        tracing::debug!(run.id = %job.run_id, queue_wait_ms = picked - job.enqueued_at, claim_ms = now_ms() - picked, "job picked up");
         match claim {
             Ok(ClaimOutcome::Claimed(run)) => {
                 let stop = Arc::new(RunStop::new());

@@ -23,6 +23,12 @@
 //!   channel `<prefix>queue:wake`, and the consumer drives the storage through
 //!   `PollWith` + `StreamStrategy` fed by that channel, with a 100 ms tick as
 //!   a fallback for a missed or coalesced notification.
+//! * **`PollWith` drops the strategy's waker**: it polls the strategy stream, ignores
+//!   the result, then polls the storage. A stream that answers `Ready` registers no
+//!   waker, so the next wake-up woke nobody and the consumer slept until its next
+//!   heartbeat (we measured 1–5 s pick-ups under load). [`DrainWake`] drains every
+//!   queued wake-up and only answers after the channel said `Pending`, so a waker is
+//!   always registered.
 //!
 //! Keys live under `<prefix>queue:*` (apalis's own layout, keyed by queue name).
 //! A job lost between fetch and claim is recovered by the reaper from the database
@@ -37,7 +43,6 @@ use apalis_core::backend::ext::poll_strategy::{PollWith, StreamStrategy};
 use apalis_redis::{Config, RedisStorage};
 use futures::StreamExt;
 use tokio::sync::mpsc;
-use tokio_stream::wrappers::ReceiverStream;
 use tokio_util::sync::CancellationToken;
 
 use super::{JobHandler, Queue, QueueError};
@@ -120,7 +125,7 @@ impl Queue for RedisQueue {
             let waker = tokio::spawn(wake_on_push(self.client.clone(), channel.clone(), wake_tx));
             let backend = PollWith::new(
                 self.storage.clone(),
-                StreamStrategy::new(ReceiverStream::new(wake_rx)),
+                StreamStrategy::new(DrainWake(wake_rx)),
             );
             let worker = WorkerBuilder::new(name)
                 .backend(backend)
@@ -159,6 +164,35 @@ impl Queue for RedisQueue {
         (pong == "PONG")
             .then_some(())
             .ok_or_else(|| QueueError::Backend(pong))
+    }
+}
+
+/// Wake-ups for `PollWith`: yields once per burst of queued wake-ups, and always
+/// leaves the channel's waker registered (see the module notes).
+struct DrainWake(mpsc::Receiver<()>);
+
+impl futures::Stream for DrainWake {
+    type Item = ();
+
+    fn poll_next(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<Option<()>> {
+        use std::task::Poll;
+        let mut woken = false;
+        loop {
+            match self.0.poll_recv(cx) {
+                Poll::Ready(Some(())) => woken = true,
+                // Closed: the waker task ended (the consumer is being restarted).
+                Poll::Ready(None) => return Poll::Ready(woken.then_some(())),
+                Poll::Pending => break,
+            }
+        }
+        if woken {
+            Poll::Ready(Some(()))
+        } else {
+            Poll::Pending
+        }
     }
 }
 
@@ -209,5 +243,58 @@ async fn vacuum_loop(mut storage: RedisStorage<RunJob>, shutdown: CancellationTo
         if let Err(e) = storage.vacuum().await {
             tracing::warn!(error = %e, "vacuuming finished queue tasks failed");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::task::{Context, Poll, Wake, Waker};
+
+    use futures::Stream;
+
+    use super::*;
+
+    struct CountingWaker(AtomicUsize);
+
+    impl Wake for CountingWaker {
+        fn wake(self: Arc<Self>) {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+
+    /// The property `PollWith` relies on: after the stream answered `Ready`, the
+    /// next wake-up still wakes the task (a plain receiver stream fails this).
+    #[test]
+    fn drain_wake_keeps_a_waker_registered_after_ready() {
+        let counter = Arc::new(CountingWaker(AtomicUsize::new(0)));
+        let waker = Waker::from(counter.clone());
+        let mut cx = Context::from_waker(&waker);
+        let (tx, rx) = mpsc::channel(4);
+        let mut stream = DrainWake(rx);
+        let mut poll = |cx: &mut Context<'_>| std::pin::Pin::new(&mut stream).poll_next(cx);
+
+        assert_eq!(poll(&mut cx), Poll::Pending);
+        tx.try_send(()).unwrap();
+        tx.try_send(()).unwrap();
+        assert_eq!(
+            counter.0.load(Ordering::SeqCst),
+            1,
+            "the first send wakes the task"
+        );
+        // Both queued wake-ups are one burst.
+        assert_eq!(poll(&mut cx), Poll::Ready(Some(())));
+        assert_eq!(poll(&mut cx), Poll::Pending);
+        // Answered Ready above, then Pending: a new wake-up must reach the task.
+        tx.try_send(()).unwrap();
+        assert_eq!(counter.0.load(Ordering::SeqCst), 2);
+        assert_eq!(poll(&mut cx), Poll::Ready(Some(())));
+        // Without the Pending poll in between, the waker is still registered too.
+        tx.try_send(()).unwrap();
+        assert_eq!(counter.0.load(Ordering::SeqCst), 3);
+        drop(tx);
+        assert_eq!(poll(&mut cx), Poll::Ready(Some(())));
+        assert_eq!(poll(&mut cx), Poll::Ready(None));
     }
 }
