@@ -60,7 +60,13 @@ pub async fn events(
     ApiQuery(q): ApiQuery<AfterQuery>,
 ) -> ApiResult<Response> {
     let run = state.store.get_run(&user.id, &parse_run_id(&id)?).await?;
-    run_events(&state, &run, resume_point(&headers, q.after)?).await
+    run_events(
+        &state,
+        &run.id,
+        run.status.is_terminal(),
+        resume_point(&headers, q.after)?,
+    )
+    .await
 }
 
 /// Cancel a run (idempotent). Its partial text is kept as the reply.

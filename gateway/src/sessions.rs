@@ -327,8 +327,9 @@ pub async fn send_message(
         }
     };
     if req.stream {
-        let run = state.store.get_run(user, &run_id).await?;
-        return run_events(state, &run, 0).await;
+        // Just created (or found again by its idempotency key): if it has already
+        // ended, attaching replays its whole log all the same.
+        return run_events(state, &run_id, false, 0).await;
     }
     if req.wait {
         return Ok(Json(wait_for_result(state, user, &run_id).await?).into_response());
@@ -378,5 +379,11 @@ pub async fn stream(
         return Ok(StatusCode::NO_CONTENT.into_response());
     };
     let run = state.store.get_run(&user.id, &run_id).await?;
-    run_events(&state, &run, resume_point(&headers, q.after)?).await
+    run_events(
+        &state,
+        &run.id,
+        run.status.is_terminal(),
+        resume_point(&headers, q.after)?,
+    )
+    .await
 }

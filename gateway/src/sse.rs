@@ -79,26 +79,30 @@ pub fn terminal_from_record(run: &RunRecord, seq: u64) -> Option<RunEvent> {
 }
 
 /// Open the event stream of `run` after `after`, or answer 410 when its log is gone.
-pub async fn run_events(state: &AppState, run: &RunRecord, after: u64) -> ApiResult<Response> {
-    let stream = event_stream(state, run, after).await?;
+pub async fn run_events(
+    state: &AppState,
+    run: &RunId,
+    terminal: bool,
+    after: u64,
+) -> ApiResult<Response> {
+    let stream = event_stream(state, run, terminal, after).await?;
     Ok(Sse::new(stream.map(Ok::<_, Infallible>)).into_response())
 }
 
 /// The events themselves, for SSE responses and `wait: true`.
+///
+/// `terminal`: the run had ended when the caller looked; only then can its log
+/// have expired (a live run's log is kept while it runs).
 pub async fn event_stream(
     state: &AppState,
-    run: &RunRecord,
+    run: &RunId,
+    terminal: bool,
     after: u64,
 ) -> ApiResult<impl Stream<Item = Event> + Send + 'static> {
-    let has_log = state
-        .bus
-        .has_log(&run.id)
-        .await
-        .map_err(ApiError::internal)?;
-    if run.status.is_terminal() && !has_log {
+    if terminal && !state.bus.has_log(run).await.map_err(ApiError::internal)? {
         return Err(ApiError::EventsExpired);
     }
-    let frames = attach(state.bus.clone(), run.id.clone(), after, IDLE)
+    let frames = attach(state.bus.clone(), run.clone(), after, IDLE)
         .await
         .map_err(ApiError::internal)?;
     struct St<S> {
@@ -112,7 +116,7 @@ pub async fn event_stream(
     let st = St {
         frames: Box::pin(frames),
         state: state.clone(),
-        run: run.id.clone(),
+        run: run.clone(),
         last: after,
         done: false,
         _gauge: Gauge::new(),

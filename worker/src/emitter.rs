@@ -53,7 +53,14 @@ impl Emitter {
         floor: u64,
         retried: bool,
     ) -> Emitter {
-        let seq = match bus.last_seq(&run).await {
+        // A first attempt publishes the run's first event: nothing was logged
+        // before it (a run cancelled while queued is never claimed).
+        let logged = if retried {
+            bus.last_seq(&run).await
+        } else {
+            Ok(0)
+        };
+        let seq = match logged {
             Ok(0) if retried => floor + LOST_LOG_JUMP,
             Ok(seq) => seq.max(floor),
             Err(e) => {

@@ -61,7 +61,13 @@ pub(crate) async fn execute(
     )
     .await;
     let _ = seq_out.send(em.seq_handle());
-    let resume_step = match inner.deps.store.last_checkpoint(&run.id).await {
+    // A first attempt has no checkpoints to resume from.
+    let checkpoint = if run.attempt > 1 {
+        inner.deps.store.last_checkpoint(&run.id).await
+    } else {
+        Ok(0)
+    };
+    let resume_step = match checkpoint {
         Ok(step) => step + 1,
         Err(e) => {
             tracing::error!(run.id = %run.id, error = %e, "loading checkpoints failed; leaving the run to the reaper");

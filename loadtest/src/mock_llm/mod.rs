@@ -161,6 +161,12 @@ pub async fn serve_with(
     config: MockLlmConfig,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
+    use axum::serve::ListenerExt;
+    // Nagle off, as real providers' streaming endpoints do: otherwise a token
+    // written while the previous one is unacknowledged waits for a delayed ACK.
+    let listener = listener.tap_io(|tcp| {
+        let _ = tcp.set_nodelay(true);
+    });
     axum::serve(listener, router(config))
         .with_graceful_shutdown(shutdown)
         .await

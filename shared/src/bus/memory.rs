@@ -132,7 +132,7 @@ impl Bus for MemoryBus {
         let rx = match &log.live {
             Some(tx) => tx.subscribe(),
             None => {
-                let (tx, rx) = broadcast::channel(4096);
+                let (tx, rx) = broadcast::channel(super::LIVE_BUFFER);
                 log.live = Some(tx);
                 rx
             }

@@ -22,6 +22,11 @@ pub use redis::RedisBus;
 use crate::event::Frame;
 use crate::ids::RunId;
 
+/// Live frames buffered per run for this process's subscribers. The ring is
+/// allocated whole when the first local client attaches, so it is kept small; a
+/// subscriber that falls further behind gets `Lagged` and `attach` re-reads the log.
+pub(crate) const LIVE_BUFFER: usize = 256;
+
 /// A live subscription to one run. Dropping it unsubscribes.
 pub struct Subscription {
     pub rx: broadcast::Receiver<Frame>,

@@ -269,7 +269,7 @@ impl Bus for RedisBus {
             match map.get(&channel) {
                 Some(tx) => (tx.subscribe(), false),
                 None => {
-                    let (tx, rx) = broadcast::channel(4096);
+                    let (tx, rx) = broadcast::channel(super::LIVE_BUFFER);
                     map.insert(channel.clone(), tx);
                     (rx, true)
                 }

@@ -203,7 +203,7 @@ impl Store {
             .bind(&run.0)
             .bind(worker)
             .bind(seq as i64)
-            .execute(&mut *tx)
+            .execute(&mut **tx)
             .await?;
         if owned.rows_affected() == 0 {
             return Ok(false);
@@ -259,10 +259,11 @@ pub(super) async fn insert_step_message(
     now: i64,
 ) -> Result<MessageId> {
     let id = MessageId::new();
-    sqlx::query(
+    let inserted = sqlx::query(
         "insert into messages (id, session_id, role, content, run_id, step, call_id, name, tool_calls, queued, created_at, ord)
          values ($1, $2, $3, $4, $5, $6, $7, $8, $9, 0, $10, $11)
-         on conflict (run_id, step, role, call_id) where role <> 'user' do nothing",
+         on conflict (run_id, step, role, call_id) where role <> 'user' do nothing
+         returning id",
     )
     .bind(&id.0)
     .bind(&session.0)
@@ -275,8 +276,12 @@ pub(super) async fn insert_step_message(
     .bind(tool_calls)
     .bind(now)
     .bind(order_key(Some(run), role, step, &id))
-    .execute(&mut **tx)
+    .fetch_optional(&mut **tx)
     .await?;
+    if inserted.is_some() {
+        return Ok(id);
+    }
+    // Written by an earlier attempt: that row stands.
     let row = sqlx::query(
         "select id from messages where run_id = $1 and step = $2 and role = $3 and call_id = $4",
     )

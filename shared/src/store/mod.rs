@@ -14,6 +14,7 @@ mod sessions;
 mod users;
 
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::any::{AnyPoolOptions, AnyRow};
@@ -65,6 +66,38 @@ pub type Result<T> = std::result::Result<T, StoreError>;
 pub struct Store {
     pool: AnyPool,
     dialect: Dialect,
+    /// SQLite only: one writer at a time, queued here. SQLite allows one writer
+    /// anyway, and a writer that finds the lock taken sleeps in SQLite's busy
+    /// handler (1 ms, 2 ms, 5 ms … 100 ms steps) instead of being woken when the lock
+    /// frees, which left the machine idle under load.
+    write_gate: Option<Arc<tokio::sync::Mutex<()>>>,
+}
+
+/// A write transaction; on SQLite it also holds the write gate until it ends.
+pub(crate) struct WriteTx {
+    // Declared first: the transaction ends (commits or rolls back) before the gate opens.
+    tx: sqlx::Transaction<'static, sqlx::Any>,
+    _gate: Option<tokio::sync::OwnedMutexGuard<()>>,
+}
+
+impl WriteTx {
+    pub(crate) async fn commit(self) -> Result<()> {
+        self.tx.commit().await?;
+        Ok(())
+    }
+}
+
+impl std::ops::Deref for WriteTx {
+    type Target = sqlx::Transaction<'static, sqlx::Any>;
+    fn deref(&self) -> &Self::Target {
+        &self.tx
+    }
+}
+
+impl std::ops::DerefMut for WriteTx {
+    fn deref_mut(&mut self) -> &mut Self::Target {
+        &mut self.tx
+    }
 }
 
 impl std::fmt::Debug for Store {
@@ -121,7 +154,12 @@ impl Store {
                     .await?
             }
         };
-        Ok(Store { pool, dialect })
+        let write_gate = (dialect == Dialect::Sqlite).then(Arc::default);
+        Ok(Store {
+            pool,
+            dialect,
+            write_gate,
+        })
     }
 
     pub fn dialect(&self) -> Dialect {
@@ -149,13 +187,24 @@ impl Store {
         self.pool.close().await;
     }
 
-    /// A write transaction. On SQLite it takes the write lock up front, so two
-    /// writers never both read and then both try to upgrade.
-    async fn begin(&self) -> Result<sqlx::Transaction<'static, sqlx::Any>> {
-        Ok(match self.dialect {
+    /// A write transaction. On SQLite it passes the write gate and takes the write
+    /// lock up front, so two writers never both read and then both try to upgrade.
+    async fn begin(&self) -> Result<WriteTx> {
+        let gate = self.write_gate().await;
+        let tx = match self.dialect {
             Dialect::Postgres => self.pool.begin().await?,
             Dialect::Sqlite => self.pool.begin_with("begin immediate").await?,
-        })
+        };
+        Ok(WriteTx { tx, _gate: gate })
+    }
+
+    /// Hold the result across a single write statement outside a transaction
+    /// (SQLite's writer queue; nothing on Postgres).
+    async fn write_gate(&self) -> Option<tokio::sync::OwnedMutexGuard<()>> {
+        match &self.write_gate {
+            Some(gate) => Some(gate.clone().lock_owned().await),
+            None => None,
+        }
     }
 
     /// `for update` where the database has row locks; SQLite's `begin immediate`

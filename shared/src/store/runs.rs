@@ -287,6 +287,7 @@ impl Store {
         max_attempts: u32,
     ) -> Result<ClaimOutcome> {
         let now = now_ms();
+        let _gate = self.write_gate().await;
         let row = sqlx::query(
             "update runs set status = 'running', attempt = attempt + 1, worker_id = $2, heartbeat_at = $3,
                  started_at = coalesce(started_at, $3)
@@ -323,6 +324,7 @@ impl Store {
     /// Refresh the lease. `false` means this worker no longer owns a running run
     /// (taken over, cancelled or deleted): it must stop.
     pub async fn heartbeat(&self, id: &RunId, worker: &str, seq: u64) -> Result<bool> {
+        let _gate = self.write_gate().await;
         let done = sqlx::query(
             "update runs set heartbeat_at = $1, last_seq = case when last_seq > $4 then last_seq else $4 end
              where id = $2 and worker_id = $3 and status = 'running'",
@@ -359,11 +361,32 @@ impl Store {
             } => ("failed", Some(error), partial, *step),
             RunEnd::Cancelled { partial, step } => ("cancelled", None, partial, *step),
         };
+        // The reply first (inside the transaction: if the run turns out not to be
+        // ours any more, the rollback takes it back), so one update sets everything.
+        let message_id = if matches!(end, RunEnd::Succeeded { .. }) || !text.is_empty() {
+            Some(
+                insert_step_message(
+                    &mut tx,
+                    &run.session_id,
+                    &run.id,
+                    step,
+                    "assistant",
+                    text,
+                    "",
+                    None,
+                    None,
+                    now,
+                )
+                .await?,
+            )
+        } else {
+            None
+        };
         // A cancel may already have marked the run `cancelled` (to free the session at once).
         let owned = sqlx::query(
             "update runs set status = $1, finished_at = coalesce(finished_at, $2), duration_ms = $3, ttft_ms = $4,
                  usage_input = $5, usage_output = $6, usage_cache_read = $7, usage_reasoning = $8,
-                 error_code = $9, error_message = $10, heartbeat_at = $2
+                 error_code = $9, error_message = $10, heartbeat_at = $2, final_message_id = $13
              where id = $11 and worker_id = $12 and (status = 'running' or (status = 'cancelled' and $1 = 'cancelled'))",
         )
         .bind(status)
@@ -378,34 +401,12 @@ impl Store {
         .bind(error.map(|e| e.message.clone()))
         .bind(&run.id.0)
         .bind(worker)
-        .execute(&mut *tx)
+        .bind(message_id.as_ref().map(|m| m.0.clone()))
+        .execute(&mut **tx)
         .await?;
         if owned.rows_affected() == 0 {
             return Ok(FinishOutcome::Lost);
         }
-        let message_id = if matches!(end, RunEnd::Succeeded { .. }) || !text.is_empty() {
-            let id = insert_step_message(
-                &mut tx,
-                &run.session_id,
-                &run.id,
-                step,
-                "assistant",
-                text,
-                "",
-                None,
-                None,
-                now,
-            )
-            .await?;
-            sqlx::query("update runs set final_message_id = $1 where id = $2")
-                .bind(&id.0)
-                .bind(&run.id.0)
-                .execute(&mut *tx)
-                .await?;
-            Some(id)
-        } else {
-            None
-        };
         touch_session(&mut tx, &run.session_id, now).await?;
         let followup = create_followup(&mut tx, &run.session_id, now).await?;
         tx.commit().await?;
@@ -428,7 +429,7 @@ impl Store {
             .bind(&error.code)
             .bind(&error.message)
             .bind(&run.id.0)
-            .execute(&mut *tx)
+            .execute(&mut **tx)
             .await?;
         let followup = create_followup(&mut tx, &run.session_id, now).await?;
         tx.commit().await?;
@@ -447,7 +448,7 @@ impl Store {
         )))
         .bind(&id.0)
         .bind(&user.0)
-        .fetch_optional(&mut *tx)
+        .fetch_optional(&mut **tx)
         .await?
         .ok_or(StoreError::NotFound)?;
         let status: RunStatus = get_enum(&row, "status")?;
@@ -479,8 +480,12 @@ impl Store {
     pub async fn reap(&self, stale_before: i64, requeue_before: i64) -> Result<Vec<RunId>> {
         let now = now_ms();
         let rows = sqlx::query(
-            "select id from runs where (status = 'running' and heartbeat_at < $1) or (status = 'queued' and enqueued_at < $2)
-             order by id limit 1000",
+            // Two arms, each repeating the partial index's own condition so that
+            // SQLite uses it (with an `or`, or without the repeat, it scans every run).
+            "select id from runs where status = 'running' and status in ('queued', 'running') and heartbeat_at < $1
+             union all
+             select id from runs where status = 'queued' and status in ('queued', 'running') and enqueued_at < $2
+             limit 1000",
         )
         .bind(stale_before)
         .bind(requeue_before)
@@ -496,7 +501,7 @@ impl Store {
                 sqlx::query("update runs set enqueued_at = $1 where id = $2 and status = 'queued'")
                     .bind(now)
                     .bind(&id.0)
-                    .execute(&mut *tx)
+                    .execute(&mut **tx)
                     .await?;
             }
             tx.commit().await?;
@@ -521,6 +526,7 @@ impl Store {
 
     /// Give a running run back to the queue (graceful shutdown past its deadline).
     pub async fn release_run(&self, id: &RunId, worker: &str) -> Result<bool> {
+        let _gate = self.write_gate().await;
         let done = sqlx::query("update runs set status = 'queued', worker_id = null, enqueued_at = $1 where id = $2 and worker_id = $3 and status = 'running'")
             .bind(now_ms())
             .bind(&id.0)
@@ -533,6 +539,7 @@ impl Store {
     /// Embedded start-up: this is the only worker, so every `running` run belongs
     /// to a process that died. Put them back in the queue.
     pub async fn requeue_all_running(&self) -> Result<u64> {
+        let _gate = self.write_gate().await;
         let done = sqlx::query("update runs set status = 'queued', worker_id = null, enqueued_at = $1 where status = 'running'")
             .bind(now_ms())
             .execute(&self.pool)
@@ -542,7 +549,7 @@ impl Store {
 
     /// Number of runs waiting for a worker (queue-depth gauge).
     pub async fn queued_runs(&self) -> Result<i64> {
-        let row = sqlx::query("select count(*) as n from runs where status = 'queued'")
+        let row = sqlx::query("select count(*) as n from runs where status = 'queued' and status in ('queued', 'running')")
             .fetch_one(&self.pool)
             .await?;
         get_i64(&row, "n")

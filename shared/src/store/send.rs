@@ -25,7 +25,7 @@ impl Store {
         )))
         .bind(&req.session.0)
         .bind(&req.user.0)
-        .fetch_optional(&mut *tx)
+        .fetch_optional(&mut **tx)
         .await?
         .ok_or(StoreError::NotFound)?;
 
@@ -35,7 +35,7 @@ impl Store {
             )
             .bind(&req.user.0)
             .bind(key)
-            .fetch_optional(&mut *tx)
+            .fetch_optional(&mut **tx)
             .await?;
             if let Some(row) = seen {
                 return Ok(SendOutcome::Replayed {
@@ -49,7 +49,7 @@ impl Store {
             "select id, status from runs where session_id = $1 and status in {ACTIVE}{lock}"
         )))
         .bind(&req.session.0)
-        .fetch_optional(&mut *tx)
+        .fetch_optional(&mut **tx)
         .await?;
 
         let mut interrupted = None;
@@ -108,7 +108,7 @@ impl Store {
                 .bind(auto_title(&req.text))
                 .bind(auto_title(&req.text).to_lowercase())
                 .bind(&req.session.0)
-                .execute(&mut *tx)
+                .execute(&mut **tx)
                 .await?;
         }
         touch_session(&mut tx, &req.session, now).await?;

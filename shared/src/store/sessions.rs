@@ -109,6 +109,7 @@ impl Store {
             created_at: now,
             updated_at: now,
         };
+        let _gate = self.write_gate().await;
         sqlx::query("insert into sessions (id, user_id, title, title_lower, model, mode, source, created_at, updated_at) values ($1, $2, $3, $4, $5, $6, $7, $8, $8)")
             .bind(&rec.id.0)
             .bind(&user.0)
@@ -188,6 +189,7 @@ impl Store {
     ) -> Result<SessionRecord> {
         let current = self.get_session(user, id).await?;
         let title = title.unwrap_or(&current.title);
+        let _gate = self.write_gate().await;
         sqlx::query("update sessions set title = $1, title_lower = $2, model = $3, mode = $4, updated_at = $5 where id = $6 and user_id = $7")
             .bind(title)
             .bind(title.to_lowercase())
@@ -208,7 +210,7 @@ impl Store {
         let owned = sqlx::query("select id from sessions where id = $1 and user_id = $2")
             .bind(&id.0)
             .bind(&user.0)
-            .fetch_optional(&mut *tx)
+            .fetch_optional(&mut **tx)
             .await?;
         if owned.is_none() {
             return Err(StoreError::NotFound);
@@ -218,7 +220,7 @@ impl Store {
             "delete from runs where session_id = $1",
             "delete from sessions where id = $1",
         ] {
-            sqlx::query(table).bind(&id.0).execute(&mut *tx).await?;
+            sqlx::query(table).bind(&id.0).execute(&mut **tx).await?;
         }
         tx.commit().await?;
         Ok(())

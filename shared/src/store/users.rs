@@ -126,6 +126,7 @@ impl Store {
             role,
             created_at: now_ms(),
         };
+        let _gate = self.write_gate().await;
         sqlx::query("insert into users (id, username, password_hash, role, created_at) values ($1, $2, $3, $4, $5)")
             .bind(&user.id.0)
             .bind(&user.username)
@@ -178,24 +179,24 @@ impl Store {
             sqlx::query("update users set password_hash = $1 where id = $2")
                 .bind(hash)
                 .bind(&id.0)
-                .execute(&mut *tx)
+                .execute(&mut **tx)
                 .await?;
             // A new password signs the user out everywhere (API tokens stay).
             sqlx::query("delete from tokens where user_id = $1 and kind = 'login'")
                 .bind(&id.0)
-                .execute(&mut *tx)
+                .execute(&mut **tx)
                 .await?;
         }
         if let Some(role) = role {
             sqlx::query("update users set role = $1 where id = $2")
                 .bind(role.as_str())
                 .bind(&id.0)
-                .execute(&mut *tx)
+                .execute(&mut **tx)
                 .await?;
         }
         let row = sqlx::query("select id, username, role, created_at from users where id = $1")
             .bind(&id.0)
-            .fetch_optional(&mut *tx)
+            .fetch_optional(&mut **tx)
             .await?
             .ok_or(StoreError::NotFound)?;
         tx.commit().await?;
@@ -203,6 +204,7 @@ impl Store {
     }
 
     pub async fn delete_user(&self, id: &UserId) -> Result<()> {
+        let _gate = self.write_gate().await;
         let done = sqlx::query("delete from users where id = $1")
             .bind(&id.0)
             .execute(&self.pool)
@@ -229,6 +231,7 @@ impl Store {
             last_used_at: None,
         };
         let expires = (kind == TokenKind::Login).then_some(now + LOGIN_TTL_MS);
+        let _gate = self.write_gate().await;
         sqlx::query("insert into tokens (id, user_id, name, kind, hash, created_at, expires_at) values ($1, $2, $3, $4, $5, $6, $7)")
             .bind(&rec.id.0)
             .bind(&user.0)
@@ -258,6 +261,7 @@ impl Store {
         let Some(row) = row else { return Ok(None) };
         let last_used = get_opt_i64(&row, "last_used_at")?.unwrap_or(0);
         if now - last_used > TOUCH_EVERY_MS {
+            let _gate = self.write_gate().await;
             sqlx::query("update tokens set last_used_at = $1 where id = $2")
                 .bind(now)
                 .bind(get_str(&row, "token_id")?)
@@ -285,6 +289,7 @@ impl Store {
     }
 
     pub async fn delete_token(&self, user: &UserId, id: &TokenId) -> Result<()> {
+        let _gate = self.write_gate().await;
         let done =
             sqlx::query("delete from tokens where id = $1 and user_id = $2 and kind = 'api'")
                 .bind(&id.0)
@@ -299,6 +304,7 @@ impl Store {
 
     /// Logout: forget one login token.
     pub async fn delete_token_by_hash(&self, hash: &str) -> Result<()> {
+        let _gate = self.write_gate().await;
         sqlx::query("delete from tokens where hash = $1 and kind = 'login'")
             .bind(hash)
             .execute(&self.pool)
@@ -336,7 +342,7 @@ impl Store {
         // Rotating WEFT_ADMIN_TOKEN retires the previous bootstrap token.
         sqlx::query("delete from tokens where kind = 'bootstrap' and hash <> $1")
             .bind(hash)
-            .execute(&mut *tx)
+            .execute(&mut **tx)
             .await?;
         sqlx::query(
             "insert into tokens (id, user_id, name, kind, hash, created_at) values ($1, $2, 'WEFT_ADMIN_TOKEN', 'bootstrap', $3, $4)
@@ -346,7 +352,7 @@ impl Store {
         .bind(&admin.id.0)
         .bind(hash)
         .bind(now_ms())
-        .execute(&mut *tx)
+        .execute(&mut **tx)
         .await?;
         tx.commit().await?;
         Ok(())
