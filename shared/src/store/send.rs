@@ -9,7 +9,9 @@ use super::runs::{
     ACTIVE, ActiveRun, NewRun, RunStatus, SendOutcome, SendRequest, attach_queued,
     end_as_cancelled, insert_run, touch_session,
 };
-use super::{Result, Store, StoreError, get_enum, get_i64, get_opt_i64, get_opt_str, get_str};
+use super::{
+    Dialect, Result, Store, StoreError, get_enum, get_i64, get_opt_i64, get_opt_str, get_str,
+};
 use crate::api::Multitask;
 use crate::ids::{MessageId, RunId, SessionId};
 use crate::time::now_ms;
@@ -19,43 +21,14 @@ impl Store {
     pub async fn send_message(&self, req: &SendRequest) -> Result<SendOutcome> {
         let mut tx = self.begin().await?;
         let now = now_ms();
-        let lock = self.lock_suffix();
-        let session = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "select id, title, model, mode from sessions where id = $1 and user_id = $2{lock}"
-        )))
-        .bind(&req.session.0)
-        .bind(&req.user.0)
-        .fetch_optional(&mut **tx)
-        .await?
-        .ok_or(StoreError::NotFound)?;
+        let look = self.look_before_send(&mut tx, req, now).await?;
 
-        if let Some(key) = &req.idempotency_key {
-            let seen = sqlx::query(
-                "select message_id, run_id from idempotency_keys where user_id = $1 and key = $2",
-            )
-            .bind(&req.user.0)
-            .bind(key)
-            .fetch_optional(&mut **tx)
-            .await?;
-            if let Some(row) = seen {
-                return Ok(SendOutcome::Replayed {
-                    message_id: MessageId(get_str(&row, "message_id")?),
-                    run_id: get_opt_str(&row, "run_id")?.map(RunId),
-                });
-            }
+        if let Some(seen) = look.replayed {
+            return Ok(seen);
         }
 
-        let active = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "select id, status from runs where session_id = $1 and status in {ACTIVE}{lock}"
-        )))
-        .bind(&req.session.0)
-        .fetch_optional(&mut **tx)
-        .await?;
-
         let mut interrupted = None;
-        if let Some(row) = active {
-            let active_id = RunId(get_str(&row, "id")?);
-            let status: RunStatus = get_enum(&row, "status")?;
+        if let Some((active_id, status)) = look.active {
             match req.multitask {
                 Multitask::Reject => {
                     return Ok(SendOutcome::Rejected {
@@ -81,10 +54,10 @@ impl Store {
                     });
                 }
             }
-        } else if let Some(outcome) = self.check_user_limits(&mut tx, req, now).await? {
+        } else if let Some(outcome) = look.over_limit {
             return Ok(outcome);
         }
-
+        let session = look.session;
         let model = req.model.clone().unwrap_or(get_str(&session, "model")?);
         let mode = req.mode.clone().unwrap_or(get_str(&session, "mode")?);
         let run_id = RunId::new();
@@ -98,8 +71,11 @@ impl Store {
             now,
         )
         .await?;
-        // Messages that were waiting behind the interrupted run join this one.
-        attach_queued(&mut tx, &req.session, &run_id).await?;
+        // Messages that were waiting behind the interrupted run (or stranded by a
+        // run that ended without its worker) join this one.
+        if look.waiting > 0 {
+            attach_queued(&mut tx, &req.session, &run_id).await?;
+        }
         let message_id =
             insert_user_message(&mut tx, &req.session, Some(&run_id), &req.text, now).await?;
         remember_key(&mut tx, req, &message_id, Some(&run_id), now).await?;
@@ -119,39 +95,99 @@ impl Store {
         })
     }
 
-    async fn check_user_limits(
+    /// Everything the send decides on, in one round trip (the send holds SQLite's
+    /// single writer, so each statement it waits on delays every other writer):
+    /// the session (locked on Postgres), a replayed idempotency key, the active
+    /// run, the user's limits and whether messages wait in the session.
+    async fn look_before_send(
         &self,
         tx: &mut sqlx::Transaction<'static, sqlx::Any>,
         req: &SendRequest,
         now: i64,
-    ) -> Result<Option<SendOutcome>> {
-        if req.active_runs_per_user > 0 {
-            let row = sqlx::query(sqlx::AssertSqlSafe(format!(
-                "select count(*) as n from runs where user_id = $1 and status in {ACTIVE}"
+    ) -> Result<SendLook> {
+        let lock = self.lock_suffix();
+        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "select s.title, s.model, s.mode,
+                 (select k.message_id from idempotency_keys k where k.user_id = $2 and k.key = $3) as seen_message,
+                 (select k.run_id from idempotency_keys k where k.user_id = $2 and k.key = $3) as seen_run,
+                 (select r.id from runs r where r.session_id = s.id and r.status in {ACTIVE}) as active_id,
+                 (select r.status from runs r where r.session_id = s.id and r.status in {ACTIVE}) as active_status,
+                 (select count(*) from messages m where m.session_id = s.id and m.queued = 1) as waiting,
+                 case when $4 > 0 then (select count(*) from runs r where r.user_id = $2 and r.status in {ACTIVE}) else 0 end as user_active,
+                 case when $5 > 0 then (select count(*) from runs r where r.user_id = $2 and r.created_at > $6) else 0 end as user_recent,
+                 case when $5 > 0 then (select min(r.created_at) from runs r where r.user_id = $2 and r.created_at > $6) end as user_oldest
+             from sessions s where s.id = $1 and s.user_id = $2{lock}"
+        )))
+        .bind(&req.session.0)
+        .bind(&req.user.0)
+        .bind(req.idempotency_key.as_deref())
+        .bind(req.active_runs_per_user as i64)
+        .bind(req.runs_per_minute_per_user as i64)
+        .bind(now - 60_000)
+        .fetch_optional(&mut **tx)
+        .await?
+        .ok_or(StoreError::NotFound)?;
+
+        let replayed = match get_opt_str(&row, "seen_message")? {
+            Some(message_id) => Some(SendOutcome::Replayed {
+                message_id: MessageId(message_id),
+                run_id: get_opt_str(&row, "seen_run")?.map(RunId),
+            }),
+            None => None,
+        };
+        let mut active = match get_opt_str(&row, "active_id")? {
+            Some(id) => Some((RunId(id), get_enum::<RunStatus>(&row, "active_status")?)),
+            None => None,
+        };
+        if let (Some((id, _)), true) = (&active, self.dialect == Dialect::Postgres) {
+            // Lock the active run too, so its worker's end (which creates the
+            // follow-up for queued messages) waits for this message; re-check it,
+            // since it may have ended while we waited.
+            active = sqlx::query(sqlx::AssertSqlSafe(format!(
+                "select id, status from runs where id = $1 and status in {ACTIVE}{lock}"
             )))
-            .bind(&req.user.0)
-            .fetch_one(&mut **tx)
-            .await?;
-            if get_i64(&row, "n")? as u64 >= req.active_runs_per_user {
-                return Ok(Some(SendOutcome::TooManyActive));
-            }
+            .bind(&id.0)
+            .fetch_optional(&mut **tx)
+            .await?
+            .map(|r| Ok::<_, StoreError>((RunId(get_str(&r, "id")?), get_enum(&r, "status")?)))
+            .transpose()?;
         }
-        if req.runs_per_minute_per_user > 0 {
-            let row = sqlx::query("select count(*) as n, min(created_at) as oldest from runs where user_id = $1 and created_at > $2")
-                .bind(&req.user.0)
-                .bind(now - 60_000)
-                .fetch_one(&mut **tx)
-                .await?;
-            if get_i64(&row, "n")? as u64 >= req.runs_per_minute_per_user {
-                let oldest = get_opt_i64(&row, "oldest")?.unwrap_or(now);
-                let wait_ms = (oldest + 60_000 - now).max(1000);
-                return Ok(Some(SendOutcome::RateLimited {
-                    retry_after_secs: (wait_ms as u64).div_ceil(1000),
-                }));
-            }
-        }
-        Ok(None)
+
+        let over_limit = if req.active_runs_per_user > 0
+            && get_i64(&row, "user_active")? as u64 >= req.active_runs_per_user
+        {
+            Some(SendOutcome::TooManyActive)
+        } else if req.runs_per_minute_per_user > 0
+            && get_i64(&row, "user_recent")? as u64 >= req.runs_per_minute_per_user
+        {
+            let oldest = get_opt_i64(&row, "user_oldest")?.unwrap_or(now);
+            let wait_ms = (oldest + 60_000 - now).max(1000);
+            Some(SendOutcome::RateLimited {
+                retry_after_secs: (wait_ms as u64).div_ceil(1000),
+            })
+        } else {
+            None
+        };
+        Ok(SendLook {
+            waiting: get_i64(&row, "waiting")?,
+            session: row,
+            replayed,
+            active,
+            over_limit,
+        })
     }
+}
+
+/// What [`Store::look_before_send`] found.
+struct SendLook {
+    /// The session row: `title`, `model`, `mode`.
+    session: sqlx::any::AnyRow,
+    replayed: Option<SendOutcome>,
+    active: Option<(RunId, RunStatus)>,
+    /// The user's limits say no (only consulted when no run is active).
+    over_limit: Option<SendOutcome>,
+    /// Messages waiting in the session.
+    waiting: i64,
 }
 
 async fn insert_user_message(
