@@ -287,6 +287,7 @@ pub fn render(
             target_cell(outcomes, "distributed", s)
         );
     }
+    let _ = writeln!(t, "\n{}", super::doc_notes::LIMITS);
     let _ = writeln!(t, "\n## Side by side with LangGraph\n");
     if let Some(note) = langgraph_note {
         let _ = writeln!(t, "Not run: {note}.\n");

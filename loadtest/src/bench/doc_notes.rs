@@ -1,4 +1,33 @@
-//! Fixed prose of `BENCHMARKS.md`: how each system was configured.
+//! Fixed prose of `BENCHMARKS.md`: what limits the targets we miss (from profiling,
+//! not from this run's numbers) and how each system was configured.
+
+pub const LIMITS: &str = "\
+### What limits the misses (profiled 2026-11-30 on this machine)
+
+- **Embedded throughput** is bounded by SQLite's single writer. Every write \
+statement is a round trip to sqlx's per-connection SQLite thread (a channel hop and a \
+thread wake-up each way, about 0.1 ms on this 2-core VM under load), and a run still \
+makes about 14 of them while holding the write lock: the send transaction (one read of \
+everything it decides on, the run, the message, the idempotency key, the session's \
+timestamp), the claim, and the finishing transaction. Throughput stays flat from 32 to \
+128 users with about a third of the CPU idle, which is what a serial section looks \
+like. Found and fixed on the way: the in-process queue handed jobs over one at a time \
+(a claim's latency capped throughput), writers slept in SQLite's busy handler (1–100 ms \
+steps) instead of queueing (now an in-process write gate), five statements per run were \
+cut, and two queries scanned whole tables (now partial indexes). Going further means \
+fewer hops per run (a writer task that runs a whole transaction in one hop), not more \
+CPU.
+- **Embedded TTFT overhead p50** is the same chain: the send, the claim and the context \
+read are a dozen sequential SQLite hops before the model is called.
+- **Idle SSE clients**: hyper keeps an 8 KiB header write buffer and a read buffer that \
+grows to 16 KiB for every HTTP/1 connection (heaptrack: 24 of the 31 KiB allocated per \
+client); only the touched pages count toward RSS. With glibc's default arenas that is \
+19.3 KiB per client; `MALLOC_ARENA_MAX=2` (set for this scenario) gives about 16.5. \
+The buffer sizes are fixed inside hyper.
+- **Fixed on the way, distributed**: apalis's `PollWith` dropped the wake-up waker \
+whenever the wake stream answered `Ready`, so under load the consumer slept until its \
+next heartbeat (1–5 s pick-ups, the old p90 of 3.5 s); and axum leaves Nagle's \
+algorithm on, so about one SSE event in twenty waited 40 ms for a delayed ACK.";
 
 pub const CONFIGURATION: &str = "\
 How each side was configured (the same for every row above):
