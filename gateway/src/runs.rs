@@ -19,7 +19,7 @@ use crate::AppState;
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiQuery;
-use crate::sse::{IDLE, resume_point, run_events, terminal_from_record};
+use crate::sse::{IDLE, attach_to_run, terminal_from_record};
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -59,14 +59,7 @@ pub async fn events(
     headers: HeaderMap,
     ApiQuery(q): ApiQuery<AfterQuery>,
 ) -> ApiResult<Response> {
-    let run = state.store.get_run(&user.id, &parse_run_id(&id)?).await?;
-    run_events(
-        &state,
-        &run.id,
-        run.status.is_terminal(),
-        resume_point(&headers, q.after)?,
-    )
-    .await
+    attach_to_run(&state, &user.id, &parse_run_id(&id)?, &headers, q.after).await
 }
 
 /// Cancel a run (idempotent). Its partial text is kept as the reply.

@@ -19,7 +19,7 @@ use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiQuery, page_limit};
 use crate::runs::{announce_cancel, enqueue, wait_for_result};
-use crate::sse::{resume_point, run_events};
+use crate::sse::{attach_to_run, run_events};
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -378,12 +378,5 @@ pub async fn stream(
     let Some(run_id) = s.active_run_id.as_deref().and_then(RunId::parse) else {
         return Ok(StatusCode::NO_CONTENT.into_response());
     };
-    let run = state.store.get_run(&user.id, &run_id).await?;
-    run_events(
-        &state,
-        &run.id,
-        run.status.is_terminal(),
-        resume_point(&headers, q.after)?,
-    )
-    .await
+    attach_to_run(&state, &user.id, &run_id, &headers, q.after).await
 }

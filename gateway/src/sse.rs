@@ -17,7 +17,7 @@ use futures::{Stream, StreamExt};
 use weft_shared::api::ErrorBody;
 use weft_shared::bus::{AttachItem, attach};
 use weft_shared::event::{EventKind, Frame, RunEvent};
-use weft_shared::ids::{MessageId, RunId};
+use weft_shared::ids::{MessageId, RunId, UserId};
 use weft_shared::store::{RunRecord, RunStatus};
 use weft_shared::time::now_ms;
 
@@ -147,6 +147,19 @@ pub async fn event_stream(
         }
     });
     Ok(stream.take_until(shutdown.cancelled_owned()))
+}
+
+/// Attach the caller to one of their runs, resuming after `Last-Event-ID` or `?after=`.
+pub async fn attach_to_run(
+    state: &AppState,
+    user: &UserId,
+    run: &RunId,
+    headers: &axum::http::HeaderMap,
+    after: Option<u64>,
+) -> ApiResult<Response> {
+    let run = state.store.get_run(user, run).await?;
+    let after = resume_point(headers, after)?;
+    run_events(state, &run.id, run.status.is_terminal(), after).await
 }
 
 /// `Last-Event-ID` header, else `?after=`, else 0.
