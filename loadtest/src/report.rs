@@ -39,6 +39,9 @@ pub struct Report {
     pub reconnects: u64,
     pub duplicated_events: u64,
     pub gaps: u64,
+    /// Seq jumps to a new attempt's `run_started` after a lost event log (allowed).
+    #[serde(default)]
+    pub attempt_jumps: u64,
     pub incoherent_streams: u64,
     pub retries_seen: u64,
     pub peak_concurrent_runs: u64,
@@ -102,6 +105,7 @@ impl Report {
         self.reconnects = s.reconnects;
         self.duplicated_events = s.duplicates;
         self.gaps = s.gaps;
+        self.attempt_jumps = s.attempt_jumps;
         self.incoherent_streams = s.incoherent_streams;
         self.retries_seen = s.retries_seen;
         if self.duration_s > 0.0 {
@@ -149,10 +153,11 @@ impl Report {
         }
         let _ = writeln!(
             t,
-            "reconnects {}  duplicated events {}  gaps {}  incoherent streams {}  retries seen {}",
+            "reconnects {}  duplicated events {}  gaps {}  attempt jumps {}  incoherent streams {}  retries seen {}",
             self.reconnects,
             self.duplicated_events,
             self.gaps,
+            self.attempt_jumps,
             self.incoherent_streams,
             self.retries_seen
         );

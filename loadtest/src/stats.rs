@@ -64,6 +64,8 @@ pub struct Samples {
     pub reconnects: u64,
     pub duplicates: u64,
     pub gaps: u64,
+    /// Forward seq jumps at a new attempt's `run_started` (after a lost log).
+    pub attempt_jumps: u64,
     pub incoherent_streams: u64,
     pub retries_seen: u64,
 }

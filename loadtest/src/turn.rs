@@ -221,8 +221,18 @@ fn on_event(
         return None;
     }
     if event.seq != st.last_seq + 1 {
-        rec.with(|s| s.gaps += 1);
-        st.incoherent = true;
+        // A retried attempt whose predecessor's event log was lost (an embedded
+        // restart, a Redis flush) continues seq past anything that attempt could
+        // have sent, and says so with `run_started {attempt > 1}`: the protocol's
+        // one allowed jump (ARCHITECTURE §5). Anywhere else a jump is a lost event.
+        let new_attempt =
+            matches!(event.kind, EventKind::RunStarted { attempt, .. } if attempt > 1);
+        if new_attempt {
+            rec.with(|s| s.attempt_jumps += 1);
+        } else {
+            rec.with(|s| s.gaps += 1);
+            st.incoherent = true;
+        }
     }
     st.last_seq = event.seq;
     if st.drops == 0 {
@@ -336,4 +346,65 @@ fn retry_after(r: &reqwest::Response) -> Option<Duration> {
 async fn pause(d: Duration, until: Instant) {
     let left = until.saturating_duration_since(Instant::now());
     tokio::time::sleep(d.min(left)).await;
+}
+
+#[cfg(test)]
+mod tests {
+    use weft_shared::ids::{RunId, SessionId};
+
+    use super::*;
+
+    fn ev(seq: u64, kind: EventKind) -> RunEvent {
+        RunEvent {
+            run_id: RunId::new(),
+            seq,
+            ts: weft_shared::time::now_ms(),
+            kind,
+        }
+    }
+
+    fn started(seq: u64, attempt: u32, resume_step: u32) -> RunEvent {
+        let kind = EventKind::RunStarted {
+            session_id: SessionId::new(),
+            model: "mock".into(),
+            attempt,
+            resume_step,
+        };
+        ev(seq, kind)
+    }
+
+    fn text(seq: u64, delta: &str) -> RunEvent {
+        let kind = EventKind::Text {
+            step: 1,
+            delta: delta.into(),
+        };
+        ev(seq, kind)
+    }
+
+    #[test]
+    fn a_new_attempt_may_jump_seq_but_nothing_else_may() {
+        let plan = TurnPlan::mock(2, 0, 0);
+        let rec = Recorder::default();
+        let mut st = StreamState::default();
+        let t0 = Instant::now();
+        for e in [started(1, 1, 1), text(2, "w1 ")] {
+            assert_eq!(on_event(&mut st, &plan, e, Instant::now(), t0, &rec), None);
+        }
+        // The first attempt's log was lost: the retry continues far past it.
+        let e = started(1_000_003, 2, 1);
+        assert_eq!(on_event(&mut st, &plan, e, Instant::now(), t0, &rec), None);
+        let e = text(1_000_004, "w1 w2 ");
+        assert_eq!(on_event(&mut st, &plan, e, Instant::now(), t0, &rec), None);
+        assert!(!st.incoherent, "a jump to a new attempt is allowed");
+        assert_eq!(
+            st.text.values().map(String::as_str).collect::<String>(),
+            "w1 w2 "
+        );
+        // A jump to anything but a new attempt's first event is a lost event.
+        let e = text(1_000_006, "w3");
+        assert_eq!(on_event(&mut st, &plan, e, Instant::now(), t0, &rec), None);
+        assert!(st.incoherent);
+        let s = rec.take();
+        assert_eq!((s.attempt_jumps, s.gaps), (1, 1));
+    }
 }

@@ -407,8 +407,8 @@ impl Store {
         if owned.rows_affected() == 0 {
             return Ok(FinishOutcome::Lost);
         }
-        touch_session(&mut tx, &run.session_id, now).await?;
-        let followup = create_followup(&mut tx, &run.session_id, now).await?;
+        let waiting = touch_session_counting_waiting(&mut tx, &run.session_id, now).await?;
+        let followup = followup_for_waiting(&mut tx, &run.session_id, now, waiting).await?;
         tx.commit().await?;
         Ok(FinishOutcome::Finished {
             message_id,
@@ -628,7 +628,17 @@ pub(super) async fn create_followup(
             .bind(&session.0)
             .fetch_one(&mut **tx)
             .await?;
-    if get_i64(&waiting, "n")? == 0 {
+    followup_for_waiting(tx, session, now, get_i64(&waiting, "n")?).await
+}
+
+/// [`create_followup`] when the caller already counted the `waiting` messages.
+async fn followup_for_waiting(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    session: &SessionId,
+    now: i64,
+    waiting: i64,
+) -> Result<Option<RunId>> {
+    if waiting == 0 {
         return Ok(None);
     }
     let active = sqlx::query(sqlx::AssertSqlSafe(format!(
@@ -658,6 +668,24 @@ pub(super) async fn create_followup(
     .await?;
     attach_queued(tx, session, &id).await?;
     Ok(Some(id))
+}
+
+/// Bump the session's `updated_at` and count the messages waiting in it, in one
+/// statement (a run's end holds SQLite's single writer: every round trip counts).
+async fn touch_session_counting_waiting(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    session: &SessionId,
+    now: i64,
+) -> Result<i64> {
+    let row = sqlx::query(
+        "update sessions set updated_at = $1 where id = $2
+         returning (select count(*) from messages m where m.session_id = $2 and m.queued = 1) as waiting",
+    )
+    .bind(now)
+    .bind(&session.0)
+    .fetch_optional(&mut **tx)
+    .await?;
+    row.map_or(Ok(0), |r| get_i64(&r, "waiting"))
 }
 
 pub(super) async fn touch_session(
