@@ -7,14 +7,16 @@ pub const LIMITS: &str = "\
 - **Embedded throughput** is bounded by SQLite's single writer. Every write \
 statement is a round trip to sqlx's per-connection SQLite thread (a channel hop and a \
 thread wake-up each way, about 0.1 ms on this 2-core VM under load), and a run still \
-makes about 14 of them while holding the write lock: the send transaction (one read of \
-everything it decides on, the run, the message, the idempotency key, the session's \
-timestamp), the claim, and the finishing transaction. Throughput stays flat from 32 to \
+makes 13 of them while holding the write lock: the send transaction (begin, one read \
+of everything it decides on, the run, the message, the idempotency key, the session's \
+timestamp, commit), the claim, and the finishing transaction (begin, the reply, the \
+run's totals, the session's timestamp with a count of waiting messages, commit). Throughput stays flat from 32 to \
 128 users with about a third of the CPU idle, which is what a serial section looks \
 like. Found and fixed on the way: the in-process queue handed jobs over one at a time \
 (a claim's latency capped throughput), writers slept in SQLite's busy handler (1–100 ms \
-steps) instead of queueing (now an in-process write gate), five statements per run were \
-cut, and two queries scanned whole tables (now partial indexes). Going further means \
+steps) instead of queueing (now an in-process write gate), eight database round trips \
+per run were cut (six of them under the write lock), and two queries scanned whole \
+tables (now partial indexes). Going further means \
 fewer hops per run (a writer task that runs a whole transaction in one hop), not more \
 CPU.
 - **Embedded TTFT overhead p50** is the same chain: the send, the claim and the context \
