@@ -129,6 +129,7 @@ impl Store {
                         })?;
                     }
                 }
+                let url = &creating_sqlite_file(url);
                 // WAL lets readers run beside the writer; writers serialise on
                 // `begin immediate` (see `begin`), so SQLITE_BUSY cannot happen mid-transaction.
                 AnyPoolOptions::new()
@@ -226,6 +227,16 @@ fn sqlite_path(url: &str) -> Option<String> {
     (!path.is_empty() && path != ":memory:").then(|| path.to_string())
 }
 
+/// A file URL without a `mode` opens read-write but fails when the file does not
+/// exist yet (`weft migrate --database-url sqlite:///new.db`): create it then.
+fn creating_sqlite_file(url: &str) -> String {
+    if sqlite_path(url).is_none() || url.contains("mode=") {
+        return url.to_string();
+    }
+    let sep = if url.contains('?') { '&' } else { '?' };
+    format!("{url}{sep}mode=rwc")
+}
+
 fn get_str(row: &AnyRow, col: &str) -> Result<String> {
     Ok(row.try_get::<String, _>(col)?)
 }
@@ -258,5 +269,17 @@ mod tests {
             Some("/a/b.db")
         );
         assert_eq!(super::sqlite_path("sqlite::memory:"), None);
+    }
+
+    #[test]
+    fn sqlite_files_are_created_unless_a_mode_is_given() {
+        use super::creating_sqlite_file as c;
+        assert_eq!(c("sqlite:///a/b.db"), "sqlite:///a/b.db?mode=rwc");
+        assert_eq!(
+            c("sqlite:///a/b.db?cache=shared"),
+            "sqlite:///a/b.db?cache=shared&mode=rwc"
+        );
+        assert_eq!(c("sqlite:///a/b.db?mode=ro"), "sqlite:///a/b.db?mode=ro");
+        assert_eq!(c("sqlite::memory:"), "sqlite::memory:");
     }
 }
