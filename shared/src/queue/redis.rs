@@ -21,8 +21,11 @@
 //!   batch script does, and apalis's `RedisStorageFactory` that listens for it
 //!   breaks on queue names containing `:`). So `enqueue` publishes on our own
 //!   channel `<prefix>queue:wake`, and the consumer drives the storage through
-//!   `PollWith` + `StreamStrategy` fed by that channel, with a 100 ms tick as
-//!   a fallback for a missed or coalesced notification.
+//!   `PollWith` + `StreamStrategy` fed by that channel, with a fallback tick for
+//!   a missed or coalesced notification: 100 ms when idle, 5 ms for half a second
+//!   after a push (a wake-up that lands while a fetch is in flight is used up by
+//!   that fetch, which may still come back empty: we measured 1 % of pick-ups at
+//!   the 100 ms tick under load).
 //! * **`PollWith` drops the strategy's waker**: it polls the strategy stream, ignores
 //!   the result, then polls the storage. A stream that answers `Ready` registers no
 //!   waker, so the next wake-up woke nobody and the consumer slept until its next
@@ -63,6 +66,9 @@ pub struct RedisQueue {
 /// Fallback poll when no push notification arrives (wake-ups coalesce under load,
 /// so a burst larger than one fetch batch relies on it).
 const POLL_FALLBACK: Duration = Duration::from_millis(100);
+/// The fallback tick while pushes are arriving, and for how long after the last one.
+const BUSY_TICK: Duration = Duration::from_millis(5);
+const BUSY_WINDOW: Duration = Duration::from_millis(500);
 
 impl RedisQueue {
     pub async fn connect(url: &str, prefix: &str) -> Result<RedisQueue, QueueError> {
@@ -213,10 +219,19 @@ async fn wake_on_push(client: redis::Client, channel: String, wake: mpsc::Sender
             continue;
         }
         let mut messages = pubsub.on_message();
+        let mut last_push: Option<tokio::time::Instant> = None;
         loop {
-            let got = tokio::time::timeout(POLL_FALLBACK, messages.next()).await;
-            if matches!(got, Ok(None)) {
-                break; // connection lost: resubscribe
+            // A push announced while a fetch is in flight is drained with the fetch
+            // still pending; if that fetch then comes back empty, the consumer parks
+            // with the job waiting. While pushes are arriving, tick fast so such a
+            // job waits at most BUSY_TICK; when idle, the slow fallback is enough.
+            let busy = last_push.is_some_and(|t| t.elapsed() < BUSY_WINDOW);
+            let every = if busy { BUSY_TICK } else { POLL_FALLBACK };
+            let got = tokio::time::timeout(every, messages.next()).await;
+            match got {
+                Ok(None) => break, // connection lost: resubscribe
+                Ok(Some(_)) => last_push = Some(tokio::time::Instant::now()),
+                Err(_) => {}
             }
             // A full channel already holds a wake-up: nothing to add.
             if let Err(mpsc::error::TrySendError::Closed(_)) = wake.try_send(()) {
