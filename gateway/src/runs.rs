@@ -7,7 +7,6 @@ use axum::response::Response;
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use futures::StreamExt;
-use serde::Deserialize;
 use weft_shared::api::{RunDto, RunResult};
 use weft_shared::bus::{AttachItem, attach};
 use weft_shared::event::Frame;
@@ -19,7 +18,7 @@ use crate::AppState;
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiQuery;
-use crate::sse::{IDLE, attach_to_run, terminal_from_record};
+use crate::sse::{AfterQuery, IDLE, attach_to_run, terminal_from_record};
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -41,12 +40,6 @@ pub async fn get_run(
 ) -> ApiResult<Json<RunDto>> {
     let run = state.store.get_run(&user.id, &parse_run_id(&id)?).await?;
     Ok(Json(run.to_dto()))
-}
-
-#[derive(Debug, Deserialize, utoipa::IntoParams)]
-pub struct AfterQuery {
-    /// Replay events with `seq` greater than this (like `Last-Event-ID`).
-    pub after: Option<u64>,
 }
 
 /// The run's events as SSE: replay after `Last-Event-ID` (or `?after=`), then live.

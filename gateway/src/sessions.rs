@@ -19,7 +19,7 @@ use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiQuery, page_limit};
 use crate::runs::{announce_cancel, enqueue, wait_for_result};
-use crate::sse::{attach_to_run, run_events};
+use crate::sse::{AfterQuery, attach_to_run, run_events};
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -356,20 +356,15 @@ fn queued(session: SessionId, message_id: MessageId, active: Option<String>) -> 
     (StatusCode::ACCEPTED, Json(body)).into_response()
 }
 
-#[derive(Debug, Deserialize, utoipa::IntoParams)]
-pub struct StreamQuery {
-    pub after: Option<u64>,
-}
-
 /// Attach to the session's active run (replay + live); 204 when there is none.
-#[utoipa::path(get, path = "/v1/sessions/{id}/stream", params(StreamQuery),
+#[utoipa::path(get, path = "/v1/sessions/{id}/stream", params(AfterQuery),
     responses((status = 200, content_type = "text/event-stream", body = weft_shared::event::RunEvent), (status = 204)))]
 pub async fn stream(
     State(state): State<AppState>,
     Caller(user): Caller,
     Path(id): Path<String>,
     headers: HeaderMap,
-    ApiQuery(q): ApiQuery<StreamQuery>,
+    ApiQuery(q): ApiQuery<AfterQuery>,
 ) -> ApiResult<Response> {
     let s = state
         .store

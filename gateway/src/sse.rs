@@ -149,6 +149,13 @@ pub async fn event_stream(
     Ok(stream.take_until(shutdown.cancelled_owned()))
 }
 
+/// `?after=` of the SSE endpoints.
+#[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
+pub struct AfterQuery {
+    /// Replay events with `seq` greater than this (like `Last-Event-ID`).
+    pub after: Option<u64>,
+}
+
 /// Attach the caller to one of their runs, resuming after `Last-Event-ID` or `?after=`.
 pub async fn attach_to_run(
     state: &AppState,

@@ -8,8 +8,10 @@
 //! on error strings.
 
 mod messages;
+mod recovery;
 mod runs;
 mod send;
+mod session_writes;
 mod sessions;
 mod users;
 
@@ -22,9 +24,9 @@ use sqlx::{AnyPool, Row};
 
 pub use messages::{Message, StepCheckpoint, ToolResult, valid_cursor};
 pub use runs::{
-    ActiveRun, CancelOutcome, ClaimOutcome, ClaimedRun, FinishOutcome, NewRun, RunEnd, RunRecord,
-    RunStatus, SendOutcome, SendRequest,
+    ActiveRun, CancelOutcome, ClaimOutcome, ClaimedRun, FinishOutcome, RunEnd, RunRecord, RunStatus,
 };
+pub use send::{NewRun, SendOutcome, SendRequest};
 pub use sessions::{SessionCursor, SessionRecord};
 pub use users::{AuthUser, Role, TokenKind, TokenRecord};
 

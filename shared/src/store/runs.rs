@@ -1,5 +1,6 @@
-//! Runs: creation (the send transaction), claiming, heartbeats, completion, cancel,
-//! follow-ups and the reaper's queries.
+//! Runs: their records, claiming, heartbeats, completion and cancel. The send
+//! transaction is in `send`, the writes it shares with a run's end in
+//! `session_writes`, the reaper's queries in `recovery`.
 //!
 //! The session row is the serialisation point for sends (locked `for update` on
 //! Postgres; SQLite's `begin immediate` serialises all writers). The
@@ -11,9 +12,12 @@ use std::str::FromStr;
 
 use sqlx::any::AnyRow;
 
-use super::messages::{insert_step_message, order_key};
+use super::messages::insert_step_message;
+use super::session_writes::{
+    create_followup, end_as_cancelled, followup_for_waiting, touch_session_counting_waiting,
+};
 use super::{Result, Store, StoreError, get_enum, get_i64, get_opt_i64, get_opt_str, get_str};
-use crate::api::{ErrorBody, Multitask, RunDto, UsageDto};
+use crate::api::{ErrorBody, RunDto, UsageDto};
 use crate::ids::{MessageId, RunId, SessionId, UserId};
 use crate::time::{now_ms, rfc3339};
 
@@ -135,58 +139,12 @@ impl RunRecord {
     }
 }
 
-/// A send, already validated by the gateway.
-#[derive(Debug, Clone)]
-pub struct SendRequest {
-    pub user: UserId,
-    pub session: SessionId,
-    pub text: String,
-    pub model: Option<String>,
-    pub mode: Option<String>,
-    pub multitask: Multitask,
-    pub idempotency_key: Option<String>,
-    /// 0 disables.
-    pub active_runs_per_user: u64,
-    /// 0 disables.
-    pub runs_per_minute_per_user: u64,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub struct NewRun {
-    pub run_id: RunId,
-    pub message_id: MessageId,
-}
-
 /// A run that a cancel or an interrupt just ended.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ActiveRun {
     pub id: RunId,
     /// No worker had claimed it: nobody else will emit its terminal event.
     pub was_queued: bool,
-}
-
-#[derive(Debug, Clone, PartialEq)]
-pub enum SendOutcome {
-    Started {
-        run: NewRun,
-        interrupted: Option<ActiveRun>,
-    },
-    Queued {
-        message_id: MessageId,
-        active_run_id: RunId,
-    },
-    /// The idempotency key was seen before: nothing new was written.
-    Replayed {
-        message_id: MessageId,
-        run_id: Option<RunId>,
-    },
-    Rejected {
-        active_run_id: RunId,
-    },
-    TooManyActive,
-    RateLimited {
-        retry_after_secs: u64,
-    },
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -473,230 +431,4 @@ impl Store {
             followup,
         })
     }
-
-    /// Runs the reaper must (re-)enqueue: running with a stale heartbeat, queued
-    /// and not picked up for a while (lost job), and follow-ups for sessions whose
-    /// waiting messages were stranded by a run that ended without its worker.
-    pub async fn reap(&self, stale_before: i64, requeue_before: i64) -> Result<Vec<RunId>> {
-        let now = now_ms();
-        let rows = sqlx::query(
-            // Two arms, each repeating the partial index's own condition so that
-            // SQLite uses it (with an `or`, or without the repeat, it scans every run).
-            "select id from runs where status = 'running' and status in ('queued', 'running') and heartbeat_at < $1
-             union all
-             select id from runs where status = 'queued' and status in ('queued', 'running') and enqueued_at < $2
-             limit 1000",
-        )
-        .bind(stale_before)
-        .bind(requeue_before)
-        .fetch_all(&self.pool)
-        .await?;
-        let mut ids = rows
-            .iter()
-            .map(|r| get_str(r, "id").map(RunId))
-            .collect::<Result<Vec<_>>>()?;
-        if !ids.is_empty() {
-            let mut tx = self.begin().await?;
-            for id in &ids {
-                sqlx::query("update runs set enqueued_at = $1 where id = $2 and status = 'queued'")
-                    .bind(now)
-                    .bind(&id.0)
-                    .execute(&mut **tx)
-                    .await?;
-            }
-            tx.commit().await?;
-        }
-        let stranded = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "select distinct m.session_id from messages m where m.queued = 1 and m.created_at < $1
-             and not exists (select 1 from runs r where r.session_id = m.session_id and r.status in {ACTIVE}) limit 100"
-        )))
-        .bind(requeue_before)
-        .fetch_all(&self.pool)
-        .await?;
-        for row in stranded {
-            let session = SessionId(get_str(&row, "session_id")?);
-            let mut tx = self.begin().await?;
-            if let Some(id) = create_followup(&mut tx, &session, now).await? {
-                ids.push(id);
-            }
-            tx.commit().await?;
-        }
-        Ok(ids)
-    }
-
-    /// Give a running run back to the queue (graceful shutdown past its deadline).
-    pub async fn release_run(&self, id: &RunId, worker: &str) -> Result<bool> {
-        let _gate = self.write_gate().await;
-        let done = sqlx::query("update runs set status = 'queued', worker_id = null, enqueued_at = $1 where id = $2 and worker_id = $3 and status = 'running'")
-            .bind(now_ms())
-            .bind(&id.0)
-            .bind(worker)
-            .execute(&self.pool)
-            .await?;
-        Ok(done.rows_affected() == 1)
-    }
-
-    /// Embedded start-up: this is the only worker, so every `running` run belongs
-    /// to a process that died. Put them back in the queue.
-    pub async fn requeue_all_running(&self) -> Result<u64> {
-        let _gate = self.write_gate().await;
-        let done = sqlx::query("update runs set status = 'queued', worker_id = null, enqueued_at = $1 where status = 'running'")
-            .bind(now_ms())
-            .execute(&self.pool)
-            .await?;
-        Ok(done.rows_affected())
-    }
-
-    /// Number of runs waiting for a worker (queue-depth gauge).
-    pub async fn queued_runs(&self) -> Result<i64> {
-        let row = sqlx::query("select count(*) as n from runs where status = 'queued' and status in ('queued', 'running')")
-            .fetch_one(&self.pool)
-            .await?;
-        get_i64(&row, "n")
-    }
-}
-
-pub(super) async fn end_as_cancelled(
-    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
-    id: &RunId,
-    by: &str,
-    now: i64,
-) -> Result<()> {
-    sqlx::query("update runs set status = 'cancelled', cancel_requested = 1, cancelled_by = $1, finished_at = $2 where id = $3")
-        .bind(by)
-        .bind(now)
-        .bind(&id.0)
-        .execute(&mut **tx)
-        .await?;
-    Ok(())
-}
-
-pub(super) async fn insert_run(
-    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
-    id: &RunId,
-    session: &SessionId,
-    user: &UserId,
-    model: &str,
-    mode: &str,
-    now: i64,
-) -> Result<()> {
-    sqlx::query(
-        "insert into runs (id, session_id, user_id, status, model, mode, enqueued_at, created_at)
-         values ($1, $2, $3, 'queued', $4, $5, $6, $6)",
-    )
-    .bind(&id.0)
-    .bind(&session.0)
-    .bind(&user.0)
-    .bind(model)
-    .bind(mode)
-    .bind(now)
-    .execute(&mut **tx)
-    .await
-    .map_err(|e| StoreError::unique(e, "run_active"))?;
-    Ok(())
-}
-
-pub(super) async fn attach_queued(
-    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
-    session: &SessionId,
-    run: &RunId,
-) -> Result<u64> {
-    let waiting = sqlx::query("select id from messages where session_id = $1 and queued = 1")
-        .bind(&session.0)
-        .fetch_all(&mut **tx)
-        .await?;
-    for row in &waiting {
-        let id = MessageId(get_str(row, "id")?);
-        sqlx::query("update messages set run_id = $1, queued = 0, ord = $2 where id = $3")
-            .bind(&run.0)
-            .bind(order_key(Some(run), "user", 0, &id))
-            .bind(&id.0)
-            .execute(&mut **tx)
-            .await?;
-    }
-    Ok(waiting.len() as u64)
-}
-
-/// If messages wait in the session and no run is active, they become one new run.
-pub(super) async fn create_followup(
-    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
-    session: &SessionId,
-    now: i64,
-) -> Result<Option<RunId>> {
-    let waiting =
-        sqlx::query("select count(*) as n from messages where session_id = $1 and queued = 1")
-            .bind(&session.0)
-            .fetch_one(&mut **tx)
-            .await?;
-    followup_for_waiting(tx, session, now, get_i64(&waiting, "n")?).await
-}
-
-/// [`create_followup`] when the caller already counted the `waiting` messages.
-async fn followup_for_waiting(
-    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
-    session: &SessionId,
-    now: i64,
-    waiting: i64,
-) -> Result<Option<RunId>> {
-    if waiting == 0 {
-        return Ok(None);
-    }
-    let active = sqlx::query(sqlx::AssertSqlSafe(format!(
-        "select id from runs where session_id = $1 and status in {ACTIVE}"
-    )))
-    .bind(&session.0)
-    .fetch_optional(&mut **tx)
-    .await?;
-    if active.is_some() {
-        return Ok(None);
-    }
-    let s = sqlx::query("select user_id, model, mode from sessions where id = $1")
-        .bind(&session.0)
-        .fetch_optional(&mut **tx)
-        .await?;
-    let Some(s) = s else { return Ok(None) };
-    let id = RunId::new();
-    insert_run(
-        tx,
-        &id,
-        session,
-        &UserId(get_str(&s, "user_id")?),
-        &get_str(&s, "model")?,
-        &get_str(&s, "mode")?,
-        now,
-    )
-    .await?;
-    attach_queued(tx, session, &id).await?;
-    Ok(Some(id))
-}
-
-/// Bump the session's `updated_at` and count the messages waiting in it, in one
-/// statement (a run's end holds SQLite's single writer: every round trip counts).
-async fn touch_session_counting_waiting(
-    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
-    session: &SessionId,
-    now: i64,
-) -> Result<i64> {
-    let row = sqlx::query(
-        "update sessions set updated_at = $1 where id = $2
-         returning (select count(*) from messages m where m.session_id = $2 and m.queued = 1) as waiting",
-    )
-    .bind(now)
-    .bind(&session.0)
-    .fetch_optional(&mut **tx)
-    .await?;
-    row.map_or(Ok(0), |r| get_i64(&r, "waiting"))
-}
-
-pub(super) async fn touch_session(
-    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
-    session: &SessionId,
-    now: i64,
-) -> Result<()> {
-    sqlx::query("update sessions set updated_at = $1 where id = $2")
-        .bind(now)
-        .bind(&session.0)
-        .execute(&mut **tx)
-        .await?;
-    Ok(())
 }

@@ -5,16 +5,60 @@
 //! serialises all writers).
 
 use super::messages::order_key;
-use super::runs::{
-    ACTIVE, ActiveRun, NewRun, RunStatus, SendOutcome, SendRequest, attach_queued,
-    end_as_cancelled, insert_run, touch_session,
-};
+use super::runs::{ACTIVE, ActiveRun, RunStatus};
+use super::session_writes::{attach_queued, end_as_cancelled, insert_run, touch_session};
 use super::{
     Dialect, Result, Store, StoreError, get_enum, get_i64, get_opt_i64, get_opt_str, get_str,
 };
 use crate::api::Multitask;
-use crate::ids::{MessageId, RunId, SessionId};
+use crate::ids::{MessageId, RunId, SessionId, UserId};
 use crate::time::now_ms;
+
+/// A send, already validated by the gateway.
+#[derive(Debug, Clone)]
+pub struct SendRequest {
+    pub user: UserId,
+    pub session: SessionId,
+    pub text: String,
+    pub model: Option<String>,
+    pub mode: Option<String>,
+    pub multitask: Multitask,
+    pub idempotency_key: Option<String>,
+    /// 0 disables.
+    pub active_runs_per_user: u64,
+    /// 0 disables.
+    pub runs_per_minute_per_user: u64,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct NewRun {
+    pub run_id: RunId,
+    pub message_id: MessageId,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub enum SendOutcome {
+    Started {
+        run: NewRun,
+        interrupted: Option<ActiveRun>,
+    },
+    Queued {
+        message_id: MessageId,
+        active_run_id: RunId,
+    },
+    /// The idempotency key was seen before: nothing new was written.
+    Replayed {
+        message_id: MessageId,
+        run_id: Option<RunId>,
+    },
+    Rejected {
+        active_run_id: RunId,
+    },
+    TooManyActive,
+    RateLimited {
+        retry_after_secs: u64,
+    },
+}
 
 impl Store {
     /// The send transaction (ARCHITECTURE §4 step 1).
@@ -106,17 +150,24 @@ impl Store {
         now: i64,
     ) -> Result<SendLook> {
         let lock = self.lock_suffix();
+        // Postgres cannot lock the nullable side of an outer join: lock the session
+        // here, the active run below.
+        let lock_session = if lock.is_empty() {
+            ""
+        } else {
+            " for update of s"
+        };
         let row = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "select s.title, s.model, s.mode,
-                 (select k.message_id from idempotency_keys k where k.user_id = $2 and k.key = $3) as seen_message,
-                 (select k.run_id from idempotency_keys k where k.user_id = $2 and k.key = $3) as seen_run,
-                 (select r.id from runs r where r.session_id = s.id and r.status in {ACTIVE}) as active_id,
-                 (select r.status from runs r where r.session_id = s.id and r.status in {ACTIVE}) as active_status,
+            "select s.title, s.model, s.mode, k.message_id as seen_message, k.run_id as seen_run,
+                 r.id as active_id, r.status as active_status,
                  (select count(*) from messages m where m.session_id = s.id and m.queued = 1) as waiting,
-                 case when $4 > 0 then (select count(*) from runs r where r.user_id = $2 and r.status in {ACTIVE}) else 0 end as user_active,
-                 case when $5 > 0 then (select count(*) from runs r where r.user_id = $2 and r.created_at > $6) else 0 end as user_recent,
-                 case when $5 > 0 then (select min(r.created_at) from runs r where r.user_id = $2 and r.created_at > $6) end as user_oldest
-             from sessions s where s.id = $1 and s.user_id = $2{lock}"
+                 case when $4 > 0 then (select count(*) from runs u where u.user_id = $2 and u.status in {ACTIVE}) else 0 end as user_active,
+                 case when $5 > 0 then (select count(*) from runs u where u.user_id = $2 and u.created_at > $6) else 0 end as user_recent,
+                 case when $5 > 0 then (select min(u.created_at) from runs u where u.user_id = $2 and u.created_at > $6) end as user_oldest
+             from sessions s
+             left join idempotency_keys k on k.user_id = $2 and k.key = $3
+             left join runs r on r.session_id = s.id and r.status in {ACTIVE}
+             where s.id = $1 and s.user_id = $2{lock_session}"
         )))
         .bind(&req.session.0)
         .bind(&req.user.0)

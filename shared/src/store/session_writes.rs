@@ -1,0 +1,154 @@
+//! Writes that keep a session's runs and waiting messages consistent, run inside
+//! the caller's transaction: the send, a run's end, a cancel and the reaper share
+//! them. Messages that wait behind an active run (double texting) have
+//! `queued = 1` and no run; when no run is active they become one follow-up run.
+
+use super::messages::order_key;
+use super::runs::ACTIVE;
+use super::{Result, StoreError, get_i64, get_str};
+use crate::ids::{MessageId, RunId, SessionId, UserId};
+
+pub(super) async fn end_as_cancelled(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    id: &RunId,
+    by: &str,
+    now: i64,
+) -> Result<()> {
+    sqlx::query("update runs set status = 'cancelled', cancel_requested = 1, cancelled_by = $1, finished_at = $2 where id = $3")
+        .bind(by)
+        .bind(now)
+        .bind(&id.0)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
+pub(super) async fn insert_run(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    id: &RunId,
+    session: &SessionId,
+    user: &UserId,
+    model: &str,
+    mode: &str,
+    now: i64,
+) -> Result<()> {
+    sqlx::query(
+        "insert into runs (id, session_id, user_id, status, model, mode, enqueued_at, created_at)
+         values ($1, $2, $3, 'queued', $4, $5, $6, $6)",
+    )
+    .bind(&id.0)
+    .bind(&session.0)
+    .bind(&user.0)
+    .bind(model)
+    .bind(mode)
+    .bind(now)
+    .execute(&mut **tx)
+    .await
+    .map_err(|e| StoreError::unique(e, "run_active"))?;
+    Ok(())
+}
+
+pub(super) async fn attach_queued(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    session: &SessionId,
+    run: &RunId,
+) -> Result<u64> {
+    let waiting = sqlx::query("select id from messages where session_id = $1 and queued = 1")
+        .bind(&session.0)
+        .fetch_all(&mut **tx)
+        .await?;
+    for row in &waiting {
+        let id = MessageId(get_str(row, "id")?);
+        sqlx::query("update messages set run_id = $1, queued = 0, ord = $2 where id = $3")
+            .bind(&run.0)
+            .bind(order_key(Some(run), "user", 0, &id))
+            .bind(&id.0)
+            .execute(&mut **tx)
+            .await?;
+    }
+    Ok(waiting.len() as u64)
+}
+
+/// If messages wait in the session and no run is active, they become one new run.
+pub(super) async fn create_followup(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    session: &SessionId,
+    now: i64,
+) -> Result<Option<RunId>> {
+    let waiting =
+        sqlx::query("select count(*) as n from messages where session_id = $1 and queued = 1")
+            .bind(&session.0)
+            .fetch_one(&mut **tx)
+            .await?;
+    followup_for_waiting(tx, session, now, get_i64(&waiting, "n")?).await
+}
+
+/// [`create_followup`] when the caller already counted the `waiting` messages.
+pub(super) async fn followup_for_waiting(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    session: &SessionId,
+    now: i64,
+    waiting: i64,
+) -> Result<Option<RunId>> {
+    if waiting == 0 {
+        return Ok(None);
+    }
+    let active = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "select id from runs where session_id = $1 and status in {ACTIVE}"
+    )))
+    .bind(&session.0)
+    .fetch_optional(&mut **tx)
+    .await?;
+    if active.is_some() {
+        return Ok(None);
+    }
+    let s = sqlx::query("select user_id, model, mode from sessions where id = $1")
+        .bind(&session.0)
+        .fetch_optional(&mut **tx)
+        .await?;
+    let Some(s) = s else { return Ok(None) };
+    let id = RunId::new();
+    insert_run(
+        tx,
+        &id,
+        session,
+        &UserId(get_str(&s, "user_id")?),
+        &get_str(&s, "model")?,
+        &get_str(&s, "mode")?,
+        now,
+    )
+    .await?;
+    attach_queued(tx, session, &id).await?;
+    Ok(Some(id))
+}
+
+/// Bump the session's `updated_at` and count the messages waiting in it, in one
+/// statement (a run's end holds SQLite's single writer: every round trip counts).
+pub(super) async fn touch_session_counting_waiting(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    session: &SessionId,
+    now: i64,
+) -> Result<i64> {
+    let row = sqlx::query(
+        "update sessions set updated_at = $1 where id = $2
+         returning (select count(*) from messages m where m.session_id = $2 and m.queued = 1) as waiting",
+    )
+    .bind(now)
+    .bind(&session.0)
+    .fetch_optional(&mut **tx)
+    .await?;
+    row.map_or(Ok(0), |r| get_i64(&r, "waiting"))
+}
+
+pub(super) async fn touch_session(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    session: &SessionId,
+    now: i64,
+) -> Result<()> {
+    sqlx::query("update sessions set updated_at = $1 where id = $2")
+        .bind(now)
+        .bind(&session.0)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
