@@ -31,9 +31,10 @@ async fn run_check(module: &str, script: &str, base_url: impl Fn(&MockLlmServer)
     let server = MockLlmServer::start(MockLlmConfig::default())
         .await
         .expect("mock server starts");
-    let script = Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("sdk_check")
-        .join(script);
+    // Read when the test runs: a compile-time path goes stale when the shared
+    // target folder serves another checkout of the same code.
+    let dir = std::env::var_os("CARGO_MANIFEST_DIR").expect("run by cargo or nextest");
+    let script = Path::new(&dir).join("sdk_check").join(script);
     let run = Command::new(&python)
         .arg(&script)
         .arg(base_url(&server))
