@@ -63,6 +63,14 @@ pub enum UserCommand {
     },
     /// List users.
     List,
+    /// Link a Lark (Feishu) identity to an account: messages from OPEN_ID (`ou_…`)
+    /// are then that user's, and the sessions of the auto-created `lark:OPEN_ID`
+    /// user move to them (visible in the web UI and `weft sessions list`).
+    LinkLark {
+        username: String,
+        /// The sender's open_id, as Lark shows it (`ou_…`).
+        open_id: String,
+    },
 }
 
 #[derive(Debug, Subcommand)]
@@ -131,7 +139,7 @@ pub async fn connect(cfg: &Config) -> anyhow::Result<Backends> {
             database_url,
             redis_url,
         } => {
-            let store = Store::connect(database_url)
+            let store = Store::connect_with(database_url, cfg.database_max_connections)
                 .await
                 .with_context(|| format!("connecting to {}", redact(database_url)))?;
             store.migrate().await?;
@@ -283,14 +291,15 @@ pub async fn up(cfg: Config) -> anyhow::Result<()> {
         first_boot(&b.store, &cfg, addr).await?;
     }
     let shutdown = shutdown_on_signals();
+    let lark = lark_sender(&cfg);
     let deps = weft_worker::WorkerDeps {
         store: b.store.clone(),
         bus: b.bus.clone(),
         queue: b.queue.clone(),
         config: cfg.clone(),
+        lark: lark.clone(),
     };
     let embedded = matches!(b.mode, Mode::Embedded { .. });
-    let worker = tokio::spawn(weft_worker::run(deps, shutdown.clone(), embedded));
     let state = weft_gateway::AppState::new(
         b.store.clone(),
         b.bus,
@@ -298,6 +307,8 @@ pub async fn up(cfg: Config) -> anyhow::Result<()> {
         cfg.clone(),
         shutdown.clone(),
     );
+    let lark_ingress = weft_gateway::lark::start(state.clone(), lark).await?;
+    let worker = tokio::spawn(weft_worker::run(deps, shutdown.clone(), embedded));
     let mode = if embedded { "embedded" } else { "distributed" };
     eprintln!(
         "weft {} ({mode}) listening on http://{addr}",
@@ -307,6 +318,9 @@ pub async fn up(cfg: Config) -> anyhow::Result<()> {
     weft_gateway::serve(listener, state).await?;
     shutdown.cancel();
     worker.await??;
+    if let Some(ingress) = lark_ingress {
+        let _ = ingress.await;
+    }
     b.store.close().await;
     Ok(())
 }
@@ -325,13 +339,26 @@ pub async fn serve(cfg: Config) -> anyhow::Result<()> {
     let addr = listener.local_addr()?;
     let shutdown = shutdown_on_signals();
     let state = weft_gateway::AppState::new(b.store.clone(), b.bus, b.queue, cfg.clone(), shutdown);
+    let lark_ingress = weft_gateway::lark::start(state.clone(), lark_sender(&cfg)).await?;
     eprintln!(
         "weft {} gateway listening on http://{addr}",
         weft_shared::VERSION
     );
     weft_gateway::serve(listener, state).await?;
+    if let Some(ingress) = lark_ingress {
+        let _ = ingress.await;
+    }
     b.store.close().await;
     Ok(())
+}
+
+/// The Lark REST client with its rate limits, when `[lark]` is configured; one
+/// per process, shared by the ingress and the card egress so both count against
+/// the same per-app budget.
+fn lark_sender(cfg: &Config) -> Option<weft_lark::sender::RateAwareSender> {
+    cfg.lark
+        .enabled()
+        .then(|| weft_gateway::lark::lark_sender(&cfg.lark))
 }
 
 /// `weft worker`: worker only (distributed mode), with `/metrics` and `/health` on
@@ -365,6 +392,7 @@ pub async fn worker(cfg: Config, metrics_listen: Option<String>) -> anyhow::Resu
         bus: b.bus,
         queue: b.queue,
         config: cfg.clone(),
+        lark: lark_sender(&cfg),
     };
     weft_worker::run(deps, shutdown, false).await?;
     b.store.close().await;
@@ -419,6 +447,20 @@ pub async fn admin(cfg: Config, cmd: AdminCommand) -> anyhow::Result<()> {
                     other => other.into(),
                 })?;
             println!("{}\t{}\t{}", user.id, user.username, user.role.as_str());
+        }
+        AdminCommand::User(UserCommand::LinkLark { username, open_id }) => {
+            let (user, _) = store
+                .user_credentials(&username)
+                .await?
+                .ok_or_else(|| anyhow::anyhow!("no user {username:?}"))?;
+            match store.link_lark(&user.id, &open_id).await? {
+                weft_shared::store::LinkOutcome::Linked { moved_sessions } => println!(
+                    "linked {open_id} to {username} ({moved_sessions} Lark sessions moved over)"
+                ),
+                weft_shared::store::LinkOutcome::TakenBy(other) => {
+                    anyhow::bail!("{open_id} is already linked to {other:?}")
+                }
+            }
         }
         AdminCommand::User(UserCommand::List) => {
             for u in store.list_users().await? {

@@ -11,6 +11,7 @@ mod auth;
 mod chat;
 mod error;
 mod extract;
+pub mod lark;
 mod meta;
 mod openapi;
 mod runs;
@@ -152,6 +153,7 @@ pub fn router(state: AppState) -> Router {
         .merge(sessions::router())
         .merge(runs::router())
         .merge(chat::router())
+        .merge(lark::admin::router())
         .fallback(web::serve)
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(TraceLayer::new_for_http().make_span_with(|req: &axum::http::Request<_>| {

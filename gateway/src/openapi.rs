@@ -37,6 +37,7 @@ use utoipa::OpenApi;
         crate::runs::events,
         crate::runs::cancel,
         crate::chat::chat,
+        crate::lark::admin::link,
     ),
     components(schemas(weft_shared::event::EventKind, weft_shared::api::ErrorBody))
 )]

@@ -240,6 +240,29 @@ fn idempotency_key(headers: &HeaderMap) -> ApiResult<Option<String>> {
     Ok(Some(key.to_string()))
 }
 
+/// What a send did, for callers that answer in their own way (HTTP, Lark).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Submitted {
+    /// A run was started (or found again by its idempotency key).
+    Run {
+        run_id: RunId,
+        message_id: MessageId,
+    },
+    /// The message waits behind the session's active run (double texting).
+    Queued {
+        message_id: MessageId,
+        active_run_id: Option<String>,
+    },
+}
+
+/// Where a message comes from, beyond its text.
+#[derive(Debug, Clone, Default)]
+pub struct Origin {
+    pub idempotency_key: Option<String>,
+    /// The Lark message it came from.
+    pub lark_message_id: Option<String>,
+}
+
 /// Validate and send; shared by the messages endpoint and `/v1/chat`.
 pub async fn send_message(
     state: &AppState,
@@ -248,6 +271,47 @@ pub async fn send_message(
     req: SendMessageRequest,
     key: Option<String>,
 ) -> ApiResult<Response> {
+    let (stream, wait) = (req.stream, req.wait);
+    let origin = Origin {
+        idempotency_key: key,
+        lark_message_id: None,
+    };
+    let (run_id, message_id) = match submit(state, user, &session, req, origin).await? {
+        Submitted::Run { run_id, message_id } => (run_id, message_id),
+        Submitted::Queued {
+            message_id,
+            active_run_id,
+        } => return Ok(queued(session, message_id, active_run_id)),
+    };
+    if stream {
+        // Just created (or found again by its idempotency key): if it has already
+        // ended, attaching replays its whole log all the same.
+        return run_events(state, &run_id, false, 0).await;
+    }
+    if wait {
+        return Ok(Json(wait_for_result(state, user, &run_id).await?).into_response());
+    }
+    let run = state.store.get_run(user, &run_id).await?;
+    let body = SendAccepted {
+        run_id: Some(run_id.0),
+        message_id: message_id.0,
+        status: run.status.as_str().into(),
+        active_run_id: None,
+        session_id: session.0,
+    };
+    Ok((StatusCode::ACCEPTED, Json(body)).into_response())
+}
+
+/// The send transaction and what follows it (announce an interrupted run,
+/// enqueue the new one), with every limit checked; the one path that creates runs
+/// from messages, whatever the channel.
+pub async fn submit(
+    state: &AppState,
+    user: &UserId,
+    session: &SessionId,
+    req: SendMessageRequest,
+    origin: Origin,
+) -> ApiResult<Submitted> {
     let limits = &state.config.limits;
     if req.text.trim().is_empty() {
         return Err(ApiError::Validation("text must not be empty".into()));
@@ -274,75 +338,62 @@ pub async fn send_message(
             model,
             mode,
             multitask: req.multitask,
-            idempotency_key: key,
+            idempotency_key: origin.idempotency_key,
+            lark_message_id: origin.lark_message_id,
             active_runs_per_user: limits.active_runs_per_user,
             runs_per_minute_per_user: limits.runs_per_minute_per_user,
         })
         .await?;
-    let (run_id, message_id) = match outcome {
+    match outcome {
         SendOutcome::Started { run, interrupted } => {
             if let Some(active) = interrupted {
                 announce_cancel(state, &active).await;
             }
             enqueue(state, run.run_id.clone()).await;
-            (run.run_id, run.message_id)
+            Ok(Submitted::Run {
+                run_id: run.run_id,
+                message_id: run.message_id,
+            })
         }
         SendOutcome::Replayed {
             message_id,
             run_id: Some(run_id),
-        } => (run_id, message_id),
+        } => Ok(Submitted::Run { run_id, message_id }),
         SendOutcome::Replayed {
             message_id,
             run_id: None,
         } => {
-            let s = state.store.get_session(user, &session).await?;
-            return Ok(queued(session, message_id, s.active_run_id));
+            let s = state.store.get_session(user, session).await?;
+            Ok(Submitted::Queued {
+                message_id,
+                active_run_id: s.active_run_id,
+            })
         }
         SendOutcome::Queued {
             message_id,
             active_run_id,
-        } => return Ok(queued(session, message_id, Some(active_run_id.0))),
-        SendOutcome::Rejected { active_run_id } => {
-            return Err(ApiError::RunActive(format!(
-                "the session has an active run ({active_run_id}); cancel it or send with multitask \"enqueue\" or \"interrupt\""
-            )));
-        }
-        SendOutcome::TooManyActive => {
-            return Err(ApiError::RateLimited {
-                message: format!(
-                    "you already have {} active runs; wait for one to finish",
-                    limits.active_runs_per_user
-                ),
-                retry_after_secs: 5,
-            });
-        }
-        SendOutcome::RateLimited { retry_after_secs } => {
-            return Err(ApiError::RateLimited {
-                message: format!(
-                    "at most {} runs per minute",
-                    limits.runs_per_minute_per_user
-                ),
-                retry_after_secs,
-            });
-        }
-    };
-    if req.stream {
-        // Just created (or found again by its idempotency key): if it has already
-        // ended, attaching replays its whole log all the same.
-        return run_events(state, &run_id, false, 0).await;
+        } => Ok(Submitted::Queued {
+            message_id,
+            active_run_id: Some(active_run_id.0),
+        }),
+        SendOutcome::Rejected { active_run_id } => Err(ApiError::RunActive(format!(
+            "the session has an active run ({active_run_id}); cancel it or send with multitask \"enqueue\" or \"interrupt\""
+        ))),
+        SendOutcome::TooManyActive => Err(ApiError::RateLimited {
+            message: format!(
+                "you already have {} active runs; wait for one to finish",
+                limits.active_runs_per_user
+            ),
+            retry_after_secs: 5,
+        }),
+        SendOutcome::RateLimited { retry_after_secs } => Err(ApiError::RateLimited {
+            message: format!(
+                "at most {} runs per minute",
+                limits.runs_per_minute_per_user
+            ),
+            retry_after_secs,
+        }),
     }
-    if req.wait {
-        return Ok(Json(wait_for_result(state, user, &run_id).await?).into_response());
-    }
-    let run = state.store.get_run(user, &run_id).await?;
-    let body = SendAccepted {
-        run_id: Some(run_id.0),
-        message_id: message_id.0,
-        status: run.status.as_str().into(),
-        active_run_id: None,
-        session_id: session.0,
-    };
-    Ok((StatusCode::ACCEPTED, Json(body)).into_response())
 }
 
 fn queued(session: SessionId, message_id: MessageId, active: Option<String>) -> Response {

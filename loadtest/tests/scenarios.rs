@@ -61,6 +61,7 @@ async fn start_weft() -> Weft {
         bus: bus.clone(),
         queue: queue.clone(),
         config: cfg.clone(),
+        lark: None,
     };
     tokio::spawn(weft_worker::run(deps, shutdown.clone(), true));
     let state = weft_gateway::AppState::new(store, bus, queue, cfg, shutdown.clone());

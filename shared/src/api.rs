@@ -214,7 +214,7 @@ pub enum Multitask {
     Reject,
 }
 
-#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
 pub struct SendMessageRequest {
     pub text: String,
     #[serde(default)]

@@ -34,6 +34,9 @@ pub struct Config {
     pub listen: Option<String>,
     /// `sqlite:…` (embedded) or `postgres://…` (distributed). Default: SQLite in `data_dir`.
     pub database_url: Option<Secret>,
+    /// Postgres connections each process keeps at most (gateways and workers
+    /// alike; size Postgres' `max_connections` for all processes together).
+    pub database_max_connections: u32,
     /// `redis://…`; absent ⇒ in-process queue and bus.
     pub redis_url: Option<Secret>,
     /// Prefix of every Redis key, so tests and tenants can share one Redis.
@@ -49,6 +52,8 @@ pub struct Config {
     pub events: EventsConfig,
     /// Configured models; empty ⇒ the built-in `mock` demo model.
     pub models: Vec<ModelConfig>,
+    /// The Lark (Feishu) bot; on when `app_id` is set.
+    pub lark: LarkConfig,
 }
 
 impl Default for Config {
@@ -56,6 +61,7 @@ impl Default for Config {
         Config {
             listen: None,
             database_url: None,
+            database_max_connections: 32,
             redis_url: None,
             redis_prefix: "weft:".into(),
             data_dir: None,
@@ -65,7 +71,86 @@ impl Default for Config {
             worker: WorkerConfig::default(),
             events: EventsConfig::default(),
             models: Vec::new(),
+            lark: LarkConfig::default(),
         }
+    }
+}
+
+/// The Lark / Feishu bot (`[lark]`, env `WEFT_LARK__<KEY>`). Gateways hold the
+/// long connection (ingress); workers stream reply cards (egress): both need it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LarkConfig {
+    /// The self-built app's id (`cli_…`). Empty ⇒ the bot is off.
+    pub app_id: String,
+    /// The app secret (`WEFT_LARK__APP_SECRET`).
+    pub app_secret: Secret,
+    /// `https://open.feishu.cn` (Feishu), `https://open.larksuite.com` (Lark).
+    pub base_url: String,
+    /// In groups, answer only when the bot is @mentioned.
+    pub require_mention: bool,
+    /// Chat ids (`oc_…`) the bot answers in; empty ⇒ every chat the app is in.
+    pub allowed_chats: Vec<String>,
+    /// Lark API calls per second this process may make (Lark allows 50 per app:
+    /// with several workers, give each its share).
+    pub calls_per_second: u32,
+}
+
+impl Default for LarkConfig {
+    fn default() -> Self {
+        LarkConfig {
+            app_id: String::new(),
+            app_secret: Secret::default(),
+            base_url: "https://open.feishu.cn".into(),
+            require_mention: true,
+            allowed_chats: Vec::new(),
+            calls_per_second: 50,
+        }
+    }
+}
+
+impl LarkConfig {
+    pub fn enabled(&self) -> bool {
+        !self.app_id.is_empty()
+    }
+
+    fn validate(&self) -> Result<(), ConfigError> {
+        if !self.enabled() {
+            return Ok(());
+        }
+        let bad = |m: String| Err(ConfigError::Invalid(format!("lark.{m}")));
+        if self.app_secret.expose().is_empty() {
+            return bad(
+                "app_secret is required when lark.app_id is set (or WEFT_LARK__APP_SECRET)".into(),
+            );
+        }
+        let Some((scheme, rest)) = self.base_url.split_once("://") else {
+            return bad(format!("base_url {:?} is not a URL", self.base_url));
+        };
+        let host = rest.split(['/', '?']).next().unwrap_or("");
+        let host = match host.rsplit_once(':') {
+            Some((h, port)) if port.chars().all(|c| c.is_ascii_digit()) => h,
+            _ => host,
+        };
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        let loopback = host == "localhost"
+            || host
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback());
+        match scheme {
+            "https" => {}
+            "http" if loopback => {}
+            _ => {
+                return bad(format!(
+                    "base_url must use https:// (plain http only for a loopback host), got {:?}",
+                    self.base_url
+                ));
+            }
+        }
+        if self.calls_per_second == 0 {
+            return bad("calls_per_second must be at least 1".into());
+        }
+        Ok(())
     }
 }
 
@@ -277,6 +362,7 @@ impl Config {
         if self.models.iter().filter(|m| m.default).count() > 1 {
             return bad("more than one model is marked default".into());
         }
+        self.lark.validate()?;
         self.mode()?;
         Ok(())
     }
@@ -368,6 +454,35 @@ mod tests {
             ..Config::default()
         };
         assert!(cfg.mode().is_err());
+    }
+
+    #[test]
+    fn lark_needs_https_except_on_loopback() {
+        let lark = |base_url: &str| Config {
+            lark: LarkConfig {
+                app_id: "cli_x".into(),
+                app_secret: Secret("s".into()),
+                base_url: base_url.into(),
+                ..LarkConfig::default()
+            },
+            ..Config::default()
+        };
+        assert!(lark("https://open.feishu.cn").validate().is_ok());
+        assert!(lark("http://127.0.0.1:3000").validate().is_ok());
+        assert!(lark("http://[::1]:3000").validate().is_ok());
+        assert!(lark("http://localhost:1").validate().is_ok());
+        let err = lark("http://open.feishu.cn").validate().unwrap_err();
+        assert!(err.to_string().contains("https://"), "{err}");
+        let mut no_secret = lark("https://open.feishu.cn");
+        no_secret.lark.app_secret = Secret::default();
+        assert!(
+            no_secret
+                .validate()
+                .unwrap_err()
+                .to_string()
+                .contains("app_secret")
+        );
+        assert!(Config::default().validate().is_ok(), "off by default");
     }
 
     #[test]

@@ -22,6 +22,16 @@ use crate::emitter::Emitter;
 use crate::providers::ModelEntry;
 use crate::{Inner, RunStop, StopReason};
 
+/// How an attempt left its run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Execution {
+    /// The run ended here: its terminal event is published.
+    Ended,
+    /// The run goes on elsewhere (taken over, released at shutdown, or left to
+    /// the reaper after a database error): no terminal event from this attempt.
+    Abandoned,
+}
+
 /// The result of one step.
 enum StepOutcome {
     Done {
@@ -50,7 +60,7 @@ pub(crate) async fn execute(
     run: ClaimedRun,
     stop: Arc<RunStop>,
     seq_out: tokio::sync::oneshot::Sender<Arc<std::sync::atomic::AtomicU64>>,
-) {
+) -> Execution {
     let cfg = &inner.deps.config.worker;
     let mut em = Emitter::new(
         inner.deps.bus.clone(),
@@ -71,7 +81,7 @@ pub(crate) async fn execute(
         Ok(step) => step + 1,
         Err(e) => {
             tracing::error!(run.id = %run.id, error = %e, "loading checkpoints failed; leaving the run to the reaper");
-            return;
+            return Execution::Abandoned;
         }
     };
     em.emit(EventKind::RunStarted {
@@ -89,7 +99,7 @@ pub(crate) async fn execute(
     };
 
     if run.cancel_requested {
-        finish(
+        return finish(
             &inner,
             &run,
             &mut em,
@@ -100,14 +110,13 @@ pub(crate) async fn execute(
             &state,
         )
         .await;
-        return;
     }
     let Some(model) = inner.providers.get(&run.model).cloned() else {
         let error = ErrorBody {
             code: "unknown_model".into(),
             message: format!("model {:?} is not configured", run.model),
         };
-        finish(
+        return finish(
             &inner,
             &run,
             &mut em,
@@ -119,7 +128,6 @@ pub(crate) async fn execute(
             &state,
         )
         .await;
-        return;
     };
     let history = match inner
         .deps
@@ -130,7 +138,7 @@ pub(crate) async fn execute(
         Ok(h) => h,
         Err(e) => {
             tracing::error!(run.id = %run.id, error = %e, "loading context failed; leaving the run to the reaper");
-            return;
+            return Execution::Abandoned;
         }
     };
     let mut messages = to_chat_messages(&run.mode, &history);
@@ -167,10 +175,10 @@ pub(crate) async fn execute(
         match run_step(&model, req, step, &mut em, &stop, &mut state).await {
             StepOutcome::Stopped { partial } => match stop.reason() {
                 StopReason::Cancel => break RunEnd::Cancelled { partial, step },
-                StopReason::Lost => return,
+                StopReason::Lost => return Execution::Abandoned,
                 StopReason::Shutdown => {
                     release(&inner, &run).await;
-                    return;
+                    return Execution::Abandoned;
                 }
             },
             StepOutcome::Failed { error, partial } => {
@@ -197,10 +205,10 @@ pub(crate) async fn execute(
                                 step,
                             };
                         }
-                        StopReason::Lost => return,
+                        StopReason::Lost => return Execution::Abandoned,
                         StopReason::Shutdown => {
                             release(&inner, &run).await;
-                            return;
+                            return Execution::Abandoned;
                         }
                     }
                 };
@@ -224,10 +232,10 @@ pub(crate) async fn execute(
                     .await
                 {
                     Ok(true) => {}
-                    Ok(false) => return, // ownership lost: the new owner carries on
+                    Ok(false) => return Execution::Abandoned, // ownership lost: the new owner carries on
                     Err(e) => {
                         tracing::error!(run.id = %run.id, error = %e, "checkpoint failed; leaving the run to the reaper");
-                        return;
+                        return Execution::Abandoned;
                     }
                 }
                 messages.push(ChatMessage::Assistant {
@@ -243,7 +251,7 @@ pub(crate) async fn execute(
             }
         }
     };
-    finish(&inner, &run, &mut em, end, &state).await;
+    finish(&inner, &run, &mut em, end, &state).await
 }
 
 /// One step, retrying transient upstream errors with backoff (`retrying` events).
@@ -395,7 +403,13 @@ async fn run_tools(
 }
 
 /// Persist the end of the run, then announce it; start the follow-up run if any.
-async fn finish(inner: &Inner, run: &ClaimedRun, em: &mut Emitter, end: RunEnd, state: &RunState) {
+async fn finish(
+    inner: &Inner,
+    run: &ClaimedRun,
+    em: &mut Emitter,
+    end: RunEnd,
+    state: &RunState,
+) -> Execution {
     em.flush().await;
     let usage = UsageDto::from(state.usage);
     let outcome = match inner
@@ -407,7 +421,7 @@ async fn finish(inner: &Inner, run: &ClaimedRun, em: &mut Emitter, end: RunEnd, 
         Ok(o) => o,
         Err(e) => {
             tracing::error!(run.id = %run.id, error = %e, "finishing run failed; leaving it to the reaper");
-            return;
+            return Execution::Abandoned;
         }
     };
     let FinishOutcome::Finished {
@@ -415,7 +429,7 @@ async fn finish(inner: &Inner, run: &ClaimedRun, em: &mut Emitter, end: RunEnd, 
         followup,
     } = outcome
     else {
-        return;
+        return Execution::Abandoned;
     };
     let duration_ms = state.started.elapsed().as_millis() as u64;
     let (kind, status) = match end {
@@ -453,6 +467,7 @@ async fn finish(inner: &Inner, run: &ClaimedRun, em: &mut Emitter, end: RunEnd, 
     if let Some(next) = followup {
         inner.enqueue(RunJob::new(next)).await;
     }
+    Execution::Ended
 }
 
 /// Shutdown deadline passed: give the run back so another worker resumes it.

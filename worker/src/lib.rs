@@ -11,6 +11,7 @@
 mod context;
 mod emitter;
 mod executor;
+mod lark;
 pub mod providers;
 mod reaper;
 pub mod tools;
@@ -43,6 +44,9 @@ pub struct WorkerDeps {
     pub bus: SharedBus,
     pub queue: SharedQueue,
     pub config: Arc<Config>,
+    /// The Lark REST side, when `[lark]` is configured: runs of Lark conversations
+    /// stream their replies into cards.
+    pub lark: Option<weft_lark::sender::RateAwareSender>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,6 +92,7 @@ pub(crate) struct Inner {
     pub(crate) id: String,
     pub(crate) providers: Providers,
     pub(crate) tools: ToolRegistry,
+    lark: Option<lark::LarkEgress>,
     slots: Arc<Semaphore>,
     running: Mutex<HashMap<RunId, Arc<RunStop>>>,
     tasks: TaskTracker,
@@ -103,6 +108,17 @@ impl Inner {
 
     fn stale_before(&self) -> i64 {
         now_ms() - self.deps.config.worker.stale_after_ms as i64
+    }
+
+    /// Starts the Lark card of `run` when it belongs to a Lark conversation; the
+    /// returned token abandons it (this attempt will not end the run).
+    async fn follow_in_lark(&self, run: &RunId) -> Option<CancellationToken> {
+        let egress = self.lark.as_ref()?;
+        let target = egress.target(run).await?;
+        let abandon = CancellationToken::new();
+        self.tasks
+            .spawn(egress.clone().follow(run.clone(), target, abandon.clone()));
+        Some(abandon)
     }
 }
 
@@ -134,6 +150,7 @@ impl JobHandler for Handler {
         tracing::debug!(run.id = %job.run_id, queue_wait_ms = picked - job.enqueued_at, claim_ms = now_ms() - picked, "job picked up");
         match claim {
             Ok(ClaimOutcome::Claimed(run)) => {
+                let card = inner.follow_in_lark(&run.id).await;
                 let stop = Arc::new(RunStop::new());
                 inner
                     .running
@@ -153,17 +170,23 @@ impl JobHandler for Handler {
                     ));
                     let id = run.id.clone();
                     let span = tracing::info_span!("run", run.id = %id, attempt = run.attempt);
-                    tracing::Instrument::instrument(
+                    let execution = tracing::Instrument::instrument(
                         executor::execute(task_inner.clone(), run, stop, seq_tx),
                         span,
                     )
                     .await;
                     beat.abort();
+                    if let (executor::Execution::Abandoned, Some(card)) = (execution, card) {
+                        card.cancel();
+                    }
                     task_inner.running.lock().expect("running lock").remove(&id);
                     metrics::gauge!("weft_runs_executing").decrement(1.0);
                 });
             }
-            Ok(ClaimOutcome::Exhausted(run)) => exhausted(&inner, run).await,
+            Ok(ClaimOutcome::Exhausted(run)) => {
+                inner.follow_in_lark(&run.id).await;
+                exhausted(&inner, run).await
+            }
             Ok(ClaimOutcome::NotClaimable) => {}
             Err(e) => {
                 tracing::warn!(run.id = %job.run_id, error = %e, "claim failed; the reaper will retry")
@@ -288,6 +311,11 @@ pub async fn run(
         id: format!("w-{}", uuid::Uuid::now_v7()),
         providers,
         tools: ToolRegistry::builtin(),
+        lark: deps.lark.clone().map(|sender| lark::LarkEgress {
+            sender,
+            store: deps.store.clone(),
+            bus: deps.bus.clone(),
+        }),
         slots: Arc::new(Semaphore::new(cfg.worker.concurrency)),
         running: Mutex::default(),
         tasks: TaskTracker::new(),

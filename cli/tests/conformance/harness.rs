@@ -69,6 +69,9 @@ impl Env {
             .env("RUST_LOG", "info,sqlx=warn")
             .env("WEFT_ADMIN_TOKEN", ADMIN_TOKEN)
             .env("WEFT_REDIS_PREFIX", &self.prefix)
+            // Several processes per test, tests in parallel: stay well under
+            // Postgres' 100 connections.
+            .env("WEFT_DATABASE_MAX_CONNECTIONS", "8")
             // Fast leases so crash tests finish in seconds.
             .env("WEFT_WORKER__HEARTBEAT_MS", "200")
             .env("WEFT_WORKER__STALE_AFTER_MS", "1500")

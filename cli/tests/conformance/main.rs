@@ -8,6 +8,7 @@ mod sse;
 mod api;
 mod crash;
 mod input;
+mod lark;
 mod multitask;
 mod providers;
 mod streaming;

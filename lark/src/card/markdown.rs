@@ -102,7 +102,28 @@ pub fn sanitize(text: &str, max_tables: usize) -> String {
     if text.ends_with('\n') {
         joined.push('\n');
     }
-    joined
+    neutralize_mentions(&joined)
+}
+
+/// Lark card markdown turns `<at id=all></at>` (and `<at id=ou_…>`, `<at
+/// email=…>`) into real mentions. Model output must never notify people, so every
+/// `<at` tag opener is escaped to `&lt;at`, which renders as the literal text.
+pub fn neutralize_mentions(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(pos) = rest.find('<') {
+        out.push_str(&rest[..pos]);
+        let tail = &rest[pos + 1..];
+        let is_at = tail.get(..2).is_some_and(|t| t.eq_ignore_ascii_case("at"))
+            && tail[2..]
+                .chars()
+                .next()
+                .is_none_or(|c| c.is_whitespace() || c == '>' || c == '/');
+        out.push_str(if is_at { "&lt;" } else { "<" });
+        rest = tail;
+    }
+    out.push_str(rest);
+    out
 }
 
 /// Splits `text` into pieces of at most `max_bytes` (≥ 16), at line boundaries
@@ -172,6 +193,20 @@ fn floor_char_boundary(s: &str, index: usize) -> usize {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn mentions_cannot_be_forged() {
+        let s = super::sanitize(
+            "hi <at id=all></at> and <AT id=ou_1>x</at> <b>ok</b> <attr>",
+            3,
+        );
+        assert!(!s.to_lowercase().contains("<at "), "{s}");
+        assert!(s.contains("&lt;at id=all>"), "{s}");
+        assert!(
+            s.contains("<b>ok</b> <attr>"),
+            "other tags are left alone: {s}"
+        );
+    }
+
     use super::*;
 
     fn table(n: usize) -> String {

@@ -139,7 +139,7 @@ impl ReplyCard {
                         elements.push(json!({"tag": "hr"}));
                         elements.push(json!({"tag": "markdown", "element_id": "footer", "content": footer, "text_size": "notation"}));
                     }
-                let title = if i == 0 { self.title.clone() } else { format!("{} ({}/{count})", self.title, i + 1) };
+                let title = if i == 0 { self.title.clone() } else { format!("{} (continued {}/{count})", self.title, i + 1) };
                 let summary = if streaming { "[Generating...]" } else { &self.title };
                 card(&title, self.state.template(), streaming && i + 1 == count, summary, elements)
             })
@@ -182,6 +182,19 @@ impl ApprovalCard {
             ],
         )
     }
+}
+
+/// A one-off card: a coloured header over one markdown block (command answers,
+/// notices). The markdown is sanitised like a reply.
+pub fn notice_card(title: &str, state: CardState, text: &str) -> Value {
+    let text = markdown::sanitize(text, MarkdownLimits::default().max_tables);
+    card(
+        title,
+        state.template(),
+        false,
+        title,
+        vec![markdown("notice_text", &text)],
+    )
 }
 
 /// A card reporting a failure.
@@ -240,7 +253,7 @@ mod tests {
         assert!(pages.len() >= 3);
         assert_eq!(
             pages[1]["header"]["title"]["content"],
-            format!("Weft (2/{})", pages.len())
+            format!("Weft (continued 2/{})", pages.len())
         );
         assert_eq!(pages[0]["config"]["streaming_mode"], false);
         assert_eq!(pages.last().unwrap()["config"]["streaming_mode"], true);

@@ -47,6 +47,8 @@ pub struct ClientConfigJson {
 pub struct FakeConfig {
     pub app_id: String,
     pub app_secret: String,
+    /// The bot's own `open_id`, answered by `GET /open-apis/bot/v3/info`.
+    pub bot_open_id: String,
     /// Returned by discovery; test-sized by default.
     pub client_config: ClientConfigJson,
     pub ticket_ttl: Duration,
@@ -72,6 +74,7 @@ impl Default for FakeConfig {
         Self {
             app_id: "cli_fake_app".into(),
             app_secret: "fake_secret".into(),
+            bot_open_id: "ou_fake_bot".into(),
             client_config: ClientConfigJson {
                 reconnect_count: -1,
                 reconnect_interval: 1,
@@ -128,6 +131,20 @@ pub enum CloseKind {
     Abrupt,
     /// A WebSocket close frame, then TCP closed.
     CloseFrame,
+}
+
+/// A message the app sent, as the fake holds it now.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SentMessage {
+    pub message_id: String,
+    pub chat_id: String,
+    pub msg_type: String,
+    /// The content document (a card, `{"text":…}`, …).
+    pub content: serde_json::Value,
+    /// The message it replies to; empty for a plain send.
+    pub reply_to: String,
+    pub thread_id: String,
+    pub recalled: bool,
 }
 
 /// The wait helpers gave up.
@@ -296,6 +313,39 @@ impl FakeLark {
         }
     }
 
+    /// What the app has sent (replies and new messages), oldest first, with each
+    /// message's content as it is now (after patches).
+    pub fn sent_messages(&self) -> Vec<SentMessage> {
+        let state = self.state();
+        let mut out: Vec<SentMessage> = state
+            .rest
+            .messages
+            .iter()
+            .filter(|(_, m)| !m.from_user)
+            .map(|(id, m)| SentMessage {
+                message_id: id.clone(),
+                chat_id: m.chat_id.clone(),
+                msg_type: m.msg_type.clone(),
+                content: serde_json::from_str(&m.content).unwrap_or(serde_json::Value::Null),
+                reply_to: m.reply_to.clone(),
+                thread_id: m.thread_id.clone(),
+                recalled: m.recalled,
+            })
+            .collect();
+        out.sort_by(|a, b| a.message_id.cmp(&b.message_id));
+        out
+    }
+
+    /// Reactions currently on messages, as `(message_id, reaction_id)`.
+    pub fn live_reactions(&self) -> Vec<(String, String)> {
+        self.state()
+            .rest
+            .reactions
+            .iter()
+            .map(|(reaction, message)| (message.clone(), reaction.clone()))
+            .collect()
+    }
+
     /// Number of live (not yet closed) connections.
     pub fn live_connections(&self) -> usize {
         self.state().conns.len()
@@ -332,6 +382,18 @@ impl FakeLark {
     /// Pretends the next `n` acks never arrived.
     pub fn lose_next_acks(&self, n: usize) {
         self.state().acks_to_lose = n;
+    }
+
+    /// Answers the next `n` authorised REST calls with `status` / `code` / `msg`
+    /// (e.g. 429 / 99991400 for a rate limit, 500 for an outage); recorded as usual.
+    pub fn fail_next_calls(&self, n: usize, status: u16, code: i64, msg: &str) {
+        let status = axum::http::StatusCode::from_u16(status).expect("valid HTTP status");
+        let failures = &mut self.state().rest.failures;
+        failures.extend((0..n).map(|_| rest::Injected {
+            status,
+            code,
+            msg: msg.to_owned(),
+        }));
     }
 
     /// Invalidates every issued tenant token (as if they expired).

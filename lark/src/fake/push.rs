@@ -108,6 +108,7 @@ impl FakeLark {
                 .as_str()
                 .unwrap_or_default()
                 .to_owned();
+            self.remember_pushed_message(&envelope);
             let payload = envelope.to_string().into_bytes();
             let (first, done) = self.prepare(&event_id, 1, conn, &payload, options);
             frames.extend(first);
@@ -119,6 +120,23 @@ impl FakeLark {
         }
         self.send_frames(conn, frames);
         ids
+    }
+
+    /// A pushed `im.message.receive_v1` is a message that now exists in the chat.
+    fn remember_pushed_message(&self, envelope: &Value) {
+        if envelope["header"]["event_type"] != "im.message.receive_v1" {
+            return;
+        }
+        let m = &envelope["event"]["message"];
+        let text = |k: &str| m[k].as_str().unwrap_or_default().to_owned();
+        if !text("message_id").is_empty() {
+            self.state().rest.remember_user_message(
+                &text("message_id"),
+                &text("chat_id"),
+                &text("thread_id"),
+                &text("message_type"),
+            );
+        }
     }
 
     fn pick_connection(&self) -> Option<u64> {
@@ -228,6 +246,8 @@ impl FakeLark {
             .records
             .pushes
             .iter_mut()
+            // The newest: a test may push the same event again by hand.
+            .rev()
             .find(|p| p.event_id == event_id && p.attempt == attempt)
         {
             state.pending_acks.remove(&record.message_id);

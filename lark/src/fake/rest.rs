@@ -14,7 +14,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use super::records::RestCall;
-use super::{FakeLark, State as FakeState};
+use super::{FakeConfig, FakeLark, State as FakeState};
 
 mod cardkit;
 mod im;
@@ -33,11 +33,52 @@ pub(crate) struct RestState {
     pub messages: HashMap<String, im::FakeMessage>,
     pub reactions: HashMap<String, String>,
     pub cards: HashMap<String, cardkit::FakeCard>,
+    /// `uuid` of a send or reply → the message it created.
+    pub sent_uuids: HashMap<String, String>,
     windows: HashMap<String, VecDeque<Instant>>,
     next: u64,
+    /// Failures to answer the next authorised calls with (see `FakeLark::fail_next_calls`).
+    pub(crate) failures: VecDeque<Injected>,
+}
+
+/// An answer forced on a coming call.
+#[derive(Debug, Clone)]
+pub(crate) struct Injected {
+    pub status: StatusCode,
+    pub code: i64,
+    pub msg: String,
 }
 
 impl RestState {
+    fn injected_failure(&mut self) -> Option<Reply> {
+        self.failures
+            .pop_front()
+            .map(|f| Reply::err(f.status, f.code, &f.msg))
+    }
+
+    /// Registers a message a user sent (pushed as an event), so replies and
+    /// reactions can target it as on real Lark.
+    pub(crate) fn remember_user_message(
+        &mut self,
+        id: &str,
+        chat_id: &str,
+        thread_id: &str,
+        msg_type: &str,
+    ) {
+        self.messages
+            .entry(id.to_owned())
+            .or_insert(im::FakeMessage {
+                chat_id: chat_id.to_owned(),
+                msg_type: msg_type.to_owned(),
+                content: String::new(),
+                root_id: String::new(),
+                thread_id: thread_id.to_owned(),
+                recalled: false,
+                from_user: true,
+                reply_to: String::new(),
+            });
+    }
+
     fn next_id(&mut self, prefix: &str) -> String {
         self.next += 1;
         format!("{prefix}{:016x}", self.next)
@@ -167,10 +208,14 @@ fn route(
         );
     }
     let config = fake.config();
+    if let Some(reply) = state.rest.injected_failure() {
+        return reply;
+    }
     if !state.rest.admit("app".into(), config.calls_per_app) {
         return Reply::rate_limited();
     }
     match (method.clone(), segments) {
+        (Method::GET, ["open-apis", "bot", "v3", "info"]) => bot_info(config),
         (Method::POST, ["open-apis", "im", "v1", "messages"]) => im::send(config, state, req),
         (Method::POST, ["open-apis", "im", "v1", "messages", id, "reply"]) => {
             im::reply(config, state, id, req)
@@ -208,6 +253,18 @@ fn route(
             cardkit::update(config, state, id, req)
         }
         _ => Reply::err(StatusCode::NOT_FOUND, 404, "404 page not found"),
+    }
+}
+
+/// `GET /open-apis/bot/v3/info`: flat like the token call, the bot under `bot`.
+fn bot_info(config: &FakeConfig) -> Reply {
+    Reply {
+        status: StatusCode::OK,
+        code: 0,
+        body: json!({"code": 0, "msg": "ok", "bot": {
+            "activate_status": 2, "app_name": "Fake Weft", "avatar_url": "",
+            "ip_white_list": [], "open_id": config.bot_open_id,
+        }}),
     }
 }
 

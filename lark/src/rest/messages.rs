@@ -101,6 +101,19 @@ impl RestClient {
         receive_id: &str,
         content: &MessageContent,
     ) -> Result<SentMessage, LarkError> {
+        self.send_message_once(id_type, receive_id, content, &idempotency_key())
+            .await
+    }
+
+    /// [`Self::send_message`] made at most once per `uuid` (see
+    /// [`Self::reply_message_once`]).
+    pub async fn send_message_once(
+        &self,
+        id_type: ReceiveIdType,
+        receive_id: &str,
+        content: &MessageContent,
+        uuid: &str,
+    ) -> Result<SentMessage, LarkError> {
         self.send(Call {
             method: Method::POST,
             path: "/open-apis/im/v1/messages".into(),
@@ -109,7 +122,7 @@ impl RestClient {
                 "receive_id": receive_id,
                 "msg_type": content.msg_type(),
                 "content": content.content_string(),
-                "uuid": idempotency_key(),
+                "uuid": uuid,
             })),
         })
         .await
@@ -121,6 +134,20 @@ impl RestClient {
         content: &MessageContent,
         mode: ReplyMode,
     ) -> Result<SentMessage, LarkError> {
+        self.reply_message_once(message_id, content, mode, &idempotency_key())
+            .await
+    }
+
+    /// A reply that Lark makes at most once per `uuid` (≤ 50 characters) within an
+    /// hour: a caller that retries after a crash passes the same key and gets the
+    /// message the first request created instead of a second one.
+    pub async fn reply_message_once(
+        &self,
+        message_id: &str,
+        content: &MessageContent,
+        mode: ReplyMode,
+        uuid: &str,
+    ) -> Result<SentMessage, LarkError> {
         self.send(Call {
             method: Method::POST,
             path: format!("/open-apis/im/v1/messages/{message_id}/reply"),
@@ -129,7 +156,7 @@ impl RestClient {
                 "msg_type": content.msg_type(),
                 "content": content.content_string(),
                 "reply_in_thread": mode == ReplyMode::InThread,
-                "uuid": idempotency_key(),
+                "uuid": uuid,
             })),
         })
         .await

@@ -6,6 +6,7 @@
 //! send cannot be duplicated. Other failures are returned as [`LarkError`] with an
 //! [`ErrorClass`]; retrying with backoff is the caller's (or [`crate::sender`]'s) job.
 
+mod bot;
 mod cardkit;
 mod error;
 mod messages;
@@ -21,6 +22,7 @@ use serde_json::Value;
 
 use crate::credentials::AppCredentials;
 
+pub use bot::BotInfo;
 pub use cardkit::CardEntity;
 pub use error::{
     CODE_CARD_CONTENT_FAILED, CODE_RATE_LIMITED, ErrorClass, Fallback, LarkError,
@@ -60,11 +62,13 @@ struct Inner {
 }
 
 #[derive(Deserialize)]
-struct Envelope<T> {
+struct Envelope {
     code: i64,
     #[serde(default)]
     msg: String,
-    data: Option<T>,
+    /// `data` for most calls; a few (bot info) answer flat, with their own field.
+    #[serde(flatten)]
+    fields: serde_json::Map<String, Value>,
 }
 
 /// One API request, described before it is sent (so it can be sent twice).
@@ -101,18 +105,28 @@ impl RestClient {
             .await
     }
 
-    /// Sends `call`, refreshing the token and retrying once if Lark rejects it.
+    /// Sends `call`, refreshing the token and retrying once if Lark rejects it;
+    /// the answer is typed from its `data`.
     pub(crate) async fn send<T: DeserializeOwned + Default>(
         &self,
         call: Call<'_>,
     ) -> Result<T, LarkError> {
+        self.send_reading(call, "data").await
+    }
+
+    /// [`Self::send`], typing the answer from its top-level `field`.
+    pub(crate) async fn send_reading<T: DeserializeOwned + Default>(
+        &self,
+        call: Call<'_>,
+        field: &str,
+    ) -> Result<T, LarkError> {
         let token = self.tenant_token().await?;
-        match self.send_once(&call, &token).await {
+        match self.send_once(&call, &token, field).await {
             Err(LarkError::Api { code, .. }) if TOKEN_INVALID_CODES.contains(&code) => {
                 tracing::info!(code, path = %call.path, "lark token rejected; refreshing and retrying once");
                 self.inner.tokens.invalidate(&token).await;
                 let token = self.tenant_token().await?;
-                self.send_once(&call, &token).await
+                self.send_once(&call, &token, field).await
             }
             other => other,
         }
@@ -122,6 +136,7 @@ impl RestClient {
         &self,
         call: &Call<'_>,
         token: &str,
+        field: &str,
     ) -> Result<T, LarkError> {
         let url = reqwest::Url::parse_with_params(
             &format!("{}{}", self.inner.base_url, call.path),
@@ -149,7 +164,7 @@ impl RestClient {
             detail: e.to_string(),
         };
         // Errors come with `data: {}`, so look at `code` before typing `data`.
-        let envelope: Envelope<Value> = serde_json::from_str(&text).map_err(decode)?;
+        let mut envelope: Envelope = serde_json::from_str(&text).map_err(decode)?;
         if envelope.code != 0 || status == 429 {
             return Err(LarkError::Api {
                 status,
@@ -157,7 +172,7 @@ impl RestClient {
                 msg: envelope.msg,
             });
         }
-        match envelope.data {
+        match envelope.fields.remove(field) {
             None | Some(Value::Null) => Ok(T::default()),
             Some(data) => serde_json::from_value(data).map_err(decode),
         }

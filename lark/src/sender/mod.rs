@@ -14,7 +14,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::rest::{CardEntity, LarkError, MessageContent, ReceiveIdType, RestClient, SentMessage};
+use crate::rest::{
+    CardEntity, LarkError, MessageContent, Reaction, ReceiveIdType, ReplyMode, RestClient,
+    SentMessage,
+};
 
 pub use coalesce::{Coalescer, UpdateStats};
 use limiter::Limiter;
@@ -81,6 +84,71 @@ impl RateAwareSender {
         ];
         let _permit = self.limiter.acquire(&keys).await;
         self.rest.send_message(id_type, receive_id, content).await
+    }
+
+    /// Replies to `message_id` (in chat `chat_id`) within the per-chat and per-app
+    /// limits, at most once per `uuid` (see [`RestClient::reply_message_once`]).
+    pub async fn reply_message_once(
+        &self,
+        chat_id: &str,
+        message_id: &str,
+        content: &MessageContent,
+        mode: ReplyMode,
+        uuid: &str,
+    ) -> Result<SentMessage, LarkError> {
+        let keys = [
+            (format!("chat:{chat_id}"), self.limits.sends_per_chat),
+            self.app_key(),
+        ];
+        let _permit = self.limiter.acquire(&keys).await;
+        self.rest
+            .reply_message_once(message_id, content, mode, uuid)
+            .await
+    }
+
+    /// [`Self::send_message`] at most once per `uuid`.
+    pub async fn send_message_once(
+        &self,
+        id_type: ReceiveIdType,
+        receive_id: &str,
+        content: &MessageContent,
+        uuid: &str,
+    ) -> Result<SentMessage, LarkError> {
+        let keys = [
+            (format!("chat:{receive_id}"), self.limits.sends_per_chat),
+            self.app_key(),
+        ];
+        let _permit = self.limiter.acquire(&keys).await;
+        self.rest
+            .send_message_once(id_type, receive_id, content, uuid)
+            .await
+    }
+
+    /// One full-card patch of a sent interactive message, waiting for room in the
+    /// message's (5/s) and the app's windows. Callers that stream keep only their
+    /// newest card while they wait, so the latest content wins.
+    pub async fn patch_card(&self, message_id: &str, card: &Value) -> Result<(), LarkError> {
+        let keys = [
+            (format!("msg:{message_id}"), self.limits.patches_per_message),
+            self.app_key(),
+        ];
+        let _permit = self.limiter.acquire(&keys).await;
+        self.rest.patch_card(message_id, card).await
+    }
+
+    /// Adds or removes a reaction within the per-app limit.
+    pub async fn add_reaction(&self, message_id: &str, emoji: &str) -> Result<Reaction, LarkError> {
+        let _permit = self.limiter.acquire(&[self.app_key()]).await;
+        self.rest.add_reaction(message_id, emoji).await
+    }
+
+    pub async fn remove_reaction(
+        &self,
+        message_id: &str,
+        reaction_id: &str,
+    ) -> Result<(), LarkError> {
+        let _permit = self.limiter.acquire(&[self.app_key()]).await;
+        self.rest.remove_reaction(message_id, reaction_id).await
     }
 
     /// Creates a CardKit entity within the per-app limit.

@@ -7,6 +7,7 @@
 //! [`StoreError`] variants here, once, so handlers branch on outcomes rather than
 //! on error strings.
 
+mod lark;
 mod messages;
 mod recovery;
 mod runs;
@@ -22,6 +23,7 @@ use std::time::Duration;
 use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::{AnyPool, Row};
 
+pub use lark::{InboundClaim, LarkChat, LarkTarget, LinkOutcome, ReactionRecord, lark_username};
 pub use messages::{Message, StepCheckpoint, ToolResult, valid_cursor};
 pub use runs::{
     ActiveRun, CancelOutcome, ClaimOutcome, ClaimedRun, FinishOutcome, RunEnd, RunRecord, RunStatus,
@@ -114,8 +116,15 @@ static PG_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/po
 static SQLITE_MIGRATIONS: sqlx::migrate::Migrator = sqlx::migrate!("../migrations/sqlite");
 
 impl Store {
-    /// Connect (creating a SQLite file and its folder when needed).
+    /// Connect (creating a SQLite file and its folder when needed), with at most
+    /// 32 Postgres connections.
     pub async fn connect(url: &str) -> Result<Store> {
+        Store::connect_with(url, 32).await
+    }
+
+    /// [`Store::connect`] with at most `pg_connections` Postgres connections
+    /// (`database_max_connections`; SQLite always uses 8).
+    pub async fn connect_with(url: &str, pg_connections: u32) -> Result<Store> {
         sqlx::any::install_default_drivers();
         let dialect = if url.starts_with("sqlite:") {
             Dialect::Sqlite
@@ -151,7 +160,7 @@ impl Store {
             }
             Dialect::Postgres => {
                 AnyPoolOptions::new()
-                    .max_connections(32)
+                    .max_connections(pg_connections.max(1))
                     .acquire_timeout(Duration::from_secs(10))
                     .connect(url)
                     .await?

@@ -24,6 +24,8 @@ pub struct SendRequest {
     pub mode: Option<String>,
     pub multitask: Multitask,
     pub idempotency_key: Option<String>,
+    /// The Lark message this one came from (the bot replies to it).
+    pub lark_message_id: Option<String>,
     /// 0 disables.
     pub active_runs_per_user: u64,
     /// 0 disables.
@@ -80,8 +82,7 @@ impl Store {
                     });
                 }
                 Multitask::Enqueue => {
-                    let message_id =
-                        insert_user_message(&mut tx, &req.session, None, &req.text, now).await?;
+                    let message_id = insert_user_message(&mut tx, req, None, now).await?;
                     remember_key(&mut tx, req, &message_id, None, now).await?;
                     touch_session(&mut tx, &req.session, now).await?;
                     tx.commit().await?;
@@ -120,8 +121,7 @@ impl Store {
         if look.waiting > 0 {
             attach_queued(&mut tx, &req.session, &run_id).await?;
         }
-        let message_id =
-            insert_user_message(&mut tx, &req.session, Some(&run_id), &req.text, now).await?;
+        let message_id = insert_user_message(&mut tx, req, Some(&run_id), now).await?;
         remember_key(&mut tx, req, &message_id, Some(&run_id), now).await?;
         if get_str(&session, "title")?.is_empty() {
             sqlx::query("update sessions set title = $1, title_lower = $2 where id = $3")
@@ -243,22 +243,22 @@ struct SendLook {
 
 async fn insert_user_message(
     tx: &mut sqlx::Transaction<'static, sqlx::Any>,
-    session: &SessionId,
+    req: &SendRequest,
     run: Option<&RunId>,
-    text: &str,
     now: i64,
 ) -> Result<MessageId> {
     let id = MessageId::new();
     sqlx::query(
-        "insert into messages (id, session_id, role, content, run_id, queued, created_at, ord) values ($1, $2, 'user', $3, $4, $5, $6, $7)",
+        "insert into messages (id, session_id, role, content, run_id, queued, created_at, ord, lark_message_id) values ($1, $2, 'user', $3, $4, $5, $6, $7, $8)",
     )
     .bind(&id.0)
-    .bind(&session.0)
-    .bind(text)
+    .bind(&req.session.0)
+    .bind(&req.text)
     .bind(run.map(|r| r.0.clone()))
     .bind(i64::from(run.is_none()))
     .bind(now)
     .bind(order_key(run, "user", 0, &id))
+    .bind(req.lark_message_id.as_deref())
     .execute(&mut **tx)
     .await?;
     Ok(id)

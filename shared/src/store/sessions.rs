@@ -22,7 +22,7 @@ pub struct SessionRecord {
 }
 
 impl SessionRecord {
-    fn from_row(row: &AnyRow) -> Result<SessionRecord> {
+    pub(super) fn from_row(row: &AnyRow) -> Result<SessionRecord> {
         Ok(SessionRecord {
             id: SessionId(get_str(row, "id")?),
             user_id: UserId(get_str(row, "user_id")?),
@@ -70,7 +70,7 @@ impl SessionCursor {
     }
 }
 
-const SELECT: &str = "select s.id, s.user_id, s.title, s.model, s.mode, s.source, s.created_at, s.updated_at,
+pub(super) const SELECT: &str = "select s.id, s.user_id, s.title, s.model, s.mode, s.source, s.created_at, s.updated_at,
     (select r.id from runs r where r.session_id = s.id and r.status in ('queued', 'running', 'waiting_approval')) as active_run_id
     from sessions s";
 

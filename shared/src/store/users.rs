@@ -66,7 +66,7 @@ pub struct AuthUser {
 }
 
 impl AuthUser {
-    fn from_row(row: &AnyRow) -> Result<AuthUser> {
+    pub(super) fn from_row(row: &AnyRow) -> Result<AuthUser> {
         Ok(AuthUser {
             id: UserId(get_str(row, "id")?),
             username: get_str(row, "username")?,

@@ -37,6 +37,10 @@ pub(crate) struct FakeMessage {
     pub root_id: String,
     pub thread_id: String,
     pub recalled: bool,
+    /// Sent by a user (pushed as an event), not by the app.
+    pub from_user: bool,
+    /// The message this one replies to (empty for a plain send).
+    pub reply_to: String,
 }
 
 /// Markdown strings anywhere in a card document.
@@ -151,6 +155,22 @@ fn message_data(id: &str, msg: &FakeMessage) -> Value {
     })
 }
 
+/// Lark sends at most one message per `uuid` within an hour; a repeated request
+/// answers with the message the first one created (inferred: the docs promise
+/// "at most one", not what the repeat returns).
+fn replay_uuid(state: &State, req: &Req<'_>) -> Option<Reply> {
+    let uuid = req.body["uuid"].as_str().filter(|u| !u.is_empty())?;
+    let id = state.rest.sent_uuids.get(uuid)?;
+    let msg = state.rest.messages.get(id)?;
+    Some(Reply::ok(message_data(id, msg)))
+}
+
+fn remember_uuid(state: &mut State, req: &Req<'_>, id: &str) {
+    if let Some(uuid) = req.body["uuid"].as_str().filter(|u| !u.is_empty()) {
+        state.rest.sent_uuids.insert(uuid.to_owned(), id.to_owned());
+    }
+}
+
 pub(crate) fn send(config: &FakeConfig, state: &mut State, req: &Req<'_>) -> Reply {
     let id_type = req
         .query
@@ -174,11 +194,15 @@ pub(crate) fn send(config: &FakeConfig, state: &mut State, req: &Req<'_>) -> Rep
     {
         return Reply::rate_limited();
     }
+    if let Some(reply) = replay_uuid(state, req) {
+        return reply;
+    }
     let (msg_type, _) = match check_content(config, state, req) {
         Ok(ok) => ok,
         Err(reply) => return reply,
     };
     let id = state.rest.next_id("om_");
+    remember_uuid(state, req, &id);
     let msg = FakeMessage {
         chat_id,
         msg_type,
@@ -186,6 +210,8 @@ pub(crate) fn send(config: &FakeConfig, state: &mut State, req: &Req<'_>) -> Rep
         root_id: String::new(),
         thread_id: String::new(),
         recalled: false,
+        from_user: false,
+        reply_to: String::new(),
     };
     let data = message_data(&id, &msg);
     state.rest.messages.insert(id, msg);
@@ -209,6 +235,9 @@ pub(crate) fn reply(config: &FakeConfig, state: &mut State, target: &str, req: &
     {
         return Reply::rate_limited();
     }
+    if let Some(reply) = replay_uuid(state, req) {
+        return reply;
+    }
     let (msg_type, _) = match check_content(config, state, req) {
         Ok(ok) => ok,
         Err(reply) => return reply,
@@ -230,6 +259,7 @@ pub(crate) fn reply(config: &FakeConfig, state: &mut State, target: &str, req: &
         p.thread_id = thread_id.clone();
     }
     let id = state.rest.next_id("om_");
+    remember_uuid(state, req, &id);
     let msg = FakeMessage {
         chat_id: parent.chat_id,
         msg_type,
@@ -237,6 +267,8 @@ pub(crate) fn reply(config: &FakeConfig, state: &mut State, target: &str, req: &
         root_id,
         thread_id,
         recalled: false,
+        from_user: false,
+        reply_to: target.to_owned(),
     };
     let data = message_data(&id, &msg);
     state.rest.messages.insert(id, msg);
@@ -254,7 +286,7 @@ pub(crate) fn patch(config: &FakeConfig, state: &mut State, id: &str, req: &Req<
             "The message was recalled",
         );
     }
-    if msg.msg_type != "interactive" {
+    if msg.from_user || msg.msg_type != "interactive" {
         return Reply::err(
             StatusCode::BAD_REQUEST,
             CODE_FORMAT,

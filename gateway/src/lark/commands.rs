@@ -1,0 +1,149 @@
+//! Slash commands and stop words: parsing and the texts the bot answers with.
+//! Pure, so the exact-match rules ("停" stops, "停下来一下" does not) are unit tests.
+
+/// The language the bot answers a chat in, guessed from what was written.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Lang {
+    En,
+    Zh,
+}
+
+impl Lang {
+    /// Chinese when the text has any CJK ideograph, else English.
+    pub fn of(text: &str) -> Lang {
+        if text.chars().any(|c| {
+            ('\u{4e00}'..='\u{9fff}').contains(&c) || ('\u{3400}'..='\u{4dbf}').contains(&c)
+        }) {
+            Lang::Zh
+        } else {
+            Lang::En
+        }
+    }
+
+    pub fn pick(self, en: &'static str, zh: &'static str) -> &'static str {
+        match self {
+            Lang::En => en,
+            Lang::Zh => zh,
+        }
+    }
+}
+
+const STOP_WORDS: [&str; 7] = ["停", "停下", "不用了", "取消", "stop", "中止", "停止"];
+
+/// Whether `text` is exactly a stop word (trimmed; Latin case-insensitive).
+pub fn is_stop_word(text: &str) -> bool {
+    let t = text.trim();
+    STOP_WORDS.iter().any(|w| w.eq_ignore_ascii_case(t))
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Command {
+    New,
+    Stop,
+    Flush,
+    Model(Option<String>),
+    Mode(Option<String>),
+    Sessions,
+    /// `/resume N`: the N-th conversation of `/sessions` (1 = newest).
+    Resume(Option<usize>),
+    Help,
+    Unknown(String),
+}
+
+/// A command, when `text` starts with `/`.
+pub fn parse(text: &str) -> Option<Command> {
+    let rest = text.trim().strip_prefix('/')?;
+    let mut parts = rest.split_whitespace();
+    let name = parts.next().unwrap_or_default().to_lowercase();
+    let arg = parts.next().map(str::to_owned);
+    Some(match name.as_str() {
+        "new" => Command::New,
+        "stop" => Command::Stop,
+        "flush" => Command::Flush,
+        "model" => Command::Model(arg),
+        "mode" => Command::Mode(arg),
+        "sessions" => Command::Sessions,
+        "resume" => Command::Resume(arg.and_then(|a| a.parse().ok()).filter(|n| *n > 0)),
+        "help" | "h" | "?" => Command::Help,
+        _ => Command::Unknown(format!("/{name}")),
+    })
+}
+
+pub fn help(lang: Lang) -> &'static str {
+    lang.pick(
+        "**Commands**\n\
+         `/new` start a new conversation\n\
+         `/stop` stop the current reply (also: stop, 停, 取消 …)\n\
+         `/flush` stop it and answer everything you sent meanwhile at once\n\
+         `/model [id]` show or switch the model\n\
+         `/mode [name]` show or switch the mode (agent, chat)\n\
+         `/sessions` this chat's conversations\n\
+         `/resume N` go back to conversation N of `/sessions`\n\
+         `/help` this list",
+        "**命令**\n\
+         `/new` 开始新对话\n\
+         `/stop` 停止当前回复（也可以发：停、取消、stop …）\n\
+         `/flush` 停止当前回复，并把期间发来的消息一起回答\n\
+         `/model [id]` 查看或切换模型\n\
+         `/mode [name]` 查看或切换模式（agent、chat）\n\
+         `/sessions` 本聊天的对话列表\n\
+         `/resume N` 回到 `/sessions` 中的第 N 个对话\n\
+         `/help` 显示本帮助",
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn stop_words_match_exactly() {
+        for w in [
+            "停",
+            " 停下 ",
+            "不用了",
+            "取消",
+            "stop",
+            "STOP",
+            "Stop",
+            "中止",
+            "停止",
+        ] {
+            assert!(is_stop_word(w), "{w}");
+        }
+        for w in [
+            "停下来一下",
+            "取消我的会议",
+            "stop it",
+            "please stop",
+            "",
+            "/stop",
+        ] {
+            assert!(!is_stop_word(w), "{w}");
+        }
+    }
+
+    #[test]
+    fn commands_parse() {
+        assert_eq!(parse("/new"), Some(Command::New));
+        assert_eq!(
+            parse(" /Model gpt "),
+            Some(Command::Model(Some("gpt".into())))
+        );
+        assert_eq!(parse("/model"), Some(Command::Model(None)));
+        assert_eq!(parse("/resume 2"), Some(Command::Resume(Some(2))));
+        assert_eq!(parse("/resume zero"), Some(Command::Resume(None)));
+        assert_eq!(parse("/resume 0"), Some(Command::Resume(None)));
+        assert_eq!(
+            parse("/frobnicate"),
+            Some(Command::Unknown("/frobnicate".into()))
+        );
+        assert_eq!(parse("hello /new"), None);
+    }
+
+    #[test]
+    fn language_follows_the_text() {
+        assert_eq!(Lang::of("停"), Lang::Zh);
+        assert_eq!(Lang::of("stop"), Lang::En);
+    }
+}

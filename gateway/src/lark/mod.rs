@@ -1,0 +1,256 @@
+//! The Lark (Feishu) ingress (ARCHITECTURE §9): the gateway's second front door.
+//!
+//! Every gateway replica with `[lark] app_id` holds one long connection; Lark
+//! spreads events over all of an app's connections. The protocol crate acks each
+//! data frame before handing it over (Lark redelivers anything not acked in 3 s),
+//! so nothing here can delay an ack. Each event then goes:
+//!
+//! 1. [`inbound::classify`] — pure rules: other apps, the bot's own messages,
+//!    stale redeliveries (> 30 min), groups without a mention, `allowed_chats`;
+//! 2. the dedupe claim in the database (`lark_inbound`, one row per Lark
+//!    message, shared by every replica, surviving restarts) — so any number of
+//!    replicas and redeliveries yield one reply;
+//! 3. the sender's Weft user and the conversation's session;
+//! 4. a command, a stop word, or the ordinary send path ([`crate::sessions::submit`]:
+//!    the same transaction, limits and idempotency as the HTTP API, with the Lark
+//!    message id as the idempotency key and multitask `enqueue`).
+//!
+//! Messages of one conversation are handled one at a time in arrival order (a
+//! per-chat lock in this process); the reply card is the worker's job.
+
+pub(crate) mod admin;
+mod commands;
+mod handle;
+mod inbound;
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::Context;
+use tokio::sync::{OwnedMutexGuard, Semaphore, mpsc};
+use tokio::task::JoinHandle;
+use weft_lark::AppCredentials;
+use weft_lark::event::CardActionResponse;
+use weft_lark::rest::{RestClient, RestConfig};
+use weft_lark::sender::{RateAwareSender, RateLimits};
+use weft_lark::ws::{self, Delivery, WsConfig, WsError};
+use weft_shared::config::LarkConfig;
+use weft_shared::store::InboundClaim;
+use weft_shared::time::now_ms;
+
+use crate::AppState;
+pub use inbound::BotIdentity;
+
+/// How long inbound message ids are remembered (Lark redelivers for hours; the
+/// design asks for at least 12).
+const DEDUPE_KEEP: Duration = Duration::from_secs(24 * 3600);
+/// Events handled at once by one gateway; the rest wait (already acked).
+const CONCURRENT_EVENTS: usize = 256;
+
+/// The REST side of the bot, shared with the worker's card egress.
+pub fn lark_sender(config: &LarkConfig) -> RateAwareSender {
+    let credentials = AppCredentials::new(&config.app_id, config.app_secret.expose());
+    let rest = RestClient::new(RestConfig::new(credentials, &config.base_url));
+    RateAwareSender::new(
+        rest,
+        RateLimits {
+            calls_per_app: config.calls_per_second,
+            ..RateLimits::default()
+        },
+    )
+}
+
+/// Checks the app's credentials against Lark and learns the bot's `open_id`.
+/// A bad secret fails here with Lark's own words, once, instead of a crash loop.
+pub async fn identify(
+    config: &LarkConfig,
+    sender: &RateAwareSender,
+) -> anyhow::Result<BotIdentity> {
+    let info = sender.rest().bot_info().await.with_context(|| {
+        format!(
+            "the Lark bot could not start: {} refused app {} or could not be reached (check lark.app_id, lark.app_secret / WEFT_LARK__APP_SECRET and lark.base_url)",
+            config.base_url, config.app_id
+        )
+    })?;
+    if info.activate_status != 2 {
+        tracing::warn!(
+            activate_status = info.activate_status,
+            "the Lark app is not enabled for this tenant yet (publish a version and let an admin install it)"
+        );
+    }
+    tracing::info!(bot.open_id = %info.open_id, bot.name = %info.app_name, "lark bot identified");
+    Ok(BotIdentity {
+        app_id: config.app_id.clone(),
+        open_id: info.open_id,
+    })
+}
+
+/// Starts the ingress when `[lark]` is configured (`sender` is the process's Lark
+/// REST client): checks the credentials (an error here should stop start-up),
+/// then connects and handles events until the gateway shuts down.
+pub async fn start(
+    state: AppState,
+    sender: Option<RateAwareSender>,
+) -> anyhow::Result<Option<JoinHandle<()>>> {
+    let config = state.config.lark.clone();
+    let Some(sender) = sender.filter(|_| config.enabled()) else {
+        return Ok(None);
+    };
+    let me = identify(&config, &sender).await?;
+    let credentials = AppCredentials::new(&config.app_id, config.app_secret.expose());
+    let (deliveries, connection) = ws::start(
+        WsConfig::new(credentials, &config.base_url),
+        state.shutdown.child_token(),
+    );
+    tokio::spawn(purge_dedupe(state.clone()));
+    let bot = Bot {
+        state,
+        sender,
+        me,
+        chats: Arc::default(),
+    };
+    Ok(Some(tokio::spawn(dispatch(bot, deliveries, connection))))
+}
+
+/// What handling an event needs; cheap to clone.
+#[derive(Clone)]
+pub(crate) struct Bot {
+    pub(crate) state: AppState,
+    pub(crate) sender: RateAwareSender,
+    pub(crate) me: BotIdentity,
+    chats: Arc<ChatLocks>,
+}
+
+async fn dispatch(
+    bot: Bot,
+    mut deliveries: mpsc::UnboundedReceiver<Delivery>,
+    connection: JoinHandle<Result<(), WsError>>,
+) {
+    let slots = Arc::new(Semaphore::new(CONCURRENT_EVENTS));
+    while let Some(delivery) = deliveries.recv().await {
+        match delivery {
+            Delivery::Event(event) => {
+                let Ok(slot) = slots.clone().acquire_owned().await else {
+                    break;
+                };
+                let bot = bot.clone();
+                tokio::spawn(async move {
+                    bot.on_event(event.envelope).await;
+                    drop(slot);
+                });
+            }
+            // Approval buttons come with a later release; answer in the ack.
+            Delivery::CardAction(action) => action.respond(CardActionResponse::toast(
+                "info",
+                "This button is not handled by this Weft version.",
+            )),
+        }
+    }
+    match connection.await {
+        Ok(Ok(())) => tracing::info!("lark long connection closed"),
+        Ok(Err(e)) => {
+            tracing::error!(error = %e, "lark long connection stopped for good; the bot no longer receives messages")
+        }
+        Err(e) => tracing::error!(error = %e, "lark long connection task failed"),
+    }
+}
+
+impl Bot {
+    async fn on_event(&self, envelope: weft_lark::event::EventEnvelope) {
+        let event_id = envelope.header.event_id.clone();
+        let incoming =
+            match inbound::classify(&envelope, &self.me, &self.state.config.lark, now_ms()) {
+                inbound::Verdict::Handle(incoming) => incoming,
+                inbound::Verdict::Ignore(why) => {
+                    metrics::counter!("weft_lark_events_total", "outcome" => "ignored")
+                        .increment(1);
+                    tracing::debug!(event.id = %event_id, why, "lark event ignored");
+                    return;
+                }
+            };
+        let _turn = self.chats.lock(&incoming.chat.key()).await;
+        match self
+            .state
+            .store
+            .claim_lark_inbound(&incoming.message_id)
+            .await
+        {
+            Ok(InboundClaim::New) => {}
+            Ok(InboundClaim::Duplicate) => {
+                metrics::counter!("weft_lark_events_total", "outcome" => "duplicate").increment(1);
+                tracing::debug!(event.id = %event_id, lark.message_id = %incoming.message_id, "lark message seen before");
+                return;
+            }
+            Err(e) => {
+                tracing::error!(event.id = %event_id, error = %e, "lark dedupe failed; message dropped");
+                return;
+            }
+        }
+        metrics::counter!("weft_lark_events_total", "outcome" => "handled").increment(1);
+        let message_id = incoming.message_id.clone();
+        if let Err(e) = self.handle(incoming).await {
+            tracing::warn!(event.id = %event_id, lark.message_id = %message_id, error = %format!("{e:#}"), "handling a lark message failed");
+        }
+    }
+}
+
+/// One lock per conversation, so its messages are handled in arrival order.
+#[derive(Default)]
+struct ChatLocks {
+    locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
+}
+
+/// Holds a conversation's turn; forgets the lock when nobody else waits on it.
+struct ChatTurn<'a> {
+    locks: &'a ChatLocks,
+    key: String,
+    guard: Option<OwnedMutexGuard<()>>,
+}
+
+impl ChatLocks {
+    async fn lock(&self, key: &str) -> ChatTurn<'_> {
+        let lock = self
+            .locks
+            .lock()
+            .expect("chat locks")
+            .entry(key.to_owned())
+            .or_default()
+            .clone();
+        ChatTurn {
+            locks: self,
+            key: key.to_owned(),
+            guard: Some(lock.lock_owned().await),
+        }
+    }
+}
+
+impl Drop for ChatTurn<'_> {
+    fn drop(&mut self) {
+        drop(self.guard.take());
+        let mut locks = self.locks.locks.lock().expect("chat locks");
+        if locks
+            .get(&self.key)
+            .is_some_and(|l| Arc::strong_count(l) == 1)
+        {
+            locks.remove(&self.key);
+        }
+    }
+}
+
+/// Forgets old inbound ids every ten minutes.
+async fn purge_dedupe(state: AppState) {
+    let mut every = tokio::time::interval(Duration::from_secs(600));
+    loop {
+        tokio::select! {
+            _ = state.shutdown.cancelled() => return,
+            _ = every.tick() => {}
+        }
+        let before = now_ms() - DEDUPE_KEEP.as_millis() as i64;
+        match state.store.purge_lark_inbound(before).await {
+            Ok(n) if n > 0 => tracing::debug!(purged = n, "old lark message ids forgotten"),
+            Ok(_) => {}
+            Err(e) => tracing::warn!(error = %e, "purging lark message ids failed"),
+        }
+    }
+}
