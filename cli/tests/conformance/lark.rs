@@ -380,11 +380,16 @@ async fn redelivered_events_get_one_reply(b: Backend) {
 
 async fn many_messages_get_one_reply_each(b: Backend) {
     // Four processes share the app's 50 calls/s (the fake enforces it like Lark).
+    let share = if b == Backend::Distributed {
+        "12"
+    } else {
+        "50"
+    };
     let mut w = LarkWorld::start_with(
         b,
         2,
         fake_config(),
-        &[("WEFT_LARK__CALLS_PER_SECOND", "12")],
+        &[("WEFT_LARK__CALLS_PER_SECOND", share)],
     )
     .await;
     let sent: Vec<(usize, String)> = (0..50)
@@ -788,6 +793,35 @@ async fn commands_and_unreadable_messages(b: Backend) {
         (f.records().acked(&junk) && f.records().acked(&other_app)).then_some(())
     })
     .await;
+    // The admin command links a Lark identity from the shell.
+    let (s, _) = w
+        .admin(
+            reqwest::Method::POST,
+            "/v1/admin/users",
+            Some(json!({"username": "bob", "password": "password-123"})),
+        )
+        .await;
+    assert_eq!(s, 201);
+    let link = |user: &str| {
+        let mut cmd = w
+            .env
+            .command(&["admin", "user", "link-lark", user, "ou_alice"]);
+        cmd.output().unwrap()
+    };
+    let missing = link("nobody");
+    assert!(!missing.status.success());
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("no user"));
+    let linked = link("bob");
+    assert!(
+        linked.status.success(),
+        "{}",
+        String::from_utf8_lossy(&linked.stderr)
+    );
+    let said = String::from_utf8_lossy(&linked.stdout);
+    assert!(
+        said.contains("linked ou_alice to bob (2 Lark sessions moved over)"),
+        "{said}"
+    );
     let records = w.fake.records();
     assert!(w.replies("om_other").is_empty());
     for command in [&help, &new, &list, &resume, &models, &bad, &unknown] {

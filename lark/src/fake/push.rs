@@ -185,6 +185,7 @@ impl FakeLark {
             message_id: message_id.clone(),
             fragments: frames.len(),
             outcome: AttemptOutcome::Pending,
+            pushed_at: std::time::Instant::now(),
         });
         if conn.is_none() {
             let _ = done_tx.send(Err(FailReason::NoConnection));
@@ -366,5 +367,6 @@ fn validate_ack(
         code,
         biz_rt_ms,
         data,
+        at: std::time::Instant::now(),
     })
 }

@@ -39,6 +39,9 @@ pub struct PushAttempt {
     pub message_id: String,
     pub fragments: usize,
     pub outcome: AttemptOutcome,
+    /// When the fake handed the attempt's frames to the connection (just before
+    /// they are written), for measuring the bot's ack and reaction times.
+    pub pushed_at: std::time::Instant,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -54,6 +57,8 @@ pub struct AckRecord {
     pub biz_rt_ms: i64,
     /// The decoded `data` (base64 JSON), e.g. a card callback response.
     pub data: Option<Value>,
+    /// When the fake read the ack off the socket.
+    pub at: std::time::Instant,
 }
 
 #[derive(Debug, Clone, PartialEq)]
