@@ -217,11 +217,16 @@ pub async fn login(
     Ok(resp)
 }
 
-/// Sign out: forgets this login token and clears the cookie.
-#[utoipa::path(post, path = "/v1/auth/logout", responses((status = 204)))]
+/// Sign out: revokes the token presented (bearer and/or session cookie, of any
+/// kind: a personal API token stops working too) and clears the cookie. Idempotent:
+/// an unknown or already revoked token also answers 204.
+#[utoipa::path(post, path = "/v1/auth/logout", responses((status = 204, description = "the presented token is revoked")))]
 pub async fn logout(State(state): State<AppState>, headers: HeaderMap) -> ApiResult<Response> {
-    if let Some(token) = bearer(&headers).or_else(|| cookie_token(&headers)) {
-        state.store.delete_token_by_hash(&token_hash(token)).await?;
+    for token in [bearer(&headers), cookie_token(&headers)]
+        .into_iter()
+        .flatten()
+    {
+        state.store.revoke_token(&token_hash(token)).await?;
     }
     let mut resp = axum::http::StatusCode::NO_CONTENT.into_response();
     resp.headers_mut().insert(

@@ -10,6 +10,7 @@ mod crash;
 mod input;
 mod multitask;
 mod providers;
+mod security;
 mod streaming;
 
 /// Generate `name::embedded` and `name::distributed` tests from `async fn name(Backend)`.
