@@ -11,6 +11,7 @@ mod auth;
 mod chat;
 mod error;
 mod extract;
+mod headers;
 mod meta;
 mod openapi;
 mod runs;
@@ -145,14 +146,15 @@ fn metrics_handle() -> PrometheusHandle {
 
 pub fn router(state: AppState) -> Router {
     let body_limit = state.config.limits.body_bytes as usize;
-    Router::new()
+    let routes = Router::new()
         .merge(meta::router())
         .merge(auth::router())
         .merge(account::router())
         .merge(sessions::router())
         .merge(runs::router())
         .merge(chat::router())
-        .fallback(web::serve)
+        .fallback(web::serve);
+    headers::secure(routes)
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(TraceLayer::new_for_http().make_span_with(|req: &axum::http::Request<_>| {
             tracing::info_span!("http", method = %req.method(), path = %req.uri().path())
@@ -166,7 +168,7 @@ pub async fn serve_metrics(
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
     let handle = metrics_handle();
-    let app = Router::new()
+    let routes = Router::new()
         .route("/health", axum::routing::get(meta::health))
         .route(
             "/metrics",
@@ -183,7 +185,7 @@ pub async fn serve_metrics(
                 }
             }),
         );
-    axum::serve(no_delay(listener), app)
+    axum::serve(no_delay(listener), headers::secure(routes))
         .with_graceful_shutdown(shutdown.cancelled_owned())
         .await
 }

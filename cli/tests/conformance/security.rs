@@ -1,12 +1,15 @@
 //! What a hostile or unlucky client can do to the HTTP surface (issue 11): logout
-//! really revokes.
+//! really revokes, and every response carries the security headers.
 
 use serde_json::json;
 
 use crate::both_backends;
 use crate::harness::*;
 
-both_backends!(logout_revokes_the_presented_token);
+both_backends!(
+    logout_revokes_the_presented_token,
+    security_headers_on_every_response
+);
 
 async fn logout(app: &App, auth: (&str, &str)) -> u16 {
     app.http
@@ -50,4 +53,62 @@ async fn logout_revokes_the_presented_token(b: Backend) {
 
     // Logging out twice is harmless.
     assert_eq!(logout(&app, ("cookie", &cookie)).await, 204);
+}
+
+async fn security_headers_on_every_response(b: Backend) {
+    let app = App::start(b).await;
+    let token = app.user("frank").await;
+    let s = app.session(&token).await;
+    let run = app.send(&token, &s, "hi").await;
+    app.wait_run(&token, &run, std::time::Duration::from_secs(20))
+        .await;
+    let get = |path: String| {
+        let req = app.http.get(app.url(&path)).bearer_auth(&token);
+        async move { req.send().await.unwrap() }
+    };
+    for (path, status) in [
+        ("/health".to_string(), 200),
+        ("/v1/me".to_string(), 200),
+        ("/v1/nope".to_string(), 404),
+        (format!("/v1/runs/{run}/events"), 200),
+        ("/".to_string(), 200),
+        ("/chat/anything".to_string(), 200),
+    ] {
+        let resp = get(path.clone()).await;
+        assert_eq!(resp.status(), status, "{path}");
+        let h = resp.headers();
+        assert_eq!(h["x-content-type-options"], "nosniff", "{path}");
+        let referrer = h["referrer-policy"].to_str().unwrap();
+        assert!(
+            matches!(referrer, "no-referrer" | "strict-origin-when-cross-origin"),
+            "{path}: {referrer}"
+        );
+        let html = h[reqwest::header::CONTENT_TYPE]
+            .to_str()
+            .unwrap()
+            .starts_with("text/html");
+        if !html {
+            continue;
+        }
+        let csp = h
+            .get("content-security-policy")
+            .unwrap_or_else(|| panic!("{path}: an HTML page without a CSP"))
+            .to_str()
+            .unwrap();
+        for directive in [
+            "default-src 'self'",
+            "img-src 'self' data: blob:",
+            "frame-ancestors 'none'",
+            "object-src 'none'",
+            "base-uri 'none'",
+        ] {
+            assert!(csp.contains(directive), "{path}: {directive} in {csp}");
+        }
+        let scripts = csp
+            .split(';')
+            .map(str::trim)
+            .find(|d| d.starts_with("script-src"))
+            .unwrap_or("default-src 'self'");
+        assert!(!scripts.contains("unsafe"), "{path}: {scripts}");
+    }
 }
