@@ -395,6 +395,12 @@ pub async fn admin(cfg: Config, cmd: AdminCommand) -> anyhow::Result<()> {
             role,
             password_stdin,
         }) => {
+            if !(1..=weft_shared::auth::MAX_USERNAME_CHARS).contains(&username.chars().count()) {
+                anyhow::bail!(
+                    "username must be 1 to {} characters",
+                    weft_shared::auth::MAX_USERNAME_CHARS
+                );
+            }
             let password = if password_stdin {
                 let mut line = String::new();
                 std::io::stdin().read_line(&mut line)?;

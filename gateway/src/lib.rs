@@ -12,8 +12,10 @@ mod chat;
 mod error;
 mod extract;
 mod headers;
+mod login_limit;
 mod meta;
 mod openapi;
+mod passwords;
 mod runs;
 mod sessions;
 mod sse;
@@ -47,7 +49,9 @@ pub struct AppState {
     pub config: Arc<Config>,
     pub models: Vec<ModelDto>,
     pub metrics: PrometheusHandle,
-    pub login_limiter: Arc<auth::LoginLimiter>,
+    pub login_limiter: Arc<login_limit::LoginLimiter>,
+    /// Every argon2 hash and check goes through here (bounded memory and CPU).
+    pub passwords: Arc<passwords::PasswordGate>,
     /// Fires on shutdown: open streams end so clients re-attach elsewhere.
     pub shutdown: CancellationToken,
 }
@@ -77,6 +81,7 @@ impl AppState {
             models,
             metrics: metrics_handle(),
             login_limiter: Arc::default(),
+            passwords: Arc::new(passwords::PasswordGate::for_this_machine()),
             shutdown,
         }
     }

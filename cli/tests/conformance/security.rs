@@ -1,6 +1,8 @@
 //! What a hostile or unlucky client can do to the HTTP surface (issue 11): logout
-//! really revokes, and every response carries the security headers.
+//! really revokes, every response carries the security headers, and a burst of
+//! wrong passwords checks no more than the limit.
 
+use futures::future::join_all;
 use serde_json::json;
 
 use crate::both_backends;
@@ -8,8 +10,13 @@ use crate::harness::*;
 
 both_backends!(
     logout_revokes_the_presented_token,
-    security_headers_on_every_response
+    security_headers_on_every_response,
+    login_burst_checks_at_most_the_limit,
+    overlong_usernames_are_refused_before_the_limiter
 );
+
+/// The failed-login limit per username and per address (`auth::LoginLimiter`).
+const LOGIN_LIMIT: usize = 10;
 
 async fn logout(app: &App, auth: (&str, &str)) -> u16 {
     app.http
@@ -111,4 +118,68 @@ async fn security_headers_on_every_response(b: Backend) {
             .unwrap_or("default-src 'self'");
         assert!(!scripts.contains("unsafe"), "{path}: {scripts}");
     }
+}
+
+async fn login(app: &App, username: &str, password: &str) -> reqwest::Response {
+    app.http
+        .post(app.url("/v1/auth/login"))
+        .json(&json!({"username": username, "password": password}))
+        .send()
+        .await
+        .unwrap()
+}
+
+async fn login_burst_checks_at_most_the_limit(b: Backend) {
+    let app = App::start(b).await;
+    app.user("grace").await;
+    let burst = (0..100).map(|_| login(&app, "grace", "wrong-password"));
+    let answers = join_all(burst).await;
+    let mut checked = 0;
+    let mut limited = 0;
+    for resp in answers {
+        match resp.status().as_u16() {
+            401 => checked += 1,
+            429 => {
+                assert!(resp.headers().contains_key("retry-after"));
+                let body: serde_json::Value = resp.json().await.unwrap();
+                assert_eq!(body["error"]["code"], "rate_limited", "{body}");
+                limited += 1;
+            }
+            503 => {
+                assert!(resp.headers().contains_key("retry-after"));
+                let body: serde_json::Value = resp.json().await.unwrap();
+                assert_eq!(body["error"]["code"], "unavailable", "{body}");
+            }
+            other => panic!("unexpected status {other}: {}", resp.text().await.unwrap()),
+        }
+    }
+    assert!(
+        (1..=LOGIN_LIMIT).contains(&checked),
+        "{checked} wrong passwords were checked (limit {LOGIN_LIMIT})"
+    );
+    assert!(limited >= 100 - LOGIN_LIMIT, "{limited} answered 429");
+    let resp = login(&app, "grace", "password-123").await;
+    assert_eq!(
+        resp.status(),
+        429,
+        "the right password is refused while the account is limited"
+    );
+}
+
+async fn overlong_usernames_are_refused_before_the_limiter(b: Backend) {
+    let app = App::start(b).await;
+    app.user("heidi").await;
+    let long = "x".repeat(65);
+    for _ in 0..2 * LOGIN_LIMIT {
+        let resp = login(&app, &long, "whatever-password").await;
+        assert_eq!(resp.status(), 422);
+        let body: serde_json::Value = resp.json().await.unwrap();
+        assert_eq!(body["error"]["code"], "validation_failed", "{body}");
+    }
+    let resp = login(&app, "heidi", "password-123").await;
+    assert_eq!(
+        resp.status(),
+        200,
+        "refused usernames did not count against this address"
+    );
 }
