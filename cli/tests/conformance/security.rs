@@ -1,6 +1,6 @@
 //! What a hostile or unlucky client can do to the HTTP surface (issue 11): logout
-//! really revokes, every response carries the security headers, and a burst of
-//! wrong passwords checks no more than the limit.
+//! really revokes, every response carries the security headers, a burst of wrong
+//! passwords checks no more than the limit, and absurd resume points are refused.
 
 use futures::future::join_all;
 use serde_json::json;
@@ -12,7 +12,8 @@ both_backends!(
     logout_revokes_the_presented_token,
     security_headers_on_every_response,
     login_burst_checks_at_most_the_limit,
-    overlong_usernames_are_refused_before_the_limiter
+    overlong_usernames_are_refused_before_the_limiter,
+    resume_points_near_u64_max_are_refused
 );
 
 /// The failed-login limit per username and per address (`auth::LoginLimiter`).
@@ -182,4 +183,48 @@ async fn overlong_usernames_are_refused_before_the_limiter(b: Backend) {
         200,
         "refused usernames did not count against this address"
     );
+}
+
+async fn resume_points_near_u64_max_are_refused(b: Backend) {
+    let app = App::start(b).await;
+    let token = app.user("ivan").await;
+    let s = app.session(&token).await;
+    let run = app.send(&token, &s, "hi").await;
+    app.wait_run(&token, &run, std::time::Duration::from_secs(20))
+        .await;
+    let max = u64::MAX.to_string();
+    let near = (u64::MAX - 1).to_string();
+    let events = format!("/v1/runs/{run}/events");
+    let stream = format!("/v1/sessions/{s}/stream");
+    let mut requests = Vec::new();
+    for path in [&events, &stream] {
+        for id in [&max, &near] {
+            requests.push(
+                app.http
+                    .get(app.url(path))
+                    .bearer_auth(&token)
+                    .header("last-event-id", id.as_str()),
+            );
+        }
+    }
+    for id in [&max, &near, &"18446744073709551616".to_string()] {
+        requests.push(
+            app.http
+                .get(app.url(&format!("{events}?after={id}")))
+                .bearer_auth(&token),
+        );
+    }
+    for req in requests {
+        let resp = req
+            .send()
+            .await
+            .expect("an answer, not a dropped connection");
+        assert_eq!(resp.status(), 400, "{:?}", resp.url());
+        let body: serde_json::Value = resp.json().await.unwrap();
+        assert_eq!(body["error"]["code"], "invalid_request", "{body}");
+    }
+    // The server is still fine, and an ordinary re-attach still replays.
+    let mut sse = app.attach(&token, &run, Some(0)).await;
+    let evs = sse.until_terminal().await;
+    assert_eq!(evs.last().unwrap().ty, "done");
 }
