@@ -202,7 +202,7 @@ async fn first_boot(store: &Store, cfg: &Config, addr: SocketAddr) -> anyhow::Re
         Err(_) => return Ok(()), // created meanwhile (WEFT_ADMIN_TOKEN)
     };
     let dir = cfg.data_dir();
-    std::fs::create_dir_all(&dir)?;
+    weft_shared::private_fs::create_private_dir(&dir)?;
     let file = dir.join("initial-admin-password");
     write_private(&file, &format!("{password}\n"))?;
     eprintln!(
@@ -246,7 +246,7 @@ pub fn client_config_path() -> Option<PathBuf> {
 
 fn write_private(path: &std::path::Path, contents: &str) -> anyhow::Result<()> {
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
+        weft_shared::private_fs::create_private_dir(dir)?;
     }
     #[cfg(unix)]
     {
