@@ -210,7 +210,7 @@ async fn first_boot(store: &Store, cfg: &Config, addr: SocketAddr) -> anyhow::Re
         Err(_) => return Ok(()), // created meanwhile (WEFT_ADMIN_TOKEN)
     };
     let dir = cfg.data_dir();
-    std::fs::create_dir_all(&dir)?;
+    weft_shared::private_fs::create_private_dir(&dir)?;
     let file = dir.join("initial-admin-password");
     write_private(&file, &format!("{password}\n"))?;
     eprintln!(
@@ -254,7 +254,7 @@ pub fn client_config_path() -> Option<PathBuf> {
 
 fn write_private(path: &std::path::Path, contents: &str) -> anyhow::Result<()> {
     if let Some(dir) = path.parent() {
-        std::fs::create_dir_all(dir)?;
+        weft_shared::private_fs::create_private_dir(dir)?;
     }
     #[cfg(unix)]
     {
@@ -423,6 +423,12 @@ pub async fn admin(cfg: Config, cmd: AdminCommand) -> anyhow::Result<()> {
             role,
             password_stdin,
         }) => {
+            if !(1..=weft_shared::auth::MAX_USERNAME_CHARS).contains(&username.chars().count()) {
+                anyhow::bail!(
+                    "username must be 1 to {} characters",
+                    weft_shared::auth::MAX_USERNAME_CHARS
+                );
+            }
             let password = if password_stdin {
                 let mut line = String::new();
                 std::io::stdin().read_line(&mut line)?;

@@ -181,3 +181,45 @@ fn login_with_a_token_stores_a_private_config() {
     cmd.args(["login", "--gateway", &s.url, "--token", "weft_wrong"]);
     assert_code(&run(cmd, None), 3);
 }
+
+#[test]
+fn logout_revokes_the_token_at_the_gateway() {
+    let s = Server::start_with(false);
+    let password =
+        std::fs::read_to_string(s.dir.path().join("data").join("initial-admin-password"))
+            .expect("first boot saved the admin password");
+    let mut cmd = s.weft_bare();
+    cmd.args([
+        "login",
+        "--gateway",
+        &s.url,
+        "--username",
+        "admin",
+        "--password-stdin",
+    ]);
+    assert_code(&run(cmd, Some(&password)), 0);
+    let cfg = std::fs::read_to_string(s.config_path()).unwrap();
+    let token = cfg
+        .lines()
+        .find_map(|l| l.strip_prefix("token = "))
+        .expect("a stored token")
+        .trim_matches('"')
+        .to_string();
+
+    let mut cmd = s.weft_bare();
+    cmd.arg("logout");
+    let out = run(cmd, None);
+    assert_code(&out, 0);
+    assert!(
+        !stderr(&out).contains("could not revoke"),
+        "{}",
+        stderr(&out)
+    );
+
+    // A copy of the token (a script, another shell) no longer works either.
+    let mut cmd = s.weft_bare();
+    cmd.args(["models", "--gateway", &s.url, "--token", &token]);
+    let out = run(cmd, None);
+    assert_code(&out, 3);
+    assert!(stderr(&out).contains("weft login"), "{}", stderr(&out));
+}

@@ -8,12 +8,12 @@ use weft_shared::api::{
     CreateTokenRequest, CreateUserRequest, CreatedToken, LimitsDto, TokenList, UpdateUserRequest,
     UserDto, UserList,
 };
-use weft_shared::auth::{new_token, token_hash};
+use weft_shared::auth::{MAX_USERNAME_CHARS, new_token, token_hash};
 use weft_shared::ids::{TokenId, UserId};
 use weft_shared::store::{Role, TokenKind};
 
 use crate::AppState;
-use crate::auth::{Admin, Caller, hash_password_blocking, validate_password};
+use crate::auth::{Admin, Caller, validate_password};
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiJson;
 
@@ -87,14 +87,14 @@ fn parse_role(role: &str) -> ApiResult<Role> {
 }
 
 fn validate_username(name: &str) -> ApiResult<()> {
-    let ok = (1..=64).contains(&name.chars().count())
+    let ok = (1..=MAX_USERNAME_CHARS).contains(&name.chars().count())
         && name
             .chars()
             .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '@'));
     if !ok {
-        return Err(ApiError::Validation(
-            "username must be 1 to 64 letters, digits or _ - . @".into(),
-        ));
+        return Err(ApiError::Validation(format!(
+            "username must be 1 to {MAX_USERNAME_CHARS} letters, digits or _ - . @"
+        )));
     }
     Ok(())
 }
@@ -118,7 +118,7 @@ pub async fn create_user(
     validate_username(&req.username)?;
     validate_password(&req.password)?;
     let role = parse_role(&req.role)?;
-    let hash = hash_password_blocking(req.password).await?;
+    let hash = state.passwords.hash(req.password).await?;
     let user = state.store.create_user(&req.username, &hash, role).await?;
     Ok((StatusCode::CREATED, Json(user.to_dto())))
 }
@@ -141,7 +141,7 @@ pub async fn update_user(
     let hash = match req.password {
         Some(p) => {
             validate_password(&p)?;
-            Some(hash_password_blocking(p).await?)
+            Some(state.passwords.hash(p).await?)
         }
         None => None,
     };

@@ -1,13 +1,10 @@
 //! Authentication: bearer tokens (CLI, scripts) and the web UI's session cookie.
 //! Both resolve through one lookup (the SHA-256 of the secret). A cookie-
 //! authenticated write must carry a JSON content type or `X-Weft-Csrf`, which a
-//! cross-site form cannot send. Failed logins are rate-limited per username and
-//! per client address.
+//! cross-site form cannot send. Sign-in attempts are limited per username and per
+//! client address (`login_limit`) and password checks are bounded (`passwords`).
 
-use std::collections::{HashMap, VecDeque};
 use std::net::SocketAddr;
-use std::sync::Mutex;
-use std::time::{Duration, Instant};
 
 use axum::extract::{ConnectInfo, FromRequestParts, State};
 use axum::http::request::Parts;
@@ -16,7 +13,7 @@ use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use weft_shared::api::{LoginRequest, LoginResponse, UserDto};
-use weft_shared::auth::{hash_password, new_token, token_hash, verify_password};
+use weft_shared::auth::{MAX_USERNAME_CHARS, new_token, token_hash};
 use weft_shared::store::{AuthUser, TokenKind};
 
 use crate::AppState;
@@ -96,48 +93,6 @@ impl FromRequestParts<AppState> for Admin {
     }
 }
 
-/// Failed-login counter: at most `MAX_FAILURES` per key per window.
-#[derive(Default)]
-pub struct LoginLimiter {
-    failures: Mutex<HashMap<String, VecDeque<Instant>>>,
-}
-
-const MAX_FAILURES: usize = 10;
-const WINDOW: Duration = Duration::from_secs(300);
-
-impl LoginLimiter {
-    fn retry_after(&self, keys: &[String]) -> Option<u64> {
-        let mut map = self.failures.lock().expect("limiter lock");
-        let now = Instant::now();
-        keys.iter()
-            .filter_map(|k| {
-                let q = map.get_mut(k)?;
-                while q.front().is_some_and(|t| now.duration_since(*t) > WINDOW) {
-                    q.pop_front();
-                }
-                (q.len() >= MAX_FAILURES).then(|| (WINDOW - now.duration_since(q[0])).as_secs() + 1)
-            })
-            .max()
-    }
-
-    fn fail(&self, keys: &[String]) {
-        let mut map = self.failures.lock().expect("limiter lock");
-        if map.len() > 100_000 {
-            map.clear(); // bounded memory under a spray of usernames
-        }
-        for k in keys {
-            map.entry(k.clone()).or_default().push_back(Instant::now());
-        }
-    }
-
-    fn succeed(&self, keys: &[String]) {
-        let mut map = self.failures.lock().expect("limiter lock");
-        for k in keys {
-            map.remove(k);
-        }
-    }
-}
-
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/v1/auth/login", post(login))
@@ -162,44 +117,36 @@ fn behind_tls(headers: &HeaderMap) -> bool {
 
 /// Sign in with username and password; returns a token and sets the session cookie.
 #[utoipa::path(post, path = "/v1/auth/login", request_body = LoginRequest,
-    responses((status = 200, body = LoginResponse), (status = 401, body = weft_shared::api::ErrorEnvelope), (status = 429, body = weft_shared::api::ErrorEnvelope)))]
+    responses((status = 200, body = LoginResponse),
+        (status = 401, body = weft_shared::api::ErrorEnvelope),
+        (status = 422, description = "username empty or longer than 64 characters", body = weft_shared::api::ErrorEnvelope),
+        (status = 429, description = "too many attempts for this username or address; see Retry-After", body = weft_shared::api::ErrorEnvelope),
+        (status = 503, description = "too many passwords being checked at once; see Retry-After", body = weft_shared::api::ErrorEnvelope)))]
 pub async fn login(
     State(state): State<AppState>,
     ConnectInfo(addr): ConnectInfo<SocketAddr>,
     headers: HeaderMap,
     ApiJson(req): ApiJson<LoginRequest>,
 ) -> ApiResult<Response> {
-    let keys = [
-        format!("user:{}", req.username),
-        format!("addr:{}", addr.ip()),
-    ];
-    if let Some(secs) = state.login_limiter.retry_after(&keys) {
-        return Err(ApiError::RateLimited {
+    let username = login_username(&req.username)?;
+    let keys = [format!("user:{username}"), format!("addr:{}", addr.ip())];
+    state
+        .login_limiter
+        .admit(&keys)
+        .map_err(|limited| ApiError::RateLimited {
             message: "too many failed sign-in attempts; try again later".into(),
-            retry_after_secs: secs,
-        });
-    }
-    let creds = state.store.user_credentials(&req.username).await?;
-    let password = req.password.clone();
-    let verified = match creds {
-        Some((user, hash)) => {
-            let ok = tokio::task::spawn_blocking(move || verify_password(&password, &hash))
-                .await
-                .map_err(ApiError::internal)?;
-            ok.then_some(user)
-        }
-        None => {
-            // Same cost for unknown usernames, so timing does not reveal which exist.
-            let _ =
-                tokio::task::spawn_blocking(move || verify_password(&password, dummy_hash())).await;
-            None
+            retry_after_secs: limited.retry_after_secs,
+        })?;
+    let user = match check_password(&state, username, req.password).await {
+        Ok(Some(user)) => user,
+        // A wrong password keeps its charge.
+        Ok(None) => return Err(ApiError::Unauthorized),
+        Err(e) => {
+            state.login_limiter.refund(&keys);
+            return Err(e);
         }
     };
-    let Some(user) = verified else {
-        state.login_limiter.fail(&keys);
-        return Err(ApiError::Unauthorized);
-    };
-    state.login_limiter.succeed(&keys);
+    state.login_limiter.clear(&keys);
     let token = new_token();
     state
         .store
@@ -217,11 +164,40 @@ pub async fn login(
     Ok(resp)
 }
 
-/// Sign out: forgets this login token and clears the cookie.
-#[utoipa::path(post, path = "/v1/auth/logout", responses((status = 204)))]
+/// A username as typed at sign-in: 1 to [`MAX_USERNAME_CHARS`] characters, checked
+/// before the limiter so a flood of junk names neither grows its map nor counts
+/// against a real account's address.
+fn login_username(name: &str) -> ApiResult<&str> {
+    if (1..=MAX_USERNAME_CHARS).contains(&name.chars().count()) {
+        Ok(name)
+    } else {
+        Err(ApiError::Validation(format!(
+            "username must be 1 to {MAX_USERNAME_CHARS} characters"
+        )))
+    }
+}
+
+/// The user, when `password` is theirs. An error means the password was not checked.
+async fn check_password(
+    state: &AppState,
+    username: &str,
+    password: String,
+) -> ApiResult<Option<AuthUser>> {
+    let (user, hash) = state.store.user_credentials(username).await?.unzip();
+    let ok = state.passwords.verify(password, hash).await?;
+    Ok(user.filter(|_| ok))
+}
+
+/// Sign out: revokes the token presented (bearer and/or session cookie, of any
+/// kind: a personal API token stops working too) and clears the cookie. Idempotent:
+/// an unknown or already revoked token also answers 204.
+#[utoipa::path(post, path = "/v1/auth/logout", responses((status = 204, description = "the presented token is revoked")))]
 pub async fn logout(State(state): State<AppState>, headers: HeaderMap) -> ApiResult<Response> {
-    if let Some(token) = bearer(&headers).or_else(|| cookie_token(&headers)) {
-        state.store.delete_token_by_hash(&token_hash(token)).await?;
+    for token in [bearer(&headers), cookie_token(&headers)]
+        .into_iter()
+        .flatten()
+    {
+        state.store.revoke_token(&token_hash(token)).await?;
     }
     let mut resp = axum::http::StatusCode::NO_CONTENT.into_response();
     resp.headers_mut().insert(
@@ -235,20 +211,6 @@ pub async fn logout(State(state): State<AppState>, headers: HeaderMap) -> ApiRes
 #[utoipa::path(get, path = "/v1/me", responses((status = 200, body = UserDto), (status = 401, body = weft_shared::api::ErrorEnvelope)))]
 pub async fn me(Caller(user): Caller) -> Json<UserDto> {
     Json(user.to_dto())
-}
-
-/// A real argon2id hash to verify against when the username is unknown.
-fn dummy_hash() -> &'static str {
-    static DUMMY: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    DUMMY.get_or_init(|| hash_password("not a real password").unwrap_or_default())
-}
-
-/// Hash a password off the async runtime.
-pub async fn hash_password_blocking(password: String) -> ApiResult<String> {
-    tokio::task::spawn_blocking(move || hash_password(&password))
-        .await
-        .map_err(ApiError::internal)?
-        .map_err(ApiError::internal)
 }
 
 /// Passwords: 8..=1024 characters.

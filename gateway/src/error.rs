@@ -32,6 +32,12 @@ pub enum ApiError {
     },
     #[error("{0}")]
     Unavailable(String),
+    /// Too busy for this request right now (503 `unavailable` + `Retry-After`).
+    #[error("{message}")]
+    Overloaded {
+        message: String,
+        retry_after_secs: u64,
+    },
     #[error("{0}")]
     Conflict(String),
     #[error("internal error")]
@@ -50,7 +56,9 @@ impl ApiError {
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::Validation(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
-            ApiError::Unavailable(_) => StatusCode::SERVICE_UNAVAILABLE,
+            ApiError::Unavailable(_) | ApiError::Overloaded { .. } => {
+                StatusCode::SERVICE_UNAVAILABLE
+            }
             ApiError::Internal(_) => StatusCode::INTERNAL_SERVER_ERROR,
         }
     }
@@ -66,7 +74,7 @@ impl ApiError {
             ApiError::PayloadTooLarge(_) => "payload_too_large",
             ApiError::Validation(_) => "validation_failed",
             ApiError::RateLimited { .. } => "rate_limited",
-            ApiError::Unavailable(_) => "unavailable",
+            ApiError::Unavailable(_) | ApiError::Overloaded { .. } => "unavailable",
             ApiError::Conflict(_) => "conflict",
             ApiError::Internal(_) => "internal",
         }
@@ -74,6 +82,19 @@ impl ApiError {
 
     pub fn internal(e: impl Into<anyhow::Error>) -> ApiError {
         ApiError::Internal(e.into())
+    }
+
+    /// Seconds for `Retry-After`, where the client should come back.
+    fn retry_after_secs(&self) -> Option<u64> {
+        match self {
+            ApiError::RateLimited {
+                retry_after_secs, ..
+            }
+            | ApiError::Overloaded {
+                retry_after_secs, ..
+            } => Some(*retry_after_secs),
+            _ => None,
+        }
     }
 }
 
@@ -110,13 +131,9 @@ impl IntoResponse for ApiError {
             },
         };
         let mut resp = (status, axum::Json(body)).into_response();
-        if let ApiError::RateLimited {
-            retry_after_secs, ..
-        } = &self
-        {
-            if let Ok(v) = HeaderValue::from_str(&retry_after_secs.to_string()) {
-                resp.headers_mut().insert(header::RETRY_AFTER, v);
-            }
+        if let Some(secs) = self.retry_after_secs() {
+            resp.headers_mut()
+                .insert(header::RETRY_AFTER, HeaderValue::from(secs));
         }
         resp
     }

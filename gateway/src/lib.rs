@@ -11,9 +11,12 @@ mod auth;
 mod chat;
 mod error;
 mod extract;
+mod headers;
 pub mod lark;
+mod login_limit;
 mod meta;
 mod openapi;
+mod passwords;
 mod runs;
 mod sessions;
 mod sse;
@@ -47,7 +50,9 @@ pub struct AppState {
     pub config: Arc<Config>,
     pub models: Vec<ModelDto>,
     pub metrics: PrometheusHandle,
-    pub login_limiter: Arc<auth::LoginLimiter>,
+    pub login_limiter: Arc<login_limit::LoginLimiter>,
+    /// Every argon2 hash and check goes through here (bounded memory and CPU).
+    pub passwords: Arc<passwords::PasswordGate>,
     /// Fires on shutdown: open streams end so clients re-attach elsewhere.
     pub shutdown: CancellationToken,
 }
@@ -77,6 +82,7 @@ impl AppState {
             models,
             metrics: metrics_handle(),
             login_limiter: Arc::default(),
+            passwords: Arc::new(passwords::PasswordGate::for_this_machine()),
             shutdown,
         }
     }
@@ -146,7 +152,7 @@ fn metrics_handle() -> PrometheusHandle {
 
 pub fn router(state: AppState) -> Router {
     let body_limit = state.config.limits.body_bytes as usize;
-    Router::new()
+    let routes = Router::new()
         .merge(meta::router())
         .merge(auth::router())
         .merge(account::router())
@@ -154,7 +160,8 @@ pub fn router(state: AppState) -> Router {
         .merge(runs::router())
         .merge(chat::router())
         .merge(lark::admin::router())
-        .fallback(web::serve)
+        .fallback(web::serve);
+    headers::secure(routes)
         .layer(DefaultBodyLimit::max(body_limit))
         .layer(TraceLayer::new_for_http().make_span_with(|req: &axum::http::Request<_>| {
             tracing::info_span!("http", method = %req.method(), path = %req.uri().path())
@@ -168,7 +175,7 @@ pub async fn serve_metrics(
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
     let handle = metrics_handle();
-    let app = Router::new()
+    let routes = Router::new()
         .route("/health", axum::routing::get(meta::health))
         .route(
             "/metrics",
@@ -185,7 +192,7 @@ pub async fn serve_metrics(
                 }
             }),
         );
-    axum::serve(no_delay(listener), app)
+    axum::serve(no_delay(listener), headers::secure(routes))
         .with_graceful_shutdown(shutdown.cancelled_owned())
         .await
 }

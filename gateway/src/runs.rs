@@ -18,7 +18,7 @@ use crate::AppState;
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiQuery;
-use crate::sse::{AfterQuery, IDLE, attach_to_run, terminal_from_record};
+use crate::sse::{AfterQuery, IDLE, attach_to_run, resume_point, terminal_from_record};
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -44,7 +44,9 @@ pub async fn get_run(
 
 /// The run's events as SSE: replay after `Last-Event-ID` (or `?after=`), then live.
 #[utoipa::path(get, path = "/v1/runs/{id}/events", params(AfterQuery),
-    responses((status = 200, content_type = "text/event-stream", body = weft_shared::event::RunEvent), (status = 410, body = weft_shared::api::ErrorEnvelope)))]
+    responses((status = 200, content_type = "text/event-stream", body = weft_shared::event::RunEvent),
+        (status = 400, description = "Last-Event-ID or after is not an integer from 0 to 2^53 - 1", body = weft_shared::api::ErrorEnvelope),
+        (status = 410, body = weft_shared::api::ErrorEnvelope)))]
 pub async fn events(
     State(state): State<AppState>,
     Caller(user): Caller,
@@ -52,7 +54,8 @@ pub async fn events(
     headers: HeaderMap,
     ApiQuery(q): ApiQuery<AfterQuery>,
 ) -> ApiResult<Response> {
-    attach_to_run(&state, &user.id, &parse_run_id(&id)?, &headers, q.after).await
+    let after = resume_point(&headers, q.after)?;
+    attach_to_run(&state, &user.id, &parse_run_id(&id)?, after).await
 }
 
 /// Cancel a run (idempotent). Its partial text is kept as the reply.

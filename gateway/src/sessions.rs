@@ -19,7 +19,7 @@ use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiQuery, page_limit};
 use crate::runs::{announce_cancel, enqueue, wait_for_result};
-use crate::sse::{AfterQuery, attach_to_run, run_events};
+use crate::sse::{AfterQuery, attach_to_run, resume_point, run_events};
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -409,7 +409,8 @@ fn queued(session: SessionId, message_id: MessageId, active: Option<String>) -> 
 
 /// Attach to the session's active run (replay + live); 204 when there is none.
 #[utoipa::path(get, path = "/v1/sessions/{id}/stream", params(AfterQuery),
-    responses((status = 200, content_type = "text/event-stream", body = weft_shared::event::RunEvent), (status = 204)))]
+    responses((status = 200, content_type = "text/event-stream", body = weft_shared::event::RunEvent), (status = 204),
+        (status = 400, description = "Last-Event-ID or after is not an integer from 0 to 2^53 - 1", body = weft_shared::api::ErrorEnvelope)))]
 pub async fn stream(
     State(state): State<AppState>,
     Caller(user): Caller,
@@ -417,6 +418,7 @@ pub async fn stream(
     headers: HeaderMap,
     ApiQuery(q): ApiQuery<AfterQuery>,
 ) -> ApiResult<Response> {
+    let after = resume_point(&headers, q.after)?;
     let s = state
         .store
         .get_session(&user.id, &parse_session_id(&id)?)
@@ -424,5 +426,5 @@ pub async fn stream(
     let Some(run_id) = s.active_run_id.as_deref().and_then(RunId::parse) else {
         return Ok(StatusCode::NO_CONTENT.into_response());
     };
-    attach_to_run(&state, &user.id, &run_id, &headers, q.after).await
+    attach_to_run(&state, &user.id, &run_id, after).await
 }

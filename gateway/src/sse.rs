@@ -152,33 +152,38 @@ pub async fn event_stream(
 /// `?after=` of the SSE endpoints.
 #[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
 pub struct AfterQuery {
-    /// Replay events with `seq` greater than this (like `Last-Event-ID`).
+    /// Replay events with `seq` greater than this (like `Last-Event-ID`); at most
+    /// 2^53 - 1.
     pub after: Option<u64>,
 }
 
-/// Attach the caller to one of their runs, resuming after `Last-Event-ID` or `?after=`.
+/// Attach the caller to one of their runs, resuming after `after` ([`resume_point`]).
 pub async fn attach_to_run(
     state: &AppState,
     user: &UserId,
     run: &RunId,
-    headers: &axum::http::HeaderMap,
-    after: Option<u64>,
+    after: u64,
 ) -> ApiResult<Response> {
     let run = state.store.get_run(user, run).await?;
-    let after = resume_point(headers, after)?;
     run_events(state, &run.id, run.status.is_terminal(), after).await
 }
 
-/// `Last-Event-ID` header, else `?after=`, else 0.
+/// The largest resume point accepted. Seqs count a run's events (plus one jump of
+/// 1,000,000 per lost log), so they stay far below it; it is also the largest
+/// integer a JavaScript client holds exactly. Anything bigger is refused, never
+/// added to: `after + 1` overflowed near `u64::MAX`.
+pub const MAX_RESUME_SEQ: u64 = (1 << 53) - 1;
+
+/// `Last-Event-ID` header, else `?after=`, else 0; 400 when not an integer from 0
+/// to [`MAX_RESUME_SEQ`].
 pub fn resume_point(headers: &axum::http::HeaderMap, after: Option<u64>) -> ApiResult<u64> {
-    match headers.get("last-event-id") {
-        Some(v) => v
-            .to_str()
-            .ok()
-            .and_then(|s| s.trim().parse().ok())
-            .ok_or_else(|| {
-                ApiError::InvalidRequest("Last-Event-ID must be a non-negative integer".into())
-            }),
-        None => Ok(after.unwrap_or(0)),
-    }
+    let point = match headers.get("last-event-id") {
+        Some(v) => v.to_str().ok().and_then(|s| s.trim().parse().ok()),
+        None => Some(after.unwrap_or(0)),
+    };
+    point.filter(|n| *n <= MAX_RESUME_SEQ).ok_or_else(|| {
+        ApiError::InvalidRequest(format!(
+            "Last-Event-ID and ?after= must be integers from 0 to {MAX_RESUME_SEQ}"
+        ))
+    })
 }

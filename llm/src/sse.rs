@@ -18,8 +18,14 @@ use crate::{EventStream, LlmError, StreamEvent};
 /// The HTTP client the providers use: connect timeout, keep-alive, no overall
 /// timeout (streams may legitimately last minutes; idleness is bounded instead).
 /// Build one and share it between providers to share the connection pool.
+///
+/// Redirects are never followed: a redirect would carry the API key (`x-api-key`
+/// is not among the headers reqwest drops across hosts, and a same-host redirect
+/// keeps `Authorization`) and, on 307/308, the conversation to wherever `Location`
+/// points. A provider answering 3xx fails the step instead (`send`).
 pub fn http_client(connect_timeout: Duration) -> reqwest::Client {
     reqwest::Client::builder()
+        .redirect(reqwest::redirect::Policy::none())
         .connect_timeout(connect_timeout)
         .pool_idle_timeout(Duration::from_secs(90))
         .tcp_keepalive(Duration::from_secs(30))
@@ -60,6 +66,11 @@ pub(crate) async fn send(
         return Ok(response);
     }
     let headers = response.headers().clone();
+    if status.is_redirection() {
+        let reason =
+            "the provider answered with a redirect, which is not followed (check its base_url)";
+        return Err(classify_response(status.as_u16(), &headers, reason));
+    }
     let body = tokio::time::timeout(idle, response.text())
         .await
         .ok()

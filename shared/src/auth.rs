@@ -11,6 +11,8 @@ use rand::Rng;
 use sha2::{Digest, Sha256};
 
 pub const TOKEN_PREFIX: &str = "weft_";
+/// The longest username, in characters (at creation and at sign-in).
+pub const MAX_USERNAME_CHARS: usize = 64;
 const BASE62: &[u8] = b"0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz";
 
 /// A fresh secret token (`weft_` + 43 base62 characters ≈ 256 bits).

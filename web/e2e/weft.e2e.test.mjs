@@ -15,6 +15,10 @@ const T = { timeout: 90_000 }
 let weft
 let browser
 let page
+/** Every Content-Security-Policy violation any page reported. */
+const cspViolations = []
+/** Every request a page made outside this machine. */
+const foreignRequests = []
 
 /** The text of the newest reply, as rendered. */
 async function lastReplyText(p = page) {
@@ -69,6 +73,12 @@ describe('weft web UI', () => {
     await adminRequest(weft, 'POST', '/v1/admin/users', { username: USER, password: PASSWORD, role: 'user' })
     await adminRequest(weft, 'POST', '/v1/admin/users', { username: ADMIN, password: PASSWORD, role: 'admin' })
     browser = await launchBrowser()
+    browser.context.on('console', (m) => {
+      if (/content security policy/i.test(m.text())) cspViolations.push(m.text())
+    })
+    browser.context.on('request', (r) => {
+      if (/^https?:/.test(r.url()) && new URL(r.url()).hostname !== '127.0.0.1') foreignRequests.push(r.url())
+    })
     page = await browser.context.newPage()
     page.on('pageerror', (e) => console.error('[page error]', e.message))
   })
@@ -133,6 +143,21 @@ describe('weft web UI', () => {
     await reply.locator('table td', { hasText: 'Rust' }).waitFor()
     await reply.locator('pre code.hljs .hljs-keyword').first().waitFor()
     await shot(page, '04-markdown')
+  })
+
+  test('shows images from elsewhere as links and never loads them', T, async () => {
+    await newChat()
+    await sendMessage('@mock.reply See ![chart](https://images.example.invalid/c.png?q=secret) and ![logo](/favicon.svg)')
+    await page.waitForURL(/\/chat\/[^/]+$/)
+    await waitForPhase('done')
+    const reply = page.locator('[data-testid=reply]').last()
+    const link = reply.locator('a.md-image-link')
+    await link.waitFor()
+    assert.equal(await link.getAttribute('href'), 'https://images.example.invalid/c.png?q=secret')
+    assert.equal((await link.textContent()).trim(), 'chart')
+    assert.equal(await reply.locator('img').count(), 1, 'only the same-origin image is an image')
+    assert.equal(await reply.locator('img').getAttribute('src'), '/favicon.svg')
+    assert.deepEqual(foreignRequests, [], 'nothing was fetched from another host')
   })
 
   test('shows thinking (collapsible) and tool calls', T, async () => {
@@ -385,6 +410,15 @@ describe('weft web UI', () => {
     await shot(phone, '14-phone-menu')
     await phone.keyboard.press('Escape')
     await phone.close()
+  })
+
+  test('runs under a strict Content-Security-Policy without violations', T, async () => {
+    const resp = await page.goto(`${weft.baseUrl}/chat`)
+    await page.getByTestId('composer').waitFor()
+    const csp = resp.headers()['content-security-policy'] ?? ''
+    assert.match(csp, /default-src 'self'/)
+    assert.doesNotMatch(csp, /script-src[^;]*unsafe/)
+    assert.deepEqual(cspViolations, [], 'every page so far worked within the policy')
   })
 
   test('signs out', T, async () => {

@@ -317,6 +317,11 @@ impl App {
             )
             .await;
         assert_eq!(s, 201, "create user");
+        self.login(name).await
+    }
+
+    /// A fresh login token for a user made by [`App::user`].
+    pub async fn login(&self, name: &str) -> String {
         let (s, v) = self
             .post(
                 "/v1/auth/login",

@@ -11,6 +11,7 @@ mod input;
 mod lark;
 mod multitask;
 mod providers;
+mod security;
 mod streaming;
 
 /// Generate `name::embedded` and `name::distributed` tests from `async fn name(Backend)`.

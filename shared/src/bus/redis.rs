@@ -226,7 +226,11 @@ impl Bus for RedisBus {
     async fn read(&self, run: &RunId, after: u64) -> Result<Vec<Frame>> {
         let mut conn = self.conn.clone();
         let reply: redis::streams::StreamRangeReply = conn
-            .xrange(self.stream_key(run), format!("0-{}", after + 1), "+")
+            .xrange(
+                self.stream_key(run),
+                format!("0-{}", after.saturating_add(1)),
+                "+",
+            )
             .await?;
         Ok(reply
             .ids

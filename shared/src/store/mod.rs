@@ -133,14 +133,10 @@ impl Store {
         };
         let pool = match dialect {
             Dialect::Sqlite => {
-                if let Some(path) = sqlite_path(url) {
-                    if let Some(dir) = std::path::Path::new(&path).parent() {
-                        std::fs::create_dir_all(dir).map_err(|e| {
-                            StoreError::Other(format!("creating {}: {e}", dir.display()))
-                        })?;
-                    }
-                }
                 let url = &creating_sqlite_file(url);
+                if let Some(path) = sqlite_path(url) {
+                    prepare_sqlite_file(std::path::Path::new(&path), url.contains("mode=rwc"))?;
+                }
                 // WAL lets readers run beside the writer; writers serialise on
                 // `begin immediate` (see `begin`), so SQLITE_BUSY cannot happen mid-transaction.
                 AnyPoolOptions::new()
@@ -236,6 +232,27 @@ fn sqlite_path(url: &str) -> Option<String> {
         .or_else(|| url.strip_prefix("sqlite:"))?;
     let path = rest.split('?').next()?;
     (!path.is_empty() && path != ":memory:").then(|| path.to_string())
+}
+
+/// Make the database file's folder (`0700`) and, when the URL lets SQLite create
+/// it, the file itself (`0600`) before SQLite does, so neither is ever readable by
+/// other local accounts; tighten an existing file and its `-wal`/`-shm` to `0600`.
+fn prepare_sqlite_file(path: &std::path::Path, create: bool) -> Result<()> {
+    use crate::private_fs::{create_private_dir, ensure_private_file, restrict_to_owner};
+    let failed = |what: &std::path::Path, e: std::io::Error| {
+        StoreError::Other(format!("preparing {}: {e}", what.display()))
+    };
+    if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
+        create_private_dir(dir).map_err(|e| failed(dir, e))?;
+    }
+    if create {
+        ensure_private_file(path).map_err(|e| failed(path, e))?;
+    }
+    for suffix in ["", "-wal", "-shm"] {
+        let file = std::path::PathBuf::from(format!("{}{suffix}", path.display()));
+        restrict_to_owner(&file).map_err(|e| failed(&file, e))?;
+    }
+    Ok(())
 }
 
 /// A file URL without a `mode` opens read-write but fails when the file does not

@@ -302,10 +302,13 @@ impl Store {
         Ok(())
     }
 
-    /// Logout: forget one login token.
-    pub async fn delete_token_by_hash(&self, hash: &str) -> Result<()> {
+    /// Logout: revoke the token with this hash, whatever its kind. A personal API
+    /// token presented to logout (`weft logout`) is revoked too: leaving it valid
+    /// would make logout a no-op for the terminal client. The bootstrap token comes
+    /// back at the next start while `WEFT_ADMIN_TOKEN` is set.
+    pub async fn revoke_token(&self, hash: &str) -> Result<()> {
         let _gate = self.write_gate().await;
-        sqlx::query("delete from tokens where hash = $1 and kind = 'login'")
+        sqlx::query("delete from tokens where hash = $1")
             .bind(hash)
             .execute(&self.pool)
             .await?;

@@ -1,12 +1,15 @@
 // Markdown for replies: GitHub-flavoured (tables, task lists, strikethrough),
 // fenced code highlighted, a copy button on every code block. Raw HTML in the
 // text is not rendered (react-markdown's default), so replies cannot inject markup.
+// Images from another origin render as links (see markdownImages.ts): loading one
+// could send the conversation to whoever the reply points at.
 
 import { memo, useRef, useState, type ComponentPropsWithoutRef } from 'react'
 import ReactMarkdown, { type Components } from 'react-markdown'
 import remarkGfm from 'remark-gfm'
 import rehypeHighlight from 'rehype-highlight'
 import { useT } from '../i18n'
+import { imageAllowed } from './markdownImages'
 
 function CodeBlock(props: ComponentPropsWithoutRef<'pre'>) {
   const t = useT()
@@ -32,9 +35,20 @@ function CodeBlock(props: ComponentPropsWithoutRef<'pre'>) {
   )
 }
 
+function Image({ src, alt, title }: ComponentPropsWithoutRef<'img'>) {
+  if (typeof src === 'string' && imageAllowed(src)) return <img src={src} alt={alt} title={title} />
+  if (!src) return <>{alt}</>
+  return (
+    <a className="md-image-link" href={String(src)} title={title ?? String(src)} target="_blank" rel="noopener noreferrer">
+      {alt || String(src)}
+    </a>
+  )
+}
+
 const components: Components = {
   pre: ({ node: _node, ...props }) => <CodeBlock {...props} />,
   a: ({ node: _node, ...props }) => <a {...props} target="_blank" rel="noopener noreferrer" />,
+  img: ({ node: _node, ...props }) => <Image {...props} />,
   table: ({ node: _node, ...props }) => (
     <div className="table-wrap">
       <table {...props} />
