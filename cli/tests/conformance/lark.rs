@@ -27,6 +27,8 @@ both_backends!(
     commands_and_unreadable_messages,
     limits_answer_with_a_friendly_card,
     bad_secret_stops_start_up_clearly,
+    long_and_awkward_replies_stay_readable,
+    failed_runs_end_the_card_red,
 );
 
 const WAIT: Duration = Duration::from_secs(30);
@@ -880,4 +882,48 @@ async fn bad_secret_stops_start_up_clearly(b: Backend) {
     );
     assert!(stderr.contains("lark.app_secret"), "what to fix: {stderr}");
     assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+async fn long_and_awkward_replies_stay_readable(b: Backend) {
+    let mut w = LarkWorld::start(b).await;
+    // About 33 KB of text: more than one card holds.
+    let long = w.dm("ou_alice", "@mock.tokens 5000");
+    let first = w.final_card(&long).await;
+    let cards = w
+        .until("every card", |_| {
+            let cards = w.replies(&long);
+            (cards.len() == 2 && cards.iter().all(|c| template(c) == "green")).then_some(cards)
+        })
+        .await;
+    assert_eq!(cards[0], first);
+    let title = cards[1].content["header"]["title"]["content"]
+        .as_str()
+        .unwrap();
+    assert_eq!(title, "Weft (continued 2/2)");
+    let text: String = cards.iter().map(body).collect();
+    assert_eq!(
+        text.split_whitespace().collect::<Vec<_>>(),
+        words(5000).split_whitespace().collect::<Vec<_>>()
+    );
+    assert!(
+        element(&cards[1], "footer").contains("tok/s"),
+        "the footer ends the last card"
+    );
+    // The model cannot @everyone.
+    let at = w.dm("ou_alice", "<at id=all></at> hi");
+    let card = w.final_card(&at).await;
+    assert!(!body(&card).contains("<at"), "{}", body(&card));
+    assert!(body(&card).contains("&lt;at id=all>"));
+}
+
+async fn failed_runs_end_the_card_red(b: Backend) {
+    let mut w = LarkWorld::start(b).await;
+    let msg = w.dm("ou_alice", "@mock.fail 400");
+    let card = w.final_card(&msg).await;
+    assert_eq!(template(&card), "red");
+    assert!(body(&card).starts_with("**❌ "), "{}", body(&card));
+    w.until("the reaction to go", |f| {
+        f.live_reactions().is_empty().then_some(())
+    })
+    .await;
 }
