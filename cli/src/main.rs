@@ -167,31 +167,33 @@ fn run_server_command(command: Command) -> std::process::ExitCode {
     }
 }
 
+/// Loads the configuration, then starts logging as it says (`log_format` may come
+/// from `weft.toml`, so logging cannot start earlier).
+fn configured(
+    server: &ServerArgs,
+    listen: Option<&ListenArgs>,
+    default_host: &str,
+) -> anyhow::Result<weft_shared::config::Config> {
+    let cfg = server::load_config(server, listen, default_host)?;
+    weft_shared::telemetry::init(&cfg.log_format);
+    Ok(cfg)
+}
+
 async fn run_server(command: Command) -> anyhow::Result<()> {
-    let log_format = std::env::var("WEFT_LOG_FORMAT").unwrap_or_default();
-    weft_shared::telemetry::init(&log_format);
     match command {
         Command::Up { server, listen } => {
-            server::up(server::load_config(&server, Some(&listen), "127.0.0.1")?).await
+            server::up(configured(&server, Some(&listen), "127.0.0.1")?).await
         }
         Command::Serve { server, listen } => {
-            server::serve(server::load_config(&server, Some(&listen), "0.0.0.0")?).await
+            server::serve(configured(&server, Some(&listen), "0.0.0.0")?).await
         }
         Command::Worker {
             server,
             metrics_listen,
-        } => {
-            server::worker(
-                server::load_config(&server, None, "0.0.0.0")?,
-                metrics_listen,
-            )
-            .await
-        }
-        Command::Migrate { server } => {
-            server::migrate(server::load_config(&server, None, "0.0.0.0")?).await
-        }
+        } => server::worker(configured(&server, None, "0.0.0.0")?, metrics_listen).await,
+        Command::Migrate { server } => server::migrate(configured(&server, None, "0.0.0.0")?).await,
         Command::Admin { server, command } => {
-            server::admin(server::load_config(&server, None, "0.0.0.0")?, command).await
+            server::admin(configured(&server, None, "0.0.0.0")?, command).await
         }
         Command::Chat { .. }
         | Command::Login { .. }

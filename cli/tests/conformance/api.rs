@@ -13,6 +13,43 @@ both_backends!(
     admin_commands
 );
 
+/// `log_format` in `weft.toml` is honoured (logging used to start before the
+/// configuration was read, so only `WEFT_LOG_FORMAT` worked).
+#[tokio::test]
+async fn log_format_comes_from_the_config_file() {
+    let env = Env::new(Backend::Embedded, &[]).await;
+    let file = env.dir.path().join("weft.toml");
+    std::fs::write(&file, "log_format = \"json\"\n").unwrap();
+    let proc = Proc::spawn(
+        env.command(&[
+            "up",
+            "--listen",
+            "127.0.0.1:0",
+            "--config",
+            file.to_str().unwrap(),
+        ]),
+        "listening on http://",
+    );
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let json_lines = proc
+            .logs()
+            .lines()
+            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+            .filter(|v| v["level"].is_string())
+            .count();
+        if json_lines > 0 {
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no JSON log line:\n{}",
+            proc.logs()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}
+
 async fn operational_endpoints(b: Backend) {
     let app = App::start(b).await;
     let (st, h) = app.get("/health", "").await;

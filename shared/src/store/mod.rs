@@ -290,6 +290,53 @@ fn get_enum<T: FromStr>(row: &AnyRow, col: &str) -> Result<T> {
 
 #[cfg(test)]
 mod tests {
+    /// What a migration does, dialect aside: the tables, columns and indexes it
+    /// creates (`create table t`, `alter table t add column c`, `create index i`).
+    fn schema_changes(sql: &str) -> Vec<String> {
+        let words: Vec<String> = sql
+            .lines()
+            .filter(|l| !l.trim_start().starts_with("--"))
+            .flat_map(|l| l.split(|c: char| c.is_whitespace() || c == '(' || c == ';'))
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect();
+        let mut out = Vec::new();
+        for (i, w) in words.iter().enumerate() {
+            let next = |k: usize| words.get(i + k).cloned().unwrap_or_default();
+            match (w.as_str(), next(1).as_str()) {
+                ("create", "table") => out.push(format!("table {}", next(2))),
+                ("create", "index") => out.push(format!("index {}", next(2))),
+                ("create", "unique") => out.push(format!("index {}", next(3))),
+                ("add", "column") => out.push(format!("column {}", next(2))),
+                _ => {}
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn migration_folders_stay_in_step() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../migrations");
+        let read = |dialect: &str| {
+            let mut files: Vec<(String, Vec<String>)> = std::fs::read_dir(dir.join(dialect))
+                .unwrap()
+                .map(|e| e.unwrap().path())
+                .map(|p| {
+                    let name = p.file_name().unwrap().to_string_lossy().into_owned();
+                    (name, schema_changes(&std::fs::read_to_string(&p).unwrap()))
+                })
+                .collect();
+            files.sort();
+            files
+        };
+        let (pg, lite) = (read("postgres"), read("sqlite"));
+        assert!(!pg.is_empty());
+        assert_eq!(
+            pg, lite,
+            "every migration exists for both databases and makes the same changes"
+        );
+    }
+
     #[test]
     fn sqlite_paths() {
         assert_eq!(
