@@ -23,7 +23,7 @@ const CHANNELS: &[&str] = &["api", "web", "cli", "lark"];
 
 /// Send one message, creating the session when `session_id` is absent.
 #[utoipa::path(post, path = "/v1/chat", request_body = ChatRequest,
-    responses((status = 200, body = weft_shared::api::RunResult), (status = 202, body = weft_shared::api::SendAccepted)))]
+    responses((status = 200, description = "`wait`/default: the run's result; `stream: true`: its events", content((weft_shared::api::RunResult = "application/json"), (weft_shared::event::RunEventMessage = "text/event-stream"))), (status = 202, body = weft_shared::api::SendAccepted)))]
 pub async fn chat(
     State(state): State<AppState>,
     Caller(user): Caller,

@@ -39,10 +39,50 @@ use utoipa::OpenApi;
         crate::chat::chat,
         crate::lark::admin::link,
     ),
-    components(schemas(weft_shared::event::EventKind, weft_shared::api::ErrorBody))
+    components(schemas(
+        weft_shared::event::EventKind,
+        weft_shared::event::RunEvent,
+        weft_shared::api::ErrorBody,
+        weft_shared::api::ErrorEnvelope
+    ))
 )]
 struct ApiDoc;
 
 pub fn spec() -> utoipa::openapi::OpenApi {
-    ApiDoc::openapi()
+    let mut doc = ApiDoc::openapi();
+    document_errors(&mut doc);
+    doc
+}
+
+/// Every operation can fail with the one error envelope (400 bad input, 401,
+/// 404, 413, 422, 429, 503 …): say so once, as each operation's `default`
+/// response, instead of repeating the list on every handler.
+fn document_errors(doc: &mut utoipa::openapi::OpenApi) {
+    use utoipa::openapi::{ContentBuilder, Ref, ResponseBuilder};
+    let error = ResponseBuilder::new()
+        .description("An error: `{\"error\":{\"code\",\"message\"}}` (see the status)")
+        .content(
+            "application/json",
+            ContentBuilder::new()
+                .schema(Some(Ref::from_schema_name("ErrorEnvelope")))
+                .build(),
+        )
+        .build();
+    for item in doc.paths.paths.values_mut() {
+        for op in [
+            &mut item.get,
+            &mut item.post,
+            &mut item.put,
+            &mut item.patch,
+            &mut item.delete,
+        ]
+        .into_iter()
+        .flatten()
+        {
+            op.responses
+                .responses
+                .entry("default".into())
+                .or_insert_with(|| error.clone().into());
+        }
+    }
 }

@@ -44,7 +44,7 @@ pub async fn get_run(
 
 /// The run's events as SSE: replay after `Last-Event-ID` (or `?after=`), then live.
 #[utoipa::path(get, path = "/v1/runs/{id}/events", params(AfterQuery),
-    responses((status = 200, content_type = "text/event-stream", body = weft_shared::event::RunEvent),
+    responses((status = 200, content_type = "text/event-stream", body = weft_shared::event::RunEventMessage),
         (status = 400, description = "Last-Event-ID or after is not an integer from 0 to 2^53 - 1", body = weft_shared::api::ErrorEnvelope),
         (status = 410, body = weft_shared::api::ErrorEnvelope)))]
 pub async fn events(

@@ -210,7 +210,7 @@ pub async fn messages(
 /// `Idempotency-Key` never creates a second message or run.
 #[utoipa::path(post, path = "/v1/sessions/{id}/messages", request_body = SendMessageRequest,
     params(("Idempotency-Key" = Option<String>, Header, description = "makes retries safe")),
-    responses((status = 202, body = SendAccepted), (status = 200, body = weft_shared::api::RunResult),
+    responses((status = 202, body = SendAccepted), (status = 200, description = "`wait: true`: the run's result; `stream: true`: its events", content((weft_shared::api::RunResult = "application/json"), (weft_shared::event::RunEventMessage = "text/event-stream"))),
               (status = 409, body = weft_shared::api::ErrorEnvelope), (status = 429, body = weft_shared::api::ErrorEnvelope)))]
 pub async fn send(
     State(state): State<AppState>,
@@ -409,7 +409,7 @@ fn queued(session: SessionId, message_id: MessageId, active: Option<String>) -> 
 
 /// Attach to the session's active run (replay + live); 204 when there is none.
 #[utoipa::path(get, path = "/v1/sessions/{id}/stream", params(AfterQuery),
-    responses((status = 200, content_type = "text/event-stream", body = weft_shared::event::RunEvent), (status = 204),
+    responses((status = 200, content_type = "text/event-stream", body = weft_shared::event::RunEventMessage), (status = 204),
         (status = 400, description = "Last-Event-ID or after is not an integer from 0 to 2^53 - 1", body = weft_shared::api::ErrorEnvelope)))]
 pub async fn stream(
     State(state): State<AppState>,

@@ -116,6 +116,19 @@ impl EventKind {
     }
 }
 
+/// One message of a run's `text/event-stream`, as the OpenAPI document describes
+/// it (never built in code: the gateway writes frames directly).
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct RunEventMessage {
+    /// The event's `seq`: send it back as `Last-Event-ID` to re-attach.
+    pub id: String,
+    /// The event's `type`.
+    pub event: String,
+    /// The event as JSON: a [`RunEvent`].
+    #[schema(content_media_type = "application/json")]
+    pub data: String,
+}
+
 /// An encoded event as it travels through the bus: the seq and type for routing,
 /// the JSON for the wire.
 #[derive(Debug, Clone, PartialEq, Eq)]
