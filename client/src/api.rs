@@ -6,7 +6,7 @@ use std::time::Duration;
 use reqwest::{Method, RequestBuilder, Response, StatusCode};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
-use weft_shared::api::{
+use weft_wire::api::{
     CreateSessionRequest, ErrorEnvelope, Health, LoginRequest, LoginResponse, MessageList,
     ModeList, ModelList, RunDto, SendMessageRequest, SessionDto, SessionList, UserDto,
 };
@@ -158,11 +158,11 @@ impl Gateway {
     }
 
     /// A long-lived personal API token for this client.
-    pub async fn create_token(&self, name: &str) -> Result<weft_shared::api::CreatedToken> {
+    pub async fn create_token(&self, name: &str) -> Result<weft_wire::api::CreatedToken> {
         self.json(
             Method::POST,
             "/v1/tokens",
-            Some(&weft_shared::api::CreateTokenRequest { name: name.into() }),
+            Some(&weft_wire::api::CreateTokenRequest { name: name.into() }),
         )
         .await
     }
@@ -216,7 +216,7 @@ impl Gateway {
     pub async fn update_session(
         &self,
         id: &str,
-        req: &weft_shared::api::UpdateSessionRequest,
+        req: &weft_wire::api::UpdateSessionRequest,
     ) -> Result<SessionDto> {
         self.json(Method::PATCH, &format!("/v1/sessions/{id}"), Some(req))
             .await

@@ -10,7 +10,7 @@
 use std::io::Write;
 
 use serde::Serialize;
-use weft_shared::api::{SendMessageRequest, UsageDto};
+use weft_wire::api::{SendMessageRequest, UsageDto};
 
 use crate::api::Gateway;
 use crate::error::{ClientError, Result};

@@ -8,8 +8,8 @@
 
 use std::collections::BTreeMap;
 
-use weft_shared::api::{ErrorBody, UsageDto};
-use weft_shared::event::{EventKind, RunEvent};
+use weft_wire::api::{ErrorBody, UsageDto};
+use weft_wire::event::{EventKind, RunEvent};
 
 #[derive(Debug, Clone, Default)]
 pub struct StepOutput {
@@ -220,7 +220,7 @@ impl Reply {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use weft_shared::ids::{RunId, SessionId};
+    use weft_wire::ids::{RunId, SessionId};
 
     fn ev(seq: u64, kind: EventKind) -> RunEvent {
         RunEvent {

@@ -1,7 +1,7 @@
 //! Choosing the session a message goes to: a new one, an id (full or the short
 //! suffix people see), or the most recently used one (`-r last`).
 
-use weft_shared::api::{CreateSessionRequest, SessionDto};
+use weft_wire::api::{CreateSessionRequest, SessionDto};
 
 use crate::api::Gateway;
 use crate::error::{ClientError, Result};

@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use eventsource_stream::Eventsource;
 use futures::{Stream, StreamExt};
-use weft_shared::api::{SendAccepted, SendMessageRequest};
-use weft_shared::event::RunEvent;
+use weft_wire::api::{SendAccepted, SendMessageRequest};
+use weft_wire::event::RunEvent;
 
 use crate::api::Gateway;
 use crate::error::{ClientError, Result};

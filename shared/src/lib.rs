@@ -1,23 +1,20 @@
 //! weft-shared: everything the gateway, the worker, the CLI and the load tester must
-//! agree on — wire types (API bodies, run events, job payloads), configuration, and
-//! the three infrastructure handles: [`store::Store`] (the system of record),
+//! agree on — configuration, the wire types (re-exported from `weft-wire`, which
+//! clients use alone), and the three infrastructure handles: [`store::Store`] (the system of record),
 //! [`queue::Queue`] (run jobs) and [`bus::Bus`] (run events and control signals).
 //!
 //! Each handle has an embedded implementation (SQLite / in-process) and a
 //! distributed one (Postgres / Redis); callers never know which they hold.
 
-pub mod api;
 pub mod auth;
 pub mod bus;
 pub mod config;
-pub mod event;
-pub mod ids;
-pub mod job;
 pub mod private_fs;
 pub mod queue;
 pub mod store;
 pub mod telemetry;
-pub mod time;
 
 /// Version reported by `/health` and the CLI.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+pub use weft_wire::{api, event, ids, job, time};

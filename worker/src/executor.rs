@@ -22,6 +22,16 @@ use crate::emitter::Emitter;
 use crate::providers::ModelEntry;
 use crate::{Inner, RunStop, StopReason};
 
+/// The run's usage as the wire reports it.
+fn usage_dto(u: Usage) -> UsageDto {
+    UsageDto {
+        input: u.input,
+        output: u.output,
+        cache_read: u.cache_read,
+        reasoning: u.reasoning,
+    }
+}
+
 /// How an attempt left its run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Execution {
@@ -190,7 +200,7 @@ pub(crate) async fn execute(
             }
             StepOutcome::Done { text, calls, usage } => {
                 state.usage.add(usage);
-                em.emit(EventKind::Usage(UsageDto::from(state.usage))).await;
+                em.emit(EventKind::Usage(usage_dto(state.usage))).await;
                 if calls.is_empty() {
                     break RunEnd::Succeeded {
                         content: text,
@@ -411,7 +421,7 @@ async fn finish(
     state: &RunState,
 ) -> Execution {
     em.flush().await;
-    let usage = UsageDto::from(state.usage);
+    let usage = usage_dto(state.usage);
     let outcome = match inner
         .deps
         .store

@@ -2,7 +2,7 @@
 //! never leaves empty sessions behind), the model and mode to use, the catalogue
 //! for completion and validation, and the last reply for the status line.
 
-use weft_shared::api::{CreateSessionRequest, ModeDto, ModelDto, SessionDto, UpdateSessionRequest};
+use weft_wire::api::{CreateSessionRequest, ModeDto, ModelDto, SessionDto, UpdateSessionRequest};
 
 use crate::api::Gateway;
 use crate::error::Result;

@@ -5,7 +5,7 @@
 use std::io::{BufRead, Write};
 use std::time::Duration;
 
-use weft_shared::api::SendMessageRequest;
+use weft_wire::api::SendMessageRequest;
 
 use super::display::Display;
 use super::state::ReplState;

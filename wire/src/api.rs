@@ -26,16 +26,6 @@ pub struct UsageDto {
     pub reasoning: u64,
 }
 
-impl From<weft_llm::Usage> for UsageDto {
-    fn from(u: weft_llm::Usage) -> Self {
-        UsageDto {
-            input: u.input,
-            output: u.output,
-            cache_read: u.cache_read,
-            reasoning: u.reasoning,
-        }
-    }
-}
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct Health {
