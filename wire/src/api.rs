@@ -26,7 +26,6 @@ pub struct UsageDto {
     pub reasoning: u64,
 }
 
-
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
 pub struct Health {
     pub status: String,

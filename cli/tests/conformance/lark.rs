@@ -209,6 +209,17 @@ impl LarkWorld {
         .await
     }
 
+    async fn get_json(&self, path: &str, token: &str) -> Value {
+        let resp = self
+            .http
+            .get(format!("{}{path}", self.base()))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap();
+        resp.json().await.unwrap()
+    }
+
     async fn admin(
         &self,
         method: reqwest::Method,
@@ -659,16 +670,7 @@ async fn linked_user_sees_the_lark_session_live(b: Backend) {
         .await
         .unwrap();
     let token = login["token"].as_str().unwrap();
-    let sessions = w
-        .http
-        .get(format!("{}/v1/sessions", w.base()))
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap()
-        .json::<Value>()
-        .await
-        .unwrap();
+    let sessions = w.get_json("/v1/sessions", token).await;
     let session = &sessions["sessions"][0];
     assert_eq!(session["source"], "lark", "{sessions}");
     assert!(
@@ -693,16 +695,7 @@ async fn linked_user_sees_the_lark_session_live(b: Backend) {
     // Later messages from that Lark identity are alice's.
     let next = w.dm("ou_alice", "after linking");
     w.final_card(&next).await;
-    let sessions = w
-        .http
-        .get(format!("{}/v1/sessions", w.base()))
-        .bearer_auth(token)
-        .send()
-        .await
-        .unwrap()
-        .json::<Value>()
-        .await
-        .unwrap();
+    let sessions = w.get_json("/v1/sessions", token).await;
     assert_eq!(
         sessions["sessions"].as_array().unwrap().len(),
         1,
