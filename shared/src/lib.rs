@@ -13,6 +13,7 @@ pub mod config;
 pub mod event;
 pub mod ids;
 pub mod job;
+pub mod login_limit;
 pub mod private_fs;
 pub mod queue;
 pub mod store;
