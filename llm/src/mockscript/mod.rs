@@ -38,7 +38,7 @@ pub const MAX_WORDS: u32 = 20_000;
 /// scenario waits ten minutes).
 pub const MAX_TTFT: Duration = Duration::from_secs(600);
 /// The longest pause between two tokens.
-pub const MAX_ITL: Duration = Duration::from_secs(10);
+pub const MAX_ITL: Duration = Duration::from_secs(60);
 /// The longest a whole scripted reply may take (first token, then every word of
 /// thinking and reply at the inter-token pause). Before, `@mock.delay` took any
 /// u32 of milliseconds: a single reply could hold a worker slot for ~49 days.
