@@ -11,6 +11,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use weft_shared::bus::{MemoryBus, RedisBus, SharedBus};
 use weft_shared::config::{Config, Mode, Secret};
+use weft_shared::login_limit::{MemoryLoginAttempts, RedisLoginAttempts, SharedLoginAttempts};
 use weft_shared::queue::{MemoryQueue, RedisQueue, SharedQueue};
 use weft_shared::store::{Role, Store, TokenKind};
 
@@ -117,6 +118,8 @@ pub struct Backends {
     pub store: Store,
     pub bus: SharedBus,
     pub queue: SharedQueue,
+    /// Sign-in counts: in this process (embedded) or in Redis (distributed).
+    pub login_attempts: SharedLoginAttempts,
     pub mode: Mode,
 }
 
@@ -130,8 +133,12 @@ pub async fn connect(cfg: &Config) -> anyhow::Result<Backends> {
             store.migrate().await?;
             Ok(Backends {
                 store,
-                bus: Arc::new(MemoryBus::new(cfg.events.max_len as usize)),
+                bus: Arc::new(
+                    MemoryBus::new(cfg.events.max_len as usize)
+                        .with_budget(cfg.events.memory_budget_bytes),
+                ),
                 queue: Arc::new(MemoryQueue::default()),
+                login_attempts: Arc::new(MemoryLoginAttempts::new(&cfg.login)),
                 mode,
             })
         }
@@ -147,10 +154,13 @@ pub async fn connect(cfg: &Config) -> anyhow::Result<Backends> {
                 .await
                 .with_context(|| format!("connecting to {}", redact(redis_url)))?;
             let queue = RedisQueue::connect(redis_url, &cfg.redis_prefix).await?;
+            let login_attempts =
+                RedisLoginAttempts::connect(redis_url, &cfg.redis_prefix, &cfg.login).await?;
             Ok(Backends {
                 store,
                 bus: Arc::new(bus),
                 queue: Arc::new(queue),
+                login_attempts: Arc::new(login_attempts),
                 mode,
             })
         }
@@ -306,7 +316,8 @@ pub async fn up(cfg: Config) -> anyhow::Result<()> {
         b.queue,
         cfg.clone(),
         shutdown.clone(),
-    );
+    )
+    .with_login_attempts(b.login_attempts);
     let lark_ingress = weft_gateway::lark::start(state.clone(), lark).await?;
     let worker = tokio::spawn(weft_worker::run(deps, shutdown.clone(), embedded));
     let mode = if embedded { "embedded" } else { "distributed" };
@@ -338,7 +349,8 @@ pub async fn serve(cfg: Config) -> anyhow::Result<()> {
     let listener = bind(&cfg).await?;
     let addr = listener.local_addr()?;
     let shutdown = shutdown_on_signals();
-    let state = weft_gateway::AppState::new(b.store.clone(), b.bus, b.queue, cfg.clone(), shutdown);
+    let state = weft_gateway::AppState::new(b.store.clone(), b.bus, b.queue, cfg.clone(), shutdown)
+        .with_login_attempts(b.login_attempts);
     let lark_ingress = weft_gateway::lark::start(state.clone(), lark_sender(&cfg)).await?;
     eprintln!(
         "weft {} gateway listening on http://{addr}",

@@ -2,11 +2,16 @@
 //! Both resolve through one lookup (the SHA-256 of the secret). A cookie-
 //! authenticated write must carry a JSON content type or `X-Weft-Csrf`, which a
 //! cross-site form cannot send. Sign-in attempts are limited per username and per
-//! client address (`login_limit`) and password checks are bounded (`passwords`).
+//! client address (`weft_shared::login_limit`: a limit per address, a backoff per
+//! account) and password checks are bounded (`passwords`).
+//!
+//! Over HTTPS (as a trusted proxy says, `client`) the cookie is
+//! `__Host-weft_session` and `Secure`: browsers accept a `__Host-` cookie only
+//! when it is Secure, host-only and `Path=/`, so a sibling subdomain cannot plant
+//! one. Over plain HTTP (a laptop) it is `weft_session`, which browsers would
+//! refuse with the prefix. Each scheme reads only its own name.
 
-use std::net::SocketAddr;
-
-use axum::extract::{ConnectInfo, FromRequestParts, State};
+use axum::extract::{FromRequestParts, State};
 use axum::http::request::Parts;
 use axum::http::{HeaderMap, HeaderValue, Method, header};
 use axum::response::{IntoResponse, Response};
@@ -14,13 +19,17 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use weft_shared::api::{LoginRequest, LoginResponse, UserDto};
 use weft_shared::auth::{MAX_USERNAME_CHARS, new_token, token_hash};
+use weft_shared::login_limit::{Admission, LimitedBy, LimiterError};
 use weft_shared::store::{AuthUser, TokenKind};
 
 use crate::AppState;
+use crate::client::ClientOrigin;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiJson;
 
 pub const COOKIE: &str = "weft_session";
+/// The cookie's name over HTTPS.
+pub const HOST_COOKIE: &str = "__Host-weft_session";
 const CSRF_HEADER: &str = "x-weft-csrf";
 
 /// The authenticated caller.
@@ -37,14 +46,20 @@ fn bearer(headers: &HeaderMap) -> Option<&str> {
         .then_some(token.trim())
 }
 
-pub fn cookie_token(headers: &HeaderMap) -> Option<&str> {
+fn cookie_name(https: bool) -> &'static str {
+    if https { HOST_COOKIE } else { COOKIE }
+}
+
+/// The session cookie of the request's scheme.
+pub fn cookie_token(headers: &HeaderMap, https: bool) -> Option<&str> {
+    let name = cookie_name(https);
     headers
         .get_all(header::COOKIE)
         .iter()
         .filter_map(|v| v.to_str().ok())
         .flat_map(|v| v.split(';'))
         .filter_map(|kv| kv.trim().split_once('='))
-        .find(|(k, _)| *k == COOKIE)
+        .find(|(k, _)| *k == name)
         .map(|(_, v)| v)
 }
 
@@ -60,17 +75,34 @@ fn has_csrf_proof(headers: &HeaderMap) -> bool {
     json || headers.contains_key(CSRF_HEADER)
 }
 
+/// The token a request authenticates with: the bearer, else the session cookie.
+fn presented<'h>(parts: &'h Parts, state: &AppState) -> Option<(&'h str, bool)> {
+    if let Some(t) = bearer(&parts.headers) {
+        return Some((t, false));
+    }
+    let origin =
+        ClientOrigin::from_parts(&parts.extensions, &parts.headers, &state.trusted_proxies);
+    cookie_token(&parts.headers, origin.https).map(|t| (t, true))
+}
+
+/// The hash of the token the request presented (bearer or cookie), so a
+/// long-lived stream can re-check that it still authenticates its user.
+pub struct PresentedToken(pub String);
+
+impl FromRequestParts<AppState> for PresentedToken {
+    type Rejection = ApiError;
+
+    async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
+        let (token, _) = presented(parts, state).ok_or(ApiError::Unauthorized)?;
+        Ok(PresentedToken(token_hash(token)))
+    }
+}
+
 impl FromRequestParts<AppState> for Caller {
     type Rejection = ApiError;
 
     async fn from_request_parts(parts: &mut Parts, state: &AppState) -> Result<Self, ApiError> {
-        let (token, via_cookie) = match bearer(&parts.headers) {
-            Some(t) => (t, false),
-            None => (
-                cookie_token(&parts.headers).ok_or(ApiError::Unauthorized)?,
-                true,
-            ),
-        };
+        let (token, via_cookie) = presented(parts, state).ok_or(ApiError::Unauthorized)?;
         if via_cookie && is_write(&parts.method) && !has_csrf_proof(&parts.headers) {
             return Err(ApiError::InvalidRequest(
                 "cookie-authenticated writes need Content-Type: application/json or an X-Weft-Csrf header".into(),
@@ -100,19 +132,13 @@ pub fn router() -> Router<AppState> {
         .route("/v1/me", get(me))
 }
 
-fn session_cookie(token: &str, secure: bool, max_age: u64) -> HeaderValue {
-    let secure = if secure { "; Secure" } else { "" };
+fn session_cookie(token: &str, https: bool, max_age: u64) -> HeaderValue {
+    let name = cookie_name(https);
+    let secure = if https { "; Secure" } else { "" };
     HeaderValue::from_str(&format!(
-        "{COOKIE}={token}; HttpOnly; SameSite=Strict; Path=/; Max-Age={max_age}{secure}"
+        "{name}={token}; HttpOnly; SameSite=Strict; Path=/; Max-Age={max_age}{secure}"
     ))
     .expect("cookie is ASCII")
-}
-
-fn behind_tls(headers: &HeaderMap) -> bool {
-    headers
-        .get("x-forwarded-proto")
-        .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.eq_ignore_ascii_case("https"))
 }
 
 /// Sign in with username and password; returns a token and sets the session cookie.
@@ -124,29 +150,57 @@ fn behind_tls(headers: &HeaderMap) -> bool {
         (status = 503, description = "too many passwords being checked at once; see Retry-After", body = weft_shared::api::ErrorEnvelope)))]
 pub async fn login(
     State(state): State<AppState>,
-    ConnectInfo(addr): ConnectInfo<SocketAddr>,
-    headers: HeaderMap,
+    origin: ClientOrigin,
     ApiJson(req): ApiJson<LoginRequest>,
 ) -> ApiResult<Response> {
     let username = login_username(&req.username)?;
-    let keys = [format!("user:{username}"), format!("addr:{}", addr.ip())];
-    state
-        .login_limiter
-        .admit(&keys)
-        .map_err(|limited| ApiError::RateLimited {
-            message: "too many failed sign-in attempts; try again later".into(),
-            retry_after_secs: limited.retry_after_secs,
-        })?;
+    let limiter = &state.login_limiter;
+    let unavailable = |e: LimiterError| {
+        tracing::warn!(error = %e, "sign-in limiter unreachable");
+        ApiError::Overloaded {
+            message: "sign-in is unavailable right now; try again shortly".into(),
+            retry_after_secs: 5,
+        }
+    };
+    match limiter
+        .admit(username, origin.ip)
+        .await
+        .map_err(unavailable)?
+    {
+        Admission::Admitted => {}
+        Admission::Limited {
+            retry_after_secs,
+            by,
+        } => {
+            let message = match by {
+                LimitedBy::Address => {
+                    "too many sign-in attempts from this address; try again later"
+                }
+                LimitedBy::Account => {
+                    "too many failed sign-ins for this account; wait before trying again"
+                }
+            };
+            return Err(ApiError::RateLimited {
+                message: message.into(),
+                retry_after_secs,
+            });
+        }
+    }
     let user = match check_password(&state, username, req.password).await {
         Ok(Some(user)) => user,
         // A wrong password keeps its charge.
         Ok(None) => return Err(ApiError::Unauthorized),
         Err(e) => {
-            state.login_limiter.refund(&keys);
+            if let Err(refund) = limiter.refund(username, origin.ip).await {
+                tracing::warn!(error = %refund, "refunding a sign-in attempt failed");
+            }
             return Err(e);
         }
     };
-    state.login_limiter.clear(&keys);
+    limiter
+        .succeeded(username, origin.ip)
+        .await
+        .map_err(unavailable)?;
     let token = new_token();
     state
         .store
@@ -159,7 +213,7 @@ pub async fn login(
     let mut resp = Json(body).into_response();
     resp.headers_mut().insert(
         header::SET_COOKIE,
-        session_cookie(&token, behind_tls(&headers), 30 * 24 * 3600),
+        session_cookie(&token, origin.https, 30 * 24 * 3600),
     );
     Ok(resp)
 }
@@ -192,18 +246,20 @@ async fn check_password(
 /// kind: a personal API token stops working too) and clears the cookie. Idempotent:
 /// an unknown or already revoked token also answers 204.
 #[utoipa::path(post, path = "/v1/auth/logout", responses((status = 204, description = "the presented token is revoked")))]
-pub async fn logout(State(state): State<AppState>, headers: HeaderMap) -> ApiResult<Response> {
-    for token in [bearer(&headers), cookie_token(&headers)]
+pub async fn logout(
+    State(state): State<AppState>,
+    origin: ClientOrigin,
+    headers: HeaderMap,
+) -> ApiResult<Response> {
+    for token in [bearer(&headers), cookie_token(&headers, origin.https)]
         .into_iter()
         .flatten()
     {
         state.store.revoke_token(&token_hash(token)).await?;
     }
     let mut resp = axum::http::StatusCode::NO_CONTENT.into_response();
-    resp.headers_mut().insert(
-        header::SET_COOKIE,
-        session_cookie("", behind_tls(&headers), 0),
-    );
+    resp.headers_mut()
+        .insert(header::SET_COOKIE, session_cookie("", origin.https, 0));
     Ok(resp)
 }
 

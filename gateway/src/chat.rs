@@ -11,6 +11,7 @@ use weft_shared::api::{ChatRequest, CreateSessionRequest, Multitask, SendMessage
 
 use crate::AppState;
 use crate::auth::Caller;
+use crate::auth::PresentedToken;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiJson;
 use crate::sessions::{create_session, parse_session_id, send_message};
@@ -27,6 +28,7 @@ const CHANNELS: &[&str] = &["api", "web", "cli", "lark"];
 pub async fn chat(
     State(state): State<AppState>,
     Caller(user): Caller,
+    token: PresentedToken,
     headers: HeaderMap,
     ApiJson(req): ApiJson<ChatRequest>,
 ) -> ApiResult<Response> {
@@ -77,5 +79,5 @@ pub async fn chat(
         stream: req.stream,
         wait: !req.stream,
     };
-    send_message(&state, &user.id, session, send, key).await
+    send_message(&state, &user.id, token, session, send, key).await
 }

@@ -23,6 +23,9 @@ pub enum ApiError {
     EventsExpired,
     #[error("{0}")]
     PayloadTooLarge(String),
+    /// The request body did not arrive within `http.body_timeout_ms`.
+    #[error("the request body did not arrive in time")]
+    RequestTimeout,
     #[error("{0}")]
     Validation(String),
     #[error("{message}")]
@@ -54,6 +57,7 @@ impl ApiError {
             ApiError::RunActive(_) | ApiError::Conflict(_) => StatusCode::CONFLICT,
             ApiError::EventsExpired => StatusCode::GONE,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
+            ApiError::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
             ApiError::Validation(_) => StatusCode::UNPROCESSABLE_ENTITY,
             ApiError::RateLimited { .. } => StatusCode::TOO_MANY_REQUESTS,
             ApiError::Unavailable(_) | ApiError::Overloaded { .. } => {
@@ -72,6 +76,7 @@ impl ApiError {
             ApiError::RunActive(_) => "run_active",
             ApiError::EventsExpired => "events_expired",
             ApiError::PayloadTooLarge(_) => "payload_too_large",
+            ApiError::RequestTimeout => "request_timeout",
             ApiError::Validation(_) => "validation_failed",
             ApiError::RateLimited { .. } => "rate_limited",
             ApiError::Unavailable(_) | ApiError::Overloaded { .. } => "unavailable",

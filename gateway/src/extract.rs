@@ -1,6 +1,7 @@
 //! Request extractors whose rejections speak the API's error envelope: malformed
 //! JSON is 400 `invalid_request`, a well-formed body of the wrong shape is 422
-//! `validation_failed`, an oversized body is 413 `payload_too_large`.
+//! `validation_failed`, an oversized body is 413 `payload_too_large`, a body that
+//! does not arrive within `http.body_timeout_ms` is 408 `request_timeout`.
 
 use axum::extract::rejection::{JsonRejection, QueryRejection};
 use axum::extract::{FromRequest, FromRequestParts, Request};
@@ -24,6 +25,9 @@ impl<S: Send + Sync, T: DeserializeOwned> FromRequest<S> for ApiJson<T> {
 }
 
 fn json_rejection(r: JsonRejection) -> ApiError {
+    if crate::transport::is_body_timeout(&r) {
+        return ApiError::RequestTimeout;
+    }
     match r {
         JsonRejection::JsonDataError(e) => ApiError::Validation(e.body_text()),
         JsonRejection::JsonSyntaxError(e) => ApiError::InvalidRequest(e.body_text()),

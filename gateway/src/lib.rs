@@ -9,20 +9,21 @@
 mod account;
 mod auth;
 mod chat;
+mod client;
 mod error;
 mod extract;
 mod headers;
 pub mod lark;
-mod login_limit;
 mod meta;
 mod openapi;
 mod passwords;
 mod runs;
 mod sessions;
 mod sse;
+mod stream_limit;
+mod transport;
 mod web;
 
-use std::net::SocketAddr;
 use std::sync::{Arc, OnceLock};
 
 use axum::Router;
@@ -35,6 +36,7 @@ use tower_http::trace::TraceLayer;
 use weft_shared::api::ModelDto;
 use weft_shared::bus::SharedBus;
 use weft_shared::config::Config;
+use weft_shared::login_limit::{MemoryLoginAttempts, SharedLoginAttempts};
 use weft_shared::queue::SharedQueue;
 use weft_shared::store::Store;
 
@@ -50,9 +52,14 @@ pub struct AppState {
     pub config: Arc<Config>,
     pub models: Vec<ModelDto>,
     pub metrics: PrometheusHandle,
-    pub login_limiter: Arc<login_limit::LoginLimiter>,
+    /// Sign-in attempts per address and per account (in Redis when distributed).
+    pub login_limiter: SharedLoginAttempts,
     /// Every argon2 hash and check goes through here (bounded memory and CPU).
     pub passwords: Arc<passwords::PasswordGate>,
+    /// Whose `X-Forwarded-*` headers are believed.
+    pub trusted_proxies: Arc<client::TrustedProxies>,
+    /// Open event streams per user and per run.
+    pub streams: Arc<stream_limit::StreamLimits>,
     /// Fires on shutdown: open streams end so clients re-attach elsewhere.
     pub shutdown: CancellationToken,
 }
@@ -74,6 +81,12 @@ impl AppState {
                 default: m.default,
             })
             .collect();
+        let login_limiter: SharedLoginAttempts = Arc::new(MemoryLoginAttempts::new(&config.login));
+        let trusted_proxies = Arc::new(client::TrustedProxies::from_config(&config));
+        let streams = Arc::new(stream_limit::StreamLimits::new(
+            config.limits.streams_per_user,
+            config.limits.streams_per_run,
+        ));
         AppState {
             store,
             bus,
@@ -81,10 +94,18 @@ impl AppState {
             config,
             models,
             metrics: metrics_handle(),
-            login_limiter: Arc::default(),
+            login_limiter,
             passwords: Arc::new(passwords::PasswordGate::for_this_machine()),
+            trusted_proxies,
+            streams,
             shutdown,
         }
+    }
+
+    /// Share sign-in counts through `attempts` (Redis, in distributed mode).
+    pub fn with_login_attempts(mut self, attempts: SharedLoginAttempts) -> AppState {
+        self.login_limiter = attempts;
+        self
     }
 
     /// A model id the client may use (the default when none is given).
@@ -152,6 +173,7 @@ fn metrics_handle() -> PrometheusHandle {
 
 pub fn router(state: AppState) -> Router {
     let body_limit = state.config.limits.body_bytes as usize;
+    let trusted = state.trusted_proxies.clone();
     let routes = Router::new()
         .merge(meta::router())
         .merge(auth::router())
@@ -163,9 +185,12 @@ pub fn router(state: AppState) -> Router {
         .fallback(web::serve);
     headers::secure(routes)
         .layer(DefaultBodyLimit::max(body_limit))
-        .layer(TraceLayer::new_for_http().make_span_with(|req: &axum::http::Request<_>| {
-            tracing::info_span!("http", method = %req.method(), path = %req.uri().path())
-        }))
+        .layer(TraceLayer::new_for_http().make_span_with(
+            move |req: &axum::http::Request<_>| {
+                let client = client::ClientOrigin::from_parts(req.extensions(), req.headers(), &trusted);
+                tracing::info_span!("http", method = %req.method(), path = %req.uri().path(), client.addr = %client.ip)
+            },
+        ))
         .with_state(state)
 }
 
@@ -210,10 +235,9 @@ fn no_delay(listener: TcpListener) -> TapIo<TcpListener, fn(&mut TcpStream)> {
 }
 
 /// Serve until `shutdown` fires; open SSE streams end then (clients re-attach).
+/// Connection timeouts and the connection cap are `transport`'s.
 pub async fn serve(listener: TcpListener, state: AppState) -> std::io::Result<()> {
     let shutdown = state.shutdown.clone();
-    let app = router(state).into_make_service_with_connect_info::<SocketAddr>();
-    axum::serve(no_delay(listener), app)
-        .with_graceful_shutdown(shutdown.cancelled_owned())
-        .await
+    let http = state.config.http.clone();
+    transport::serve(listener, router(state), &http, shutdown).await
 }

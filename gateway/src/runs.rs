@@ -16,6 +16,7 @@ use weft_shared::store::{ActiveRun, CancelOutcome};
 
 use crate::AppState;
 use crate::auth::Caller;
+use crate::auth::PresentedToken;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiQuery;
 use crate::sse::{AfterQuery, IDLE, attach_to_run, resume_point, terminal_from_record};
@@ -50,12 +51,13 @@ pub async fn get_run(
 pub async fn events(
     State(state): State<AppState>,
     Caller(user): Caller,
+    PresentedToken(token_hash): PresentedToken,
     Path(id): Path<String>,
     headers: HeaderMap,
     ApiQuery(q): ApiQuery<AfterQuery>,
 ) -> ApiResult<Response> {
     let after = resume_point(&headers, q.after)?;
-    attach_to_run(&state, &user.id, &parse_run_id(&id)?, after).await
+    attach_to_run(&state, &user.id, token_hash, &parse_run_id(&id)?, after).await
 }
 
 /// Cancel a run (idempotent). Its partial text is kept as the reply.

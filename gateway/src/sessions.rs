@@ -16,10 +16,11 @@ use weft_shared::store::{SendOutcome, SendRequest, SessionCursor};
 
 use crate::AppState;
 use crate::auth::Caller;
+use crate::auth::PresentedToken;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiQuery, page_limit};
 use crate::runs::{announce_cancel, enqueue, wait_for_result};
-use crate::sse::{AfterQuery, attach_to_run, resume_point, run_events};
+use crate::sse::{AfterQuery, Opener, attach_to_run, resume_point, run_events};
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -215,13 +216,14 @@ pub async fn messages(
 pub async fn send(
     State(state): State<AppState>,
     Caller(user): Caller,
+    token: PresentedToken,
     Path(id): Path<String>,
     headers: HeaderMap,
     ApiJson(req): ApiJson<SendMessageRequest>,
 ) -> ApiResult<Response> {
     let session = parse_session_id(&id)?;
     let key = idempotency_key(&headers)?;
-    send_message(&state, &user.id, session, req, key).await
+    send_message(&state, &user.id, token, session, req, key).await
 }
 
 fn idempotency_key(headers: &HeaderMap) -> ApiResult<Option<String>> {
@@ -267,6 +269,7 @@ pub struct Origin {
 pub async fn send_message(
     state: &AppState,
     user: &UserId,
+    PresentedToken(token_hash): PresentedToken,
     session: SessionId,
     req: SendMessageRequest,
     key: Option<String>,
@@ -276,6 +279,10 @@ pub async fn send_message(
         idempotency_key: key,
         lark_message_id: None,
     };
+    // A refused stream must not leave an accepted message behind: admit first.
+    let permit = stream
+        .then(|| state.streams.admit(user, None))
+        .transpose()?;
     let (run_id, message_id) = match submit(state, user, &session, req, origin).await? {
         Submitted::Run { run_id, message_id } => (run_id, message_id),
         Submitted::Queued {
@@ -283,10 +290,16 @@ pub async fn send_message(
             active_run_id,
         } => return Ok(queued(session, message_id, active_run_id)),
     };
-    if stream {
+    if let Some(mut permit) = permit {
         // Just created (or found again by its idempotency key): if it has already
         // ended, attaching replays its whole log all the same.
-        return run_events(state, &run_id, false, 0).await;
+        permit.attach_run(&run_id);
+        let opener = Opener {
+            permit,
+            user: user.clone(),
+            token_hash,
+        };
+        return run_events(state, opener, &run_id, false, 0).await;
     }
     if wait {
         return Ok(Json(wait_for_result(state, user, &run_id).await?).into_response());
@@ -414,6 +427,7 @@ fn queued(session: SessionId, message_id: MessageId, active: Option<String>) -> 
 pub async fn stream(
     State(state): State<AppState>,
     Caller(user): Caller,
+    PresentedToken(token_hash): PresentedToken,
     Path(id): Path<String>,
     headers: HeaderMap,
     ApiQuery(q): ApiQuery<AfterQuery>,
@@ -426,5 +440,5 @@ pub async fn stream(
     let Some(run_id) = s.active_run_id.as_deref().and_then(RunId::parse) else {
         return Ok(StatusCode::NO_CONTENT.into_response());
     };
-    attach_to_run(&state, &user.id, &run_id, after).await
+    attach_to_run(&state, &user.id, token_hash, &run_id, after).await
 }

@@ -7,9 +7,14 @@
 //! the log (its worker died between commit and publish). After the stream has
 //! been idle and the run has been over for a while, the client gets a terminal
 //! event built from the database row.
+//!
+//! A stream also re-checks, every `http.stream_recheck_ms` (15 s) while frames
+//! flow and at each idle tick, that the token which opened it still authenticates
+//! its user: a revoked token (logout, `DELETE /v1/tokens/{id}`) or a deleted user
+//! ends the stream, which otherwise kept sending for as long as the run lasted.
 
 use std::convert::Infallible;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
@@ -23,6 +28,7 @@ use weft_shared::time::now_ms;
 
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
+use crate::stream_limit::StreamPermit;
 
 /// Keep-alive and database re-check interval.
 pub const IDLE: Duration = Duration::from_secs(15);
@@ -78,23 +84,36 @@ pub fn terminal_from_record(run: &RunRecord, seq: u64) -> Option<RunEvent> {
     })
 }
 
+/// Who opened a stream: counted against the caps by `permit`, re-checked by
+/// `token_hash` (the hash of the credential the request presented).
+pub struct Opener {
+    /// Held for its `Drop`: the stream counts against the caps until it ends.
+    #[expect(dead_code, reason = "held for its Drop")]
+    pub permit: StreamPermit,
+    pub user: UserId,
+    pub token_hash: String,
+}
+
 /// Open the event stream of `run` after `after`, or answer 410 when its log is gone.
 pub async fn run_events(
     state: &AppState,
+    opener: Opener,
     run: &RunId,
     terminal: bool,
     after: u64,
 ) -> ApiResult<Response> {
-    let stream = event_stream(state, run, terminal, after).await?;
+    let stream = event_stream(state, opener, run, terminal, after).await?;
     Ok(Sse::new(stream.map(Ok::<_, Infallible>)).into_response())
 }
 
 /// The events themselves, for SSE responses and `wait: true`.
 ///
 /// `terminal`: the run had ended when the caller looked; only then can its log
-/// have expired (a live run's log is kept while it runs).
+/// have expired (a live run's log is kept while it runs). `opener` counts the
+/// stream against its caps for as long as it is open and is re-checked.
 pub async fn event_stream(
     state: &AppState,
+    opener: Opener,
     run: &RunId,
     terminal: bool,
     after: u64,
@@ -112,6 +131,8 @@ pub async fn event_stream(
         last: u64,
         done: bool,
         _gauge: Gauge,
+        opener: Opener,
+        checked_at: Instant,
     }
     let st = St {
         frames: Box::pin(frames),
@@ -120,11 +141,21 @@ pub async fn event_stream(
         last: after,
         done: false,
         _gauge: Gauge::new(),
+        opener,
+        checked_at: Instant::now(),
     };
+    let recheck = Duration::from_millis(state.config.http.stream_recheck_ms);
     let shutdown = state.shutdown.clone();
-    let stream = futures::stream::unfold(st, |mut st| async move {
+    let stream = futures::stream::unfold(st, move |mut st| async move {
         if st.done {
             return None;
+        }
+        if st.checked_at.elapsed() >= recheck {
+            st.checked_at = Instant::now();
+            if !still_authorised(&st.state, &st.opener).await {
+                tracing::info!(run.id = %st.run, "stream ended: its token was revoked");
+                return None;
+            }
         }
         match st.frames.next().await? {
             AttachItem::Frame(frame) => {
@@ -149,6 +180,19 @@ pub async fn event_stream(
     Ok(stream.take_until(shutdown.cancelled_owned()))
 }
 
+/// Whether the stream's token still authenticates its user. A database error
+/// keeps the stream (the next re-check decides).
+async fn still_authorised(state: &AppState, opener: &Opener) -> bool {
+    match state.store.authenticate(&opener.token_hash).await {
+        Ok(Some(user)) => user.id == opener.user,
+        Ok(None) => false,
+        Err(e) => {
+            tracing::warn!(error = %e, "re-checking a stream's token failed");
+            true
+        }
+    }
+}
+
 /// `?after=` of the SSE endpoints.
 #[derive(Debug, serde::Deserialize, utoipa::IntoParams)]
 pub struct AfterQuery {
@@ -161,11 +205,17 @@ pub struct AfterQuery {
 pub async fn attach_to_run(
     state: &AppState,
     user: &UserId,
+    token_hash: String,
     run: &RunId,
     after: u64,
 ) -> ApiResult<Response> {
     let run = state.store.get_run(user, run).await?;
-    run_events(state, &run.id, run.status.is_terminal(), after).await
+    let opener = Opener {
+        permit: state.streams.admit(user, Some(&run.id))?,
+        user: user.clone(),
+        token_hash,
+    };
+    run_events(state, opener, &run.id, run.status.is_terminal(), after).await
 }
 
 /// The largest resume point accepted. Seqs count a run's events (plus one jump of

@@ -73,6 +73,10 @@ impl Stack {
             ("WEFT_ADMIN_TOKEN".to_owned(), admin_token.clone()),
             ("WEFT_LIMITS__ACTIVE_RUNS_PER_USER".into(), "0".into()),
             ("WEFT_LIMITS__RUNS_PER_MINUTE_PER_USER".into(), "0".into()),
+            // The attach scenario holds thousands of streams for a handful of runs.
+            ("WEFT_LIMITS__STREAMS_PER_USER".into(), "0".into()),
+            ("WEFT_LIMITS__STREAMS_PER_RUN".into(), "0".into()),
+            ("WEFT_HTTP__MAX_CONNECTIONS".into(), "65536".into()),
             ("RUST_LOG".into(), "warn".into()),
             // `weft up` writes a client config on first boot: keep it out of $HOME.
             (

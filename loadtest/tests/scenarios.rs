@@ -41,6 +41,9 @@ async fn start_weft() -> Weft {
     };
     cfg.limits.active_runs_per_user = 0;
     cfg.limits.runs_per_minute_per_user = 0;
+    // The attach scenario holds many streams of one user on a few runs.
+    cfg.limits.streams_per_user = 0;
+    cfg.limits.streams_per_run = 0;
     let cfg = Arc::new(cfg);
     let db = match cfg.mode().unwrap() {
         weft_shared::config::Mode::Embedded { database_url } => database_url,

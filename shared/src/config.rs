@@ -43,11 +43,20 @@ pub struct Config {
     pub redis_prefix: String,
     /// Where embedded mode keeps `weft.db`. Default `~/.local/share/weft`.
     pub data_dir: Option<PathBuf>,
+    /// Reverse proxies (IPs or CIDRs, e.g. `10.0.0.0/8`) whose `X-Forwarded-For`
+    /// and `X-Forwarded-Proto` are believed. From any other peer those headers are
+    /// ignored: the client is the TCP peer and the request is plain HTTP. Feeds the
+    /// sign-in limiter, logs and the session cookie's `Secure` flag.
+    pub trusted_proxies: Vec<String>,
+    /// Sign-in attempt limits.
+    pub login: LoginConfig,
     /// When set, the server ensures an admin user `admin` that this bearer token authenticates.
     pub admin_token: Option<Secret>,
     /// `text` (default) or `json` logs.
     pub log_format: String,
     pub limits: Limits,
+    /// Connection timeouts and the connection cap of the HTTP server.
+    pub http: HttpConfig,
     pub worker: WorkerConfig,
     pub events: EventsConfig,
     /// Configured models; empty ⇒ the built-in `mock` demo model.
@@ -65,9 +74,12 @@ impl Default for Config {
             redis_url: None,
             redis_prefix: "weft:".into(),
             data_dir: None,
+            trusted_proxies: Vec::new(),
+            login: LoginConfig::default(),
             admin_token: None,
             log_format: "text".into(),
             limits: Limits::default(),
+            http: HttpConfig::default(),
             worker: WorkerConfig::default(),
             events: EventsConfig::default(),
             models: Vec::new(),
@@ -168,6 +180,11 @@ pub struct Limits {
     pub active_runs_per_user: u64,
     /// Runs a user may start per rolling minute.
     pub runs_per_minute_per_user: u64,
+    /// Event streams (SSE attaches and streaming sends) one user may hold open at
+    /// once in one gateway process; beyond it 429 `rate_limited`.
+    pub streams_per_user: u64,
+    /// Event streams of one run open at once in one gateway process; beyond it 429.
+    pub streams_per_run: u64,
 }
 
 impl Default for Limits {
@@ -178,8 +195,126 @@ impl Default for Limits {
             attachments_bytes: 20 << 20,
             active_runs_per_user: 4,
             runs_per_minute_per_user: 60,
+            streams_per_user: 32,
+            streams_per_run: 8,
         }
     }
+}
+
+/// The HTTP server's transport limits (`[http]`, env `WEFT_HTTP__<KEY>`). Slow
+/// or idle clients must not hold connections for ever; SSE responses are
+/// long-lived by design and no timeout here applies to them (the header timeout
+/// covers reading a request's headers, the body timeout reading its body).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct HttpConfig {
+    /// A request's headers must have arrived this long after its first byte (or
+    /// after a keep-alive connection went idle), else the connection is closed.
+    pub header_read_timeout_ms: u64,
+    /// A request's body must have arrived this long after its headers, else the
+    /// request fails with 408 `request_timeout`.
+    pub body_timeout_ms: u64,
+    /// Connections one gateway process serves at once (open SSE streams count).
+    /// A connection beyond it is answered 503 `unavailable` + `Retry-After` and closed.
+    pub max_connections: usize,
+    /// How often an open event stream re-checks the token that opened it: a
+    /// revoked token or a deleted user ends the stream.
+    pub stream_recheck_ms: u64,
+}
+
+impl Default for HttpConfig {
+    fn default() -> Self {
+        HttpConfig {
+            header_read_timeout_ms: 10_000,
+            body_timeout_ms: 30_000,
+            max_connections: 4096,
+            stream_recheck_ms: 15_000,
+        }
+    }
+}
+
+impl HttpConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |m: &str| Err(ConfigError::Invalid(format!("http.{m} must be at least 1")));
+        if self.header_read_timeout_ms == 0 {
+            return bad("header_read_timeout_ms");
+        }
+        if self.body_timeout_ms == 0 {
+            return bad("body_timeout_ms");
+        }
+        if self.max_connections == 0 {
+            return bad("max_connections");
+        }
+        if self.stream_recheck_ms == 0 {
+            return bad("stream_recheck_ms");
+        }
+        Ok(())
+    }
+}
+
+/// Sign-in attempt limits (`[login]`, env `WEFT_LOGIN__<KEY>`), shared by every
+/// gateway through Redis in distributed mode.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LoginConfig {
+    /// Sign-in attempts one client address may make per window; then 429.
+    pub attempts_per_address: u32,
+    /// The window of `attempts_per_address`, and how long an account's failures
+    /// are remembered after its last attempt.
+    pub window_secs: u64,
+    /// Failed attempts an account may have before each further attempt must wait
+    /// (a backoff, never a lock: a correct password gets in once it has passed).
+    pub free_failures_per_account: u32,
+    /// The first wait; it doubles with every further failure.
+    pub backoff_base_ms: u64,
+    /// The longest wait between two attempts on one account.
+    pub backoff_max_ms: u64,
+    /// Keys (accounts and addresses) one gateway remembers in embedded mode; the
+    /// least recently used is forgotten first.
+    pub max_tracked_keys: usize,
+}
+
+impl Default for LoginConfig {
+    fn default() -> Self {
+        LoginConfig {
+            attempts_per_address: 10,
+            window_secs: 300,
+            free_failures_per_account: 5,
+            backoff_base_ms: 1_000,
+            backoff_max_ms: 60_000,
+            max_tracked_keys: 100_000,
+        }
+    }
+}
+
+impl LoginConfig {
+    fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |m: &str| Err(ConfigError::Invalid(format!("login.{m}")));
+        if self.attempts_per_address == 0 {
+            return bad("attempts_per_address must be at least 1");
+        }
+        if self.window_secs == 0 {
+            return bad("window_secs must be at least 1");
+        }
+        if self.backoff_base_ms == 0 || self.backoff_max_ms < self.backoff_base_ms {
+            return bad("backoff_base_ms must be at least 1 and at most backoff_max_ms");
+        }
+        if self.max_tracked_keys == 0 {
+            return bad("max_tracked_keys must be at least 1");
+        }
+        Ok(())
+    }
+}
+
+/// Parse one `trusted_proxies` entry: an IP (a /32 or /128) or a CIDR.
+pub fn parse_proxy(entry: &str) -> Option<ipnet::IpNet> {
+    let entry = entry.trim();
+    entry.parse::<ipnet::IpNet>().ok().or_else(|| {
+        entry
+            .parse::<std::net::IpAddr>()
+            .ok()
+            .map(ipnet::IpNet::from)
+    })
 }
 
 /// How workers execute runs (`[worker]`).
@@ -233,6 +368,14 @@ pub struct EventsConfig {
     pub retention_secs: u64,
     /// Upper bound of events kept per run.
     pub max_len: u64,
+    /// Bytes of events one run may publish (per attempt); past it the run fails
+    /// with `event_log_full`, keeping the text so far. Bounds one reply's share of
+    /// Redis or memory, whatever the model (or `@mock.tokens`) produces.
+    pub max_bytes_per_run: u64,
+    /// Embedded mode: bytes all event logs in memory may take together. Past it
+    /// the logs of finished runs are dropped first (oldest first), then the
+    /// oldest running ones; their clients read the messages instead.
+    pub memory_budget_bytes: u64,
 }
 
 impl Default for EventsConfig {
@@ -240,6 +383,8 @@ impl Default for EventsConfig {
         EventsConfig {
             retention_secs: 24 * 3600,
             max_len: 100_000,
+            max_bytes_per_run: 8 << 20,
+            memory_budget_bytes: 256 << 20,
         }
     }
 }
@@ -344,6 +489,14 @@ impl Config {
         if self.worker.max_attempts == 0 {
             return bad("worker.max_attempts must be at least 1".into());
         }
+        if self.events.max_bytes_per_run < 4096 {
+            return bad("events.max_bytes_per_run must be at least 4096".into());
+        }
+        if self.events.memory_budget_bytes < self.events.max_bytes_per_run {
+            return bad(
+                "events.memory_budget_bytes must be at least events.max_bytes_per_run".into(),
+            );
+        }
         if self.worker.stale_after_ms <= self.worker.heartbeat_ms {
             return bad("worker.stale_after_ms must exceed worker.heartbeat_ms".into());
         }
@@ -363,6 +516,17 @@ impl Config {
             return bad("more than one model is marked default".into());
         }
         self.lark.validate()?;
+        self.http.validate()?;
+        self.login.validate()?;
+        if let Some(bad_entry) = self
+            .trusted_proxies
+            .iter()
+            .find(|p| parse_proxy(p).is_none())
+        {
+            return bad(format!(
+                "trusted_proxies: {bad_entry:?} is not an IP address or CIDR (like 10.0.0.0/8)"
+            ));
+        }
         self.mode()?;
         Ok(())
     }

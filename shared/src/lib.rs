@@ -9,6 +9,7 @@
 pub mod auth;
 pub mod bus;
 pub mod config;
+pub mod login_limit;
 pub mod private_fs;
 pub mod queue;
 pub mod store;

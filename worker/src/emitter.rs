@@ -3,6 +3,13 @@
 //! remembers when it last spoke so the loop can emit `heartbeat` after 30 s of
 //! silence. Publishing failures are logged, never fatal: Redis is delivery only,
 //! the database keeps the reply.
+//!
+//! Each attempt may publish at most `events.max_bytes_per_run` bytes of event
+//! JSON (default 8 MiB, about a million words). An event that would pass it is not
+//! published and the emitter reports [`Emitter::log_full`]; the executor then
+//! fails the run with `event_log_full` (terminal events are always published).
+//! Before, a user could ask the demo model for 200,000 words and the log kept
+//! all of it for a day.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -31,6 +38,10 @@ pub struct Emitter {
     flush_at: Option<Instant>,
     last_emit: Instant,
     started: Instant,
+    /// Bytes of event JSON this attempt may publish, and has published.
+    byte_cap: u64,
+    bytes: u64,
+    full: bool,
 }
 
 pub const HEARTBEAT_AFTER: Duration = Duration::from_secs(30);
@@ -78,7 +89,25 @@ impl Emitter {
             flush_at: None,
             last_emit: Instant::now(),
             started: Instant::now(),
+            byte_cap: u64::MAX,
+            bytes: 0,
+            full: false,
         }
+    }
+
+    /// Publish at most `cap` bytes of events (terminal events excepted).
+    pub fn with_byte_cap(mut self, cap: u64) -> Emitter {
+        self.byte_cap = cap;
+        self
+    }
+
+    /// An event was held back because the run's byte cap was reached.
+    pub fn log_full(&self) -> bool {
+        self.full
+    }
+
+    pub fn byte_cap(&self) -> u64 {
+        self.byte_cap
     }
 
     /// The last published seq, readable from other tasks.
@@ -153,16 +182,23 @@ impl Emitter {
     }
 
     async fn publish(&mut self, kind: EventKind) {
-        self.seq += 1;
-        self.shared_seq.store(self.seq, Ordering::Relaxed);
-        self.last_emit = Instant::now();
         let ev = RunEvent {
             run_id: self.run.clone(),
-            seq: self.seq,
+            seq: self.seq + 1,
             ts: now_ms(),
             kind,
         };
-        if let Err(e) = self.bus.publish(&self.run, &Frame::encode(&ev)).await {
+        let frame = Frame::encode(&ev);
+        let len = frame.json.len() as u64;
+        if !frame.is_terminal() && self.bytes.saturating_add(len) > self.byte_cap {
+            self.full = true;
+            return;
+        }
+        self.bytes += len;
+        self.seq += 1;
+        self.shared_seq.store(self.seq, Ordering::Relaxed);
+        self.last_emit = Instant::now();
+        if let Err(e) = self.bus.publish(&self.run, &frame).await {
             tracing::warn!(run.id = %self.run, seq = self.seq, error = %e, "publishing event failed");
         }
     }

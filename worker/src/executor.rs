@@ -79,7 +79,8 @@ pub(crate) async fn execute(
         run.last_seq,
         run.attempt > 1,
     )
-    .await;
+    .await
+    .with_byte_cap(inner.deps.config.events.max_bytes_per_run);
     let _ = seq_out.send(em.seq_handle());
     // A first attempt has no checkpoints to resume from.
     let checkpoint = if run.attempt > 1 {
@@ -264,6 +265,21 @@ pub(crate) async fn execute(
     finish(&inner, &run, &mut em, end, &state).await
 }
 
+/// What a user is told about a failed provider call: never the provider's text,
+/// which can carry internal URLs (a proxy, a private endpoint) and account details.
+fn public_reason(error: &LlmError) -> String {
+    match error {
+        LlmError::Transient { .. } => "the model provider is busy or unreachable".to_string(),
+        LlmError::Fatal {
+            status: Some(status),
+            ..
+        } => format!("the model provider refused the request (HTTP {status})"),
+        LlmError::Fatal { status: None, .. } => {
+            "the model provider's answer could not be used".to_string()
+        }
+    }
+}
+
 /// One step, retrying transient upstream errors with backoff (`retrying` events).
 async fn run_step(
     model: &ModelEntry,
@@ -280,7 +296,10 @@ async fn run_step(
             Ok(outcome) => return outcome,
             Err(error) => error,
         };
-        let reason = error.to_string();
+        // The provider's own text (URLs of internal endpoints and proxies, account
+        // details) goes to the log; the user sees a generic message and a code.
+        tracing::warn!(step, attempt = retry + 1, error = %error, "model provider call failed");
+        let reason = public_reason(&error);
         let Some(delay) = weft_llm::retry::delay_for(&error, retry) else {
             let code = match error {
                 LlmError::Transient { .. } => "upstream_unavailable",
@@ -349,9 +368,24 @@ async fn stream_once(
                 Some(Ok(StreamEvent::ToolCall(call))) => calls.push(call),
                 Some(Ok(StreamEvent::Finished { usage, .. })) => {
                     em.flush().await;
-                    return Ok(StepOutcome::Done { text, calls, usage });
+                    if !em.log_full() {
+                        return Ok(StepOutcome::Done { text, calls, usage });
+                    }
                 }
             },
+        }
+        if em.log_full() {
+            // The reply passed the per-run byte cap: stop it, keep what was said.
+            return Ok(StepOutcome::Failed {
+                error: ErrorBody {
+                    code: "event_log_full".into(),
+                    message: format!(
+                        "the reply passed the limit of {} bytes of events per run and was stopped",
+                        em.byte_cap()
+                    ),
+                },
+                partial: text,
+            });
         }
     }
 }

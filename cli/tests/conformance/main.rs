@@ -12,7 +12,9 @@ mod lark;
 mod multitask;
 mod providers;
 mod security;
+mod signin;
 mod streaming;
+mod transport;
 
 /// Generate `name::embedded` and `name::distributed` tests from `async fn name(Backend)`.
 #[macro_export]

@@ -13,10 +13,14 @@ both_backends!(
     security_headers_on_every_response,
     login_burst_checks_at_most_the_limit,
     overlong_usernames_are_refused_before_the_limiter,
-    resume_points_near_u64_max_are_refused
+    resume_points_near_u64_max_are_refused,
+    streams_end_when_their_token_is_revoked,
+    a_reply_past_the_event_byte_cap_fails_clearly,
+    provider_errors_reach_users_without_internal_urls
 );
 
-/// The failed-login limit per username and per address (`auth::LoginLimiter`).
+/// The sign-in attempts per address per window (`login.attempts_per_address`);
+/// an account allows fewer failures before its backoff.
 const LOGIN_LIMIT: usize = 10;
 
 async fn logout(app: &App, auth: (&str, &str)) -> u16 {
@@ -159,12 +163,22 @@ async fn login_burst_checks_at_most_the_limit(b: Backend) {
         "{checked} wrong passwords were checked (limit {LOGIN_LIMIT})"
     );
     assert!(limited >= 100 - LOGIN_LIMIT, "{limited} answered 429");
+    // The account backs off, it is not locked: the owner's right password is
+    // either let in or told to wait at most the backoff (never the 5 minutes of
+    // the old lock, which let anyone keep an account locked).
     let resp = login(&app, "grace", "password-123").await;
-    assert_eq!(
-        resp.status(),
-        429,
-        "the right password is refused while the account is limited"
-    );
+    match resp.status().as_u16() {
+        200 => {}
+        429 => {
+            let wait: u64 = resp.headers()["retry-after"]
+                .to_str()
+                .unwrap()
+                .parse()
+                .unwrap();
+            assert!(wait <= 60, "a {wait} s wait is a lock");
+        }
+        other => panic!("unexpected status {other}"),
+    }
 }
 
 async fn overlong_usernames_are_refused_before_the_limiter(b: Backend) {
@@ -227,4 +241,111 @@ async fn resume_points_near_u64_max_are_refused(b: Backend) {
     let mut sse = app.attach(&token, &run, Some(0)).await;
     let evs = sse.until_terminal().await;
     assert_eq!(evs.last().unwrap().ty, "done");
+}
+
+async fn streams_end_when_their_token_is_revoked(b: Backend) {
+    let app = App::start_with(b, &[("WEFT_HTTP__STREAM_RECHECK_MS", "300")]).await;
+    let login = app.user("mallory").await;
+    let (st, created) = app
+        .post("/v1/tokens", &login, json!({"name": "script"}))
+        .await;
+    assert_eq!(st, 201, "{created}");
+    let api = created["token"].as_str().unwrap().to_string();
+    let id = created["id"].as_str().unwrap().to_string();
+    let s = app.session(&login).await;
+    // About a minute of reply: far longer than the test waits.
+    let run = app
+        .send(&login, &s, "@mock.tokens 3000 @mock.delay 0 20")
+        .await;
+    let mut stream = app.attach(&api, &run, None).await;
+    assert!(stream.next().await.is_some(), "the stream is open");
+    let (st, _) = app
+        .call(
+            reqwest::Method::DELETE,
+            &format!("/v1/tokens/{id}"),
+            &login,
+            None,
+        )
+        .await;
+    assert_eq!(st, 204);
+    // Before: the stream went on to the run's end with the revoked token.
+    let mut after = 0;
+    while let Some(ev) = stream.next().await {
+        assert!(
+            !matches!(ev.ty.as_str(), "done" | "error" | "cancelled"),
+            "the revoked token's stream reached the run's end ({after} events after revoking)"
+        );
+        after += 1;
+    }
+    let (st, _) = app.get(&format!("/v1/runs/{run}"), &login).await;
+    assert_eq!(st, 200, "the run itself goes on");
+}
+
+async fn a_reply_past_the_event_byte_cap_fails_clearly(b: Backend) {
+    let app = App::start_with(b, &[("WEFT_EVENTS__MAX_BYTES_PER_RUN", "16384")]).await;
+    let token = app.user("verbose").await;
+    let s = app.session(&token).await;
+    let events = app
+        .send_stream(&token, &s, "@mock.tokens 10000")
+        .await
+        .until_terminal()
+        .await;
+    let last = events.last().unwrap();
+    assert_eq!(last.ty, "error", "{:?}", last.data);
+    assert_eq!(last.data["code"], "event_log_full");
+    let bytes: usize = events.iter().map(|e| e.data.to_string().len()).sum();
+    assert!(bytes < 16384 + 1024, "{bytes} bytes of events");
+    // The text so far is kept as the reply.
+    let messages = app.messages(&token, &s).await;
+    let reply = messages.last().unwrap()["content"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(reply.starts_with("w1 w2"), "{reply:.40}");
+}
+
+async fn provider_errors_reach_users_without_internal_urls(b: Backend) {
+    // A provider behind an internal address that refuses connections.
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let env = Env::new(b, &[]).await;
+    let config = env.dir.path().join("weft.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[models]]\nid = \"internal\"\nprovider = \"openai\"\nbase_url = \"http://127.0.0.1:{port}/internal-llm/v1\"\napi_key_env = \"TEST_OPENAI_KEY\"\n"
+        ),
+    )
+    .unwrap();
+    let mut env = env;
+    env.extra
+        .push(("WEFT_CONFIG".into(), config.display().to_string()));
+    env.extra.push(("TEST_OPENAI_KEY".into(), "sk-test".into()));
+    let app = App::start_in(env, true);
+    let token = app.user("peggy").await;
+    let s = app.session(&token).await;
+    let events = app
+        .send_stream(&token, &s, "hello")
+        .await
+        .until_terminal()
+        .await;
+    let last = events.last().unwrap();
+    assert_eq!(last.ty, "error", "{:?}", last.data);
+    assert_eq!(last.data["code"], "upstream_unavailable");
+    for ev in &events {
+        let text = ev.data.to_string();
+        assert!(
+            !text.contains("internal-llm") && !text.contains(&port.to_string()),
+            "a provider detail reached the user: {text}"
+        );
+    }
+    let (_, run) = app
+        .get(
+            &format!("/v1/runs/{}", last.data["run_id"].as_str().unwrap()),
+            &token,
+        )
+        .await;
+    assert!(!run.to_string().contains("internal-llm"), "{run}");
 }

@@ -30,9 +30,19 @@ pub use plan::{Item, Outcome, Plan, plan};
 
 use std::time::Duration;
 
-/// The most words `@mock.tokens` / `@mock.think` may ask for (keeps a typo from
-/// allocating gigabytes).
-pub const MAX_WORDS: u32 = 200_000;
+/// The most words `@mock.tokens` / `@mock.think` may ask for each. The demo model
+/// is open to every user: 200,000 words was a 1.5 MB reply per message, kept in
+/// the event log for a day. 20,000 is still far beyond any real reply.
+pub const MAX_WORDS: u32 = 20_000;
+/// The longest first-token delay of `@mock.delay` (the load tester's slow-start
+/// scenario waits ten minutes).
+pub const MAX_TTFT: Duration = Duration::from_secs(600);
+/// The longest pause between two tokens.
+pub const MAX_ITL: Duration = Duration::from_secs(60);
+/// The longest a whole scripted reply may take (first token, then every word of
+/// thinking and reply at the inter-token pause). Before, `@mock.delay` took any
+/// u32 of milliseconds: a single reply could hold a worker slot for ~49 days.
+pub const MAX_REPLY_TIME: Duration = Duration::from_secs(1800);
 
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum ScriptError {
@@ -88,7 +98,33 @@ pub fn parse(text: &str) -> Result<Directives, ScriptError> {
             apply(&mut out, name, rest.trim())?;
         }
     }
+    check_reply_time(&out)?;
     Ok(out)
+}
+
+/// Refuse a script whose reply would take longer than [`MAX_REPLY_TIME`].
+fn check_reply_time(d: &Directives) -> Result<(), ScriptError> {
+    let Some((ttft, itl)) = d.delay else {
+        return Ok(());
+    };
+    let reply_words = match &d.reply {
+        Some(ReplySpec::Words(n)) => u64::from(*n),
+        Some(ReplySpec::Text(t)) => t.split_whitespace().count() as u64,
+        None => 1,
+    };
+    let words = reply_words + u64::from(d.think);
+    let total = ttft.as_millis() as u64 + words.saturating_mul(itl.as_millis() as u64);
+    if total > MAX_REPLY_TIME.as_millis() as u64 {
+        return Err(invalid(
+            "delay",
+            format!(
+                "this reply would take {} s; at most {} s",
+                total / 1000,
+                MAX_REPLY_TIME.as_secs()
+            ),
+        ));
+    }
+    Ok(())
 }
 
 /// The text after each `@mock.` that starts a word (so `me@mock.example` is not one),
@@ -124,6 +160,16 @@ fn apply(out: &mut Directives, name: &str, rest: &str) -> Result<(), ScriptError
             let itl = words
                 .next()
                 .map_or(Ok(Duration::ZERO), |w| millis("delay", Some(w)))?;
+            if ttft > MAX_TTFT || itl > MAX_ITL {
+                return Err(invalid(
+                    "delay",
+                    format!(
+                        "at most {} ms before the first token and {} ms between tokens",
+                        MAX_TTFT.as_millis(),
+                        MAX_ITL.as_millis()
+                    ),
+                ));
+            }
             out.delay = Some((ttft, itl));
         }
         "tool" => {

@@ -54,6 +54,30 @@ fn several_directives_share_a_line_and_email_is_not_one() {
 }
 
 #[test]
+fn huge_replies_and_long_delays_are_refused() {
+    // Before: 200,000 words and a 49-day first token were accepted.
+    assert!(parse("@mock.tokens 200000").is_err());
+    assert!(parse(&format!("@mock.think {}", MAX_WORDS + 1)).is_err());
+    assert!(parse(&format!("@mock.tokens {MAX_WORDS}")).is_ok());
+    let err = parse("@mock.delay 4294967295 0").unwrap_err().to_string();
+    assert!(err.contains("@mock.delay"), "{err}");
+    assert!(
+        parse("@mock.delay 0 60001").is_err(),
+        "over a minute between tokens"
+    );
+    assert!(
+        parse("@mock.tokens 1 @mock.delay 600000 0").is_ok(),
+        "the slow-start scenario"
+    );
+    // Each bound alone is fine, together they would run for hours.
+    let err = parse("@mock.tokens 20000 @mock.delay 0 10000")
+        .unwrap_err()
+        .to_string();
+    assert!(err.contains("at most 1800 s"), "{err}");
+    assert!(parse("@mock.tokens 300 @mock.delay 0 50").is_ok());
+}
+
+#[test]
 fn typos_and_bad_arguments_are_errors() {
     assert_eq!(
         parse("@mock.tokns 3"),

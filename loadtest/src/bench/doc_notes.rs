@@ -44,7 +44,9 @@ whole streamed reply, checks it word for word, and sends the next one. Same clie
 same mock, same machine, for both systems.
 - **Weft embedded**: `weft up` (SQLite + in-process queue and bus), model `mock-http` = the \
 mock LLM via the `openai` provider; per-user limits disabled \
-(`WEFT_LIMITS__ACTIVE_RUNS_PER_USER=0`, `WEFT_LIMITS__RUNS_PER_MINUTE_PER_USER=0`), \
+(`WEFT_LIMITS__ACTIVE_RUNS_PER_USER=0`, `WEFT_LIMITS__RUNS_PER_MINUTE_PER_USER=0`, \
+`WEFT_LIMITS__STREAMS_PER_USER=0`, `WEFT_LIMITS__STREAMS_PER_RUN=0`, \
+`WEFT_HTTP__MAX_CONNECTIONS=65536`), \
 `RUST_LOG=warn`, default worker concurrency (256) and coalescing (25 ms) unless a scenario \
 lists extra settings. Users are spread over 50 accounts created through the admin API; \
 each user signs in and keeps one session.

@@ -6,6 +6,10 @@
 //! pub/sub message, a lagging receiver, a reconnect) re-reads the log to fill it.
 //! When nothing arrives for `idle`, the log is re-read too and an `Idle` item is
 //! yielded so the caller can send a keep-alive and check the run in the database.
+//!
+//! The log is read a page ([`super::READ_PAGE`] events) at a time: a full page
+//! means more may follow, and the next page is read once this one has been sent,
+//! so a 100,000-event log is never held in memory at once.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
@@ -37,16 +41,24 @@ struct State {
     sub: Subscription,
     last: u64,
     pending: VecDeque<Frame>,
+    /// The last read filled its page: the log may hold more after it.
+    more: bool,
     ended: bool,
     idle: Duration,
 }
 
 impl State {
-    /// Queue log entries after `last`.
+    /// Queue the next page of log entries after `last`.
     async fn refill(&mut self) {
-        match self.bus.read(&self.run, self.last).await {
-            Ok(frames) => self.pending.extend(frames),
-            Err(e) => tracing::warn!(run.id = %self.run, error = %e, "re-reading event log failed"),
+        match self.bus.read(&self.run, self.last, super::READ_PAGE).await {
+            Ok(frames) => {
+                self.more = frames.len() >= super::READ_PAGE;
+                self.pending.extend(frames);
+            }
+            Err(e) => {
+                self.more = false;
+                tracing::warn!(run.id = %self.run, error = %e, "re-reading event log failed");
+            }
         }
     }
 
@@ -85,6 +97,7 @@ pub async fn attach(
         sub,
         last: after,
         pending: VecDeque::new(),
+        more: false,
         ended: false,
         idle,
     };
@@ -96,6 +109,11 @@ pub async fn attach(
             }
             if st.ended {
                 return None;
+            }
+            if st.pending.is_empty() && st.more {
+                // This page is sent; read the next one.
+                st.refill().await;
+                continue;
             }
             if !st.pending.is_empty() {
                 // A gap sits before the pending frames: fill it from the log.

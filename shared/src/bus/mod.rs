@@ -5,6 +5,10 @@
 //! Delivery contract used by the gateway's attach ([`attach`]): subscribe first,
 //! then read the log, then merge live frames by `seq`; a live frame that skips a
 //! `seq` (a lost pub/sub message, a reconnect) triggers a re-read of the log.
+//!
+//! Logs are read a page at a time ([`READ_PAGE`] events): a run's log may hold up
+//! to `events.max_len` (100,000) events, and reading one whole on every attach
+//! (one `XRANGE` reply, one `Vec`) cost a gateway tens of MB per client at once.
 
 mod attach;
 mod memory;
@@ -26,6 +30,10 @@ use crate::ids::RunId;
 /// allocated whole when the first local client attaches, so it is kept small; a
 /// subscriber that falls further behind gets `Lagged` and `attach` re-reads the log.
 pub(crate) const LIVE_BUFFER: usize = 256;
+
+/// Most log entries one [`Bus::read`] returns; `attach` reads the next page when
+/// it has sent this one.
+pub const READ_PAGE: usize = 500;
 
 /// A live subscription to one run. Dropping it unsubscribes.
 pub struct Subscription {
@@ -49,8 +57,8 @@ pub trait Bus: Send + Sync + 'static {
     /// Append to the run's log and fan out live. Frames of one run are published
     /// by its one owner, in `seq` order.
     async fn publish(&self, run: &RunId, frame: &Frame) -> Result<()>;
-    /// Log entries with `seq > after`, in order.
-    async fn read(&self, run: &RunId, after: u64) -> Result<Vec<Frame>>;
+    /// At most `limit` log entries with `seq > after`, in order.
+    async fn read(&self, run: &RunId, after: u64, limit: usize) -> Result<Vec<Frame>>;
     /// Highest `seq` in the log (0 when empty or gone).
     async fn last_seq(&self, run: &RunId) -> Result<u64>;
     /// Whether the run has a log at all (false after expiry or a flush).

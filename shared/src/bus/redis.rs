@@ -223,13 +223,14 @@ impl Bus for RedisBus {
         Ok(())
     }
 
-    async fn read(&self, run: &RunId, after: u64) -> Result<Vec<Frame>> {
+    async fn read(&self, run: &RunId, after: u64, limit: usize) -> Result<Vec<Frame>> {
         let mut conn = self.conn.clone();
         let reply: redis::streams::StreamRangeReply = conn
-            .xrange(
+            .xrange_count(
                 self.stream_key(run),
                 format!("0-{}", after.saturating_add(1)),
                 "+",
+                limit,
             )
             .await?;
         Ok(reply
