@@ -48,6 +48,12 @@ pub fn cookie_token(headers: &HeaderMap) -> Option<&str> {
         .map(|(_, v)| v)
 }
 
+/// The token a request authenticates with: the bearer token, else the cookie
+/// (the order [`Caller`] resolves them in).
+pub fn presented_token(headers: &HeaderMap) -> Option<&str> {
+    bearer(headers).or_else(|| cookie_token(headers))
+}
+
 fn is_write(method: &Method) -> bool {
     !matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
 }

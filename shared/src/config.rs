@@ -43,7 +43,9 @@ pub struct Config {
     pub redis_prefix: String,
     /// Where embedded mode keeps `weft.db`. Default `~/.local/share/weft`.
     pub data_dir: Option<PathBuf>,
-    /// When set, the server ensures an admin user `admin` that this bearer token authenticates.
+    /// When set (at least [`MIN_ADMIN_TOKEN_CHARS`] characters), the server ensures
+    /// an admin user `admin` that this bearer token authenticates; when unset, any
+    /// earlier bootstrap token is revoked at start-up.
     pub admin_token: Option<Secret>,
     /// `text` (default) or `json` logs.
     pub log_format: String,
@@ -154,6 +156,10 @@ impl LarkConfig {
     }
 }
 
+/// The shortest `WEFT_ADMIN_TOKEN` accepted: it authenticates an admin over the
+/// network, so it must not be guessable.
+pub const MIN_ADMIN_TOKEN_CHARS: usize = 32;
+
 /// Per-request and per-user limits (`[limits]`). 0 disables a per-user limit.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default)]
@@ -166,8 +172,25 @@ pub struct Limits {
     pub attachments_bytes: u64,
     /// Runs a user may have queued/running/waiting at once.
     pub active_runs_per_user: u64,
-    /// Runs a user may start per rolling minute.
+    /// Runs a user may start per rolling minute (every run counts: sends,
+    /// interrupts and follow-ups alike).
     pub runs_per_minute_per_user: u64,
+    /// Messages that may wait behind a session's active run (`multitask:
+    /// "enqueue"`); past it a send is 429 and nothing is stored.
+    pub queued_messages_per_session: u64,
+    /// How long an `Idempotency-Key` is remembered; older keys are purged (and a
+    /// retry after that creates a new message).
+    pub idempotency_key_retention_secs: u64,
+}
+
+impl Limits {
+    /// The per-user run limits every path that creates a run checks.
+    pub fn run_limits(&self) -> crate::store::RunLimits {
+        crate::store::RunLimits {
+            active_per_user: self.active_runs_per_user,
+            per_minute_per_user: self.runs_per_minute_per_user,
+        }
+    }
 }
 
 impl Default for Limits {
@@ -178,6 +201,8 @@ impl Default for Limits {
             attachments_bytes: 20 << 20,
             active_runs_per_user: 4,
             runs_per_minute_per_user: 60,
+            queued_messages_per_session: 20,
+            idempotency_key_retention_secs: 24 * 3600,
         }
     }
 }
@@ -196,6 +221,9 @@ pub struct WorkerConfig {
     pub requeue_after_ms: u64,
     /// How often the reaper looks for orphaned and lost runs.
     pub reaper_interval_ms: u64,
+    /// How often the reaper purges expired login tokens and idempotency keys
+    /// older than `limits.idempotency_key_retention_secs`.
+    pub purge_interval_ms: u64,
     /// Attempts before a run fails for good.
     pub max_attempts: u32,
     /// Text/thinking deltas are coalesced for this long before publishing (0 = off).
@@ -216,6 +244,7 @@ impl Default for WorkerConfig {
             stale_after_ms: 30_000,
             requeue_after_ms: 15_000,
             reaper_interval_ms: 5_000,
+            purge_interval_ms: 60_000,
             max_attempts: 3,
             coalesce_ms: 25,
             max_steps: 25,
@@ -338,6 +367,13 @@ impl Config {
 
     pub fn validate(&self) -> Result<(), ConfigError> {
         let bad = |m: String| Err(ConfigError::Invalid(m));
+        if let Some(token) = &self.admin_token {
+            if token.expose().chars().count() < MIN_ADMIN_TOKEN_CHARS {
+                return bad(format!(
+                    "admin_token (WEFT_ADMIN_TOKEN) must be at least {MIN_ADMIN_TOKEN_CHARS} characters; generate one with `openssl rand -hex 32`"
+                ));
+            }
+        }
         if self.worker.concurrency == 0 {
             return bad("worker.concurrency must be at least 1".into());
         }
@@ -483,6 +519,17 @@ mod tests {
                 .contains("app_secret")
         );
         assert!(Config::default().validate().is_ok(), "off by default");
+    }
+
+    #[test]
+    fn short_admin_tokens_are_refused() {
+        let with = |t: &str| Config {
+            admin_token: Some(Secret(t.into())),
+            ..Config::default()
+        };
+        let err = with("hunter2").validate().unwrap_err().to_string();
+        assert!(err.contains("at least 32 characters"), "{err}");
+        assert!(with(&"x".repeat(32)).validate().is_ok());
     }
 
     #[test]
