@@ -196,12 +196,25 @@ pub fn shutdown_on_signals() -> CancellationToken {
     token
 }
 
+/// `WEFT_ADMIN_TOKEN` set: it authenticates user `admin` (and replaces any older
+/// one). Unset: no bootstrap token stays valid — one set before would otherwise
+/// work for ever.
 async fn bootstrap_admin(store: &Store, cfg: &Config) -> anyhow::Result<()> {
-    if let Some(token) = &cfg.admin_token {
-        let unusable = weft_shared::auth::hash_password(&weft_shared::auth::new_token())?;
-        store
-            .ensure_bootstrap_admin(&weft_shared::auth::token_hash(token.expose()), &unusable)
-            .await?;
+    match &cfg.admin_token {
+        Some(token) => {
+            let unusable = weft_shared::auth::hash_password(&weft_shared::auth::new_token())?;
+            store
+                .ensure_bootstrap_admin(&weft_shared::auth::token_hash(token.expose()), &unusable)
+                .await?;
+        }
+        None => {
+            let n = store.revoke_bootstrap_tokens().await?;
+            if n > 0 {
+                tracing::info!(
+                    "WEFT_ADMIN_TOKEN is unset: the previous bootstrap token is revoked"
+                );
+            }
+        }
     }
     Ok(())
 }

@@ -1,19 +1,28 @@
-//! Personal API tokens and (admin) user management.
+//! Tokens and passwords: your own tokens (API tokens and web/login sessions,
+//! told apart by `kind`), changing your own password, and (admin) user
+//! management, including a user's tokens. Any change of password revokes
+//! credentials at once: an admin reset every API and login token of the user (a
+//! reset is what one does to a compromised account), the user's own change their
+//! other login sessions (keeping the one they are using and their API tokens,
+//! which they list and revoke themselves).
 
 use axum::extract::{Path, State};
-use axum::http::StatusCode;
-use axum::routing::{delete, get, patch};
+use axum::http::{HeaderMap, StatusCode};
+use axum::routing::{delete, get, patch, post};
 use axum::{Json, Router};
 use weft_shared::api::{
-    CreateTokenRequest, CreateUserRequest, CreatedToken, LimitsDto, TokenList, UpdateUserRequest,
-    UserDto, UserList,
+    ChangePasswordRequest, CreateTokenRequest, CreateUserRequest, CreatedToken, LimitsDto,
+    TokenList, UpdateUserRequest, UserDto, UserList,
 };
 use weft_shared::auth::{MAX_USERNAME_CHARS, new_token, token_hash};
 use weft_shared::ids::{TokenId, UserId};
-use weft_shared::store::{Role, TokenKind};
+use weft_shared::store::{PasswordChange, Role, TokenKind, TokenRecord};
 
 use crate::AppState;
-use crate::auth::{Admin, Caller, validate_password};
+use crate::auth::{
+    Admin, Caller, admit_sign_in, limiter_unavailable, presented_token, validate_password,
+};
+use crate::client::ClientOrigin;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiJson;
 
@@ -21,24 +30,40 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/v1/tokens", get(list_tokens).post(create_token))
         .route("/v1/tokens/{id}", delete(delete_token))
+        .route("/v1/me/password", post(change_password))
         .route("/v1/admin/users", get(list_users).post(create_user))
         .route(
             "/v1/admin/users/{id}",
             patch(update_user).delete(delete_user),
         )
+        .route("/v1/admin/users/{id}/tokens", get(list_user_tokens))
+        .route(
+            "/v1/admin/users/{id}/tokens/{token_id}",
+            delete(delete_user_token),
+        )
         .route("/v1/admin/limits", get(limits))
 }
 
-/// Your personal API tokens (secrets are never shown again).
+fn token_list(tokens: &[TokenRecord], current: Option<&str>) -> TokenList {
+    TokenList {
+        tokens: tokens.iter().map(|t| t.to_dto(current)).collect(),
+    }
+}
+
+/// Your tokens, of every `kind`: personal API tokens (`api`), web and
+/// `/v1/auth/login` sessions (`login`, with `expires_at`; `current` marks the one
+/// this request uses), and for the bootstrap admin `bootstrap`. Secrets are never
+/// shown again.
 #[utoipa::path(get, path = "/v1/tokens", responses((status = 200, body = TokenList)))]
 pub async fn list_tokens(
     State(state): State<AppState>,
     Caller(user): Caller,
+    origin: ClientOrigin,
+    headers: HeaderMap,
 ) -> ApiResult<Json<TokenList>> {
     let tokens = state.store.list_tokens(&user.id).await?;
-    Ok(Json(TokenList {
-        tokens: tokens.iter().map(|t| t.to_dto()).collect(),
-    }))
+    let current = presented_token(&headers, origin.https).map(token_hash);
+    Ok(Json(token_list(&tokens, current.as_deref())))
 }
 
 /// Create a personal API token; the secret is in this response only.
@@ -69,7 +94,7 @@ pub async fn create_token(
     ))
 }
 
-/// Revoke one of your API tokens.
+/// Revoke one of your tokens: an API token, or sign a web session out.
 #[utoipa::path(delete, path = "/v1/tokens/{id}", responses((status = 204), (status = 404, body = weft_shared::api::ErrorEnvelope)))]
 pub async fn delete_token(
     State(state): State<AppState>,
@@ -78,6 +103,81 @@ pub async fn delete_token(
 ) -> ApiResult<StatusCode> {
     let id = TokenId::parse(&id).ok_or(ApiError::NotFound)?;
     state.store.delete_token(&user.id, &id).await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// Change your own password. `current` must be right (wrong guesses count
+/// against the sign-in limiter of your username); your other login sessions are
+/// signed out, the token of this request and your API tokens stay.
+#[utoipa::path(post, path = "/v1/me/password", request_body = ChangePasswordRequest,
+    responses((status = 204, description = "changed; other login sessions revoked"),
+        (status = 401, body = weft_shared::api::ErrorEnvelope),
+        (status = 422, description = "the current password is wrong, or the new one is not 8 to 1024 characters", body = weft_shared::api::ErrorEnvelope),
+        (status = 429, description = "too many wrong current passwords; see Retry-After", body = weft_shared::api::ErrorEnvelope)))]
+pub async fn change_password(
+    State(state): State<AppState>,
+    Caller(user): Caller,
+    origin: ClientOrigin,
+    headers: HeaderMap,
+    ApiJson(req): ApiJson<ChangePasswordRequest>,
+) -> ApiResult<StatusCode> {
+    validate_password(&req.new)?;
+    admit_sign_in(&state, &user.username, origin.ip).await?;
+    let limiter = &state.login_limiter;
+    let hash = state.store.password_hash(&user.id).await?;
+    let ok = match state.passwords.verify(req.current, Some(hash)).await {
+        Ok(ok) => ok,
+        Err(e) => {
+            if let Err(refund) = limiter.refund(&user.username, origin.ip).await {
+                tracing::warn!(error = %refund, "refunding a password attempt failed");
+            }
+            return Err(e);
+        }
+    };
+    if !ok {
+        // A wrong current password keeps its charge.
+        return Err(ApiError::Validation(
+            "the current password is not correct".into(),
+        ));
+    }
+    limiter
+        .succeeded(&user.username, origin.ip)
+        .await
+        .map_err(limiter_unavailable)?;
+    let new_hash = state.passwords.hash(req.new).await?;
+    let keep = presented_token(&headers, origin.https)
+        .map(token_hash)
+        .unwrap_or_default();
+    state
+        .store
+        .set_password(&user.id, &new_hash, PasswordChange::BySelf { keep: &keep })
+        .await?;
+    Ok(StatusCode::NO_CONTENT)
+}
+
+/// A user's tokens of every kind (admin only; secrets are never shown).
+#[utoipa::path(get, path = "/v1/admin/users/{id}/tokens", responses((status = 200, body = TokenList), (status = 404, body = weft_shared::api::ErrorEnvelope)))]
+pub async fn list_user_tokens(
+    State(state): State<AppState>,
+    _admin: Admin,
+    Path(id): Path<String>,
+) -> ApiResult<Json<TokenList>> {
+    let id = UserId::parse(&id).ok_or(ApiError::NotFound)?;
+    state.store.get_user(&id).await?;
+    let tokens = state.store.list_tokens(&id).await?;
+    Ok(Json(token_list(&tokens, None)))
+}
+
+/// Revoke one of a user's tokens, of any kind (admin only).
+#[utoipa::path(delete, path = "/v1/admin/users/{id}/tokens/{token_id}", responses((status = 204), (status = 404, body = weft_shared::api::ErrorEnvelope)))]
+pub async fn delete_user_token(
+    State(state): State<AppState>,
+    _admin: Admin,
+    Path((id, token_id)): Path<(String, String)>,
+) -> ApiResult<StatusCode> {
+    let id = UserId::parse(&id).ok_or(ApiError::NotFound)?;
+    let token = TokenId::parse(&token_id).ok_or(ApiError::NotFound)?;
+    state.store.delete_token(&id, &token).await?;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -123,7 +223,8 @@ pub async fn create_user(
     Ok((StatusCode::CREATED, Json(user.to_dto())))
 }
 
-/// Change a user's password or role (admin only).
+/// Change a user's password or role (admin only). A new password revokes all the
+/// user's API and login tokens.
 #[utoipa::path(patch, path = "/v1/admin/users/{id}", request_body = UpdateUserRequest, responses((status = 200, body = UserDto)))]
 pub async fn update_user(
     State(state): State<AppState>,
@@ -160,7 +261,8 @@ pub async fn delete_user(
     if id == me.id {
         return Err(ApiError::Validation("you cannot delete yourself".into()));
     }
-    state.store.delete_user(&id).await?;
+    let ended = state.store.delete_user(&id).await?;
+    crate::runs::end_deleted_runs(&state, &ended).await;
     Ok(StatusCode::NO_CONTENT)
 }
 

@@ -63,6 +63,12 @@ pub fn cookie_token(headers: &HeaderMap, https: bool) -> Option<&str> {
         .map(|(_, v)| v)
 }
 
+/// The token a request authenticates with: the bearer token, else the cookie
+/// (the order [`Caller`] resolves them in).
+pub fn presented_token(headers: &HeaderMap, https: bool) -> Option<&str> {
+    bearer(headers).or_else(|| cookie_token(headers, https))
+}
+
 fn is_write(method: &Method) -> bool {
     !matches!(*method, Method::GET | Method::HEAD | Method::OPTIONS)
 }
@@ -155,37 +161,7 @@ pub async fn login(
 ) -> ApiResult<Response> {
     let username = login_username(&req.username)?;
     let limiter = &state.login_limiter;
-    let unavailable = |e: LimiterError| {
-        tracing::warn!(error = %e, "sign-in limiter unreachable");
-        ApiError::Overloaded {
-            message: "sign-in is unavailable right now; try again shortly".into(),
-            retry_after_secs: 5,
-        }
-    };
-    match limiter
-        .admit(username, origin.ip)
-        .await
-        .map_err(unavailable)?
-    {
-        Admission::Admitted => {}
-        Admission::Limited {
-            retry_after_secs,
-            by,
-        } => {
-            let message = match by {
-                LimitedBy::Address => {
-                    "too many sign-in attempts from this address; try again later"
-                }
-                LimitedBy::Account => {
-                    "too many failed sign-ins for this account; wait before trying again"
-                }
-            };
-            return Err(ApiError::RateLimited {
-                message: message.into(),
-                retry_after_secs,
-            });
-        }
-    }
+    admit_sign_in(&state, username, origin.ip).await?;
     let user = match check_password(&state, username, req.password).await {
         Ok(Some(user)) => user,
         // A wrong password keeps its charge.
@@ -200,7 +176,7 @@ pub async fn login(
     limiter
         .succeeded(username, origin.ip)
         .await
-        .map_err(unavailable)?;
+        .map_err(limiter_unavailable)?;
     let token = new_token();
     state
         .store
@@ -221,6 +197,49 @@ pub async fn login(
 /// A username as typed at sign-in: 1 to [`MAX_USERNAME_CHARS`] characters, checked
 /// before the limiter so a flood of junk names neither grows its map nor counts
 /// against a real account's address.
+/// The sign-in limiter could not be asked (Redis down): refuse, briefly.
+pub(crate) fn limiter_unavailable(e: LimiterError) -> ApiError {
+    tracing::warn!(error = %e, "sign-in limiter unreachable");
+    ApiError::Overloaded {
+        message: "sign-in is unavailable right now; try again shortly".into(),
+        retry_after_secs: 5,
+    }
+}
+
+/// Charges one password attempt on `account` from `ip` before it is checked, or
+/// refuses it (sign-in, and the current password of a password change).
+pub(crate) async fn admit_sign_in(
+    state: &AppState,
+    account: &str,
+    ip: std::net::IpAddr,
+) -> ApiResult<()> {
+    match state
+        .login_limiter
+        .admit(account, ip)
+        .await
+        .map_err(limiter_unavailable)?
+    {
+        Admission::Admitted => Ok(()),
+        Admission::Limited {
+            retry_after_secs,
+            by,
+        } => {
+            let message = match by {
+                LimitedBy::Address => {
+                    "too many sign-in attempts from this address; try again later"
+                }
+                LimitedBy::Account => {
+                    "too many failed sign-ins for this account; wait before trying again"
+                }
+            };
+            Err(ApiError::RateLimited {
+                message: message.into(),
+                retry_after_secs,
+            })
+        }
+    }
+}
+
 fn login_username(name: &str) -> ApiResult<&str> {
     if (1..=MAX_USERNAME_CHARS).contains(&name.chars().count()) {
         Ok(name)

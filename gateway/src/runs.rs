@@ -9,7 +9,7 @@ use axum::{Json, Router};
 use futures::StreamExt;
 use weft_shared::api::{RunDto, RunResult};
 use weft_shared::bus::{AttachItem, attach};
-use weft_shared::event::Frame;
+use weft_shared::event::{EventKind, Frame, RunEvent};
 use weft_shared::ids::{MessageId, RunId, UserId};
 use weft_shared::job::RunJob;
 use weft_shared::store::{ActiveRun, CancelOutcome};
@@ -68,8 +68,10 @@ pub async fn cancel(
     Path(id): Path<String>,
 ) -> ApiResult<(StatusCode, Json<RunDto>)> {
     let id = parse_run_id(&id)?;
-    if let CancelOutcome::Cancelled { run, followup } =
-        state.store.cancel_run(&user.id, &id, "user").await?
+    if let CancelOutcome::Cancelled { run, followup } = state
+        .store
+        .cancel_run(&user.id, &id, "user", &state.config.limits.run_limits())
+        .await?
     {
         announce_cancel(&state, &run).await;
         if let Some(next) = followup {
@@ -102,6 +104,36 @@ pub async fn announce_cancel(state: &AppState, run: &ActiveRun) {
                 std::time::Duration::from_secs(state.config.events.retention_secs),
             )
             .await;
+    }
+}
+
+/// Runs deleted with their session or user while active end `cancelled`
+/// (`by: "deleted"`). A running run's worker is told to stop and emits the
+/// terminal event itself (it alone numbers the run's events; its end finds the
+/// row gone); for any other run nobody would, so it is published here. Either
+/// way the log is retired now, so it expires even if that worker dies first.
+pub async fn end_deleted_runs(state: &AppState, runs: &[ActiveRun]) {
+    let retention = std::time::Duration::from_secs(state.config.events.retention_secs);
+    for run in runs {
+        if run.was_queued {
+            let seq = state.bus.last_seq(&run.id).await.unwrap_or(0) + 1;
+            let ev = RunEvent {
+                run_id: run.id.clone(),
+                seq,
+                ts: weft_shared::time::now_ms(),
+                kind: EventKind::Cancelled {
+                    by: "deleted".into(),
+                },
+            };
+            if let Err(e) = state.bus.publish(&run.id, &Frame::encode(&ev)).await {
+                tracing::warn!(run.id = %run.id, error = %e, "publishing the end of a deleted run failed");
+            }
+        } else if let Err(e) = state.bus.request_cancel(&run.id).await {
+            tracing::warn!(run.id = %run.id, error = %e, "publishing cancel failed; the worker sees it at its next heartbeat");
+        }
+        if let Err(e) = state.bus.retire(&run.id, retention).await {
+            tracing::warn!(run.id = %run.id, error = %e, "retiring a deleted run's log failed");
+        }
     }
 }
 

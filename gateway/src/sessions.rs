@@ -19,7 +19,7 @@ use crate::auth::Caller;
 use crate::auth::PresentedToken;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiQuery, page_limit};
-use crate::runs::{announce_cancel, enqueue, wait_for_result};
+use crate::runs::{announce_cancel, end_deleted_runs, enqueue, wait_for_result};
 use crate::sse::{AfterQuery, Opener, attach_to_run, resume_point, run_events};
 
 pub fn router() -> Router<AppState> {
@@ -152,23 +152,17 @@ pub async fn update(
     Ok(Json(s.to_dto()))
 }
 
-/// Delete a session (its active run is cancelled first).
-#[utoipa::path(delete, path = "/v1/sessions/{id}", responses((status = 204)))]
+/// Delete a session. Its active run ends `cancelled` (`by: "deleted"`): attached
+/// streams get that terminal event and close, and the run's event log retires.
+#[utoipa::path(delete, path = "/v1/sessions/{id}", responses((status = 204), (status = 404, body = weft_shared::api::ErrorEnvelope)))]
 pub async fn remove(
     State(state): State<AppState>,
     Caller(user): Caller,
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {
     let id = parse_session_id(&id)?;
-    let session = state.store.get_session(&user.id, &id).await?;
-    if let Some(active) = session.active_run_id.as_deref().and_then(RunId::parse) {
-        if let weft_shared::store::CancelOutcome::Cancelled { run, .. } =
-            state.store.cancel_run(&user.id, &active, "deleted").await?
-        {
-            announce_cancel(&state, &run).await;
-        }
-    }
-    state.store.delete_session(&user.id, &id).await?;
+    let ended = state.store.delete_session(&user.id, &id).await?;
+    end_deleted_runs(&state, &ended).await;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -353,8 +347,8 @@ pub async fn submit(
             multitask: req.multitask,
             idempotency_key: origin.idempotency_key,
             lark_message_id: origin.lark_message_id,
-            active_runs_per_user: limits.active_runs_per_user,
-            runs_per_minute_per_user: limits.runs_per_minute_per_user,
+            limits: limits.run_limits(),
+            queued_messages_per_session: limits.queued_messages_per_session,
         })
         .await?;
     match outcome {
@@ -405,6 +399,13 @@ pub async fn submit(
                 limits.runs_per_minute_per_user
             ),
             retry_after_secs,
+        }),
+        SendOutcome::QueueFull { active_run_id } => Err(ApiError::RateLimited {
+            message: format!(
+                "{} messages already wait behind the active run ({active_run_id}); wait for it to finish or send with multitask \"interrupt\"",
+                limits.queued_messages_per_session
+            ),
+            retry_after_secs: 5,
         }),
     }
 }

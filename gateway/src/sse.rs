@@ -6,7 +6,8 @@
 //! whose terminal state is in the database but whose terminal event never reached
 //! the log (its worker died between commit and publish). After the stream has
 //! been idle and the run has been over for a while, the client gets a terminal
-//! event built from the database row.
+//! event built from the database row — or `cancelled` when the row is gone (the
+//! run was deleted with its session or user and nobody published its end).
 //!
 //! A stream also re-checks, every `http.stream_recheck_ms` (15 s) while frames
 //! flow and at each idle tick, that the token which opened it still authenticates
@@ -23,7 +24,7 @@ use weft_shared::api::ErrorBody;
 use weft_shared::bus::{AttachItem, attach};
 use weft_shared::event::{EventKind, Frame, RunEvent};
 use weft_shared::ids::{MessageId, RunId, UserId};
-use weft_shared::store::{RunRecord, RunStatus};
+use weft_shared::store::{RunRecord, RunStatus, StoreError};
 use weft_shared::time::now_ms;
 
 use crate::AppState;
@@ -164,14 +165,31 @@ pub async fn event_stream(
                 Some((to_event(&frame), st))
             }
             AttachItem::Idle => {
-                if let Ok(rec) = st.state.store.get_run_unscoped(&st.run).await {
-                    let over_for = rec.finished_at.map(|t| now_ms() - t).unwrap_or(0);
-                    if rec.status.is_terminal() && over_for > TERMINAL_GRACE_MS {
-                        if let Some(ev) = terminal_from_record(&rec, st.last + 1) {
-                            st.done = true;
-                            return Some((to_event(&Frame::encode(&ev)), st));
+                match st.state.store.get_run_unscoped(&st.run).await {
+                    Ok(rec) => {
+                        let over_for = rec.finished_at.map(|t| now_ms() - t).unwrap_or(0);
+                        if rec.status.is_terminal() && over_for > TERMINAL_GRACE_MS {
+                            if let Some(ev) = terminal_from_record(&rec, st.last + 1) {
+                                st.done = true;
+                                return Some((to_event(&Frame::encode(&ev)), st));
+                            }
                         }
                     }
+                    // Deleted with its session or user, and its end never reached
+                    // the log (its worker died): end the stream, never ping for ever.
+                    Err(StoreError::NotFound) => {
+                        let ev = RunEvent {
+                            run_id: st.run.clone(),
+                            seq: st.last + 1,
+                            ts: now_ms(),
+                            kind: EventKind::Cancelled {
+                                by: "deleted".into(),
+                            },
+                        };
+                        st.done = true;
+                        return Some((to_event(&Frame::encode(&ev)), st));
+                    }
+                    Err(_) => {}
                 }
                 Some((Event::default().comment("ping"), st))
             }

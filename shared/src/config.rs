@@ -50,7 +50,9 @@ pub struct Config {
     pub trusted_proxies: Vec<String>,
     /// Sign-in attempt limits.
     pub login: LoginConfig,
-    /// When set, the server ensures an admin user `admin` that this bearer token authenticates.
+    /// When set (at least [`MIN_ADMIN_TOKEN_CHARS`] characters), the server ensures
+    /// an admin user `admin` that this bearer token authenticates; when unset, any
+    /// earlier bootstrap token is revoked at start-up.
     pub admin_token: Option<Secret>,
     /// `text` (default) or `json` logs.
     pub log_format: String,
@@ -166,6 +168,10 @@ impl LarkConfig {
     }
 }
 
+/// The shortest `WEFT_ADMIN_TOKEN` accepted: it authenticates an admin over the
+/// network, so it must not be guessable.
+pub const MIN_ADMIN_TOKEN_CHARS: usize = 32;
+
 /// Per-request and per-user limits (`[limits]`). 0 disables a per-user limit.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default)]
@@ -178,13 +184,30 @@ pub struct Limits {
     pub attachments_bytes: u64,
     /// Runs a user may have queued/running/waiting at once.
     pub active_runs_per_user: u64,
-    /// Runs a user may start per rolling minute.
+    /// Runs a user may start per rolling minute (every run counts: sends,
+    /// interrupts and follow-ups alike).
     pub runs_per_minute_per_user: u64,
     /// Event streams (SSE attaches and streaming sends) one user may hold open at
     /// once in one gateway process; beyond it 429 `rate_limited`.
     pub streams_per_user: u64,
     /// Event streams of one run open at once in one gateway process; beyond it 429.
     pub streams_per_run: u64,
+    /// Messages that may wait behind a session's active run (`multitask:
+    /// "enqueue"`); past it a send is 429 and nothing is stored.
+    pub queued_messages_per_session: u64,
+    /// How long an `Idempotency-Key` is remembered; older keys are purged (and a
+    /// retry after that creates a new message).
+    pub idempotency_key_retention_secs: u64,
+}
+
+impl Limits {
+    /// The per-user run limits every path that creates a run checks.
+    pub fn run_limits(&self) -> crate::store::RunLimits {
+        crate::store::RunLimits {
+            active_per_user: self.active_runs_per_user,
+            per_minute_per_user: self.runs_per_minute_per_user,
+        }
+    }
 }
 
 impl Default for Limits {
@@ -197,6 +220,8 @@ impl Default for Limits {
             runs_per_minute_per_user: 60,
             streams_per_user: 32,
             streams_per_run: 8,
+            queued_messages_per_session: 20,
+            idempotency_key_retention_secs: 24 * 3600,
         }
     }
 }
@@ -331,6 +356,9 @@ pub struct WorkerConfig {
     pub requeue_after_ms: u64,
     /// How often the reaper looks for orphaned and lost runs.
     pub reaper_interval_ms: u64,
+    /// How often the reaper purges expired login tokens and idempotency keys
+    /// older than `limits.idempotency_key_retention_secs`.
+    pub purge_interval_ms: u64,
     /// Attempts before a run fails for good.
     pub max_attempts: u32,
     /// Text/thinking deltas are coalesced for this long before publishing (0 = off).
@@ -351,6 +379,7 @@ impl Default for WorkerConfig {
             stale_after_ms: 30_000,
             requeue_after_ms: 15_000,
             reaper_interval_ms: 5_000,
+            purge_interval_ms: 60_000,
             max_attempts: 3,
             coalesce_ms: 25,
             max_steps: 25,
@@ -483,6 +512,13 @@ impl Config {
 
     pub fn validate(&self) -> Result<(), ConfigError> {
         let bad = |m: String| Err(ConfigError::Invalid(m));
+        if let Some(token) = &self.admin_token {
+            if token.expose().chars().count() < MIN_ADMIN_TOKEN_CHARS {
+                return bad(format!(
+                    "admin_token (WEFT_ADMIN_TOKEN) must be at least {MIN_ADMIN_TOKEN_CHARS} characters; generate one with `openssl rand -hex 32`"
+                ));
+            }
+        }
         if self.worker.concurrency == 0 {
             return bad("worker.concurrency must be at least 1".into());
         }
@@ -647,6 +683,17 @@ mod tests {
                 .contains("app_secret")
         );
         assert!(Config::default().validate().is_ok(), "off by default");
+    }
+
+    #[test]
+    fn short_admin_tokens_are_refused() {
+        let with = |t: &str| Config {
+            admin_token: Some(Secret(t.into())),
+            ..Config::default()
+        };
+        let err = with("hunter2").validate().unwrap_err().to_string();
+        assert!(err.contains("at least 32 characters"), "{err}");
+        assert!(with(&"x".repeat(32)).validate().is_ok());
     }
 
     #[test]

@@ -77,11 +77,17 @@ describe('api client', () => {
     const f = fakeFetch((c) =>
       c.url.endsWith('/models')
         ? json(200, { models: [{ id: 'mock', provider: 'mock', default: true }] })
-        : json(200, { tokens: [{ id: 't1', name: 'cli', created_at: 'x', last_used_at: null }] }),
+        : json(200, {
+            tokens: [
+              { id: 't0', name: 'login', kind: 'login', created_at: 'x', last_used_at: null, expires_at: 'y', current: true },
+              { id: 't1', name: 'cli', kind: 'api', created_at: 'x', last_used_at: null, expires_at: null, current: false },
+            ],
+          }),
     )
     const api = createApi({ fetch: f.fetch })
     expect((await api.models())[0].id).toBe('mock')
-    expect((await api.listTokens())[0].name).toBe('cli')
+    // Web sessions are listed by the API too, but not as API tokens.
+    expect((await api.listTokens()).map((t) => t.name)).toEqual(['cli'])
   })
 
   it('throws ApiError from the error envelope', async () => {

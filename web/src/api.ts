@@ -134,7 +134,9 @@ export function createApi(opts: ApiOptions = {}) {
       post<void>(`/v1/approvals/${seg(id)}`, { decision }),
 
     // personal tokens
-    listTokens: () => get<{ tokens: ApiToken[] }>('/v1/tokens').then((r) => r.tokens),
+    // GET /v1/tokens lists every kind; this page's list is the API tokens.
+    listTokens: () =>
+      get<{ tokens: ApiToken[] }>('/v1/tokens').then((r) => r.tokens.filter((t) => t.kind === 'api')),
     createToken: (name: string) => post<CreatedToken>('/v1/tokens', { name }),
     revokeToken: (id: string) => del(`/v1/tokens/${seg(id)}`),
 

@@ -90,8 +90,13 @@ export interface Mode {
 export interface ApiToken {
   id: string
   name: string
+  /** 'api' (personal API token), 'login' (web / sign-in session) or 'bootstrap'. */
+  kind: 'api' | 'login' | 'bootstrap'
   created_at: string
   last_used_at: string | null
+  expires_at: string | null
+  /** The token this browser is signed in with. */
+  current: boolean
 }
 
 export interface CreatedToken {

@@ -80,8 +80,22 @@ pub struct UpdateUserRequest {
 pub struct TokenDto {
     pub id: String,
     pub name: String,
+    /// `api` (a personal API token), `login` (a web or `/v1/auth/login` session)
+    /// or `bootstrap` (`WEFT_ADMIN_TOKEN`).
+    pub kind: String,
     pub created_at: String,
     pub last_used_at: Option<String>,
+    /// Login sessions expire; API and bootstrap tokens do not.
+    pub expires_at: Option<String>,
+    /// This is the token the request was made with.
+    pub current: bool,
+}
+
+/// `POST /v1/me/password`.
+#[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
+pub struct ChangePasswordRequest {
+    pub current: String,
+    pub new: String,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]

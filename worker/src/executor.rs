@@ -459,7 +459,14 @@ async fn finish(
     let outcome = match inner
         .deps
         .store
-        .finish_run(run, &inner.id, &end, usage, state.ttft_ms)
+        .finish_run(
+            run,
+            &inner.id,
+            &end,
+            usage,
+            state.ttft_ms,
+            &inner.deps.config.limits.run_limits(),
+        )
         .await
     {
         Ok(o) => o,
@@ -468,12 +475,24 @@ async fn finish(
             return Execution::Abandoned;
         }
     };
-    let FinishOutcome::Finished {
-        message_id,
-        followup,
-    } = outcome
-    else {
-        return Execution::Abandoned;
+    let (message_id, followup) = match outcome {
+        FinishOutcome::Finished {
+            message_id,
+            followup,
+        } => (message_id, followup),
+        FinishOutcome::Lost => return Execution::Abandoned,
+        FinishOutcome::Deleted => {
+            // Deleted with its session or user: nothing to save, but attached
+            // clients must see the end, and the log must expire.
+            em.emit(EventKind::Cancelled {
+                by: "deleted".into(),
+            })
+            .await;
+            em.retire(Duration::from_secs(inner.deps.config.events.retention_secs))
+                .await;
+            metrics::counter!("weft_runs_finished_total", "status" => "cancelled").increment(1);
+            return Execution::Ended;
+        }
     };
     let duration_ms = state.started.elapsed().as_millis() as u64;
     let (kind, status) = match end {

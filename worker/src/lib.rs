@@ -204,7 +204,12 @@ async fn exhausted(inner: &Inner, run: ClaimedRun) {
             run.attempt - 1
         ),
     };
-    match inner.deps.store.fail_exhausted(&run, &error).await {
+    match inner
+        .deps
+        .store
+        .fail_exhausted(&run, &error, &inner.deps.config.limits.run_limits())
+        .await
+    {
         Ok(followup) => {
             let seq = inner
                 .deps
@@ -258,12 +263,13 @@ async fn heartbeat(
         {
             Ok(true) => {}
             Ok(false) => {
-                let cancelled = inner
-                    .deps
-                    .store
-                    .get_run_unscoped(&run)
-                    .await
-                    .is_ok_and(|r| r.status == weft_shared::store::RunStatus::Cancelled);
+                // Cancelled, or deleted with its session or user (its end then
+                // finds the row gone and says `cancelled`): stop as for a cancel.
+                let cancelled = match inner.deps.store.get_run_unscoped(&run).await {
+                    Ok(r) => r.status == weft_shared::store::RunStatus::Cancelled,
+                    Err(weft_shared::store::StoreError::NotFound) => true,
+                    Err(_) => false,
+                };
                 stop.stop(if cancelled {
                     StopReason::Cancel
                 } else {

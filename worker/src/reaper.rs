@@ -2,7 +2,8 @@
 //! whose worker died (stale heartbeat), queued runs whose job was lost (Redis
 //! flushed, a crash between enqueue and claim), and follow-ups stranded behind a
 //! run that ended without its worker. It only enqueues; the claim decides, so any
-//! number of reapers may run at once.
+//! number of reapers may run at once. Every `purge_interval_ms` it also purges
+//! expired login tokens and old idempotency keys (`Store::purge_expired`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -17,8 +18,14 @@ pub(crate) async fn run(inner: Arc<Inner>, shutdown: CancellationToken, orphan_a
     let cfg = inner.deps.config.worker.clone();
     let every = Duration::from_millis(cfg.reaper_interval_ms);
     let mut first = true;
+    let mut next_purge = 0;
+    let limits = inner.deps.config.limits.run_limits();
     loop {
         let now = now_ms();
+        if now >= next_purge {
+            next_purge = now + cfg.purge_interval_ms as i64;
+            purge(&inner, now).await;
+        }
         // At start-up, embedded mode knows every running run is an orphan, and every
         // queued run's in-process job died with the previous process.
         let (stale_before, requeue_before) = if first && orphan_all_at_start {
@@ -35,7 +42,12 @@ pub(crate) async fn run(inner: Arc<Inner>, shutdown: CancellationToken, orphan_a
             )
         };
         first = false;
-        match inner.deps.store.reap(stale_before, requeue_before).await {
+        match inner
+            .deps
+            .store
+            .reap(stale_before, requeue_before, &limits)
+            .await
+        {
             Ok(ids) => {
                 if !ids.is_empty() {
                     tracing::info!(runs = ids.len(), "reaper re-enqueued runs");
@@ -54,5 +66,23 @@ pub(crate) async fn run(inner: Arc<Inner>, shutdown: CancellationToken, orphan_a
             _ = shutdown.cancelled() => return,
             _ = tokio::time::sleep(every) => {}
         }
+    }
+}
+
+async fn purge(inner: &Inner, now: i64) {
+    let retention_ms = inner.deps.config.limits.idempotency_key_retention_secs as i64 * 1000;
+    match inner
+        .deps
+        .store
+        .purge_expired(now, now - retention_ms)
+        .await
+    {
+        Ok(p) if p.login_tokens + p.idempotency_keys > 0 => tracing::info!(
+            login_tokens = p.login_tokens,
+            idempotency_keys = p.idempotency_keys,
+            "purged expired rows"
+        ),
+        Ok(_) => {}
+        Err(e) => tracing::warn!(error = %e, "purging expired rows failed"),
     }
 }

@@ -274,6 +274,19 @@ impl App {
         self.base = format!("http://{}", self.gateway.addr.clone().unwrap());
     }
 
+    /// [`App::restart_gateway`] with a changed command (another environment).
+    pub fn restart_gateway_with(&mut self, change: impl FnOnce(&mut Command)) {
+        self.gateway.kill();
+        let args: &[&str] = match self.env.backend {
+            Backend::Embedded => &["up", "--listen", "127.0.0.1:0"],
+            Backend::Distributed => &["serve", "--listen", "127.0.0.1:0"],
+        };
+        let mut cmd = self.env.command(args);
+        change(&mut cmd);
+        self.gateway = Proc::spawn(cmd, "listening on http://");
+        self.base = format!("http://{}", self.gateway.addr.clone().unwrap());
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("{}{}", self.base, path)
     }

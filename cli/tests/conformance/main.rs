@@ -9,6 +9,8 @@ mod api;
 mod crash;
 mod input;
 mod lark;
+mod lifecycle;
+mod limits;
 mod multitask;
 mod providers;
 mod security;

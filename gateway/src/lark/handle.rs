@@ -317,7 +317,12 @@ impl Bot {
         let CancelOutcome::Cancelled { run, followup } = self
             .state
             .store
-            .cancel_run(&session.user_id, run, "lark")
+            .cancel_run(
+                &session.user_id,
+                run,
+                "lark",
+                &self.state.config.limits.run_limits(),
+            )
             .await?
         else {
             return Ok(());

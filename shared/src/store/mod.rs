@@ -9,11 +9,13 @@
 
 mod lark;
 mod messages;
+mod purge;
 mod recovery;
 mod runs;
 mod send;
 mod session_writes;
 mod sessions;
+mod user_limits;
 mod users;
 
 use std::str::FromStr;
@@ -25,12 +27,14 @@ use sqlx::{AnyPool, Row};
 
 pub use lark::{InboundClaim, LarkChat, LarkTarget, LinkOutcome, ReactionRecord, lark_username};
 pub use messages::{Message, StepCheckpoint, ToolResult, valid_cursor};
+pub use purge::Purged;
 pub use runs::{
     ActiveRun, CancelOutcome, ClaimOutcome, ClaimedRun, FinishOutcome, RunEnd, RunRecord, RunStatus,
 };
 pub use send::{NewRun, SendOutcome, SendRequest};
 pub use sessions::{SessionCursor, SessionRecord};
-pub use users::{AuthUser, Role, TokenKind, TokenRecord};
+pub use user_limits::RunLimits;
+pub use users::{AuthUser, PasswordChange, Role, TokenKind, TokenRecord};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {

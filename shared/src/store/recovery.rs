@@ -7,6 +7,7 @@
 
 use super::runs::ACTIVE;
 use super::session_writes::create_followup;
+use super::user_limits::RunLimits;
 use super::{Result, Store, get_i64, get_str};
 use crate::ids::{RunId, SessionId};
 use crate::time::now_ms;
@@ -14,8 +15,14 @@ use crate::time::now_ms;
 impl Store {
     /// Runs the reaper must (re-)enqueue: running with a stale heartbeat, queued
     /// and not picked up for a while (lost job), and follow-ups for sessions whose
-    /// waiting messages were stranded by a run that ended without its worker.
-    pub async fn reap(&self, stale_before: i64, requeue_before: i64) -> Result<Vec<RunId>> {
+    /// waiting messages were stranded by a run that ended without its worker, or
+    /// deferred because the user was at a run limit (still checked: `limits`).
+    pub async fn reap(
+        &self,
+        stale_before: i64,
+        requeue_before: i64,
+        limits: &RunLimits,
+    ) -> Result<Vec<RunId>> {
         let now = now_ms();
         let rows = sqlx::query(
             // Two arms, each repeating the partial index's own condition so that
@@ -54,7 +61,9 @@ impl Store {
         for row in stranded {
             let session = SessionId(get_str(&row, "session_id")?);
             let mut tx = self.begin().await?;
-            if let Some(id) = create_followup(&mut tx, &session, now).await? {
+            if let Some(id) =
+                create_followup(&mut tx, self.lock_suffix(), limits, &session, now).await?
+            {
                 ids.push(id);
             }
             tx.commit().await?;

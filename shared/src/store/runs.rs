@@ -3,7 +3,10 @@
 //! `session_writes`, the reaper's queries in `recovery`.
 //!
 //! The session row is the serialisation point for sends (locked `for update` on
-//! Postgres; SQLite's `begin immediate` serialises all writers). The
+//! Postgres; SQLite's `begin immediate` serialises all writers). Every
+//! transaction that writes a session's runs locks in one order — the session's
+//! row, then run rows, then the user's row (run limits, `user_limits`) — so
+//! none can deadlock with another. The
 //! `runs_one_active` partial unique index is the backstop: whatever races, a
 //! session never has two active runs. Claims are compare-and-set updates, so a
 //! duplicate job delivery can never run a run twice at once.
@@ -14,8 +17,10 @@ use sqlx::any::AnyRow;
 
 use super::messages::insert_step_message;
 use super::session_writes::{
-    create_followup, end_as_cancelled, followup_for_waiting, touch_session_counting_waiting,
+    create_followup, end_as_cancelled, followup_for_waiting, lock_session,
+    touch_session_counting_waiting,
 };
+use super::user_limits::RunLimits;
 use super::{Result, Store, StoreError, get_enum, get_i64, get_opt_i64, get_opt_str, get_str};
 use crate::api::{ErrorBody, RunDto, UsageDto};
 use crate::ids::{MessageId, RunId, SessionId, UserId};
@@ -179,6 +184,9 @@ pub enum FinishOutcome {
     },
     /// Another worker took the run over; this one writes nothing.
     Lost,
+    /// The run was deleted with its session or user while it ran: nothing is
+    /// written, and the worker ends its stream as `cancelled`.
+    Deleted,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -297,7 +305,8 @@ impl Store {
     }
 
     /// End a run in one transaction: final message, status, totals, and the
-    /// follow-up run for messages that waited behind it (ARCHITECTURE §4 step 5).
+    /// follow-up run for messages that waited behind it (ARCHITECTURE §4 step 5),
+    /// if the user's `limits` allow it now.
     #[allow(clippy::too_many_arguments)]
     pub async fn finish_run(
         &self,
@@ -306,9 +315,25 @@ impl Store {
         end: &RunEnd,
         usage: UsageDto,
         ttft_ms: Option<u64>,
+        limits: &RunLimits,
     ) -> Result<FinishOutcome> {
         let mut tx = self.begin().await?;
         let now = now_ms();
+        // Deleted with its session (or user) meanwhile: there is nowhere to write
+        // the reply. Locked (session, then run: the send's order), so a concurrent
+        // delete either waits for this end or has already won.
+        let lock = self.lock_suffix();
+        let exists = lock_session(&mut tx, lock, &run.session_id).await?
+            && sqlx::query(sqlx::AssertSqlSafe(format!(
+                "select id from runs where id = $1{lock}"
+            )))
+            .bind(&run.id.0)
+            .fetch_optional(&mut **tx)
+            .await?
+            .is_some();
+        if !exists {
+            return Ok(FinishOutcome::Deleted);
+        }
         let duration = (now - run.started_at).max(0);
         let (status, error, text, step) = match end {
             RunEnd::Succeeded { content, step } => ("succeeded", None, content, *step),
@@ -366,7 +391,15 @@ impl Store {
             return Ok(FinishOutcome::Lost);
         }
         let waiting = touch_session_counting_waiting(&mut tx, &run.session_id, now).await?;
-        let followup = followup_for_waiting(&mut tx, &run.session_id, now, waiting).await?;
+        let followup = followup_for_waiting(
+            &mut tx,
+            self.lock_suffix(),
+            limits,
+            &run.session_id,
+            now,
+            waiting,
+        )
+        .await?;
         tx.commit().await?;
         Ok(FinishOutcome::Finished {
             message_id,
@@ -379,9 +412,11 @@ impl Store {
         &self,
         run: &ClaimedRun,
         error: &ErrorBody,
+        limits: &RunLimits,
     ) -> Result<Option<RunId>> {
         let mut tx = self.begin().await?;
         let now = now_ms();
+        lock_session(&mut tx, self.lock_suffix(), &run.session_id).await?;
         sqlx::query("update runs set status = 'failed', finished_at = $1, error_code = $2, error_message = $3, duration_ms = $1 - started_at where id = $4")
             .bind(now)
             .bind(&error.code)
@@ -389,17 +424,38 @@ impl Store {
             .bind(&run.id.0)
             .execute(&mut **tx)
             .await?;
-        let followup = create_followup(&mut tx, &run.session_id, now).await?;
+        let followup =
+            create_followup(&mut tx, self.lock_suffix(), limits, &run.session_id, now).await?;
         tx.commit().await?;
         Ok(followup)
     }
 
     /// Cancel a user's run. An active run is marked `cancelled` at once (the
     /// session is free for the next message); its worker, told over the bus,
-    /// keeps the partial text and emits `cancelled`.
-    pub async fn cancel_run(&self, user: &UserId, id: &RunId, by: &str) -> Result<CancelOutcome> {
+    /// keeps the partial text and emits `cancelled`. A follow-up for messages
+    /// waiting behind a queued run is created only within the user's `limits`.
+    pub async fn cancel_run(
+        &self,
+        user: &UserId,
+        id: &RunId,
+        by: &str,
+        limits: &RunLimits,
+    ) -> Result<CancelOutcome> {
         let mut tx = self.begin().await?;
         let now = now_ms();
+        // The session's row first, then the run's (the send's order).
+        let session = sqlx::query("select session_id from runs where id = $1 and user_id = $2")
+            .bind(&id.0)
+            .bind(&user.0)
+            .fetch_optional(&mut **tx)
+            .await?
+            .ok_or(StoreError::NotFound)?;
+        lock_session(
+            &mut tx,
+            self.lock_suffix(),
+            &SessionId(get_str(&session, "session_id")?),
+        )
+        .await?;
         let row = sqlx::query(sqlx::AssertSqlSafe(format!(
             "select status, session_id from runs where id = $1 and user_id = $2{}",
             self.lock_suffix()
@@ -418,7 +474,7 @@ impl Store {
         // Nobody will execute a queued run: messages waiting behind it move on now.
         // A running run's worker creates the follow-up when it has saved its text.
         let followup = if status == RunStatus::Queued {
-            create_followup(&mut tx, &session, now).await?
+            create_followup(&mut tx, self.lock_suffix(), limits, &session, now).await?
         } else {
             None
         };

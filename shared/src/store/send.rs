@@ -1,15 +1,17 @@
 //! The send transaction (ARCHITECTURE §4 step 1): validate against the session's
 //! active run and the user's limits, then write the user message and — unless it
 //! waits behind an active run — the new run, atomically. The session row is the
-//! serialisation point (locked `for update` on Postgres; SQLite's `begin immediate`
-//! serialises all writers).
+//! serialisation point for the session (locked `for update` on Postgres; SQLite's
+//! `begin immediate` serialises all writers); the user's row, locked last, for the
+//! user's run limits (`user_limits`), which every run a send creates is checked
+//! against — an interrupt's too. A message that would wait behind an active run is
+//! refused when `queued_messages_per_session` already wait.
 
 use super::messages::order_key;
 use super::runs::{ACTIVE, ActiveRun, RunStatus};
 use super::session_writes::{attach_queued, end_as_cancelled, insert_run, touch_session};
-use super::{
-    Dialect, Result, Store, StoreError, get_enum, get_i64, get_opt_i64, get_opt_str, get_str,
-};
+use super::user_limits::{LimitCheck, RunLimits, check_run_limits};
+use super::{Dialect, Result, Store, StoreError, get_enum, get_i64, get_opt_str, get_str};
 use crate::api::Multitask;
 use crate::ids::{MessageId, RunId, SessionId, UserId};
 use crate::time::now_ms;
@@ -26,10 +28,10 @@ pub struct SendRequest {
     pub idempotency_key: Option<String>,
     /// The Lark message this one came from (the bot replies to it).
     pub lark_message_id: Option<String>,
-    /// 0 disables.
-    pub active_runs_per_user: u64,
-    /// 0 disables.
-    pub runs_per_minute_per_user: u64,
+    /// The user's run limits, checked whenever the send creates a run.
+    pub limits: RunLimits,
+    /// Messages that may wait behind a session's active run; 0 disables.
+    pub queued_messages_per_session: u64,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -60,6 +62,10 @@ pub enum SendOutcome {
     RateLimited {
         retry_after_secs: u64,
     },
+    /// `queued_messages_per_session` messages already wait behind the active run.
+    QueueFull {
+        active_run_id: RunId,
+    },
 }
 
 impl Store {
@@ -67,7 +73,7 @@ impl Store {
     pub async fn send_message(&self, req: &SendRequest) -> Result<SendOutcome> {
         let mut tx = self.begin().await?;
         let now = now_ms();
-        let look = self.look_before_send(&mut tx, req, now).await?;
+        let look = self.look_before_send(&mut tx, req).await?;
 
         if let Some(seen) = look.replayed {
             return Ok(seen);
@@ -82,6 +88,12 @@ impl Store {
                     });
                 }
                 Multitask::Enqueue => {
+                    let cap = req.queued_messages_per_session;
+                    if cap > 0 && look.waiting as u64 >= cap {
+                        return Ok(SendOutcome::QueueFull {
+                            active_run_id: active_id,
+                        });
+                    }
                     let message_id = insert_user_message(&mut tx, req, None, now).await?;
                     remember_key(&mut tx, req, &message_id, None, now).await?;
                     touch_session(&mut tx, &req.session, now).await?;
@@ -99,8 +111,15 @@ impl Store {
                     });
                 }
             }
-        } else if let Some(outcome) = look.over_limit {
-            return Ok(outcome);
+        }
+        // Counted after the interrupt above: the run it ended is no longer active
+        // (and a refusal rolls the cancel back with everything else).
+        match check_run_limits(&mut tx, self.lock_suffix(), &req.user, &req.limits, now).await? {
+            LimitCheck::Within => {}
+            LimitCheck::TooManyActive => return Ok(SendOutcome::TooManyActive),
+            LimitCheck::RateLimited { retry_after_secs } => {
+                return Ok(SendOutcome::RateLimited { retry_after_secs });
+            }
         }
         let session = look.session;
         let model = req.model.clone().unwrap_or(get_str(&session, "model")?);
@@ -142,12 +161,12 @@ impl Store {
     /// Everything the send decides on, in one round trip (the send holds SQLite's
     /// single writer, so each statement it waits on delays every other writer):
     /// the session (locked on Postgres), a replayed idempotency key, the active
-    /// run, the user's limits and whether messages wait in the session.
+    /// run and whether messages wait in the session. The user's limits are
+    /// counted later, under the user's lock, and only when a run is to be created.
     async fn look_before_send(
         &self,
         tx: &mut sqlx::Transaction<'static, sqlx::Any>,
         req: &SendRequest,
-        now: i64,
     ) -> Result<SendLook> {
         let lock = self.lock_suffix();
         // Postgres cannot lock the nullable side of an outer join: lock the session
@@ -160,10 +179,7 @@ impl Store {
         let row = sqlx::query(sqlx::AssertSqlSafe(format!(
             "select s.title, s.model, s.mode, k.message_id as seen_message, k.run_id as seen_run,
                  r.id as active_id, r.status as active_status,
-                 (select count(*) from messages m where m.session_id = s.id and m.queued = 1) as waiting,
-                 case when $4 > 0 then (select count(*) from runs u where u.user_id = $2 and u.status in {ACTIVE}) else 0 end as user_active,
-                 case when $5 > 0 then (select count(*) from runs u where u.user_id = $2 and u.created_at > $6) else 0 end as user_recent,
-                 case when $5 > 0 then (select min(u.created_at) from runs u where u.user_id = $2 and u.created_at > $6) end as user_oldest
+                 (select count(*) from messages m where m.session_id = s.id and m.queued = 1) as waiting
              from sessions s
              left join idempotency_keys k on k.user_id = $2 and k.key = $3
              left join runs r on r.session_id = s.id and r.status in {ACTIVE}
@@ -172,9 +188,6 @@ impl Store {
         .bind(&req.session.0)
         .bind(&req.user.0)
         .bind(req.idempotency_key.as_deref())
-        .bind(req.active_runs_per_user as i64)
-        .bind(req.runs_per_minute_per_user as i64)
-        .bind(now - 60_000)
         .fetch_optional(&mut **tx)
         .await?
         .ok_or(StoreError::NotFound)?;
@@ -204,27 +217,11 @@ impl Store {
             .transpose()?;
         }
 
-        let over_limit = if req.active_runs_per_user > 0
-            && get_i64(&row, "user_active")? as u64 >= req.active_runs_per_user
-        {
-            Some(SendOutcome::TooManyActive)
-        } else if req.runs_per_minute_per_user > 0
-            && get_i64(&row, "user_recent")? as u64 >= req.runs_per_minute_per_user
-        {
-            let oldest = get_opt_i64(&row, "user_oldest")?.unwrap_or(now);
-            let wait_ms = (oldest + 60_000 - now).max(1000);
-            Some(SendOutcome::RateLimited {
-                retry_after_secs: (wait_ms as u64).div_ceil(1000),
-            })
-        } else {
-            None
-        };
         Ok(SendLook {
             waiting: get_i64(&row, "waiting")?,
             session: row,
             replayed,
             active,
-            over_limit,
         })
     }
 }
@@ -235,8 +232,6 @@ struct SendLook {
     session: sqlx::any::AnyRow,
     replayed: Option<SendOutcome>,
     active: Option<(RunId, RunStatus)>,
-    /// The user's limits say no (only consulted when no run is active).
-    over_limit: Option<SendOutcome>,
     /// Messages waiting in the session.
     waiting: i64,
 }

@@ -1,10 +1,13 @@
 //! Writes that keep a session's runs and waiting messages consistent, run inside
 //! the caller's transaction: the send, a run's end, a cancel and the reaper share
 //! them. Messages that wait behind an active run (double texting) have
-//! `queued = 1` and no run; when no run is active they become one follow-up run.
+//! `queued = 1` and no run; when no run is active they become one follow-up run —
+//! if the user's run limits allow it (`user_limits`); otherwise they keep waiting
+//! and the reaper tries again.
 
 use super::messages::order_key;
 use super::runs::ACTIVE;
+use super::user_limits::{LimitCheck, RunLimits, check_run_limits};
 use super::{Result, StoreError, get_i64, get_str};
 use crate::ids::{MessageId, RunId, SessionId, UserId};
 
@@ -69,9 +72,12 @@ pub(super) async fn attach_queued(
     Ok(waiting.len() as u64)
 }
 
-/// If messages wait in the session and no run is active, they become one new run.
+/// If messages wait in the session, no run is active and the user is within
+/// `limits`, they become one new run (`lock` is the dialect's row-lock suffix).
 pub(super) async fn create_followup(
     tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    lock: &str,
+    limits: &RunLimits,
     session: &SessionId,
     now: i64,
 ) -> Result<Option<RunId>> {
@@ -80,12 +86,14 @@ pub(super) async fn create_followup(
             .bind(&session.0)
             .fetch_one(&mut **tx)
             .await?;
-    followup_for_waiting(tx, session, now, get_i64(&waiting, "n")?).await
+    followup_for_waiting(tx, lock, limits, session, now, get_i64(&waiting, "n")?).await
 }
 
 /// [`create_followup`] when the caller already counted the `waiting` messages.
 pub(super) async fn followup_for_waiting(
     tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    lock: &str,
+    limits: &RunLimits,
     session: &SessionId,
     now: i64,
     waiting: i64,
@@ -102,17 +110,26 @@ pub(super) async fn followup_for_waiting(
     if active.is_some() {
         return Ok(None);
     }
-    let s = sqlx::query("select user_id, model, mode from sessions where id = $1")
-        .bind(&session.0)
-        .fetch_optional(&mut **tx)
-        .await?;
+    // Locked before the user's row (`user_limits`): the order every send takes.
+    let s = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "select user_id, model, mode from sessions where id = $1{lock}"
+    )))
+    .bind(&session.0)
+    .fetch_optional(&mut **tx)
+    .await?;
     let Some(s) = s else { return Ok(None) };
+    let user = UserId(get_str(&s, "user_id")?);
+    if check_run_limits(tx, lock, &user, limits, now).await? != LimitCheck::Within {
+        // Not lost: the messages keep waiting for the reaper or the next send.
+        tracing::info!(session.id = %session, "follow-up run deferred: the user is at a run limit");
+        return Ok(None);
+    }
     let id = RunId::new();
     insert_run(
         tx,
         &id,
         session,
-        &UserId(get_str(&s, "user_id")?),
+        &user,
         &get_str(&s, "model")?,
         &get_str(&s, "mode")?,
         now,
@@ -151,4 +168,21 @@ pub(super) async fn touch_session(
         .execute(&mut **tx)
         .await?;
     Ok(())
+}
+
+/// Lock a session's row (Postgres; SQLite's writer lock covers it). Transactions
+/// that touch a session's runs take its row first, then run rows, then the user's
+/// row, as the send does, so they cannot deadlock. `false`: the session is gone.
+pub(super) async fn lock_session(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    lock: &str,
+    session: &SessionId,
+) -> Result<bool> {
+    let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "select id from sessions where id = $1{lock}"
+    )))
+    .bind(&session.0)
+    .fetch_optional(&mut **tx)
+    .await?;
+    Ok(row.is_some())
 }

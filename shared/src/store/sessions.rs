@@ -3,9 +3,10 @@
 
 use sqlx::any::AnyRow;
 
-use super::{Result, Store, StoreError, get_i64, get_opt_str, get_str};
+use super::runs::{ACTIVE, ActiveRun, RunStatus};
+use super::{Result, Store, StoreError, get_enum, get_i64, get_opt_str, get_str};
 use crate::api::SessionDto;
-use crate::ids::{SessionId, UserId};
+use crate::ids::{RunId, SessionId, UserId};
 use crate::time::{now_ms, rfc3339};
 
 #[derive(Debug, Clone, PartialEq)]
@@ -203,18 +204,24 @@ impl Store {
         self.get_session(user, id).await
     }
 
-    /// Delete a session with its messages and runs. Active runs are cancelled by the
-    /// caller first (their workers notice the row is gone at the next heartbeat).
-    pub async fn delete_session(&self, user: &UserId, id: &SessionId) -> Result<()> {
+    /// Delete a session with its messages and runs, in one transaction. Returns
+    /// the runs that were still active: they end `cancelled` (by `"deleted"`), which
+    /// the caller announces — to their workers, or to their streams when no worker
+    /// had claimed them (ARCHITECTURE §7).
+    pub async fn delete_session(&self, user: &UserId, id: &SessionId) -> Result<Vec<ActiveRun>> {
         let mut tx = self.begin().await?;
-        let owned = sqlx::query("select id from sessions where id = $1 and user_id = $2")
-            .bind(&id.0)
-            .bind(&user.0)
-            .fetch_optional(&mut **tx)
-            .await?;
+        let owned = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "select id from sessions where id = $1 and user_id = $2{}",
+            self.lock_suffix()
+        )))
+        .bind(&id.0)
+        .bind(&user.0)
+        .fetch_optional(&mut **tx)
+        .await?;
         if owned.is_none() {
             return Err(StoreError::NotFound);
         }
+        let active = active_runs_where(&mut tx, self.lock_suffix(), "session_id", &id.0).await?;
         for table in [
             "delete from messages where session_id = $1",
             "delete from runs where session_id = $1",
@@ -223,8 +230,32 @@ impl Store {
             sqlx::query(table).bind(&id.0).execute(&mut **tx).await?;
         }
         tx.commit().await?;
-        Ok(())
+        Ok(active)
     }
+}
+
+/// The active runs whose `column` (`session_id` or `user_id`) is `value`, locked.
+pub(super) async fn active_runs_where(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    lock: &str,
+    column: &'static str,
+    value: &str,
+) -> Result<Vec<ActiveRun>> {
+    let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "select id, status from runs where {column} = $1 and status in {ACTIVE}{lock}"
+    )))
+    .bind(value)
+    .fetch_all(&mut **tx)
+    .await?;
+    rows.iter()
+        .map(|r| {
+            Ok(ActiveRun {
+                id: RunId(get_str(r, "id")?),
+                // Only a running run has a worker that will end its stream.
+                was_queued: get_enum::<RunStatus>(r, "status")? != RunStatus::Running,
+            })
+        })
+        .collect()
 }
 
 fn const_format(a: &str, b: &str) -> String {

@@ -5,6 +5,8 @@ use std::str::FromStr;
 
 use sqlx::any::AnyRow;
 
+use super::runs::ActiveRun;
+use super::sessions::active_runs_where;
 use super::{Result, Store, StoreError, get_enum, get_i64, get_opt_i64, get_str};
 use crate::api::{TokenDto, UserDto};
 use crate::ids::{TokenId, UserId};
@@ -47,7 +49,7 @@ pub enum TokenKind {
 }
 
 impl TokenKind {
-    fn as_str(self) -> &'static str {
+    pub fn as_str(self) -> &'static str {
         match self {
             TokenKind::Api => "api",
             TokenKind::Login => "login",
@@ -89,23 +91,66 @@ impl AuthUser {
     }
 }
 
+impl FromStr for TokenKind {
+    type Err = ();
+    fn from_str(s: &str) -> std::result::Result<Self, ()> {
+        match s {
+            "api" => Ok(TokenKind::Api),
+            "login" => Ok(TokenKind::Login),
+            "bootstrap" => Ok(TokenKind::Bootstrap),
+            _ => Err(()),
+        }
+    }
+}
+
 #[derive(Debug, Clone)]
 pub struct TokenRecord {
     pub id: TokenId,
     pub name: String,
+    pub kind: TokenKind,
     pub created_at: i64,
     pub last_used_at: Option<i64>,
+    pub expires_at: Option<i64>,
+    /// SHA-256 of the secret (to tell the caller's own token apart).
+    pub hash: String,
 }
 
 impl TokenRecord {
-    pub fn to_dto(&self) -> TokenDto {
+    fn from_row(r: &AnyRow) -> Result<TokenRecord> {
+        Ok(TokenRecord {
+            id: TokenId(get_str(r, "id")?),
+            name: get_str(r, "name")?,
+            kind: get_enum(r, "kind")?,
+            created_at: get_i64(r, "created_at")?,
+            last_used_at: get_opt_i64(r, "last_used_at")?,
+            expires_at: get_opt_i64(r, "expires_at")?,
+            hash: get_str(r, "hash")?,
+        })
+    }
+
+    /// `current`: the hash of the token the caller presented, if any.
+    pub fn to_dto(&self, current: Option<&str>) -> TokenDto {
         TokenDto {
             id: self.id.0.clone(),
             name: self.name.clone(),
+            kind: self.kind.as_str().into(),
             created_at: rfc3339(self.created_at),
             last_used_at: self.last_used_at.map(rfc3339),
+            expires_at: self.expires_at.map(rfc3339),
+            current: current == Some(self.hash.as_str()),
         }
     }
+}
+
+/// Which of a user's tokens a password change revokes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PasswordChange<'a> {
+    /// An admin reset it: every API and login token goes (the bootstrap token,
+    /// owned by the configuration, stays).
+    Reset,
+    /// The user changed it: their other login sessions go; the token they made
+    /// the change with (this hash) and their API tokens stay.
+    BySelf { keep: &'a str },
 }
 
 /// Login sessions last 30 days.
@@ -139,6 +184,16 @@ impl Store {
         Ok(user)
     }
 
+    /// A user's password hash (changing one's own password checks the current one).
+    pub async fn password_hash(&self, id: &UserId) -> Result<String> {
+        let row = sqlx::query("select password_hash from users where id = $1")
+            .bind(&id.0)
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or(StoreError::NotFound)?;
+        get_str(&row, "password_hash")
+    }
+
     /// The user and their password hash, for login.
     pub async fn user_credentials(&self, username: &str) -> Result<Option<(AuthUser, String)>> {
         let row = sqlx::query(
@@ -168,25 +223,18 @@ impl Store {
         AuthUser::from_row(&row)
     }
 
+    /// Change a user's role, or (admin reset) password: a reset revokes the user's
+    /// API and login tokens in the same transaction.
     pub async fn update_user(
         &self,
         id: &UserId,
         password_hash: Option<&str>,
         role: Option<Role>,
     ) -> Result<AuthUser> {
-        let mut tx = self.begin().await?;
         if let Some(hash) = password_hash {
-            sqlx::query("update users set password_hash = $1 where id = $2")
-                .bind(hash)
-                .bind(&id.0)
-                .execute(&mut **tx)
-                .await?;
-            // A new password signs the user out everywhere (API tokens stay).
-            sqlx::query("delete from tokens where user_id = $1 and kind = 'login'")
-                .bind(&id.0)
-                .execute(&mut **tx)
-                .await?;
+            self.set_password(id, hash, PasswordChange::Reset).await?;
         }
+        let mut tx = self.begin().await?;
         if let Some(role) = role {
             sqlx::query("update users set role = $1 where id = $2")
                 .bind(role.as_str())
@@ -203,16 +251,32 @@ impl Store {
         AuthUser::from_row(&row)
     }
 
-    pub async fn delete_user(&self, id: &UserId) -> Result<()> {
-        let _gate = self.write_gate().await;
+    /// Delete a user and everything they own. Returns their runs that were still
+    /// active, which end `cancelled` like those of a deleted session.
+    pub async fn delete_user(&self, id: &UserId) -> Result<Vec<ActiveRun>> {
+        let mut tx = self.begin().await?;
+        // Sessions, then runs, then the user: the order every send takes its locks in.
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "select id from sessions where user_id = $1{}",
+            self.lock_suffix()
+        )))
+        .bind(&id.0)
+        .fetch_all(&mut **tx)
+        .await?;
+        let active = active_runs_where(&mut tx, self.lock_suffix(), "user_id", &id.0).await?;
         let done = sqlx::query("delete from users where id = $1")
             .bind(&id.0)
-            .execute(&self.pool)
+            .execute(&mut **tx)
             .await?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound);
         }
-        Ok(())
+        sqlx::query("delete from idempotency_keys where user_id = $1")
+            .bind(&id.0)
+            .execute(&mut **tx)
+            .await?;
+        tx.commit().await?;
+        Ok(active)
     }
 
     /// Store a token's hash; the caller shows the secret once.
@@ -224,13 +288,16 @@ impl Store {
         hash: &str,
     ) -> Result<TokenRecord> {
         let now = now_ms();
+        let expires = (kind == TokenKind::Login).then_some(now + LOGIN_TTL_MS);
         let rec = TokenRecord {
             id: TokenId::new(),
             name: name.to_string(),
+            kind,
             created_at: now,
             last_used_at: None,
+            expires_at: expires,
+            hash: hash.to_string(),
         };
-        let expires = (kind == TokenKind::Login).then_some(now + LOGIN_TTL_MS);
         let _gate = self.write_gate().await;
         sqlx::query("insert into tokens (id, user_id, name, kind, hash, created_at, expires_at) values ($1, $2, $3, $4, $5, $6, $7)")
             .bind(&rec.id.0)
@@ -271,35 +338,71 @@ impl Store {
         Ok(Some(AuthUser::from_row(&row)?))
     }
 
+    /// A user's live tokens of every kind (API tokens, web/login sessions, the
+    /// bootstrap token), oldest first.
     pub async fn list_tokens(&self, user: &UserId) -> Result<Vec<TokenRecord>> {
-        let rows = sqlx::query("select id, name, created_at, last_used_at from tokens where user_id = $1 and kind = 'api' order by id")
+        let rows = sqlx::query("select id, name, kind, created_at, last_used_at, expires_at, hash from tokens where user_id = $1 and (expires_at is null or expires_at > $2) order by id")
             .bind(&user.0)
+            .bind(now_ms())
             .fetch_all(&self.pool)
             .await?;
-        rows.iter()
-            .map(|r| {
-                Ok(TokenRecord {
-                    id: TokenId(get_str(r, "id")?),
-                    name: get_str(r, "name")?,
-                    created_at: get_i64(r, "created_at")?,
-                    last_used_at: get_opt_i64(r, "last_used_at")?,
-                })
-            })
-            .collect()
+        rows.iter().map(TokenRecord::from_row).collect()
     }
 
+    /// Revoke one of a user's tokens, of any kind (signing a web session out
+    /// included). A revoked bootstrap token comes back at the next start while
+    /// `WEFT_ADMIN_TOKEN` is set.
     pub async fn delete_token(&self, user: &UserId, id: &TokenId) -> Result<()> {
         let _gate = self.write_gate().await;
-        let done =
-            sqlx::query("delete from tokens where id = $1 and user_id = $2 and kind = 'api'")
-                .bind(&id.0)
-                .bind(&user.0)
-                .execute(&self.pool)
-                .await?;
+        let done = sqlx::query("delete from tokens where id = $1 and user_id = $2")
+            .bind(&id.0)
+            .bind(&user.0)
+            .execute(&self.pool)
+            .await?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound);
         }
         Ok(())
+    }
+
+    /// Set a user's password hash and revoke the tokens `change` says, at once.
+    pub async fn set_password(
+        &self,
+        id: &UserId,
+        hash: &str,
+        change: PasswordChange<'_>,
+    ) -> Result<()> {
+        let mut tx = self.begin().await?;
+        let done = sqlx::query("update users set password_hash = $1 where id = $2")
+            .bind(hash)
+            .bind(&id.0)
+            .execute(&mut **tx)
+            .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        let (kinds, keep) = match change {
+            PasswordChange::Reset => ("('api', 'login')", ""),
+            PasswordChange::BySelf { keep } => ("('login')", keep),
+        };
+        sqlx::query(sqlx::AssertSqlSafe(format!(
+            "delete from tokens where user_id = $1 and kind in {kinds} and hash <> $2"
+        )))
+        .bind(&id.0)
+        .bind(keep)
+        .execute(&mut **tx)
+        .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// `WEFT_ADMIN_TOKEN` is unset: no bootstrap token may stay valid.
+    pub async fn revoke_bootstrap_tokens(&self) -> Result<u64> {
+        let _gate = self.write_gate().await;
+        let done = sqlx::query("delete from tokens where kind = 'bootstrap'")
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected())
     }
 
     /// Logout: revoke the token with this hash, whatever its kind. A personal API
