@@ -11,6 +11,8 @@ use weft_loadtest::client::Gateways;
 use weft_loadtest::langgraph::run_langgraph;
 use weft_loadtest::mock_llm::{self, FaultRates, MockLlmConfig};
 use weft_loadtest::runner::{RunContext, WeftTarget, run_weft};
+use weft_loadtest::scenario::lark::LarkParams;
+use weft_loadtest::scenario::lark::launch::{self, LarkWeft};
 use weft_loadtest::scenario::{Params, Scenario};
 use weft_loadtest::stack::{Mode, Stack, StackOpts};
 use weft_loadtest::turn::TurnPlan;
@@ -31,6 +33,8 @@ enum Command {
     /// Run the mock LLM server (OpenAI and Anthropic wires, `@mock.*` directives).
     MockLlm(MockArgs),
     /// Run one scenario against a gateway (or a stack it starts with --weft-bin).
+    /// `lark` pushes messages from a fake Lark to the Lark bot instead: run it
+    /// with --weft-bin, or with --lark-listen against a weft started by hand.
     Run(RunArgs),
     /// Run the standard suite in both modes and write BENCHMARKS.md.
     Bench(BenchOpts),
@@ -90,11 +94,26 @@ struct RunArgs {
     ttft_ms: Option<u64>,
     #[arg(long)]
     itl_ms: Option<u64>,
-    /// Seconds over which users start.
+    /// Seconds over which users start (lark: over which the burst is pushed).
     #[arg(long, default_value_t = 1)]
     ramp: u64,
+    /// Seconds a turn may take (default 60; lark: the longest wait for a probe's
+    /// final card, and for all of the burst's, default 120).
+    #[arg(long)]
+    turn_timeout: Option<u64>,
+    /// `lark`: messages sent one at a time before the burst of --users
+    /// conversations (the latency of an idle bot).
     #[arg(long, default_value_t = 60)]
-    turn_timeout: u64,
+    probes: usize,
+    /// `lark`: the least time from one probe to the next, so the probes stay well
+    /// within each process's share of Lark's 50 calls/s.
+    #[arg(long, default_value_t = 1000)]
+    probe_interval_ms: u64,
+    /// `lark` without --weft-bin: the fake Lark listens here (loopback); start weft
+    /// with WEFT_LARK__BASE_URL=http://ADDR and the app id and secret it prints.
+    /// The run waits for --gateways-to-start long connections.
+    #[arg(long, default_value = "127.0.0.1:18090")]
+    lark_listen: String,
     /// `attach`: idle SSE clients.
     #[arg(long, default_value_t = 10_000)]
     clients: usize,
@@ -109,7 +128,8 @@ struct RunArgs {
     /// Write the JSON report here (it is always printed to stdout after the table).
     #[arg(long)]
     json: Option<PathBuf>,
-    /// Start the stack with this `weft` binary instead of using --gateway.
+    /// Start the stack with this `weft` binary instead of using --gateway
+    /// (lark: `weft up` in embedded mode uses the in-process `mock` model).
     #[arg(long)]
     weft_bin: Option<PathBuf>,
     #[arg(long, value_enum, default_value = "embedded")]
@@ -177,6 +197,9 @@ async fn mock(a: MockArgs) -> anyhow::Result<()> {
 }
 
 async fn run(a: RunArgs) -> anyhow::Result<()> {
+    if a.scenario == Scenario::Lark {
+        return lark(a).await;
+    }
     let (users, secs, tokens, ttft, itl) = a.scenario.defaults();
     let p = Params {
         scenario: a.scenario,
@@ -188,7 +211,7 @@ async fn run(a: RunArgs) -> anyhow::Result<()> {
             a.itl_ms.unwrap_or(itl),
         ),
         ramp: Duration::from_secs(a.ramp),
-        turn_timeout: Duration::from_secs(a.turn_timeout),
+        turn_timeout: Duration::from_secs(a.turn_timeout.unwrap_or(60)),
         attach_clients: a.clients,
     };
     let report = if let Some(url) = &a.langgraph {
@@ -198,30 +221,17 @@ async fn run(a: RunArgs) -> anyhow::Result<()> {
             ..RunContext::default()
         };
         run_langgraph(&p, url, &a.assistant, &ctx).await?
-    } else if let Some(bin) = &a.weft_bin {
-        let dir = std::env::temp_dir().join(format!("weft-loadtest-{}", std::process::id()));
-        std::fs::create_dir_all(&dir)?;
-        let mut env = bench::fast_recovery_env();
-        env.extend(a.env.iter().cloned());
+    } else if a.weft_bin.is_some() {
+        let mut opts = stack_opts(&a)?;
         let mut mock = None;
         if a.mock_http {
-            mock = Some(bench::start_mock(&dir, "run").await?);
+            mock = Some(bench::start_mock(&opts.dir, "run").await?);
         }
         let mock_url = mock
             .as_ref()
             .and_then(|m| m.addr.clone())
             .map(|a| format!("http://{a}"));
-        let opts = StackOpts {
-            weft_bin: bin.clone(),
-            mode: a.mode,
-            llm_base_url: mock_url.as_ref().map(|u| format!("{u}/v1")),
-            gateways: a.gateways_to_start,
-            workers: a.workers,
-            env,
-            dir,
-            postgres_admin_url: a.postgres_admin_url.clone(),
-            redis_url: a.redis_url.clone(),
-        };
+        opts.llm_base_url = mock_url.as_ref().map(|u| format!("{u}/v1"));
         let stack = Stack::start(&opts).await?;
         let target = WeftTarget {
             gateways: Gateways::new(stack.gateway_urls())?,
@@ -271,12 +281,77 @@ async fn run(a: RunArgs) -> anyhow::Result<()> {
         )
         .await?
     };
+    emit(&report, a.json.as_deref())
+}
+
+/// `run lark`: a fake Lark pushes messages to the Lark bot of the stack started
+/// here (embedded: the in-process `mock` model), or of a weft started by hand.
+async fn lark(a: RunArgs) -> anyhow::Result<()> {
+    let (users, _, tokens, ttft, itl) = a.scenario.defaults();
+    let plan = TurnPlan::mock(
+        a.tokens.unwrap_or(tokens),
+        a.ttft_ms.unwrap_or(ttft),
+        a.itl_ms.unwrap_or(itl),
+    );
+    let p = LarkParams {
+        probes: a.probes,
+        probe_interval: Duration::from_millis(a.probe_interval_ms),
+        probe_plan: LarkParams::probe_plan(&plan),
+        conversations: a.users.unwrap_or(users),
+        plan,
+        ramp: Duration::from_secs(a.ramp),
+        timeout: Duration::from_secs(a.turn_timeout.unwrap_or(120)),
+        connections: a.gateways_to_start,
+    };
+    let (weft, label) = match a.weft_bin {
+        Some(_) => (LarkWeft::Stack(stack_opts(&a)?), a.mode.name()),
+        None => (
+            LarkWeft::External {
+                listen: a.lark_listen.clone(),
+                replicas: a.gateways_to_start,
+            },
+            "external",
+        ),
+    };
+    let report = launch::run(&p, weft, label).await?;
+    emit(&report, a.json.as_deref())
+}
+
+/// What a stack started with --weft-bin runs with (a fresh directory under the
+/// system's temp folder, weft's in-process `mock` model).
+fn stack_opts(a: &RunArgs) -> anyhow::Result<StackOpts> {
+    let bin = a
+        .weft_bin
+        .clone()
+        .context("--weft-bin is needed to start a stack")?;
+    let dir = std::env::temp_dir().join(format!("weft-loadtest-{}", std::process::id()));
+    std::fs::create_dir_all(&dir)?;
+    let mut env = bench::fast_recovery_env();
+    env.extend(a.env.iter().cloned());
+    Ok(StackOpts {
+        weft_bin: bin,
+        mode: a.mode,
+        llm_base_url: None,
+        gateways: a.gateways_to_start,
+        workers: a.workers,
+        env,
+        dir,
+        postgres_admin_url: a.postgres_admin_url.clone(),
+        redis_url: a.redis_url.clone(),
+    })
+}
+
+/// The table, then the JSON (also written to `json` when given).
+fn emit(
+    report: &weft_loadtest::report::Report,
+    json: Option<&std::path::Path>,
+) -> anyhow::Result<()> {
     print!("{}", report.table());
-    let json = serde_json::to_string_pretty(&report)?;
-    if let Some(path) = &a.json {
-        std::fs::write(path, &json).with_context(|| format!("writing {}", path.display()))?;
+    let text = serde_json::to_string_pretty(report)?;
+    if let Some(path) = json {
+        std::fs::write(path, &text).with_context(|| format!("writing {}", path.display()))?;
     }
-    println!("{json}");
+    println!("{text}");
     Ok(())
 }
 

@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::mock_llm::StatsSnapshot;
 use crate::procs::ProcUsage;
+use crate::scenario::lark::LarkResult;
 use crate::stats::{Samples, Summary};
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -60,6 +61,10 @@ pub struct Report {
     /// What happened when (chaos).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub timeline: Vec<String>,
+    /// The Lark bot's numbers (`lark`), which replace the HTTP client's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
+    pub lark: Option<LarkResult>,
 }
 
 /// Every message checked through `GET /v1/sessions/{id}/messages`.
@@ -128,6 +133,11 @@ impl Report {
             self.mock_ttft_ms,
             self.mock_itl_ms
         );
+        if let Some(lark) = &self.lark {
+            lark.write_table(&mut t);
+            self.write_processes(&mut t);
+            return t;
+        }
         let _ = writeln!(
             t,
             "runs ok {}  failed {}  runs/s {:.1}  peak concurrent runs {}",
@@ -197,13 +207,7 @@ impl Report {
                 a.held_s
             );
         }
-        for p in &self.processes {
-            let _ = writeln!(
-                t,
-                "process {:<10} pid {:<7} RSS start {:>7.1} peak {:>7.1} end {:>7.1} MiB  CPU {:>6.1} s ({:>5.1}% of a core)",
-                p.name, p.pid, p.rss_start_mib, p.rss_peak_mib, p.rss_end_mib, p.cpu_s, p.cpu_pct
-            );
-        }
+        self.write_processes(&mut t);
         if let Some(m) = &self.mock {
             let _ = writeln!(
                 t,
@@ -220,5 +224,15 @@ impl Report {
             let _ = writeln!(t, "  {line}");
         }
         t
+    }
+
+    fn write_processes(&self, t: &mut String) {
+        for p in &self.processes {
+            let _ = writeln!(
+                t,
+                "process {:<10} pid {:<7} RSS start {:>7.1} peak {:>7.1} end {:>7.1} MiB  CPU {:>6.1} s ({:>5.1}% of a core)",
+                p.name, p.pid, p.rss_start_mib, p.rss_peak_mib, p.rss_end_mib, p.cpu_s, p.cpu_pct
+            );
+        }
     }
 }

@@ -39,6 +39,10 @@ pub struct RunContext {
 }
 
 pub async fn run_weft(p: &Params, t: &WeftTarget, ctx: &RunContext) -> anyhow::Result<Report> {
+    anyhow::ensure!(
+        p.scenario != Scenario::Lark,
+        "lark drives Weft through a fake Lark, not its HTTP API: see scenario::lark::launch"
+    );
     let http = http_client();
     let mut rep = scenario::report_head(p, "weft", &ctx.label);
     let accounts = if p.scenario == Scenario::Attach {

@@ -227,7 +227,12 @@ impl FakeLark {
 
     /// Binds `127.0.0.1:0` and serves in the background until [`Self::shutdown`].
     pub async fn spawn(config: FakeConfig) -> std::io::Result<Self> {
-        let listener = TcpListener::bind("127.0.0.1:0").await?;
+        Self::spawn_on(TcpListener::bind("127.0.0.1:0").await?, config)
+    }
+
+    /// Serves on `listener` in the background until [`Self::shutdown`]; the
+    /// address is known when this returns (unlike with a spawned [`Self::serve`]).
+    pub fn spawn_on(listener: TcpListener, config: FakeConfig) -> std::io::Result<Self> {
         let fake = Self::new(config);
         *fake.inner.addr.lock().expect("addr lock") = Some(listener.local_addr()?);
         let (server, shutdown) = (fake.clone(), fake.inner.shutdown.clone());

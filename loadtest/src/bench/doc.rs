@@ -217,6 +217,18 @@ fn target_cell(outcomes: &[Outcome], mode: &str, s: Scenario) -> String {
             ),
             None => "not verified".into(),
         },
+        Scenario::Lark => match &r.lark {
+            Some(l) => format!(
+                "ack p50 {:.1} ms, first text overhead p50 {:.1} ms; {} lost, {} duplicated of {} conversations; {} rate-limited calls",
+                l.probes.ack_ms.p50,
+                l.probes.first_text_overhead_ms.p50,
+                l.burst.lost,
+                l.burst.duplicated,
+                l.burst.messages,
+                l.rate_limited_calls
+            ),
+            None => "no result".into(),
+        },
     }
 }
 

@@ -10,9 +10,12 @@
 //!   every message is checked through the API ([`verify`]).
 //! * `chaos` — the reconnect loop while the load tester kills and restarts the
 //!   processes it started ([`chaos`]).
+//! * `lark` — messages pushed by a fake Lark to the Lark bot, measured at the
+//!   fake ([`lark`]).
 
 pub mod attach;
 pub mod chaos;
+pub mod lark;
 pub mod verify;
 
 use std::sync::Arc;
@@ -33,6 +36,7 @@ pub enum Scenario {
     Attach,
     Reconnect,
     Chaos,
+    Lark,
 }
 
 impl Scenario {
@@ -44,10 +48,12 @@ impl Scenario {
             Scenario::Attach => "attach",
             Scenario::Reconnect => "reconnect",
             Scenario::Chaos => "chaos",
+            Scenario::Lark => "lark",
         }
     }
 
     /// (users, duration s, reply tokens, mock TTFT ms, mock ITL ms) unless overridden.
+    /// `lark`: users are conversations of one message each, and there is no duration.
     pub fn defaults(self) -> (usize, u64, u32, u64, u64) {
         match self {
             Scenario::Latency => (50, 20, 50, 100, 25),
@@ -56,6 +62,7 @@ impl Scenario {
             Scenario::Attach => (1, 20, 1, 0, 0),
             Scenario::Reconnect => (20, 15, 50, 50, 10),
             Scenario::Chaos => (30, 60, 40, 50, 25),
+            Scenario::Lark => (200, 0, 40, 100, 100),
         }
     }
 

@@ -1,0 +1,371 @@
+//! The `lark` scenario's numbers, computed after the fact from what the fake Lark
+//! recorded: every push attempt (with when it went out and when its ack came
+//! back), every REST call (with when it arrived and its body), and every message
+//! the bot sent as it is now. One clock (the fake's) times everything, so nothing
+//! here depends on how quickly the load tester noticed.
+
+use std::collections::{BTreeMap, HashMap};
+use std::fmt::Write;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use weft_lark::card::BODY_ELEMENT_ID;
+use weft_lark::fake::{AttemptOutcome, PushAttempt, Records, RestCall, SentMessage};
+
+use super::Pushed;
+use crate::stats::{Recorder, Summary};
+use crate::turn::TurnPlan;
+
+/// Lark's rate-limit answer: HTTP 429 with code 99991400.
+const RATE_LIMITED: i64 = 99991400;
+const TOKEN_PATH: &str = "/open-apis/auth/v3/tenant_access_token/internal";
+
+/// One phase's messages, from push to final card.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct LarkPhase {
+    pub messages: u64,
+    /// Push → the fake reads a valid ack (first delivery).
+    pub ack_ms: Summary,
+    /// Push → the THINKING reaction call reaches the fake (the gateway's share:
+    /// dedupe, user, session, then the call).
+    pub reaction_ms: Summary,
+    /// Push → the reply card is created, still "…" (send, queue, a worker's claim
+    /// and its first call).
+    #[serde(default)]
+    pub card_ms: Summary,
+    /// Push → the first card content showing reply text reaches the fake.
+    pub first_text_ms: Summary,
+    /// The same, minus the TTFT the mock model was scripted to wait.
+    pub first_text_overhead_ms: Summary,
+    /// Push → the card's final content (green, the whole reply) reaches the fake.
+    pub final_ms: Summary,
+    /// First push → last final content, seconds.
+    pub span_s: f64,
+    /// Exactly one card, ending with the whole reply.
+    pub complete: u64,
+    /// No card, or a card that never showed an ended reply.
+    pub lost: u64,
+    /// More than one card for one message.
+    pub duplicated: u64,
+    /// One card that ended, but not with the scripted reply.
+    pub wrong: u64,
+    /// Messages whose first delivery was not acked (the fake redelivered them).
+    pub redelivered: u64,
+}
+
+/// The whole run.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct LarkResult {
+    pub probes: LarkPhase,
+    pub burst: LarkPhase,
+    /// REST calls answered 429 / 99991400 (the bot outran Lark's limits).
+    pub rate_limited_calls: u64,
+    /// The most app-wide calls the fake saw in any one-second window (Lark: 50).
+    pub peak_calls_per_s: u64,
+    /// Authorised REST calls by kind.
+    pub calls: BTreeMap<String, u64>,
+    /// THINKING reactions still on messages at the end (each should go when its
+    /// reply ends).
+    pub reactions_left: u64,
+    /// `lark.calls_per_second` of each Weft process.
+    pub calls_per_second_per_process: u32,
+}
+
+/// A card showing an ended reply (done, failed or stopped).
+pub fn is_final(m: &SentMessage) -> bool {
+    matches!(template(&m.content), "green" | "red" | "grey")
+}
+
+fn template(card: &Value) -> &str {
+    card["header"]["template"].as_str().unwrap_or_default()
+}
+
+/// The streamed reply text of a card document.
+fn reply_body(card: &Value) -> &str {
+    card["body"]["elements"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .find(|e| e["element_id"] == BODY_ELEMENT_ID)
+        .and_then(|e| e["content"].as_str())
+        .unwrap_or_default()
+}
+
+/// The card a create (`reply`) or `PATCH` call carried, if any.
+fn card_of(call: &RestCall) -> Option<Value> {
+    serde_json::from_str(call.body["content"].as_str()?).ok()
+}
+
+/// Successful calls by path, oldest first.
+fn by_path(records: &Records) -> HashMap<&str, Vec<&RestCall>> {
+    let mut map: HashMap<&str, Vec<&RestCall>> = HashMap::new();
+    for c in records.calls.iter().filter(|c| c.status == 200) {
+        map.entry(c.path.as_str()).or_default().push(c);
+    }
+    map
+}
+
+fn since(at: Instant, from: Instant) -> i64 {
+    at.saturating_duration_since(from).as_micros() as i64
+}
+
+/// Per-message times in microseconds after the push, and when things happened.
+#[derive(Default)]
+struct Times {
+    ack: Vec<i64>,
+    reaction: Vec<i64>,
+    card: Vec<i64>,
+    text: Vec<i64>,
+    overhead: Vec<i64>,
+    done: Vec<i64>,
+    first_push: Option<Instant>,
+    last_final: Option<Instant>,
+}
+
+/// Measures the messages `pushed` of one phase, whose replies follow `plan`.
+pub fn phase(
+    records: &Records,
+    sent: &[SentMessage],
+    pushed: &[Pushed],
+    plan: &TurnPlan,
+) -> LarkPhase {
+    let calls = by_path(records);
+    let mut times = Times::default();
+    let mut out = LarkPhase {
+        messages: pushed.len() as u64,
+        ..LarkPhase::default()
+    };
+    for m in pushed {
+        let cards: Vec<&SentMessage> = sent
+            .iter()
+            .filter(|s| s.reply_to == m.message_id && !s.recalled)
+            .collect();
+        match cards.as_slice() {
+            [] => out.lost += 1,
+            [card] if !is_final(card) => out.lost += 1,
+            [card]
+                if template(&card.content) == "green"
+                    && reply_body(&card.content) == plan.expect =>
+            {
+                out.complete += 1
+            }
+            [_] => out.wrong += 1,
+            _ => out.duplicated += 1,
+        }
+        match records
+            .attempts_of(&m.event_id)
+            .iter()
+            .find(|a| a.attempt == 1)
+        {
+            Some(first) => {
+                if !matches!(first.outcome, AttemptOutcome::Acked(_)) {
+                    out.redelivered += 1;
+                }
+                time_one(&mut times, first, &calls, m, &cards, plan);
+            }
+            None => tracing::warn!(event.id = %m.event_id, "the fake has no record of a push"),
+        }
+    }
+    out.ack_ms = Summary::of_micros(&mut times.ack);
+    out.reaction_ms = Summary::of_micros(&mut times.reaction);
+    out.card_ms = Summary::of_micros(&mut times.card);
+    out.first_text_ms = Summary::of_micros(&mut times.text);
+    out.first_text_overhead_ms = Summary::of_micros(&mut times.overhead);
+    out.final_ms = Summary::of_micros(&mut times.done);
+    if let (Some(f), Some(l)) = (times.first_push, times.last_final) {
+        out.span_s = l.saturating_duration_since(f).as_secs_f64();
+    }
+    out
+}
+
+/// Adds one message's times: its first delivery's ack, its reaction, and the
+/// first card contents showing some, then all, of the reply.
+fn time_one(
+    times: &mut Times,
+    first: &PushAttempt,
+    calls: &HashMap<&str, Vec<&RestCall>>,
+    m: &Pushed,
+    cards: &[&SentMessage],
+    plan: &TurnPlan,
+) {
+    let t0 = first.pushed_at;
+    times.first_push = Some(times.first_push.map_or(t0, |f| f.min(t0)));
+    if let AttemptOutcome::Acked(ack) = &first.outcome {
+        times.ack.push(since(ack.at, t0));
+    }
+    let reactions = format!("/open-apis/im/v1/messages/{}/reactions", m.message_id);
+    if let Some(c) = calls.get(reactions.as_str()).and_then(|v| v.first()) {
+        times.reaction.push(since(c.at, t0));
+    }
+    let contents = card_calls(calls, &m.message_id, cards);
+    if let Some((at, _)) = contents.first() {
+        times.card.push(since(*at, t0));
+    }
+    let partial = |body: &str| !body.trim().is_empty() && plan.expect.starts_with(body.trim());
+    if let Some(at) = first_showing(&contents, partial) {
+        times.text.push(since(at, t0));
+        times.overhead.push(Recorder::signed(
+            at.saturating_duration_since(t0),
+            plan.ttft,
+        ));
+    }
+    if let Some(at) = first_showing(&contents, |body| body == plan.expect) {
+        times.done.push(since(at, t0));
+        times.last_final = Some(times.last_final.map_or(at, |l| l.max(at)));
+    }
+}
+
+/// Every card document the fake accepted for replies to `message_id`, with when:
+/// the create (`…/{message_id}/reply`) and the patches of each card.
+fn card_calls(
+    calls: &HashMap<&str, Vec<&RestCall>>,
+    message_id: &str,
+    cards: &[&SentMessage],
+) -> Vec<(Instant, Value)> {
+    let create = format!("/open-apis/im/v1/messages/{message_id}/reply");
+    let patches = cards
+        .iter()
+        .map(|c| format!("/open-apis/im/v1/messages/{}", c.message_id));
+    let mut out: Vec<(Instant, Value)> = std::iter::once(create)
+        .chain(patches)
+        .filter_map(|path| calls.get(path.as_str()))
+        .flatten()
+        .filter(|c| matches!(c.method.as_str(), "POST" | "PATCH"))
+        .filter_map(|c| Some((c.at, card_of(c)?)))
+        .collect();
+    out.sort_by_key(|(at, _)| *at);
+    out
+}
+
+/// When the first card content whose reply text satisfies `shows` arrived.
+fn first_showing(contents: &[(Instant, Value)], shows: impl Fn(&str) -> bool) -> Option<Instant> {
+    contents
+        .iter()
+        .find(|(_, card)| shows(reply_body(card)))
+        .map(|(at, _)| *at)
+}
+
+/// What is measured over the whole run rather than per phase.
+pub fn whole_run(records: &Records) -> LarkResult {
+    let app_calls: Vec<&RestCall> = records
+        .calls
+        .iter()
+        .filter(|c| c.path != TOKEN_PATH)
+        .collect();
+    let mut calls = BTreeMap::new();
+    for c in &app_calls {
+        *calls.entry(kind(c)).or_insert(0) += 1;
+    }
+    LarkResult {
+        rate_limited_calls: app_calls
+            .iter()
+            .filter(|c| c.status == 429 || c.code == RATE_LIMITED)
+            .count() as u64,
+        peak_calls_per_s: peak_per_second(app_calls.iter().map(|c| c.at).collect()),
+        calls,
+        ..LarkResult::default()
+    }
+}
+
+/// A REST call's kind: its method and path with the ids taken out.
+fn kind(c: &RestCall) -> String {
+    let mut previous = "";
+    let parts: Vec<&str> = c
+        .path
+        .trim_start_matches("/open-apis/")
+        .split('/')
+        .map(|part| {
+            let is_id = matches!(previous, "messages" | "reactions" | "cards" | "elements");
+            previous = part;
+            if is_id { "{id}" } else { part }
+        })
+        .collect();
+    format!("{} {}", c.method, parts.join("/"))
+}
+
+/// The most instants in any window of one second.
+fn peak_per_second(mut at: Vec<Instant>) -> u64 {
+    at.sort_unstable();
+    let mut start = 0;
+    let mut peak = 0;
+    for end in 0..at.len() {
+        while at[end].duration_since(at[start]) >= Duration::from_secs(1) {
+            start += 1;
+        }
+        peak = peak.max(end + 1 - start);
+    }
+    peak as u64
+}
+
+impl LarkResult {
+    /// The people-facing lines of [`crate::report::Report::table`].
+    pub fn write_table(&self, t: &mut String) {
+        let _ = writeln!(
+            t,
+            "{:<30}{:>9}{:>9}{:>9}{:>9}{:>10}",
+            "ms after the push", "p50", "p90", "p99", "max", "n"
+        );
+        for (name, phase) in [("probes", &self.probes), ("burst", &self.burst)] {
+            for (what, s) in [
+                ("ack", &phase.ack_ms),
+                ("THINKING reaction", &phase.reaction_ms),
+                ("card created", &phase.card_ms),
+                ("first card text", &phase.first_text_ms),
+                ("first text − mock TTFT", &phase.first_text_overhead_ms),
+                ("final card", &phase.final_ms),
+            ] {
+                let _ = writeln!(
+                    t,
+                    "{:<30}{:>9.2}{:>9.2}{:>9.2}{:>9.2}{:>10}",
+                    format!("{name}: {what}"),
+                    s.p50,
+                    s.p90,
+                    s.p99,
+                    s.max,
+                    s.count
+                );
+            }
+            let _ = writeln!(
+                t,
+                "{name}: {} messages, {} complete, lost {}, duplicated {}, wrong {}, redelivered {}, last card {:.1} s after the first push",
+                phase.messages,
+                phase.complete,
+                phase.lost,
+                phase.duplicated,
+                phase.wrong,
+                phase.redelivered,
+                phase.span_s
+            );
+        }
+        let calls: Vec<String> = self.calls.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        let _ = writeln!(
+            t,
+            "lark calls: rate-limited {}  peak {}/s (limit 50, {}/s per process)  reactions left {}\n  {}",
+            self.rate_limited_calls,
+            self.peak_calls_per_s,
+            self.calls_per_second_per_process,
+            self.reactions_left,
+            calls.join("  ")
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn peak_counts_the_busiest_second() {
+        let t = Instant::now();
+        let ms = |n: u64| t + Duration::from_millis(n);
+        // 500, 999, 1000 and 1200 fall in one second; 0 and 1000 do not (as
+        // the fake counts: a call a whole second old has left the window).
+        assert_eq!(
+            peak_per_second(vec![ms(0), ms(500), ms(999), ms(1000), ms(1200)]),
+            4
+        );
+        assert_eq!(peak_per_second(vec![ms(1000), ms(0), ms(2000)]), 1);
+        assert_eq!(peak_per_second(Vec::new()), 0);
+    }
+}

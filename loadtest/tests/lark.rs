@@ -1,0 +1,63 @@
+//! The `lark` scenario run small against a live embedded Weft whose Lark bot is
+//! connected to the scenario's fake Lark: every message gets exactly one card
+//! ending with the whole reply, within Lark's rate limits, and the report carries
+//! a latency sample per message. No timing assertions (the tool measures speed).
+
+mod support;
+
+use std::time::Duration;
+
+use support::start_weft;
+use weft_lark::fake::FakeLark;
+use weft_loadtest::scenario::lark::{self, LarkParams};
+use weft_loadtest::turn::TurnPlan;
+use weft_shared::config::Secret;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ten_conversations_get_one_complete_card_each() {
+    let fake = FakeLark::spawn(lark::fake_config()).await.unwrap();
+    let config = fake.config().clone();
+    let _weft = start_weft(|cfg| {
+        cfg.lark.app_id = config.app_id.clone();
+        cfg.lark.app_secret = Secret(config.app_secret.clone());
+        cfg.lark.base_url = fake.base_url();
+        // One call of room: the start-up `bot/v3/info` goes around the limiter,
+        // and this test pushes within a second of it.
+        cfg.lark.calls_per_second = 49;
+    })
+    .await;
+    let plan = TurnPlan::mock(10, 20, 20);
+    let p = LarkParams {
+        probes: 3,
+        probe_interval: Duration::from_millis(50),
+        probe_plan: LarkParams::probe_plan(&plan),
+        conversations: 10,
+        plan,
+        ramp: Duration::from_millis(100),
+        timeout: Duration::from_secs(60),
+        connections: 1,
+    };
+    let r = lark::run(&fake, &p).await.unwrap();
+    let mut table = String::new();
+    r.write_table(&mut table);
+    for (phase, n) in [(&r.probes, 3), (&r.burst, 10)] {
+        assert_eq!(phase.messages, n, "{table}");
+        assert_eq!(phase.complete, n, "{table}");
+        assert_eq!(
+            (phase.lost, phase.duplicated, phase.wrong),
+            (0, 0, 0),
+            "{table}"
+        );
+        for s in [
+            &phase.ack_ms,
+            &phase.reaction_ms,
+            &phase.first_text_ms,
+            &phase.final_ms,
+        ] {
+            assert_eq!(s.count, n, "one sample per message:\n{table}");
+        }
+    }
+    assert_eq!(r.rate_limited_calls, 0, "{table}");
+    assert_eq!(r.reactions_left, 0, "{table}");
+    assert!(r.peak_calls_per_s > 0, "{table}");
+}
