@@ -83,15 +83,19 @@ struct RunArgs {
     token: Option<String>,
     #[arg(long)]
     shared_token: bool,
+    /// Virtual users (lark: conversations of the burst, one message each).
     #[arg(long)]
     users: Option<usize>,
     /// Seconds of load (attach: how long clients are held).
     #[arg(long)]
     duration: Option<u64>,
+    /// Words in each reply the mock model is scripted to give.
     #[arg(long)]
     tokens: Option<u32>,
+    /// The mock model's time to first token.
     #[arg(long)]
     ttft_ms: Option<u64>,
+    /// The mock model's time between tokens.
     #[arg(long)]
     itl_ms: Option<u64>,
     /// Seconds over which users start (lark: over which the burst is pushed).

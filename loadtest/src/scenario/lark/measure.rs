@@ -68,7 +68,7 @@ pub struct LarkResult {
     /// THINKING reactions still on messages at the end (each should go when its
     /// reply ends).
     pub reactions_left: u64,
-    /// `lark.calls_per_second` of each Weft process.
+    /// `lark.calls_per_second` of each Weft process (0: not started here, unknown).
     pub calls_per_second_per_process: u32,
 }
 
@@ -339,12 +339,16 @@ impl LarkResult {
             );
         }
         let calls: Vec<String> = self.calls.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        // 0: a weft started by hand, whose setting the load tester does not know.
+        let share = match self.calls_per_second_per_process {
+            0 => String::new(),
+            n => format!(", {n}/s per process"),
+        };
         let _ = writeln!(
             t,
-            "lark calls: rate-limited {}  peak {}/s (limit 50, {}/s per process)  reactions left {}\n  {}",
+            "lark calls: rate-limited {}  peak {}/s (limit 50{share})  reactions left {}\n  {}",
             self.rate_limited_calls,
             self.peak_calls_per_s,
-            self.calls_per_second_per_process,
             self.reactions_left,
             calls.join("  ")
         );
