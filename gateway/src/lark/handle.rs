@@ -10,7 +10,7 @@ use weft_lark::card::{CardState, notice_card};
 use weft_lark::rest::{ErrorClass, LarkError, MessageContent, ReplyMode};
 use weft_shared::api::{Multitask, SendMessageRequest};
 use weft_shared::ids::RunId;
-use weft_shared::store::{AuthUser, CancelOutcome, ReactionRecord, SessionRecord};
+use weft_shared::store::{AuthUser, CancelOutcome, ReactionRecord, SessionRecord, retrying};
 
 use super::Bot;
 use super::commands::{self, Command, Lang};
@@ -25,15 +25,15 @@ pub const THINKING_EMOJI: &str = "THINKING";
 impl Bot {
     pub(super) async fn handle(&self, incoming: Incoming) -> anyhow::Result<()> {
         let store = &self.state.store;
-        let user = store.lark_user(&incoming.sender_open_id).await?;
-        let session = store
-            .lark_session(
-                &incoming.chat,
-                &user.id,
-                &self.state.resolve_model(None)?,
-                &self.state.resolve_mode(None)?,
-            )
-            .await?;
+        let user = retrying("lark user", || store.lark_user(&incoming.sender_open_id)).await?;
+        let (model, mode) = (
+            self.state.resolve_model(None)?,
+            self.state.resolve_mode(None)?,
+        );
+        let session = retrying("lark session", || {
+            store.lark_session(&incoming.chat, &user.id, &model, &mode)
+        })
+        .await?;
         let text = match &incoming.body {
             Body::Text(text) => text.clone(),
             Body::Unsupported(kind) => {
@@ -71,9 +71,9 @@ impl Bot {
     ) -> anyhow::Result<()> {
         let reaction = {
             let (sender, message) = (self.sender.clone(), incoming.message_id.clone());
-            tokio::spawn(
-                async move { retrying(|| sender.add_reaction(&message, THINKING_EMOJI)).await },
-            )
+            tokio::spawn(async move {
+                lark_retrying(|| sender.add_reaction(&message, THINKING_EMOJI)).await
+            })
         };
         let request = SendMessageRequest {
             text,
@@ -84,7 +84,31 @@ impl Bot {
             idempotency_key: Some(format!("lark:{}", incoming.message_id)),
             lark_message_id: Some(incoming.message_id.clone()),
         };
-        let sent = submit(&self.state, &session.user_id, &session.id, request, origin).await;
+        // The Lark id is the idempotency key, so a retry after a database error
+        // can never send twice; the event was acked, so nobody else retries it.
+        let mut sent = submit(
+            &self.state,
+            &session.user_id,
+            &session.id,
+            request.clone(),
+            origin.clone(),
+        )
+        .await;
+        for delay_ms in [250, 500, 1000] {
+            if !matches!(sent, Err(ApiError::Internal(_))) {
+                break;
+            }
+            tracing::warn!(lark.message_id = %incoming.message_id, "sending a lark message failed; retrying");
+            tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+            sent = submit(
+                &self.state,
+                &session.user_id,
+                &session.id,
+                request.clone(),
+                origin.clone(),
+            )
+            .await;
+        }
         let reaction = match reaction.await {
             Ok(Ok(r)) => Some(r.reaction_id),
             Ok(Err(e)) => {
@@ -350,7 +374,7 @@ impl Bot {
     }
 
     async fn remove_reaction(&self, message: &str, reaction: &str) {
-        if let Err(e) = retrying(|| self.sender.remove_reaction(message, reaction)).await {
+        if let Err(e) = lark_retrying(|| self.sender.remove_reaction(message, reaction)).await {
             tracing::warn!(lark.message_id = %message, error = %e, "removing a reaction failed");
         }
     }
@@ -370,7 +394,7 @@ impl Bot {
             ReplyMode::InThread
         };
         let uuid = truncate_uuid(&format!("weft-n-{}", incoming.message_id));
-        retrying(|| {
+        lark_retrying(|| {
             self.sender.reply_message_once(
                 &incoming.chat.chat_id,
                 &incoming.message_id,
@@ -386,7 +410,7 @@ impl Bot {
 
 /// Calls Lark, retrying rate limits and outages a few times with backoff (0.5 s,
 /// 1.5 s, 4.5 s) and logging each; other errors return at once.
-async fn retrying<T, F, Fut>(mut call: F) -> Result<T, LarkError>
+async fn lark_retrying<T, F, Fut>(mut call: F) -> Result<T, LarkError>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, LarkError>>,

@@ -36,7 +36,7 @@ use weft_lark::rest::{RestClient, RestConfig};
 use weft_lark::sender::{RateAwareSender, RateLimits};
 use weft_lark::ws::{self, Delivery, WsConfig, WsError};
 use weft_shared::config::LarkConfig;
-use weft_shared::store::InboundClaim;
+use weft_shared::store::{InboundClaim, retrying};
 use weft_shared::time::now_ms;
 
 use crate::AppState;
@@ -67,7 +67,7 @@ pub async fn identify(
     config: &LarkConfig,
     sender: &RateAwareSender,
 ) -> anyhow::Result<BotIdentity> {
-    let info = sender.rest().bot_info().await.with_context(|| {
+    let info = sender.bot_info().await.with_context(|| {
         format!(
             "the Lark bot could not start: {} refused app {} or could not be reached (check lark.app_id, lark.app_secret / WEFT_LARK__APP_SECRET and lark.base_url)",
             config.base_url, config.app_id
@@ -170,12 +170,11 @@ impl Bot {
                 }
             };
         let _turn = self.chats.lock(&incoming.chat.key()).await;
-        match self
-            .state
-            .store
-            .claim_lark_inbound(&incoming.message_id)
-            .await
-        {
+        let store = &self.state.store;
+        let claim = retrying("lark dedupe", || {
+            store.claim_lark_inbound(&incoming.message_id)
+        });
+        match claim.await {
             Ok(InboundClaim::New) => {}
             Ok(InboundClaim::Duplicate) => {
                 metrics::counter!("weft_lark_events_total", "outcome" => "duplicate").increment(1);

@@ -151,6 +151,13 @@ impl RateAwareSender {
         self.rest.remove_reaction(message_id, reaction_id).await
     }
 
+    /// The bot's identity, within the per-app limit (start-up of a replica while
+    /// others already send must not draw a 429).
+    pub async fn bot_info(&self) -> Result<crate::rest::BotInfo, LarkError> {
+        let _permit = self.limiter.acquire(&[self.app_key()]).await;
+        self.rest.bot_info().await
+    }
+
     /// Creates a CardKit entity within the per-app limit.
     pub async fn create_card(&self, document: &Value) -> Result<CardEntity, LarkError> {
         let _permit = self.limiter.acquire(&[self.app_key()]).await;

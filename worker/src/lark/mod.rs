@@ -31,7 +31,7 @@ use weft_lark::rest::{ErrorClass, Fallback, LarkError, MessageContent, ReceiveId
 use weft_lark::sender::RateAwareSender;
 use weft_shared::bus::{AttachItem, SharedBus, attach};
 use weft_shared::ids::RunId;
-use weft_shared::store::{LarkTarget, Store};
+use weft_shared::store::{LarkTarget, Store, retrying};
 
 use view::ReplyView;
 
@@ -53,7 +53,7 @@ pub struct LarkEgress {
 impl LarkEgress {
     /// Where `run` replies, when it belongs to a Lark conversation.
     pub(crate) async fn target(&self, run: &RunId) -> Option<LarkTarget> {
-        match self.store.lark_target(run).await {
+        match retrying("lark target", || self.store.lark_target(run)).await {
             Ok(target) => target,
             Err(e) => {
                 tracing::warn!(run.id = %run, error = %e, "looking up the run's lark chat failed; no card");
