@@ -413,9 +413,11 @@ async fn run_tools(
         })
         .await;
     }
+    let ctx = weft_tools::ToolContext::default();
+    let ctx = &ctx;
     let all = futures::future::join_all(calls.iter().map(|c| async move {
         let t0 = Instant::now();
-        let out = inner.tools.call(&c.name, c.args.clone()).await;
+        let out = inner.tools.call(&c.name, c.args.clone(), ctx).await;
         (c, out, t0.elapsed())
     }));
     let done = tokio::select! {
@@ -433,7 +435,7 @@ async fn run_tools(
             call_id: c.id.clone(),
             name: c.name.clone(),
             ok,
-            output: crate::tools::preview(&content),
+            output: weft_tools::preview(&content),
             duration_ms: took.as_millis() as u64,
         })
         .await;

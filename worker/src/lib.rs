@@ -14,7 +14,6 @@ mod executor;
 mod lark;
 pub mod providers;
 mod reaper;
-pub mod tools;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -35,7 +34,7 @@ use weft_shared::store::{ClaimOutcome, ClaimedRun, Store};
 use weft_shared::time::now_ms;
 
 use crate::providers::Providers;
-use crate::tools::ToolRegistry;
+use weft_tools::ToolRegistry;
 
 /// What a worker needs; shared with the gateway in embedded mode.
 #[derive(Clone)]

@@ -1,0 +1,83 @@
+//! `[lark]`: the Lark / Feishu bot.
+
+use serde::{Deserialize, Serialize};
+
+use super::{ConfigError, Secret};
+
+/// The Lark / Feishu bot (`[lark]`, env `WEFT_LARK__<KEY>`). Gateways hold the
+/// long connection (ingress); workers stream reply cards (egress): both need it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct LarkConfig {
+    /// The self-built app's id (`cli_…`). Empty ⇒ the bot is off.
+    pub app_id: String,
+    /// The app secret (`WEFT_LARK__APP_SECRET`).
+    pub app_secret: Secret,
+    /// `https://open.feishu.cn` (Feishu), `https://open.larksuite.com` (Lark).
+    pub base_url: String,
+    /// In groups, answer only when the bot is @mentioned.
+    pub require_mention: bool,
+    /// Chat ids (`oc_…`) the bot answers in; empty ⇒ every chat the app is in.
+    pub allowed_chats: Vec<String>,
+    /// Lark API calls per second this process may make (Lark allows 50 per app:
+    /// with several workers, give each its share).
+    pub calls_per_second: u32,
+}
+
+impl Default for LarkConfig {
+    fn default() -> Self {
+        LarkConfig {
+            app_id: String::new(),
+            app_secret: Secret::default(),
+            base_url: "https://open.feishu.cn".into(),
+            require_mention: true,
+            allowed_chats: Vec::new(),
+            calls_per_second: 50,
+        }
+    }
+}
+
+impl LarkConfig {
+    pub fn enabled(&self) -> bool {
+        !self.app_id.is_empty()
+    }
+
+    pub(super) fn validate(&self) -> Result<(), ConfigError> {
+        if !self.enabled() {
+            return Ok(());
+        }
+        let bad = |m: String| Err(ConfigError::Invalid(format!("lark.{m}")));
+        if self.app_secret.expose().is_empty() {
+            return bad(
+                "app_secret is required when lark.app_id is set (or WEFT_LARK__APP_SECRET)".into(),
+            );
+        }
+        let Some((scheme, rest)) = self.base_url.split_once("://") else {
+            return bad(format!("base_url {:?} is not a URL", self.base_url));
+        };
+        let host = rest.split(['/', '?']).next().unwrap_or("");
+        let host = match host.rsplit_once(':') {
+            Some((h, port)) if port.chars().all(|c| c.is_ascii_digit()) => h,
+            _ => host,
+        };
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        let loopback = host == "localhost"
+            || host
+                .parse::<std::net::IpAddr>()
+                .is_ok_and(|ip| ip.is_loopback());
+        match scheme {
+            "https" => {}
+            "http" if loopback => {}
+            _ => {
+                return bad(format!(
+                    "base_url must use https:// (plain http only for a loopback host), got {:?}",
+                    self.base_url
+                ));
+            }
+        }
+        if self.calls_per_second == 0 {
+            return bad("calls_per_second must be at least 1".into());
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,355 @@
+//! Layered configuration: defaults → `weft.toml` (`--config` / `WEFT_CONFIG`) →
+//! `WEFT_*` environment (`__` nests: `WEFT_LIMITS__BODY_BYTES`) → command-line flags.
+//! Validated once at start-up ([`Config::validate`]); secrets are wrapped in
+//! [`Secret`] so `Debug` output and logs never show them.
+
+use std::path::{Path, PathBuf};
+
+use figment::Figment;
+use figment::providers::{Env, Format, Serialized, Toml};
+use serde::{Deserialize, Serialize};
+
+mod http;
+mod lark;
+mod mcp;
+mod models;
+mod tools;
+mod web;
+mod worker;
+
+pub use http::{HttpConfig, Limits, LoginConfig, parse_proxy};
+pub use lark::LarkConfig;
+pub use mcp::McpServerConfig;
+pub use models::{ModelConfig, ProviderKind};
+pub use tools::{MAX_CALL_TIMEOUT_SECS, ToolPolicy, ToolsConfig, WebFetchConfig, WebSearchConfig};
+pub use worker::{EventsConfig, WorkerConfig};
+
+/// A string that never prints.
+#[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(transparent)]
+pub struct Secret(pub String);
+
+impl Secret {
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl std::fmt::Debug for Secret {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Secret(***)")
+    }
+}
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Config {
+    /// Address to listen on; each command has its own default (`up`: 127.0.0.1:8900,
+    /// `serve`: 0.0.0.0:8900).
+    pub listen: Option<String>,
+    /// `sqlite:…` (embedded) or `postgres://…` (distributed). Default: SQLite in `data_dir`.
+    pub database_url: Option<Secret>,
+    /// Postgres connections each process keeps at most (gateways and workers
+    /// alike; size Postgres' `max_connections` for all processes together).
+    pub database_max_connections: u32,
+    /// `redis://…`; absent ⇒ in-process queue and bus.
+    pub redis_url: Option<Secret>,
+    /// Prefix of every Redis key, so tests and tenants can share one Redis.
+    pub redis_prefix: String,
+    /// Where embedded mode keeps `weft.db`. Default `~/.local/share/weft`.
+    pub data_dir: Option<PathBuf>,
+    /// Reverse proxies (IPs or CIDRs, e.g. `10.0.0.0/8`) whose `X-Forwarded-For`
+    /// and `X-Forwarded-Proto` are believed. From any other peer those headers are
+    /// ignored: the client is the TCP peer and the request is plain HTTP. Feeds the
+    /// sign-in limiter, logs and the session cookie's `Secure` flag.
+    pub trusted_proxies: Vec<String>,
+    /// Sign-in attempt limits.
+    pub login: LoginConfig,
+    /// When set (at least [`MIN_ADMIN_TOKEN_CHARS`] characters), the server ensures
+    /// an admin user `admin` that this bearer token authenticates; when unset, any
+    /// earlier bootstrap token is revoked at start-up.
+    pub admin_token: Option<Secret>,
+    /// `text` (default) or `json` logs.
+    pub log_format: String,
+    pub limits: Limits,
+    /// Connection timeouts and the connection cap of the HTTP server.
+    pub http: HttpConfig,
+    pub worker: WorkerConfig,
+    pub events: EventsConfig,
+    /// Configured models; empty ⇒ the built-in `mock` demo model.
+    pub models: Vec<ModelConfig>,
+    /// The Lark (Feishu) bot; on when `app_id` is set.
+    pub lark: LarkConfig,
+    /// Tool timeouts, output caps, approval policies and the web tools.
+    pub tools: ToolsConfig,
+    /// MCP servers whose tools the agent may use (`[[mcp_servers]]`).
+    pub mcp_servers: Vec<McpServerConfig>,
+}
+
+impl Default for Config {
+    fn default() -> Self {
+        Config {
+            listen: None,
+            database_url: None,
+            database_max_connections: 32,
+            redis_url: None,
+            redis_prefix: "weft:".into(),
+            data_dir: None,
+            trusted_proxies: Vec::new(),
+            login: LoginConfig::default(),
+            admin_token: None,
+            log_format: "text".into(),
+            limits: Limits::default(),
+            http: HttpConfig::default(),
+            worker: WorkerConfig::default(),
+            events: EventsConfig::default(),
+            models: Vec::new(),
+            lark: LarkConfig::default(),
+            tools: ToolsConfig::default(),
+            mcp_servers: Vec::new(),
+        }
+    }
+}
+
+/// The shortest `WEFT_ADMIN_TOKEN` accepted: it authenticates an admin over the
+/// network, so it must not be guessable.
+pub const MIN_ADMIN_TOKEN_CHARS: usize = 32;
+
+/// Which backends a process uses, decided by the URLs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Mode {
+    /// SQLite file + in-process queue and bus (one process).
+    Embedded { database_url: String },
+    /// Postgres + Redis (any number of gateways and workers).
+    Distributed {
+        database_url: String,
+        redis_url: String,
+    },
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("configuration: {0}")]
+    Load(#[from] Box<figment::Error>),
+    #[error("configuration: {0}")]
+    Invalid(String),
+}
+
+impl Config {
+    /// Defaults → file (if any) → `WEFT_*` env.
+    pub fn load(file: Option<&Path>) -> Result<Config, ConfigError> {
+        let mut fig = Figment::from(Serialized::defaults(Config::default()));
+        if let Some(path) = file {
+            if !path.exists() {
+                return Err(ConfigError::Invalid(format!(
+                    "config file {} does not exist",
+                    path.display()
+                )));
+            }
+            fig = fig.merge(Toml::file(path));
+        }
+        fig = fig.merge(
+            Env::prefixed("WEFT_")
+                .split("__")
+                .ignore(&["config", "gateway", "token"]),
+        );
+        let cfg: Config = fig.extract().map_err(Box::new)?;
+        cfg.validate()?;
+        Ok(cfg)
+    }
+
+    pub fn validate(&self) -> Result<(), ConfigError> {
+        let bad = |m: String| Err(ConfigError::Invalid(m));
+        if let Some(token) = &self.admin_token {
+            if token.expose().chars().count() < MIN_ADMIN_TOKEN_CHARS {
+                return bad(format!(
+                    "admin_token (WEFT_ADMIN_TOKEN) must be at least {MIN_ADMIN_TOKEN_CHARS} characters; generate one with `openssl rand -hex 32`"
+                ));
+            }
+        }
+        if self.worker.concurrency == 0 {
+            return bad("worker.concurrency must be at least 1".into());
+        }
+        if self.worker.max_attempts == 0 {
+            return bad("worker.max_attempts must be at least 1".into());
+        }
+        if self.events.max_bytes_per_run < 4096 {
+            return bad("events.max_bytes_per_run must be at least 4096".into());
+        }
+        if self.events.memory_budget_bytes < self.events.max_bytes_per_run {
+            return bad(
+                "events.memory_budget_bytes must be at least events.max_bytes_per_run".into(),
+            );
+        }
+        if self.worker.stale_after_ms <= self.worker.heartbeat_ms {
+            return bad("worker.stale_after_ms must exceed worker.heartbeat_ms".into());
+        }
+        let mut seen = std::collections::HashSet::new();
+        for m in &self.models {
+            if !seen.insert(m.id.as_str()) {
+                return bad(format!("model id {:?} is configured twice", m.id));
+            }
+            if m.provider != ProviderKind::Mock
+                && m.base_url.is_none()
+                && m.provider != ProviderKind::Openai
+            {
+                return bad(format!("model {:?} needs base_url", m.id));
+            }
+        }
+        if self.models.iter().filter(|m| m.default).count() > 1 {
+            return bad("more than one model is marked default".into());
+        }
+        self.lark.validate()?;
+        self.http.validate()?;
+        self.login.validate()?;
+        if let Some(bad_entry) = self
+            .trusted_proxies
+            .iter()
+            .find(|p| parse_proxy(p).is_none())
+        {
+            return bad(format!(
+                "trusted_proxies: {bad_entry:?} is not an IP address or CIDR (like 10.0.0.0/8)"
+            ));
+        }
+        self.mode()?;
+        Ok(())
+    }
+
+    /// The models served, the default first; the mock when none is configured.
+    pub fn effective_models(&self) -> Vec<ModelConfig> {
+        if self.models.is_empty() {
+            return vec![ModelConfig::mock()];
+        }
+        let mut models = self.models.clone();
+        if !models.iter().any(|m| m.default) {
+            models[0].default = true;
+        }
+        models.sort_by_key(|m| !m.default);
+        models
+    }
+
+    pub fn data_dir(&self) -> PathBuf {
+        if let Some(d) = &self.data_dir {
+            return d.clone();
+        }
+        let base = std::env::var_os("XDG_DATA_HOME")
+            .map(PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/share")))
+            .unwrap_or_else(|| PathBuf::from("."));
+        base.join("weft")
+    }
+
+    /// Decide the mode from the URLs; mixed combinations are refused.
+    pub fn mode(&self) -> Result<Mode, ConfigError> {
+        let db = match &self.database_url {
+            Some(u) => u.expose().to_string(),
+            None => format!(
+                "sqlite://{}?mode=rwc",
+                self.data_dir().join("weft.db").display()
+            ),
+        };
+        let is_pg = db.starts_with("postgres://") || db.starts_with("postgresql://");
+        let is_sqlite = db.starts_with("sqlite:");
+        if !is_pg && !is_sqlite {
+            return Err(ConfigError::Invalid(
+                "database_url must start with sqlite: or postgres://".into(),
+            ));
+        }
+        match (&self.redis_url, is_pg) {
+            (None, false) => Ok(Mode::Embedded { database_url: db }),
+            (Some(r), true) => Ok(Mode::Distributed {
+                database_url: db,
+                redis_url: r.expose().to_string(),
+            }),
+            (Some(_), false) => Err(ConfigError::Invalid(
+                "a Redis queue needs a shared Postgres database: a SQLite file cannot be seen by other hosts (set database_url to postgres://… or drop redis_url)".into(),
+            )),
+            (None, true) => Err(ConfigError::Invalid(
+                "a Postgres database needs redis_url for the queue and event bus (or use sqlite: for embedded mode)".into(),
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_are_embedded_with_the_mock_model() {
+        let cfg = Config::default();
+        assert!(matches!(cfg.mode().unwrap(), Mode::Embedded { .. }));
+        let models = cfg.effective_models();
+        assert_eq!(models.len(), 1);
+        assert_eq!(models[0].id, "mock");
+        assert!(models[0].default);
+    }
+
+    #[test]
+    fn mixed_modes_are_refused() {
+        let cfg = Config {
+            redis_url: Some(Secret("redis://127.0.0.1".into())),
+            ..Config::default()
+        };
+        assert!(
+            cfg.mode()
+                .unwrap_err()
+                .to_string()
+                .contains("shared Postgres")
+        );
+        let cfg = Config {
+            database_url: Some(Secret("postgres://x/y".into())),
+            ..Config::default()
+        };
+        assert!(cfg.mode().is_err());
+    }
+
+    #[test]
+    fn lark_needs_https_except_on_loopback() {
+        let lark = |base_url: &str| Config {
+            lark: LarkConfig {
+                app_id: "cli_x".into(),
+                app_secret: Secret("s".into()),
+                base_url: base_url.into(),
+                ..LarkConfig::default()
+            },
+            ..Config::default()
+        };
+        assert!(lark("https://open.feishu.cn").validate().is_ok());
+        assert!(lark("http://127.0.0.1:3000").validate().is_ok());
+        assert!(lark("http://[::1]:3000").validate().is_ok());
+        assert!(lark("http://localhost:1").validate().is_ok());
+        let err = lark("http://open.feishu.cn").validate().unwrap_err();
+        assert!(err.to_string().contains("https://"), "{err}");
+        let mut no_secret = lark("https://open.feishu.cn");
+        no_secret.lark.app_secret = Secret::default();
+        assert!(
+            no_secret
+                .validate()
+                .unwrap_err()
+                .to_string()
+                .contains("app_secret")
+        );
+        assert!(Config::default().validate().is_ok(), "off by default");
+    }
+
+    #[test]
+    fn short_admin_tokens_are_refused() {
+        let with = |t: &str| Config {
+            admin_token: Some(Secret(t.into())),
+            ..Config::default()
+        };
+        let err = with("hunter2").validate().unwrap_err().to_string();
+        assert!(err.contains("at least 32 characters"), "{err}");
+        assert!(with(&"x".repeat(32)).validate().is_ok());
+    }
+
+    #[test]
+    fn secrets_do_not_print() {
+        let cfg = Config {
+            admin_token: Some(Secret("hunter2".into())),
+            ..Config::default()
+        };
+        assert!(!format!("{cfg:?}").contains("hunter2"));
+    }
+}

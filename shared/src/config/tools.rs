@@ -1,0 +1,52 @@
+//! `[tools]`: what the agent's tools may do and who must say yes first.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+pub use super::web::{WebFetchConfig, WebSearchConfig};
+
+/// Whether a tool call runs, waits for a person, or is refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolPolicy {
+    /// Runs without asking.
+    Auto,
+    /// Suspends the run until the session's owner (or an admin) approves.
+    Confirm,
+    /// Never runs; the model is told it was refused.
+    Deny,
+}
+
+/// The longest per-call timeout an admin may set (10 minutes).
+pub const MAX_CALL_TIMEOUT_SECS: u64 = 600;
+
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ToolsConfig {
+    /// Per-call timeout (seconds, at most 600).
+    pub call_timeout_secs: u64,
+    /// Tool output beyond this many bytes is stored; the model gets the head
+    /// and pages through the rest with `read_output`.
+    pub output_cap_bytes: u64,
+    /// How long a pending approval waits before it counts as `deny`.
+    pub approval_ttl_secs: u64,
+    /// Policy per tool name (`web_fetch`, `mcp:<server>`, `<server>__<tool>`).
+    /// Unlisted tools: `confirm` when they have side effects, else `auto`.
+    pub policies: BTreeMap<String, ToolPolicy>,
+    pub web_fetch: WebFetchConfig,
+    pub web_search: WebSearchConfig,
+}
+
+impl Default for ToolsConfig {
+    fn default() -> Self {
+        ToolsConfig {
+            call_timeout_secs: 30,
+            output_cap_bytes: 16 << 10,
+            approval_ttl_secs: 30 * 60,
+            policies: BTreeMap::new(),
+            web_fetch: WebFetchConfig::default(),
+            web_search: WebSearchConfig::default(),
+        }
+    }
+}

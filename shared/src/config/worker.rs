@@ -1,0 +1,79 @@
+//! `[worker]` and `[events]`: how runs execute and how long their logs live.
+
+use serde::{Deserialize, Serialize};
+
+/// How workers execute runs (`[worker]`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct WorkerConfig {
+    /// Runs one worker process executes at once.
+    pub concurrency: usize,
+    /// How often a running run's heartbeat is refreshed.
+    pub heartbeat_ms: u64,
+    /// A running run whose heartbeat is older than this is presumed orphaned.
+    pub stale_after_ms: u64,
+    /// A queued run not claimed for this long is enqueued again (lost job).
+    pub requeue_after_ms: u64,
+    /// How often the reaper looks for orphaned and lost runs.
+    pub reaper_interval_ms: u64,
+    /// How often the reaper purges expired login tokens and idempotency keys
+    /// older than `limits.idempotency_key_retention_secs`.
+    pub purge_interval_ms: u64,
+    /// Attempts before a run fails for good.
+    pub max_attempts: u32,
+    /// Text/thinking deltas are coalesced for this long before publishing (0 = off).
+    pub coalesce_ms: u64,
+    /// LLM calls per run before it stops.
+    pub max_steps: u32,
+    /// On shutdown, running runs get this long to finish before they are released.
+    pub shutdown_grace_ms: u64,
+    /// Messages of history sent to the model.
+    pub hot_size: usize,
+}
+
+impl Default for WorkerConfig {
+    fn default() -> Self {
+        WorkerConfig {
+            concurrency: 256,
+            heartbeat_ms: 10_000,
+            stale_after_ms: 30_000,
+            requeue_after_ms: 15_000,
+            reaper_interval_ms: 5_000,
+            purge_interval_ms: 60_000,
+            max_attempts: 3,
+            coalesce_ms: 25,
+            max_steps: 25,
+            shutdown_grace_ms: 10_000,
+            hot_size: 20,
+        }
+    }
+}
+
+/// Run event log (`[events]`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct EventsConfig {
+    /// How long a run's event log is kept after the run ends.
+    pub retention_secs: u64,
+    /// Upper bound of events kept per run.
+    pub max_len: u64,
+    /// Bytes of events one run may publish (per attempt); past it the run fails
+    /// with `event_log_full`, keeping the text so far. Bounds one reply's share of
+    /// Redis or memory, whatever the model (or `@mock.tokens`) produces.
+    pub max_bytes_per_run: u64,
+    /// Embedded mode: bytes all event logs in memory may take together. Past it
+    /// the logs of finished runs are dropped first (oldest first), then the
+    /// oldest running ones; their clients read the messages instead.
+    pub memory_budget_bytes: u64,
+}
+
+impl Default for EventsConfig {
+    fn default() -> Self {
+        EventsConfig {
+            retention_secs: 24 * 3600,
+            max_len: 100_000,
+            max_bytes_per_run: 8 << 20,
+            memory_budget_bytes: 256 << 20,
+        }
+    }
+}

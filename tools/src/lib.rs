@@ -1,0 +1,113 @@
+//! The agent's tools. A hosted, multi-user service gets no shell: a tool is a
+//! small function of its arguments that the worker calls with a timeout, an
+//! output cap and (for tools with side effects) a person's approval around it.
+//! Those guards live in the worker's tool runner, so every tool — built-in or
+//! from an MCP server — gets them without implementing them.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use weft_llm::ToolSpec;
+
+mod builtin;
+
+pub use builtin::CurrentTime;
+
+/// Who is calling: tools that keep per-run state (stored outputs) or act for a
+/// user need it; most ignore it.
+#[derive(Debug, Clone, Default)]
+pub struct ToolContext {
+    pub run_id: String,
+    pub session_id: String,
+    pub user_id: String,
+}
+
+#[async_trait::async_trait]
+pub trait Tool: Send + Sync {
+    fn spec(&self) -> ToolSpec;
+    /// Whether a call changes something outside the conversation (sends,
+    /// writes, buys). Such tools default to the `confirm` policy.
+    fn side_effects(&self) -> bool {
+        false
+    }
+    /// `Ok(output)` or `Err(message)`; both are shown to the model.
+    async fn call(&self, args: serde_json::Value, ctx: &ToolContext) -> Result<String, String>;
+}
+
+/// Tools by name.
+#[derive(Clone, Default)]
+pub struct ToolRegistry {
+    tools: HashMap<String, Arc<dyn Tool>>,
+}
+
+impl ToolRegistry {
+    /// The tools every deployment has.
+    pub fn builtin() -> ToolRegistry {
+        let mut reg = ToolRegistry::default();
+        reg.add(Arc::new(CurrentTime));
+        reg
+    }
+
+    pub fn add(&mut self, tool: Arc<dyn Tool>) {
+        self.tools.insert(tool.spec().name, tool);
+    }
+
+    pub fn get(&self, name: &str) -> Option<&Arc<dyn Tool>> {
+        self.tools.get(name)
+    }
+
+    /// Specs sorted by name, so the prompt (and the provider's cache) is stable.
+    pub fn specs(&self) -> Vec<ToolSpec> {
+        let mut specs: Vec<_> = self.tools.values().map(|t| t.spec()).collect();
+        specs.sort_by(|a, b| a.name.cmp(&b.name));
+        specs
+    }
+
+    pub async fn call(
+        &self,
+        name: &str,
+        args: serde_json::Value,
+        ctx: &ToolContext,
+    ) -> Result<String, String> {
+        match self.tools.get(name) {
+            Some(tool) => tool.call(args, ctx).await,
+            None => Err(format!("unknown tool {name:?}")),
+        }
+    }
+}
+
+/// At most 2000 characters, for `tool_end.output`.
+pub fn preview(output: &str) -> String {
+    match output.char_indices().nth(2000) {
+        Some((cut, _)) => output[..cut].to_string(),
+        None => output.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn current_time_is_rfc3339_and_unknown_tools_fail() {
+        let reg = ToolRegistry::builtin();
+        let ctx = ToolContext::default();
+        let out = reg
+            .call("current_time", serde_json::json!({}), &ctx)
+            .await
+            .unwrap();
+        assert!(out.ends_with('Z') && out.contains('T'), "{out}");
+        assert!(
+            reg.call("rm_rf", serde_json::json!({}), &ctx)
+                .await
+                .is_err()
+        );
+        assert_eq!(reg.specs()[0].name, "current_time");
+    }
+
+    #[test]
+    fn previews_cut_on_char_boundaries() {
+        assert_eq!(preview(&"界".repeat(2500)).chars().count(), 2000);
+        assert_eq!(preview("short"), "short");
+    }
+}
