@@ -6,17 +6,24 @@
 // back as `{"error":{"code","message"}}` and are thrown as `ApiError`.
 
 import type {
-  ApiToken,
+  ChangePasswordRequest,
   CreatedToken,
+  CreateSessionRequest,
+  CreateUserRequest,
   Limits,
-  Message,
+  LoginResponse,
+  MessageList,
   Mode,
   Model,
-  Multitask,
   Role,
   Run,
+  SendMessageRequest,
   SendResult,
   Session,
+  SessionList,
+  TokenList,
+  UpdateSessionRequest,
+  UpdateUserRequest,
   User,
 } from './types'
 
@@ -100,7 +107,7 @@ export function createApi(opts: ApiOptions = {}) {
   return {
     // auth
     login: (username: string, password: string) =>
-      request<{ token: string; user: User }>('POST', '/v1/auth/login', { username, password }, { quiet401: true }),
+      request<LoginResponse>('POST', '/v1/auth/login', { username, password }, { quiet401: true }),
     logout: () => request<void>('POST', '/v1/auth/logout', {}, { quiet401: true }),
     me: () => request<User>('GET', '/v1/me', undefined, { quiet401: true }),
 
@@ -110,17 +117,17 @@ export function createApi(opts: ApiOptions = {}) {
 
     // sessions
     listSessions: (q?: { q?: string; limit?: number; cursor?: string | null }) =>
-      get<{ sessions: Session[]; next_cursor: string | null }>('/v1/sessions', q),
-    createSession: (body: { title?: string; model?: string; mode?: string }) => post<Session>('/v1/sessions', body),
+      get<SessionList>('/v1/sessions', q),
+    createSession: (body: CreateSessionRequest) => post<Session>('/v1/sessions', body),
     getSession: (id: string) => get<Session>(`/v1/sessions/${seg(id)}`),
-    updateSession: (id: string, body: { title?: string; model?: string; mode?: string }) =>
+    updateSession: (id: string, body: UpdateSessionRequest) =>
       patch<Session>(`/v1/sessions/${seg(id)}`, body),
     deleteSession: (id: string) => del(`/v1/sessions/${seg(id)}`),
     listMessages: (id: string, q?: { limit?: number; cursor?: string | null }) =>
-      get<{ messages: Message[]; next_cursor: string | null }>(`/v1/sessions/${seg(id)}/messages`, q),
+      get<MessageList>(`/v1/sessions/${seg(id)}/messages`, q),
     sendMessage: (
       id: string,
-      body: { text: string; model?: string; mode?: string; multitask?: Multitask },
+      body: SendMessageRequest,
       idempotencyKey?: string,
     ) =>
       request<SendResult>('POST', `/v1/sessions/${seg(id)}/messages`, body, {
@@ -133,17 +140,20 @@ export function createApi(opts: ApiOptions = {}) {
     decideApproval: (id: string, decision: 'approve' | 'deny' | 'always') =>
       post<void>(`/v1/approvals/${seg(id)}`, { decision }),
 
-    // personal tokens
-    // GET /v1/tokens lists every kind; this page's list is the API tokens.
+    // your own account: password, tokens and sign-ins
+    changePassword: (body: ChangePasswordRequest) => post<void>('/v1/me/password', body),
+    /** Every token of yours, of every kind (API tokens, sign-ins, bootstrap); `current` marks this browser's. */
+    listAllTokens: () => get<TokenList>('/v1/tokens').then((r) => r.tokens),
+    /** Your personal API tokens only (GET /v1/tokens lists sign-ins too). */
     listTokens: () =>
-      get<{ tokens: ApiToken[] }>('/v1/tokens').then((r) => r.tokens.filter((t) => t.kind === 'api')),
+      get<TokenList>('/v1/tokens').then((r) => r.tokens.filter((t) => t.kind === 'api')),
     createToken: (name: string) => post<CreatedToken>('/v1/tokens', { name }),
     revokeToken: (id: string) => del(`/v1/tokens/${seg(id)}`),
 
     // admin
     listUsers: () => get<{ users: User[] }>('/v1/admin/users').then((r) => r.users),
-    createUser: (body: { username: string; password: string; role: Role }) => post<User>('/v1/admin/users', body),
-    updateUser: (id: string, body: { password?: string; role?: Role }) =>
+    createUser: (body: CreateUserRequest & { role: Role }) => post<User>('/v1/admin/users', body),
+    updateUser: (id: string, body: UpdateUserRequest & { role?: Role }) =>
       patch<User>(`/v1/admin/users/${seg(id)}`, body),
     deleteUser: (id: string) => del(`/v1/admin/users/${seg(id)}`),
     limits: () => get<Limits>('/v1/admin/limits'),

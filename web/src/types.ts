@@ -1,182 +1,68 @@
 // Wire types of the Weft HTTP API and run events (ARCHITECTURE.md §5, §6).
-// They mirror the gateway's DTOs; keep them in step with `shared`.
+//
+// They are aliases of `openapi.gen.ts`, which `npm run gen:api` generates from the
+// checked-in `openapi.json` (itself generated from the gateway's Rust types), so the
+// UI cannot drift from the API: a changed DTO changes these types and `tsc` points
+// at every use. `npm test` fails while `openapi.gen.ts` is stale (`npm run check:api`).
+//
+// Only what the document does not say is written by hand here, marked as such.
 
+import type { components } from './openapi.gen'
+
+type Schemas = components['schemas']
+
+export type User = Schemas['UserDto']
+export type Session = Schemas['SessionDto']
+export type SessionList = Schemas['SessionList']
+export type ToolCallRef = Schemas['ToolCallDto']
+export type Message = Schemas['MessageDto']
+export type MessageList = Schemas['MessageList']
+export type Usage = Schemas['UsageDto']
+export type ErrorBody = Schemas['ErrorBody']
+export type ErrorEnvelope = Schemas['ErrorEnvelope']
+export type Run = Schemas['RunDto']
+export type Model = Schemas['ModelDto']
+export type Mode = Schemas['ModeDto']
+export type LoginResponse = Schemas['LoginResponse']
+/** One of your tokens: `kind` is `api`, `login` (a web sign-in) or `bootstrap`; `current` marks this browser's. */
+export type ApiToken = Schemas['TokenDto']
+export type TokenList = Schemas['TokenList']
+export type CreatedToken = Schemas['CreatedToken']
+export type ChangePasswordRequest = Schemas['ChangePasswordRequest']
+export type CreateSessionRequest = Schemas['CreateSessionRequest']
+export type UpdateSessionRequest = Schemas['UpdateSessionRequest']
+export type CreateUserRequest = Schemas['CreateUserRequest']
+export type UpdateUserRequest = Schemas['UpdateUserRequest']
+export type Limits = Schemas['LimitsDto']
+export type Multitask = Schemas['Multitask']
+export type SendMessageRequest = Schemas['SendMessageRequest']
+/** 202 of a send: a run was created (`run_id`), or the message waits behind `active_run_id` (`status` = `queued`). */
+export type SendResult = Schemas['SendAccepted']
+/** A run event (§5); narrow on `type`. */
+export type RunEvent = Schemas['RunEvent']
+export type RunEventType = RunEvent['type']
+
+/**
+ * Hand-written: the document gives `role` as a plain string ("`admin` or `user`"
+ * in prose), and the UI needs the two values to offer them.
+ */
 export type Role = 'admin' | 'user'
 
-export interface User {
-  id: string
-  username: string
-  role: Role
-  created_at: string
+// Every run event type, for `EventSource.addEventListener` (SSE names each message
+// by its type). A record, so `tsc` fails if openapi.json gains or loses a type.
+const EVENT_TYPES: Record<RunEventType, true> = {
+  run_started: true,
+  text: true,
+  thinking: true,
+  tool_start: true,
+  tool_end: true,
+  approval_required: true,
+  usage: true,
+  retrying: true,
+  heartbeat: true,
+  done: true,
+  error: true,
+  cancelled: true,
 }
 
-export interface Session {
-  id: string
-  /** '' when untitled */
-  title: string
-  model: string
-  mode: string
-  source: string
-  active_run_id: string | null
-  created_at: string
-  updated_at: string
-}
-
-export interface ToolCallRef {
-  id: string
-  name: string
-  args: unknown
-}
-
-export interface Message {
-  id: string
-  session_id: string
-  role: 'user' | 'assistant' | 'tool'
-  content: string
-  run_id: string | null
-  step?: number | null
-  created_at: string
-  tool_calls?: ToolCallRef[]
-  call_id?: string
-  name?: string
-}
-
-export interface Usage {
-  input: number
-  output: number
-  cache_read: number
-  reasoning: number
-}
-
-export type RunStatus =
-  | 'queued'
-  | 'running'
-  | 'waiting_approval'
-  | 'succeeded'
-  | 'failed'
-  | 'cancelled'
-
-export interface ErrorBody {
-  code: string
-  message: string
-}
-
-export interface Run {
-  id: string
-  session_id: string
-  status: RunStatus
-  attempt: number
-  model: string
-  usage: Usage | null
-  ttft_ms: number | null
-  duration_ms: number | null
-  error: ErrorBody | null
-  final_message_id?: string | null
-  created_at: string
-}
-
-export interface Model {
-  id: string
-  provider: string
-  default: boolean
-}
-
-export interface Mode {
-  id: string
-  description: string
-  default: boolean
-}
-
-export interface ApiToken {
-  id: string
-  name: string
-  /** 'api' (personal API token), 'login' (web / sign-in session) or 'bootstrap'. */
-  kind: 'api' | 'login' | 'bootstrap'
-  created_at: string
-  last_used_at: string | null
-  expires_at: string | null
-  /** The token this browser is signed in with. */
-  current: boolean
-}
-
-export interface CreatedToken {
-  id: string
-  name: string
-  token: string
-}
-
-export interface Limits {
-  body_bytes: number
-  message_chars: number
-  attachments_bytes: number
-  active_runs_per_user: number
-  runs_per_minute_per_user: number
-}
-
-export type Multitask = 'enqueue' | 'interrupt' | 'reject'
-
-/** 202 of a send: a run was created, or the message waits behind `active_run_id`. */
-export type SendResult =
-  | { status: 'queued'; message_id: string; session_id?: string; active_run_id: string; run_id?: undefined }
-  | { status: RunStatus; run_id: string; message_id: string; session_id?: string; active_run_id?: undefined }
-
-// ---- run events -------------------------------------------------------------
-
-interface EventBase {
-  run_id: string
-  seq: number
-  ts: number
-}
-
-export type RunEvent = EventBase &
-  (
-    | { type: 'run_started'; session_id: string; model: string; attempt: number; resume_step: number }
-    | { type: 'text'; step: number; delta: string }
-    | { type: 'thinking'; step: number; delta: string }
-    | { type: 'tool_start'; step: number; call_id: string; name: string; args: unknown }
-    | {
-        type: 'tool_end'
-        step: number
-        call_id: string
-        name: string
-        ok: boolean
-        output: string
-        duration_ms: number
-      }
-    | {
-        type: 'approval_required'
-        step: number
-        approval_id: string
-        call_id: string
-        name: string
-        args: unknown
-      }
-    | ({ type: 'usage' } & Usage)
-    | { type: 'retrying'; step: number; attempt: number; reason: string; delay_ms: number }
-    | { type: 'heartbeat'; elapsed_ms: number }
-    | {
-        type: 'done'
-        message_id: string
-        model: string
-        usage: Usage
-        ttft_ms: number | null
-        duration_ms: number
-      }
-    | { type: 'error'; code: string; message: string }
-    | { type: 'cancelled'; by: string }
-  )
-
-export const RUN_EVENT_TYPES = [
-  'run_started',
-  'text',
-  'thinking',
-  'tool_start',
-  'tool_end',
-  'approval_required',
-  'usage',
-  'retrying',
-  'heartbeat',
-  'done',
-  'error',
-  'cancelled',
-] as const
+export const RUN_EVENT_TYPES = Object.keys(EVENT_TYPES) as readonly RunEventType[]

@@ -132,7 +132,7 @@ function ChatView({ sessionId }: { sessionId?: string }) {
         const page = await api.listMessages(sessionId, { limit: PAGE })
         if (!live) return
         setMessages(page.messages)
-        setCursor(page.next_cursor)
+        setCursor(page.next_cursor ?? null)
         if (s.active_run_id) {
           const a = s.active_run_id
           setLiveRuns((cur) => (cur.includes(a) ? cur : [...cur, a]))
@@ -198,7 +198,7 @@ function ChatView({ sessionId }: { sessionId?: string }) {
         const ids = new Set(cur.map((m) => m.id))
         return [...page.messages.filter((m) => !ids.has(m.id)), ...cur]
       })
-      setCursor(page.next_cursor)
+      setCursor(page.next_cursor ?? null)
     } finally {
       setLoadingOlder(false)
     }

@@ -36,7 +36,7 @@ export function SessionsPage() {
       const r = await api.listSessions({ q: search, limit: LIMIT, cursor })
       if (mySeq !== seqRef.current) return // a newer search answered first
       setSessions((cur) => (cursor ? [...cur, ...r.sessions] : r.sessions))
-      setNext(r.next_cursor)
+      setNext(r.next_cursor ?? null)
     } catch (e) {
       if (mySeq === seqRef.current) setError(e instanceof Error ? e.message : String(e))
     } finally {

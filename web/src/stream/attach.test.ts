@@ -49,7 +49,7 @@ const run = (status: Run['status']): Run => ({
   status,
   attempt: 1,
   model: 'mock',
-  usage: null,
+  usage: { input: 0, output: 0, cache_read: 0, reasoning: 0 },
   ttft_ms: null,
   duration_ms: null,
   error: null,
