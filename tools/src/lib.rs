@@ -10,8 +10,10 @@ use std::sync::Arc;
 use weft_llm::ToolSpec;
 
 mod builtin;
+pub mod web;
 
 pub use builtin::CurrentTime;
+pub use web::web_tools;
 
 /// Who is calling: tools that keep per-run state (stored outputs) or act for a
 /// user need it; most ignore it.

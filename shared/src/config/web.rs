@@ -41,6 +41,16 @@ impl Default for WebFetchConfig {
 }
 
 impl WebFetchConfig {
+    /// Whether `allow_hosts` lists this host name (lowercase, no trailing dot).
+    pub fn allows_name(&self, host: &str) -> bool {
+        self.allow_hosts.iter().any(|a| a.allows_name(host))
+    }
+
+    /// Whether `allow_hosts` has a network holding this address.
+    pub fn allows_ip(&self, ip: IpAddr) -> bool {
+        self.allow_hosts.iter().any(|a| a.allows_ip(ip))
+    }
+
     pub fn validate(&self) -> Result<(), String> {
         if self.timeout_ms == 0 {
             return Err("tools.web_fetch.timeout_ms must be at least 1".into());
@@ -153,6 +163,16 @@ pub enum SearchBackendKind {
     Brave,
 }
 
+impl SearchBackendKind {
+    /// The name used in `weft.toml` (`searxng`, `brave`).
+    pub fn as_str(&self) -> &'static str {
+        match self {
+            SearchBackendKind::Searxng => "searxng",
+            SearchBackendKind::Brave => "brave",
+        }
+    }
+}
+
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default)]
 pub struct WebSearchConfig {
@@ -185,20 +205,20 @@ impl Default for WebSearchConfig {
     }
 }
 
-/// Brave's API, unless `base_url` says otherwise.
-pub const BRAVE_DEFAULT_BASE_URL: &str = "https://api.search.brave.com";
-
-/// The most results `web_search` returns (Brave's own maximum per request).
-pub const MAX_SEARCH_RESULTS: u32 = 20;
-
 impl WebSearchConfig {
+    /// Brave's API, unless `base_url` says otherwise.
+    pub const BRAVE_BASE_URL: &str = "https://api.search.brave.com";
+
+    /// The most results `web_search` returns (Brave's own maximum per request).
+    pub const MAX_RESULTS: u32 = 20;
+
     /// Checks an enabled search's settings; a disabled one may be incomplete.
     pub fn validate(&self) -> Result<(), String> {
         if !self.enabled {
             return Ok(());
         }
         let bad = |m: &str| Err(format!("tools.web_search.{m}"));
-        if !(1..=MAX_SEARCH_RESULTS).contains(&self.result_count) {
+        if !(1..=Self::MAX_RESULTS).contains(&self.result_count) {
             return bad("result_count must be between 1 and 20");
         }
         if self.timeout_ms == 0 {
@@ -259,6 +279,34 @@ mod tests {
         let err =
             serde_json::from_str::<WebFetchConfig>(r#"{"allow_hosts":["wiki/x"]}"#).unwrap_err();
         assert!(err.to_string().contains("wiki/x"), "{err}");
+    }
+
+    #[test]
+    fn the_toml_sections_load() {
+        use figment::providers::{Format, Toml};
+        let toml = r#"
+            [web_fetch]
+            enabled = true
+            allow_hosts = ["wiki.corp", "*.svc.cluster.local", "10.20.0.0/16"]
+            max_bytes = 1048576
+
+            [web_search]
+            enabled = true
+            backend = "searxng"
+            base_url = "http://searxng:8080"
+            result_count = 8
+        "#;
+        let tools: super::super::ToolsConfig = figment::Figment::from(Toml::string(toml))
+            .extract()
+            .unwrap();
+        let fetch = &tools.web_fetch;
+        assert!(fetch.allows_name("wiki.corp") && fetch.allows_name("db.svc.cluster.local"));
+        assert!(fetch.allows_ip("10.20.3.4".parse().unwrap()));
+        assert!(!fetch.allows_ip("10.21.0.1".parse().unwrap()));
+        assert_eq!((fetch.max_bytes, fetch.timeout_ms), (1 << 20, 15_000));
+        assert_eq!(tools.web_search.backend, Some(SearchBackendKind::Searxng));
+        assert_eq!(tools.web_search.result_count, 8);
+        assert!(tools.web_search.validate().is_ok());
     }
 
     #[test]

@@ -1,0 +1,286 @@
+//! `web_fetch {url}`: one public web page, PDF or text file, as text the model
+//! can read.
+//!
+//! Redirects are followed by hand (reqwest's own following is off) so that
+//! every hop goes through the [`Guard`] like the first URL did. Size and time
+//! are capped for the whole fetch: the body is read chunk by chunk and the
+//! connection dropped at `max_bytes`, and one deadline covers every hop, the
+//! body and its conversion. The proxy settings of the environment are ignored:
+//! a proxy would resolve names itself, past the guard.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use reqwest::header::{CONTENT_LENGTH, CONTENT_TYPE, LOCATION};
+use url::Url;
+use weft_llm::ToolSpec;
+use weft_shared::config::WebFetchConfig;
+
+use super::convert::{self, BodyKind};
+use super::guard::{Guard, Refusal};
+use super::resolve::{NameResolver, SystemResolver, VettedResolver};
+use crate::{Tool, ToolContext};
+
+/// Redirects followed at most; the sixth is refused.
+pub const MAX_REDIRECTS: usize = 5;
+
+pub struct WebFetch {
+    guard: Arc<Guard>,
+    client: reqwest::Client,
+    timeout: Duration,
+    max_bytes: usize,
+}
+
+impl WebFetch {
+    /// Names resolved by the system resolver.
+    pub fn new(cfg: &WebFetchConfig) -> Result<WebFetch, String> {
+        WebFetch::with_resolver(cfg, Arc::new(SystemResolver))
+    }
+
+    /// Names resolved by `resolver`; its answers are vetted all the same.
+    pub fn with_resolver(
+        cfg: &WebFetchConfig,
+        resolver: Arc<dyn NameResolver>,
+    ) -> Result<WebFetch, String> {
+        cfg.validate()?;
+        let guard = Arc::new(Guard::new(cfg, resolver));
+        let timeout = Duration::from_millis(cfg.timeout_ms);
+        let client = reqwest::Client::builder()
+            .dns_resolver(Arc::new(VettedResolver(guard.clone())))
+            .no_proxy()
+            .redirect(reqwest::redirect::Policy::none())
+            .connect_timeout(timeout)
+            .user_agent(concat!("Weft-web_fetch/", env!("CARGO_PKG_VERSION")))
+            .build()
+            .map_err(|e| format!("web_fetch: could not build its HTTP client: {e}"))?;
+        Ok(WebFetch {
+            guard,
+            client,
+            timeout,
+            max_bytes: usize::try_from(cfg.max_bytes).unwrap_or(usize::MAX),
+        })
+    }
+
+    /// The page at `raw` as text, or why not.
+    pub async fn fetch(&self, raw: &str) -> Result<String, String> {
+        let url = self.guard.parse(raw).map_err(|r| r.to_string())?;
+        match tokio::time::timeout(self.timeout, self.fetch_checked(url.clone())).await {
+            Ok(result) => result,
+            Err(_) => Err(format!(
+                "timed out after {} ms fetching {url}",
+                self.timeout.as_millis()
+            )),
+        }
+    }
+
+    async fn fetch_checked(&self, mut url: Url) -> Result<String, String> {
+        for hop in 0..=MAX_REDIRECTS {
+            if hop > 0 {
+                self.guard
+                    .check_url(&url)
+                    .map_err(|r| format!("{r} (redirected to {url})"))?;
+            }
+            let resp = self
+                .client
+                .get(url.clone())
+                .header(reqwest::header::ACCEPT, ACCEPT)
+                .send()
+                .await
+                .map_err(|e| describe_send_error(&e, &url, hop))?;
+            let status = resp.status();
+            if status.is_redirection()
+                && let Some(next) = redirect_target(&resp, &url)?
+            {
+                url = next;
+                continue;
+            }
+            if !status.is_success() {
+                return Err(format!("{url} answered HTTP {status}"));
+            }
+            return self.read(resp, &url).await;
+        }
+        Err(format!(
+            "refused: more than {MAX_REDIRECTS} redirects (the last one to {url})"
+        ))
+    }
+
+    async fn read(&self, mut resp: reqwest::Response, url: &Url) -> Result<String, String> {
+        let content_type = resp
+            .headers()
+            .get(CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .map(str::to_string);
+        let (mime, charset) = split_content_type(content_type.as_deref());
+        let declared = BodyKind::from_mime(mime.as_deref())
+            .map_err(|m| format!("refused: {url} is {m}, not a web page, text or PDF"))?;
+        let length = resp
+            .headers()
+            .get(CONTENT_LENGTH)
+            .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+        if declared == Some(BodyKind::Pdf) && length.is_some_and(|l| l > self.max_bytes as u64) {
+            return Err(self.pdf_too_big(url));
+        }
+
+        let mut body = Vec::new();
+        let mut cut = false;
+        while let Some(chunk) = resp
+            .chunk()
+            .await
+            .map_err(|e| format!("reading {url} failed: {}", error_chain(&e)))?
+        {
+            let room = self.max_bytes - body.len();
+            if chunk.len() > room {
+                body.extend_from_slice(&chunk[..room]);
+                cut = true;
+                break; // dropping `resp` closes the connection
+            }
+            body.extend_from_slice(&chunk);
+        }
+        drop(resp);
+
+        let kind = match declared {
+            Some(kind) => kind,
+            None => BodyKind::sniff(&body).ok_or_else(|| {
+                format!("refused: {url} is binary data, not a web page, text or PDF")
+            })?,
+        };
+        let text = match kind {
+            BodyKind::Pdf if cut => return Err(self.pdf_too_big(url)),
+            BodyKind::Pdf => blocking(move || convert::pdf_to_text(&body), "the PDF").await?,
+            BodyKind::Html => {
+                let html = convert::decode(&body, charset.as_deref());
+                blocking(move || convert::html_to_markdown(&html), "the page").await?
+            }
+            BodyKind::Text => convert::decode(&body, charset.as_deref()),
+        };
+        let mut out = format!("URL: {url}\n\n{}", text.trim());
+        if cut {
+            out.push_str(&format!(
+                "\n\n[truncated: only the first {} bytes of the page were read]",
+                self.max_bytes
+            ));
+        }
+        Ok(out)
+    }
+
+    fn pdf_too_big(&self, url: &Url) -> String {
+        format!(
+            "refused: the PDF at {url} is larger than {} bytes",
+            self.max_bytes
+        )
+    }
+}
+
+const ACCEPT: &str =
+    "text/html,application/xhtml+xml,text/plain;q=0.9,application/pdf;q=0.9,text/*;q=0.8,*/*;q=0.1";
+
+/// The next URL of a redirect, `None` when it has no usable `Location`.
+fn redirect_target(resp: &reqwest::Response, url: &Url) -> Result<Option<Url>, String> {
+    let Some(location) = resp.headers().get(LOCATION) else {
+        return Ok(None);
+    };
+    let location = location
+        .to_str()
+        .map_err(|_| format!("{url} redirected to an unreadable Location"))?;
+    url.join(location)
+        .map(Some)
+        .map_err(|e| format!("{url} redirected to {location:?}, not a valid URL ({e})"))
+}
+
+/// `("text/html", Some("utf-8"))` from `text/html; charset=UTF-8`.
+fn split_content_type(header: Option<&str>) -> (Option<String>, Option<String>) {
+    let Some(header) = header else {
+        return (None, None);
+    };
+    let mut parts = header.split(';');
+    let mime = parts.next().map(|m| m.trim().to_ascii_lowercase());
+    let charset = parts.find_map(|p| {
+        let (key, value) = p.split_once('=')?;
+        key.trim()
+            .eq_ignore_ascii_case("charset")
+            .then(|| value.trim().trim_matches('"').to_string())
+    });
+    (mime, charset)
+}
+
+/// Runs a converter on the blocking pool; its panic is reported, not spread.
+async fn blocking<F>(f: F, what: &str) -> Result<String, String>
+where
+    F: FnOnce() -> Result<String, String> + Send + 'static,
+{
+    match tokio::task::spawn_blocking(f).await {
+        Ok(result) => result,
+        Err(e) if e.is_panic() => Err(format!("could not read {what}: the converter failed on it")),
+        Err(e) => Err(format!("could not read {what}: {e}")),
+    }
+}
+
+/// The guard's refusal when that is why the request failed, else the error.
+fn describe_send_error(err: &reqwest::Error, url: &Url, hop: usize) -> String {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(err);
+    while let Some(e) = source {
+        let refusal = e.downcast_ref::<Refusal>().or_else(|| {
+            e.downcast_ref::<std::io::Error>()?
+                .get_ref()?
+                .downcast_ref::<Refusal>()
+        });
+        if let Some(refusal) = refusal {
+            return match hop {
+                0 => refusal.to_string(),
+                _ => format!("{refusal} (redirected to {url})"),
+            };
+        }
+        source = e.source();
+    }
+    format!("fetching {url} failed: {}", error_chain(err))
+}
+
+/// `outer: inner: innermost`, without repeating a message.
+fn error_chain(err: &dyn std::error::Error) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    let mut source = Some(err);
+    while let Some(e) = source {
+        let msg = e.to_string();
+        if !parts.iter().any(|p| p.contains(&msg)) {
+            parts.push(msg);
+        }
+        source = e.source();
+    }
+    parts.join(": ")
+}
+
+#[async_trait::async_trait]
+impl Tool for WebFetch {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "web_fetch".into(),
+            description: "Fetch a public web page (http or https) and return it as Markdown; \
+                          PDFs and plain text come back as text. Internal and private addresses \
+                          are refused."
+                .into(),
+            parameters: serde_json::json!({
+                "type": "object",
+                "properties": {
+                    "url": {
+                        "type": "string",
+                        "description": "The absolute http:// or https:// URL to fetch."
+                    }
+                },
+                "required": ["url"],
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    async fn call(&self, args: serde_json::Value, ctx: &ToolContext) -> Result<String, String> {
+        let Some(url) = args.get("url").and_then(|u| u.as_str()) else {
+            return Err(r#"web_fetch needs {"url": "https://…"}"#.into());
+        };
+        let result = self.fetch(url).await;
+        // The URL stays out of the log: query strings carry tokens.
+        if result.is_err() {
+            tracing::debug!(run.id = %ctx.run_id, "web_fetch refused or failed");
+        }
+        result
+    }
+}
