@@ -160,22 +160,31 @@ impl Store {
 
     /// Everything the send decides on, in one round trip (the send holds SQLite's
     /// single writer, so each statement it waits on delays every other writer):
-    /// the session (locked on Postgres), a replayed idempotency key, the active
-    /// run and whether messages wait in the session. The user's limits are
-    /// counted later, under the user's lock, and only when a run is to be created.
+    /// the session, a replayed idempotency key, the active run and whether
+    /// messages wait in the session (on Postgres after locking the session's row,
+    /// in a statement of its own). The user's limits are counted later, under the
+    /// user's lock, and only when a run is to be created.
     async fn look_before_send(
         &self,
         tx: &mut sqlx::Transaction<'static, sqlx::Any>,
         req: &SendRequest,
     ) -> Result<SendLook> {
         let lock = self.lock_suffix();
-        // Postgres cannot lock the nullable side of an outer join: lock the session
-        // here, the active run below.
-        let lock_session = if lock.is_empty() {
-            ""
-        } else {
-            " for update of s"
-        };
+        if !lock.is_empty() {
+            // Lock the session in a statement of its own. A read-committed
+            // statement that waited for the lock would still read the runs, keys
+            // and waiting messages of the snapshot it started with, missing what
+            // the send that held the lock just committed (a parallel send then
+            // failed on `runs_one_active` instead of waiting behind that run).
+            sqlx::query(sqlx::AssertSqlSafe(format!(
+                "select id from sessions where id = $1 and user_id = $2{lock}"
+            )))
+            .bind(&req.session.0)
+            .bind(&req.user.0)
+            .fetch_optional(&mut **tx)
+            .await?
+            .ok_or(StoreError::NotFound)?;
+        }
         let row = sqlx::query(sqlx::AssertSqlSafe(format!(
             "select s.title, s.model, s.mode, k.message_id as seen_message, k.run_id as seen_run,
                  r.id as active_id, r.status as active_status,
@@ -183,7 +192,7 @@ impl Store {
              from sessions s
              left join idempotency_keys k on k.user_id = $2 and k.key = $3
              left join runs r on r.session_id = s.id and r.status in {ACTIVE}
-             where s.id = $1 and s.user_id = $2{lock_session}"
+             where s.id = $1 and s.user_id = $2"
         )))
         .bind(&req.session.0)
         .bind(&req.user.0)

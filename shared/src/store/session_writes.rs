@@ -81,6 +81,12 @@ pub(super) async fn create_followup(
     session: &SessionId,
     now: i64,
 ) -> Result<Option<RunId>> {
+    // The session's row before counting: after waiting for it (another reaper, a
+    // send), the counts must see what its holder committed, or the insert below
+    // fails on `runs_one_active`.
+    if !lock_session(tx, lock, session).await? {
+        return Ok(None);
+    }
     let waiting =
         sqlx::query("select count(*) as n from messages where session_id = $1 and queued = 1")
             .bind(&session.0)
