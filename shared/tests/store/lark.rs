@@ -1,0 +1,416 @@
+//! What the Lark bot keeps in the database: the inbound dedupe claim, Lark users
+//! and linking them to accounts, the conversation → session binding, the reply
+//! target and cards of a run (compare-and-set), the THINKING reactions.
+
+use weft_shared::ids::{RunId, UserId};
+use weft_shared::store::{
+    InboundClaim, LarkChat, LinkOutcome, ReactionRecord, Role, RunEnd, RunLimits, SendOutcome,
+    StoreError, lark_username,
+};
+
+use crate::both_backends;
+use crate::harness::{Db, claim, req, session, start, started, user};
+
+both_backends!(
+    inbound_ids_are_claimed_once,
+    lark_users_are_created_once,
+    linking_moves_the_placeholder_over,
+    conversations_bind_to_sessions,
+    reply_target_is_the_newest_lark_message,
+    cards_are_compare_and_set,
+    reactions_are_taken_once_the_reply_ends,
+);
+
+fn chat(id: &str) -> LarkChat {
+    LarkChat {
+        chat_id: id.into(),
+        thread_id: String::new(),
+    }
+}
+
+fn thread(id: &str, thread: &str) -> LarkChat {
+    LarkChat {
+        chat_id: id.into(),
+        thread_id: thread.into(),
+    }
+}
+
+async fn inbound_ids_are_claimed_once(db: Db) {
+    let s = &db.store;
+    assert_eq!(
+        s.claim_lark_inbound("om_1").await.unwrap(),
+        InboundClaim::New
+    );
+    assert_eq!(
+        s.claim_lark_inbound("om_1").await.unwrap(),
+        InboundClaim::Duplicate
+    );
+    assert_eq!(
+        s.claim_lark_inbound("om_2").await.unwrap(),
+        InboundClaim::New
+    );
+    // Every replica receives the same redelivery at once: one takes it.
+    let tasks: Vec<_> = (0..10)
+        .map(|_| {
+            let s = s.clone();
+            tokio::spawn(async move { s.claim_lark_inbound("om_race").await })
+        })
+        .collect();
+    let mut new = 0;
+    for t in tasks {
+        if t.await.unwrap().unwrap() == InboundClaim::New {
+            new += 1;
+        }
+    }
+    assert_eq!(new, 1);
+}
+
+async fn lark_users_are_created_once(db: Db) {
+    let s = &db.store;
+    let u = s.lark_user("ou_abc").await.unwrap();
+    assert_eq!(
+        (u.username.as_str(), u.role),
+        (lark_username("ou_abc").as_str(), Role::User)
+    );
+    assert_eq!(u.username, "lark:ou_abc");
+    assert_eq!(s.lark_user("ou_abc").await.unwrap(), u);
+    // Several gateways see the sender's first message at once.
+    let tasks: Vec<_> = (0..6)
+        .map(|_| {
+            let s = s.clone();
+            tokio::spawn(async move { s.lark_user("ou_new").await })
+        })
+        .collect();
+    let mut ids = Vec::new();
+    for t in tasks {
+        ids.push(t.await.unwrap().expect("every replica gets the user").id);
+    }
+    ids.dedup();
+    assert_eq!(ids.len(), 1, "{ids:?}");
+    assert_eq!(s.list_users().await.unwrap().len(), 2);
+}
+
+async fn linking_moves_the_placeholder_over(db: Db) {
+    let s = &db.store;
+    let real = user(&db, "alice").await;
+    let placeholder = s.lark_user("ou_alice").await.unwrap();
+    let sess = s
+        .lark_session(&chat("oc_p2p"), &placeholder.id, "mock", "agent")
+        .await
+        .unwrap();
+    let mut r = req(&placeholder.id, &sess.id, "from lark");
+    r.idempotency_key = Some("lark:om_1".into());
+    let run = started(s.send_message(&r).await.unwrap());
+
+    assert_eq!(
+        s.link_lark(&real.id, "ou_alice").await.unwrap(),
+        LinkOutcome::Linked { moved_sessions: 1 }
+    );
+    // Alice sees the conversation, its run, and her Lark messages are hers now.
+    let moved = s.get_session(&real.id, &sess.id).await.unwrap();
+    assert_eq!(moved.user_id, real.id);
+    assert_eq!(
+        s.get_run(&real.id, &run.run_id).await.unwrap().user_id,
+        real.id
+    );
+    assert!(matches!(
+        s.get_user(&placeholder.id).await,
+        Err(StoreError::NotFound)
+    ));
+    assert_eq!(s.lark_user("ou_alice").await.unwrap().id, real.id);
+    assert_eq!(
+        s.lark_session(&chat("oc_p2p"), &real.id, "mock", "agent")
+            .await
+            .unwrap()
+            .id,
+        sess.id
+    );
+    // A Lark redelivery after the link still replays.
+    r.user = real.id.clone();
+    assert_eq!(
+        s.send_message(&r).await.unwrap(),
+        SendOutcome::Replayed {
+            message_id: run.message_id,
+            run_id: Some(run.run_id)
+        }
+    );
+
+    // Linking again changes nothing; another account cannot take the identity.
+    assert_eq!(
+        s.link_lark(&real.id, "ou_alice").await.unwrap(),
+        LinkOutcome::Linked { moved_sessions: 0 }
+    );
+    let bob = user(&db, "bob").await;
+    assert_eq!(
+        s.link_lark(&bob.id, "ou_alice").await.unwrap(),
+        LinkOutcome::TakenBy("alice".into())
+    );
+    // An identity never seen before links without anything to move.
+    assert_eq!(
+        s.link_lark(&bob.id, "ou_bob").await.unwrap(),
+        LinkOutcome::Linked { moved_sessions: 0 }
+    );
+    assert_eq!(s.lark_user("ou_bob").await.unwrap().id, bob.id);
+    let nobody = s.link_lark(&UserId::new(), "ou_x").await;
+    assert!(matches!(nobody, Err(StoreError::NotFound)), "{nobody:?}");
+}
+
+async fn conversations_bind_to_sessions(db: Db) {
+    let s = &db.store;
+    let owner = s.lark_user("ou_1").await.unwrap();
+    let other = s.lark_user("ou_2").await.unwrap();
+    let group = chat("oc_group");
+    let first = s
+        .lark_session(&group, &owner.id, "mock", "agent")
+        .await
+        .unwrap();
+    assert_eq!(
+        (first.source.as_str(), &first.user_id, first.title.as_str()),
+        ("lark", &owner.id, "")
+    );
+    // Whoever speaks next talks to the same session, owned by the first speaker.
+    let again = s
+        .lark_session(&group, &other.id, "mock", "agent")
+        .await
+        .unwrap();
+    assert_eq!((&again.id, &again.user_id), (&first.id, &owner.id));
+    // A topic thread is a conversation of its own.
+    let topic = s
+        .lark_session(&thread("oc_group", "omt_1"), &other.id, "mock", "agent")
+        .await
+        .unwrap();
+    assert_ne!(topic.id, first.id);
+    assert_eq!(topic.user_id, other.id);
+
+    // `/new`, `/sessions`, `/resume`.
+    db.exec(format!(
+        "update sessions set updated_at = 1000 where id = '{}'",
+        first.id
+    ))
+    .await;
+    let fresh = s
+        .lark_new_session(&group, &owner.id, "big", "chat")
+        .await
+        .unwrap();
+    assert_eq!(
+        s.lark_session(&group, &owner.id, "mock", "agent")
+            .await
+            .unwrap()
+            .id,
+        fresh.id
+    );
+    let history: Vec<_> = s
+        .lark_chat_sessions(&group, 10)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|r| r.id)
+        .collect();
+    assert_eq!(history, [fresh.id.clone(), first.id.clone()]);
+    assert_eq!(s.lark_chat_sessions(&group, 1).await.unwrap().len(), 1);
+    s.lark_bind(&group, &first.id).await.unwrap();
+    assert_eq!(
+        s.lark_session(&group, &owner.id, "mock", "agent")
+            .await
+            .unwrap()
+            .id,
+        first.id
+    );
+    // The thread kept its own binding throughout.
+    assert_eq!(
+        s.lark_session(&thread("oc_group", "omt_1"), &owner.id, "m", "a")
+            .await
+            .unwrap()
+            .id,
+        topic.id
+    );
+
+    // Many first messages of a new conversation at once: one session.
+    let tasks: Vec<_> = (0..6)
+        .map(|_| {
+            let s = s.clone();
+            let owner = owner.id.clone();
+            tokio::spawn(async move {
+                s.lark_session(&chat("oc_busy"), &owner, "mock", "agent")
+                    .await
+            })
+        })
+        .collect();
+    let mut ids = Vec::new();
+    for t in tasks {
+        ids.push(t.await.unwrap().expect("every caller gets the session").id);
+    }
+    ids.dedup();
+    assert_eq!(ids.len(), 1, "{ids:?}");
+}
+
+async fn reply_target_is_the_newest_lark_message(db: Db) {
+    let s = &db.store;
+    let owner = s.lark_user("ou_1").await.unwrap();
+    let sess = s
+        .lark_session(&thread("oc_g", "omt_9"), &owner.id, "mock", "agent")
+        .await
+        .unwrap();
+    let mut r = req(&owner.id, &sess.id, "first");
+    r.lark_message_id = Some("om_1".into());
+    let first = started(s.send_message(&r).await.unwrap());
+    for (text, id) in [("second", "om_2"), ("third", "om_3")] {
+        let mut w = req(&owner.id, &sess.id, text);
+        w.lark_message_id = Some(id.into());
+        assert!(matches!(
+            s.send_message(&w).await.unwrap(),
+            SendOutcome::Queued { .. }
+        ));
+    }
+    // A message from another client joins too, but is no reply target.
+    s.send_message(&req(&owner.id, &sess.id, "from the web"))
+        .await
+        .unwrap();
+
+    let target = s.lark_target(&first.run_id).await.unwrap().unwrap();
+    assert_eq!(target.chat, thread("oc_g", "omt_9"));
+    assert_eq!(target.reply_to.as_deref(), Some("om_1"));
+    assert!(target.cards.is_empty());
+
+    let c = claim(&db, &first.run_id, "w1").await;
+    let out = s
+        .finish_run(
+            &c,
+            "w1",
+            &RunEnd::Succeeded {
+                content: "ok".into(),
+                step: 1,
+            },
+            Default::default(),
+            None,
+            &RunLimits::unlimited(),
+        )
+        .await
+        .unwrap();
+    let weft_shared::store::FinishOutcome::Finished {
+        followup: Some(next),
+        ..
+    } = out
+    else {
+        panic!("{out:?}");
+    };
+    let target = s.lark_target(&next).await.unwrap().unwrap();
+    assert_eq!(target.reply_to.as_deref(), Some("om_3"));
+
+    // Runs outside Lark conversations have no target.
+    let web = user(&db, "web").await;
+    let plain = session(&db, &web).await;
+    let run = start(&db, &web.id, &plain.id, "hi").await;
+    assert_eq!(s.lark_target(&run.run_id).await.unwrap(), None);
+    assert_eq!(s.lark_target(&RunId::new()).await.unwrap(), None);
+}
+
+async fn cards_are_compare_and_set(db: Db) {
+    let s = &db.store;
+    let owner = s.lark_user("ou_1").await.unwrap();
+    let a = s
+        .lark_session(&chat("oc_a"), &owner.id, "mock", "agent")
+        .await
+        .unwrap();
+    let run = start(&db, &owner.id, &a.id, "hi").await.run_id;
+    let none: Vec<String> = Vec::new();
+    assert_eq!(
+        s.add_lark_card(&run, &none, "om_card1").await.unwrap(),
+        ["om_card1"]
+    );
+    // A stale writer (a previous attempt) loses and sees the winner's cards.
+    assert_eq!(
+        s.add_lark_card(&run, &none, "om_late").await.unwrap(),
+        ["om_card1"]
+    );
+    let one = vec!["om_card1".to_string()];
+    assert_eq!(
+        s.add_lark_card(&run, &one, "om_card2").await.unwrap(),
+        ["om_card1", "om_card2"]
+    );
+    assert_eq!(
+        s.add_lark_card(&run, &one, "om_other").await.unwrap(),
+        ["om_card1", "om_card2"]
+    );
+    assert_eq!(
+        s.lark_target(&run).await.unwrap().unwrap().cards,
+        ["om_card1", "om_card2"]
+    );
+
+    // Two attempts racing for the first card: one card per run.
+    let b = s
+        .lark_session(&chat("oc_b"), &owner.id, "mock", "agent")
+        .await
+        .unwrap();
+    let run = start(&db, &owner.id, &b.id, "hi").await.run_id;
+    let tasks: Vec<_> = (0..8)
+        .map(|i| {
+            let s = s.clone();
+            let run = run.clone();
+            tokio::spawn(async move { s.add_lark_card(&run, &[], &format!("om_{i}")).await })
+        })
+        .collect();
+    let mut seen = Vec::new();
+    for t in tasks {
+        seen.push(t.await.unwrap().unwrap());
+    }
+    let stored = s.lark_target(&run).await.unwrap().unwrap().cards;
+    assert_eq!(stored.len(), 1, "{stored:?}");
+    assert!(seen.iter().all(|cards| *cards == stored), "{seen:?}");
+}
+
+async fn reactions_are_taken_once_the_reply_ends(db: Db) {
+    let s = &db.store;
+    let owner = s.lark_user("ou_1").await.unwrap();
+    let sess = s
+        .lark_session(&chat("oc_a"), &owner.id, "mock", "agent")
+        .await
+        .unwrap();
+    let mut r = req(&owner.id, &sess.id, "hi");
+    r.lark_message_id = Some("om_1".into());
+    let first = started(s.send_message(&r).await.unwrap());
+    let mut w = req(&owner.id, &sess.id, "more");
+    w.lark_message_id = Some("om_2".into());
+    let SendOutcome::Queued {
+        message_id: waiting,
+        ..
+    } = s.send_message(&w).await.unwrap()
+    else {
+        panic!("expected to wait");
+    };
+
+    assert_eq!(
+        s.record_lark_reaction(&first.message_id, "re_1")
+            .await
+            .unwrap(),
+        ReactionRecord::Kept
+    );
+    assert_eq!(
+        s.record_lark_reaction(&waiting, "re_2").await.unwrap(),
+        ReactionRecord::Kept
+    );
+    // The first run's reply ends: its own reaction comes off, not the waiting one's.
+    assert_eq!(
+        s.take_lark_reactions(&first.run_id).await.unwrap(),
+        [("om_1".to_string(), "re_1".to_string())]
+    );
+    assert!(
+        s.take_lark_reactions(&first.run_id)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    // A reaction recorded after the end is the recorder's to remove.
+    assert_eq!(
+        s.record_lark_reaction(&first.message_id, "re_late")
+            .await
+            .unwrap(),
+        ReactionRecord::ReplyEnded
+    );
+    assert!(
+        s.take_lark_reactions(&first.run_id)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+}

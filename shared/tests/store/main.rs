@@ -1,0 +1,16 @@
+//! The `Store` called directly, on both databases: every scenario runs once on
+//! SQLite (embedded mode) and once on Postgres (distributed mode), each on a
+//! fresh database of its own (`harness`). One module per area of the store.
+
+mod harness;
+
+mod lark;
+mod limits;
+mod messages;
+mod purge;
+mod reaper;
+mod runs;
+mod send;
+mod sessions;
+mod tokens;
+mod users;
