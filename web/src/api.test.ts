@@ -90,6 +90,36 @@ describe('api client', () => {
     expect((await api.listTokens()).map((t) => t.name)).toEqual(['cli'])
   })
 
+  it('changes the password with {current, new} and lists sign-ins with every token', async () => {
+    const f = fakeFetch((c) =>
+      c.url === '/v1/me/password'
+        ? new Response(null, { status: 204 })
+        : json(200, {
+            tokens: [
+              { id: 't0', name: 'login', kind: 'login', created_at: 'x', last_used_at: null, expires_at: 'y', current: true },
+              { id: 't1', name: 'cli', kind: 'api', created_at: 'x', last_used_at: null, expires_at: null, current: false },
+            ],
+          }),
+    )
+    const api = createApi({ fetch: f.fetch })
+    await expect(api.changePassword({ current: 'old-pass', new: 'new-pass-1' })).resolves.toBeUndefined()
+    expect(f.calls[0].init.method).toBe('POST')
+    expect(JSON.parse(f.calls[0].init.body as string)).toEqual({ current: 'old-pass', new: 'new-pass-1' })
+    expect(headersOf(f.calls[0])['X-Weft-Csrf']).toBe('1')
+    expect((await api.listAllTokens()).map((t) => t.kind)).toEqual(['login', 'api'])
+    expect(f.calls[1].url).toBe('/v1/tokens')
+  })
+
+  it('carries the server message of a refused password change', async () => {
+    const f = fakeFetch(() =>
+      json(422, { error: { code: 'validation_failed', message: 'the current password is not correct' } }),
+    )
+    const err = await createApi({ fetch: f.fetch })
+      .changePassword({ current: 'wrong', new: 'new-pass-1' })
+      .catch((e) => e)
+    expect(err).toMatchObject({ status: 422, code: 'validation_failed', message: 'the current password is not correct' })
+  })
+
   it('throws ApiError from the error envelope', async () => {
     const f = fakeFetch(() =>
       json(429, { error: { code: 'rate_limited', message: 'slow down' } }, { 'Retry-After': '7' }),

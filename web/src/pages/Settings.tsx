@@ -1,12 +1,14 @@
-// /settings: language, personal API tokens; for admins also users, models and a
-// read-only view of the limits.
+// /settings: language, your password and sign-ins (`Account.tsx`), personal API
+// tokens; for admins also users, models and a read-only view of the limits.
 
-import { useEffect, useState, type FormEvent, type ReactNode } from 'react'
+import { useEffect, useReducer, useState, type FormEvent } from 'react'
 import { api } from '../api'
 import { useAuth } from '../auth'
 import { LangSwitch } from '../components/LangSwitch'
+import { ErrorLine, Section } from '../components/Section'
 import { fmtBytes, fmtDate } from '../format'
 import { useI18n, type MessageKey } from '../i18n'
+import { PasswordSection, SignInsSection } from './Account'
 import type { ApiToken, CreatedToken, Limits, Mode, Model, Role, User } from '../types'
 
 const errText = (e: unknown) => (e instanceof Error ? e.message : String(e))
@@ -15,6 +17,8 @@ export function SettingsPage() {
   const { t } = useI18n()
   const { user } = useAuth()
   const admin = user?.role === 'admin'
+  // A password change signs out the other sign-ins: the list is read again after one.
+  const [signInsVersion, reloadSignIns] = useReducer((n: number) => n + 1, 0)
   return (
     <div className="page settings">
       <h1>{t('settings.title')}</h1>
@@ -22,30 +26,13 @@ export function SettingsPage() {
         <p>{user && t('settings.account', { name: user.username, role: t(user.role === 'admin' ? 'common.admin' : 'common.user') })}</p>
         <LangSwitch />
       </Section>
+      <PasswordSection onChanged={reloadSignIns} />
+      <SignInsSection version={signInsVersion} />
       <Tokens />
       <Catalogue />
       {admin && <Users me={user!} />}
       {admin && <LimitsView />}
     </div>
-  )
-}
-
-function Section({ title, children, testid }: { title: string; children: ReactNode; testid?: string }) {
-  return (
-    <section className="card" data-testid={testid}>
-      <h2>{title}</h2>
-      {children}
-    </section>
-  )
-}
-
-function ErrorLine({ error }: { error: string | null }) {
-  const { t } = useI18n()
-  if (!error) return null
-  return (
-    <p className="notice error" role="alert">
-      {t('common.error', { message: error })}
-    </p>
   )
 }
 

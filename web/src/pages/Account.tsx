@@ -1,0 +1,209 @@
+// The signed-in user's own account on /settings: changing the password
+// (`POST /v1/me/password`) and the list of sign-ins (`GET /v1/tokens`, revoked with
+// `DELETE /v1/tokens/{id}`). The rules (password bounds, which tokens are sign-ins
+// and their order) live in `account.ts`; this file only renders them.
+
+import { useEffect, useState, type FormEvent } from 'react'
+import { useNavigate } from 'react-router'
+import { ApiError, api } from '../api'
+import { checkNewPassword, PASSWORD_MAX_CHARS, PASSWORD_MIN_CHARS, signIns, type NewPasswordCheck } from '../account'
+import { useAuth } from '../auth'
+import { ErrorLine, Section } from '../components/Section'
+import { fmtDate } from '../format'
+import { useI18n, type Translate } from '../i18n'
+import type { ApiToken } from '../types'
+
+const errText = (e: unknown) => (e instanceof Error ? e.message : String(e))
+
+function problemText(check: Exclude<NewPasswordCheck, 'ok'>, t: Translate): string {
+  switch (check) {
+    case 'too_short':
+      return t('settings.passwordTooShort', { n: PASSWORD_MIN_CHARS })
+    case 'too_long':
+      return t('settings.passwordTooLong', { n: PASSWORD_MAX_CHARS })
+    case 'mismatch':
+      return t('settings.passwordMismatch')
+  }
+}
+
+/** Changes your password; `onChanged` runs after the server accepted it (it signed out your other sign-ins). */
+export function PasswordSection({ onChanged }: { onChanged: () => void }) {
+  const { t } = useI18n()
+  const { user } = useAuth()
+  const [form, setForm] = useState({ current: '', next: '', confirm: '' })
+  const [busy, setBusy] = useState(false)
+  const [error, setError] = useState<string | null>(null)
+  const [changed, setChanged] = useState(false)
+
+  async function submit(e: FormEvent) {
+    e.preventDefault()
+    setChanged(false)
+    const check = checkNewPassword(form.next, form.confirm)
+    if (check !== 'ok') {
+      setError(problemText(check, t))
+      return
+    }
+    setBusy(true)
+    setError(null)
+    try {
+      await api.changePassword({ current: form.current, new: form.next })
+      setForm({ current: '', next: '', confirm: '' })
+      setChanged(true)
+      onChanged()
+    } catch (err) {
+      // The server's own words (wrong current password, rate limited, …).
+      const retry = err instanceof ApiError && err.retryAfter ? ` (${t('settings.retryIn', { n: err.retryAfter })})` : ''
+      setError(errText(err) + retry)
+    } finally {
+      setBusy(false)
+    }
+  }
+
+  const field = (key: keyof typeof form, label: string, autoComplete: string) => (
+    <label>
+      {label}
+      <input
+        type="password"
+        name={key}
+        data-testid={`password-${key}`}
+        autoComplete={autoComplete}
+        value={form[key]}
+        onChange={(e) => setForm({ ...form, [key]: e.target.value })}
+      />
+    </label>
+  )
+
+  return (
+    <Section title={t('settings.passwordTitle')} testid="password">
+      <p className="muted">{t('settings.passwordHint')}</p>
+      <form className="stack-form" onSubmit={submit}>
+        {/* For password managers: which account this password belongs to. */}
+        <input type="text" name="username" autoComplete="username" value={user?.username ?? ''} readOnly hidden />
+        {field('current', t('settings.currentPassword'), 'current-password')}
+        {field('next', t('settings.newPasswordLabel'), 'new-password')}
+        {field('confirm', t('settings.confirmPassword'), 'new-password')}
+        {error && (
+          <p className="notice error" role="alert" data-testid="password-error">
+            {error}
+          </p>
+        )}
+        {changed && (
+          <p className="notice ok" role="status" data-testid="password-changed">
+            {t('settings.passwordChanged')}
+          </p>
+        )}
+        <div>
+          <button
+            className="btn primary"
+            type="submit"
+            data-testid="password-submit"
+            disabled={busy || !form.current || !form.next || !form.confirm}
+          >
+            {busy ? t('settings.changingPassword') : t('settings.changePassword')}
+          </button>
+        </div>
+      </form>
+    </Section>
+  )
+}
+
+function kindLabel(kind: string, t: Translate): string {
+  if (kind === 'login') return t('settings.kindLogin')
+  if (kind === 'bootstrap') return t('settings.kindBootstrap')
+  if (kind === 'api') return t('settings.kindApi')
+  return kind
+}
+
+/** Where you're signed in; reloads whenever `version` changes. */
+export function SignInsSection({ version }: { version: number }) {
+  const { t, lang } = useI18n()
+  const { signOut } = useAuth()
+  const nav = useNavigate()
+  const [tokens, setTokens] = useState<ApiToken[] | null>(null)
+  const [error, setError] = useState<string | null>(null)
+
+  useEffect(() => {
+    let live = true
+    api
+      .listAllTokens()
+      .then((all) => live && setTokens(signIns(all)))
+      .catch((e) => live && setError(errText(e)))
+    return () => {
+      live = false
+    }
+  }, [version])
+
+  async function revoke(tok: ApiToken) {
+    const ask = tok.current
+      ? t('settings.confirmRevokeCurrent')
+      : t('settings.confirmRevokeSignIn', { when: fmtDate(tok.created_at, lang) })
+    if (!window.confirm(ask)) return
+    setError(null)
+    try {
+      await api.revokeToken(tok.id)
+    } catch (err) {
+      // 404: it was gone already (expired, signed out elsewhere); anything else stays listed.
+      if (!(err instanceof ApiError && err.status === 404)) {
+        setError(errText(err))
+        return
+      }
+    }
+    if (tok.current) {
+      await signOut()
+      nav('/login', { replace: true })
+      return
+    }
+    setTokens((cur) => cur && cur.filter((x) => x.id !== tok.id))
+  }
+
+  return (
+    <Section title={t('settings.signIns')} testid="sign-ins">
+      <p className="muted">{t('settings.signInsHint')}</p>
+      <ErrorLine error={error} />
+      {tokens && tokens.length > 0 && (
+        <div className="table-wrap">
+          <table className="grid">
+            <thead>
+              <tr>
+                <th>{t('settings.kind')}</th>
+                <th>{t('settings.tokenName')}</th>
+                <th>{t('settings.created')}</th>
+                <th>{t('settings.lastUsed')}</th>
+                <th>{t('settings.expires')}</th>
+                <th />
+              </tr>
+            </thead>
+            <tbody>
+              {tokens.map((tok) => (
+                <tr key={tok.id} data-testid="sign-in-row" data-current={tok.current ? 'true' : undefined}>
+                  <td>
+                    {kindLabel(tok.kind, t)}{' '}
+                    {tok.current && (
+                      <span className="badge current" data-testid="this-browser">
+                        {t('settings.thisBrowser')}
+                      </span>
+                    )}
+                  </td>
+                  <td>{tok.name}</td>
+                  <td>{fmtDate(tok.created_at, lang)}</td>
+                  <td>{tok.last_used_at ? fmtDate(tok.last_used_at, lang) : '–'}</td>
+                  <td>{tok.expires_at ? fmtDate(tok.expires_at, lang) : '–'}</td>
+                  <td className="actions">
+                    <button
+                      className="btn ghost small danger-text"
+                      data-testid="revoke-sign-in"
+                      onClick={() => revoke(tok)}
+                    >
+                      {t('settings.revoke')}
+                    </button>
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      )}
+      {tokens && tokens.length === 0 && <p className="muted">{t('settings.noSignIns')}</p>}
+    </Section>
+  )
+}
