@@ -10,6 +10,7 @@ use std::sync::Arc;
 use weft_llm::ToolSpec;
 
 mod builtin;
+pub mod mcp;
 pub mod web;
 
 pub use builtin::CurrentTime;

@@ -46,8 +46,10 @@ def picture(size_bytes: int) -> list:
     return ["here is the picture", Image(data=b"\x89PNG" + b"\0" * (size_bytes - 4), format="png")]
 
 
-@server.tool(description="Sleeps; writes 'cancelled' to marker if the call is cancelled.")
+@server.tool(description="Sleeps; writes 'started' to marker, then 'cancelled' if cancelled.")
 async def slow(seconds: float, marker: str) -> str:
+    with open(marker, "w") as f:
+        f.write("started")
     try:
         await anyio.sleep(seconds)
     except anyio.get_cancelled_exc_class():
@@ -68,6 +70,11 @@ def crash() -> str:
     sys.stderr.write("crashing on purpose\n")
     sys.stderr.flush()
     os._exit(7)
+
+
+@server.tool(description="The value of an environment variable of this process.")
+def env_var(name: str) -> str:
+    return os.environ.get(name, "<absent>")
 
 
 @server.tool(description="The value of a request header (streamable HTTP only).")

@@ -1,0 +1,563 @@
+//! The MCP hub against real servers written with the official `mcp` Python
+//! SDK (`tests/mcp_servers/demo.py`), over stdio and streamable HTTP.
+//!
+//! Needs `WEFT_PYTHON`: a Python with the `mcp` package (`scripts/test` sets
+//! it up; locally `~/.cache/weft-venv/bin/pip install mcp`).
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::json;
+use tokio::io::{AsyncBufReadExt, BufReader};
+use tokio_util::sync::CancellationToken;
+use weft_shared::config::{McpServerConfig, Secret, ToolPolicy};
+use weft_tools::mcp::{McpHub, McpServerState, McpServerStatus, McpTransportKind};
+use weft_tools::{Tool, ToolContext};
+
+/// Long enough for a loaded CI machine; outcomes are asserted, never durations.
+const DEADLINE: Duration = Duration::from_secs(90);
+
+fn python() -> String {
+    std::env::var("WEFT_PYTHON").unwrap_or_else(|_| {
+        panic!(
+            "WEFT_PYTHON is not set: point it at a Python that has the `mcp` package \
+             (scripts/test does this; locally: python3 -m venv ~/.cache/weft-venv && \
+             ~/.cache/weft-venv/bin/pip install mcp, then \
+             WEFT_PYTHON=$HOME/.cache/weft-venv/bin/python)"
+        )
+    })
+}
+
+fn demo_script() -> String {
+    concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp_servers/demo.py").into()
+}
+
+fn stdio(name: &str, extra: &[&str]) -> McpServerConfig {
+    let mut args = vec![demo_script()];
+    args.extend(extra.iter().map(|s| s.to_string()));
+    McpServerConfig {
+        name: name.into(),
+        command: Some(python()),
+        args,
+        ..McpServerConfig::default()
+    }
+}
+
+/// A scratch directory removed at the end of the test.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(tag: &str) -> Scratch {
+        let dir = std::env::temp_dir().join(format!(
+            "weft-mcp-{tag}-{}-{}",
+            std::process::id(),
+            uuid_ish()
+        ));
+        std::fs::create_dir_all(&dir).unwrap();
+        Scratch(dir)
+    }
+
+    fn path(&self, name: &str) -> String {
+        self.0.join(name).to_string_lossy().into_owned()
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+fn uuid_ish() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos()
+}
+
+/// The demo server on streamable HTTP; stopped when dropped.
+struct HttpServer {
+    child: tokio::process::Child,
+    url: String,
+}
+
+impl HttpServer {
+    async fn start() -> HttpServer {
+        let mut child = tokio::process::Command::new(python())
+            .arg(demo_script())
+            .arg("--http")
+            .stdout(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .expect("start the HTTP MCP server");
+        let stdout = child.stdout.take().unwrap();
+        let mut lines = BufReader::new(stdout).lines();
+        let port = tokio::time::timeout(DEADLINE, async {
+            while let Some(line) = lines.next_line().await.unwrap() {
+                if let Some(port) = line.strip_prefix("PORT ") {
+                    return port.trim().to_string();
+                }
+            }
+            panic!("the HTTP MCP server exited before listening");
+        })
+        .await
+        .expect("the HTTP MCP server did not report its port");
+        tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
+        HttpServer {
+            child,
+            url: format!("http://127.0.0.1:{port}/mcp"),
+        }
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.start_kill();
+    }
+}
+
+async fn wait_until(
+    hub: &McpHub,
+    what: &str,
+    until: impl Fn(&[McpServerStatus]) -> bool,
+) -> Vec<McpServerStatus> {
+    match tokio::time::timeout(DEADLINE, hub.wait_for_status(until)).await {
+        Ok(status) => status,
+        Err(_) => panic!(
+            "MCP servers never got to: {what}; status: {:#?}",
+            hub.status()
+        ),
+    }
+}
+
+fn server<'a>(status: &'a [McpServerStatus], name: &str) -> &'a McpServerStatus {
+    status.iter().find(|s| s.name == name).unwrap()
+}
+
+async fn ready(hub: &McpHub, name: &str) -> McpServerStatus {
+    let status = wait_until(hub, &format!("{name} ready"), |s| {
+        server(s, name).state == McpServerState::Ready
+    })
+    .await;
+    server(&status, name).clone()
+}
+
+fn tool(hub: &McpHub, name: &str) -> Arc<dyn Tool> {
+    hub.tools()
+        .into_iter()
+        .find(|t| t.spec().name == name)
+        .unwrap_or_else(|| panic!("no tool {name}; status: {:#?}", hub.status()))
+}
+
+async fn call(hub: &McpHub, name: &str, args: serde_json::Value) -> Result<String, String> {
+    let tool = tool(hub, name);
+    tokio::time::timeout(DEADLINE, tool.call(args, &ToolContext::default()))
+        .await
+        .expect("tool call hung")
+}
+
+async fn settled_hub(configs: Vec<McpServerConfig>) -> (Arc<McpHub>, CancellationToken) {
+    let shutdown = CancellationToken::new();
+    let hub = McpHub::start(configs, shutdown.clone());
+    tokio::time::timeout(DEADLINE, hub.settled())
+        .await
+        .expect("servers never settled");
+    (hub, shutdown)
+}
+
+async fn stop(hub: &McpHub, shutdown: &CancellationToken) {
+    shutdown.cancel();
+    tokio::time::timeout(DEADLINE, hub.closed())
+        .await
+        .expect("the hub did not shut down");
+}
+
+#[tokio::test]
+async fn stdio_tools_are_listed_namespaced_and_called() {
+    let (hub, shutdown) = settled_hub(vec![stdio("demo", &[])]).await;
+    let status = ready(&hub, "demo").await;
+    assert_eq!(status.transport, McpTransportKind::Stdio);
+    assert_eq!(
+        status.policy,
+        ToolPolicy::Confirm,
+        "MCP tools default to confirm"
+    );
+    for name in ["demo__add", "demo__echo", "demo__fail", "demo__slow"] {
+        assert!(
+            status.tools.iter().any(|t| t == name),
+            "{name} in {status:?}"
+        );
+    }
+
+    let add = tool(&hub, "demo__add");
+    let spec = add.spec();
+    assert_eq!(spec.description, "Add two integers.");
+    assert!(spec.parameters["properties"]["a"].is_object(), "{spec:?}");
+    assert!(add.side_effects());
+    assert_eq!(hub.policy("demo__add"), Some(ToolPolicy::Confirm));
+    assert_eq!(hub.policy("other__add"), None);
+
+    assert_eq!(
+        call(&hub, "demo__add", json!({"a": 2, "b": 40}))
+            .await
+            .unwrap(),
+        "42"
+    );
+    assert_eq!(
+        call(&hub, "demo__echo", json!({"text": "héllo ✓"}))
+            .await
+            .unwrap(),
+        "héllo ✓"
+    );
+    assert_eq!(
+        call(&hub, "demo__picture", json!({"size_bytes": 12 * 1024}))
+            .await
+            .unwrap(),
+        "here is the picture\n[image: image/png, 12 KB]"
+    );
+    stop(&hub, &shutdown).await;
+}
+
+#[tokio::test]
+async fn streamable_http_tools_work_and_send_the_configured_headers() {
+    let server = HttpServer::start().await;
+    let mut config = McpServerConfig {
+        name: "remote".into(),
+        url: Some(server.url.clone()),
+        policy: ToolPolicy::Auto,
+        ..McpServerConfig::default()
+    };
+    config
+        .headers
+        .insert("X-Weft-Test".into(), Secret("from-config".into()));
+    let (hub, shutdown) = settled_hub(vec![config]).await;
+    let status = ready(&hub, "remote").await;
+    assert_eq!(status.transport, McpTransportKind::Http);
+    assert_eq!(hub.policy("remote__add"), Some(ToolPolicy::Auto));
+
+    assert_eq!(
+        call(&hub, "remote__add", json!({"a": 1, "b": 2}))
+            .await
+            .unwrap(),
+        "3"
+    );
+    assert_eq!(
+        call(&hub, "remote__header", json!({"name": "X-Weft-Test"}))
+            .await
+            .unwrap(),
+        "from-config"
+    );
+    let err = call(&hub, "remote__fail", json!({"reason": "over HTTP"}))
+        .await
+        .unwrap_err();
+    assert!(err.contains("over HTTP"), "{err}");
+    stop(&hub, &shutdown).await;
+}
+
+#[tokio::test]
+async fn a_dead_http_server_fails_calls_and_is_marked_error() {
+    let mut remote = HttpServer::start().await;
+    let config = McpServerConfig {
+        name: "remote".into(),
+        url: Some(remote.url.clone()),
+        ..McpServerConfig::default()
+    };
+    let (hub, shutdown) = settled_hub(vec![config]).await;
+    ready(&hub, "remote").await;
+    let add = tool(&hub, "remote__add");
+    remote.child.kill().await.unwrap();
+
+    let err = tokio::time::timeout(
+        DEADLINE,
+        add.call(json!({"a": 1, "b": 2}), &ToolContext::default()),
+    )
+    .await
+    .expect("a call to a dead server hung")
+    .unwrap_err();
+    assert!(err.contains("remote"), "{err}");
+    let status = wait_until(&hub, "remote in error", |s| {
+        server_state(s, "remote") == McpServerState::Error
+    })
+    .await;
+    assert!(server(&status, "remote").last_error.is_some());
+    assert!(hub.tools().is_empty());
+    stop(&hub, &shutdown).await;
+}
+
+fn server_state(status: &[McpServerStatus], name: &str) -> McpServerState {
+    server(status, name).state
+}
+
+#[tokio::test]
+async fn a_stdio_server_gets_its_env_but_not_the_hosts() {
+    let host_only = "CARGO_MANIFEST_DIR";
+    assert!(
+        std::env::var(host_only).is_ok(),
+        "the test runner sets {host_only}"
+    );
+    let mut config = stdio("demo", &[]);
+    config
+        .env
+        .insert("DEMO_TOKEN".into(), Secret("t0ken".into()));
+    let (hub, shutdown) = settled_hub(vec![config]).await;
+    ready(&hub, "demo").await;
+    let env = |name: &str| call(&hub, "demo__env_var", json!({"name": name}));
+    assert_eq!(env("DEMO_TOKEN").await.unwrap(), "t0ken");
+    assert_eq!(env(host_only).await.unwrap(), "<absent>");
+    assert_ne!(env("PATH").await.unwrap(), "<absent>");
+    stop(&hub, &shutdown).await;
+}
+
+#[tokio::test]
+async fn allow_and_deny_lists_pick_the_tools() {
+    let mut config = stdio("picky", &[]);
+    config.tools = vec!["add".into(), "echo".into(), "fail".into()];
+    config.deny = vec!["echo".into()];
+    let (hub, shutdown) = settled_hub(vec![config]).await;
+    let status = ready(&hub, "picky").await;
+    assert_eq!(status.tools, vec!["picky__add", "picky__fail"]);
+    let names: Vec<String> = hub.tools().iter().map(|t| t.spec().name).collect();
+    assert_eq!(names, vec!["picky__add", "picky__fail"]);
+    stop(&hub, &shutdown).await;
+}
+
+#[tokio::test]
+async fn tool_errors_and_protocol_errors_reach_the_model_as_err_text() {
+    let (hub, shutdown) = settled_hub(vec![stdio("demo", &[])]).await;
+    ready(&hub, "demo").await;
+    let err = call(&hub, "demo__fail", json!({"reason": "disk full"}))
+        .await
+        .unwrap_err();
+    assert!(err.contains("disk full"), "{err}");
+    let err = call(&hub, "demo__protocol_error", json!({}))
+        .await
+        .unwrap_err();
+    assert!(err.contains("refuses this request"), "{err}");
+    let err = call(&hub, "demo__add", json!({"a": "two", "b": 2}))
+        .await
+        .unwrap_err();
+    assert!(!err.is_empty());
+    let err = call(&hub, "demo__add", json!([1, 2])).await.unwrap_err();
+    assert!(err.contains("JSON object"), "{err}");
+    // The connection survives all of that.
+    assert_eq!(
+        call(&hub, "demo__add", json!({"a": 1, "b": 1}))
+            .await
+            .unwrap(),
+        "2"
+    );
+    assert_eq!(server(&hub.status(), "demo").state, McpServerState::Ready);
+    stop(&hub, &shutdown).await;
+}
+
+#[tokio::test]
+async fn a_broken_server_is_marked_error_others_keep_working_and_it_recovers_once_fixed() {
+    let scratch = Scratch::new("fixed");
+    let marker = scratch.path("fixed");
+    let (hub, shutdown) = settled_hub(vec![
+        stdio("good", &[]),
+        stdio("flaky", &["--fail-unless", &marker]),
+    ])
+    .await;
+
+    let status = wait_until(&hub, "flaky in error", |s| {
+        server(s, "flaky").state == McpServerState::Error
+    })
+    .await;
+    let flaky = server(&status, "flaky");
+    let last_error = flaky.last_error.as_deref().unwrap_or_default();
+    assert!(
+        last_error.contains("boom"),
+        "stderr is in the error: {flaky:?}"
+    );
+    assert!(flaky.tools.is_empty());
+    assert!(
+        hub.tools()
+            .iter()
+            .all(|t| !t.spec().name.starts_with("flaky__"))
+    );
+
+    ready(&hub, "good").await;
+    assert_eq!(
+        call(&hub, "good__add", json!({"a": 3, "b": 4}))
+            .await
+            .unwrap(),
+        "7"
+    );
+
+    std::fs::write(&marker, "ok").unwrap();
+    ready(&hub, "flaky").await;
+    assert_eq!(
+        call(&hub, "flaky__add", json!({"a": 5, "b": 5}))
+            .await
+            .unwrap(),
+        "10"
+    );
+    stop(&hub, &shutdown).await;
+}
+
+#[tokio::test]
+async fn a_server_that_dies_is_restarted_and_old_tool_handles_keep_working() {
+    let (hub, shutdown) = settled_hub(vec![stdio("demo", &[]), stdio("other", &[])]).await;
+    ready(&hub, "demo").await;
+    let pids = tool(&hub, "demo__pids");
+    let ctx = ToolContext::default();
+    let first = pids.call(json!({}), &ctx).await.unwrap();
+
+    let err = call(&hub, "demo__crash", json!({})).await.unwrap_err();
+    assert!(err.contains("demo"), "{err}");
+    assert_eq!(
+        call(&hub, "other__add", json!({"a": 1, "b": 2}))
+            .await
+            .unwrap(),
+        "3"
+    );
+
+    let status = wait_until(&hub, "demo back after its crash", |s| {
+        let demo = server(s, "demo");
+        demo.state == McpServerState::Ready && demo.last_error.is_some()
+    })
+    .await;
+    let last_error = server(&status, "demo").last_error.clone().unwrap();
+    assert!(last_error.contains("crashing on purpose"), "{last_error}");
+
+    let second = tokio::time::timeout(DEADLINE, pids.call(json!({}), &ctx))
+        .await
+        .unwrap()
+        .unwrap();
+    let server_pid = |out: &str| out.split(' ').next().unwrap().to_string();
+    assert_ne!(
+        server_pid(&first),
+        server_pid(&second),
+        "a new process serves"
+    );
+    stop(&hub, &shutdown).await;
+}
+
+#[tokio::test]
+async fn dropping_a_slow_call_cancels_it_on_the_server() {
+    let scratch = Scratch::new("slow");
+    let marker = scratch.path("marker");
+    let (hub, shutdown) = settled_hub(vec![stdio("demo", &[])]).await;
+    ready(&hub, "demo").await;
+    let slow = tool(&hub, "demo__slow");
+    let ctx = ToolContext::default();
+    let args = json!({"seconds": 600, "marker": marker});
+    let marker_says = |what: &str| std::fs::read_to_string(&marker).is_ok_and(|m| m == what);
+
+    let mut pending = slow.call(args, &ctx);
+    let running = tokio::time::timeout(DEADLINE, async {
+        loop {
+            tokio::select! {
+                out = &mut pending => panic!("a 600 s call finished: {out:?}"),
+                () = tokio::time::sleep(Duration::from_millis(50)) => {
+                    if marker_says("started") {
+                        return;
+                    }
+                }
+            }
+        }
+    })
+    .await;
+    assert!(running.is_ok(), "the slow tool never started");
+    // As the worker's tool runner does: a timeout drops the call's future.
+    let outcome = tokio::time::timeout(Duration::from_millis(100), &mut pending).await;
+    assert!(outcome.is_err(), "a 600 s call finished: {outcome:?}");
+    drop(pending);
+
+    let cancelled = tokio::time::timeout(DEADLINE, async {
+        loop {
+            if marker_says("cancelled") {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    assert!(cancelled.is_ok(), "the server never saw the cancellation");
+    assert_eq!(
+        call(&hub, "demo__add", json!({"a": 1, "b": 1}))
+            .await
+            .unwrap(),
+        "2"
+    );
+    stop(&hub, &shutdown).await;
+}
+
+#[tokio::test]
+async fn shutdown_stops_the_server_and_what_it_started() {
+    let (hub, shutdown) = settled_hub(vec![stdio("demo", &[])]).await;
+    ready(&hub, "demo").await;
+    let add = tool(&hub, "demo__add");
+    let out = call(&hub, "demo__pids", json!({})).await.unwrap();
+    let pids: Vec<u32> = out.split(' ').map(|p| p.parse().unwrap()).collect();
+    assert!(
+        pids.iter().all(|&p| alive(p)),
+        "{pids:?} run before shutdown"
+    );
+
+    stop(&hub, &shutdown).await;
+    let gone = tokio::time::timeout(DEADLINE, async {
+        while pids.iter().any(|&p| alive(p)) {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+    })
+    .await;
+    assert!(gone.is_ok(), "still running after shutdown: {pids:?}");
+    assert!(
+        hub.tools().is_empty(),
+        "no tools are offered after shutdown"
+    );
+    assert_eq!(server(&hub.status(), "demo").state, McpServerState::Stopped);
+    let err = add
+        .call(json!({"a": 1, "b": 1}), &ToolContext::default())
+        .await;
+    assert!(err.unwrap_err().contains("shut down"));
+}
+
+/// Running (a zombie waiting to be reaped counts as gone).
+fn alive(pid: u32) -> bool {
+    let stat = Path::new("/proc").join(pid.to_string()).join("stat");
+    match std::fs::read_to_string(stat) {
+        Ok(stat) => {
+            let state = stat.rsplit(')').next().unwrap_or("").trim_start();
+            !state.starts_with('Z') && !state.starts_with('X')
+        }
+        Err(_) => false,
+    }
+}
+
+#[tokio::test]
+async fn bad_configs_and_missing_programs_are_reported_per_server() {
+    let configs = vec![
+        McpServerConfig {
+            name: "nowhere".into(),
+            ..McpServerConfig::default()
+        },
+        McpServerConfig {
+            name: "missing".into(),
+            command: Some("/nonexistent/mcp-server".into()),
+            ..McpServerConfig::default()
+        },
+    ];
+    let (hub, shutdown) = settled_hub(configs).await;
+    let status = hub.status();
+    let nowhere = server(&status, "nowhere");
+    assert_eq!(nowhere.state, McpServerState::Error);
+    let e = nowhere.last_error.as_deref().unwrap();
+    assert!(
+        e.contains("\"nowhere\"") && e.contains("command/url"),
+        "{e}"
+    );
+    let missing = server(&status, "missing");
+    assert_eq!(missing.state, McpServerState::Error);
+    let e = missing.last_error.as_deref().unwrap();
+    assert!(e.contains("/nonexistent/mcp-server"), "{e}");
+    assert!(hub.tools().is_empty());
+    let json = serde_json::to_value(&status).unwrap();
+    assert_eq!(json[0]["state"], "error");
+    assert_eq!(json[0]["transport"], "stdio");
+    stop(&hub, &shutdown).await;
+}
