@@ -1,18 +1,14 @@
 //! Server-side commands: `up`, `serve`, `worker`, `migrate`, `admin`. Nothing here
 //! runs for client commands, so `weft -p` and `weft --help` stay fast.
 
-use std::net::SocketAddr;
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
-use weft_shared::bus::{MemoryBus, RedisBus, SharedBus};
-use weft_shared::config::{Config, Mode, Secret};
-use weft_shared::login_limit::{MemoryLoginAttempts, RedisLoginAttempts, SharedLoginAttempts};
-use weft_shared::queue::{MemoryQueue, RedisQueue, SharedQueue};
+use weft_server::Server;
+use weft_shared::config::{Config, Secret};
 use weft_shared::store::{Role, Store, TokenKind};
 
 /// Flags shared by every server command (they override `weft.toml` and `WEFT_*`).
@@ -113,68 +109,6 @@ pub fn load_config(
     Ok(cfg)
 }
 
-/// The three handles for the configured mode.
-pub struct Backends {
-    pub store: Store,
-    pub bus: SharedBus,
-    pub queue: SharedQueue,
-    /// Sign-in counts: in this process (embedded) or in Redis (distributed).
-    pub login_attempts: SharedLoginAttempts,
-    pub mode: Mode,
-}
-
-pub async fn connect(cfg: &Config) -> anyhow::Result<Backends> {
-    let mode = cfg.mode()?;
-    match &mode {
-        Mode::Embedded { database_url } => {
-            let store = Store::connect(database_url)
-                .await
-                .with_context(|| format!("opening {}", redact(database_url)))?;
-            store.migrate().await?;
-            Ok(Backends {
-                store,
-                bus: Arc::new(
-                    MemoryBus::new(cfg.events.max_len as usize)
-                        .with_budget(cfg.events.memory_budget_bytes),
-                ),
-                queue: Arc::new(MemoryQueue::default()),
-                login_attempts: Arc::new(MemoryLoginAttempts::new(&cfg.login)),
-                mode,
-            })
-        }
-        Mode::Distributed {
-            database_url,
-            redis_url,
-        } => {
-            let store = Store::connect_with(database_url, cfg.database_max_connections)
-                .await
-                .with_context(|| format!("connecting to {}", redact(database_url)))?;
-            store.migrate().await?;
-            let bus = RedisBus::connect(redis_url, &cfg.redis_prefix, cfg.events.max_len)
-                .await
-                .with_context(|| format!("connecting to {}", redact(redis_url)))?;
-            let queue = RedisQueue::connect(redis_url, &cfg.redis_prefix).await?;
-            let login_attempts =
-                RedisLoginAttempts::connect(redis_url, &cfg.redis_prefix, &cfg.login).await?;
-            Ok(Backends {
-                store,
-                bus: Arc::new(bus),
-                queue: Arc::new(queue),
-                login_attempts: Arc::new(login_attempts),
-                mode,
-            })
-        }
-    }
-}
-
-/// A URL with its password (if any) hidden.
-fn redact(url: &str) -> String {
-    match (url.find("://"), url.rfind('@')) {
-        (Some(s), Some(at)) if at > s => format!("{}://***@{}", &url[..s], &url[at + 1..]),
-        _ => url.to_string(),
-    }
-}
-
 /// ctrl-c or SIGTERM.
 pub fn shutdown_on_signals() -> CancellationToken {
     let token = CancellationToken::new();
@@ -196,251 +130,83 @@ pub fn shutdown_on_signals() -> CancellationToken {
     token
 }
 
-/// `WEFT_ADMIN_TOKEN` set: it authenticates user `admin` (and replaces any older
-/// one). Unset: no bootstrap token stays valid — one set before would otherwise
-/// work for ever.
-async fn bootstrap_admin(store: &Store, cfg: &Config) -> anyhow::Result<()> {
-    match &cfg.admin_token {
-        Some(token) => {
-            let unusable = weft_shared::auth::hash_password(&weft_shared::auth::new_token())?;
-            store
-                .ensure_bootstrap_admin(&weft_shared::auth::token_hash(token.expose()), &unusable)
-                .await?;
-        }
-        None => {
-            let n = store.revoke_bootstrap_tokens().await?;
-            if n > 0 {
-                tracing::info!(
-                    "WEFT_ADMIN_TOKEN is unset: the previous bootstrap token is revoked"
-                );
-            }
-        }
-    }
-    Ok(())
-}
-
-/// `weft up` on a fresh data dir: an admin with a generated password (printed once
-/// and kept in `<data_dir>/initial-admin-password`), and a token in the client
-/// config so `weft` works here without a login step.
-async fn first_boot(store: &Store, cfg: &Config, addr: SocketAddr) -> anyhow::Result<()> {
-    if !store.list_users().await?.is_empty() {
-        return Ok(());
-    }
-    let password = weft_shared::auth::new_token()[5..25].to_string();
-    let hash = weft_shared::auth::hash_password(&password)?;
-    let admin = match store.create_user("admin", &hash, Role::Admin).await {
-        Ok(u) => u,
-        Err(_) => return Ok(()), // created meanwhile (WEFT_ADMIN_TOKEN)
-    };
-    let dir = cfg.data_dir();
-    weft_shared::private_fs::create_private_dir(&dir)?;
-    let file = dir.join("initial-admin-password");
-    write_private(&file, &format!("{password}\n"))?;
-    eprintln!(
-        "\n  First start: created user `admin` with password {password}\n  (also saved in {})\n",
-        file.display()
-    );
-    let token = weft_shared::auth::new_token();
-    store
-        .create_token(
-            &admin.id,
-            "weft up (this machine)",
-            TokenKind::Api,
-            &weft_shared::auth::token_hash(&token),
-        )
-        .await?;
-    if let Some(path) = client_config_path() {
-        if !path.exists() {
-            let host = if addr.ip().is_unspecified() {
-                "127.0.0.1".to_string()
-            } else {
-                addr.ip().to_string()
-            };
-            write_private(
-                &path,
-                &format!(
-                    "gateway = \"http://{host}:{}\"\ntoken = \"{token}\"\n",
-                    addr.port()
-                ),
-            )?;
-        }
-    }
-    Ok(())
-}
-
-pub fn client_config_path() -> Option<PathBuf> {
-    let base = std::env::var_os("XDG_CONFIG_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))?;
-    Some(base.join("weft").join("config.toml"))
-}
-
-fn write_private(path: &std::path::Path, contents: &str) -> anyhow::Result<()> {
-    if let Some(dir) = path.parent() {
-        weft_shared::private_fs::create_private_dir(dir)?;
-    }
-    #[cfg(unix)]
-    {
-        use std::io::Write;
-        use std::os::unix::fs::OpenOptionsExt;
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(0o600)
-            .open(path)?;
-        f.write_all(contents.as_bytes())?;
-    }
-    #[cfg(not(unix))]
-    std::fs::write(path, contents)?;
-    Ok(())
-}
-
-async fn bind(cfg: &Config) -> anyhow::Result<TcpListener> {
-    let addr = cfg.listen.clone().unwrap_or_default();
-    TcpListener::bind(&addr)
+async fn bind(addr: &str) -> anyhow::Result<TcpListener> {
+    TcpListener::bind(addr)
         .await
         .with_context(|| format!("listening on {addr}"))
 }
 
 /// `weft up`: gateway and worker in one process.
 pub async fn up(cfg: Config) -> anyhow::Result<()> {
-    let cfg = Arc::new(cfg);
-    let b = connect(&cfg).await?;
-    bootstrap_admin(&b.store, &cfg).await?;
-    let listener = bind(&cfg).await?;
+    let listener = bind(cfg.listen.as_deref().unwrap_or_default()).await?;
+    let server = Server::open(cfg).await?;
     let addr = listener.local_addr()?;
-    if matches!(b.mode, Mode::Embedded { .. }) {
-        first_boot(&b.store, &cfg, addr).await?;
+    if server.embedded() {
+        server.first_boot(addr).await?;
     }
-    let shutdown = shutdown_on_signals();
-    let lark = lark_sender(&cfg);
-    let deps = weft_worker::WorkerDeps {
-        store: b.store.clone(),
-        bus: b.bus.clone(),
-        queue: b.queue.clone(),
-        config: cfg.clone(),
-        lark: lark.clone(),
+    let mode = if server.embedded() {
+        "embedded"
+    } else {
+        "distributed"
     };
-    let embedded = matches!(b.mode, Mode::Embedded { .. });
-    let state = weft_gateway::AppState::new(
-        b.store.clone(),
-        b.bus,
-        b.queue,
-        cfg.clone(),
-        shutdown.clone(),
-    )
-    .with_login_attempts(b.login_attempts);
-    let lark_ingress = weft_gateway::lark::start(state.clone(), lark).await?;
-    let worker = tokio::spawn(weft_worker::run(deps, shutdown.clone(), embedded));
-    let mode = if embedded { "embedded" } else { "distributed" };
+    let running = server.up(listener, shutdown_on_signals()).await?;
     eprintln!(
         "weft {} ({mode}) listening on http://{addr}",
         weft_shared::VERSION
     );
     tracing::info!(%addr, mode, "weft up");
-    weft_gateway::serve(listener, state).await?;
-    shutdown.cancel();
-    worker.await??;
-    if let Some(ingress) = lark_ingress {
-        let _ = ingress.await;
-    }
-    b.store.close().await;
-    Ok(())
+    running.wait().await
 }
 
 /// `weft serve`: gateway only (distributed mode).
 pub async fn serve(cfg: Config) -> anyhow::Result<()> {
-    if matches!(cfg.mode()?, Mode::Embedded { .. }) {
-        anyhow::bail!(
-            "`weft serve` runs without workers, so it needs the shared queue: set --redis-url and a postgres --database-url (or use `weft up` for one process)"
-        );
-    }
-    let cfg = Arc::new(cfg);
-    let b = connect(&cfg).await?;
-    bootstrap_admin(&b.store, &cfg).await?;
-    let listener = bind(&cfg).await?;
+    weft_server::require_distributed(&cfg, "serve")?;
+    let listener = bind(cfg.listen.as_deref().unwrap_or_default()).await?;
     let addr = listener.local_addr()?;
-    let shutdown = shutdown_on_signals();
-    let state = weft_gateway::AppState::new(b.store.clone(), b.bus, b.queue, cfg.clone(), shutdown)
-        .with_login_attempts(b.login_attempts);
-    let lark_ingress = weft_gateway::lark::start(state.clone(), lark_sender(&cfg)).await?;
+    let running = Server::open(cfg)
+        .await?
+        .gateway(listener, shutdown_on_signals())
+        .await?;
     eprintln!(
         "weft {} gateway listening on http://{addr}",
         weft_shared::VERSION
     );
-    weft_gateway::serve(listener, state).await?;
-    if let Some(ingress) = lark_ingress {
-        let _ = ingress.await;
-    }
-    b.store.close().await;
-    Ok(())
-}
-
-/// The Lark REST client with its rate limits, when `[lark]` is configured; one
-/// per process, shared by the ingress and the card egress so both count against
-/// the same per-app budget.
-fn lark_sender(cfg: &Config) -> Option<weft_lark::sender::RateAwareSender> {
-    cfg.lark
-        .enabled()
-        .then(|| weft_gateway::lark::lark_sender(&cfg.lark))
+    running.wait().await
 }
 
 /// `weft worker`: worker only (distributed mode), with `/metrics` and `/health` on
 /// `metrics_listen` when given.
 pub async fn worker(cfg: Config, metrics_listen: Option<String>) -> anyhow::Result<()> {
-    if matches!(cfg.mode()?, Mode::Embedded { .. }) {
-        anyhow::bail!(
-            "`weft worker` needs the shared queue: set --redis-url and a postgres --database-url (or use `weft up` for one process)"
-        );
-    }
-    let cfg = Arc::new(cfg);
-    let b = connect(&cfg).await?;
-    let shutdown = shutdown_on_signals();
-    if let Some(addr) = metrics_listen {
-        let listener = TcpListener::bind(&addr)
-            .await
-            .with_context(|| format!("listening on {addr}"))?;
-        eprintln!(
-            "weft worker metrics on http://{}/metrics",
-            listener.local_addr()?
-        );
-        tokio::spawn(weft_gateway::serve_metrics(listener, shutdown.clone()));
+    weft_server::require_distributed(&cfg, "worker")?;
+    let metrics = match &metrics_listen {
+        Some(addr) => Some(bind(addr).await?),
+        None => None,
+    };
+    let concurrency = cfg.worker.concurrency;
+    let running = Server::open(cfg)
+        .await?
+        .worker(metrics, shutdown_on_signals())
+        .await?;
+    if let Some(addr) = running.addr {
+        eprintln!("weft worker metrics on http://{addr}/metrics");
     }
     eprintln!(
-        "weft {} worker started (concurrency {})",
-        weft_shared::VERSION,
-        cfg.worker.concurrency
+        "weft {} worker started (concurrency {concurrency})",
+        weft_shared::VERSION
     );
-    let deps = weft_worker::WorkerDeps {
-        store: b.store.clone(),
-        bus: b.bus,
-        queue: b.queue,
-        config: cfg.clone(),
-        lark: lark_sender(&cfg),
-    };
-    weft_worker::run(deps, shutdown, false).await?;
-    b.store.close().await;
-    Ok(())
+    running.wait().await
 }
 
 /// `weft migrate`.
 pub async fn migrate(cfg: Config) -> anyhow::Result<()> {
-    let url = match cfg.mode()? {
-        Mode::Embedded { database_url } | Mode::Distributed { database_url, .. } => database_url,
-    };
-    let store = Store::connect(&url).await?;
-    store.migrate().await?;
-    eprintln!("migrations applied to {}", redact(&url));
+    let url = weft_server::migrate(&cfg).await?;
+    eprintln!("migrations applied to {url}");
     Ok(())
 }
 
 /// `weft admin …`.
 pub async fn admin(cfg: Config, cmd: AdminCommand) -> anyhow::Result<()> {
-    let url = match cfg.mode()? {
-        Mode::Embedded { database_url } | Mode::Distributed { database_url, .. } => database_url,
-    };
-    let store = Store::connect(&url).await?;
+    let store = Store::connect(&weft_server::database_url(&cfg)?).await?;
     store.migrate().await?;
     match cmd {
         AdminCommand::User(UserCommand::Add {

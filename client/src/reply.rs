@@ -63,6 +63,12 @@ pub enum Change {
         name: String,
         args: serde_json::Value,
     },
+    /// `approved`, `denied` or `expired`, and by whom.
+    ApprovalDecided {
+        name: String,
+        decision: String,
+        by: Option<String>,
+    },
     Usage,
     Finished,
 }
@@ -157,6 +163,9 @@ impl Reply {
                 name,
                 args,
             }],
+            EventKind::ApprovalDecided {
+                name, decision, by, ..
+            } => vec![Change::ApprovalDecided { name, decision, by }],
             EventKind::Usage(u) => {
                 self.usage = u;
                 vec![Change::Usage]

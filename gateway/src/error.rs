@@ -43,6 +43,9 @@ pub enum ApiError {
     },
     #[error("{0}")]
     Conflict(String),
+    /// A 409 with its own code (`already_decided`, `expired`, `run_ended`).
+    #[error("{message}")]
+    ConflictWith { code: &'static str, message: String },
     #[error("internal error")]
     Internal(#[source] anyhow::Error),
 }
@@ -54,7 +57,9 @@ impl ApiError {
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden => StatusCode::FORBIDDEN,
             ApiError::NotFound => StatusCode::NOT_FOUND,
-            ApiError::RunActive(_) | ApiError::Conflict(_) => StatusCode::CONFLICT,
+            ApiError::RunActive(_) | ApiError::Conflict(_) | ApiError::ConflictWith { .. } => {
+                StatusCode::CONFLICT
+            }
             ApiError::EventsExpired => StatusCode::GONE,
             ApiError::PayloadTooLarge(_) => StatusCode::PAYLOAD_TOO_LARGE,
             ApiError::RequestTimeout => StatusCode::REQUEST_TIMEOUT,
@@ -81,6 +86,7 @@ impl ApiError {
             ApiError::RateLimited { .. } => "rate_limited",
             ApiError::Unavailable(_) | ApiError::Overloaded { .. } => "unavailable",
             ApiError::Conflict(_) => "conflict",
+            ApiError::ConflictWith { code, .. } => code,
             ApiError::Internal(_) => "internal",
         }
     }

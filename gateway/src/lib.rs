@@ -7,6 +7,7 @@
 //! tests bind port 0 and stop it cleanly.
 
 mod account;
+mod approvals;
 mod auth;
 mod chat;
 mod client;
@@ -180,6 +181,7 @@ pub fn router(state: AppState) -> Router {
         .merge(account::router())
         .merge(sessions::router())
         .merge(runs::router())
+        .merge(approvals::router())
         .merge(chat::router())
         .merge(lark::admin::router())
         .fallback(web::serve);

@@ -20,6 +20,7 @@ pub fn router() -> Router<AppState> {
         .route("/openapi.json", get(openapi))
         .route("/v1/models", get(models))
         .route("/v1/modes", get(modes))
+        .route("/v1/mcp", get(mcp))
 }
 
 /// Liveness.
@@ -97,16 +98,43 @@ pub async fn modes(_caller: Caller) -> Json<ModeList> {
 }
 
 pub fn builtin_modes() -> Vec<ModeDto> {
-    vec![
-        ModeDto {
-            id: "agent".into(),
-            description: "Answers and uses tools when they help.".into(),
-            default: true,
-        },
-        ModeDto {
-            id: "chat".into(),
-            description: "Plain conversation, no tools.".into(),
-            default: false,
-        },
-    ]
+    weft_shared::mode::RunMode::ALL
+        .into_iter()
+        .map(|m| ModeDto {
+            id: m.as_str().into(),
+            description: m.description().into(),
+            default: m.is_default(),
+        })
+        .collect()
+}
+
+/// MCP servers: configured, and as each worker sees them (state, tools, last
+/// error). Workers report every few seconds; silent ones are left out after a
+/// minute.
+#[utoipa::path(get, path = "/v1/mcp", responses((status = 200, body = weft_shared::api::McpStatusList), (status = 403, body = weft_shared::api::ErrorEnvelope)))]
+pub async fn mcp(
+    State(state): State<AppState>,
+    _admin: crate::auth::Admin,
+) -> crate::error::ApiResult<Json<weft_shared::api::McpStatusList>> {
+    let since = weft_shared::time::now_ms() - 60_000;
+    let workers = state
+        .store
+        .mcp_status(since)
+        .await?
+        .into_iter()
+        .map(|(worker_id, json, at)| weft_shared::api::McpWorkerStatus {
+            worker_id,
+            updated_at: weft_shared::time::rfc3339(at),
+            servers: serde_json::from_str(&json).unwrap_or_default(),
+        })
+        .collect();
+    Ok(Json(weft_shared::api::McpStatusList {
+        configured: state
+            .config
+            .mcp_servers
+            .iter()
+            .map(|s| s.name.clone())
+            .collect(),
+        workers,
+    }))
 }

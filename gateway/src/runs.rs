@@ -145,6 +145,13 @@ pub async fn enqueue(state: &AppState, run_id: RunId) {
     }
 }
 
+/// Enqueue an existing run again (a decided approval): no new run is counted.
+pub async fn requeue(state: &AppState, run_id: RunId) {
+    if let Err(e) = state.queue.enqueue(RunJob::new(run_id.clone())).await {
+        tracing::warn!(run.id = %run_id, error = %e, "enqueue failed; the reaper will enqueue the run");
+    }
+}
+
 /// Wait for a run to end and return its reply (`wait: true`, `/v1/chat`).
 pub async fn wait_for_result(
     state: &AppState,

@@ -49,6 +49,9 @@ impl Provider for MockProvider {
                 reason: format!("HTTP 400: {e}"),
                 status: Some(400),
             })?;
+        if plan.panic {
+            panic!("@mock.panic: the mock model panics on purpose");
+        }
         let timing = match plan.delay {
             Some((ttft, itl)) => Timing {
                 ttft,

@@ -18,4 +18,4 @@ pub mod telemetry;
 /// Version reported by `/health` and the CLI.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
-pub use weft_wire::{api, event, ids, job, time};
+pub use weft_wire::{api, event, ids, job, mode, time};

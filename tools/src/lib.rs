@@ -33,6 +33,15 @@ pub trait Tool: Send + Sync {
     fn side_effects(&self) -> bool {
         false
     }
+    /// The policy when the admin set none: `confirm` for tools with side
+    /// effects, else `auto`. (An MCP server's configured policy overrides it.)
+    fn default_policy(&self) -> weft_shared::config::ToolPolicy {
+        if self.side_effects() {
+            weft_shared::config::ToolPolicy::Confirm
+        } else {
+            weft_shared::config::ToolPolicy::Auto
+        }
+    }
     /// `Ok(output)` or `Err(message)`; both are shown to the model.
     async fn call(&self, args: serde_json::Value, ctx: &ToolContext) -> Result<String, String>;
 }

@@ -149,6 +149,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/approvals/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Approve or deny a waiting tool call (`always`: approve, and allow the tool
+         *     for the rest of the session). Deciding twice, or after it expired, is a 409
+         *     that says what stands.
+         */
+        post: operations["decide_approval"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/auth/login": {
         parameters: {
             query?: never;
@@ -198,6 +219,27 @@ export interface paths {
         put?: never;
         /** Send one message, creating the session when `session_id` is absent. */
         post: operations["chat"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/mcp": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * MCP servers: configured, and as each worker sees them (state, tools, last
+         *     error). Workers report every few seconds; silent ones are left out after a
+         *     minute.
+         */
+        get: operations["mcp"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -367,6 +409,23 @@ export interface paths {
         patch: operations["update"];
         trace?: never;
     };
+    "/v1/sessions/{id}/approvals": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The session's tool calls waiting for a decision. */
+        get: operations["list_approvals"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sessions/{id}/messages": {
         parameters: {
             query?: never;
@@ -450,6 +509,34 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /**
+         * @description `approve` runs the call once; `always` also lets this tool run without asking
+         *     for the rest of the session; `deny` tells the model it was refused.
+         * @enum {string}
+         */
+        ApprovalDecision: "approve" | "deny" | "always";
+        /** @description A tool call waiting for (or given) a person's decision. */
+        ApprovalDto: {
+            args: unknown;
+            call_id: string;
+            created_at: string;
+            decided_at?: string | null;
+            /** @description Who decided (a username). */
+            decided_by?: string | null;
+            expires_at: string;
+            id: string;
+            /** @description The tool's name. */
+            name: string;
+            run_id: string;
+            session_id: string;
+            /** @description `pending`, `approved`, `denied` or `expired`. */
+            status: string;
+            /** Format: int32 */
+            step: number;
+        };
+        ApprovalList: {
+            approvals: components["schemas"]["ApprovalDto"][];
+        };
         /** @description `POST /v1/me/password`. */
         ChangePasswordRequest: {
             current: string;
@@ -488,6 +575,9 @@ export interface components {
             id: string;
             name: string;
             token: string;
+        };
+        DecideApprovalRequest: {
+            decision: components["schemas"]["ApprovalDecision"];
         };
         ErrorBody: {
             /** @description snake_case machine-readable code, e.g. `run_active`. */
@@ -543,11 +633,27 @@ export interface components {
             approval_id: string;
             args: unknown;
             call_id: string;
+            /**
+             * Format: int64
+             * @description Unix milliseconds; unanswered by then, it counts as denied (`expired`).
+             */
+            expires_at: number;
             name: string;
             /** Format: int32 */
             step: number;
             /** @enum {string} */
             type: "approval_required";
+        } | {
+            approval_id: string;
+            /** @description Who decided (a username); none when it expired. */
+            by?: string | null;
+            call_id: string;
+            decision: string;
+            name: string;
+            /** Format: int32 */
+            step: number;
+            /** @enum {string} */
+            type: "approval_decided";
         } | (components["schemas"]["UsageDto"] & {
             /** @enum {string} */
             type: "usage";
@@ -620,6 +726,32 @@ export interface components {
         LoginResponse: {
             token: string;
             user: components["schemas"]["UserDto"];
+        };
+        /** @description One MCP server as a worker sees it. */
+        McpServerDto: {
+            last_error?: string | null;
+            name: string;
+            /** @description `auto`, `confirm` or `deny`. */
+            policy: string;
+            /** @description When `state` last changed. */
+            since: string;
+            /** @description `starting`, `ready`, `error` or `stopped`. */
+            state: string;
+            /** @description The tools offered to the agent (`<server>__<tool>`). */
+            tools: string[];
+            /** @description `stdio` or `http`. */
+            transport: string;
+        };
+        McpStatusList: {
+            /** @description Servers configured (`[[mcp_servers]]`), as the gateway reads its config. */
+            configured: string[];
+            workers: components["schemas"]["McpWorkerStatus"][];
+        };
+        /** @description The MCP servers of every worker that reported in the last minute. */
+        McpWorkerStatus: {
+            servers: components["schemas"]["McpServerDto"][];
+            updated_at: string;
+            worker_id: string;
         };
         MessageDto: {
             call_id?: string | null;
@@ -1161,6 +1293,65 @@ export interface operations {
             };
         };
     };
+    decide_approval: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DecideApprovalRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApprovalDto"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description already_decided, expired or run_ended */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
     login: {
         parameters: {
             query?: never;
@@ -1284,6 +1475,42 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["SendAccepted"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    mcp: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["McpStatusList"];
+                };
+            };
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An error: `{"error":{"code","message"}}` (see the status) */
@@ -1727,6 +1954,44 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["SessionDto"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    list_approvals: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ApprovalList"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An error: `{"error":{"code","message"}}` (see the status) */

@@ -57,12 +57,27 @@ pub enum EventKind {
         output: String,
         duration_ms: u64,
     },
+    /// A tool call waits for a person's yes (`POST /v1/approvals/{approval_id}`);
+    /// the run holds no worker meanwhile.
     ApprovalRequired {
         step: u32,
         approval_id: String,
         call_id: String,
         name: String,
         args: serde_json::Value,
+        /// Unix milliseconds; unanswered by then, it counts as denied (`expired`).
+        expires_at: i64,
+    },
+    /// An approval was answered: `approved`, `denied` or `expired`. Published by
+    /// the worker that resumes the run, just after the decision.
+    ApprovalDecided {
+        step: u32,
+        approval_id: String,
+        call_id: String,
+        name: String,
+        decision: String,
+        /// Who decided (a username); none when it expired.
+        by: Option<String>,
     },
     Usage(UsageDto),
     /// A transient upstream error: the step restarts after `delay_ms`; clients drop
@@ -99,6 +114,7 @@ impl EventKind {
             EventKind::ToolStart { .. } => "tool_start",
             EventKind::ToolEnd { .. } => "tool_end",
             EventKind::ApprovalRequired { .. } => "approval_required",
+            EventKind::ApprovalDecided { .. } => "approval_decided",
             EventKind::Usage(_) => "usage",
             EventKind::Retrying { .. } => "retrying",
             EventKind::Heartbeat { .. } => "heartbeat",

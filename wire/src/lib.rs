@@ -9,4 +9,5 @@ pub mod api;
 pub mod event;
 pub mod ids;
 pub mod job;
+pub mod mode;
 pub mod time;

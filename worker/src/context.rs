@@ -3,17 +3,18 @@
 //! neutral `weft_llm::ChatMessage`.
 
 use weft_llm::{ChatMessage, ToolCall};
+use weft_shared::mode::RunMode;
 use weft_shared::store::Message;
 
-pub fn system_prompt(mode: &str) -> String {
+pub fn system_prompt(mode: RunMode) -> String {
     let base = "You are Weft, a helpful assistant. Answer in the language the user writes in.";
     match mode {
-        "chat" => format!("{base} Tools are disabled in this conversation."),
-        _ => format!("{base} Use the tools you are given when they help."),
+        RunMode::Chat => format!("{base} Tools are disabled in this conversation."),
+        RunMode::Agent => format!("{base} Use the tools you are given when they help."),
     }
 }
 
-pub fn to_chat_messages(mode: &str, history: &[Message]) -> Vec<ChatMessage> {
+pub fn to_chat_messages(mode: RunMode, history: &[Message]) -> Vec<ChatMessage> {
     let mut out = Vec::with_capacity(history.len() + 1);
     out.push(ChatMessage::System {
         content: system_prompt(mode),

@@ -8,9 +8,9 @@
 //! trigger. The reaper, in every worker, is idempotent: it only enqueues, and the
 //! claim decides.
 
+mod agent;
 mod context;
 mod emitter;
-mod executor;
 mod lark;
 pub mod providers;
 mod reaper;
@@ -56,6 +56,8 @@ pub enum StopReason {
     Lost,
     /// This process is shutting down past its grace period.
     Shutdown,
+    /// The attempt ran past `worker.max_run_secs`.
+    TimeLimit,
 }
 
 /// The stop switch of one running run.
@@ -90,7 +92,10 @@ pub(crate) struct Inner {
     /// Unique per process: the lease owner written into claimed runs.
     pub(crate) id: String,
     pub(crate) providers: Providers,
-    pub(crate) tools: ToolRegistry,
+    /// Built-in tools (MCP tools join them per run, see [`Inner::tools`]).
+    tools: ToolRegistry,
+    /// The configured MCP servers (none configured: `None`).
+    mcp: Option<Arc<weft_tools::mcp::McpHub>>,
     lark: Option<lark::LarkEgress>,
     slots: Arc<Semaphore>,
     running: Mutex<HashMap<RunId, Arc<RunStop>>>,
@@ -98,6 +103,18 @@ pub(crate) struct Inner {
 }
 
 impl Inner {
+    /// The tools available now: built-in ones and those of the MCP servers that
+    /// are up (a server that is down simply offers none until it is back).
+    pub(crate) fn tools(&self) -> ToolRegistry {
+        let mut tools = self.tools.clone();
+        if let Some(hub) = &self.mcp {
+            for tool in hub.tools() {
+                tools.add(tool);
+            }
+        }
+        tools
+    }
+
     pub(crate) async fn enqueue(&self, job: RunJob) {
         if let Err(e) = self.deps.queue.enqueue(job.clone()).await {
             // The run is queued in the database: the reaper enqueues it again.
@@ -169,13 +186,32 @@ impl JobHandler for Handler {
                     ));
                     let id = run.id.clone();
                     let span = tracing::info_span!("run", run.id = %id, attempt = run.attempt);
-                    let execution = tracing::Instrument::instrument(
-                        executor::execute(task_inner.clone(), run, stop, seq_tx),
-                        span,
-                    )
+                    // A panic fails this attempt, never the worker: the lease
+                    // stops, the run goes back to the queue and is retried like
+                    // any other failure (until `max_attempts`).
+                    let execution = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(
+                        tracing::Instrument::instrument(
+                            agent::execute(task_inner.clone(), run, stop, seq_tx),
+                            span,
+                        ),
+                    ))
                     .await;
                     beat.abort();
-                    if let (executor::Execution::Abandoned, Some(card)) = (execution, card) {
+                    let execution = match execution {
+                        Ok(e) => e,
+                        Err(panic) => {
+                            let what = panic
+                                .downcast_ref::<&str>()
+                                .map(|s| s.to_string())
+                                .or_else(|| panic.downcast_ref::<String>().cloned())
+                                .unwrap_or_default();
+                            tracing::error!(run.id = %id, panic = %what, "run attempt panicked; retrying it");
+                            metrics::counter!("weft_run_panics_total").increment(1);
+                            agent::release(&task_inner, &id).await;
+                            agent::Execution::Abandoned
+                        }
+                    };
+                    if let (agent::Execution::Abandoned | agent::Execution::Waiting, Some(card)) = (execution, card) {
                         card.cancel();
                     }
                     task_inner.running.lock().expect("running lock").remove(&id);
@@ -301,6 +337,35 @@ async fn listen_for_cancels(inner: Arc<Inner>, shutdown: CancellationToken) {
     }
 }
 
+/// Every 5 s (and once the servers settled), this worker's view of its MCP
+/// servers goes to the database, where `GET /v1/mcp` on any gateway reads it.
+async fn report_mcp(inner: Arc<Inner>, hub: Arc<weft_tools::mcp::McpHub>, stop: CancellationToken) {
+    let mut settled = false;
+    loop {
+        let servers: Vec<serde_json::Value> = hub
+            .status()
+            .into_iter()
+            .filter_map(|s| serde_json::to_value(s).ok())
+            .collect();
+        let json = serde_json::Value::Array(servers).to_string();
+        if let Err(e) = inner.deps.store.put_mcp_status(&inner.id, &json).await {
+            tracing::warn!(error = %e, "reporting MCP status failed");
+        }
+        // The first report after start-up waits only until the servers settled.
+        let wait = async {
+            if settled {
+                tokio::time::sleep(Duration::from_secs(5)).await;
+            } else {
+                let _ = tokio::time::timeout(Duration::from_secs(5), hub.settled()).await;
+            }
+        };
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            _ = wait => settled = true,
+        }
+    }
+}
+
 /// Run a worker until `shutdown`: consume jobs, reap, and on shutdown give running
 /// runs `shutdown_grace_ms` to finish before releasing them to other workers.
 /// `orphan_all_at_start`: in embedded mode this is the only worker, so every
@@ -315,11 +380,24 @@ pub async fn run(
     let inner = Arc::new(Inner {
         id: format!("w-{}", uuid::Uuid::now_v7()),
         providers,
-        tools: ToolRegistry::builtin(),
+        tools: {
+            let mut tools = ToolRegistry::builtin();
+            for tool in weft_tools::web_tools(&cfg.tools) {
+                tools.add(tool);
+            }
+            tools.add(Arc::new(agent::ReadOutput {
+                store: deps.store.clone(),
+                page: cfg.tools.output_cap_bytes,
+            }));
+            tools
+        },
         lark: deps.lark.clone().map(|sender| lark::LarkEgress {
             sender,
             store: deps.store.clone(),
             bus: deps.bus.clone(),
+        }),
+        mcp: (!cfg.mcp_servers.is_empty()).then(|| {
+            weft_tools::mcp::McpHub::start(cfg.mcp_servers.clone(), shutdown.child_token())
         }),
         slots: Arc::new(Semaphore::new(cfg.worker.concurrency)),
         running: Mutex::default(),
@@ -334,6 +412,10 @@ pub async fn run(
         consume_stop.clone(),
         orphan_all_at_start,
     ));
+    let mcp_report = inner
+        .mcp
+        .clone()
+        .map(|hub| tokio::spawn(report_mcp(inner.clone(), hub, consume_stop.clone())));
     let handler: Arc<dyn JobHandler> = Arc::new(Handler(inner.clone()));
     inner
         .deps
@@ -366,5 +448,8 @@ pub async fn run(
     }
     cancels.abort();
     reaper.abort();
+    if let Some(report) = mcp_report {
+        report.abort();
+    }
     Ok(())
 }

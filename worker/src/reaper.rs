@@ -3,7 +3,8 @@
 //! flushed, a crash between enqueue and claim), and follow-ups stranded behind a
 //! run that ended without its worker. It only enqueues; the claim decides, so any
 //! number of reapers may run at once. Every `purge_interval_ms` it also purges
-//! expired login tokens and old idempotency keys (`Store::purge_expired`).
+//! expired login tokens and old idempotency keys (`Store::purge_expired`). And it
+//! expires unanswered approvals (they count as denied) and resumes their runs.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -58,6 +59,15 @@ pub(crate) async fn run(inner: Arc<Inner>, shutdown: CancellationToken, orphan_a
                 }
             }
             Err(e) => tracing::warn!(error = %e, "reaper sweep failed"),
+        }
+        // Unanswered approvals count as denied once they expire; their runs go on.
+        match inner.deps.store.expire_approvals(now).await {
+            Ok(ids) => {
+                for run_id in ids {
+                    inner.enqueue(RunJob::new(run_id)).await;
+                }
+            }
+            Err(e) => tracing::warn!(error = %e, "expiring approvals failed"),
         }
         if let Ok(n) = inner.deps.store.queued_runs().await {
             metrics::gauge!("weft_queue_depth").set(n as f64);

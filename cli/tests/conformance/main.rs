@@ -6,11 +6,13 @@ mod harness;
 mod sse;
 
 mod api;
+mod approvals;
 mod crash;
 mod input;
 mod lark;
 mod lifecycle;
 mod limits;
+mod mcp;
 mod multitask;
 mod providers;
 mod security;

@@ -70,6 +70,15 @@ pub fn truncate(s: &str, max: usize) -> String {
     out
 }
 
+/// How a decided approval reads: `✓ web_fetch approved by ana`.
+pub fn decision_note(name: &str, decision: &str, by: Option<&str>) -> String {
+    let mark = if decision == "approved" { "✓" } else { "✗" };
+    match by {
+        Some(by) => format!("{mark} {name} {decision} by {by}"),
+        None => format!("{mark} {name} {decision}"),
+    }
+}
+
 /// A one-line summary of tool arguments: `key=value` pairs, cut to `max` columns.
 pub fn args_summary(args: &serde_json::Value, max: usize) -> String {
     let s = match args {

@@ -74,6 +74,9 @@ pub async fn run(gw: &Gateway, state: &mut ReplState, text: String) -> Result<()
                     gw.decide_approval(&approval_id, decision).await?;
                     display = Display::new();
                 }
+                Change::ApprovalDecided { name, decision, by } => display.note(
+                    &crate::render::decision_note(&name, &decision, by.as_deref()),
+                ),
                 Change::Started { .. } | Change::Usage | Change::Finished => {}
             }
         }

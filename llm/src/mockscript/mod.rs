@@ -11,6 +11,9 @@
 //! tests and chaos runs: `@mock.fail <status> [times=k] [after=n] [retry_after=s]`
 //! (`after=n`: fail mid-stream after `n` tokens; `retry_after`: the delay hint) and
 //! `@mock.cut <n> [times=k]` (the stream stops after `n` tokens without its end marker).
+//! Several `@mock.tool` directives make one step call several tools at once, and
+//! `@mock.panic` makes the in-process mock panic inside the worker (every attempt),
+//! which the worker must survive.
 //!
 //! Replies: `@mock.reply` text, else `@mock.tokens n` words `w1 … wn`, else (unless
 //! a tool is called) `You said: <the whole last user message>`, directives included.
@@ -61,7 +64,10 @@ pub struct Directives {
     pub reply: Option<ReplySpec>,
     pub delay: Option<(Duration, Duration)>,
     pub think: u32,
-    pub tool: Option<(String, serde_json::Value)>,
+    /// `@mock.tool` calls, in order (several make one step with parallel calls).
+    pub tools: Vec<(String, serde_json::Value)>,
+    /// `@mock.panic`: the in-process mock panics (tests of the worker's panic isolation).
+    pub panic: bool,
     pub fail: Option<Fail>,
     pub cut: Option<Cut>,
 }
@@ -182,9 +188,10 @@ fn apply(out: &mut Directives, name: &str, rest: &str) -> Result<(), ScriptError
                 json => serde_json::from_str(json)
                     .map_err(|e| invalid("tool", format!("arguments are not JSON: {e}")))?,
             };
-            out.tool = Some((tool.to_owned(), args));
+            out.tools.push((tool.to_owned(), args));
         }
         "fail" => out.fail = Some(parse_fail(words)?),
+        "panic" => out.panic = true,
         "cut" => {
             let after = number("cut", words.next())?;
             let mut cut = Cut { after, times: 1 };

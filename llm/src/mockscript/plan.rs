@@ -12,7 +12,9 @@ pub struct Plan {
     pub think: Vec<String>,
     /// Reply tokens; concatenated they are the reply text.
     pub text: Vec<String>,
-    pub tool_call: Option<ToolCall>,
+    pub tool_calls: Vec<ToolCall>,
+    /// `@mock.panic`.
+    pub panic: bool,
     pub stop: StopReason,
     /// `@mock.delay` (time to first token, inter-token latency), if given.
     pub delay: Option<(Duration, Duration)>,
@@ -66,13 +68,25 @@ pub fn plan(messages: &[ChatMessage], max_tokens: Option<u32>) -> Result<Plan, S
         })
         .unwrap_or("");
     let d: Directives = parse(user_text)?;
-    let mut tool_call = None;
-    let mut text = if let Some(ChatMessage::Tool { name, content, .. }) = messages.last() {
-        tokens(&format!("tool {name} said: {content}"))
+    let mut tool_calls = Vec::new();
+    let trailing_results: Vec<String> = messages
+        .iter()
+        .rev()
+        .map_while(|m| match m {
+            ChatMessage::Tool { name, content, .. } => Some(format!("tool {name} said: {content}")),
+            _ => None,
+        })
+        .collect();
+    let mut text = if !trailing_results.is_empty() {
+        let said: Vec<String> = trailing_results.into_iter().rev().collect();
+        tokens(&said.join("; "))
     } else {
-        if let Some((name, args)) = &d.tool {
-            let id = format!("call_mock_{}", messages.len());
-            tool_call = Some(ToolCall {
+        for (i, (name, args)) in d.tools.iter().enumerate() {
+            let id = match i {
+                0 => format!("call_mock_{}", messages.len()),
+                i => format!("call_mock_{}_{i}", messages.len()),
+            };
+            tool_calls.push(ToolCall {
                 id,
                 name: name.clone(),
                 args: args.clone(),
@@ -81,22 +95,22 @@ pub fn plan(messages: &[ChatMessage], max_tokens: Option<u32>) -> Result<Plan, S
         match &d.reply {
             Some(ReplySpec::Text(t)) => tokens(t),
             Some(ReplySpec::Words(n)) => numbered_words("w", *n),
-            None if tool_call.is_some() => Vec::new(),
+            None if !tool_calls.is_empty() => Vec::new(),
             None => tokens(&format!("You said: {user_text}")),
         }
     };
     let mut think = numbered_words("t", d.think);
-    let mut stop = if tool_call.is_some() {
+    let mut stop = if !tool_calls.is_empty() {
         StopReason::ToolUse
     } else {
         StopReason::EndTurn
     };
     if let Some(max) = max_tokens.map(|m| m as usize) {
-        let wanted = think.len() + text.len() + usize::from(tool_call.is_some());
+        let wanted = think.len() + text.len() + tool_calls.len();
         if wanted > max {
             think.truncate(max);
             text.truncate(max - think.len());
-            tool_call = None;
+            tool_calls.clear();
             stop = StopReason::MaxTokens;
         }
     }
@@ -105,7 +119,8 @@ pub fn plan(messages: &[ChatMessage], max_tokens: Option<u32>) -> Result<Plan, S
     Ok(Plan {
         think,
         text,
-        tool_call,
+        tool_calls,
+        panic: d.panic,
         stop,
         delay: d.delay,
         fail: d.fail,
@@ -149,7 +164,7 @@ impl Plan {
             .iter()
             .map(|t| Item::Thinking(t.clone()))
             .chain(self.text.iter().map(|t| Item::Text(t.clone())))
-            .chain(self.tool_call.iter().map(|c| Item::ToolCall(c.clone())));
+            .chain(self.tool_calls.iter().map(|c| Item::ToolCall(c.clone())));
         let mut items: Vec<Item> = tokens.take(stop_after).collect();
         if stop_after != usize::MAX {
             items.push(last);

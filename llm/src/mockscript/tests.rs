@@ -136,7 +136,11 @@ fn reply_tokens_and_think_make_the_stream() {
 fn tool_directive_calls_then_reports_the_result() {
     let mut msgs = user(r#"what time? @mock.tool current_time {"tz":"UTC"}"#);
     let p = plan(&msgs, None).unwrap();
-    let call = p.tool_call.clone().expect("step 1 calls the tool");
+    let call = p
+        .tool_calls
+        .first()
+        .cloned()
+        .expect("step 1 calls the tool");
     assert_eq!(
         (call.name.as_str(), &call.args),
         ("current_time", &serde_json::json!({"tz":"UTC"}))
@@ -155,7 +159,7 @@ fn tool_directive_calls_then_reports_the_result() {
         content: "12:00".into(),
     });
     let p = plan(&msgs, None).unwrap();
-    assert_eq!(p.tool_call, None);
+    assert!(p.tool_calls.is_empty());
     assert_eq!(p.reply_text(), "tool current_time said: 12:00");
     assert_eq!(p.stop, StopReason::EndTurn);
 }
@@ -204,7 +208,7 @@ fn max_tokens_truncates_reasoning_first() {
     )
     .unwrap();
     assert_eq!(
-        (p.think.len(), p.text.len(), p.tool_call.is_none()),
+        (p.think.len(), p.text.len(), p.tool_calls.is_empty()),
         (2, 2, true)
     );
     assert_eq!(p.stop, StopReason::MaxTokens);
@@ -225,8 +229,31 @@ async fn pace_honours_ttft_and_itl() {
 
 #[test]
 fn tool_call_ids_are_stable_per_step() {
-    let a = plan(&user("@mock.tool f {}"), None).unwrap().tool_call;
-    let b = plan(&user("@mock.tool f {}"), None).unwrap().tool_call;
+    let a = plan(&user("@mock.tool f {}"), None).unwrap().tool_calls;
+    let b = plan(&user("@mock.tool f {}"), None).unwrap().tool_calls;
     assert_eq!(a, b);
-    assert!(matches!(a, Some(ToolCall { ref id, .. }) if id.starts_with("call_")));
+    assert!(matches!(a.as_slice(), [ToolCall { id, .. }] if id.starts_with("call_")));
+}
+
+#[test]
+fn several_tool_directives_make_parallel_calls_and_their_results_are_all_quoted() {
+    let mut msgs = user(r#"@mock.tool a {"x":1} @mock.tool b {}"#);
+    let p = plan(&msgs, None).unwrap();
+    let names: Vec<_> = p.tool_calls.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["a", "b"]);
+    assert_ne!(p.tool_calls[0].id, p.tool_calls[1].id);
+    msgs.push(ChatMessage::Assistant {
+        content: String::new(),
+        tool_calls: p.tool_calls.clone(),
+    });
+    for (c, out) in p.tool_calls.iter().zip(["1", "2"]) {
+        msgs.push(ChatMessage::Tool {
+            call_id: c.id.clone(),
+            name: c.name.clone(),
+            content: out.into(),
+        });
+    }
+    let p2 = plan(&msgs, None).unwrap();
+    assert_eq!(p2.reply_text(), "tool a said: 1; tool b said: 2");
+    assert!(parse("@mock.panic").unwrap().panic);
 }

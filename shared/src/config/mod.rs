@@ -21,7 +21,10 @@ pub use http::{HttpConfig, Limits, LoginConfig, parse_proxy};
 pub use lark::LarkConfig;
 pub use mcp::McpServerConfig;
 pub use models::{ModelConfig, ProviderKind};
-pub use tools::{MAX_CALL_TIMEOUT_SECS, ToolPolicy, ToolsConfig, WebFetchConfig, WebSearchConfig};
+pub use tools::{
+    AllowHost, MAX_CALL_TIMEOUT_SECS, SearchBackendKind, ToolPolicy, ToolsConfig, WebFetchConfig,
+    WebSearchConfig,
+};
 pub use worker::{EventsConfig, WorkerConfig};
 
 /// A string that never prints.
@@ -170,6 +173,8 @@ impl Config {
         if self.worker.concurrency == 0 {
             return bad("worker.concurrency must be at least 1".into());
         }
+        self.tools.validate().map_err(ConfigError::Invalid)?;
+        mcp::validate(&self.mcp_servers).map_err(ConfigError::Invalid)?;
         if self.worker.max_attempts == 0 {
             return bad("worker.max_attempts must be at least 1".into());
         }

@@ -4,7 +4,7 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-pub use super::web::{WebFetchConfig, WebSearchConfig};
+pub use super::web::{AllowHost, SearchBackendKind, WebFetchConfig, WebSearchConfig};
 
 /// Whether a tool call runs, waits for a person, or is refused.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -48,5 +48,24 @@ impl Default for ToolsConfig {
             web_fetch: WebFetchConfig::default(),
             web_search: WebSearchConfig::default(),
         }
+    }
+}
+
+impl ToolsConfig {
+    pub(super) fn validate(&self) -> Result<(), String> {
+        if !(1..=MAX_CALL_TIMEOUT_SECS).contains(&self.call_timeout_secs) {
+            return Err(format!(
+                "tools.call_timeout_secs must be 1 to {MAX_CALL_TIMEOUT_SECS}"
+            ));
+        }
+        if self.output_cap_bytes < 1024 {
+            return Err("tools.output_cap_bytes must be at least 1024".into());
+        }
+        if self.approval_ttl_secs == 0 {
+            return Err("tools.approval_ttl_secs must be at least 1".into());
+        }
+        // Their messages name the full key already.
+        self.web_fetch.validate()?;
+        self.web_search.validate()
     }
 }

@@ -25,6 +25,9 @@ pub struct WorkerConfig {
     pub coalesce_ms: u64,
     /// LLM calls per run before it stops.
     pub max_steps: u32,
+    /// Longest one attempt may execute (seconds; time waiting for approval is
+    /// not counted): past it the run fails with `max_duration`.
+    pub max_run_secs: u64,
     /// On shutdown, running runs get this long to finish before they are released.
     pub shutdown_grace_ms: u64,
     /// Messages of history sent to the model.
@@ -43,6 +46,7 @@ impl Default for WorkerConfig {
             max_attempts: 3,
             coalesce_ms: 25,
             max_steps: 25,
+            max_run_secs: 3600,
             shutdown_grace_ms: 10_000,
             hot_size: 20,
         }

@@ -196,7 +196,8 @@ impl Store {
         let mut tx = self.begin().await?;
         let now = now_ms();
         let owned = sqlx::query(
-            "update runs set heartbeat_at = $1, last_seq = case when last_seq > $4 then last_seq else $4 end
+            "update runs set heartbeat_at = $1, last_seq = case when last_seq > $4 then last_seq else $4 end,
+                 pending_step = null
              where id = $2 and worker_id = $3 and status = 'running'",
         )
             .bind(now)

@@ -7,6 +7,7 @@
 //! [`StoreError`] variants here, once, so handlers branch on outcomes rather than
 //! on error strings.
 
+mod approvals;
 mod lark;
 mod messages;
 mod purge;
@@ -25,6 +26,9 @@ use std::time::Duration;
 use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::{AnyPool, Row};
 
+pub use approvals::{
+    Approval, ApprovalStatus, DecideOutcome, Decision, NewApproval, PendingStep, WaitOutcome,
+};
 pub use lark::{InboundClaim, LarkChat, LarkTarget, LinkOutcome, ReactionRecord, lark_username};
 pub use messages::{Message, StepCheckpoint, ToolResult, valid_cursor};
 pub use purge::Purged;

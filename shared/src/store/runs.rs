@@ -473,7 +473,8 @@ impl Store {
         end_as_cancelled(&mut tx, id, by, now).await?;
         // Nobody will execute a queued run: messages waiting behind it move on now.
         // A running run's worker creates the follow-up when it has saved its text.
-        let followup = if status == RunStatus::Queued {
+        // (A run waiting for approval has no worker either.)
+        let followup = if status != RunStatus::Running {
             create_followup(&mut tx, self.lock_suffix(), limits, &session, now).await?
         } else {
             None
@@ -482,7 +483,7 @@ impl Store {
         Ok(CancelOutcome::Cancelled {
             run: ActiveRun {
                 id: id.clone(),
-                was_queued: status == RunStatus::Queued,
+                was_queued: status != RunStatus::Running,
             },
             followup,
         })

@@ -26,6 +26,11 @@ impl Tool for McpTool {
         true
     }
 
+    /// The server's configured policy (`confirm` unless the admin chose).
+    fn default_policy(&self) -> weft_shared::config::ToolPolicy {
+        self.slot.config.policy
+    }
+
     /// Dropping the future sends `notifications/cancelled` to the server
     /// (rmcp's request guard), so a timed-out call stops there too.
     async fn call(&self, args: serde_json::Value, _ctx: &ToolContext) -> Result<String, String> {

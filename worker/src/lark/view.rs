@@ -107,6 +107,7 @@ impl ReplyView {
             EventKind::Cancelled { .. } => self.phase = Phase::Cancelled,
             EventKind::Thinking { .. }
             | EventKind::ApprovalRequired { .. }
+            | EventKind::ApprovalDecided { .. }
             | EventKind::Usage(_)
             | EventKind::Heartbeat { .. } => {}
         }

@@ -1,0 +1,217 @@
+//! The composition root: which backends a process uses, the accounts a fresh
+//! deployment needs, and how the roles are put together — `up` (gateway and
+//! worker in one process), `serve` (gateway) and `worker`. The `weft` binary,
+//! the load tester's in-process server and any embedding program call this, so
+//! there is one wiring, not one per caller: a setting added here (a memory
+//! budget, a shared sign-in counter, the Lark sender) reaches all of them.
+//!
+//! Signals are the caller's business: every role takes a `CancellationToken`
+//! and returns a [`Running`] whose [`Running::wait`] ends after a clean drain.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use anyhow::Context;
+use tokio::net::TcpListener;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use weft_shared::config::Config;
+use weft_shared::store::Store;
+
+pub mod backends;
+pub mod bootstrap;
+
+pub use backends::{Backends, database_url, redact};
+
+/// A process's configuration and connected backends, before any role starts.
+pub struct Server {
+    cfg: Arc<Config>,
+    backends: Backends,
+}
+
+/// A started role. Dropping it leaves the role running; cancel the token given
+/// at start and [`wait`](Running::wait) to stop it.
+pub struct Running {
+    /// The HTTP address (gateway roles), or the metrics address (worker).
+    pub addr: Option<SocketAddr>,
+    task: JoinHandle<anyhow::Result<()>>,
+}
+
+impl Running {
+    /// Until the role has drained and closed its backends.
+    pub async fn wait(self) -> anyhow::Result<()> {
+        self.task.await.context("server task panicked")?
+    }
+}
+
+impl Server {
+    /// Connects and migrates the backends, then applies `admin_token`.
+    pub async fn open(cfg: Config) -> anyhow::Result<Server> {
+        let backends = Backends::connect(&cfg).await?;
+        bootstrap::admin_token(&backends.store, &cfg).await?;
+        Ok(Server {
+            cfg: Arc::new(cfg),
+            backends,
+        })
+    }
+
+    pub fn config(&self) -> &Arc<Config> {
+        &self.cfg
+    }
+
+    pub fn store(&self) -> &Store {
+        &self.backends.store
+    }
+
+    /// SQLite with the in-process bus and queue (else Postgres and Redis).
+    pub fn embedded(&self) -> bool {
+        self.backends.embedded()
+    }
+
+    /// See [`bootstrap::first_boot`]; `weft up` calls it in embedded mode.
+    pub async fn first_boot(&self, addr: SocketAddr) -> anyhow::Result<()> {
+        bootstrap::first_boot(&self.backends.store, &self.cfg, addr).await
+    }
+
+    /// The Lark REST client with its rate limits, when `[lark]` is configured; one
+    /// per process, shared by the ingress and the card egress so both count
+    /// against the same per-app budget.
+    fn lark_sender(&self) -> Option<weft_lark::sender::RateAwareSender> {
+        self.cfg
+            .lark
+            .enabled()
+            .then(|| weft_gateway::lark::lark_sender(&self.cfg.lark))
+    }
+
+    fn gateway_state(&self, shutdown: CancellationToken) -> weft_gateway::AppState {
+        let b = &self.backends;
+        weft_gateway::AppState::new(
+            b.store.clone(),
+            b.bus.clone(),
+            b.queue.clone(),
+            self.cfg.clone(),
+            shutdown,
+        )
+        .with_login_attempts(b.login_attempts.clone())
+    }
+
+    fn worker_deps(
+        &self,
+        lark: Option<weft_lark::sender::RateAwareSender>,
+    ) -> weft_worker::WorkerDeps {
+        let b = &self.backends;
+        weft_worker::WorkerDeps {
+            store: b.store.clone(),
+            bus: b.bus.clone(),
+            queue: b.queue.clone(),
+            config: self.cfg.clone(),
+            lark,
+        }
+    }
+
+    /// Gateway and worker in one process (`weft up`): the web UI, the API, the
+    /// Lark bot when configured, and runs executed here.
+    pub async fn up(
+        self,
+        listener: TcpListener,
+        shutdown: CancellationToken,
+    ) -> anyhow::Result<Running> {
+        let addr = listener.local_addr()?;
+        let lark = self.lark_sender();
+        let state = self.gateway_state(shutdown.clone());
+        let ingress = weft_gateway::lark::start(state.clone(), lark.clone()).await?;
+        let embedded = self.embedded();
+        let worker = tokio::spawn(weft_worker::run(
+            self.worker_deps(lark),
+            shutdown.clone(),
+            embedded,
+        ));
+        let store = self.backends.store.clone();
+        let task = tokio::spawn(async move {
+            let served = weft_gateway::serve(listener, state).await;
+            shutdown.cancel();
+            let worked = worker.await.context("worker task panicked")?;
+            if let Some(ingress) = ingress {
+                let _ = ingress.await;
+            }
+            store.close().await;
+            served?;
+            worked
+        });
+        Ok(Running {
+            addr: Some(addr),
+            task,
+        })
+    }
+
+    /// The gateway alone (`weft serve`, distributed mode): the API, the web UI
+    /// and the Lark ingress; runs go to the shared queue.
+    pub async fn gateway(
+        self,
+        listener: TcpListener,
+        shutdown: CancellationToken,
+    ) -> anyhow::Result<Running> {
+        require_distributed(&self.cfg, "serve")?;
+        let addr = listener.local_addr()?;
+        let state = self.gateway_state(shutdown);
+        let ingress = weft_gateway::lark::start(state.clone(), self.lark_sender()).await?;
+        let store = self.backends.store.clone();
+        let task = tokio::spawn(async move {
+            let served = weft_gateway::serve(listener, state).await;
+            if let Some(ingress) = ingress {
+                let _ = ingress.await;
+            }
+            store.close().await;
+            served.map_err(Into::into)
+        });
+        Ok(Running {
+            addr: Some(addr),
+            task,
+        })
+    }
+
+    /// A worker alone (`weft worker`, distributed mode), with `/metrics` and
+    /// `/health` on `metrics` when given.
+    pub async fn worker(
+        self,
+        metrics: Option<TcpListener>,
+        shutdown: CancellationToken,
+    ) -> anyhow::Result<Running> {
+        require_distributed(&self.cfg, "worker")?;
+        let addr = match metrics {
+            Some(listener) => {
+                let addr = listener.local_addr()?;
+                tokio::spawn(weft_gateway::serve_metrics(listener, shutdown.clone()));
+                Some(addr)
+            }
+            None => None,
+        };
+        let deps = self.worker_deps(self.lark_sender());
+        let store = self.backends.store.clone();
+        let task = tokio::spawn(async move {
+            let worked = weft_worker::run(deps, shutdown, false).await;
+            store.close().await;
+            worked
+        });
+        Ok(Running { addr, task })
+    }
+}
+
+/// `serve` and `worker` share work through Postgres and Redis; alone, in
+/// embedded mode, they would take messages nobody runs (or wait for ever).
+pub fn require_distributed(cfg: &Config, role: &str) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        matches!(cfg.mode()?, weft_shared::config::Mode::Distributed { .. }),
+        "`weft {role}` needs the shared queue: set --redis-url and a postgres --database-url (or use `weft up` for one process)"
+    );
+    Ok(())
+}
+
+/// `weft migrate`: applies the migrations and says where.
+pub async fn migrate(cfg: &Config) -> anyhow::Result<String> {
+    let url = database_url(cfg)?;
+    let store = Store::connect(&url).await?;
+    store.migrate().await?;
+    store.close().await;
+    Ok(redact(&url))
+}

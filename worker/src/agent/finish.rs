@@ -1,0 +1,129 @@
+//! The end of an attempt: persist and announce the run's end, or give the run
+//! back (shutdown) so another worker resumes it.
+
+use std::time::{Duration, Instant};
+
+use weft_llm::Usage;
+use weft_shared::api::UsageDto;
+use weft_shared::event::EventKind;
+use weft_shared::job::RunJob;
+use weft_shared::store::{ClaimedRun, FinishOutcome, RunEnd};
+
+use super::Execution;
+use crate::Inner;
+use crate::emitter::Emitter;
+
+/// The run's usage as the wire reports it.
+pub(super) fn usage_dto(u: Usage) -> UsageDto {
+    UsageDto {
+        input: u.input,
+        output: u.output,
+        cache_read: u.cache_read,
+        reasoning: u.reasoning,
+    }
+}
+
+/// What `finish` reports besides the end itself.
+pub(super) struct Totals {
+    pub usage: Usage,
+    pub ttft_ms: Option<u64>,
+    pub started: Instant,
+}
+
+/// Persist the end of the run, then announce it; start the follow-up run if any.
+pub(super) async fn finish(
+    inner: &Inner,
+    run: &ClaimedRun,
+    em: &mut Emitter,
+    end: RunEnd,
+    totals: &Totals,
+) -> Execution {
+    em.flush().await;
+    let usage = usage_dto(totals.usage);
+    let outcome = match inner
+        .deps
+        .store
+        .finish_run(
+            run,
+            &inner.id,
+            &end,
+            usage,
+            totals.ttft_ms,
+            &inner.deps.config.limits.run_limits(),
+        )
+        .await
+    {
+        Ok(o) => o,
+        Err(e) => {
+            tracing::error!(run.id = %run.id, error = %e, "finishing run failed; leaving it to the reaper");
+            return Execution::Abandoned;
+        }
+    };
+    let retention = Duration::from_secs(inner.deps.config.events.retention_secs);
+    let (message_id, followup) = match outcome {
+        FinishOutcome::Finished {
+            message_id,
+            followup,
+        } => (message_id, followup),
+        FinishOutcome::Lost => return Execution::Abandoned,
+        FinishOutcome::Deleted => {
+            // Deleted with its session or user: nothing to save, but attached
+            // clients must see the end, and the log must expire.
+            em.emit(EventKind::Cancelled {
+                by: "deleted".into(),
+            })
+            .await;
+            em.retire(retention).await;
+            metrics::counter!("weft_runs_finished_total", "status" => "cancelled").increment(1);
+            return Execution::Ended;
+        }
+    };
+    let duration_ms = totals.started.elapsed().as_millis() as u64;
+    let (kind, status) = match end {
+        RunEnd::Succeeded { .. } => (
+            EventKind::Done {
+                message_id: message_id.unwrap_or_default(),
+                model: run.model.clone(),
+                usage,
+                ttft_ms: totals.ttft_ms,
+                duration_ms,
+            },
+            "succeeded",
+        ),
+        RunEnd::Failed { error, .. } => (EventKind::Error(error), "failed"),
+        RunEnd::Cancelled { .. } => {
+            let by = inner
+                .deps
+                .store
+                .get_run_unscoped(&run.id)
+                .await
+                .ok()
+                .and_then(|r| r.cancelled_by)
+                .unwrap_or_else(|| "user".into());
+            (EventKind::Cancelled { by }, "cancelled")
+        }
+    };
+    em.emit(kind).await;
+    em.retire(retention).await;
+    metrics::counter!("weft_runs_finished_total", "status" => status).increment(1);
+    metrics::histogram!("weft_run_duration_seconds").record(totals.started.elapsed().as_secs_f64());
+    if let Some(ttft) = totals.ttft_ms {
+        metrics::histogram!("weft_run_ttft_seconds").record(ttft as f64 / 1000.0);
+    }
+    if let Some(next) = followup {
+        inner.enqueue(RunJob::new(next)).await;
+    }
+    Execution::Ended
+}
+
+/// Give the run back so another worker resumes it (shutdown past its grace, or
+/// a panic in this attempt).
+pub(crate) async fn release(inner: &Inner, run: &weft_shared::ids::RunId) {
+    match inner.deps.store.release_run(run, &inner.id).await {
+        Ok(true) => inner.enqueue(RunJob::new(run.clone())).await,
+        Ok(false) => {}
+        Err(e) => {
+            tracing::warn!(run.id = %run, error = %e, "releasing run failed; the reaper will pick it up")
+        }
+    }
+}

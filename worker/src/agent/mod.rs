@@ -1,0 +1,427 @@
+//! Executes one claimed run: the agent loop (ARCHITECTURE §4 steps 3–5, §8).
+//!
+//! An attempt is a few named steps: [`Attempt::open`] (events, checkpoints,
+//! model, context), then per agent step [`Attempt::step`] (stream the model →
+//! dispose of its tool calls → run them → checkpoint), and one of three ends:
+//! the run ends here ([`finish`]), it waits for a person ([`approval`]), or this
+//! attempt leaves it to another worker. Every branch returns a [`Flow`]; stop
+//! requests (cancel, lost lease, shutdown, time limit) are turned into a flow in
+//! one place, [`Attempt::stopped`].
+//!
+//! Steps before `resume_step` were checkpointed by an earlier attempt and are
+//! never executed again. No database transaction is held across an LLM or tool
+//! call; nothing is written per token.
+
+mod approval;
+mod finish;
+mod output;
+mod step;
+mod toolrun;
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use weft_llm::{ChatMessage, ChatRequest, ToolCall, ToolSpec, Usage};
+use weft_shared::api::{ErrorBody, ToolCallDto};
+use weft_shared::event::EventKind;
+use weft_shared::mode::RunMode;
+use weft_shared::store::{ClaimedRun, RunEnd, StepCheckpoint, ToolResult};
+use weft_tools::ToolContext;
+
+pub(crate) use finish::release;
+pub(crate) use output::ReadOutput;
+
+use crate::context::to_chat_messages;
+use crate::emitter::Emitter;
+use crate::providers::ModelEntry;
+use crate::{Inner, RunStop, StopReason};
+use step::{StepOutcome, Timing};
+use toolrun::{Disposition, ToolRunner};
+
+/// How an attempt left its run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Execution {
+    /// The run ended here: its terminal event is published.
+    Ended,
+    /// The run waits for approvals; no worker holds it.
+    Waiting,
+    /// The run goes on elsewhere (taken over, released at shutdown, or left to
+    /// the reaper after a database error): no terminal event from this attempt.
+    Abandoned,
+}
+
+/// What the loop does next.
+enum Flow {
+    /// Run the next step.
+    Next,
+    /// End the run.
+    End(RunEnd),
+    /// Stop this attempt without ending the run.
+    Leave(Leave),
+}
+
+enum Leave {
+    /// Another worker owns the run, or the reaper will hand it on.
+    Abandon,
+    /// Shutdown: give the run back so another worker resumes it now.
+    Release,
+    /// Suspended for approvals.
+    Waiting,
+}
+
+pub(crate) async fn execute(
+    inner: Arc<Inner>,
+    run: ClaimedRun,
+    stop: Arc<RunStop>,
+    seq_out: tokio::sync::oneshot::Sender<Arc<std::sync::atomic::AtomicU64>>,
+) -> Execution {
+    let mut attempt = match Attempt::open(&inner, run, stop, seq_out).await {
+        Ok(a) => a,
+        Err(exec) => return exec,
+    };
+    let limit = Duration::from_secs(inner.deps.config.worker.max_run_secs);
+    let timer = attempt.stop.clone();
+    let deadline = tokio::spawn(async move {
+        tokio::time::sleep(limit).await;
+        timer.stop(StopReason::TimeLimit);
+    });
+    let flow = attempt.run().await;
+    deadline.abort();
+    attempt.conclude(flow).await
+}
+
+/// One attempt at one run.
+struct Attempt<'a> {
+    inner: &'a Arc<Inner>,
+    run: ClaimedRun,
+    stop: Arc<RunStop>,
+    em: Emitter,
+    timing: Timing,
+    usage: Usage,
+    started: Instant,
+    /// The first step this attempt executes.
+    step: u32,
+    messages: Vec<ChatMessage>,
+    tools: Vec<ToolSpec>,
+}
+
+impl<'a> Attempt<'a> {
+    /// Events, checkpoints, `run_started`, and the context. `Err` when the run
+    /// cannot be executed by this attempt at all.
+    async fn open(
+        inner: &'a Arc<Inner>,
+        run: ClaimedRun,
+        stop: Arc<RunStop>,
+        seq_out: tokio::sync::oneshot::Sender<Arc<std::sync::atomic::AtomicU64>>,
+    ) -> Result<Attempt<'a>, Execution> {
+        let cfg = &inner.deps.config;
+        // An earlier attempt (or an earlier stretch before an approval) may have
+        // published events and checkpointed steps.
+        let resumed = run.attempt > 1 || run.last_seq > 0;
+        let em = Emitter::new(
+            inner.deps.bus.clone(),
+            run.id.clone(),
+            Duration::from_millis(cfg.worker.coalesce_ms),
+            run.last_seq,
+            resumed,
+        )
+        .await
+        .with_byte_cap(cfg.events.max_bytes_per_run);
+        let _ = seq_out.send(em.seq_handle());
+        let checkpoint = if resumed {
+            inner.deps.store.last_checkpoint(&run.id).await
+        } else {
+            Ok(0)
+        };
+        let step = match checkpoint {
+            Ok(step) => step + 1,
+            Err(e) => {
+                tracing::error!(error = %e, "loading checkpoints failed; leaving the run to the reaper");
+                return Err(Execution::Abandoned);
+            }
+        };
+        let history = match inner
+            .deps
+            .store
+            .context_messages(&run.session_id, cfg.worker.hot_size)
+            .await
+        {
+            Ok(h) => h,
+            Err(e) => {
+                tracing::error!(error = %e, "loading context failed; leaving the run to the reaper");
+                return Err(Execution::Abandoned);
+            }
+        };
+        let mode = RunMode::parse(&run.mode).unwrap_or(RunMode::Agent);
+        let tools = if mode.tools_enabled() {
+            inner.tools().specs()
+        } else {
+            Vec::new()
+        };
+        Ok(Attempt {
+            inner,
+            timing: Timing {
+                ttft_ms: None,
+                created_at: run.created_at,
+            },
+            messages: to_chat_messages(mode, &history),
+            run,
+            stop,
+            em,
+            usage: Usage::default(),
+            started: Instant::now(),
+            step,
+
+            tools,
+        })
+    }
+
+    /// Until the run ends or this attempt leaves it.
+    async fn run(&mut self) -> Flow {
+        // A step that waited for approvals resumes where it stopped: its text
+        // was streamed, so clients keep it (`resume_step` is the step after it).
+        let pending = match self.inner.deps.store.pending_step(&self.run.id).await {
+            Ok(p) => p,
+            Err(e) => {
+                tracing::error!(error = %e, "loading the pending step failed; leaving the run to the reaper");
+                return Flow::Leave(Leave::Abandon);
+            }
+        };
+        let resume_step = pending.as_ref().map_or(self.step, |p| p.step + 1);
+        self.em
+            .emit(EventKind::RunStarted {
+                session_id: self.run.session_id.clone(),
+                model: self.run.model.clone(),
+                attempt: self.run.attempt,
+                resume_step,
+            })
+            .await;
+        if self.run.cancel_requested {
+            return Flow::End(RunEnd::Cancelled {
+                partial: String::new(),
+                step: self.step,
+            });
+        }
+        let Some(model) = self.inner.providers.get(&self.run.model).cloned() else {
+            return Flow::End(RunEnd::Failed {
+                error: ErrorBody {
+                    code: "unknown_model".into(),
+                    message: format!("model {:?} is not configured", self.run.model),
+                },
+                partial: String::new(),
+                step: self.step,
+            });
+        };
+        if let Some(pending) = pending {
+            self.step = pending.step;
+            match approval::resume(self, pending).await {
+                Flow::Next => self.step += 1,
+                other => return other,
+            }
+        }
+        loop {
+            match self.step(&model).await {
+                Flow::Next => self.step += 1,
+                other => return other,
+            }
+        }
+    }
+
+    /// One agent step: the model's answer, then its tool calls.
+    async fn step(&mut self, model: &ModelEntry) -> Flow {
+        let max_steps = self.inner.deps.config.worker.max_steps;
+        if self.step > max_steps {
+            return Flow::End(RunEnd::Failed {
+                error: ErrorBody {
+                    code: "max_steps".into(),
+                    message: format!("the agent did not finish within {max_steps} steps"),
+                },
+                partial: String::new(),
+                step: self.step,
+            });
+        }
+        let req = ChatRequest {
+            model: model
+                .config
+                .model
+                .clone()
+                .unwrap_or_else(|| model.config.id.clone()),
+            messages: self.messages.clone(),
+            tools: self.tools.clone(),
+            max_tokens: model.config.max_tokens,
+            attempt: 1,
+        };
+        let step = self.step;
+        let outcome =
+            step::run_step(model, req, step, &mut self.em, &self.stop, &mut self.timing).await;
+        let (text, calls) = match outcome {
+            StepOutcome::Stopped { partial } => return self.stopped(partial),
+            StepOutcome::Failed { error, partial } => {
+                return Flow::End(RunEnd::Failed {
+                    error,
+                    partial,
+                    step,
+                });
+            }
+            StepOutcome::Done { text, calls, usage } => {
+                self.usage.add(usage);
+                self.em
+                    .emit(EventKind::Usage(finish::usage_dto(self.usage)))
+                    .await;
+                (text, calls)
+            }
+        };
+        if calls.is_empty() {
+            return Flow::End(RunEnd::Succeeded {
+                content: text,
+                step,
+            });
+        }
+        let runner = match self.runner().await {
+            Ok(r) => r,
+            Err(flow) => return flow,
+        };
+        let disposed: Vec<(ToolCall, Disposition)> = calls
+            .into_iter()
+            .map(|c| {
+                let d = runner.dispose(&c);
+                (c, d)
+            })
+            .collect();
+        if disposed.iter().any(|(_, d)| *d == Disposition::Confirm) {
+            return approval::suspend(self, text, disposed).await;
+        }
+        self.run_tools(&runner, text, disposed).await
+    }
+
+    /// The tool runner for this run, with the session's `always` grants.
+    async fn runner(&self) -> Result<ToolRunner<'a>, Flow> {
+        let grants: HashSet<String> = match self
+            .inner
+            .deps
+            .store
+            .session_tool_grants(&self.run.session_id)
+            .await
+        {
+            Ok(g) => g.into_iter().collect(),
+            Err(e) => {
+                tracing::error!(error = %e, "loading tool grants failed; leaving the run to the reaper");
+                return Err(Flow::Leave(Leave::Abandon));
+            }
+        };
+        let ctx = ToolContext {
+            run_id: self.run.id.0.clone(),
+            session_id: self.run.session_id.0.clone(),
+            user_id: self.run.user_id.0.clone(),
+        };
+        Ok(ToolRunner::new(self.inner, ctx, grants))
+    }
+
+    /// Run a step's disposed calls, checkpoint the step, extend the context.
+    async fn run_tools(
+        &mut self,
+        runner: &ToolRunner<'_>,
+        text: String,
+        calls: Vec<(ToolCall, Disposition)>,
+    ) -> Flow {
+        let step = self.step;
+        let Some(results) = runner.run(&calls, step, &mut self.em, &self.stop).await else {
+            return self.stopped(text);
+        };
+        let calls: Vec<ToolCall> = calls.into_iter().map(|(c, _)| c).collect();
+        match self.checkpoint(&text, &calls, &results).await {
+            Flow::Next => {}
+            other => return other,
+        }
+        self.messages.push(ChatMessage::Assistant {
+            content: text,
+            tool_calls: calls,
+        });
+        self.messages
+            .extend(results.into_iter().map(|r| ChatMessage::Tool {
+                call_id: r.call_id,
+                name: r.name,
+                content: r.content,
+            }));
+        Flow::Next
+    }
+
+    async fn checkpoint(&mut self, text: &str, calls: &[ToolCall], results: &[ToolResult]) -> Flow {
+        let cp = StepCheckpoint {
+            step: self.step,
+            content: text.to_string(),
+            tool_calls: calls.iter().map(call_dto).collect(),
+            results: results.to_vec(),
+        };
+        match self
+            .inner
+            .deps
+            .store
+            .checkpoint_step(
+                &self.run.id,
+                &self.inner.id,
+                &self.run.session_id,
+                &cp,
+                self.em.seq(),
+            )
+            .await
+        {
+            Ok(true) => Flow::Next,
+            // Ownership lost: the new owner carries on.
+            Ok(false) => Flow::Leave(Leave::Abandon),
+            Err(e) => {
+                tracing::error!(error = %e, "checkpoint failed; leaving the run to the reaper");
+                Flow::Leave(Leave::Abandon)
+            }
+        }
+    }
+
+    /// The one place a stop request becomes a flow.
+    fn stopped(&self, partial: String) -> Flow {
+        let step = self.step;
+        match self.stop.reason() {
+            StopReason::Cancel => Flow::End(RunEnd::Cancelled { partial, step }),
+            StopReason::Lost => Flow::Leave(Leave::Abandon),
+            StopReason::Shutdown => Flow::Leave(Leave::Release),
+            StopReason::TimeLimit => Flow::End(RunEnd::Failed {
+                error: ErrorBody {
+                    code: "max_duration".into(),
+                    message: format!(
+                        "the run passed its time limit of {} s and was stopped",
+                        self.inner.deps.config.worker.max_run_secs
+                    ),
+                },
+                partial,
+                step,
+            }),
+        }
+    }
+
+    async fn conclude(mut self, flow: Flow) -> Execution {
+        match flow {
+            Flow::End(end) => {
+                let totals = finish::Totals {
+                    usage: self.usage,
+                    ttft_ms: self.timing.ttft_ms,
+                    started: self.started,
+                };
+                finish::finish(self.inner, &self.run, &mut self.em, end, &totals).await
+            }
+            Flow::Leave(Leave::Waiting) => Execution::Waiting,
+            Flow::Leave(Leave::Release) => {
+                release(self.inner, &self.run.id).await;
+                Execution::Abandoned
+            }
+            Flow::Leave(Leave::Abandon) | Flow::Next => Execution::Abandoned,
+        }
+    }
+}
+
+fn call_dto(c: &ToolCall) -> ToolCallDto {
+    ToolCallDto {
+        id: c.id.clone(),
+        name: c.name.clone(),
+        args: c.args.clone(),
+    }
+}

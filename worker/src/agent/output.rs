@@ -1,0 +1,111 @@
+//! Long tool outputs: the model sees the head and a pointer; the whole output is
+//! stored (`tool_outputs`) and read page by page with the `read_output` tool, so a
+//! 5 MB page does not fill the context window, and nothing is lost.
+
+use weft_llm::ToolSpec;
+use weft_shared::store::Store;
+use weft_tools::{Tool, ToolContext};
+
+/// The longest page `read_output` returns at once.
+const MAX_PAGE: u64 = 64 << 10;
+
+fn cut(s: &str, max: usize) -> &str {
+    let mut end = max.min(s.len());
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    &s[..end]
+}
+
+pub(super) fn head_with_pointer(content: &str, cap: usize, id: &str) -> String {
+    let head = cut(content, cap);
+    format!(
+        "{head}\n\n[output truncated: showing {} of {} bytes. The rest is stored: call read_output with {{\"id\": \"{id}\", \"offset\": {}}} to read on.]",
+        head.len(),
+        content.len(),
+        head.len()
+    )
+}
+
+pub(super) fn head_only(content: &str, cap: usize) -> String {
+    let head = cut(content, cap);
+    format!(
+        "{head}\n\n[output truncated: showing {} of {} bytes]",
+        head.len(),
+        content.len()
+    )
+}
+
+/// `read_output {id, offset, length}`: a page of a stored output of this session.
+pub(crate) struct ReadOutput {
+    pub store: Store,
+    pub page: u64,
+}
+
+#[async_trait::async_trait]
+impl Tool for ReadOutput {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: "read_output".into(),
+            description: "Read more of a long tool output that was truncated. Pass the id from the truncation note and the byte offset to continue from.".into(),
+            parameters: serde_json::json!({
+                "type": "object",
+                "properties": {
+                    "id": {"type": "string", "description": "The stored output's id."},
+                    "offset": {"type": "integer", "minimum": 0, "description": "Byte offset to start at."},
+                    "length": {"type": "integer", "minimum": 1, "maximum": MAX_PAGE, "description": "Bytes to read (default: the usual cap)."}
+                },
+                "required": ["id"],
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    async fn call(&self, args: serde_json::Value, ctx: &ToolContext) -> Result<String, String> {
+        let id = args["id"].as_str().unwrap_or_default();
+        let offset = args["offset"].as_u64().unwrap_or(0);
+        let length = args["length"]
+            .as_u64()
+            .unwrap_or(self.page)
+            .clamp(1, MAX_PAGE);
+        let Some(content) = self
+            .store
+            .tool_output(&ctx.session_id, id)
+            .await
+            .map_err(|e| format!("reading the output failed: {e}"))?
+        else {
+            return Err(format!("no stored output {id:?} in this conversation"));
+        };
+        let total = content.len() as u64;
+        if offset >= total {
+            return Err(format!("offset {offset} is past the end ({total} bytes)"));
+        }
+        let mut start = offset as usize;
+        while !content.is_char_boundary(start) {
+            start -= 1;
+        }
+        let page = cut(&content[start..], length as usize);
+        let end = start + page.len();
+        let tail = if end as u64 >= total {
+            format!("[bytes {start}–{end} of {total}: the end]")
+        } else {
+            format!("[bytes {start}–{end} of {total}: continue with offset {end}]")
+        };
+        Ok(format!("{page}\n\n{tail}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heads_cut_on_char_boundaries_and_point_at_the_rest() {
+        let s = "é".repeat(100); // 200 bytes
+        let out = head_with_pointer(&s, 11, "out_1");
+        assert!(out.starts_with(&"é".repeat(5)));
+        assert!(out.contains("showing 10 of 200 bytes"), "{out}");
+        assert!(out.contains(r#"{"id": "out_1", "offset": 10}"#), "{out}");
+        assert!(head_only(&s, 3).contains("showing 2 of 200"));
+    }
+}

@@ -1,0 +1,166 @@
+//! One LLM step: stream the model's answer into events, retrying transient
+//! upstream errors with backoff inside the step (`retrying` events).
+
+use futures::StreamExt;
+use weft_llm::{ChatRequest, LlmError, StreamEvent, ToolCall, Usage};
+use weft_shared::api::ErrorBody;
+use weft_shared::event::EventKind;
+use weft_shared::time::now_ms;
+
+use crate::RunStop;
+use crate::emitter::Emitter;
+use crate::providers::ModelEntry;
+
+/// The result of one step.
+pub(super) enum StepOutcome {
+    Done {
+        text: String,
+        calls: Vec<ToolCall>,
+        usage: Usage,
+    },
+    Stopped {
+        partial: String,
+    },
+    Failed {
+        error: ErrorBody,
+        partial: String,
+    },
+}
+
+/// Timing the attempt reports in `done` and metrics.
+pub(super) struct Timing {
+    pub ttft_ms: Option<u64>,
+    pub created_at: i64,
+}
+
+impl Timing {
+    fn mark_first_token(&mut self) {
+        if self.ttft_ms.is_none() {
+            self.ttft_ms = Some((now_ms() - self.created_at).max(0) as u64);
+        }
+    }
+}
+
+/// What a user is told about a failed provider call: never the provider's text,
+/// which can carry internal URLs (a proxy, a private endpoint) and account details.
+fn public_reason(error: &LlmError) -> String {
+    match error {
+        LlmError::Transient { .. } => "the model provider is busy or unreachable".to_string(),
+        LlmError::Fatal {
+            status: Some(status),
+            ..
+        } => format!("the model provider refused the request (HTTP {status})"),
+        LlmError::Fatal { status: None, .. } => {
+            "the model provider's answer could not be used".to_string()
+        }
+    }
+}
+
+/// One step, retrying transient upstream errors with backoff.
+pub(super) async fn run_step(
+    model: &ModelEntry,
+    mut req: ChatRequest,
+    step: u32,
+    em: &mut Emitter,
+    stop: &RunStop,
+    timing: &mut Timing,
+) -> StepOutcome {
+    let mut retry = 0;
+    loop {
+        req.attempt = retry + 1;
+        let error = match stream_once(model, req.clone(), step, em, stop, timing).await {
+            Ok(outcome) => return outcome,
+            Err(error) => error,
+        };
+        // The provider's own text goes to the log; the user sees a generic message.
+        tracing::warn!(step, attempt = retry + 1, error = %error, "model provider call failed");
+        let reason = public_reason(&error);
+        let Some(delay) = weft_llm::retry::delay_for(&error, retry) else {
+            let code = match error {
+                LlmError::Transient { .. } => "upstream_unavailable",
+                LlmError::Fatal { .. } => "upstream_error",
+            };
+            return StepOutcome::Failed {
+                error: ErrorBody {
+                    code: code.into(),
+                    message: reason,
+                },
+                partial: String::new(),
+            };
+        };
+        retry += 1;
+        em.emit(EventKind::Retrying {
+            step,
+            attempt: retry,
+            reason,
+            delay_ms: delay.as_millis() as u64,
+        })
+        .await;
+        tokio::select! {
+            _ = stop.token.cancelled() => return StepOutcome::Stopped { partial: String::new() },
+            _ = tokio::time::sleep(delay) => {}
+        }
+    }
+}
+
+/// One streamed LLM call. `Err` only for an upstream error worth classifying.
+async fn stream_once(
+    model: &ModelEntry,
+    req: ChatRequest,
+    step: u32,
+    em: &mut Emitter,
+    stop: &RunStop,
+    timing: &mut Timing,
+) -> Result<StepOutcome, LlmError> {
+    let mut stream = tokio::select! {
+        _ = stop.token.cancelled() => return Ok(StepOutcome::Stopped { partial: String::new() }),
+        s = model.provider.stream(req) => s?,
+    };
+    let mut text = String::new();
+    let mut calls = Vec::new();
+    loop {
+        let flush_at = em.flush_deadline();
+        tokio::select! {
+            biased;
+            _ = stop.token.cancelled() => {
+                em.flush().await;
+                return Ok(StepOutcome::Stopped { partial: text });
+            }
+            _ = tokio::time::sleep_until(flush_at.unwrap_or_else(tokio::time::Instant::now)), if flush_at.is_some() => em.flush().await,
+            _ = tokio::time::sleep_until(em.heartbeat_deadline()) => em.heartbeat().await,
+            ev = stream.next() => match ev {
+                None => return Err(LlmError::Transient { reason: "the model's stream ended early".into(), retry_after: None }),
+                Some(Err(e)) => return Err(e),
+                Some(Ok(StreamEvent::Text(t))) => {
+                    timing.mark_first_token();
+                    text.push_str(&t);
+                    em.text(step, &t).await;
+                }
+                Some(Ok(StreamEvent::Thinking(t))) => {
+                    timing.mark_first_token();
+                    em.thinking(step, &t).await;
+                }
+                Some(Ok(StreamEvent::ToolCall(call))) => calls.push(call),
+                Some(Ok(StreamEvent::Finished { usage, .. })) => {
+                    em.flush().await;
+                    if !em.log_full() {
+                        return Ok(StepOutcome::Done { text, calls, usage });
+                    }
+                }
+            },
+        }
+        if em.log_full() {
+            // The reply passed the per-run byte cap: stop it, keep what was said.
+            return Ok(StepOutcome::Failed {
+                error: ErrorBody {
+                    code: "event_log_full".into(),
+                    message: format!(
+                        "the reply passed the limit of {} bytes of events per run and was stopped",
+                        em.byte_cap()
+                    ),
+                },
+                partial: text,
+            });
+        }
+    }
+}
