@@ -77,6 +77,17 @@ pub struct OneShotArgs {
     /// Print tool activity to stderr.
     #[arg(long)]
     pub print_tools: bool,
+    /// Tool calls that need a person's yes: `never` cancels the run and exits 1
+    /// (nobody is there to answer), `auto` approves them all.
+    #[arg(long, value_enum, default_value_t = ApproveMode::Never)]
+    pub approve: ApproveMode,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum ApproveMode {
+    #[default]
+    Never,
+    Auto,
 }
 
 #[derive(Debug, Subcommand)]
@@ -212,6 +223,10 @@ fn talk(
         },
         stream: !oneshot.no_stream,
         print_tools: oneshot.print_tools,
+        approve: match oneshot.approve {
+            ApproveMode::Never => weft_client::oneshot::Approve::Never,
+            ApproveMode::Auto => weft_client::oneshot::Approve::Auto,
+        },
     };
     runtime(false)?.block_on(weft_client::oneshot::run(gw, job))
 }

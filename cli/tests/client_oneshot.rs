@@ -223,3 +223,37 @@ fn logout_revokes_the_token_at_the_gateway() {
     assert_code(&out, 3);
     assert!(stderr(&out).contains("weft login"), "{}", stderr(&out));
 }
+
+#[test]
+fn approvals_are_refused_by_default_and_given_with_approve_auto() {
+    let s = Server::start_env(true, &[("WEFT_TOOLS__POLICIES__CURRENT_TIME", "confirm")]);
+    let mut cmd = s.weft();
+    cmd.args(["-p", "@mock.tool current_time {}"]);
+    let out = run(cmd, None);
+    assert_code(&out, 1);
+    let err = stderr(&out);
+    assert!(
+        err.contains("needs your approval") && err.contains("--approve auto"),
+        "{err}"
+    );
+    assert_eq!(stdout(&out), "", "no reply");
+
+    let mut cmd = s.weft();
+    cmd.args([
+        "--approve",
+        "auto",
+        "--print-tools",
+        "-p",
+        "@mock.tool current_time {}",
+    ]);
+    let out = run(cmd, None);
+    assert_code(&out, 0);
+    let err = stderr(&out);
+    assert!(err.contains("approving current_time"), "{err}");
+    assert!(err.contains("current_time approved by"), "{err}");
+    assert!(
+        stdout(&out).starts_with("tool current_time said: 20"),
+        "{}",
+        stdout(&out)
+    );
+}

@@ -125,3 +125,32 @@ fn ctrl_c_cancels_a_slow_reply_and_keeps_the_repl() {
     );
     assert!(!shown.contains("w5000"), "the run did not finish: {shown}");
 }
+
+#[test]
+fn a_tool_call_waiting_for_approval_is_answered_at_an_inline_prompt() {
+    let s = Server::start_env(true, &[("WEFT_TOOLS__POLICIES__CURRENT_TIME", "confirm")]);
+    let mut p = repl(&s, &[]);
+    type_line(&mut p, "@mock.tool current_time {}");
+    p.exp_string("allow current_time")
+        .expect("the approval prompt");
+    type_line(&mut p, "n");
+    p.exp_string("current_time denied by")
+        .expect("the decision is shown");
+    p.exp_string("tool current_time said: error: the user")
+        .expect("the model was told");
+    p.exp_string(&b("❯")).unwrap();
+    type_line(&mut p, "@mock.tool current_time {}");
+    p.exp_string("allow current_time").unwrap();
+    type_line(&mut p, "a");
+    p.exp_string("current_time approved by").unwrap();
+    p.exp_string("tool current_time said: 20")
+        .expect("the tool ran");
+    p.exp_string(&b("❯")).unwrap();
+    // `always`: no question the next time in this session.
+    type_line(&mut p, "again @mock.tool current_time {}");
+    p.exp_string("tool current_time said: 20")
+        .expect("ran without asking");
+    p.exp_string(&b("❯")).unwrap();
+    type_line(&mut p, "/exit");
+    exits_cleanly(&mut p);
+}

@@ -197,6 +197,11 @@ impl Gateway {
         self.get("/v1/models").await
     }
 
+    /// `GET /v1/mcp` (admins only).
+    pub async fn mcp(&self) -> Result<weft_wire::api::McpStatusList> {
+        self.get("/v1/mcp").await
+    }
+
     pub async fn modes(&self) -> Result<ModeList> {
         self.get("/v1/modes").await
     }

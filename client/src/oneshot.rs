@@ -25,6 +25,15 @@ pub enum Output {
     Json,
 }
 
+/// What one-shot mode does when a tool call waits for a person's yes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Approve {
+    /// Nobody is there to answer: cancel the run and exit 1 (the default).
+    Never,
+    /// Approve every call of this run.
+    Auto,
+}
+
 #[derive(Debug, Clone)]
 pub struct OneShot {
     pub text: String,
@@ -34,6 +43,7 @@ pub struct OneShot {
     pub output: Output,
     pub stream: bool,
     pub print_tools: bool,
+    pub approve: Approve,
 }
 
 #[derive(Serialize)]
@@ -78,6 +88,7 @@ pub async fn run(gw: &Gateway, job: OneShot) -> Result<u8> {
         ..TextPrinter::default()
     };
     let mut cancelling = false;
+    let mut refused = false;
     let mut interrupts = crate::interrupt::Interrupts::new()?;
     loop {
         let next = tokio::select! {
@@ -98,7 +109,37 @@ pub async fn run(gw: &Gateway, job: OneShot) -> Result<u8> {
         let Some(ev) = next else { break };
         for change in reply.apply(ev) {
             printer.show(&reply, &change, job.print_tools)?;
+            if let Change::Approval {
+                approval_id,
+                name,
+                args,
+            } = &change
+            {
+                match job.approve {
+                    Approve::Auto => {
+                        eprintln!(
+                            "weft: approving {name} {} (--approve auto)",
+                            crate::render::args_summary(args, 60)
+                        );
+                        gw.decide_approval(approval_id, "approve").await?;
+                    }
+                    Approve::Never if !refused => {
+                        refused = true;
+                        eprintln!(
+                            "weft: the agent wants to call {name} {}, which needs your approval.\n      One-shot mode does not approve tool calls (--approve never), so the run is cancelled.\n      Rerun with --approve auto to allow them, or use the REPL (`weft`) to decide each call.",
+                            crate::render::args_summary(args, 60)
+                        );
+                        if let Some(run) = stream.run_id() {
+                            gw.cancel(run).await?;
+                        }
+                    }
+                    Approve::Never => {}
+                }
+            }
         }
+    }
+    if refused {
+        return Ok(exit::RUN_FAILED);
     }
     match job.output {
         Output::Text => printer.finish(&reply)?,
@@ -172,9 +213,10 @@ impl TextPrinter {
                 let mark = if t.ok == Some(true) { "✓" } else { "✗" };
                 eprintln!("{mark} {} ({} ms)", t.name, t.duration_ms);
             }
-            Change::Approval { name, .. } => {
+            Change::ApprovalDecided { name, decision, by } if print_tools => {
                 eprintln!(
-                    "weft: the run waits for approval of {name}; answer it in the REPL or the web UI"
+                    "{}",
+                    crate::render::decision_note(name, decision, by.as_deref())
                 );
             }
             _ => {}

@@ -30,12 +30,18 @@ impl Server {
     /// `weft up` with or without `WEFT_ADMIN_TOKEN` (without it, first boot writes
     /// the client config into our temp HOME).
     pub fn start_with(admin_token: bool) -> Server {
+        Server::start_env(admin_token, &[])
+    }
+
+    /// `weft up` with extra environment (settings such as tool policies).
+    pub fn start_env(admin_token: bool, env: &[(&str, &str)]) -> Server {
         let dir = tempfile::tempdir().expect("temp dir");
         let token = format!("weft_test_{}", uuid::Uuid::new_v4().simple());
         let mut cmd = Command::new(BIN);
         cmd.args(["up", "--listen", "127.0.0.1:0", "--data-dir"])
             .arg(dir.path().join("data"));
         isolate(&mut cmd, dir.path());
+        cmd.envs(env.iter().copied());
         if admin_token {
             cmd.env("WEFT_ADMIN_TOKEN", &token);
         }

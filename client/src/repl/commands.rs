@@ -1,5 +1,5 @@
 //! Slash commands: `/sessions`, `/resume ID`, `/new`, `/model [ID]`, `/mode [name]`,
-//! `/stop`, `/think`, `/status`, `/help`, `/exit`.
+//! `/stop`, `/think`, `/status`, `/mcp`, `/help`, `/exit`.
 
 use super::state::ReplState;
 use crate::api::Gateway;
@@ -23,6 +23,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("/stop", "cancel the session's active run"),
     ("/think", "show the last reply's thinking in full"),
     ("/status", "show the status line"),
+    ("/mcp", "the MCP servers and their tools (admins)"),
     ("/help", "this list"),
     ("/exit", "quit (Ctrl-D works too)"),
 ];
@@ -46,6 +47,13 @@ pub async fn run(gw: &Gateway, state: &mut ReplState, line: &str) -> Result<Flow
                 "  {DIM}Enter sends · end a line with \\ for a new line · Ctrl-C stops a reply · Ctrl-D quits{RESET}"
             );
         }
+        "/mcp" => match gw.mcp().await {
+            Ok(list) => print_mcp(&list),
+            Err(crate::error::ClientError::Api { status: 403, .. }) => {
+                println!("only admins can see the MCP servers")
+            }
+            Err(e) => return Err(e),
+        },
         "/new" => {
             state.session_id = None;
             state.last = None;
@@ -158,4 +166,37 @@ pub async fn run(gw: &Gateway, state: &mut ReplState, line: &str) -> Result<Flow
         other => println!("unknown command {other}; /help lists them"),
     }
     Ok(Flow::Continue)
+}
+
+fn print_mcp(list: &weft_wire::api::McpStatusList) {
+    if list.configured.is_empty() {
+        println!("no MCP servers are configured ([[mcp_servers]] in weft.toml)");
+        return;
+    }
+    if list.workers.is_empty() {
+        println!(
+            "configured: {} — no worker has reported yet",
+            list.configured.join(", ")
+        );
+        return;
+    }
+    for w in &list.workers {
+        println!(
+            "{DIM}worker {} (reported {}){RESET}",
+            w.worker_id, w.updated_at
+        );
+        for s in &w.servers {
+            println!(
+                "  {YELLOW}{:<16}{RESET} {:<8} {:<5} policy {:<7} {} tools",
+                s.name,
+                s.state,
+                s.transport,
+                s.policy,
+                s.tools.len()
+            );
+            if let Some(e) = &s.last_error {
+                println!("  {DIM}  last error: {e}{RESET}");
+            }
+        }
+    }
 }
