@@ -151,6 +151,9 @@ fn a_tool_call_waiting_for_approval_is_answered_at_an_inline_prompt() {
     p.exp_string("tool current_time said: 20")
         .expect("ran without asking");
     p.exp_string(&b("❯")).unwrap();
+    type_line(&mut p, "/mcp");
+    p.exp_string("no MCP servers are configured").unwrap();
+    p.exp_string(&b("❯")).unwrap();
     type_line(&mut p, "/exit");
     exits_cleanly(&mut p);
 }
