@@ -168,11 +168,12 @@ pub async fn event_stream(
                 match st.state.store.get_run_unscoped(&st.run).await {
                     Ok(rec) => {
                         let over_for = rec.finished_at.map(|t| now_ms() - t).unwrap_or(0);
-                        if rec.status.is_terminal() && over_for > TERMINAL_GRACE_MS {
-                            if let Some(ev) = terminal_from_record(&rec, st.last + 1) {
-                                st.done = true;
-                                return Some((to_event(&Frame::encode(&ev)), st));
-                            }
+                        if rec.status.is_terminal()
+                            && over_for > TERMINAL_GRACE_MS
+                            && let Some(ev) = terminal_from_record(&rec, st.last + 1)
+                        {
+                            st.done = true;
+                            return Some((to_event(&Frame::encode(&ev)), st));
                         }
                     }
                     // Deleted with its session or user, and its end never reached

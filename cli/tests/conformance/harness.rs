@@ -130,17 +130,17 @@ impl Drop for Env {
                     .execute(&pool)
                     .await;
                 }
-                if let Ok(client) = redis::Client::open(REDIS) {
-                    if let Ok(mut c) = client.get_multiplexed_async_connection().await {
-                        let keys: Vec<String> = redis::cmd("KEYS")
-                            .arg(format!("{prefix}*"))
-                            .query_async(&mut c)
-                            .await
-                            .unwrap_or_default();
-                        if !keys.is_empty() {
-                            let _: Result<(), _> =
-                                redis::cmd("DEL").arg(&keys).query_async(&mut c).await;
-                        }
+                if let Ok(client) = redis::Client::open(REDIS)
+                    && let Ok(mut c) = client.get_multiplexed_async_connection().await
+                {
+                    let keys: Vec<String> = redis::cmd("KEYS")
+                        .arg(format!("{prefix}*"))
+                        .query_async(&mut c)
+                        .await
+                        .unwrap_or_default();
+                    if !keys.is_empty() {
+                        let _: Result<(), _> =
+                            redis::cmd("DEL").arg(&keys).query_async(&mut c).await;
                     }
                 }
             });
@@ -172,10 +172,10 @@ impl Proc {
         std::thread::spawn(move || {
             let mut tx = Some(tx);
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if line.contains(&marker) {
-                    if let Some(tx) = tx.take() {
-                        let _ = tx.send(line.clone());
-                    }
+                if line.contains(&marker)
+                    && let Some(tx) = tx.take()
+                {
+                    let _ = tx.send(line.clone());
                 }
                 sink.lock().unwrap().push(line);
             }

@@ -91,7 +91,7 @@ async fn an_account_backs_off_and_its_owner_gets_in_after_the_wait(b: Backend) {
     // then in. Before: locked for five minutes.
     let mut answers = Vec::new();
     for _ in 0..5 {
-        let r = login_from(&app, &app.base, "192.0.2.50", "admin2", "password-123").await;
+        let r = login_from(app, &app.base, "192.0.2.50", "admin2", "password-123").await;
         let status = r.status().as_u16();
         answers.push(status);
         if status == 200 {

@@ -163,12 +163,12 @@ impl Config {
 
     pub fn validate(&self) -> Result<(), ConfigError> {
         let bad = |m: String| Err(ConfigError::Invalid(m));
-        if let Some(token) = &self.admin_token {
-            if token.expose().chars().count() < MIN_ADMIN_TOKEN_CHARS {
-                return bad(format!(
-                    "admin_token (WEFT_ADMIN_TOKEN) must be at least {MIN_ADMIN_TOKEN_CHARS} characters; generate one with `openssl rand -hex 32`"
-                ));
-            }
+        if let Some(token) = &self.admin_token
+            && token.expose().chars().count() < MIN_ADMIN_TOKEN_CHARS
+        {
+            return bad(format!(
+                "admin_token (WEFT_ADMIN_TOKEN) must be at least {MIN_ADMIN_TOKEN_CHARS} characters; generate one with `openssl rand -hex 32`"
+            ));
         }
         if self.worker.concurrency == 0 {
             return bad("worker.concurrency must be at least 1".into());

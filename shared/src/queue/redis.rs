@@ -169,7 +169,7 @@ impl Queue for RedisQueue {
             .map_err(|e| QueueError::Backend(e.to_string()))?;
         (pong == "PONG")
             .then_some(())
-            .ok_or_else(|| QueueError::Backend(pong))
+            .ok_or(QueueError::Backend(pong))
     }
 }
 

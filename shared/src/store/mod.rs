@@ -62,10 +62,10 @@ pub enum StoreError {
 impl StoreError {
     /// Map a unique violation to `Conflict(what)`; anything else stays a database error.
     fn unique(err: sqlx::Error, what: &'static str) -> StoreError {
-        if let sqlx::Error::Database(db) = &err {
-            if db.is_unique_violation() {
-                return StoreError::Conflict(what);
-            }
+        if let sqlx::Error::Database(db) = &err
+            && db.is_unique_violation()
+        {
+            return StoreError::Conflict(what);
         }
         StoreError::Db(err)
     }

@@ -49,10 +49,10 @@ impl<'a> ToolRunner<'a> {
         if let Some(p) = policies.get(name) {
             return *p;
         }
-        if let Some((server, _)) = name.split_once("__") {
-            if let Some(p) = policies.get(&format!("mcp:{server}")) {
-                return *p;
-            }
+        if let Some((server, _)) = name.split_once("__")
+            && let Some(p) = policies.get(&format!("mcp:{server}"))
+        {
+            return *p;
         }
         self.inner
             .tools()
