@@ -276,5 +276,12 @@ pub async fn limits(State(state): State<AppState>, _admin: Admin) -> Json<Limits
         attachments_bytes: l.attachments_bytes,
         active_runs_per_user: l.active_runs_per_user,
         runs_per_minute_per_user: l.runs_per_minute_per_user,
+        streams_per_user: l.streams_per_user,
+        streams_per_run: l.streams_per_run,
+        queued_messages_per_session: l.queued_messages_per_session,
+        tool_call_timeout_secs: state.config.tools.call_timeout_secs,
+        tool_output_cap_bytes: state.config.tools.output_cap_bytes,
+        approval_ttl_secs: state.config.tools.approval_ttl_secs,
+        max_steps: state.config.worker.max_steps,
     })
 }

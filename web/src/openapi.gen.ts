@@ -697,14 +697,46 @@ export interface components {
         LimitsDto: {
             /** Format: int64 */
             active_runs_per_user: number;
+            /**
+             * Format: int64
+             * @description How long an approval waits before it counts as denied.
+             */
+            approval_ttl_secs: number;
             /** Format: int64 */
             attachments_bytes: number;
             /** Format: int64 */
             body_bytes: number;
+            /**
+             * Format: int32
+             * @description Agent steps per run.
+             */
+            max_steps: number;
             /** Format: int64 */
             message_chars: number;
+            /**
+             * Format: int64
+             * @description Messages that may wait behind a session's running reply.
+             */
+            queued_messages_per_session: number;
             /** Format: int64 */
             runs_per_minute_per_user: number;
+            /** Format: int64 */
+            streams_per_run: number;
+            /**
+             * Format: int64
+             * @description Open event streams per user and per run (per gateway).
+             */
+            streams_per_user: number;
+            /**
+             * Format: int64
+             * @description Per tool call, seconds.
+             */
+            tool_call_timeout_secs: number;
+            /**
+             * Format: int64
+             * @description Tool output the model sees before it pages with `read_output`.
+             */
+            tool_output_cap_bytes: number;
         };
         LinkLarkRequest: {
             /** @description The Lark sender's `open_id` (`ou_…`). */

@@ -302,6 +302,19 @@ pub struct LimitsDto {
     pub attachments_bytes: u64,
     pub active_runs_per_user: u64,
     pub runs_per_minute_per_user: u64,
+    /// Open event streams per user and per run (per gateway).
+    pub streams_per_user: u64,
+    pub streams_per_run: u64,
+    /// Messages that may wait behind a session's running reply.
+    pub queued_messages_per_session: u64,
+    /// Per tool call, seconds.
+    pub tool_call_timeout_secs: u64,
+    /// Tool output the model sees before it pages with `read_output`.
+    pub tool_output_cap_bytes: u64,
+    /// How long an approval waits before it counts as denied.
+    pub approval_ttl_secs: u64,
+    /// Agent steps per run.
+    pub max_steps: u32,
 }
 
 /// A tool call waiting for (or given) a person's decision.

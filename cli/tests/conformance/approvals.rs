@@ -355,6 +355,18 @@ async fn max_steps_ends_the_run(b: Backend) {
         "{:?}",
         last.data
     );
+    // Admins see the limits in force.
+    let (st, limits) = app.get("/v1/admin/limits", ADMIN_TOKEN).await;
+    assert_eq!(st, 200);
+    assert_eq!(
+        (
+            limits["max_steps"].as_u64(),
+            limits["tool_call_timeout_secs"].as_u64(),
+            limits["approval_ttl_secs"].as_u64()
+        ),
+        (Some(1), Some(30), Some(1800)),
+        "{limits}"
+    );
     // The step that ran was kept; the session is free.
     let r = app.send(&alice, &s, "@mock.reply next").await;
     assert_eq!(
