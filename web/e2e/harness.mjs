@@ -26,14 +26,18 @@ export function requireBinaries() {
   return bin
 }
 
-export async function startWeft(bin) {
+/**
+ * `opts.env`: extra environment for weft (e.g. `WEFT_TOOLS__POLICIES__CURRENT_TIME`);
+ * `opts.log`: the server log's file name in `e2e/artifacts/` (one per suite).
+ */
+export async function startWeft(bin, opts = {}) {
   fs.mkdirSync(ARTIFACTS, { recursive: true })
   const dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'weft-e2e-data-'))
   const adminToken = `e2e-${crypto.randomBytes(18).toString('hex')}`
-  const env = { ...process.env, WEFT_ADMIN_TOKEN: adminToken }
+  const env = { ...process.env, ...opts.env, WEFT_ADMIN_TOKEN: adminToken }
   // The mock model must answer: no real provider keys leak in from the shell.
   for (const k of Object.keys(env)) if (/^(OPENAI|ANTHROPIC|DEEPSEEK)_/.test(k)) delete env[k]
-  const log = fs.createWriteStream(path.join(ARTIFACTS, 'weft.log'))
+  const log = fs.createWriteStream(path.join(ARTIFACTS, opts.log ?? 'weft.log'))
   const child = spawn(bin, ['up', '--listen', '127.0.0.1:0', '--data-dir', dataDir], {
     env,
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -178,6 +178,51 @@ describe('api client', () => {
     ])
   })
 
+  it('decides an approval with {decision} and returns the approval; a late decision is a 409 with its reason', async () => {
+    const decided = {
+      id: 'ap_1',
+      run_id: 'r1',
+      session_id: 's1',
+      call_id: 'c1',
+      name: 'current_time',
+      args: {},
+      step: 1,
+      status: 'approved',
+      decided_by: 'alice',
+      created_at: 'x',
+      expires_at: 'y',
+    }
+    const f = fakeFetch((c) =>
+      c.url.endsWith('/ap_1')
+        ? json(200, decided)
+        : json(409, { error: { code: 'already_decided', message: 'already denied by bob' } }),
+    )
+    const api = createApi({ fetch: f.fetch })
+    await expect(api.decideApproval('ap_1', 'always')).resolves.toEqual(decided)
+    expect(f.calls[0].url).toBe('/v1/approvals/ap_1')
+    expect(f.calls[0].init.method).toBe('POST')
+    expect(JSON.parse(f.calls[0].init.body as string)).toEqual({ decision: 'always' })
+    expect(headersOf(f.calls[0])['X-Weft-Csrf']).toBe('1')
+    await expect(api.decideApproval('ap_2', 'deny')).rejects.toMatchObject({
+      status: 409,
+      code: 'already_decided',
+      message: 'already denied by bob',
+    })
+  })
+
+  it('lists a session\'s pending approvals and the MCP status', async () => {
+    const f = fakeFetch((c) =>
+      c.url.endsWith('/approvals') ? json(200, { approvals: [] }) : json(200, { configured: [], workers: [] }),
+    )
+    const api = createApi({ fetch: f.fetch })
+    await expect(api.listApprovals('s/1')).resolves.toEqual([])
+    await expect(api.mcpStatus()).resolves.toEqual({ configured: [], workers: [] })
+    expect(f.calls.map((c) => [c.init.method, c.url])).toEqual([
+      ['GET', '/v1/sessions/s%2F1/approvals'],
+      ['GET', '/v1/mcp'],
+    ])
+  })
+
   it('builds the run events URL, with ?after only for a real seq', () => {
     expect(runEventsUrl('r1')).toBe('/v1/runs/r1/events')
     expect(runEventsUrl('r1', 0)).toBe('/v1/runs/r1/events')

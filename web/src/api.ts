@@ -6,12 +6,16 @@
 // back as `{"error":{"code","message"}}` and are thrown as `ApiError`.
 
 import type {
+  Approval,
+  ApprovalDecision,
+  ApprovalList,
   ChangePasswordRequest,
   CreatedToken,
   CreateSessionRequest,
   CreateUserRequest,
   Limits,
   LoginResponse,
+  McpStatusList,
   MessageList,
   Mode,
   Model,
@@ -137,8 +141,12 @@ export function createApi(opts: ApiOptions = {}) {
     // runs
     getRun: (id: string) => get<Run>(`/v1/runs/${seg(id)}`),
     cancelRun: (id: string) => post<void>(`/v1/runs/${seg(id)}/cancel`, {}),
-    decideApproval: (id: string, decision: 'approve' | 'deny' | 'always') =>
-      post<void>(`/v1/approvals/${seg(id)}`, { decision }),
+    /** 409 `already_decided` / `expired` / `run_ended` say why a decision came too late. */
+    decideApproval: (id: string, decision: ApprovalDecision) =>
+      post<Approval>(`/v1/approvals/${seg(id)}`, { decision }),
+    /** The session's tool calls waiting for a decision (what a lost event log cannot replay). */
+    listApprovals: (sessionId: string) =>
+      get<ApprovalList>(`/v1/sessions/${seg(sessionId)}/approvals`).then((r) => r.approvals),
 
     // your own account: password, tokens and sign-ins
     changePassword: (body: ChangePasswordRequest) => post<void>('/v1/me/password', body),
@@ -157,6 +165,7 @@ export function createApi(opts: ApiOptions = {}) {
       patch<User>(`/v1/admin/users/${seg(id)}`, body),
     deleteUser: (id: string) => del(`/v1/admin/users/${seg(id)}`),
     limits: () => get<Limits>('/v1/admin/limits'),
+    mcpStatus: () => get<McpStatusList>('/v1/mcp'),
   }
 }
 

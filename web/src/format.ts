@@ -36,3 +36,23 @@ export function titleFrom(text: string): string {
   const line = text.split('\n').map((l) => l.trim()).find((l) => l.length > 0) ?? ''
   return line.length > 60 ? `${line.slice(0, 57)}…` : line
 }
+
+/** Time left until a deadline, coarsely: `45 s`, `29 min`, `2 h 5 min`. */
+export function fmtLeft(ms: number): string {
+  const s = Math.max(0, Math.ceil(ms / 1000))
+  if (s < 60) return `${s} s`
+  const m = Math.ceil(s / 60)
+  if (m < 60) return `${m} min`
+  const h = Math.floor(m / 60)
+  return m % 60 ? `${h} h ${m % 60} min` : `${h} h`
+}
+
+/** A moment as a clock time (today) or date and time (another day). */
+export function fmtClock(ms: number, lang: Lang, now = Date.now()): string {
+  const d = new Date(ms)
+  if (Number.isNaN(d.getTime())) return ''
+  const loc = lang === 'zh' ? 'zh-CN' : 'en'
+  const time = d.toLocaleTimeString(loc, { hour: '2-digit', minute: '2-digit' })
+  if (d.toDateString() === new Date(now).toDateString()) return time
+  return `${d.toLocaleDateString(loc, { month: 'short', day: 'numeric' })} ${time}`
+}

@@ -41,6 +41,15 @@ export type SendResult = Schemas['SendAccepted']
 /** A run event (§5); narrow on `type`. */
 export type RunEvent = Schemas['RunEvent']
 export type RunEventType = RunEvent['type']
+/** A tool call waiting for (or given) a decision; `status` is `pending`, `approved`, `denied` or `expired`. */
+export type Approval = Schemas['ApprovalDto']
+export type ApprovalList = Schemas['ApprovalList']
+export type ApprovalDecision = Schemas['ApprovalDecision']
+/** `GET /v1/mcp` (admin): the configured MCP servers, and each reporting worker's view of them. */
+export type McpStatusList = Schemas['McpStatusList']
+export type McpWorkerStatus = Schemas['McpWorkerStatus']
+/** `state` is `starting`, `ready`, `error` or `stopped`; `policy` `auto`, `confirm` or `deny`. */
+export type McpServer = Schemas['McpServerDto']
 
 /**
  * Hand-written: the document gives `role` as a plain string ("`admin` or `user`"
@@ -57,6 +66,7 @@ const EVENT_TYPES: Record<RunEventType, true> = {
   tool_start: true,
   tool_end: true,
   approval_required: true,
+  approval_decided: true,
   usage: true,
   retrying: true,
   heartbeat: true,

@@ -15,13 +15,15 @@ import { Icon } from './Icon'
 
 export interface LiveReplyProps {
   runId: string
+  /** the run's session, to read its pending approvals */
+  sessionId?: string
   onPhase: (runId: string, phase: Phase) => void
   onGone: (runId: string) => void
 }
 
-export function LiveReply({ runId, onPhase, onGone }: LiveReplyProps) {
+export function LiveReply({ runId, sessionId, onPhase, onGone }: LiveReplyProps) {
   const t = useT()
-  const run = useRun(runId, () => onGone(runId))
+  const run = useRun(runId, () => onGone(runId), sessionId)
   const phaseRef = useRef<Phase | null>(null)
   useEffect(() => {
     if (phaseRef.current !== run.phase) {

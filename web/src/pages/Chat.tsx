@@ -348,7 +348,9 @@ function ChatView({ sessionId }: { sessionId?: string }) {
           {timeline.map((it) => {
             if (it.kind === 'user') return <UserMessage key={it.key} text={it.message.content} />
             if (it.kind === 'live')
-              return <LiveReply key={it.key} runId={it.runId} onPhase={onPhase} onGone={onGone} />
+              return (
+                <LiveReply key={it.key} runId={it.runId} sessionId={sessionId} onPhase={onPhase} onGone={onGone} />
+              )
             return <HistoricReply key={it.key} runId={it.runId} messages={it.messages} onActive={onActive} />
           })}
           {pending.map((p) => (

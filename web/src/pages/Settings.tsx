@@ -1,5 +1,6 @@
 // /settings: language, your password and sign-ins (`Account.tsx`), personal API
-// tokens; for admins also users, models and a read-only view of the limits.
+// tokens; for admins also users, models, a read-only view of the limits and the
+// MCP servers (`Mcp.tsx`).
 
 import { useEffect, useReducer, useState, type FormEvent } from 'react'
 import { api } from '../api'
@@ -9,6 +10,7 @@ import { ErrorLine, Section } from '../components/Section'
 import { fmtBytes, fmtDate } from '../format'
 import { useI18n, type MessageKey } from '../i18n'
 import { PasswordSection, SignInsSection } from './Account'
+import { McpSection } from './Mcp'
 import type { ApiToken, CreatedToken, Limits, Mode, Model, Role, User } from '../types'
 
 const errText = (e: unknown) => (e instanceof Error ? e.message : String(e))
@@ -32,6 +34,7 @@ export function SettingsPage() {
       <Catalogue />
       {admin && <Users me={user!} />}
       {admin && <LimitsView />}
+      {admin && <McpSection />}
     </div>
   )
 }

@@ -5,8 +5,14 @@
 // re-attached (ARCHITECTURE.md §5):
 //   * seq dedupe — an event with seq ≤ the last applied one is ignored, so replay
 //     after a re-attach (Last-Event-ID / ?after=N, or a full replay from 0) is safe;
-//   * a new attempt (`run_started` with a higher attempt) drops what earlier
-//     attempts produced for steps ≥ resume_step — those steps run again;
+//   * every `run_started` after the first drops what was shown for steps
+//     ≥ resume_step — those steps run again. Not the attempt number: a run that
+//     waited for approval starts counting attempts again, and its resume's
+//     `resume_step` is the step after the waiting one, so that step's text stays;
+//   * approvals: `approval_required` makes a tool card wait (with its expiry),
+//     `approval_decided` records the decision and who made it; the pending
+//     approvals read over HTTP (`approvals` action) fill in what a lost event log
+//     no longer replays, without undoing a decision the events already told;
 //   * `retrying` restarts one step: what that step streamed so far is discarded;
 //   * terminal events (`done`, `error`, `cancelled`) freeze the run; partial text
 //     stays.
@@ -15,7 +21,7 @@
 // The reducer is pure and returns a new object whenever something changed (and the
 // same object when nothing did), so React can use it directly.
 
-import type { ErrorBody, RunEvent, Usage } from '../types'
+import type { Approval, ErrorBody, RunEvent, Usage } from '../types'
 
 export type Phase =
   | 'connecting'
@@ -35,6 +41,17 @@ export interface ToolView {
   output?: string
   durationMs?: number
   approvalId?: string
+  /** unix ms: unanswered by then, the call counts as denied */
+  expiresAt?: number
+  /** what a person (or the clock) decided, once `approval_decided` told */
+  decision?: ApprovalOutcome
+}
+
+export interface ApprovalOutcome {
+  /** `approved`, `denied` or `expired` */
+  decision: string
+  /** the username that decided; none when it expired */
+  by: string | null
 }
 
 export interface StepView {
@@ -78,6 +95,8 @@ export interface RunState {
 export type RunAction =
   | { kind: 'event'; event: RunEvent }
   | { kind: 'connection'; state: 'open' | 'lost' }
+  /** the session's pending approvals, as `GET /v1/sessions/{id}/approvals` lists them */
+  | { kind: 'approvals'; approvals: Approval[] }
 
 export function initialRunState(runId: string): RunState {
   return {
@@ -108,7 +127,41 @@ export function reduceRun(state: RunState, action: RunAction): RunState {
     const reconnecting = action.state === 'lost' && !isTerminal(state)
     return reconnecting === state.reconnecting ? state : { ...state, reconnecting }
   }
+  if (action.kind === 'approvals') return applyPendingApprovals(state, action.approvals)
   return applyEvent(state, action.event)
+}
+
+/**
+ * Adds the run's pending approvals that the events did not show (its event log
+ * was lost, e.g. an embedded server restarted while the run waited). A call the
+ * events already decided, ran or finished is left alone: the list may be older
+ * than the events.
+ */
+export function applyPendingApprovals(state: RunState, approvals: readonly Approval[]): RunState {
+  if (isTerminal(state)) return state
+  let s: RunState | null = null
+  for (const ap of approvals) {
+    if (ap.run_id !== state.runId || ap.status !== 'pending') continue
+    if (state.tools[ap.call_id]) continue
+    s ??= { ...state }
+    const step = ensureStep(s, ap.step)
+    if (!step.tools.includes(ap.call_id)) step.tools = [...step.tools, ap.call_id]
+    const expiresAt = Date.parse(ap.expires_at)
+    s.tools = {
+      ...s.tools,
+      [ap.call_id]: {
+        callId: ap.call_id,
+        step: ap.step,
+        name: ap.name,
+        args: ap.args,
+        status: 'awaiting_approval',
+        approvalId: ap.id,
+        expiresAt: Number.isNaN(expiresAt) ? undefined : expiresAt,
+      },
+    }
+    s.phase = 'waiting_approval'
+  }
+  return s ?? state
 }
 
 export function applyEvent(state: RunState, ev: RunEvent): RunState {
@@ -121,9 +174,7 @@ export function applyEvent(state: RunState, ev: RunEvent): RunState {
 
   switch (ev.type) {
     case 'run_started': {
-      if (ev.attempt > 1 && ev.attempt > state.attempt) {
-        dropStepsFrom(s, ev.resume_step)
-      }
+      if (state.attempt > 0) dropStepsFrom(s, ev.resume_step)
       s.attempt = Math.max(state.attempt, ev.attempt)
       s.model = ev.model
       s.phase = 'running'
@@ -144,9 +195,18 @@ export function applyEvent(state: RunState, ev: RunEvent): RunState {
     case 'tool_start': {
       const step = ensureStep(s, ev.step)
       if (!step.tools.includes(ev.call_id)) step.tools = [...step.tools, ev.call_id]
+      const prev = s.tools[ev.call_id]
       s.tools = {
         ...s.tools,
-        [ev.call_id]: { callId: ev.call_id, step: ev.step, name: ev.name, args: ev.args, status: 'running' },
+        [ev.call_id]: {
+          callId: ev.call_id,
+          step: ev.step,
+          name: ev.name,
+          args: ev.args,
+          status: 'running',
+          decision: prev?.decision,
+          approvalId: prev?.approvalId,
+        },
       }
       s.phase = 'running'
       return s
@@ -161,9 +221,29 @@ export function applyEvent(state: RunState, ev: RunEvent): RunState {
           ...(prev ?? { callId: ev.call_id, step: ev.step, name: ev.name, args: ev.args }),
           status: 'awaiting_approval',
           approvalId: ev.approval_id,
+          expiresAt: ev.expires_at,
+          decision: undefined,
         },
       }
       s.phase = 'waiting_approval'
+      return s
+    }
+    case 'approval_decided': {
+      const step = ensureStep(s, ev.step)
+      if (!step.tools.includes(ev.call_id)) step.tools = [...step.tools, ev.call_id]
+      const prev = s.tools[ev.call_id]
+      const approved = ev.decision === 'approved'
+      s.tools = {
+        ...s.tools,
+        [ev.call_id]: {
+          ...(prev ?? { callId: ev.call_id, step: ev.step, name: ev.name, args: undefined }),
+          approvalId: ev.approval_id,
+          // An approved call runs next; a denied or expired one never does.
+          status: approved ? 'running' : 'failed',
+          decision: { decision: ev.decision, by: ev.by ?? null },
+        },
+      }
+      s.phase = Object.values(s.tools).some((t) => t.status === 'awaiting_approval') ? 'waiting_approval' : 'running'
       return s
     }
     case 'tool_end': {
@@ -180,6 +260,8 @@ export function applyEvent(state: RunState, ev: RunEvent): RunState {
           status: ev.ok ? 'ok' : 'failed',
           output: ev.output,
           durationMs: ev.duration_ms,
+          decision: prev?.decision,
+          approvalId: prev?.approvalId,
         },
       }
       if (s.phase === 'waiting_approval') s.phase = 'running'

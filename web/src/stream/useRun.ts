@@ -1,11 +1,17 @@
 // React binding: one run's state, fed by one RunAttachment.
+//
+// The attachment replays the run's events from the first, which include any
+// `approval_required`. The session's pending approvals are read once as well, so a
+// run still waiting shows its buttons even when its event log did not survive (an
+// embedded server restarted, a flushed Redis); the reducer ignores what the events
+// already told.
 
 import { useEffect, useReducer } from 'react'
 import { api } from '../api'
 import { RunAttachment } from './attach'
 import { initialRunState, reduceRun, type RunState } from './reducer'
 
-export function useRun(runId: string, onGone: () => void): RunState {
+export function useRun(runId: string, onGone: () => void, sessionId?: string): RunState {
   const [state, dispatch] = useReducer(reduceRun, runId, initialRunState)
 
   useEffect(() => {
@@ -21,6 +27,22 @@ export function useRun(runId: string, onGone: () => void): RunState {
     // onGone is read once per attachment on purpose
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [runId])
+
+  useEffect(() => {
+    if (!sessionId) return
+    let live = true
+    api
+      .listApprovals(sessionId)
+      .then((approvals) => {
+        if (live && approvals.length) dispatch({ kind: 'approvals', approvals })
+      })
+      .catch(() => {
+        // The events are the main source; this list only fills a lost log's gap.
+      })
+    return () => {
+      live = false
+    }
+  }, [runId, sessionId])
 
   return state
 }
