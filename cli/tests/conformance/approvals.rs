@@ -376,7 +376,7 @@ async fn max_steps_ends_the_run(b: Backend) {
 }
 
 /// A one-page HTTP server on 127.0.0.1 serving `body` as text/plain.
-fn serve_text(body: String) -> u16 {
+pub fn serve_text(body: String) -> u16 {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = listener.local_addr().unwrap().port();
     std::thread::spawn(move || {

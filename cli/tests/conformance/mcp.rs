@@ -10,6 +10,7 @@ use serde_json::json;
 use crate::harness::*;
 
 crate::both_backends!(
+    web_and_mcp_in_one_turn_with_an_approval_holding_no_worker,
     an_mcp_tool_runs_after_its_approval,
     a_slow_mcp_tool_hits_the_timeout
 );
@@ -161,4 +162,82 @@ async fn a_slow_mcp_tool_hits_the_timeout(b: Backend) {
         );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+}
+
+/// The issue's "done when": an admin configured an MCP server and `web_fetch`; a
+/// user's question needs both; the side-effecting call is approved while the run
+/// holds no worker (one slot, and another user's run gets it meanwhile); the
+/// answer arrives with both results.
+async fn web_and_mcp_in_one_turn_with_an_approval_holding_no_worker(b: Backend) {
+    let page = "Weft release notes: approvals landed.".to_string();
+    let port = crate::approvals::serve_text(page.clone());
+    let (_dir, config) = mcp_config("");
+    let app = App::start_with(
+        b,
+        &[
+            ("WEFT_CONFIG", config.as_str()),
+            ("WEFT_TOOLS__WEB_FETCH__ENABLED", "true"),
+            ("WEFT_TOOLS__WEB_FETCH__ALLOW_HOSTS", "[\"127.0.0.1\"]"),
+            ("WEFT_WORKER__CONCURRENCY", "1"),
+        ],
+    )
+    .await;
+    let alice = app.user("alice").await;
+    let bob = app.user("bob").await;
+    let s = app.session(&alice).await;
+    let text = format!(
+        r#"summarise and save @mock.tool web_fetch {{"url": "http://127.0.0.1:{port}/notes"}} @mock.tool demo__echo {{"text": "saved"}}"#
+    );
+    // The MCP server may still be starting: until it is ready its tool is unknown.
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    let (mut sse, mut events) = loop {
+        let mut sse = app.send_stream(&alice, &s, &text).await;
+        let events = sse
+            .until(|e| e.ty == "approval_required" || e.ty == "done" || e.ty == "error")
+            .await;
+        if events.last().unwrap().ty == "approval_required" {
+            break (sse, events);
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "demo never offered its tools"
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let required = tool_data(&events, "approval_required");
+    assert_eq!(
+        required.len(),
+        1,
+        "web_fetch is auto, only the MCP call waits"
+    );
+    assert_eq!(required[0]["name"], "demo__echo");
+    // While it waits, the only worker slot serves bob.
+    let bs = app.session(&bob).await;
+    let brun = app.send(&bob, &bs, "@mock.reply meanwhile").await;
+    assert_eq!(
+        app.wait_run(&bob, &brun, Duration::from_secs(20)).await["status"],
+        "succeeded"
+    );
+    let approval = required[0]["approval_id"].as_str().unwrap();
+    let (st, v) = app
+        .post(
+            &format!("/v1/approvals/{approval}"),
+            &alice,
+            json!({"decision": "approve"}),
+        )
+        .await;
+    assert_eq!(st, 200, "{v}");
+    events.extend(sse.until_terminal().await);
+    let said = rendered_text(&events);
+    assert!(said.contains(&page), "{said}");
+    assert!(said.contains("tool demo__echo said: saved"), "{said}");
+    assert_eq!(events.last().unwrap().ty, "done");
+}
+
+fn tool_data(events: &[Ev], ty: &str) -> Vec<serde_json::Value> {
+    events
+        .iter()
+        .filter(|e| e.ty == ty)
+        .map(|e| e.data.clone())
+        .collect()
 }
