@@ -191,6 +191,31 @@ impl Proc {
         Proc { child, log, addr }
     }
 
+    /// SIGTERM (what an orchestrator sends to drain a process).
+    pub fn terminate(&self) {
+        let status = Command::new("kill")
+            .args(["-TERM", &self.child.id().to_string()])
+            .status()
+            .expect("kill -TERM");
+        assert!(status.success(), "kill -TERM failed");
+    }
+
+    /// The exit code once the process has ended, waiting at most `within`.
+    pub fn exit_code(&mut self, within: Duration) -> Option<i32> {
+        let deadline = Instant::now() + within;
+        loop {
+            if let Some(status) = self.child.try_wait().expect("try_wait") {
+                return status.code();
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the process did not exit within {within:?}; stderr:\n{}",
+                self.logs()
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
     pub fn kill(&mut self) {
         let _ = self.child.kill(); // SIGKILL
         let _ = self.child.wait();

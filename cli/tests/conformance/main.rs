@@ -8,6 +8,7 @@ mod sse;
 mod api;
 mod approvals;
 mod crash;
+mod drain;
 mod input;
 mod lark;
 mod lifecycle;
