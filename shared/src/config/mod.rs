@@ -1,5 +1,6 @@
 //! Layered configuration: defaults → `weft.toml` (`--config` / `WEFT_CONFIG`) →
-//! `WEFT_*` environment (`__` nests: `WEFT_LIMITS__BODY_BYTES`) → command-line flags.
+//! `WEFT_*` environment (`__` nests: `WEFT_LIMITS__BODY_BYTES`; `WEFT_<KEY>_FILE`
+//! reads a setting from a file, see `secret_files`) → command-line flags.
 //! Validated once at start-up ([`Config::validate`]); secrets are wrapped in
 //! [`Secret`] so `Debug` output and logs never show them.
 
@@ -13,6 +14,7 @@ mod http;
 mod lark;
 mod mcp;
 mod models;
+mod secret_files;
 mod tools;
 mod web;
 mod worker;
@@ -151,11 +153,17 @@ impl Config {
             }
             fig = fig.merge(Toml::file(path));
         }
-        fig = fig.merge(
-            Env::prefixed("WEFT_")
-                .split("__")
-                .ignore(&["config", "gateway", "token"]),
-        );
+        fig = fig
+            .merge(
+                Env::prefixed("WEFT_")
+                    .split("__")
+                    .ignore(&["config", "gateway", "token"])
+                    .filter(|k| !secret_files::is_file_variable(k.as_str())),
+            )
+            .merge(Serialized::defaults(secret_files::from_files(
+                std::env::vars_os()
+                    .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))),
+            )?));
         let cfg: Config = fig.extract().map_err(Box::new)?;
         cfg.validate()?;
         Ok(cfg)

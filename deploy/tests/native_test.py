@@ -1,0 +1,108 @@
+"""The compose topology, natively: a streamed reply through nginx survives
+killing the gateway that serves it, and every health check in compose.yaml
+passes as written (and the killed gateway's fails)."""
+
+import json
+import re
+import time
+import urllib.request
+
+from sse import EventStream, Http
+from topology import run_check
+
+WORDS = 120
+PROMPT = f"@mock.tokens {WORDS} @mock.delay 0 40"  # about 5 s of streaming
+CUT_AFTER_TEXT_EVENTS = 8
+DEADLINE_S = 60
+
+
+def streams_active(http_port, token):
+    """weft_sse_streams_active as the gateway itself reports it (absent until a
+    gateway has served its first stream)."""
+    conn, resp = Http(http_port, token).request("GET", "/metrics")
+    body = resp.read().decode()
+    conn.close()
+    assert resp.status == 200, f"gateway /metrics: {resp.status}"
+    values = re.findall(r"^weft_sse_streams_active(?:\{[^}]*\})? (\S+)$", body, re.M)
+    return sum(float(v) for v in values)
+
+
+def failover(topo, check):
+    token = topo.env["WEFT_ADMIN_TOKEN"]
+    edge = Http(topo.port("nginx"), token)
+    gateways = topo.services_of("serve")
+    check(len(gateways) >= 2, f"compose.yaml runs {len(gateways)} gateways (want 2 or more)")
+    check(edge.status("/metrics") == 404, "nginx keeps /metrics of the gateways off the edge")
+
+    session = edge.json("POST", "/v1/sessions", {})
+    conn, resp = edge.request("POST", f"/v1/sessions/{session['id']}/messages", {"text": PROMPT, "stream": True})
+    first = EventStream(conn, resp)
+    events, texts = [], 0
+    while texts < CUT_AFTER_TEXT_EVENTS:
+        event = first.next()
+        assert event is not None, "the stream through nginx ended before any reply"
+        events.append(event)
+        texts += event["type"] == "text"
+    run_id = events[0]["run_id"]
+
+    serving = [g for g in gateways if streams_active(topo.port(g), token) >= 1]
+    check(len(serving) == 1, f"exactly one gateway serves the stream (by its /metrics): {serving}")
+    victim = serving[0]
+    survivor = next(g for g in gateways if g != victim)
+    topo.children[victim].proc.kill()
+    topo.children[victim].proc.wait()
+    print(f"deploy: killed {victim} mid-reply after seq {events[-1]['seq']}", flush=True)
+
+    while (event := first.next()) is not None:
+        events.append(event)
+    first.close()
+    check(first.cut and events[-1]["type"] != "done", "the stream was cut mid-reply when its gateway died")
+
+    conn, resp = edge.request("GET", f"/v1/runs/{run_id}/events", headers={"last-event-id": str(events[-1]["seq"])})
+    again = EventStream(conn, resp)
+    deadline = time.monotonic() + DEADLINE_S
+    while events[-1]["type"] not in ("done", "error", "cancelled") and time.monotonic() < deadline:
+        event = again.next()
+        if event is None:
+            break
+        events.append(event)
+    again.close()
+
+    seqs = [e["seq"] for e in events]
+    check(events[-1]["type"] == "done", f"the re-attached stream ends with done (last: {events[-1]['type']})")
+    check(seqs == list(range(1, len(seqs) + 1)), f"seq 1..{len(seqs)}: no gap, no duplicate ({seqs[:3]}…{seqs[-3:]})")
+    text = "".join(e["delta"] for e in events if e["type"] == "text")
+    expected = " ".join(f"w{i}" for i in range(1, WORDS + 1))
+    check(text.strip() == expected, f"the reply text is every word once, in order ({text[:40]!r}…)")
+    messages = edge.json("GET", f"/v1/sessions/{session['id']}/messages")["messages"]
+    stored = [m["content"] for m in messages if m["role"] == "assistant"]
+    check(stored and stored[-1].strip() == text.strip(), "the stored reply equals what was streamed")
+    # The access log names the upstream(s) tried, the one that answered last.
+    tried = [re.search(r"upstream=(.*) rt=", line).group(1).split(", ")
+             for line in topo.children["nginx"].lines if f"/v1/runs/{run_id}/events" in line]
+    check(tried and tried[-1][-1] == f"127.0.0.1:{topo.port(survivor)}",
+          f"nginx sent the re-attach to {survivor} (tried {tried[-1:] or 'nothing logged'})")
+    return victim
+
+
+def health_checks(topo, check, victim):
+    """Every compose health check, run as written against the native processes."""
+    for name in topo.order():
+        argv = topo.plan.healthcheck(name)
+        if argv is None:
+            continue
+        ok, out = run_check(argv)
+        if name == victim:
+            check(not ok, f"the health check of killed {name} fails: {' '.join(argv)}")
+            continue
+        check(ok, f"health check of {name} passes as written: {' '.join(argv)} {out}")
+        # The web UI answers any unknown GET path with 200, so a probe of a
+        # misspelt path would pass: the URL must answer like a health endpoint.
+        for url in (a for a in argv if a.startswith("http://")):
+            with urllib.request.urlopen(url, timeout=5) as resp:
+                body = resp.read().decode(errors="replace")
+            try:
+                healthy = json.loads(body).get("status") in ("ok", "ready")
+            except ValueError:
+                healthy = body.strip() == "ok"
+            check(healthy, f"{name} probes a health endpoint: {url} answers {body[:60]!r}")

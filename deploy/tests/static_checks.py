@@ -1,0 +1,140 @@
+"""Checks of deploy/ that need no running service: the compose file against
+the Compose Specification schema, the rendered kustomize overlays against
+Kubernetes' and KEDA's schemas, the Dockerfile linted and built by the same
+script as scripts/run. Each validator is first shown a broken document it must
+reject, so a validator that accepts anything fails the run."""
+
+import copy
+import json
+import os
+import re
+import subprocess
+import tempfile
+
+import jsonschema
+import yaml
+
+from compose_native import COMPOSE, DEPLOY
+
+ROOT = os.path.dirname(DEPLOY)
+SCHEMAS = os.path.join(DEPLOY, "tests", "schemas")
+K8S = os.path.join(DEPLOY, "k8s")
+
+
+def load_schema(name):
+    with open(os.path.join(SCHEMAS, name)) as f:
+        return json.load(f)
+
+
+def errors(validator, doc):
+    return [f"{'/'.join(map(str, e.absolute_path)) or '(top)'}: {e.message}" for e in validator.iter_errors(doc)]
+
+
+def compose_schema(check):
+    schema = load_schema("compose-spec.json")
+    validator = jsonschema.Draft7Validator(schema)
+    with open(COMPOSE) as f:
+        doc = yaml.safe_load(f)
+    broken = copy.deepcopy(doc)
+    broken["services"]["gateway-1"]["helthcheck"] = broken["services"]["gateway-1"].pop("healthcheck")
+    check(errors(validator, broken), "the Compose schema rejects a misspelt key (validator works)")
+    found = errors(validator, doc)
+    check(not found, "deploy/compose.yaml validates against the Compose Specification schema" + "".join(f"\n      {e}" for e in found))
+
+
+def strict(node):
+    """Kubernetes prunes unknown fields of a CRD object and kubectl refuses them
+    (--validate=strict): close every object schema that lists its properties."""
+    if isinstance(node, dict):
+        if "properties" in node and "additionalProperties" not in node and not node.get("x-kubernetes-preserve-unknown-fields"):
+            node["additionalProperties"] = False
+        for v in node.values():
+            strict(v)
+    elif isinstance(node, list):
+        for v in node:
+            strict(v)
+    return node
+
+
+def k8s_validators():
+    bundle = load_schema("kubernetes-1.32-strict.json")
+    validators = {}
+    for key, schema in bundle["kinds"].items():
+        whole = dict(schema, **{"$defs": bundle["$defs"]})
+        validators[key] = jsonschema.Draft202012Validator(whole)
+    validators["keda.sh/v1alpha1/ScaledObject"] = jsonschema.Draft7Validator(strict(load_schema("keda-scaledobject-v1alpha1.json")))
+    return validators
+
+
+def render(kubectl, path):
+    r = subprocess.run([kubectl, "kustomize", path], capture_output=True, text=True, timeout=120)
+    if r.returncode != 0:
+        return None, r.stderr.strip()
+    return [d for d in yaml.safe_load_all(r.stdout) if d], ""
+
+
+def kustomize(check, kubectl):
+    validators = k8s_validators()
+    deployment = {"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "x"},
+                  "spec": {"selector": {}, "template": {"spec": {"containers": [{"name": "x", "imagePullPolicy": "Always", "livenesProbe": {}}]}}}}
+    check(errors(validators["apps/v1/Deployment"], deployment), "the Kubernetes schema rejects a misspelt probe (validator works)")
+    scaled = {"apiVersion": "keda.sh/v1alpha1", "kind": "ScaledObject", "metadata": {"name": "x"},
+              "spec": {"scaleTargetRef": {"name": "x"}, "triggers": [{"type": "prometheus", "metadata": {}}], "minReplicas": 1}}
+    check(errors(validators["keda.sh/v1alpha1/ScaledObject"], scaled), "the KEDA schema rejects an unknown field (validator works)")
+
+    with tempfile.TemporaryDirectory(prefix=".check-", dir=os.path.join(K8S, "overlays")) as hpa:
+        # The plain-HPA alternative, as an overlay would pick it.
+        with open(os.path.join(hpa, "kustomization.yaml"), "w") as f:
+            f.write("resources: [../../base]\ncomponents: [../../components/worker-hpa]\n")
+        targets = {"overlays/example": os.path.join(K8S, "overlays", "example"), "base + components/worker-hpa": hpa}
+        for label, path in targets.items():
+            docs, err = render(kubectl, path)
+            check(docs is not None, f"kubectl kustomize renders {label} {err}")
+            for doc in docs or []:
+                key = f"{doc.get('apiVersion')}/{doc.get('kind')}"
+                name = f"{label}: {doc.get('kind')} {doc.get('metadata', {}).get('name')}"
+                if key not in validators:
+                    check(False, f"{name}: no vendored schema for {key}")
+                    continue
+                found = errors(validators[key], doc)
+                check(not found, f"{name} validates" + "".join(f"\n      {e}" for e in found[:8]))
+            kinds = {d["kind"] for d in docs or []}
+            want = {"Deployment", "Service", "HorizontalPodAutoscaler", "PodDisruptionBudget", "Job", "Ingress", "NetworkPolicy", "ConfigMap"}
+            want |= {"ScaledObject", "Secret"} if label.startswith("overlays") else set()
+            check(want <= kinds, f"{label} has {sorted(want)} (missing: {sorted(want - kinds)})")
+
+
+def dockerfile(check, hadolint):
+    path = os.path.join(DEPLOY, "Dockerfile")
+    with tempfile.NamedTemporaryFile("w", suffix=".Dockerfile") as bad:
+        bad.write("FROM debian\nRUN cd /tmp && apt-get install curl\n")
+        bad.flush()
+        r = subprocess.run([hadolint, bad.name], capture_output=True, text=True)
+        check(r.returncode != 0, "hadolint rejects a bad Dockerfile (linter works)")
+    r = subprocess.run([hadolint, path], capture_output=True, text=True)
+    check(r.returncode == 0, "hadolint passes deploy/Dockerfile " + (r.stdout + r.stderr).strip())
+    with open(path) as f:
+        runs = " ".join(re.findall(r"^RUN\b(.*)$", f.read(), re.M))
+    with open(os.path.join(ROOT, "scripts", "run")) as f:
+        run_script = f.read()
+    check("scripts/build web" in runs and "scripts/build rust" in runs,
+          "the Dockerfile builds the web UI and the binary with scripts/build")
+    check(re.search(r"^scripts/build\s*$", run_script, re.M) is not None, "scripts/run builds with scripts/build")
+    check(not re.search(r"\b(npm (ci|install|run)|cargo build)\b", runs), "the Dockerfile runs no build command of its own besides scripts/build")
+
+
+def sse_proxy_settings(check):
+    """What SSE needs from a proxy that the native run cannot show (nginx 1.22
+    happens to pass event-stream chunks on promptly even when buffering, and a
+    read timeout only bites after it runs out): stated in both proxies' config."""
+    with open(os.path.join(DEPLOY, "nginx.conf")) as f:
+        conf = re.sub(r"#.*", "", f.read())
+    for directive in (r"proxy_buffering\s+off", r"proxy_read_timeout\s+(\d+h|\d{4,}s?)", r"proxy_http_version\s+1\.1",
+                      r'proxy_set_header\s+Connection\s+""', r"proxy_set_header\s+X-Forwarded-For\s",
+                      r"proxy_set_header\s+X-Forwarded-Proto\s", r"keepalive\s+\d+"):
+        check(re.search(directive, conf), f"deploy/nginx.conf has {directive.replace(chr(92) + 's+', ' ')}")
+    with open(os.path.join(K8S, "base", "ingress.yaml")) as f:
+        notes = yaml.safe_load(f)["metadata"]["annotations"]
+    prefix = "nginx.ingress.kubernetes.io/"
+    check(notes.get(prefix + "proxy-buffering") == "off", "the Ingress turns proxy buffering off")
+    check(int(notes.get(prefix + "proxy-read-timeout", "60")) >= 3600, "the Ingress keeps quiet streams open for an hour")
