@@ -13,8 +13,8 @@ use std::time::Duration;
 use anyhow::{Context, bail};
 use reqwest::{Response, StatusCode};
 use weft_shared::api::{
-    CreateSessionRequest, CreateUserRequest, LoginRequest, LoginResponse, MessageDto, MessageList,
-    SendMessageRequest, SessionDto,
+    ApprovalDecision, CreateSessionRequest, CreateUserRequest, DecideApprovalRequest, LoginRequest,
+    LoginResponse, MessageDto, MessageList, RunDto, SendMessageRequest, SessionDto,
 };
 
 /// Gateway base URLs, shared by every virtual user.
@@ -153,6 +153,24 @@ impl WeftClient {
     pub async fn cancel(&self, run: &str) -> anyhow::Result<()> {
         self.post(&format!("/v1/runs/{run}/cancel")).send().await?;
         Ok(())
+    }
+
+    /// `GET /v1/runs/{id}`.
+    pub async fn run(&self, id: &str) -> anyhow::Result<RunDto> {
+        ok_json(self.get(&format!("/v1/runs/{id}")).send().await?).await
+    }
+
+    /// `POST /v1/approvals/{id}`: the raw response (200 with the approval, or 409
+    /// saying what stands).
+    pub async fn decide(
+        &self,
+        approval: &str,
+        decision: ApprovalDecision,
+    ) -> reqwest::Result<Response> {
+        self.post(&format!("/v1/approvals/{approval}"))
+            .json(&DecideApprovalRequest { decision })
+            .send()
+            .await
     }
 
     pub async fn session(&self, id: &str) -> anyhow::Result<SessionDto> {

@@ -5,7 +5,7 @@
 //!   latency, load-factor and fault-injection knobs.
 //! * [`scenario`] / [`runner`] — virtual users that sign in, create sessions, send
 //!   messages and read the run's SSE exactly as the web UI does ([`turn`]), and
-//!   the six scenarios of `weft-loadtest run`.
+//!   the scenarios of `weft-loadtest run`.
 //! * [`stack`] / [`procs`] — the processes a benchmark starts itself, their chaos
 //!   levers, and their memory and CPU read from `/proc`.
 //! * [`langgraph`] — the same loop against LangGraph's server, for the comparison.

@@ -11,9 +11,10 @@ use weft_loadtest::client::Gateways;
 use weft_loadtest::langgraph::run_langgraph;
 use weft_loadtest::mock_llm::{self, FaultRates, MockLlmConfig};
 use weft_loadtest::runner::{RunContext, WeftTarget, run_weft};
+use weft_loadtest::scenario::approvals::ApprovalParams;
 use weft_loadtest::scenario::lark::LarkParams;
 use weft_loadtest::scenario::lark::launch::{self, LarkWeft};
-use weft_loadtest::scenario::{Params, Scenario};
+use weft_loadtest::scenario::{self, Params, Scenario};
 use weft_loadtest::stack::{Mode, Stack, StackOpts};
 use weft_loadtest::turn::TurnPlan;
 
@@ -35,7 +36,12 @@ enum Command {
     /// Run one scenario against a gateway (or a stack it starts with --weft-bin).
     /// `lark` pushes messages from a fake Lark to the Lark bot instead: run it
     /// with --weft-bin, or with --lark-listen against a weft started by hand.
-    Run(RunArgs),
+    /// `approvals` suspends --runs runs on a tool approval, reads the worker slots
+    /// they hold from --metrics-url, approves them all and checks every run: run
+    /// it with --gateway and an admin --token against a weft started with
+    /// WEFT_TOOLS__POLICIES__CURRENT_TIME=confirm and the per-user run limits off
+    /// (WEFT_LIMITS__ACTIVE_RUNS_PER_USER=0, WEFT_LIMITS__RUNS_PER_MINUTE_PER_USER=0).
+    Run(Box<RunArgs>),
     /// Run the standard suite in both modes and write BENCHMARKS.md.
     Bench(BenchOpts),
 }
@@ -83,9 +89,32 @@ struct RunArgs {
     token: Option<String>,
     #[arg(long)]
     shared_token: bool,
-    /// Virtual users (lark: conversations of the burst, one message each).
+    /// Virtual users (lark: conversations of the burst, one message each;
+    /// approvals: requests in flight at once, default 64).
     #[arg(long)]
     users: Option<usize>,
+    /// `approvals`: runs to suspend on an approval, then approve.
+    #[arg(long, default_value_t = 1000)]
+    runs: usize,
+    /// `approvals`: a worker's Prometheus `/metrics` URL (repeatable, one per
+    /// `weft worker --metrics-listen`); by default the first gateway's, which is
+    /// the worker's own in `weft up`.
+    #[arg(long = "metrics-url")]
+    metrics_urls: Vec<String>,
+    /// `approvals`: each worker's concurrency as configured
+    /// (`WEFT_WORKER__CONCURRENCY`), to set the slots held against.
+    #[arg(long)]
+    worker_concurrency: Option<u64>,
+    /// `approvals`: how long every run is held waiting while the worker slots
+    /// are sampled (every 100 ms).
+    #[arg(long, default_value_t = 3000)]
+    hold_ms: u64,
+    /// `approvals`: ordinary runs sent while every run waits (each must finish).
+    #[arg(long, default_value_t = 8)]
+    probe_runs: usize,
+    /// The report's label (default: the mode with --weft-bin, else `external`).
+    #[arg(long)]
+    label: Option<String>,
     /// Seconds of load (attach: how long clients are held).
     #[arg(long)]
     duration: Option<u64>,
@@ -102,7 +131,8 @@ struct RunArgs {
     #[arg(long, default_value_t = 1)]
     ramp: u64,
     /// Seconds a turn may take (default 60; lark: the longest wait for a probe's
-    /// final card, and for all of the burst's, default 120).
+    /// final card, and for all of the burst's, default 120; approvals: the
+    /// longest wait for one run in each phase, default 300).
     #[arg(long)]
     turn_timeout: Option<u64>,
     /// `lark`: messages sent one at a time before the burst of --users
@@ -171,7 +201,7 @@ async fn main() -> anyhow::Result<()> {
         .init();
     match Cli::parse().command {
         Command::MockLlm(a) => mock(a).await,
-        Command::Run(a) => run(a).await,
+        Command::Run(a) => run(*a).await,
         Command::Bench(o) => bench::run(o).await,
     }
 }
@@ -201,8 +231,10 @@ async fn mock(a: MockArgs) -> anyhow::Result<()> {
 }
 
 async fn run(a: RunArgs) -> anyhow::Result<()> {
-    if a.scenario == Scenario::Lark {
-        return lark(a).await;
+    match a.scenario {
+        Scenario::Lark => return lark(a).await,
+        Scenario::Approvals => return approvals(a).await,
+        _ => {}
     }
     let (users, secs, tokens, ttft, itl) = a.scenario.defaults();
     let p = Params {
@@ -253,7 +285,7 @@ async fn run(a: RunArgs) -> anyhow::Result<()> {
                 .into_iter()
                 .collect(),
             mock_url,
-            label: a.mode.name().into(),
+            label: a.label.clone().unwrap_or_else(|| a.mode.name().into()),
         };
         let r = run_weft(&p, &target, &ctx).await;
         drop(ctx);
@@ -279,7 +311,7 @@ async fn run(a: RunArgs) -> anyhow::Result<()> {
             &p,
             &target,
             &RunContext {
-                label: "external".into(),
+                label: a.label.clone().unwrap_or_else(|| "external".into()),
                 ..RunContext::default()
             },
         )
@@ -318,6 +350,39 @@ async fn lark(a: RunArgs) -> anyhow::Result<()> {
         ),
     };
     let report = launch::run(&p, weft, label).await?;
+    emit(&report, a.json.as_deref())
+}
+
+/// `run approvals`: against a weft started by hand (it must have the `confirm`
+/// policy for `current_time`, and its workers' `/metrics` must be reachable).
+async fn approvals(a: RunArgs) -> anyhow::Result<()> {
+    anyhow::ensure!(
+        a.weft_bin.is_none() && a.langgraph.is_none(),
+        "approvals runs against a weft started by hand: --gateway URL --token ADMIN_TOKEN \
+         [--metrics-url http://WORKER/metrics …] (see the Approvals section of BENCHMARKS.md)"
+    );
+    let (users, ..) = a.scenario.defaults();
+    let target = WeftTarget {
+        gateways: Gateways::new(a.gateways.clone())?,
+        token: a
+            .token
+            .clone()
+            .context("--token is needed with --gateway")?,
+        shared_token: a.shared_token,
+        accounts: a.accounts,
+    };
+    let p = ApprovalParams {
+        runs: a.runs,
+        clients: a.users.unwrap_or(users),
+        accounts: a.accounts,
+        metrics_urls: a.metrics_urls.clone(),
+        worker_concurrency: a.worker_concurrency,
+        hold: Duration::from_millis(a.hold_ms),
+        probe_runs: a.probe_runs,
+        timeout: Duration::from_secs(a.turn_timeout.unwrap_or(300)),
+    };
+    let label = a.label.clone().unwrap_or_else(|| "external".into());
+    let report = scenario::approvals::run(&target, &p, &label).await?;
     emit(&report, a.json.as_deref())
 }
 

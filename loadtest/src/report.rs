@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::mock_llm::StatsSnapshot;
 use crate::procs::ProcUsage;
+use crate::scenario::approvals::ApprovalsResult;
 use crate::scenario::lark::LarkResult;
 use crate::stats::{Samples, Summary};
 
@@ -65,6 +66,10 @@ pub struct Report {
     #[serde(skip_serializing_if = "Option::is_none")]
     #[serde(default)]
     pub lark: Option<LarkResult>,
+    /// The `approvals` scenario's numbers, which replace the closed loop's.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default)]
+    pub approvals: Option<ApprovalsResult>,
 }
 
 /// Every message checked through `GET /v1/sessions/{id}/messages`.
@@ -121,6 +126,21 @@ impl Report {
     /// The people-facing table.
     pub fn table(&self) -> String {
         let mut t = String::new();
+        if let Some(a) = &self.approvals {
+            let _ = writeln!(
+                t,
+                "== {} on {} ({}) — {} runs, {} requests in flight, {:.1} s",
+                self.scenario,
+                self.target,
+                self.label,
+                a.runs_requested,
+                self.users,
+                self.duration_s
+            );
+            a.write_table(&mut t);
+            self.write_processes(&mut t);
+            return t;
+        }
         let _ = writeln!(
             t,
             "== {} on {} ({}) — {} users, {:.1} s, replies of {} tokens (mock TTFT {} ms, ITL {} ms)",
@@ -138,6 +158,7 @@ impl Report {
             self.write_processes(&mut t);
             return t;
         }
+
         let _ = writeln!(
             t,
             "runs ok {}  failed {}  runs/s {:.1}  peak concurrent runs {}",

@@ -43,6 +43,10 @@ pub async fn run_weft(p: &Params, t: &WeftTarget, ctx: &RunContext) -> anyhow::R
         p.scenario != Scenario::Lark,
         "lark drives Weft through a fake Lark, not its HTTP API: see scenario::lark::launch"
     );
+    anyhow::ensure!(
+        p.scenario != Scenario::Approvals,
+        "approvals has phases of its own, not a closed loop: see scenario::approvals::run"
+    );
     let http = http_client();
     let mut rep = scenario::report_head(p, "weft", &ctx.label);
     let accounts = if p.scenario == Scenario::Attach {

@@ -15,6 +15,9 @@ pub struct Summary {
     pub mean: f64,
     pub p50: f64,
     pub p90: f64,
+    /// Absent from reports written before it was added.
+    #[serde(default)]
+    pub p95: f64,
     pub p99: f64,
     pub max: f64,
 }
@@ -37,6 +40,7 @@ impl Summary {
             mean: (sum as f64 / n as f64) / 1000.0,
             p50: at(0.50),
             p90: at(0.90),
+            p95: at(0.95),
             p99: at(0.99),
             max: samples[n - 1] as f64 / 1000.0,
         }
@@ -103,7 +107,10 @@ mod tests {
     fn percentiles_pick_the_nearest_rank() {
         let mut v: Vec<i64> = (1..=100).map(|i| i * 1000).collect();
         let s = Summary::of_micros(&mut v);
-        assert_eq!((s.p50, s.p90, s.p99, s.max), (50.0, 90.0, 99.0, 100.0));
+        assert_eq!(
+            (s.p50, s.p90, s.p95, s.p99, s.max),
+            (50.0, 90.0, 95.0, 99.0, 100.0)
+        );
         assert_eq!(Summary::of_micros(&mut []).count, 0);
     }
 }

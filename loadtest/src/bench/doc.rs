@@ -229,6 +229,17 @@ fn target_cell(outcomes: &[Outcome], mode: &str, s: Scenario) -> String {
             ),
             None => "no result".into(),
         },
+        Scenario::Approvals => match &r.approvals {
+            Some(a) => format!(
+                "{} runs waiting held {} worker slots; {} lost, {} duplicated",
+                a.suspended,
+                a.slots_held_while_waiting
+                    .map_or("unknown".to_owned(), |s| s.to_string()),
+                a.lost,
+                a.duplicated
+            ),
+            None => "no result".into(),
+        },
     }
 }
 

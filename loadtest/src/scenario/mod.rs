@@ -12,7 +12,10 @@
 //!   processes it started ([`chaos`]).
 //! * `lark` — messages pushed by a fake Lark to the Lark bot, measured at the
 //!   fake ([`lark`]).
+//! * `approvals` — many runs waiting for approval at once hold no worker slot,
+//!   and approving them all loses and duplicates nothing ([`approvals`]).
 
+pub mod approvals;
 pub mod attach;
 pub mod chaos;
 pub mod lark;
@@ -37,6 +40,7 @@ pub enum Scenario {
     Reconnect,
     Chaos,
     Lark,
+    Approvals,
 }
 
 impl Scenario {
@@ -49,11 +53,13 @@ impl Scenario {
             Scenario::Reconnect => "reconnect",
             Scenario::Chaos => "chaos",
             Scenario::Lark => "lark",
+            Scenario::Approvals => "approvals",
         }
     }
 
     /// (users, duration s, reply tokens, mock TTFT ms, mock ITL ms) unless overridden.
     /// `lark`: users are conversations of one message each, and there is no duration.
+    /// `approvals`: users are the requests in flight at once (its runs are `--runs`).
     pub fn defaults(self) -> (usize, u64, u32, u64, u64) {
         match self {
             Scenario::Latency => (50, 20, 50, 100, 25),
@@ -63,6 +69,7 @@ impl Scenario {
             Scenario::Reconnect => (20, 15, 50, 50, 10),
             Scenario::Chaos => (30, 60, 40, 50, 25),
             Scenario::Lark => (200, 0, 40, 100, 100),
+            Scenario::Approvals => (64, 0, 0, 0, 0),
         }
     }
 
