@@ -3,7 +3,8 @@
 //! `weft_queue_depth` (queued runs, as the reaper last counted them) and the
 //! counters that show a tool ran or an approval was asked for exactly once per
 //! run. Every given URL is scraped and the values are summed (one URL per worker;
-//! embedded mode has one process, whose gateway serves them).
+//! embedded mode has one process, whose gateway serves them), except the queue
+//! depth, which every worker's reaper counts for the one shared queue.
 //!
 //! A [`Sampler`] scrapes in the background for the whole scenario, so each phase
 //! can be read back afterwards: the peak while runs are suspending (the worker
@@ -24,6 +25,7 @@ pub struct Scrape {
     /// `weft_runs_executing`; `None` when a URL did not answer or no URL has the
     /// gauge (a gateway of the distributed mode: it executes nothing).
     pub executing: Option<i64>,
+    /// `weft_queue_depth`, the largest of the URLs' (each counts the queue).
     pub queue_depth: Option<i64>,
     /// `weft_tool_calls_total`, every label.
     pub tool_calls: Option<i64>,
@@ -56,13 +58,21 @@ impl Scraper {
                 None => return Scrape::default(),
             }
         }
+        let values = |name: &str| -> Vec<i64> {
+            texts
+                .iter()
+                .filter_map(|t| sum(t, name))
+                .map(|v| v.round() as i64)
+                .collect()
+        };
         let total = |name: &str| {
-            let values: Vec<f64> = texts.iter().filter_map(|t| sum(t, name)).collect();
-            (!values.is_empty()).then(|| values.iter().sum::<f64>().round() as i64)
+            let v = values(name);
+            (!v.is_empty()).then(|| v.iter().sum())
         };
         Scrape {
             executing: total("weft_runs_executing"),
-            queue_depth: total("weft_queue_depth"),
+            // Every worker's reaper counts the same shared queue: not a sum.
+            queue_depth: values("weft_queue_depth").into_iter().max(),
             tool_calls: total("weft_tool_calls_total").or(Some(0)),
             approvals_requested: total("weft_approvals_requested_total").or(Some(0)),
         }
