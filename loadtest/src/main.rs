@@ -106,8 +106,9 @@ struct RunArgs {
     #[arg(long)]
     worker_concurrency: Option<u64>,
     /// `approvals`: how long every run is held waiting while the worker slots
-    /// are sampled (every 100 ms).
-    #[arg(long, default_value_t = 3000)]
+    /// are sampled (every 100 ms); longer than the workers' reaper interval (5 s
+    /// by default), so the queue depth they report is counted within it.
+    #[arg(long, default_value_t = 6000)]
     hold_ms: u64,
     /// `approvals`: ordinary runs sent while every run waits (each must finish).
     #[arg(long, default_value_t = 8)]

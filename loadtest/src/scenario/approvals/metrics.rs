@@ -137,7 +137,10 @@ pub struct Window {
     pub samples: u64,
     pub known: u64,
     pub max_executing: Option<i64>,
-    pub max_queue_depth: Option<i64>,
+    /// The window's last known `weft_queue_depth`: the reapers set it once per
+    /// sweep, so only a window longer than their interval is sure to hold a
+    /// count taken inside it.
+    pub last_queue_depth: Option<i64>,
 }
 
 impl Sampler {
@@ -168,9 +171,7 @@ impl Sampler {
                 w.known += 1;
                 w.max_executing = Some(w.max_executing.map_or(e, |m| m.max(e)));
             }
-            if let Some(q) = s.queue_depth {
-                w.max_queue_depth = Some(w.max_queue_depth.map_or(q, |m| m.max(q)));
-            }
+            w.last_queue_depth = s.queue_depth.or(w.last_queue_depth);
         }
         w
     }

@@ -157,7 +157,7 @@ async fn hold_phase(
     (r.hold_samples, r.hold_samples_known) = (hold.samples, hold.known);
     // Every sample must have read the gauge: one blind sample could hide a slot.
     r.slots_held_while_waiting = hold.max_executing.filter(|_| hold.known == hold.samples);
-    r.queue_depth_while_waiting = hold.max_queue_depth;
+    r.queue_depth_after_hold = hold.last_queue_depth;
     r.still_waiting_after_hold = suspend::count_waiting(waiting, p.clients).await;
     let mut probe_ms = probes(clients, p.probe_runs, p.timeout).await;
     r.probe_runs_done = probe_ms.len() as u64;

@@ -37,8 +37,10 @@ pub struct ApprovalsResult {
     /// Most worker slots held at once while every run waited (must be 0);
     /// `None` when the gauge could not be read.
     pub slots_held_while_waiting: Option<i64>,
-    /// `weft_queue_depth` while they waited (the reaper's last count).
-    pub queue_depth_while_waiting: Option<i64>,
+    /// `weft_queue_depth` at the end of the hold: the reapers' last count of
+    /// queued runs (they count every `worker.reaper_interval_ms`, 5 s by default,
+    /// so a hold shorter than that may show a count from before it).
+    pub queue_depth_after_hold: Option<i64>,
     /// Runs still `waiting_approval` when the hold ended.
     pub still_waiting_after_hold: u64,
     /// Ordinary runs sent while every run waited; how many finished, how fast.
@@ -107,10 +109,10 @@ impl ApprovalsResult {
         );
         let _ = writeln!(
             t,
-            "peak executing while suspending {}, while resuming {}; queue depth while waiting {}; still waiting after the hold {}; ordinary runs meanwhile {}/{} done",
+            "peak executing while suspending {}, while resuming {}; queued runs after the hold {}; still waiting after the hold {}; ordinary runs meanwhile {}/{} done",
             known(self.peak_executing_while_suspending),
             known(self.peak_executing_while_resuming),
-            known(self.queue_depth_while_waiting),
+            known(self.queue_depth_after_hold),
             self.still_waiting_after_hold,
             self.probe_runs_done,
             self.probe_runs
