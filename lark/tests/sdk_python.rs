@@ -9,9 +9,12 @@ use std::process::Stdio;
 use std::time::Duration;
 
 use common::*;
+use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
+use weft_lark::card::{ApprovalAnswer, ApprovalCard};
 use weft_lark::fake::{FakeLark, FragmentOrder, PushOptions, sample_message_event};
+use weft_lark::rest::{MessageContent, ReceiveIdType};
 
 fn python() -> String {
     std::env::var("WEFT_PYTHON").unwrap_or_else(|_| "python3".into())
@@ -53,8 +56,25 @@ fn sdk(fake: &FakeLark, name: &str) -> Command {
     command
 }
 
+/// The next line the SDK script prints that starts with `prefix` (without it).
+async fn next_line_with(
+    lines: &mut tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
+    prefix: &str,
+) -> String {
+    loop {
+        let line = tokio::time::timeout(WAIT, lines.next_line())
+            .await
+            .unwrap_or_else(|_| panic!("the SDK never printed {prefix}"))
+            .unwrap()
+            .expect("SDK still running");
+        if let Some(rest) = line.strip_prefix(prefix) {
+            return rest.to_owned();
+        }
+    }
+}
+
 #[tokio::test]
-async fn official_sdk_websocket_receives_and_acks_events() {
+async fn official_sdk_websocket_receives_events_and_answers_clicks() {
     let fake = fake(fast_config()).await;
     let mut child: Child = sdk(&fake, "ws_receive.py").spawn().unwrap_or_else(|e| {
         panic!(
@@ -102,22 +122,63 @@ async fn official_sdk_websocket_receives_and_acks_events() {
         "SDK pings echo service_id"
     );
 
-    let mut received = Vec::new();
-    while received.len() < 2 {
-        let line = tokio::time::timeout(WAIT, lines.next_line())
-            .await
-            .expect("SDK prints received events")
-            .unwrap()
-            .expect("SDK still running");
-        if let Some(rest) = line.strip_prefix("RECEIVED ") {
-            received.push(rest.to_owned());
-        }
-    }
+    let mut received = vec![
+        next_line_with(&mut lines, "RECEIVED ").await,
+        next_line_with(&mut lines, "RECEIVED ").await,
+    ];
     received.sort();
     assert_eq!(
         received,
         vec![format!("{split} {}", long_text.len()), format!("{whole} 9")]
     );
+
+    // A button click on one of our approval cards reaches the SDK's callback
+    // handler; its answer rides back in the ack and replaces the card.
+    let open = ApprovalCard {
+        approval_id: "ap_sdk".into(),
+        tool: "current_time".into(),
+        args: json!({}),
+        context: serde_json::Map::new(),
+        answer: ApprovalAnswer::Open {
+            expires_in: Duration::from_secs(60),
+        },
+    };
+    let sent = rest(&fake)
+        .send_message(
+            ReceiveIdType::ChatId,
+            "oc_sdk",
+            &MessageContent::Interactive(open.render()),
+        )
+        .await
+        .unwrap();
+    let click = fake
+        .click_button(&sent.message_id, "ou_carol", "Approve")
+        .unwrap();
+    assert_eq!(
+        next_line_with(&mut lines, "CLICKED ").await,
+        format!("{click} ou_carol {} ap_sdk approve", sent.message_id)
+    );
+    let records = fake
+        .wait_until(WAIT, |r| r.acked(&click))
+        .await
+        .unwrap_or_else(|_| panic!("SDK click ack not accepted: {:?}", fake.records().pushes));
+    let answer = records
+        .ack_data(&click)
+        .expect("the answer rides in the ack");
+    assert_eq!(
+        answer["toast"],
+        json!({"type": "success", "content": "recorded"})
+    );
+    let replaced = json!({"schema": "2.0", "config": {"update_multi": true},
+        "body": {"elements": [{"tag": "markdown", "content": "approve by ou_carol"}]}});
+    assert_eq!(answer["card"], json!({"type": "raw", "data": replaced}));
+    let card = fake
+        .sent_messages()
+        .into_iter()
+        .find(|m| m.message_id == sent.message_id)
+        .unwrap();
+    assert_eq!(card.content, replaced);
+    assert!(records.bad_frames.is_empty(), "{:?}", records.bad_frames);
     child.kill().await.ok();
 }
 

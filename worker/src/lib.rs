@@ -126,15 +126,11 @@ impl Inner {
         now_ms() - self.deps.config.worker.stale_after_ms as i64
     }
 
-    /// Starts the Lark card of `run` when it belongs to a Lark conversation; the
-    /// returned token abandons it (this attempt will not end the run).
-    async fn follow_in_lark(&self, run: &RunId) -> Option<CancellationToken> {
-        let egress = self.lark.as_ref()?;
-        let target = egress.target(run).await?;
-        let abandon = CancellationToken::new();
-        self.tasks
-            .spawn(egress.clone().follow(run.clone(), target, abandon.clone()));
-        Some(abandon)
+    /// Starts the Lark card of `run` when it belongs to a Lark conversation
+    /// (before the attempt publishes anything); the handle tells the card how
+    /// the attempt left the run.
+    async fn follow_in_lark(&self, run: &RunId) -> Option<lark::CardFollower> {
+        self.lark.as_ref()?.start(&self.tasks, run).await
     }
 }
 
@@ -211,8 +207,11 @@ impl JobHandler for Handler {
                             agent::Execution::Abandoned
                         }
                     };
-                    if let (agent::Execution::Abandoned | agent::Execution::Waiting, Some(card)) = (execution, card) {
-                        card.cancel();
+                    match (execution, card) {
+                        (agent::Execution::Abandoned, Some(card)) => card.abandon(),
+                        // Buttons up; then the card only watches the waiting run.
+                        (agent::Execution::Waiting, Some(card)) => card.settle(),
+                        (agent::Execution::Ended, _) | (_, None) => {}
                     }
                     task_inner.running.lock().expect("running lock").remove(&id);
                     metrics::gauge!("weft_runs_executing").decrement(1.0);
@@ -391,10 +390,13 @@ pub async fn run(
             }));
             tools
         },
-        lark: deps.lark.clone().map(|sender| lark::LarkEgress {
-            sender,
-            store: deps.store.clone(),
-            bus: deps.bus.clone(),
+        lark: deps.lark.clone().map(|sender| {
+            lark::LarkEgress::new(
+                sender,
+                deps.store.clone(),
+                deps.bus.clone(),
+                shutdown.child_token(),
+            )
         }),
         mcp: (!cfg.mcp_servers.is_empty()).then(|| {
             weft_tools::mcp::McpHub::start(cfg.mcp_servers.clone(), shutdown.child_token())

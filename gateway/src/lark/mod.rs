@@ -16,9 +16,12 @@
 //!    message id as the idempotency key and multitask `enqueue`).
 //!
 //! Messages of one conversation are handled one at a time in arrival order (a
-//! per-chat lock in this process); the reply card is the worker's job.
+//! per-chat lock in this process); the reply card is the worker's job. Button
+//! clicks (`card.action.trigger`) are approvals, answered in their ack
+//! ([`approve`]).
 
 pub(crate) mod admin;
+mod approve;
 mod commands;
 mod handle;
 mod inbound;
@@ -31,7 +34,6 @@ use anyhow::Context;
 use tokio::sync::{OwnedMutexGuard, Semaphore, mpsc};
 use tokio::task::JoinHandle;
 use weft_lark::AppCredentials;
-use weft_lark::event::CardActionResponse;
 use weft_lark::rest::{RestClient, RestConfig};
 use weft_lark::sender::{RateAwareSender, RateLimits};
 use weft_lark::ws::{self, Delivery, WsConfig, WsError};
@@ -129,23 +131,17 @@ async fn dispatch(
 ) {
     let slots = Arc::new(Semaphore::new(CONCURRENT_EVENTS));
     while let Some(delivery) = deliveries.recv().await {
-        match delivery {
-            Delivery::Event(event) => {
-                let Ok(slot) = slots.clone().acquire_owned().await else {
-                    break;
-                };
-                let bot = bot.clone();
-                tokio::spawn(async move {
-                    bot.on_event(event.envelope).await;
-                    drop(slot);
-                });
+        let Ok(slot) = slots.clone().acquire_owned().await else {
+            break;
+        };
+        let bot = bot.clone();
+        tokio::spawn(async move {
+            match delivery {
+                Delivery::Event(event) => bot.on_event(event.envelope).await,
+                Delivery::CardAction(action) => bot.on_card_action(action).await,
             }
-            // Approval buttons come with a later release; answer in the ack.
-            Delivery::CardAction(action) => action.respond(CardActionResponse::toast(
-                "info",
-                "This button is not handled by this Weft version.",
-            )),
-        }
+            drop(slot);
+        });
     }
     match connection.await {
         Ok(Ok(())) => tracing::info!("lark long connection closed"),

@@ -2,13 +2,16 @@
 //!
 //! JSON 2.0 treats unknown properties as errors, so every builder emits only the
 //! documented fields: `schema`, `config`, `header{title,template}`, and
-//! `body.elements` of `markdown`, `hr` and `button`. Element ids follow Lark's rule
-//! (a letter, then `[A-Za-z0-9_]`, ≤ 20 chars) so CardKit can stream into them.
+//! `body.elements` of `markdown`, `hr`, and `column_set`/`column` holding
+//! `button`s. Element ids follow Lark's rule (a letter, then `[A-Za-z0-9_]`, ≤ 20
+//! chars) so CardKit can stream into them.
 
+pub mod approval;
 pub mod markdown;
 
 use serde_json::{Value, json};
 
+pub use approval::{ApprovalAnswer, ApprovalCard, ApprovalChoice, ApprovalClick};
 pub use markdown::MarkdownLimits;
 
 /// Element id of the streamed reply text.
@@ -40,6 +43,8 @@ impl CardState {
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ToolStatus {
+    /// Held until a person approves it.
+    AwaitingApproval,
     Running,
     Succeeded,
     Failed,
@@ -97,6 +102,7 @@ pub fn tool_progress(tools: &[ToolProgress]) -> Option<Value> {
         .iter()
         .map(|t| {
             let icon = match t.status {
+                ToolStatus::AwaitingApproval => "⏸",
                 ToolStatus::Running => "⏳",
                 ToolStatus::Succeeded => "✅",
                 ToolStatus::Failed => "❌",
@@ -144,43 +150,6 @@ impl ReplyCard {
                 card(&title, self.state.template(), streaming && i + 1 == count, summary, elements)
             })
             .collect()
-    }
-}
-
-/// A request for approval with Approve / Deny buttons. Clicking one sends a
-/// `card.action.trigger` whose `action.value` is `{"approval_id", "decision"}`.
-#[derive(Debug, Clone)]
-pub struct ApprovalCard {
-    pub title: String,
-    /// Markdown describing what is to be approved.
-    pub description: String,
-    pub approval_id: String,
-}
-
-impl ApprovalCard {
-    pub fn render(&self) -> Value {
-        let button = |label: &str, kind: &str, decision: &str| {
-            json!({
-                "tag": "button",
-                "element_id": format!("btn_{decision}"),
-                "text": {"tag": "plain_text", "content": label},
-                "type": kind,
-                "behaviors": [{"type": "callback", "value": {"approval_id": self.approval_id, "decision": decision}}],
-            })
-        };
-        let description =
-            markdown::sanitize(&self.description, MarkdownLimits::default().max_tables);
-        card(
-            &self.title,
-            CardState::AwaitingApproval.template(),
-            false,
-            &self.title,
-            vec![
-                markdown("approval_text", &description),
-                button("Approve", "primary", "approve"),
-                button("Deny", "danger", "deny"),
-            ],
-        )
     }
 }
 
@@ -257,18 +226,5 @@ mod tests {
         );
         assert_eq!(pages[0]["config"]["streaming_mode"], false);
         assert_eq!(pages.last().unwrap()["config"]["streaming_mode"], true);
-    }
-
-    #[test]
-    fn approval_buttons_carry_decision() {
-        let card = ApprovalCard {
-            title: "Run shell?".into(),
-            description: "`rm -rf x`".into(),
-            approval_id: "ap1".into(),
-        }
-        .render();
-        let elements = card["body"]["elements"].as_array().unwrap();
-        assert_eq!(elements[1]["behaviors"][0]["value"]["decision"], "approve");
-        assert_eq!(elements[2]["behaviors"][0]["value"]["approval_id"], "ap1");
     }
 }

@@ -6,12 +6,15 @@
 //! into out-of-order fragments, cluster-mode delivery to one connection, redelivery
 //! of unacked events, and the REST endpoints with their checks and rate limits.
 //! Every call and delivery attempt is recorded in [`Records`] so tests can assert
-//! on what a real Lark would have seen. Knobs ([`FakeLark::set_discovery`],
+//! on what a real Lark would have seen. Button clicks ([`FakeLark::click_button`])
+//! arrive as `card.action.trigger` pushes, and the card in a callback's ack
+//! replaces the clicked card. Knobs ([`FakeLark::set_discovery`],
 //! [`FakeLark::silence_connections`], ...) inject the failures real Lark produces.
 //!
 //! Codes the reference does not pin down (e.g. for a stale ticket) are marked
 //! "inferred" where they are produced.
 
+mod card_action;
 mod push;
 mod records;
 mod rest;
@@ -28,7 +31,8 @@ use tokio::net::TcpListener;
 use tokio::sync::{Notify, mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-pub use push::{FragmentOrder, PushOptions, sample_card_action, sample_message_event};
+pub use card_action::{ClickError, card_action_event, sample_card_action};
+pub use push::{FragmentOrder, PushOptions, sample_message_event};
 pub use records::{
     AckRecord, AttemptOutcome, FailReason, PingRecord, PushAttempt, Records, RestCall,
 };

@@ -66,24 +66,6 @@ pub fn sample_message_event(event_id: &str, message_id: &str, chat_id: &str, tex
     })
 }
 
-/// A `card.action.trigger` envelope for a button with `value`.
-pub fn sample_card_action(event_id: &str, open_message_id: &str, value: Value) -> Value {
-    json!({
-        "schema": "2.0",
-        "header": {
-            "event_id": event_id, "event_type": "card.action.trigger",
-            "create_time": now_ms().to_string(), "token": "", "app_id": "cli_fake_app", "tenant_key": "tenant_fake",
-        },
-        "event": {
-            "operator": {"tenant_key": "tenant_fake", "user_id": "u_fake", "open_id": "ou_fake", "union_id": "on_fake"},
-            "token": "c-fake",
-            "action": {"value": value, "tag": "button"},
-            "host": "im_message",
-            "context": {"open_message_id": open_message_id, "open_chat_id": "oc_fake"},
-        },
-    })
-}
-
 fn now_ms() -> u128 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -224,6 +206,9 @@ impl FakeLark {
                 Ok(Err(_)) | Err(_) => AttemptOutcome::Failed(FailReason::Timeout),
             };
             let finished = matches!(outcome, AttemptOutcome::Acked(_));
+            if let AttemptOutcome::Acked(ack) = &outcome {
+                self.apply_card_response(&payload, ack);
+            }
             self.settle(&event_id, attempt, outcome);
             let Some(delay) = delays.get(attempt as usize - 1).filter(|_| !finished) else {
                 return;

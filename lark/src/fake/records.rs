@@ -101,6 +101,16 @@ impl Records {
             .any(|p| matches!(&p.outcome, AttemptOutcome::Acked(a) if a.code == 200))
     }
 
+    /// The decoded `data` of the event's accepted ack (a card callback's answer).
+    pub fn ack_data(&self, event_id: &str) -> Option<&Value> {
+        self.attempts_of(event_id)
+            .into_iter()
+            .find_map(|p| match &p.outcome {
+                AttemptOutcome::Acked(a) if a.code == 200 => a.data.as_ref(),
+                _ => None,
+            })
+    }
+
     pub fn calls_to(&self, method: &str, path_prefix: &str) -> Vec<&RestCall> {
         self.calls
             .iter()

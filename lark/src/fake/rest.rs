@@ -19,6 +19,8 @@ use super::{FakeConfig, FakeLark, State as FakeState};
 mod cardkit;
 mod im;
 
+pub(crate) use im::check_card;
+
 const CODE_TOKEN_INVALID: i64 = 99991663;
 const CODE_RATE_LIMITED: i64 = 99991400;
 const CODE_VALIDATION: i64 = 99992402;
@@ -110,6 +112,11 @@ pub(crate) struct Reply {
 }
 
 impl Reply {
+    /// The Lark `code` of the answer.
+    pub fn code(&self) -> i64 {
+        self.code
+    }
+
     pub fn ok(data: Value) -> Self {
         Self {
             status: StatusCode::OK,

@@ -17,42 +17,93 @@
 //! tables, bad markdown) is re-rendered in simpler forms — tables as text, then
 //! the whole reply as plain text — so the user never sees "thinking…" forever.
 //! When the reply ends, the THINKING reactions on its messages are removed.
+//!
+//! **One follower per card.** A follower belongs to one attempt. When the
+//! attempt leaves the run to a person (approvals), its follower *settles*: it
+//! shows everything the attempt published — the reply card turns orange and an
+//! approval card with buttons is sent — and from then on only watches, holding
+//! no claim and no slot, for an end nobody else would show (a cancel while
+//! waiting). The attempt that resumes the run starts a new follower, which
+//! rebuilds the same view from the log and goes on patching the same card. In
+//! one process a new follower first waits until the previous one of its run has
+//! finished its call in flight; a follower that meets a later attempt's
+//! `run_started` in the log stops there, so across processes too the old one
+//! leaves the card to the new one ([`follow`]).
 
+mod driver;
+mod follow;
 mod view;
 
-use std::time::Duration;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 
-use futures::StreamExt;
-use serde_json::Value;
-use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
-use weft_lark::card::{MarkdownLimits, ReplyCard};
-use weft_lark::rest::{ErrorClass, Fallback, LarkError, MessageContent, ReceiveIdType, ReplyMode};
+use tokio_util::task::TaskTracker;
 use weft_lark::sender::RateAwareSender;
-use weft_shared::bus::{AttachItem, SharedBus, attach};
+use weft_shared::bus::SharedBus;
 use weft_shared::ids::RunId;
 use weft_shared::store::{LarkTarget, Store, retrying};
 
-use view::ReplyView;
-
-/// How often a silent run's log is re-read (as the gateway's SSE does).
-const IDLE: Duration = Duration::from_secs(15);
-/// Retries of one card update after a retryable error before it is given up.
-const MAX_RETRIES: u32 = 8;
-const BACKOFF_BASE: Duration = Duration::from_millis(500);
-const BACKOFF_CAP: Duration = Duration::from_secs(10);
+use follow::Signals;
 
 /// What the egress needs; cheap to clone.
 #[derive(Clone)]
 pub struct LarkEgress {
-    pub sender: RateAwareSender,
-    pub store: Store,
-    pub bus: SharedBus,
+    sender: RateAwareSender,
+    store: Store,
+    bus: SharedBus,
+    followers: Arc<Mutex<HashMap<RunId, Running>>>,
+    /// The worker shuts down: followers that only watch a waiting run stop.
+    shutdown: CancellationToken,
+}
+
+/// A follower at work in this process.
+struct Running {
+    id: u64,
+    leave: CancellationToken,
+    /// Cancelled when the follower has made its last Lark call.
+    finished: CancellationToken,
+}
+
+/// The executing attempt's handle on its run's card follower.
+pub(crate) struct CardFollower {
+    leave: CancellationToken,
+    settle: CancellationToken,
+}
+
+impl CardFollower {
+    /// This attempt gave the run up (another attempt goes on): stop after the
+    /// Lark call in flight.
+    pub(crate) fn abandon(&self) {
+        self.leave.cancel();
+    }
+
+    /// The run now waits for approvals: show everything this attempt
+    /// published (buttons included), then only watch for an end that no other
+    /// attempt will show.
+    pub(crate) fn settle(&self) {
+        self.settle.cancel();
+    }
 }
 
 impl LarkEgress {
+    pub fn new(
+        sender: RateAwareSender,
+        store: Store,
+        bus: SharedBus,
+        shutdown: CancellationToken,
+    ) -> Self {
+        LarkEgress {
+            sender,
+            store,
+            bus,
+            followers: Arc::default(),
+            shutdown,
+        }
+    }
+
     /// Where `run` replies, when it belongs to a Lark conversation.
-    pub(crate) async fn target(&self, run: &RunId) -> Option<LarkTarget> {
+    async fn target(&self, run: &RunId) -> Option<LarkTarget> {
         match retrying("lark target", || self.store.lark_target(run)).await {
             Ok(target) => target,
             Err(e) => {
@@ -62,49 +113,63 @@ impl LarkEgress {
         }
     }
 
-    /// Streams `run`'s reply into its cards until the reply ends, or until
-    /// `abandon` fires (this attempt gave the run up: the next one takes over).
-    pub(crate) async fn follow(self, run: RunId, target: LarkTarget, abandon: CancellationToken) {
-        let events = match attach(self.bus.clone(), run.clone(), 0, IDLE).await {
-            Ok(events) => events,
-            Err(e) => {
-                tracing::warn!(run.id = %run, error = %e, "lark card cannot follow the run");
-                return;
-            }
+    /// Starts the card follower of the attempt that just claimed `run`, when
+    /// the run belongs to a Lark conversation. Call it before the attempt
+    /// publishes anything: the log's end now tells this attempt's events apart
+    /// from earlier ones.
+    pub(crate) async fn start(&self, tasks: &TaskTracker, run: &RunId) -> Option<CardFollower> {
+        let target = self.target(run).await?;
+        // Unknown (bus trouble): earlier attempts cannot be told apart, so the
+        // follower does not watch for later ones either.
+        let before = self.bus.last_seq(run).await.ok();
+        static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+        let me = Running {
+            id: NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            leave: CancellationToken::new(),
+            finished: CancellationToken::new(),
         };
-        let (views, latest) = watch::channel(ReplyView::default());
-        let driver = Driver {
-            egress: self.clone(),
-            run: run.clone(),
-            target,
-            sent: Vec::new(),
-            fallback: 0,
+        let handle = CardFollower {
+            leave: me.leave.clone(),
+            settle: CancellationToken::new(),
         };
-        let driving = tokio::spawn(driver.drive(latest));
-        let mut events = std::pin::pin!(events.take_until(abandon.clone().cancelled_owned()));
-        let mut view = ReplyView::default();
-        while let Some(item) = events.next().await {
-            let AttachItem::Frame(frame) = item else {
-                continue;
-            };
-            let Some(event) = frame.decode() else {
-                continue;
-            };
-            view.apply(&event);
-            views.send_replace(view.clone());
-            if view.is_final() {
-                break;
+        // Cancelled when the task ends, however (a panic, a dropped task): a
+        // successor must never wait forever.
+        let finished = me.finished.clone().drop_guard();
+        let (id, leave) = (me.id, me.leave.clone());
+        let prior = self
+            .followers
+            .lock()
+            .expect("followers lock")
+            .insert(run.clone(), me);
+        if let Some(prior) = &prior {
+            prior.leave.cancel();
+        }
+        let (egress, run, settle) = (self.clone(), run.clone(), handle.settle.clone());
+        tasks.spawn(async move {
+            if let Some(prior) = prior {
+                prior.finished.cancelled().await;
             }
-        }
-        drop(views);
-        if !view.is_final() {
-            driving.abort();
-            return;
-        }
-        if driving.await.is_err() {
-            tracing::warn!(run.id = %run, "lark card driver failed");
-        }
-        match self.store.take_lark_reactions(&run).await {
+            let signals = Signals {
+                leave,
+                settle,
+                shutdown: egress.shutdown.clone(),
+            };
+            egress
+                .clone()
+                .follow(run.clone(), target, before, signals)
+                .await;
+            drop(finished);
+            let mut followers = egress.followers.lock().expect("followers lock");
+            if followers.get(&run).is_some_and(|f| f.id == id) {
+                followers.remove(&run);
+            }
+        });
+        Some(handle)
+    }
+
+    /// The reply ended: the THINKING reactions on its messages come off.
+    async fn end_reactions(&self, run: &RunId) {
+        match self.store.take_lark_reactions(run).await {
             Ok(reactions) => {
                 for (message, reaction) in reactions {
                     if let Err(e) = self.sender.remove_reaction(&message, &reaction).await {
@@ -117,182 +182,4 @@ impl LarkEgress {
             }
         }
     }
-}
-
-/// Sends views to Lark, newest first, until the final one is shown.
-struct Driver {
-    egress: LarkEgress,
-    run: RunId,
-    target: LarkTarget,
-    /// What each card (by page) shows now.
-    sent: Vec<Value>,
-    /// 0: as rendered; 1: tables as text; 2: the whole reply as plain text.
-    fallback: u8,
-}
-
-enum SyncError {
-    /// Try again after the delay, with whatever view is newest then.
-    Retry(LarkError),
-    /// Lark will not take this update; later ones may differ.
-    GiveUp(LarkError),
-}
-
-impl Driver {
-    async fn drive(mut self, mut latest: watch::Receiver<ReplyView>) {
-        let mut retries = 0u32;
-        loop {
-            let view = latest.borrow_and_update().clone();
-            match self.sync(&view).await {
-                Ok(()) => {
-                    retries = 0;
-                    if view.is_final() {
-                        return;
-                    }
-                }
-                Err(SyncError::Retry(e)) if retries < MAX_RETRIES => {
-                    let delay = (BACKOFF_BASE * 2u32.pow(retries)).min(BACKOFF_CAP);
-                    retries += 1;
-                    tracing::warn!(run.id = %self.run, error = %e, delay_ms = delay.as_millis() as u64, "lark card update failed; retrying");
-                    tokio::time::sleep(delay).await;
-                    continue;
-                }
-                Err(SyncError::Retry(e) | SyncError::GiveUp(e)) => {
-                    tracing::error!(run.id = %self.run, error = %e, "lark card update given up");
-                    retries = 0;
-                    if view.is_final() {
-                        return;
-                    }
-                }
-            }
-            // The sender already paced us; wait for something new to show. The
-            // reader drops its end after the final view (seen here first) or when
-            // the attempt is abandoned.
-            if latest.changed().await.is_err() {
-                return;
-            }
-        }
-    }
-
-    /// Makes the cards show `view`: patches the changed pages, creates missing ones.
-    async fn sync(&mut self, view: &ReplyView) -> Result<(), SyncError> {
-        loop {
-            let pages = self.render(view.card());
-            match self.push_pages(pages).await {
-                Err(SyncError::GiveUp(e)) if refused_content(&e) && self.fallback < 2 => {
-                    self.fallback += 1;
-                    tracing::warn!(run.id = %self.run, error = %e, level = self.fallback, "lark refused the card; simplifying it");
-                }
-                other => return other,
-            }
-        }
-    }
-
-    fn render(&self, mut card: ReplyCard) -> Vec<Value> {
-        let mut limits = MarkdownLimits::default();
-        if self.fallback >= 1 {
-            limits.max_tables = 0;
-        }
-        if self.fallback >= 2 {
-            card.body = format!("```text\n{}\n```", card.body.replace("```", "'''"));
-        }
-        card.render(limits)
-    }
-
-    async fn push_pages(&mut self, pages: Vec<Value>) -> Result<(), SyncError> {
-        for (page, card) in pages.into_iter().enumerate() {
-            if self.sent.get(page) == Some(&card) {
-                continue;
-            }
-            match self.target.cards.get(page).cloned() {
-                Some(message) => self
-                    .egress
-                    .sender
-                    .patch_card(&message, &card)
-                    .await
-                    .map_err(classify)?,
-                None => self.create(page, &card).await?,
-            }
-            if page < self.sent.len() {
-                self.sent[page] = card;
-            } else {
-                self.sent.push(card);
-            }
-        }
-        Ok(())
-    }
-
-    /// Sends page `page` as a new card and records it on the run.
-    async fn create(&mut self, page: usize, card: &Value) -> Result<(), SyncError> {
-        let content = MessageContent::Interactive(card.clone());
-        let chat = &self.target.chat;
-        let uuid = format!("weft-{}-{page}", self.run.0.replace('-', ""));
-        let sender = &self.egress.sender;
-        let sent = match &self.target.reply_to {
-            Some(message) => {
-                let mode = if chat.thread_id.is_empty() {
-                    ReplyMode::Inline
-                } else {
-                    ReplyMode::InThread
-                };
-                match sender
-                    .reply_message_once(&chat.chat_id, message, &content, mode, &uuid)
-                    .await
-                {
-                    Err(e) if e.class() == ErrorClass::Fallback(Fallback::ReplyTargetGone) => {
-                        self.target.reply_to = None;
-                        sender
-                            .send_message_once(
-                                ReceiveIdType::ChatId,
-                                &chat.chat_id,
-                                &content,
-                                &uuid,
-                            )
-                            .await
-                    }
-                    other => other,
-                }
-            }
-            None => {
-                sender
-                    .send_message_once(ReceiveIdType::ChatId, &chat.chat_id, &content, &uuid)
-                    .await
-            }
-        }
-        .map_err(classify)?;
-        match self
-            .egress
-            .store
-            .add_lark_card(&self.run, &self.target.cards, &sent.message_id)
-            .await
-        {
-            Ok(cards) => self.target.cards = cards,
-            Err(e) => {
-                tracing::warn!(run.id = %self.run, error = %e, "recording the lark card failed");
-                self.target.cards.push(sent.message_id.clone());
-            }
-        }
-        // A card recorded by a racing attempt is patched to this content next time.
-        if self.target.cards.get(page) != Some(&sent.message_id) {
-            return Err(SyncError::Retry(LarkError::Decode {
-                status: 0,
-                detail: "another attempt recorded a card first".into(),
-            }));
-        }
-        Ok(())
-    }
-}
-
-fn classify(e: LarkError) -> SyncError {
-    match e.class() {
-        ErrorClass::Retryable => SyncError::Retry(e),
-        _ => SyncError::GiveUp(e),
-    }
-}
-
-/// Lark refused the card's content (not the request's target or rights).
-fn refused_content(e: &LarkError) -> bool {
-    matches!(
-        e.class(),
-        ErrorClass::Fallback(Fallback::CardRejected | Fallback::FormatRejected)
-    )
 }

@@ -3,9 +3,14 @@
 //! {resume_step}` drops what earlier attempts showed for steps ≥ `resume_step`,
 //! `retrying {step}` drops that step's text so far. Pure, so a card rebuilt from
 //! the whole log by a new worker after a crash is the card the old one showed.
+//!
+//! A call held for approval is a tool line that says so (and, once answered, who
+//! answered); the buttons live on a card of their own per approval
+//! ([`ReplyView::open_approvals`] lists the ones to show).
 
 use std::collections::BTreeMap;
 
+use weft_lark::card::markdown::neutralize_mentions;
 use weft_lark::card::{CardState, ReplyCard, ToolProgress, ToolStatus};
 use weft_shared::api::UsageDto;
 use weft_shared::event::{EventKind, RunEvent};
@@ -31,6 +36,34 @@ struct ToolLine {
     args: String,
     /// `None` while running; then whether it succeeded and how long it took.
     ended: Option<(bool, u64)>,
+    /// Set when the call needed a person's approval.
+    approval: Option<Approval>,
+}
+
+/// Where a call's approval stands.
+#[derive(Debug, Clone, PartialEq)]
+enum Approval {
+    Waiting,
+    /// `approved`, `denied` or `expired`, and by whom.
+    Answered {
+        decision: String,
+        by: Option<String>,
+    },
+}
+
+/// An approval a person is asked for, as `approval_required` announced it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ApprovalRequest {
+    /// The seq of its `approval_required`.
+    pub seq: u64,
+    pub approval_id: String,
+    pub step: u32,
+    pub call_id: String,
+    pub name: String,
+    pub args: serde_json::Value,
+    /// Unix ms.
+    pub expires_at: i64,
+    answered: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -38,6 +71,7 @@ pub struct ReplyView {
     pub phase: Phase,
     text: BTreeMap<u32, String>,
     tools: Vec<ToolLine>,
+    approvals: Vec<ApprovalRequest>,
     footer: Option<String>,
     error: Option<String>,
 }
@@ -48,6 +82,7 @@ impl Default for ReplyView {
             phase: Phase::Thinking,
             text: BTreeMap::new(),
             tools: Vec::new(),
+            approvals: Vec::new(),
             footer: None,
             error: None,
         }
@@ -60,6 +95,7 @@ impl ReplyView {
             EventKind::RunStarted { resume_step, .. } => {
                 self.text.retain(|step, _| step < resume_step);
                 self.tools.retain(|t| t.step < *resume_step);
+                self.approvals.retain(|a| a.step < *resume_step);
             }
             EventKind::Text { step, delta } => {
                 self.text.entry(*step).or_default().push_str(delta);
@@ -73,13 +109,68 @@ impl ReplyView {
                 call_id,
                 name,
                 args,
-            } => self.tools.push(ToolLine {
-                step: *step,
-                call_id: call_id.clone(),
-                name: name.clone(),
-                args: short(&args.to_string()),
-                ended: None,
-            }),
+            } => match self.tools.iter_mut().find(|t| &t.call_id == call_id) {
+                // The call was held for approval and now runs.
+                Some(line) => line.ended = None,
+                None => self.tools.push(ToolLine {
+                    step: *step,
+                    call_id: call_id.clone(),
+                    name: name.clone(),
+                    args: short(&args.to_string()),
+                    ended: None,
+                    approval: None,
+                }),
+            },
+            EventKind::ApprovalRequired {
+                step,
+                approval_id,
+                call_id,
+                name,
+                args,
+                expires_at,
+            } => {
+                self.tools.retain(|t| &t.call_id != call_id);
+                self.tools.push(ToolLine {
+                    step: *step,
+                    call_id: call_id.clone(),
+                    name: name.clone(),
+                    args: short(&args.to_string()),
+                    ended: None,
+                    approval: Some(Approval::Waiting),
+                });
+                self.approvals.retain(|a| &a.approval_id != approval_id);
+                self.approvals.push(ApprovalRequest {
+                    seq: event.seq,
+                    approval_id: approval_id.clone(),
+                    step: *step,
+                    call_id: call_id.clone(),
+                    name: name.clone(),
+                    args: args.clone(),
+                    expires_at: *expires_at,
+                    answered: false,
+                });
+            }
+            EventKind::ApprovalDecided {
+                approval_id,
+                call_id,
+                decision,
+                by,
+                ..
+            } => {
+                if let Some(line) = self.tools.iter_mut().find(|t| &t.call_id == call_id) {
+                    line.approval = Some(Approval::Answered {
+                        decision: decision.clone(),
+                        by: by.clone(),
+                    });
+                }
+                if let Some(request) = self
+                    .approvals
+                    .iter_mut()
+                    .find(|a| &a.approval_id == approval_id)
+                {
+                    request.answered = true;
+                }
+            }
             EventKind::ToolEnd {
                 call_id,
                 ok,
@@ -105,17 +196,22 @@ impl ReplyView {
                 self.error = Some(e.message.clone());
             }
             EventKind::Cancelled { .. } => self.phase = Phase::Cancelled,
-            EventKind::Thinking { .. }
-            | EventKind::ApprovalRequired { .. }
-            | EventKind::ApprovalDecided { .. }
-            | EventKind::Usage(_)
-            | EventKind::Heartbeat { .. } => {}
+            EventKind::Thinking { .. } | EventKind::Usage(_) | EventKind::Heartbeat { .. } => {}
         }
     }
 
     /// Whether the reply has ended (the card shows its last state).
     pub fn is_final(&self) -> bool {
         matches!(self.phase, Phase::Done | Phase::Failed | Phase::Cancelled)
+    }
+
+    /// Approvals still waiting for a person while the reply goes on: the ones
+    /// whose buttons must be on screen.
+    pub fn open_approvals(&self) -> Vec<&ApprovalRequest> {
+        if self.is_final() {
+            return Vec::new();
+        }
+        self.approvals.iter().filter(|a| !a.answered).collect()
     }
 
     /// The reply's text so far, all steps in order.
@@ -130,7 +226,12 @@ impl ReplyView {
 
     pub fn card(&self) -> ReplyCard {
         let mut body = self.body();
+        let waiting = !self.open_approvals().is_empty();
         let state = match self.phase {
+            Phase::Thinking | Phase::Streaming if waiting => {
+                push_paragraph(&mut body, "_⏸ waiting for approval_");
+                CardState::AwaitingApproval
+            }
             Phase::Thinking => CardState::Thinking,
             Phase::Streaming => CardState::Streaming,
             Phase::Done => CardState::Done,
@@ -156,21 +257,34 @@ impl ReplyView {
 
 impl ToolLine {
     fn progress(&self) -> ToolProgress {
-        let (status, detail) = match self.ended {
-            None => (ToolStatus::Running, self.args.clone()),
-            Some((ok, ms)) => (
-                if ok {
-                    ToolStatus::Succeeded
-                } else {
-                    ToolStatus::Failed
-                },
-                format!("{} · {}", self.args, seconds(ms)),
-            ),
+        let note = self.approval.as_ref().map(|a| match a {
+            Approval::Waiting => "waiting for approval".to_owned(),
+            Approval::Answered { decision, by } => match by {
+                Some(by) => format!("{decision} by {by}"),
+                None => decision.clone(),
+            },
+        });
+        let refused = matches!(&self.approval, Some(Approval::Answered { decision, .. }) if decision != "approved");
+        let status = match (self.ended, &self.approval) {
+            (Some((true, _)), _) => ToolStatus::Succeeded,
+            (Some((false, _)), _) => ToolStatus::Failed,
+            (None, Some(Approval::Waiting)) => ToolStatus::AwaitingApproval,
+            (None, _) if refused => ToolStatus::Failed,
+            (None, _) => ToolStatus::Running,
         };
+        let parts: Vec<String> = [
+            Some(self.args.clone()),
+            note,
+            self.ended.map(|(_, ms)| seconds(ms)),
+        ]
+        .into_iter()
+        .flatten()
+        .filter(|p| !p.is_empty())
+        .collect();
         ToolProgress {
             name: self.name.clone(),
             status,
-            detail,
+            detail: parts.join(" · "),
         }
     }
 }
@@ -192,7 +306,8 @@ fn short(args: &str) -> String {
     if args.chars().count() > ARGS_PREVIEW {
         out.push('…');
     }
-    out.replace('`', "'")
+    // Model-made arguments must not mention anyone (`<at id=all>`).
+    neutralize_mentions(&out.replace('`', "'"))
 }
 
 fn seconds(ms: u64) -> String {
@@ -217,131 +332,4 @@ fn footer(model: &str, usage: &UsageDto, ttft_ms: Option<u64>, duration_ms: u64)
 }
 
 #[cfg(test)]
-mod tests {
-    use serde_json::json;
-    use weft_shared::api::ErrorBody;
-    use weft_shared::ids::{MessageId, RunId, SessionId};
-
-    use super::*;
-
-    fn ev(seq: u64, kind: EventKind) -> RunEvent {
-        RunEvent {
-            run_id: RunId("r".into()),
-            seq,
-            ts: 0,
-            kind,
-        }
-    }
-
-    fn started(attempt: u32, resume_step: u32) -> EventKind {
-        EventKind::RunStarted {
-            session_id: SessionId("s".into()),
-            model: "mock".into(),
-            attempt,
-            resume_step,
-        }
-    }
-
-    fn text(step: u32, delta: &str) -> EventKind {
-        EventKind::Text {
-            step,
-            delta: delta.into(),
-        }
-    }
-
-    #[test]
-    fn a_reply_streams_shows_tools_and_ends_with_a_footer() {
-        let mut v = ReplyView::default();
-        v.apply(&ev(1, started(1, 1)));
-        assert_eq!(v.card().state, CardState::Thinking);
-        v.apply(&ev(
-            2,
-            EventKind::ToolStart {
-                step: 1,
-                call_id: "c".into(),
-                name: "current_time".into(),
-                args: json!({"tz": "UTC"}),
-            },
-        ));
-        assert_eq!(v.card().tools[0].status, ToolStatus::Running);
-        v.apply(&ev(
-            3,
-            EventKind::ToolEnd {
-                step: 1,
-                call_id: "c".into(),
-                name: "current_time".into(),
-                ok: true,
-                output: "x".into(),
-                duration_ms: 12,
-            },
-        ));
-        v.apply(&ev(4, text(2, "Hello ")));
-        v.apply(&ev(5, text(2, "world")));
-        let usage = UsageDto {
-            input: 10,
-            output: 20,
-            ..UsageDto::default()
-        };
-        v.apply(&ev(
-            6,
-            EventKind::Done {
-                message_id: MessageId("m".into()),
-                model: "mock".into(),
-                usage,
-                ttft_ms: Some(0),
-                duration_ms: 2000,
-            },
-        ));
-        let card = v.card();
-        assert!(v.is_final());
-        assert_eq!(card.state, CardState::Done);
-        assert_eq!(card.body, "Hello world");
-        assert_eq!(card.tools[0].status, ToolStatus::Succeeded);
-        assert_eq!(card.tools[0].detail, r#"{"tz":"UTC"} · 12 ms"#);
-        assert_eq!(
-            card.footer.as_deref(),
-            Some("2.0 s · 10 → 20 tokens · 10.0 tok/s · mock")
-        );
-    }
-
-    #[test]
-    fn a_new_attempt_replaces_what_the_old_one_showed_of_its_steps() {
-        let mut v = ReplyView::default();
-        v.apply(&ev(1, started(1, 1)));
-        v.apply(&ev(2, text(1, "step one ")));
-        v.apply(&ev(3, text(2, "half of two")));
-        v.apply(&ev(4, started(2, 2)));
-        v.apply(&ev(5, text(2, "all of two")));
-        assert_eq!(v.body(), "step one\n\nall of two");
-        v.apply(&ev(
-            6,
-            EventKind::Retrying {
-                step: 2,
-                attempt: 1,
-                reason: "503".into(),
-                delay_ms: 1,
-            },
-        ));
-        v.apply(&ev(7, text(2, "again")));
-        assert_eq!(v.body(), "step one\n\nagain");
-    }
-
-    #[test]
-    fn failures_and_cancels_keep_the_partial_text() {
-        let mut v = ReplyView::default();
-        v.apply(&ev(1, text(1, "partial")));
-        let mut failed = v.clone();
-        failed.apply(&ev(
-            2,
-            EventKind::Error(ErrorBody {
-                code: "upstream_error".into(),
-                message: "boom".into(),
-            }),
-        ));
-        assert_eq!(failed.card().state, CardState::Failed);
-        assert_eq!(failed.card().body, "partial\n\n**❌ boom**");
-        v.apply(&ev(2, EventKind::Cancelled { by: "lark".into() }));
-        assert_eq!(v.card().state, CardState::Cancelled);
-        assert_eq!(v.card().body, "partial\n\n_🛑 stopped_");
-    }
-}
+mod tests;

@@ -1,0 +1,317 @@
+//! Steering the bot from the chat: stop words, `/flush`, the other commands, limits, and a Lark identity linked to an account.
+
+use serde_json::{Value, json};
+use weft_lark::fake::PushOptions;
+
+use super::world::*;
+use crate::both_backends;
+use crate::harness::*;
+
+both_backends!(
+    stop_word_cancels_and_the_card_says_stopped,
+    flush_answers_the_queue_at_once,
+    commands_and_unreadable_messages,
+    limits_answer_with_a_friendly_card,
+    linked_user_sees_the_lark_session_live,
+);
+
+async fn stop_word_cancels_and_the_card_says_stopped(b: Backend) {
+    let mut w = LarkWorld::start(b).await;
+    let long = w.dm("ou_alice", "@mock.tokens 400 @mock.delay 0 25");
+    w.until("text on the card", |_| {
+        w.replies(&long)
+            .into_iter()
+            .find(|m| !body(m).is_empty() && body(m) != "…")
+    })
+    .await;
+    let stop = w.dm("ou_alice", "停");
+    let card = w.final_card(&long).await;
+    assert_eq!(template(&card), "grey");
+    let text = body(&card);
+    assert!(
+        text.starts_with("w1 w2") && text.ends_with("_🛑 stopped_"),
+        "{text}"
+    );
+    assert!(!text.contains("w400"), "stopped before the end");
+    let answer = w
+        .until("the stop answer", |_| w.replies(&stop).into_iter().next())
+        .await;
+    assert_eq!(notice(&answer), "🛑 已停止");
+    // With nothing running a stop word is just text for the agent.
+    let idle = w.dm("ou_alice", "stop");
+    assert_eq!(body(&w.final_card(&idle).await), "You said: stop");
+}
+
+async fn flush_answers_the_queue_at_once(b: Backend) {
+    let mut w = LarkWorld::start(b).await;
+    let long = w.dm("ou_alice", "@mock.tokens 400 @mock.delay 0 25");
+    w.until("the card", |_| w.replies(&long).into_iter().next())
+        .await;
+    let second = w.dm("ou_alice", "second");
+    let third = w.dm("ou_alice", "third");
+    // Both wait behind the long reply (their THINKING reactions show that).
+    w.until("both queued", |f| {
+        let r = f.records();
+        [&second, &third]
+            .iter()
+            .all(|m| {
+                !r.calls_to("POST", &format!("/open-apis/im/v1/messages/{m}/reactions"))
+                    .is_empty()
+            })
+            .then_some(())
+    })
+    .await;
+    let flush = w.dm("ou_alice", "/flush");
+    assert_eq!(template(&w.final_card(&long).await), "grey");
+    let merged = w.final_card(&third).await;
+    assert_eq!(template(&merged), "green");
+    assert!(body(&merged).starts_with("You said:"), "{}", body(&merged));
+    assert!(
+        w.replies(&second).is_empty(),
+        "the queue is answered once, in one card"
+    );
+    assert!(notice(&w.replies(&flush)[0]).contains("stopped"));
+    let records = w.fake.records();
+    assert!(
+        records
+            .calls_to(
+                "POST",
+                &format!("/open-apis/im/v1/messages/{flush}/reactions")
+            )
+            .is_empty(),
+        "commands get no reaction"
+    );
+    w.until("reactions removed", |f| {
+        f.live_reactions().is_empty().then_some(())
+    })
+    .await;
+}
+
+async fn commands_and_unreadable_messages(b: Backend) {
+    let mut w = LarkWorld::start(b).await;
+    let first = w.dm("ou_alice", "first conversation");
+    w.final_card(&first).await;
+    let help = w.dm("ou_alice", "/help");
+    let help_card = w
+        .until("help", |_| w.replies(&help).into_iter().next())
+        .await;
+    assert!(notice(&help_card).contains("/flush"));
+    let new = w.dm("ou_alice", "/new");
+    w.until("/new", |_| w.replies(&new).into_iter().next())
+        .await;
+    let second = w.dm("ou_alice", "second conversation");
+    w.final_card(&second).await;
+    let list = w.dm("ou_alice", "/sessions");
+    let listing = notice(
+        &w.until("/sessions", |_| w.replies(&list).into_iter().next())
+            .await,
+    );
+    assert!(
+        listing.contains("1. second conversation ←") && listing.contains("2. first conversation"),
+        "{listing}"
+    );
+    let resume = w.dm("ou_alice", "/resume 2");
+    w.until("/resume", |_| w.replies(&resume).into_iter().next())
+        .await;
+    let models = w.dm("ou_alice", "/model");
+    assert!(
+        notice(
+            &w.until("/model", |_| w.replies(&models).into_iter().next())
+                .await
+        )
+        .contains("`mock` ←")
+    );
+    let bad = w.dm("ou_alice", "/model nope");
+    assert!(
+        notice(
+            &w.until("/model nope", |_| w.replies(&bad).into_iter().next())
+                .await
+        )
+        .contains("unknown model")
+    );
+    let unknown = w.dm("ou_alice", "/frobnicate");
+    let unknown_card = notice(
+        &w.until("unknown", |_| w.replies(&unknown).into_iter().next())
+            .await,
+    );
+    assert!(unknown_card.contains("/frobnicate") && unknown_card.contains("/help"));
+    let (event, image) = w.ids();
+    let mut envelope = message_event(
+        &event,
+        &image,
+        "oc_dm_ou_alice",
+        "p2p",
+        "",
+        "ou_alice",
+        "",
+        json!([]),
+    );
+    envelope["event"]["message"]["message_type"] = json!("image");
+    envelope["event"]["message"]["content"] = json!(r#"{"image_key":"img_1"}"#);
+    w.fake.push_event(envelope, PushOptions::default());
+    let unreadable = w
+        .until("the image answer", |_| w.replies(&image).into_iter().next())
+        .await;
+    assert!(notice(&unreadable).contains("only read text"));
+    // Back in the first conversation: the agent sees its history.
+    let back = w.dm("ou_alice", "back again");
+    assert_eq!(body(&w.final_card(&back).await), "You said: back again");
+    // Junk is acked and ignored; the bot keeps working.
+    let junk = w.fake.push_event(
+        json!({"schema": "2.0", "header": {"event_id": "junk1", "event_type": "im.message.receive_v1", "app_id": "cli_fake_app"}, "event": {"message": 7}}),
+        PushOptions::default(),
+    );
+    let other_app = w.fake.push_event(
+        json!({"schema": "2.0", "header": {"event_id": "other1", "event_type": "im.message.receive_v1", "app_id": "cli_other"},
+               "event": message_event("x", "om_other", "oc_x", "p2p", "", "ou_x", "hi", json!([]))["event"].clone()}),
+        PushOptions::default(),
+    );
+    let alive = w.dm("ou_alice", "still there?");
+    w.final_card(&alive).await;
+    w.until("the acks", |f| {
+        (f.records().acked(&junk) && f.records().acked(&other_app)).then_some(())
+    })
+    .await;
+    // The admin command links a Lark identity from the shell.
+    let (s, _) = w
+        .admin(
+            reqwest::Method::POST,
+            "/v1/admin/users",
+            Some(json!({"username": "bob", "password": "password-123"})),
+        )
+        .await;
+    assert_eq!(s, 201);
+    let link = |user: &str| {
+        let mut cmd = w
+            .env
+            .command(&["admin", "user", "link-lark", user, "ou_alice"]);
+        cmd.output().unwrap()
+    };
+    let missing = link("nobody");
+    assert!(!missing.status.success());
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("no user"));
+    let linked = link("bob");
+    assert!(
+        linked.status.success(),
+        "{}",
+        String::from_utf8_lossy(&linked.stderr)
+    );
+    let said = String::from_utf8_lossy(&linked.stdout);
+    assert!(
+        said.contains("linked ou_alice to bob (2 Lark sessions moved over)"),
+        "{said}"
+    );
+    let records = w.fake.records();
+    assert!(w.replies("om_other").is_empty());
+    for command in [&help, &new, &list, &resume, &models, &bad, &unknown] {
+        assert!(
+            records
+                .calls_to(
+                    "POST",
+                    &format!("/open-apis/im/v1/messages/{command}/reactions")
+                )
+                .is_empty()
+        );
+    }
+}
+
+async fn limits_answer_with_a_friendly_card(b: Backend) {
+    let mut w = LarkWorld::start_with(
+        b,
+        1,
+        fake_config(),
+        &[("WEFT_LIMITS__RUNS_PER_MINUTE_PER_USER", "1")],
+    )
+    .await;
+    let first = w.dm("ou_alice", "one");
+    w.final_card(&first).await;
+    let second = w.dm("ou_alice", "two");
+    let card = w
+        .until("the limit card", |_| w.replies(&second).into_iter().next())
+        .await;
+    assert!(notice(&card).contains("⏳"), "{}", notice(&card));
+    w.until("no reaction left", |f| {
+        f.live_reactions().is_empty().then_some(())
+    })
+    .await;
+}
+
+async fn linked_user_sees_the_lark_session_live(b: Backend) {
+    let mut w = LarkWorld::start(b).await;
+    let (s, alice) = w
+        .admin(
+            reqwest::Method::POST,
+            "/v1/admin/users",
+            Some(json!({"username": "alice", "password": "password-123"})),
+        )
+        .await;
+    assert_eq!(s, 201, "{alice}");
+    let msg = w.dm("ou_alice", "@mock.tokens 150 @mock.delay 0 30");
+    w.until("the card", |_| {
+        w.replies(&msg)
+            .into_iter()
+            .find(|m| !body(m).is_empty() && body(m) != "…")
+    })
+    .await;
+    let path = format!("/v1/admin/users/{}/lark", alice["id"].as_str().unwrap());
+    let (s, linked) = w
+        .admin(
+            reqwest::Method::PUT,
+            &path,
+            Some(json!({"open_id": "ou_alice"})),
+        )
+        .await;
+    assert_eq!(s, 200, "{linked}");
+    assert_eq!(linked["moved_sessions"], 1);
+    let (s, again) = w
+        .admin(
+            reqwest::Method::PUT,
+            &path,
+            Some(json!({"open_id": "bad id!"})),
+        )
+        .await;
+    assert_eq!(s, 422, "{again}");
+
+    let login = w
+        .http
+        .post(format!("{}/v1/auth/login", w.base()))
+        .json(&json!({"username": "alice", "password": "password-123"}))
+        .send()
+        .await
+        .unwrap()
+        .json::<Value>()
+        .await
+        .unwrap();
+    let token = login["token"].as_str().unwrap();
+    let sessions = w.get_json("/v1/sessions", token).await;
+    let session = &sessions["sessions"][0];
+    assert_eq!(session["source"], "lark", "{sessions}");
+    assert!(
+        session["active_run_id"].is_string(),
+        "the reply is still streaming: {session}"
+    );
+    let resp = w
+        .http
+        .get(format!(
+            "{}/v1/sessions/{}/stream",
+            w.base(),
+            session["id"].as_str().unwrap()
+        ))
+        .bearer_auth(token)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(resp.status(), 200);
+    let events = Sse::new(resp).until_terminal().await;
+    assert_eq!(events.last().unwrap().ty, "done");
+    assert_eq!(rendered_text(&events), words(150));
+    // Later messages from that Lark identity are alice's.
+    let next = w.dm("ou_alice", "after linking");
+    w.final_card(&next).await;
+    let sessions = w.get_json("/v1/sessions", token).await;
+    assert_eq!(
+        sessions["sessions"].as_array().unwrap().len(),
+        1,
+        "same conversation: {sessions}"
+    );
+}

@@ -1,0 +1,13 @@
+//! The Lark bot end to end: real `weft` processes (embedded, or gateways and
+//! workers on Postgres and Redis) against `weft-lark`'s fake Lark server, which
+//! speaks the real long-connection and REST protocols (validated against the
+//! official `lark-oapi` SDK in the lark crate's tests). Users are simulated by
+//! pushing `im.message.receive_v1` events and clicking card buttons
+//! (`card.action.trigger`); what they would see is read back from the messages
+//! the fake holds (cards as last patched or answered) and its records.
+
+mod approvals;
+mod control;
+mod replies;
+mod resilience;
+mod world;

@@ -1,0 +1,283 @@
+//! The world the Lark scenarios run in: a fake Lark, Weft processes connected
+//! to it, and helpers that read what users would see back from the fake (cards
+//! as last patched, call records).
+
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+use weft_lark::fake::{FakeConfig, FakeLark, PushOptions, SentMessage};
+
+use crate::harness::*;
+
+pub(super) const WAIT: Duration = Duration::from_secs(30);
+
+/// A fake Lark and Weft processes connected to it.
+pub(super) struct LarkWorld {
+    pub(super) fake: FakeLark,
+    pub(super) env: Env,
+    pub(super) gateways: Vec<Proc>,
+    pub(super) workers: Vec<Proc>,
+    pub(super) http: reqwest::Client,
+    next: u64,
+}
+
+pub(super) fn fake_config() -> FakeConfig {
+    FakeConfig {
+        ack_timeout: Duration::from_secs(1),
+        redelivery_delays: vec![Duration::from_millis(300)],
+        ..FakeConfig::default()
+    }
+}
+
+pub(super) fn lark_env(fake: &FakeLark) -> Vec<(String, String)> {
+    vec![
+        ("WEFT_LARK__APP_ID".into(), fake.config().app_id.clone()),
+        (
+            "WEFT_LARK__APP_SECRET".into(),
+            fake.config().app_secret.clone(),
+        ),
+        ("WEFT_LARK__BASE_URL".into(), fake.base_url()),
+    ]
+}
+
+impl LarkWorld {
+    pub(super) async fn start(b: Backend) -> LarkWorld {
+        LarkWorld::start_with(b, 1, fake_config(), &[]).await
+    }
+
+    /// `replicas` gateways and as many workers (embedded: one process).
+    pub(super) async fn start_with(
+        b: Backend,
+        replicas: usize,
+        config: FakeConfig,
+        extra: &[(&str, &str)],
+    ) -> LarkWorld {
+        let fake = FakeLark::spawn(config).await.expect("fake lark binds");
+        let mut env = Env::new(b, extra).await;
+        env.extra.extend(lark_env(&fake));
+        let mut world = LarkWorld {
+            fake,
+            env,
+            gateways: Vec::new(),
+            workers: Vec::new(),
+            http: reqwest::Client::new(),
+            next: 0,
+        };
+        let replicas = if b == Backend::Embedded { 1 } else { replicas };
+        for _ in 0..replicas {
+            world.gateways.push(world.spawn_gateway());
+            if b == Backend::Distributed {
+                world.workers.push(App::spawn_worker(&world.env));
+            }
+        }
+        world.wait_connections(replicas).await;
+        world
+    }
+
+    pub(super) fn spawn_gateway(&self) -> Proc {
+        let cmd = match self.env.backend {
+            Backend::Embedded => "up",
+            Backend::Distributed => "serve",
+        };
+        Proc::spawn(
+            self.env.command(&[cmd, "--listen", "127.0.0.1:0"]),
+            "listening on http://",
+        )
+    }
+
+    pub(super) async fn wait_connections(&self, n: usize) {
+        let deadline = Instant::now() + WAIT;
+        while self.fake.live_connections() != n {
+            assert!(
+                Instant::now() < deadline,
+                "{n} lark connections never came up"
+            );
+            let _ = self
+                .fake
+                .wait_until(Duration::from_millis(200), |r| r.connections_opened > 0)
+                .await;
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// Kills gateway `i` and starts it again on the same data.
+    pub(super) async fn restart_gateway(&mut self, i: usize) {
+        self.gateways[i].kill();
+        let n = self.gateways.len();
+        self.wait_connections(n - 1).await;
+        self.gateways[i] = self.spawn_gateway();
+        self.wait_connections(n).await;
+    }
+
+    pub(super) fn base(&self) -> String {
+        format!(
+            "http://{}",
+            self.gateways[0].addr.clone().expect("gateway address")
+        )
+    }
+
+    pub(super) fn logs(&self) -> String {
+        let all: Vec<String> = self
+            .gateways
+            .iter()
+            .chain(&self.workers)
+            .map(Proc::logs)
+            .collect();
+        all.join("\n---\n")
+    }
+
+    pub(super) fn ids(&mut self) -> (String, String) {
+        self.next += 1;
+        (
+            format!("ev_{}", self.next),
+            format!("om_user_{}", self.next),
+        )
+    }
+
+    /// A direct message from `sender`; returns its Lark message id.
+    pub(super) fn dm(&mut self, sender: &str, text: &str) -> String {
+        let (event, message) = self.ids();
+        let chat = format!("oc_dm_{sender}");
+        self.fake.push_event(
+            message_event(&event, &message, &chat, "p2p", "", sender, text, json!([])),
+            PushOptions::default(),
+        );
+        message
+    }
+
+    /// Waits until `check` finds something in what the fake holds.
+    pub(super) async fn until<T>(&self, what: &str, check: impl Fn(&FakeLark) -> Option<T>) -> T {
+        let deadline = Instant::now() + WAIT;
+        loop {
+            if let Some(found) = check(&self.fake) {
+                return found;
+            }
+            let seen = self.fake.records().calls.len();
+            let left = deadline.saturating_duration_since(Instant::now());
+            assert!(
+                !left.is_zero(),
+                "timed out waiting for {what}\n{}",
+                self.logs()
+            );
+            let _ = self
+                .fake
+                .wait_until(left.min(Duration::from_millis(500)), |r| {
+                    r.calls.len() > seen
+                })
+                .await;
+        }
+    }
+
+    /// The replies to Lark message `to` (cards and notices), oldest first.
+    pub(super) fn replies(&self, to: &str) -> Vec<SentMessage> {
+        self.fake
+            .sent_messages()
+            .into_iter()
+            .filter(|m| m.reply_to == to)
+            .collect()
+    }
+
+    /// The reply card to `to` once it shows an ended reply.
+    /// The reply card to `to` once it shows an ended reply (approval cards,
+    /// which turn green or red when answered, are not reply cards).
+    pub(super) async fn final_card(&self, to: &str) -> SentMessage {
+        self.until(&format!("the final card for {to}"), |_| {
+            self.replies(to).into_iter().find(|m| {
+                matches!(template(m), "green" | "red" | "grey")
+                    && element(m, "approval_call").is_empty()
+            })
+        })
+        .await
+    }
+
+    /// The decoded answer that rode in the ack of card callback `event`.
+    pub(super) async fn answer(&self, event: &str) -> Value {
+        self.until(&format!("the answer to click {event}"), |f| {
+            f.records().ack_data(event).cloned()
+        })
+        .await
+    }
+
+    pub(super) async fn get_json(&self, path: &str, token: &str) -> Value {
+        let resp = self
+            .http
+            .get(format!("{}{path}", self.base()))
+            .bearer_auth(token)
+            .send()
+            .await
+            .unwrap();
+        resp.json().await.unwrap()
+    }
+
+    pub(super) async fn admin(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
+        let mut req = self
+            .http
+            .request(method, format!("{}{path}", self.base()))
+            .bearer_auth(ADMIN_TOKEN);
+        if let Some(body) = body {
+            req = req.json(&body);
+        }
+        let resp = req.send().await.unwrap();
+        let status = resp.status().as_u16();
+        (status, resp.json().await.unwrap_or(Value::Null))
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+pub(super) fn message_event(
+    event_id: &str,
+    message_id: &str,
+    chat_id: &str,
+    chat_type: &str,
+    thread_id: &str,
+    sender: &str,
+    text: &str,
+    mentions: Value,
+) -> Value {
+    let now = weft_shared::time::now_ms().to_string();
+    json!({
+        "schema": "2.0",
+        "header": {"event_id": event_id, "event_type": "im.message.receive_v1", "create_time": now,
+                   "token": "", "app_id": "cli_fake_app", "tenant_key": "tenant_fake"},
+        "event": {
+            "sender": {"sender_id": {"open_id": sender, "union_id": "on_x", "user_id": "u_x"},
+                       "sender_type": "user", "tenant_key": "tenant_fake"},
+            "message": {"message_id": message_id, "root_id": "", "parent_id": "", "create_time": now,
+                        "chat_id": chat_id, "thread_id": thread_id, "chat_type": chat_type,
+                        "message_type": "text", "content": json!({"text": text}).to_string(),
+                        "mentions": mentions},
+        },
+    })
+}
+
+pub(super) fn bot_mention() -> Value {
+    json!([{"key": "@_user_1", "id": {"open_id": "ou_fake_bot", "union_id": "", "user_id": ""}, "name": "Weft"}])
+}
+
+pub(super) fn template(m: &SentMessage) -> &str {
+    m.content["header"]["template"].as_str().unwrap_or_default()
+}
+
+/// The markdown of a card element, by id.
+pub(super) fn element(m: &SentMessage, id: &str) -> String {
+    m.content["body"]["elements"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| e["element_id"] == id)
+        .filter_map(|e| e["content"].as_str())
+        .collect()
+}
+
+pub(super) fn body(m: &SentMessage) -> String {
+    element(m, "reply_body")
+}
+
+pub(super) fn notice(m: &SentMessage) -> String {
+    element(m, "notice_text")
+}

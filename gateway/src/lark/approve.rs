@@ -1,0 +1,249 @@
+//! Approval buttons (ARCHITECTURE §7, §9). A click on an approval card arrives
+//! as a `card.action.trigger` callback on the long connection and is answered
+//! in its ack — Lark wants that within 3 s — with a toast and, when there is a
+//! decision to show, the approval card redrawn with it and without buttons
+//! (Lark puts that card in place of the clicked one).
+//!
+//! The click decides as the clicking Lark user — `lark:<open_id>`, or the
+//! account linked to that identity — through the same store call, rules and
+//! requeue as `POST /v1/approvals/{id}`: only the session's owner decides;
+//! anyone else is told who may, and changes nothing. A second click, or Lark
+//! redelivering the first, finds the decision standing and shows it.
+//!
+//! The card's buttons carry `run_id` and `step` next to the approval id (put
+//! there by the worker's card driver), so a refused click can name the owner
+//! without an approval lookup that ignores ownership.
+
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+use tokio::sync::oneshot;
+use weft_lark::card::{ApprovalAnswer, ApprovalCard, ApprovalChoice, ApprovalClick};
+use weft_lark::event::{CardAction, CardActionResponse};
+use weft_lark::ws::CardActionDelivery;
+use weft_shared::ids::RunId;
+use weft_shared::store::{Approval, ApprovalStatus, DecideOutcome, Decision, StoreError, retrying};
+
+use super::Bot;
+
+/// The answer must be in the ack within Lark's 3 s (the socket gives up on
+/// waiting at 2.5 s); past this the click is acked with a "working on it".
+const ANSWER_WITHIN: Duration = Duration::from_millis(2000);
+/// Callback value keys written by the worker's card driver (`RUN_KEY`, `STEP_KEY`).
+const RUN_KEY: &str = "run_id";
+const STEP_KEY: &str = "step";
+
+impl Bot {
+    /// Answers one click in its ack. The decision itself runs to the end even
+    /// when the answer is late: a recorded decision always gets its requeue.
+    pub(super) async fn on_card_action(&self, delivery: CardActionDelivery) {
+        let (done, answer) = oneshot::channel();
+        let (bot, action) = (self.clone(), delivery.action.clone());
+        tokio::spawn(async move {
+            let _ = done.send(bot.answer_click(&action).await);
+        });
+        let response = match tokio::time::timeout(ANSWER_WITHIN, answer).await {
+            Ok(Ok(response)) => response,
+            Ok(Err(_)) => toast("error", TRY_AGAIN),
+            Err(_) => {
+                metrics::counter!("weft_lark_card_actions_total", "outcome" => "late").increment(1);
+                toast(
+                    "info",
+                    "⏳ Got it; this takes a moment. The reply card shows the outcome.",
+                )
+            }
+        };
+        delivery.respond(response);
+    }
+
+    async fn answer_click(&self, action: &CardAction) -> CardActionResponse {
+        let Some(click) = ApprovalClick::parse(&action.action.value) else {
+            metrics::counter!("weft_lark_card_actions_total", "outcome" => "unknown").increment(1);
+            return toast("info", "This button is not handled by this Weft version.");
+        };
+        let open_id = action.operator.open_id.as_str();
+        if open_id.is_empty() {
+            return toast("error", "Lark did not say who clicked.");
+        }
+        let store = &self.state.store;
+        let clicker = match retrying("lark user", || store.lark_user(open_id)).await {
+            Ok(user) => user,
+            Err(e) => {
+                tracing::warn!(error = %e, "looking up the lark user of a click failed");
+                return toast("error", TRY_AGAIN);
+            }
+        };
+        let decision = match click.choice {
+            ApprovalChoice::Approve => Decision::Approve,
+            ApprovalChoice::Deny => Decision::Deny,
+            ApprovalChoice::Always => Decision::Always,
+        };
+        let outcome = store
+            .decide_approval(
+                &click.approval_id,
+                &clicker.id,
+                false,
+                &clicker.username,
+                decision,
+            )
+            .await;
+        let always = click.choice == ApprovalChoice::Always;
+        let (label, response) = match outcome {
+            Ok(DecideOutcome::Decided { approval, resume }) => {
+                if resume {
+                    crate::runs::requeue(&self.state, approval.run_id.clone()).await;
+                }
+                metrics::counter!("weft_approvals_decided_total", "decision" => approval.status.as_str())
+                    .increment(1);
+                let text = match (approval.status, always) {
+                    (ApprovalStatus::Approved, true) => format!(
+                        "✅ Approved; {} no longer asks in this conversation",
+                        approval.name
+                    ),
+                    (ApprovalStatus::Approved, false) => "✅ Approved".to_owned(),
+                    _ => "❌ Denied".to_owned(),
+                };
+                (
+                    "decided",
+                    answered(toast("success", text), &approval, always),
+                )
+            }
+            Ok(DecideOutcome::AlreadyDecided(approval)) => (
+                "already_decided",
+                answered(toast("info", standing(&approval)), &approval, false),
+            ),
+            Ok(DecideOutcome::Expired { approval, resume }) => {
+                if resume {
+                    crate::runs::requeue(&self.state, approval.run_id.clone()).await;
+                }
+                let text = "⌛ Too late: this approval expired and counts as denied.";
+                (
+                    "expired",
+                    answered(toast("warning", text), &approval, false),
+                )
+            }
+            Ok(DecideOutcome::RunEnded(approval)) => {
+                let text = "The reply already ended; there is nothing to decide.";
+                ("run_ended", answered(toast("info", text), &approval, false))
+            }
+            Err(StoreError::NotFound) => ("refused", self.refusal(&click).await),
+            Err(e) => {
+                tracing::warn!(approval.id = %click.approval_id, error = %e, "deciding an approval from lark failed");
+                ("failed", toast("error", TRY_AGAIN))
+            }
+        };
+        metrics::counter!("weft_lark_card_actions_total", "outcome" => label).increment(1);
+        response
+    }
+
+    /// The clicker does not own the approval: say who does (or what stands).
+    async fn refusal(&self, click: &ApprovalClick) -> CardActionResponse {
+        let store = &self.state.store;
+        let run = click
+            .context
+            .get(RUN_KEY)
+            .and_then(Value::as_str)
+            .and_then(RunId::parse);
+        let step = click.context.get(STEP_KEY).and_then(Value::as_u64);
+        let approval = match (run, step) {
+            (Some(run), Some(step)) => store
+                .step_approvals(&run, step as u32)
+                .await
+                .ok()
+                .and_then(|list| list.into_iter().find(|a| a.id == click.approval_id)),
+            _ => None,
+        };
+        let Some(approval) = approval else {
+            return toast("error", "This approval no longer exists.");
+        };
+        if approval.status != ApprovalStatus::Pending {
+            return answered(toast("info", standing(&approval)), &approval, false);
+        }
+        match store.get_user(&approval.user_id).await {
+            Ok(owner) => toast("warning", format!("Only {} can decide.", owner.username)),
+            Err(_) => toast("warning", "Only the person who asked can decide."),
+        }
+    }
+}
+
+const TRY_AGAIN: &str = "Could not record your decision; please try again.";
+
+fn toast(kind: &str, text: impl Into<String>) -> CardActionResponse {
+    CardActionResponse::toast(kind, text)
+}
+
+/// What stands: "Already approved by alice".
+fn standing(approval: &Approval) -> String {
+    match (&approval.status, &approval.decided_by) {
+        (ApprovalStatus::Expired, _) => "⌛ Already expired (counts as denied).".to_owned(),
+        (status, Some(by)) => format!("Already {} by {by}.", status.as_str()),
+        (status, None) => format!("Already {}.", status.as_str()),
+    }
+}
+
+/// `response` with the approval card redrawn as it stands, without buttons.
+fn answered(response: CardActionResponse, approval: &Approval, always: bool) -> CardActionResponse {
+    let by = approval.decided_by.clone().unwrap_or_default();
+    let answer = match approval.status {
+        ApprovalStatus::Approved => ApprovalAnswer::Approved { by, always },
+        ApprovalStatus::Denied => ApprovalAnswer::Denied { by },
+        ApprovalStatus::Expired => ApprovalAnswer::Expired,
+        ApprovalStatus::Pending => ApprovalAnswer::Closed,
+    };
+    let card = ApprovalCard {
+        approval_id: approval.id.clone(),
+        tool: approval.name.clone(),
+        args: approval.args.clone(),
+        context: Map::new(),
+        answer,
+    };
+    response.with_card(card.render())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+    use weft_shared::ids::{SessionId, UserId};
+
+    use super::*;
+
+    fn approval(status: ApprovalStatus, by: Option<&str>) -> Approval {
+        Approval {
+            id: "ap_1".into(),
+            run_id: RunId("r".into()),
+            session_id: SessionId("s".into()),
+            user_id: UserId("u".into()),
+            step: 1,
+            call_id: "c".into(),
+            name: "current_time".into(),
+            args: json!({}),
+            status,
+            decided_by: by.map(str::to_owned),
+            announced: false,
+            created_at: 0,
+            expires_at: 0,
+            decided_at: None,
+        }
+    }
+
+    #[test]
+    fn what_stands_is_said_and_drawn_without_buttons() {
+        let denied = approval(ApprovalStatus::Denied, Some("alice"));
+        assert_eq!(standing(&denied), "Already denied by alice.");
+        assert_eq!(
+            standing(&approval(ApprovalStatus::Expired, None)),
+            "⌛ Already expired (counts as denied)."
+        );
+        let response = answered(toast("info", standing(&denied)), &denied, false);
+        let card = &response.card.expect("a card")["data"];
+        assert_eq!(card["header"]["template"], "red");
+        let text = card.to_string();
+        assert!(text.contains("❌ denied by alice"), "{text}");
+        assert!(!text.contains("\"button\""), "{text}");
+        // A run that ended while waiting: closed, still without buttons.
+        let open = approval(ApprovalStatus::Pending, None);
+        let closed = answered(toast("info", "x"), &open, false).card.unwrap();
+        assert!(closed.to_string().contains("the reply ended"));
+        assert!(!closed.to_string().contains("\"button\""));
+    }
+}
