@@ -7,6 +7,7 @@ mod client;
 mod server;
 
 use clap::{Parser, Subcommand};
+use weft_shared::telemetry::{Process, Telemetry};
 
 use crate::client::{ChatArgs, ClientCommand, ConnectArgs, OneShotArgs, SessionsCommand};
 use crate::server::{AdminCommand, ListenArgs, ServerArgs};
@@ -158,7 +159,13 @@ fn run_server_command(command: Command) -> std::process::ExitCode {
         .enable_all()
         .build()
         .expect("tokio runtime");
-    match runtime.block_on(run_server(command)) {
+    let mut telemetry = None;
+    let result = runtime.block_on(run_server(command, &mut telemetry));
+    // After the drain, while the runtime (the gRPC exporter's connection) still runs.
+    if let Some(telemetry) = telemetry {
+        telemetry.shutdown();
+    }
+    match result {
         Ok(()) => std::process::ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("weft: {e:#}");
@@ -167,33 +174,44 @@ fn run_server_command(command: Command) -> std::process::ExitCode {
     }
 }
 
-/// Loads the configuration, then starts logging as it says (`log_format` may come
-/// from `weft.toml`, so logging cannot start earlier).
+/// Loads the configuration, then starts logging (and trace export) as it says
+/// (`log_format` may come from `weft.toml`, so logging cannot start earlier).
 fn configured(
     server: &ServerArgs,
     listen: Option<&ListenArgs>,
     default_host: &str,
+    process: Process,
+    telemetry: &mut Option<Telemetry>,
 ) -> anyhow::Result<weft_shared::config::Config> {
     let cfg = server::load_config(server, listen, default_host)?;
-    weft_shared::telemetry::init(&cfg.log_format);
+    *telemetry = Some(weft_shared::telemetry::init(&cfg.log_format, process)?);
     Ok(cfg)
 }
 
-async fn run_server(command: Command) -> anyhow::Result<()> {
+async fn run_server(command: Command, telemetry: &mut Option<Telemetry>) -> anyhow::Result<()> {
+    let t = telemetry;
     match command {
         Command::Up { server, listen } => {
-            server::up(configured(&server, Some(&listen), "127.0.0.1")?).await
+            let cfg = configured(&server, Some(&listen), "127.0.0.1", Process::Up, t)?;
+            server::up(cfg).await
         }
         Command::Serve { server, listen } => {
-            server::serve(configured(&server, Some(&listen), "0.0.0.0")?).await
+            let cfg = configured(&server, Some(&listen), "0.0.0.0", Process::Gateway, t)?;
+            server::serve(cfg).await
         }
         Command::Worker {
             server,
             metrics_listen,
-        } => server::worker(configured(&server, None, "0.0.0.0")?, metrics_listen).await,
-        Command::Migrate { server } => server::migrate(configured(&server, None, "0.0.0.0")?).await,
+        } => {
+            let cfg = configured(&server, None, "0.0.0.0", Process::Worker, t)?;
+            server::worker(cfg, metrics_listen).await
+        }
+        Command::Migrate { server } => {
+            server::migrate(configured(&server, None, "0.0.0.0", Process::Command, t)?).await
+        }
         Command::Admin { server, command } => {
-            server::admin(configured(&server, None, "0.0.0.0")?, command).await
+            let cfg = configured(&server, None, "0.0.0.0", Process::Command, t)?;
+            server::admin(cfg, command).await
         }
         Command::Chat { .. }
         | Command::Login { .. }

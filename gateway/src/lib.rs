@@ -16,6 +16,7 @@ mod extract;
 mod headers;
 pub mod lark;
 mod meta;
+mod observe;
 mod openapi;
 mod passwords;
 mod runs;
@@ -33,7 +34,6 @@ use axum::serve::{ListenerExt, TapIo};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
-use tower_http::trace::TraceLayer;
 use weft_shared::api::ModelDto;
 use weft_shared::bus::SharedBus;
 use weft_shared::config::Config;
@@ -185,15 +185,11 @@ pub fn router(state: AppState) -> Router {
         .merge(chat::router())
         .merge(lark::admin::router())
         .fallback(web::serve);
-    headers::secure(routes)
-        .layer(DefaultBodyLimit::max(body_limit))
-        .layer(TraceLayer::new_for_http().make_span_with(
-            move |req: &axum::http::Request<_>| {
-                let client = client::ClientOrigin::from_parts(req.extensions(), req.headers(), &trusted);
-                tracing::info_span!("http", method = %req.method(), path = %req.uri().path(), client.addr = %client.ip)
-            },
-        ))
-        .with_state(state)
+    observe::requests(
+        headers::secure(routes).layer(DefaultBodyLimit::max(body_limit)),
+        trusted,
+    )
+    .with_state(state)
 }
 
 /// `/health` and `/metrics` alone, for processes without the API (`weft worker`).

@@ -140,15 +140,24 @@ pub async fn end_deleted_runs(state: &AppState, runs: &[ActiveRun]) {
 /// Enqueue a run's job; a failure is not fatal (the reaper re-enqueues queued runs).
 pub async fn enqueue(state: &AppState, run_id: RunId) {
     metrics::counter!("weft_runs_created_total").increment(1);
-    if let Err(e) = state.queue.enqueue(RunJob::new(run_id.clone())).await {
+    if let Err(e) = state.queue.enqueue(traced_job(&run_id)).await {
         tracing::warn!(run.id = %run_id, error = %e, "enqueue failed; the reaper will enqueue the run");
     }
 }
 
 /// Enqueue an existing run again (a decided approval): no new run is counted.
 pub async fn requeue(state: &AppState, run_id: RunId) {
-    if let Err(e) = state.queue.enqueue(RunJob::new(run_id.clone())).await {
+    if let Err(e) = state.queue.enqueue(traced_job(&run_id)).await {
         tracing::warn!(run.id = %run_id, error = %e, "enqueue failed; the reaper will enqueue the run");
+    }
+}
+
+/// A job carrying the current request's trace context: the worker continues
+/// the run's trace (stored with the run) and links the request that resumed it.
+fn traced_job(run_id: &RunId) -> RunJob {
+    RunJob {
+        traceparent: weft_shared::telemetry::current_traceparent(),
+        ..RunJob::new(run_id.clone())
     }
 }
 

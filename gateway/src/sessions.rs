@@ -349,6 +349,7 @@ pub async fn submit(
             lark_message_id: origin.lark_message_id,
             limits: limits.run_limits(),
             queued_messages_per_session: limits.queued_messages_per_session,
+            traceparent: weft_shared::telemetry::current_traceparent(),
         })
         .await?;
     match outcome {

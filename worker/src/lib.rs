@@ -31,6 +31,7 @@ use weft_shared::ids::RunId;
 use weft_shared::job::RunJob;
 use weft_shared::queue::{JobHandler, SharedQueue};
 use weft_shared::store::{ClaimOutcome, ClaimedRun, Store};
+use weft_shared::telemetry;
 use weft_shared::time::now_ms;
 
 use crate::providers::Providers;
@@ -162,6 +163,7 @@ impl JobHandler for Handler {
         tracing::debug!(run.id = %job.run_id, queue_wait_ms = picked - job.enqueued_at, claim_ms = now_ms() - picked, "job picked up");
         match claim {
             Ok(ClaimOutcome::Claimed(run)) => {
+                let span = run_span(&run, job.traceparent.as_deref());
                 let card = inner.follow_in_lark(&run.id).await;
                 let stop = Arc::new(RunStop::new());
                 inner
@@ -181,14 +183,13 @@ impl JobHandler for Handler {
                         seq_rx,
                     ));
                     let id = run.id.clone();
-                    let span = tracing::info_span!("run", run.id = %id, attempt = run.attempt);
                     // A panic fails this attempt, never the worker: the lease
                     // stops, the run goes back to the queue and is retried like
                     // any other failure (until `max_attempts`).
                     let execution = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(
                         tracing::Instrument::instrument(
                             agent::execute(task_inner.clone(), run, stop, seq_tx),
-                            span,
+                            span.clone(),
                         ),
                     ))
                     .await;
@@ -207,6 +208,7 @@ impl JobHandler for Handler {
                             agent::Execution::Abandoned
                         }
                     };
+                    span.in_scope(|| tracing::info!(outcome = ?execution, "run attempt over"));
                     match (execution, card) {
                         (agent::Execution::Abandoned, Some(card)) => card.abandon(),
                         // Buttons up; then the card only watches the waiting run.
@@ -227,6 +229,30 @@ impl JobHandler for Handler {
             }
         }
     }
+}
+
+/// The span of one attempt at `run`: a child of the request that created the
+/// run (its stored `traceparent`), whichever worker runs it and however often it
+/// resumes; linked to the request that resumed it (an approval decided), when
+/// the job carries another context.
+fn run_span(run: &ClaimedRun, job_traceparent: Option<&str>) -> tracing::Span {
+    let span = tracing::info_span!(
+        parent: None,
+        "run",
+        run.id = %run.id,
+        session.id = %run.session_id,
+        attempt = run.attempt,
+        model = %run.model,
+        trace_id = tracing::field::Empty,
+    );
+    let parent = run.traceparent.as_deref().or(job_traceparent);
+    telemetry::join_trace(&span, parent, None);
+    if let Some(resumer) = job_traceparent
+        && parent != Some(resumer)
+    {
+        telemetry::link_trace(&span, resumer);
+    }
+    span
 }
 
 /// The attempt budget is spent: fail the run and say so on its stream.

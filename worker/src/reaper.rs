@@ -72,6 +72,14 @@ pub(crate) async fn run(inner: Arc<Inner>, shutdown: CancellationToken, orphan_a
         if let Ok(n) = inner.deps.store.queued_runs().await {
             metrics::gauge!("weft_queue_depth").set(n as f64);
         }
+        // The queue's own count (Redis): jobs no worker has fetched yet. Far
+        // below `weft_queue_depth` means jobs were lost (the reaper re-enqueues
+        // them); both high means workers are short.
+        match inner.deps.queue.depth().await {
+            Ok(Some(n)) => metrics::gauge!("weft_queue_redis_depth").set(n as f64),
+            Ok(None) => {}
+            Err(e) => tracing::debug!(error = %e, "reading the queue depth failed"),
+        }
         tokio::select! {
             _ = shutdown.cancelled() => return,
             _ = tokio::time::sleep(every) => {}

@@ -15,6 +15,7 @@ mod lifecycle;
 mod limits;
 mod mcp;
 mod multitask;
+mod otel;
 mod providers;
 mod security;
 mod signin;

@@ -39,6 +39,12 @@ pub trait Queue: Send + Sync + 'static {
     ) -> Result<(), QueueError>;
     /// Readiness probe.
     async fn ping(&self) -> Result<(), QueueError>;
+    /// Jobs waiting to be fetched by a worker, where the queue can count them
+    /// (Redis: the pending list); `None` in-process, where `queued` runs in the
+    /// database are the measure.
+    async fn depth(&self) -> Result<Option<u64>, QueueError> {
+        Ok(None)
+    }
 }
 
 pub type SharedQueue = Arc<dyn Queue>;

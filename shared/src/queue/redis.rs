@@ -171,6 +171,19 @@ impl Queue for RedisQueue {
             .then_some(())
             .ok_or(QueueError::Backend(pong))
     }
+
+    /// The length of apalis's pending list (`<prefix>queue:active`): pushed, not
+    /// yet fetched. Jobs a consumer fetched but has not taken on are not in it.
+    async fn depth(&self) -> Result<Option<u64>, QueueError> {
+        let mut storage = self.storage.clone();
+        let key = storage.get_config().active_jobs_list();
+        let n: u64 = redis::cmd("LLEN")
+            .arg(key)
+            .query_async(storage.get_connection())
+            .await
+            .map_err(|e| QueueError::Backend(e.to_string()))?;
+        Ok(Some(n))
+    }
 }
 
 /// Wake-ups for `PollWith`: yields once per burst of queued wake-ups, and always

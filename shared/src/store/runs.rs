@@ -165,6 +165,8 @@ pub struct ClaimedRun {
     pub created_at: i64,
     /// Seq high-water mark recorded by earlier attempts.
     pub last_seq: u64,
+    /// The W3C trace context of the request that created the run.
+    pub traceparent: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -258,7 +260,7 @@ impl Store {
             "update runs set status = 'running', attempt = attempt + 1, worker_id = $2, heartbeat_at = $3,
                  started_at = coalesce(started_at, $3)
              where id = $1 and (status = 'queued' or (status = 'running' and heartbeat_at < $4))
-             returning id, session_id, user_id, model, mode, attempt, cancel_requested, started_at, created_at, last_seq",
+             returning id, session_id, user_id, model, mode, attempt, cancel_requested, started_at, created_at, last_seq, traceparent",
         )
         .bind(&id.0)
         .bind(worker)
@@ -280,6 +282,7 @@ impl Store {
             started_at: get_i64(&row, "started_at")?,
             created_at: get_i64(&row, "created_at")?,
             last_seq: get_i64(&row, "last_seq")? as u64,
+            traceparent: get_opt_str(&row, "traceparent")?,
         };
         if claimed.attempt > max_attempts {
             return Ok(ClaimOutcome::Exhausted(claimed));

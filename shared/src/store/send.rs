@@ -32,6 +32,9 @@ pub struct SendRequest {
     pub limits: RunLimits,
     /// Messages that may wait behind a session's active run; 0 disables.
     pub queued_messages_per_session: u64,
+    /// The W3C trace context of the request, stored on the run it creates so
+    /// every attempt of the run continues that trace.
+    pub traceparent: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -132,6 +135,7 @@ impl Store {
             &req.user,
             &model,
             &mode,
+            req.traceparent.as_deref(),
             now,
         )
         .await?;

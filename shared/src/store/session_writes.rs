@@ -26,6 +26,7 @@ pub(super) async fn end_as_cancelled(
     Ok(())
 }
 
+#[allow(clippy::too_many_arguments)]
 pub(super) async fn insert_run(
     tx: &mut sqlx::Transaction<'static, sqlx::Any>,
     id: &RunId,
@@ -33,11 +34,12 @@ pub(super) async fn insert_run(
     user: &UserId,
     model: &str,
     mode: &str,
+    traceparent: Option<&str>,
     now: i64,
 ) -> Result<()> {
     sqlx::query(
-        "insert into runs (id, session_id, user_id, status, model, mode, enqueued_at, created_at)
-         values ($1, $2, $3, 'queued', $4, $5, $6, $6)",
+        "insert into runs (id, session_id, user_id, status, model, mode, enqueued_at, created_at, traceparent)
+         values ($1, $2, $3, 'queued', $4, $5, $6, $6, $7)",
     )
     .bind(&id.0)
     .bind(&session.0)
@@ -45,6 +47,7 @@ pub(super) async fn insert_run(
     .bind(model)
     .bind(mode)
     .bind(now)
+    .bind(traceparent)
     .execute(&mut **tx)
     .await
     .map_err(|e| StoreError::unique(e, "run_active"))?;
@@ -138,6 +141,7 @@ pub(super) async fn followup_for_waiting(
         &user,
         &get_str(&s, "model")?,
         &get_str(&s, "mode")?,
+        None,
         now,
     )
     .await?;

@@ -22,6 +22,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use tracing::Instrument;
 use weft_llm::{ChatMessage, ChatRequest, ToolCall, ToolSpec, Usage};
 use weft_shared::api::{ErrorBody, ToolCallDto};
 use weft_shared::event::EventKind;
@@ -215,13 +216,15 @@ impl<'a> Attempt<'a> {
         };
         if let Some(pending) = pending {
             self.step = pending.step;
-            match approval::resume(self, pending).await {
+            let span = step_span(self.step);
+            match approval::resume(self, pending).instrument(span).await {
                 Flow::Next => self.step += 1,
                 other => return other,
             }
         }
         loop {
-            match self.step(&model).await {
+            let span = step_span(self.step);
+            match self.step(&model).instrument(span).await {
                 Flow::Next => self.step += 1,
                 other => return other,
             }
@@ -416,6 +419,11 @@ impl<'a> Attempt<'a> {
             Flow::Leave(Leave::Abandon) | Flow::Next => Execution::Abandoned,
         }
     }
+}
+
+/// One agent step: its LLM calls and tool calls are the step span's children.
+fn step_span(step: u32) -> tracing::Span {
+    tracing::info_span!("step", step)
 }
 
 fn call_dto(c: &ToolCall) -> ToolCallDto {

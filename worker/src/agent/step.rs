@@ -1,7 +1,11 @@
 //! One LLM step: stream the model's answer into events, retrying transient
 //! upstream errors with backoff inside the step (`retrying` events).
 
+use std::time::Instant;
+
 use futures::StreamExt;
+use tracing::field::Empty;
+use tracing::{Instrument, Span};
 use weft_llm::{ChatRequest, LlmError, StreamEvent, ToolCall, Usage};
 use weft_shared::api::ErrorBody;
 use weft_shared::event::EventKind;
@@ -68,9 +72,14 @@ pub(super) async fn run_step(
     let mut retry = 0;
     loop {
         req.attempt = retry + 1;
-        let error = match stream_once(model, req.clone(), step, em, stop, timing).await {
+        let span = llm_span(model, &req);
+        let call = stream_once(model, req.clone(), step, em, stop, timing);
+        let error = match call.instrument(span.clone()).await {
             Ok(outcome) => return outcome,
-            Err(error) => error,
+            Err(error) => {
+                span.record("otel.status_code", "ERROR");
+                error
+            }
         };
         // The provider's own text goes to the log; the user sees a generic message.
         tracing::warn!(step, attempt = retry + 1, error = %error, "model provider call failed");
@@ -103,7 +112,26 @@ pub(super) async fn run_step(
     }
 }
 
-/// One streamed LLM call. `Err` only for an upstream error worth classifying.
+/// The span of one LLM call (each retry is a call of its own). Tokens and the
+/// time to its first token are recorded as the stream reports them.
+fn llm_span(model: &ModelEntry, req: &ChatRequest) -> Span {
+    tracing::info_span!(
+        "llm",
+        otel.name = %format_args!("chat {}", req.model),
+        otel.kind = "client",
+        otel.status_code = Empty,
+        gen_ai.operation.name = "chat",
+        gen_ai.provider.name = model.config.provider.as_str(),
+        gen_ai.request.model = %req.model,
+        gen_ai.usage.input_tokens = Empty,
+        gen_ai.usage.output_tokens = Empty,
+        ttft_ms = Empty,
+        attempt = req.attempt,
+    )
+}
+
+/// One streamed LLM call, inside its [`llm_span`]. `Err` only for an upstream
+/// error worth classifying.
 async fn stream_once(
     model: &ModelEntry,
     req: ChatRequest,
@@ -112,6 +140,16 @@ async fn stream_once(
     stop: &RunStop,
     timing: &mut Timing,
 ) -> Result<StepOutcome, LlmError> {
+    // The call's own time to first output (text, reasoning or a tool call);
+    // the run's `ttft_ms` counts from its creation, and text only.
+    let span = Span::current();
+    let started = Instant::now();
+    let mut first_output = true;
+    let mut mark_output = || {
+        if std::mem::take(&mut first_output) {
+            span.record("ttft_ms", started.elapsed().as_millis() as u64);
+        }
+    };
     let mut stream = tokio::select! {
         _ = stop.token.cancelled() => return Ok(StepOutcome::Stopped { partial: String::new() }),
         s = model.provider.stream(req) => s?,
@@ -132,16 +170,24 @@ async fn stream_once(
                 None => return Err(LlmError::Transient { reason: "the model's stream ended early".into(), retry_after: None }),
                 Some(Err(e)) => return Err(e),
                 Some(Ok(StreamEvent::Text(t))) => {
+                    mark_output();
                     timing.mark_first_token();
                     text.push_str(&t);
                     em.text(step, &t).await;
                 }
                 Some(Ok(StreamEvent::Thinking(t))) => {
+                    mark_output();
                     timing.mark_first_token();
                     em.thinking(step, &t).await;
                 }
-                Some(Ok(StreamEvent::ToolCall(call))) => calls.push(call),
+                Some(Ok(StreamEvent::ToolCall(call))) => {
+                    mark_output();
+                    calls.push(call);
+                }
                 Some(Ok(StreamEvent::Finished { usage, .. })) => {
+                    Span::current()
+                        .record("gen_ai.usage.input_tokens", usage.input)
+                        .record("gen_ai.usage.output_tokens", usage.output);
                     em.flush().await;
                     if !em.log_full() {
                         return Ok(StepOutcome::Done { text, calls, usage });

@@ -10,6 +10,8 @@ use std::panic::AssertUnwindSafe;
 use std::time::{Duration, Instant};
 
 use futures::FutureExt;
+use tracing::field::Empty;
+use tracing::{Instrument, Span};
 use weft_llm::ToolCall;
 use weft_shared::config::{MAX_CALL_TIMEOUT_SECS, ToolPolicy};
 use weft_shared::event::EventKind;
@@ -100,14 +102,25 @@ impl<'a> ToolRunner<'a> {
             })
             .await;
         }
-        let all = futures::future::join_all(calls.iter().map(|(c, d)| async move {
-            let t0 = Instant::now();
-            let out = match d {
-                Disposition::Run => self.call(c).await,
-                Disposition::Answer(text) => Err(text.clone()),
-                Disposition::Confirm => Err("error: this call was not approved".into()),
-            };
-            (c, out, t0.elapsed())
+        let all = futures::future::join_all(calls.iter().map(|(c, d)| {
+            let span = tool_span(c);
+            async move {
+                let t0 = Instant::now();
+                let out = match d {
+                    Disposition::Run => self.call(c).await,
+                    Disposition::Answer(text) => Err(text.clone()),
+                    Disposition::Confirm => Err("error: this call was not approved".into()),
+                };
+                let took = t0.elapsed();
+                let span = Span::current();
+                span.record("ok", out.is_ok())
+                    .record("duration_ms", took.as_millis() as u64);
+                if out.is_err() {
+                    span.record("otel.status_code", "ERROR");
+                }
+                (c, out, took)
+            }
+            .instrument(span)
         }));
         let done = tokio::select! {
             _ = stop.token.cancelled() => return None,
@@ -194,6 +207,21 @@ impl<'a> ToolRunner<'a> {
             }
         }
     }
+}
+
+/// The span of one tool call, refused ones included (never its arguments or
+/// output: they may hold what the user typed).
+fn tool_span(c: &ToolCall) -> Span {
+    tracing::info_span!(
+        "tool",
+        otel.name = %format_args!("execute_tool {}", c.name),
+        otel.status_code = Empty,
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = %c.name,
+        gen_ai.tool.call.id = %c.id,
+        ok = Empty,
+        duration_ms = Empty,
+    )
 }
 
 /// Checks `args` against the tool's JSON schema; the message names what is wrong.

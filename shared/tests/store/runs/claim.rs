@@ -8,7 +8,9 @@ use weft_shared::store::{ClaimOutcome, RunLimits, RunStatus};
 
 use super::{one_run, run_messages, step, wait_behind};
 use crate::both_backends;
-use crate::harness::{Db, MAX_ATTEMPTS, claim, every_lease_stale, session, start, user};
+use crate::harness::{
+    Db, MAX_ATTEMPTS, claim, every_lease_stale, req, session, start, started, user,
+};
 
 both_backends!(
     claim_is_compare_and_set,
@@ -18,6 +20,7 @@ both_backends!(
     spent_attempts_fail_the_run,
     release_gives_the_run_back,
     requeue_all_running_at_embedded_startup,
+    trace_context_comes_with_every_claim,
 );
 
 async fn claim_is_compare_and_set(db: Db) {
@@ -254,4 +257,32 @@ async fn requeue_all_running_at_embedded_startup(db: Db) {
     assert_eq!(claim(&db, &runs[1], "new").await.attempt, 2);
     assert_eq!(claim(&db, &runs[2], "new").await.attempt, 1);
     assert_eq!(s.requeue_all_running().await.unwrap(), 2);
+}
+
+/// The request's W3C context, stored by the send, comes back with the first
+/// claim and with a takeover's: every attempt continues the request's trace.
+async fn trace_context_comes_with_every_claim(db: Db) {
+    let s = &db.store;
+    let untraced = one_run(&db).await;
+    assert_eq!(claim(&db, &untraced.run, "w1").await.traceparent, None);
+
+    let bob = user(&db, "bob").await;
+    let sess = session(&db, &bob).await;
+    let traceparent = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01";
+    let mut send = req(&bob.id, &sess.id, "hello");
+    send.traceparent = Some(traceparent.into());
+    let run = started(s.send_message(&send).await.unwrap()).run_id;
+    let first = claim(&db, &run, "w1").await;
+    assert_eq!(first.traceparent.as_deref(), Some(traceparent));
+    let ClaimOutcome::Claimed(second) = s
+        .claim_run(&run, "w2", every_lease_stale(), MAX_ATTEMPTS)
+        .await
+        .unwrap()
+    else {
+        panic!("a stale lease is taken over");
+    };
+    assert_eq!(
+        (second.attempt, second.traceparent.as_deref()),
+        (2, Some(traceparent))
+    );
 }
