@@ -38,8 +38,9 @@ pub struct ChatArgs {
     /// Model id for this message/session (`weft models` lists them).
     #[arg(short = 'm', long, value_name = "ID")]
     pub model: Option<String>,
-    /// Mode for this message/session, e.g. `agent` or `chat`.
-    #[arg(long, value_name = "NAME")]
+    /// The agent for this session (`weft agents` lists them), e.g. `agent` or
+    /// `chat`; `--mode` is its older name.
+    #[arg(long = "agent", visible_alias = "mode", value_name = "ID")]
     pub mode: Option<String>,
 }
 

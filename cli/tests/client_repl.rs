@@ -63,22 +63,22 @@ fn slash_commands_switch_mode_list_sessions_and_resume() {
     let s = Server::start();
     let mut p = repl(&s, &[]);
     type_line(&mut p, "/mode nope");
-    p.exp_string("unknown mode \"nope\"; keeping mode agent")
+    p.exp_string("unknown agent \"nope\"; keeping agent")
         .unwrap();
-    type_line(&mut p, "/mode chat");
-    p.exp_string("mode chat").unwrap();
+    type_line(&mut p, "/agent chat");
+    p.exp_string("agent chat").unwrap();
     type_line(&mut p, "@mock.reply first answer");
     p.exp_string("first answer").unwrap();
-    p.exp_string(&b("chat ·"))
-        .expect("status line shows the mode");
+    p.exp_string(&b("agent chat ·"))
+        .expect("status line shows the agent");
     type_line(&mut p, "/sessions");
     let (_, id) = p
         .exp_regex(&format!("{} \x1b\\[33m[0-9a-f]{{8}}", b("▸")))
         .expect("the current session is marked");
     let short = id[id.len() - 8..].to_string();
     type_line(&mut p, "/new");
-    p.exp_string("new session (mode chat)")
-        .expect("/new keeps the mode");
+    p.exp_string("new session (agent chat)")
+        .expect("/new keeps the agent");
     type_line(&mut p, &format!("/resume {}", &short[4..]));
     p.exp_string(&format!("resumed {short}")).unwrap();
     p.exp_string("first answer")
@@ -154,6 +154,36 @@ fn a_tool_call_waiting_for_approval_is_answered_at_an_inline_prompt() {
     type_line(&mut p, "/mcp");
     p.exp_string("no MCP servers are configured").unwrap();
     p.exp_string(&b("❯")).unwrap();
+    type_line(&mut p, "/exit");
+    exits_cleanly(&mut p);
+}
+
+#[test]
+fn undo_retry_edit_and_compact_from_the_repl() {
+    let s = Server::start();
+    let mut p = repl(&s, &[]);
+    type_line(&mut p, "/undo");
+    p.exp_string("no conversation yet").unwrap();
+    type_line(&mut p, "first");
+    p.exp_string("You said: first").unwrap();
+    p.exp_string(&b("❯")).unwrap();
+    type_line(&mut p, "@mock.reply second");
+    p.exp_string("second").unwrap();
+    p.exp_string(&b("❯")).unwrap();
+    type_line(&mut p, "/undo");
+    p.exp_string("undone: the last turn").unwrap();
+    type_line(&mut p, "/redo");
+    p.exp_string("redone: the turn is back").unwrap();
+    type_line(&mut p, "/redo");
+    p.exp_string("nothing to redo").unwrap();
+    type_line(&mut p, "/retry");
+    p.exp_string("second").expect("the retried reply streams");
+    p.exp_string(&b("❯")).unwrap();
+    type_line(&mut p, "/edit @mock.reply third");
+    p.exp_string("third").expect("the edited question's answer");
+    p.exp_string(&b("❯")).unwrap();
+    type_line(&mut p, "/compact");
+    p.exp_string("summarised before the next reply").unwrap();
     type_line(&mut p, "/exit");
     exits_cleanly(&mut p);
 }

@@ -252,6 +252,38 @@ impl Gateway {
             .await
     }
 
+    pub async fn skills(&self) -> Result<weft_wire::api::SkillList> {
+        self.get("/v1/skills").await
+    }
+
+    /// `POST /v1/sessions/{id}/{what}` for `undo`, `redo`, `regenerate`.
+    pub async fn turn(&self, session: &str, what: &str) -> Result<weft_wire::api::TurnResult> {
+        self.json(
+            Method::POST,
+            &format!("/v1/sessions/{session}/{what}"),
+            Some(&serde_json::json!({})),
+        )
+        .await
+    }
+
+    pub async fn edit(&self, session: &str, text: &str) -> Result<weft_wire::api::TurnResult> {
+        self.json(
+            Method::POST,
+            &format!("/v1/sessions/{session}/edit"),
+            Some(&serde_json::json!({ "text": text })),
+        )
+        .await
+    }
+
+    pub async fn compact(&self, session: &str) -> Result<()> {
+        let path = format!("/v1/sessions/{session}/compact");
+        let rb = self
+            .request(Method::POST, &path)?
+            .timeout(REQUEST_TIMEOUT)
+            .json(&serde_json::json!({}));
+        self.execute(rb, &path).await.map(drop)
+    }
+
     pub async fn decide_approval(&self, approval: &str, decision: &str) -> Result<()> {
         let path = format!("/v1/approvals/{approval}");
         let rb = self

@@ -59,6 +59,8 @@ struct JsonResult<'a> {
     response: String,
     tool_calls: Vec<JsonToolCall<'a>>,
     model: &'a str,
+    /// The session's agent.
+    agent: &'a str,
     usage: UsageDto,
     duration_ms: Option<u64>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -76,6 +78,7 @@ pub async fn run(gw: &Gateway, job: OneShot) -> Result<u8> {
         text: job.text.clone(),
         attachments: vec![],
         model: job.model.clone(),
+        agent: None,
         mode: job.mode.clone(),
         multitask: Default::default(),
         stream: true,
@@ -143,7 +146,7 @@ pub async fn run(gw: &Gateway, job: OneShot) -> Result<u8> {
     }
     match job.output {
         Output::Text => printer.finish(&reply)?,
-        Output::Json => print_json(&session.id, &reply)?,
+        Output::Json => print_json(&session.id, &session.mode, &reply)?,
     }
     Ok(match &reply.outcome {
         Some(Outcome::Done) => exit::OK,
@@ -241,7 +244,7 @@ impl TextPrinter {
     }
 }
 
-fn print_json(session_id: &str, reply: &Reply) -> Result<()> {
+fn print_json(session_id: &str, agent: &str, reply: &Reply) -> Result<()> {
     let error = match &reply.outcome {
         Some(Outcome::Failed(e)) => Some(serde_json::json!({"code": e.code, "message": e.message})),
         Some(Outcome::Cancelled { by }) => {
@@ -262,6 +265,7 @@ fn print_json(session_id: &str, reply: &Reply) -> Result<()> {
             })
             .collect(),
         model: &reply.model,
+        agent,
         usage: reply.usage,
         duration_ms: reply.duration_ms,
         error,

@@ -43,6 +43,7 @@ pub async fn open(
             let req = CreateSessionRequest {
                 title: None,
                 model: model.map(Into::into),
+                agent: None,
                 mode: mode.map(Into::into),
             };
             gw.create_session(&req).await

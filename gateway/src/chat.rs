@@ -58,6 +58,7 @@ pub async fn chat(
                 CreateSessionRequest {
                     title: None,
                     model: req.model.clone(),
+                    agent: None,
                     mode: None,
                 },
                 channel,
@@ -74,6 +75,7 @@ pub async fn chat(
         text,
         attachments: Vec::new(),
         model: req.model,
+        agent: None,
         mode: None,
         multitask: Multitask::Enqueue,
         stream: req.stream,

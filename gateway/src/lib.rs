@@ -7,6 +7,7 @@
 //! tests bind port 0 and stop it cleanly.
 
 mod account;
+pub mod agents;
 mod approvals;
 mod auth;
 mod chat;
@@ -24,6 +25,7 @@ mod sessions;
 mod sse;
 mod stream_limit;
 mod transport;
+mod turns;
 mod web;
 
 use std::sync::{Arc, OnceLock};
@@ -63,6 +65,8 @@ pub struct AppState {
     pub streams: Arc<stream_limit::StreamLimits>,
     /// Fires on shutdown: open streams end so clients re-attach elsewhere.
     pub shutdown: CancellationToken,
+    /// The agents sessions may name (reloaded every few seconds).
+    pub agents: agents::SharedAgentIds,
 }
 
 impl AppState {
@@ -88,19 +92,26 @@ impl AppState {
             config.limits.streams_per_user,
             config.limits.streams_per_run,
         ));
-        AppState {
+        let state = AppState {
             store,
             bus,
             queue,
-            config,
             models,
             metrics: metrics_handle(),
             login_limiter,
             passwords: Arc::new(passwords::PasswordGate::for_this_machine()),
             trusted_proxies,
             streams,
+            agents: Arc::new(std::sync::RwLock::new(agents::AgentIds::seeded(
+                &config.agents,
+            ))),
+            config,
             shutdown,
+        };
+        if tokio::runtime::Handle::try_current().is_ok() {
+            agents::spawn_refresh(&state);
         }
+        state
     }
 
     /// Share sign-in counts through `attempts` (Redis, in distributed mode).
@@ -136,17 +147,20 @@ impl AppState {
         id.map(|m| self.resolve_mode(Some(m))).transpose()
     }
 
+    /// The agents sessions may name now.
+    pub fn agent_ids(&self) -> Vec<String> {
+        self.agents.read().expect("agent ids lock").ids().to_vec()
+    }
+
+    /// An agent id (`agent`, or its alias `mode`); the default agent when none
+    /// is given.
     pub fn resolve_mode(&self, id: Option<&str>) -> Result<String, ApiError> {
-        let modes = meta::builtin_modes();
+        let agents = self.agents.read().expect("agent ids lock");
         match id {
-            None => Ok(modes
-                .iter()
-                .find(|m| m.default)
-                .map(|m| m.id.clone())
-                .unwrap_or_default()),
-            Some(id) if modes.iter().any(|m| m.id == id) => Ok(id.to_string()),
+            None => Ok(agents.default_id().to_string()),
+            Some(id) if agents.contains(id) => Ok(id.to_string()),
             Some(id) => Err(ApiError::Validation(format!(
-                "unknown mode {id:?}; see GET /v1/modes"
+                "unknown agent {id:?}; see GET /v1/agents"
             ))),
         }
     }
@@ -182,6 +196,9 @@ pub fn router(state: AppState) -> Router {
         .merge(sessions::router())
         .merge(runs::router())
         .merge(approvals::router())
+        .merge(agents::router())
+        .merge(agents::skills_router())
+        .merge(turns::router())
         .merge(chat::router())
         .merge(lark::admin::router())
         .fallback(web::serve);

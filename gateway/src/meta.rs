@@ -89,23 +89,23 @@ pub async fn models(State(state): State<AppState>, _caller: Caller) -> Json<Mode
     })
 }
 
-/// The modes you can choose.
+/// The agents you can choose, as modes (the older name; see `GET /v1/agents`).
 #[utoipa::path(get, path = "/v1/modes", responses((status = 200, body = ModeList)))]
-pub async fn modes(_caller: Caller) -> Json<ModeList> {
-    Json(ModeList {
-        modes: builtin_modes(),
-    })
-}
-
-pub fn builtin_modes() -> Vec<ModeDto> {
-    weft_shared::mode::RunMode::ALL
-        .into_iter()
-        .map(|m| ModeDto {
-            id: m.as_str().into(),
-            description: m.description().into(),
-            default: m.is_default(),
-        })
-        .collect()
+pub async fn modes(
+    State(state): State<AppState>,
+    _caller: Caller,
+) -> crate::error::ApiResult<Json<ModeList>> {
+    let agents = state.store.list_agents().await?;
+    Ok(Json(ModeList {
+        modes: agents
+            .into_iter()
+            .map(|a| ModeDto {
+                id: a.spec.id,
+                description: a.spec.description,
+                default: a.spec.default,
+            })
+            .collect(),
+    }))
 }
 
 /// MCP servers: configured, and as each worker sees them (state, tools, last

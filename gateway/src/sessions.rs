@@ -66,8 +66,23 @@ pub async fn create_session(
 ) -> ApiResult<SessionDto> {
     let title = req.title.unwrap_or_default();
     validate_title(&title)?;
-    let model = state.resolve_model(req.model.as_deref())?;
-    let mode = state.resolve_mode(req.mode.as_deref())?;
+    let mode = state.resolve_mode(req.agent.as_deref().or(req.mode.as_deref()))?;
+    let model = match req.model.as_deref() {
+        Some(m) => state.resolve_model(Some(m))?,
+        // The agent's own model, if it names one that exists.
+        None => match state
+            .store
+            .get_agent(&mode)
+            .await
+            .ok()
+            .and_then(|a| a.spec.model)
+        {
+            Some(m) => state
+                .resolve_model(Some(&m))
+                .or_else(|_| state.resolve_model(None))?,
+            None => state.resolve_model(None)?,
+        },
+    };
     let s = state
         .store
         .create_session(user, title.trim(), &model, &mode, source)
@@ -138,7 +153,7 @@ pub async fn update(
         validate_title(t)?;
     }
     let model = state.model_override(req.model.as_deref())?;
-    let mode = state.mode_override(req.mode.as_deref())?;
+    let mode = state.mode_override(req.agent.as_deref().or(req.mode.as_deref()))?;
     let s = state
         .store
         .update_session(
@@ -335,7 +350,7 @@ pub async fn submit(
         ));
     }
     let model = state.model_override(req.model.as_deref())?;
-    let mode = state.mode_override(req.mode.as_deref())?;
+    let mode = state.mode_override(req.agent.as_deref().or(req.mode.as_deref()))?;
     let outcome = state
         .store
         .send_message(&SendRequest {

@@ -23,6 +23,7 @@ pub mod mockscript;
 pub mod openai;
 pub mod retry;
 mod sse;
+pub mod tokens;
 
 pub use classify::{classify_status, parse_retry_after};
 pub use sse::http_client;

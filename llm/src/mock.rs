@@ -44,11 +44,14 @@ pub fn fail_error(fail: &Fail) -> LlmError {
 #[async_trait::async_trait]
 impl Provider for MockProvider {
     async fn stream(&self, req: ChatRequest) -> Result<EventStream, LlmError> {
-        let plan =
+        let mut plan =
             mockscript::plan(&req.messages, req.max_tokens).map_err(|e| LlmError::Fatal {
                 reason: format!("HTTP 400: {e}"),
                 status: Some(400),
             })?;
+        if plan.context {
+            plan.describe(&req.messages, &req.tools);
+        }
         if plan.panic {
             panic!("@mock.panic: the mock model panics on purpose");
         }

@@ -129,6 +129,7 @@ impl WeftClient {
             text: text.to_owned(),
             attachments: Vec::new(),
             model: None,
+            agent: None,
             mode: None,
             multitask: Default::default(),
             stream: true,

@@ -49,6 +49,7 @@ impl Server {
     pub async fn open(cfg: Config) -> anyhow::Result<Server> {
         let backends = Backends::connect(&cfg).await?;
         bootstrap::admin_token(&backends.store, &cfg).await?;
+        backends.store.seed_agents(&cfg.agents).await?;
         Ok(Server {
             cfg: Arc::new(cfg),
             backends,

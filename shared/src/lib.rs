@@ -11,7 +11,9 @@ pub mod bus;
 pub mod config;
 pub mod login_limit;
 pub mod private_fs;
+pub mod prompt;
 pub mod queue;
+pub mod skills;
 pub mod store;
 pub mod telemetry;
 

@@ -39,6 +39,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/agents/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Create or replace an agent (admin). Applied to the next run of every session
+         *     that uses it, without a restart.
+         */
+        put: operations["put_agent"];
+        post?: never;
+        /** Delete an agent (admin); sessions that used it continue with the default. */
+        delete: operations["delete_agent"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/admin/limits": {
         parameters: {
             query?: never;
@@ -51,6 +72,27 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/skills/{name}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Upload (or replace) a skill (admin). The name in the URL must match the one
+         *     in its SKILL.md.
+         */
+        put: operations["put_skill"];
+        post?: never;
+        /** Delete an uploaded skill (admin); folders in `skills_dir` stay. */
+        delete: operations["delete_skill"];
         options?: never;
         head?: never;
         patch?: never;
@@ -144,6 +186,26 @@ export interface paths {
         post?: never;
         /** Revoke one of a user's tokens, of any kind (admin only). */
         delete: operations["delete_user_token"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/agents": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The agents you can choose (`agent` on a session or message; `mode` is an
+         *     alias). Instructions are shown so people know what they pick.
+         */
+        get: operations["list_agents"];
+        put?: never;
+        post?: never;
+        delete?: never;
         options?: never;
         head?: never;
         patch?: never;
@@ -263,6 +325,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/me/instructions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Your own instructions, added after every agent's. */
+        get: operations["get_instructions"];
+        put: operations["put_instructions"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/me/password": {
         parameters: {
             query?: never;
@@ -308,7 +387,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The modes you can choose. */
+        /** The agents you can choose, as modes (the older name; see `GET /v1/agents`). */
         get: operations["modes"];
         put?: never;
         post?: never;
@@ -409,6 +488,40 @@ export interface paths {
         patch: operations["update"];
         trace?: never;
     };
+    "/v1/sessions/{id}/alternatives": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The replies of the newest turn: the one shown and the ones it replaced. */
+        get: operations["alternatives"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/alternatives/{run_id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Show another reply of the newest turn. */
+        post: operations["choose"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sessions/{id}/approvals": {
         parameters: {
             query?: never;
@@ -420,6 +533,40 @@ export interface paths {
         get: operations["list_approvals"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/compact": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Summarise the conversation's older turns before the next reply (`/compact`). */
+        post: operations["compact"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/edit": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Replace the text of your last message and answer it again. */
+        post: operations["edit"];
         delete?: never;
         options?: never;
         head?: never;
@@ -448,6 +595,43 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sessions/{id}/redo": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Bring back the turn undone last (refused once something was said after it). */
+        post: operations["redo"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/regenerate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Answer your last message again; the reply shown so far is kept as an
+         *     alternative (`GET …/alternatives`).
+         */
+        post: operations["regenerate"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sessions/{id}/stream": {
         parameters: {
             query?: never;
@@ -457,6 +641,80 @@ export interface paths {
         };
         /** Attach to the session's active run (replay + live); 204 when there is none. */
         get: operations["stream"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/summary": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The stored summary of the session's older messages (404 when there is none). */
+        get: operations["summary"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/system-prompt": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Exactly the system prompt this session's model gets now (agent, your
+         *     instructions, skills, date).
+         */
+        get: operations["system_prompt"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/undo": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Remove the newest turn (your message and everything the agent did for it)
+         *     from the conversation; `redo` brings it back.
+         */
+        post: operations["undo"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/skills": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The skills agents may load (`skills_dir` folders and admins' uploads). */
+        get: operations["list_skills"];
         put?: never;
         post?: never;
         delete?: never;
@@ -509,6 +767,47 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** @description An agent: instructions, tools and limits people pick for a conversation. */
+        AgentDto: {
+            default: boolean;
+            description: string;
+            id: string;
+            instructions: string;
+            /** Format: int32 */
+            max_steps?: number | null;
+            /** @description The model new sessions with this agent use (none: the default model). */
+            model?: string | null;
+            name: string;
+            /** @description `builtin`, `config` or `admin`. */
+            origin: string;
+            /** @description Skills it may load; none: every skill. */
+            skills?: string[] | null;
+            /** @description Tool (or `mcp:<server>`) → `auto`, `confirm` or `deny`. */
+            tool_policies: {
+                [key: string]: string;
+            };
+            /**
+             * @description Allowed tools (built-in names, `mcp:<server>`, `mcp:<server>__<tool>`);
+             *     none: every tool.
+             */
+            tools?: string[] | null;
+        };
+        AgentList: {
+            agents: components["schemas"]["AgentDto"][];
+        };
+        /** @description One reply of the newest turn. */
+        AlternativeDto: {
+            created_at: string;
+            reply: string;
+            run_id: string;
+            /** @description The reply the conversation shows now. */
+            shown: boolean;
+            /** @description The question it answered, when an edit changed it since. */
+            user_text?: string | null;
+        };
+        AlternativeList: {
+            alternatives: components["schemas"]["AlternativeDto"][];
+        };
         /**
          * @description `approve` runs the call once; `always` also lets this tool run without asking
          *     for the rest of the session; `deny` tells the model it was refused.
@@ -558,6 +857,8 @@ export interface components {
             role: string;
         };
         CreateSessionRequest: {
+            /** @description The agent (`GET /v1/agents`); `mode` is the older name for it. */
+            agent?: string | null;
             mode?: string | null;
             model?: string | null;
             title?: string | null;
@@ -578,6 +879,10 @@ export interface components {
         };
         DecideApprovalRequest: {
             decision: components["schemas"]["ApprovalDecision"];
+        };
+        EditRequest: {
+            /** @description The new text of the last user message. */
+            text: string;
         };
         ErrorBody: {
             /** @description snake_case machine-readable code, e.g. `run_active`. */
@@ -693,6 +998,10 @@ export interface components {
         Health: {
             status: string;
             version: string;
+        };
+        /** @description A user's own instructions, added after the agent's. */
+        InstructionsDto: {
+            instructions: string;
         };
         LimitsDto: {
             /** Format: int64 */
@@ -824,6 +1133,30 @@ export interface components {
          * @enum {string}
          */
         Multitask: "enqueue" | "interrupt" | "reject";
+        PutAgentRequest: {
+            default?: boolean;
+            description?: string;
+            instructions?: string;
+            /** Format: int32 */
+            max_steps?: number | null;
+            model?: string | null;
+            name: string;
+            skills?: string[] | null;
+            tool_policies?: {
+                [key: string]: string;
+            };
+            tools?: string[] | null;
+        };
+        /**
+         * @description An uploaded skill: its SKILL.md (front matter `name`, `description`) and the
+         *     text files beside it.
+         */
+        PutSkillRequest: {
+            files?: {
+                [key: string]: string;
+            };
+            skill_md: string;
+        };
         RunDto: {
             /** Format: int32 */
             attempt: number;
@@ -886,6 +1219,8 @@ export interface components {
             status: string;
         };
         SendMessageRequest: {
+            /** @description Switch the session to this agent first; `mode` is the older name for it. */
+            agent?: string | null;
             attachments?: unknown[];
             mode?: string | null;
             model?: string | null;
@@ -896,8 +1231,11 @@ export interface components {
         };
         SessionDto: {
             active_run_id?: string | null;
+            /** @description The session's agent (`GET /v1/agents`). */
+            agent: string;
             created_at: string;
             id: string;
+            /** @description The same id under its older name. */
             mode: string;
             model: string;
             /** @description `web`, `api`, `cli` or `lark`. */
@@ -908,6 +1246,33 @@ export interface components {
         SessionList: {
             next_cursor?: string | null;
             sessions: components["schemas"]["SessionDto"][];
+        };
+        /** @description A skill as listed to people (the model sees names and descriptions only). */
+        SkillDto: {
+            description: string;
+            /** @description Files beside its SKILL.md. */
+            files: string[];
+            name: string;
+        };
+        SkillList: {
+            skills: components["schemas"]["SkillDto"][];
+        };
+        /** @description The stored summary of a session's older messages. */
+        SummaryDto: {
+            created_at: string;
+            /**
+             * Format: int64
+             * @description How many messages it covers.
+             */
+            messages: number;
+            /** @description The model that wrote it. */
+            model: string;
+            summary: string;
+        };
+        SystemPromptDto: {
+            /** @description The agent in force for the session. */
+            agent: string;
+            system_prompt: string;
         };
         TokenDto: {
             created_at: string;
@@ -932,7 +1297,16 @@ export interface components {
             id: string;
             name: string;
         };
+        /**
+         * @description The run an undo, redo or alternative choice touched, or a regenerate started
+         *     (attach to `/v1/runs/{run_id}/events` to follow it).
+         */
+        TurnResult: {
+            run_id: string;
+        };
         UpdateSessionRequest: {
+            /** @description The agent (`GET /v1/agents`); `mode` is the older name for it. */
+            agent?: string | null;
             mode?: string | null;
             model?: string | null;
             title?: string | null;
@@ -944,6 +1318,14 @@ export interface components {
         UsageDto: {
             /** Format: int64 */
             cache_read: number;
+            /**
+             * Format: int64
+             * @description Estimated tokens of the context the model was last sent, and its model's
+             *     window (0 when unknown): how full the conversation is.
+             */
+            context_tokens?: number;
+            /** Format: int64 */
+            context_window?: number;
             /** Format: int64 */
             input: number;
             /** Format: int64 */
@@ -1034,6 +1416,100 @@ export interface operations {
             };
         };
     };
+    put_agent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PutAgentRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentDto"];
+                };
+            };
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    delete_agent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
     limits: {
         parameters: {
             query?: never;
@@ -1049,6 +1525,90 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["LimitsDto"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    put_skill: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PutSkillRequest"];
+            };
+        };
+        responses: {
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    delete_skill: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An error: `{"error":{"code","message"}}` (see the status) */
@@ -1325,6 +1885,34 @@ export interface operations {
             };
         };
     };
+    list_agents: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AgentList"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
     decide_approval: {
         parameters: {
             query?: never;
@@ -1574,6 +2162,74 @@ export interface operations {
                 };
             };
             401: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    get_instructions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InstructionsDto"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    put_instructions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["InstructionsDto"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["InstructionsDto"];
+                };
+            };
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1999,6 +2655,91 @@ export interface operations {
             };
         };
     };
+    alternatives: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["AlternativeList"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    choose: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                run_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TurnResult"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
     list_approvals: {
         parameters: {
             query?: never;
@@ -2019,6 +2760,101 @@ export interface operations {
                 };
             };
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    compact: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    edit: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["EditRequest"];
+            };
+        };
+        responses: {
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TurnResult"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description run_active or nothing_to_edit */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -2134,6 +2970,108 @@ export interface operations {
             };
         };
     };
+    redo: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TurnResult"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description run_active or nothing_to_redo */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    regenerate: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TurnResult"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description run_active or nothing_to_regenerate */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
     stream: {
         parameters: {
             query?: never;
@@ -2171,6 +3109,157 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    summary: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SummaryDto"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    system_prompt: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SystemPromptDto"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    undo: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TurnResult"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description run_active or nothing_to_undo */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    list_skills: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SkillList"];
                 };
             };
             /** @description An error: `{"error":{"code","message"}}` (see the status) */

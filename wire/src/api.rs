@@ -24,6 +24,12 @@ pub struct UsageDto {
     pub output: u64,
     pub cache_read: u64,
     pub reasoning: u64,
+    /// Estimated tokens of the context the model was last sent, and its model's
+    /// window (0 when unknown): how full the conversation is.
+    #[serde(default)]
+    pub context_tokens: u64,
+    #[serde(default)]
+    pub context_window: u64,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
@@ -144,6 +150,9 @@ pub struct ModeList {
 pub struct CreateSessionRequest {
     pub title: Option<String>,
     pub model: Option<String>,
+    /// The agent (`GET /v1/agents`); `mode` is the older name for it.
+    #[serde(default)]
+    pub agent: Option<String>,
     pub mode: Option<String>,
 }
 
@@ -151,6 +160,9 @@ pub struct CreateSessionRequest {
 pub struct UpdateSessionRequest {
     pub title: Option<String>,
     pub model: Option<String>,
+    /// The agent (`GET /v1/agents`); `mode` is the older name for it.
+    #[serde(default)]
+    pub agent: Option<String>,
     pub mode: Option<String>,
 }
 
@@ -159,6 +171,9 @@ pub struct SessionDto {
     pub id: String,
     pub title: String,
     pub model: String,
+    /// The session's agent (`GET /v1/agents`).
+    pub agent: String,
+    /// The same id under its older name.
     pub mode: String,
     /// `web`, `api`, `cli` or `lark`.
     pub source: String,
@@ -223,6 +238,9 @@ pub struct SendMessageRequest {
     #[serde(default)]
     pub attachments: Vec<serde_json::Value>,
     pub model: Option<String>,
+    /// Switch the session to this agent first; `mode` is the older name for it.
+    #[serde(default)]
+    pub agent: Option<String>,
     pub mode: Option<String>,
     #[serde(default)]
     pub multitask: Multitask,
@@ -388,4 +406,133 @@ pub struct McpStatusList {
     /// Servers configured (`[[mcp_servers]]`), as the gateway reads its config.
     pub configured: Vec<String>,
     pub workers: Vec<McpWorkerStatus>,
+}
+
+/// An agent: instructions, tools and limits people pick for a conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct AgentDto {
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    /// The model new sessions with this agent use (none: the default model).
+    pub model: Option<String>,
+    pub instructions: String,
+    /// Allowed tools (built-in names, `mcp:<server>`, `mcp:<server>__<tool>`);
+    /// none: every tool.
+    pub tools: Option<Vec<String>>,
+    /// Tool (or `mcp:<server>`) → `auto`, `confirm` or `deny`.
+    pub tool_policies: std::collections::BTreeMap<String, String>,
+    /// Skills it may load; none: every skill.
+    pub skills: Option<Vec<String>>,
+    pub max_steps: Option<u32>,
+    pub default: bool,
+    /// `builtin`, `config` or `admin`.
+    pub origin: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct AgentList {
+    pub agents: Vec<AgentDto>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PutAgentRequest {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub instructions: String,
+    #[serde(default)]
+    pub tools: Option<Vec<String>>,
+    #[serde(default)]
+    pub tool_policies: std::collections::BTreeMap<String, String>,
+    #[serde(default)]
+    pub skills: Option<Vec<String>>,
+    #[serde(default)]
+    pub max_steps: Option<u32>,
+    #[serde(default)]
+    pub default: bool,
+}
+
+/// A user's own instructions, added after the agent's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct InstructionsDto {
+    pub instructions: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct SystemPromptDto {
+    /// The agent in force for the session.
+    pub agent: String,
+    pub system_prompt: String,
+}
+
+/// The run an undo, redo or alternative choice touched, or a regenerate started
+/// (attach to `/v1/runs/{run_id}/events` to follow it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct TurnResult {
+    pub run_id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EditRequest {
+    /// The new text of the last user message.
+    pub text: String,
+}
+
+/// One reply of the newest turn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct AlternativeDto {
+    pub run_id: String,
+    pub reply: String,
+    /// The question it answered, when an edit changed it since.
+    pub user_text: Option<String>,
+    /// The reply the conversation shows now.
+    pub shown: bool,
+    pub created_at: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct AlternativeList {
+    pub alternatives: Vec<AlternativeDto>,
+}
+
+/// The stored summary of a session's older messages.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct SummaryDto {
+    pub summary: String,
+    /// How many messages it covers.
+    pub messages: u64,
+    /// The model that wrote it.
+    pub model: String,
+    pub created_at: String,
+}
+
+/// A skill as listed to people (the model sees names and descriptions only).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct SkillDto {
+    pub name: String,
+    pub description: String,
+    /// Files beside its SKILL.md.
+    pub files: Vec<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct SkillList {
+    pub skills: Vec<SkillDto>,
+}
+
+/// An uploaded skill: its SKILL.md (front matter `name`, `description`) and the
+/// text files beside it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PutSkillRequest {
+    pub skill_md: String,
+    #[serde(default)]
+    pub files: std::collections::BTreeMap<String, String>,
 }

@@ -410,6 +410,10 @@ pub async fn run(
             for tool in weft_tools::web_tools(&cfg.tools) {
                 tools.add(tool);
             }
+            tools.add(Arc::new(agent::UseSkill {
+                store: deps.store.clone(),
+                dir: cfg.skills_dir(),
+            }));
             tools.add(Arc::new(agent::ReadOutput {
                 store: deps.store.clone(),
                 page: cfg.tools.output_cap_bytes,

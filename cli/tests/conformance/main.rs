@@ -5,6 +5,7 @@
 mod harness;
 mod sse;
 
+mod agents;
 mod api;
 mod approvals;
 mod crash;
@@ -21,6 +22,7 @@ mod security;
 mod signin;
 mod streaming;
 mod transport;
+mod turns;
 
 /// Generate `name::embedded` and `name::distributed` tests from `async fn name(Backend)`.
 #[macro_export]

@@ -1,4 +1,5 @@
-//! Slash commands: `/sessions`, `/resume ID`, `/new`, `/model [ID]`, `/mode [name]`,
+//! Slash commands: `/sessions`, `/resume ID`, `/new`, `/model [ID]`, `/agent [ID]`,
+//! `/undo`, `/redo`, `/retry`, `/edit TEXT`, `/compact`,
 //! `/stop`, `/think`, `/status`, `/mcp`, `/help`, `/exit`.
 
 use super::state::ReplState;
@@ -19,7 +20,24 @@ pub const COMMANDS: &[(&str, &str)] = &[
         "start a new session (keeps the current mode and model)",
     ),
     ("/model", "[ID] — show or switch the model"),
-    ("/mode", "[name] — show or switch the mode"),
+    (
+        "/agent",
+        "[ID] — show or switch the agent (/mode is the older name)",
+    ),
+    ("/undo", "remove the last turn from the conversation"),
+    ("/redo", "bring back the turn undone last"),
+    (
+        "/retry",
+        "answer the last message again (the old reply stays an alternative)",
+    ),
+    (
+        "/edit",
+        "TEXT — replace your last message and answer it again",
+    ),
+    (
+        "/compact",
+        "summarise the older turns before the next reply",
+    ),
     ("/stop", "cancel the session's active run"),
     ("/think", "show the last reply's thinking in full"),
     ("/status", "show the status line"),
@@ -47,6 +65,17 @@ pub async fn run(gw: &Gateway, state: &mut ReplState, line: &str) -> Result<Flow
                 "  {DIM}Enter sends · end a line with \\ for a new line · Ctrl-C stops a reply · Ctrl-D quits{RESET}"
             );
         }
+        "/skills" => {
+            let list = gw.skills().await?.skills;
+            if list.is_empty() {
+                println!(
+                    "{DIM}no skills (add folders with a SKILL.md to skills_dir, or upload one){RESET}"
+                );
+            }
+            for s in list {
+                println!("  {YELLOW}{:<16}{RESET} {}", s.name, s.description);
+            }
+        }
         "/mcp" => match gw.mcp().await {
             Ok(list) => print_mcp(&list),
             Err(crate::error::ClientError::Api { status: 403, .. }) => {
@@ -57,7 +86,7 @@ pub async fn run(gw: &Gateway, state: &mut ReplState, line: &str) -> Result<Flow
         "/new" => {
             state.session_id = None;
             state.last = None;
-            println!("{DIM}new session (mode {}){RESET}", state.mode);
+            println!("{DIM}new session (agent {}){RESET}", state.mode);
         }
         "/sessions" => {
             for s in gw.sessions(20).await?.sessions {
@@ -126,20 +155,59 @@ pub async fn run(gw: &Gateway, state: &mut ReplState, line: &str) -> Result<Flow
                 state.current_model()
             ),
         },
-        "/mode" if arg.is_empty() => {
-            println!("mode {}", state.mode);
+        "/mode" | "/agent" if arg.is_empty() => {
+            println!("agent {}", state.mode);
             for m in &state.modes {
                 println!("  {DIM}{:<8} {}{RESET}", m.id, m.description);
             }
         }
-        "/mode" => match state.modes.iter().find(|m| m.id == arg) {
+        "/mode" | "/agent" => match state.modes.iter().find(|m| m.id == arg) {
             Some(m) => {
                 state.mode = m.id.clone();
                 state.sync_session(gw).await?;
-                println!("{DIM}mode {}{RESET}", m.id);
+                println!("{DIM}agent {}{RESET}", m.id);
             }
-            None => println!("unknown mode {arg:?}; keeping mode {}", state.mode),
+            None => println!("unknown agent {arg:?}; keeping {}", state.mode),
         },
+        "/undo" | "/redo" | "/retry" | "/edit" | "/compact" => {
+            let Some(session) = state.session_id.clone() else {
+                println!("{DIM}no conversation yet{RESET}");
+                return Ok(Flow::Continue);
+            };
+            let started = match cmd {
+                "/undo" | "/redo" => gw.turn(&session, &cmd[1..]).await.map(|_| None),
+                "/retry" => gw
+                    .turn(&session, "regenerate")
+                    .await
+                    .map(|t| Some(t.run_id)),
+                "/edit" if arg.is_empty() => {
+                    println!("usage: /edit TEXT");
+                    return Ok(Flow::Continue);
+                }
+                "/edit" => gw.edit(&session, arg).await.map(|t| Some(t.run_id)),
+                _ => gw.compact(&session).await.map(|_| None),
+            };
+            match started {
+                Ok(Some(run)) => super::turn::attach(gw, state, &run).await?,
+                Ok(None) => println!(
+                    "{DIM}{}{RESET}",
+                    match cmd {
+                        "/undo" =>
+                            "undone: the last turn is out of the conversation (/redo brings it back)",
+                        "/redo" => "redone: the turn is back",
+                        _ => "the older turns will be summarised before the next reply",
+                    }
+                ),
+                Err(crate::error::ClientError::Api {
+                    status: 409,
+                    message,
+                    ..
+                }) => {
+                    println!("{DIM}{message}{RESET}")
+                }
+                Err(e) => return Err(e),
+            }
+        }
         "/stop" => {
             let active = match &state.session_id {
                 Some(id) => gw.session(id).await?.active_run_id,

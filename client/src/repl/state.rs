@@ -60,6 +60,7 @@ impl ReplState {
         let req = CreateSessionRequest {
             title: None,
             model: self.model.clone(),
+            agent: None,
             mode: Some(self.mode.clone()),
         };
         let s = gw.create_session(&req).await?;
@@ -74,6 +75,7 @@ impl ReplState {
             let req = UpdateSessionRequest {
                 title: None,
                 model: self.model.clone(),
+                agent: None,
                 mode: Some(self.mode.clone()),
             };
             gw.update_session(id, &req).await?;
@@ -89,7 +91,7 @@ impl ReplState {
     pub fn status_line(&self, gw: &Gateway) -> String {
         let mut parts = vec![
             self.current_model().to_string(),
-            self.mode.clone(),
+            format!("agent {}", self.mode),
             gw.host().to_string(),
         ];
         parts.push(self.session_id.as_deref().map_or_else(
@@ -99,6 +101,9 @@ impl ReplState {
         if let Some(r) = &self.last {
             parts.push(format!("↑{} ↓{}", r.usage.input, r.usage.output));
             parts.push(format!("cache {}", r.usage.cache_read));
+            if let Some(pct) = (r.usage.context_tokens * 100).checked_div(r.usage.context_window) {
+                parts.push(format!("ctx {pct}%"));
+            }
             if let Some(t) = r.ttft_ms {
                 parts.push(format!("ttft {}", human_ms(t)));
             }

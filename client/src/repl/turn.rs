@@ -21,12 +21,21 @@ pub async fn run(gw: &Gateway, state: &mut ReplState, text: String) -> Result<()
         text,
         attachments: vec![],
         model: state.model.clone(),
+        agent: None,
         mode: Some(state.mode.clone()),
         multitask: Default::default(),
         stream: true,
         wait: false,
     };
-    let mut stream = RunStream::send(gw, &session, req);
+    follow(gw, state, RunStream::send(gw, &session, req)).await
+}
+
+/// Follow a run started elsewhere (`/retry`, `/edit`): the same rendering.
+pub async fn attach(gw: &Gateway, state: &mut ReplState, run_id: &str) -> Result<()> {
+    follow(gw, state, RunStream::attach(gw, run_id, 0)).await
+}
+
+async fn follow(gw: &Gateway, state: &mut ReplState, mut stream: RunStream) -> Result<()> {
     let mut reply = Reply::default();
     let mut display = Display::new();
     let mut tick = tokio::time::interval(Duration::from_millis(100));

@@ -42,7 +42,12 @@ pub enum Command {
     Stop,
     Flush,
     Model(Option<String>),
+    /// `/agent [id]` (`/mode` is its older name).
     Mode(Option<String>),
+    /// Take the last turn out of the conversation.
+    Undo,
+    /// Summarise older turns before the next reply.
+    Compact,
     Sessions,
     /// `/resume N`: the N-th conversation of `/sessions` (1 = newest).
     Resume(Option<usize>),
@@ -61,7 +66,9 @@ pub fn parse(text: &str) -> Option<Command> {
         "stop" => Command::Stop,
         "flush" => Command::Flush,
         "model" => Command::Model(arg),
-        "mode" => Command::Mode(arg),
+        "mode" | "agent" => Command::Mode(arg),
+        "undo" => Command::Undo,
+        "compact" => Command::Compact,
         "sessions" => Command::Sessions,
         "resume" => Command::Resume(arg.and_then(|a| a.parse().ok()).filter(|n| *n > 0)),
         "help" | "h" | "?" => Command::Help,
@@ -76,7 +83,9 @@ pub fn help(lang: Lang) -> &'static str {
          `/stop` stop the current reply (also: stop, 停, 取消 …)\n\
          `/flush` stop it and answer everything you sent meanwhile at once\n\
          `/model [id]` show or switch the model\n\
-         `/mode [name]` show or switch the mode (agent, chat)\n\
+         `/agent [id]` show or switch the agent (`/mode` works too)\n\
+         `/undo` take the last question and answer out of the conversation\n\
+         `/compact` summarise the older turns before the next reply\n\
          `/sessions` this chat's conversations\n\
          `/resume N` go back to conversation N of `/sessions`\n\
          `/help` this list",
@@ -85,7 +94,9 @@ pub fn help(lang: Lang) -> &'static str {
          `/stop` 停止当前回复（也可以发：停、取消、stop …）\n\
          `/flush` 停止当前回复，并把期间发来的消息一起回答\n\
          `/model [id]` 查看或切换模型\n\
-         `/mode [name]` 查看或切换模式（agent、chat）\n\
+         `/agent [id]` 查看或切换智能体（也可用 `/mode`）\n\
+         `/undo` 把上一轮问答从对话中撤下\n\
+         `/compact` 在下一次回复前先总结较早的对话\n\
          `/sessions` 本聊天的对话列表\n\
          `/resume N` 回到 `/sessions` 中的第 N 个对话\n\
          `/help` 显示本帮助",
@@ -126,6 +137,12 @@ mod tests {
     #[test]
     fn commands_parse() {
         assert_eq!(parse("/new"), Some(Command::New));
+        assert_eq!(
+            parse("/agent chat"),
+            Some(Command::Mode(Some("chat".into())))
+        );
+        assert_eq!(parse("/undo"), Some(Command::Undo));
+        assert_eq!(parse("/compact"), Some(Command::Compact));
         assert_eq!(
             parse(" /Model gpt "),
             Some(Command::Model(Some("gpt".into())))

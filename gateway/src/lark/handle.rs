@@ -259,12 +259,44 @@ impl Bot {
                     },
                     None => self.listing(
                         lang.pick("Modes", "模式"),
-                        crate::meta::builtin_modes().into_iter().map(|m| m.id),
+                        self.state.agent_ids().into_iter(),
                         &session.mode,
                         "/mode",
                     ),
                 };
                 ("Weft", CardState::Done, text)
+            }
+            Command::Undo => {
+                let text = match store.undo_turn(owner, &session.id).await? {
+                    weft_shared::store::TurnOutcome::Done { .. } => lang
+                        .pick(
+                            "↩️ The last question and answer are out of the conversation.",
+                            "↩️ 上一轮问答已从对话中撤下。",
+                        )
+                        .to_owned(),
+                    weft_shared::store::TurnOutcome::RunActive { .. } => lang
+                        .pick(
+                            "A reply is still running: /stop it first.",
+                            "还有回复在进行中，请先 /stop。",
+                        )
+                        .to_owned(),
+                    _ => lang
+                        .pick("Nothing to undo.", "没有可撤销的内容。")
+                        .to_owned(),
+                };
+                ("Weft", CardState::Done, text)
+            }
+            Command::Compact => {
+                store.request_compact(&session.id).await?;
+                (
+                    "Weft",
+                    CardState::Done,
+                    lang.pick(
+                        "🗜 The older turns will be summarised before the next reply.",
+                        "🗜 下一次回复前会先总结较早的对话。",
+                    )
+                    .to_owned(),
+                )
             }
             Command::Sessions => {
                 let sessions = store.lark_chat_sessions(&incoming.chat, 10).await?;

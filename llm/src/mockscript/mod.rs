@@ -13,7 +13,8 @@
 //! `@mock.cut <n> [times=k]` (the stream stops after `n` tokens without its end marker).
 //! Several `@mock.tool` directives make one step call several tools at once, and
 //! `@mock.panic` makes the in-process mock panic inside the worker (every attempt),
-//! which the worker must survive.
+//! which the worker must survive. `@mock.context` replies with a JSON picture of
+//! the request (system prompt, messages, tools offered).
 //!
 //! Replies: `@mock.reply` text, else `@mock.tokens n` words `w1 … wn`, else (unless
 //! a tool is called) `You said: <the whole last user message>`, directives included.
@@ -68,6 +69,9 @@ pub struct Directives {
     pub tools: Vec<(String, serde_json::Value)>,
     /// `@mock.panic`: the in-process mock panics (tests of the worker's panic isolation).
     pub panic: bool,
+    /// `@mock.context`: the reply describes the request the model was sent (JSON:
+    /// the system prompt, the messages, the tools offered), so tests can see it.
+    pub context: bool,
     pub fail: Option<Fail>,
     pub cut: Option<Cut>,
 }
@@ -192,6 +196,7 @@ fn apply(out: &mut Directives, name: &str, rest: &str) -> Result<(), ScriptError
         }
         "fail" => out.fail = Some(parse_fail(words)?),
         "panic" => out.panic = true,
+        "context" => out.context = true,
         "cut" => {
             let after = number("cut", words.next())?;
             let mut cut = Cut { after, times: 1 };

@@ -15,6 +15,8 @@ pub struct Plan {
     pub tool_calls: Vec<ToolCall>,
     /// `@mock.panic`.
     pub panic: bool,
+    /// `@mock.context`: replace `text` with the request's picture ([`Plan::describe`]).
+    pub context: bool,
     pub stop: StopReason,
     /// `@mock.delay` (time to first token, inter-token latency), if given.
     pub delay: Option<(Duration, Duration)>,
@@ -59,6 +61,11 @@ pub enum Outcome {
 /// Plan the step answering `messages`. `max_tokens` truncates (reasoning first, as
 /// real models count it) and turns the stop reason into `MaxTokens`.
 pub fn plan(messages: &[ChatMessage], max_tokens: Option<u32>) -> Result<Plan, ScriptError> {
+    if let Some(ChatMessage::System { content }) = messages.first()
+        && content == crate::tokens::SUMMARY_INSTRUCTIONS
+    {
+        return Ok(summary_plan(messages, max_tokens));
+    }
     let user_text = messages
         .iter()
         .rev()
@@ -121,6 +128,7 @@ pub fn plan(messages: &[ChatMessage], max_tokens: Option<u32>) -> Result<Plan, S
         text,
         tool_calls,
         panic: d.panic,
+        context: d.context,
         stop,
         delay: d.delay,
         fail: d.fail,
@@ -128,6 +136,60 @@ pub fn plan(messages: &[ChatMessage], max_tokens: Option<u32>) -> Result<Plan, S
         input,
         cache_read: input - words.last().copied().unwrap_or(0),
     })
+}
+
+/// The most facts a mock summary keeps (the earliest win).
+const SUMMARY_FACTS: usize = 60;
+
+/// A summarising call: the reply keeps the earlier summary's facts and the first
+/// ten words of every user line of the transcript, joined by ` | ` — so tests
+/// can check what a summary carries forward, and it is the same every time.
+fn summary_plan(messages: &[ChatMessage], max_tokens: Option<u32>) -> Plan {
+    let transcript: String = messages
+        .iter()
+        .filter_map(|m| match m {
+            ChatMessage::User { content } => Some(content.as_str()),
+            _ => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let mut facts: Vec<String> = Vec::new();
+    for line in transcript.lines() {
+        if let Some(earlier) = line.strip_prefix(crate::tokens::EARLIER_SUMMARY) {
+            facts.extend(
+                earlier
+                    .split(" | ")
+                    .filter(|f| !f.trim().is_empty())
+                    .map(str::to_string),
+            );
+        } else if let Some(said) = line.strip_prefix("user: ") {
+            let first: Vec<&str> = said.split_whitespace().take(10).collect();
+            if !first.is_empty() {
+                facts.push(first.join(" "));
+            }
+        }
+    }
+    facts.truncate(SUMMARY_FACTS);
+    // Like a real model, it stops at `max_tokens` (the earliest facts stay).
+    let mut text = tokens(&facts.join(" | "));
+    if let Some(max) = max_tokens {
+        text.truncate(max as usize);
+    }
+    let words: Vec<u64> = messages.iter().map(message_words).collect();
+    let input: u64 = words.iter().sum();
+    Plan {
+        think: Vec::new(),
+        text,
+        tool_calls: Vec::new(),
+        panic: false,
+        context: false,
+        stop: StopReason::EndTurn,
+        delay: None,
+        fail: None,
+        cut: None,
+        input,
+        cache_read: 0,
+    }
 }
 
 fn message_words(m: &ChatMessage) -> u64 {
@@ -149,6 +211,43 @@ fn message_words(m: &ChatMessage) -> u64 {
 }
 
 impl Plan {
+    /// `@mock.context`: the reply becomes JSON describing what the model was sent.
+    pub fn describe(&mut self, messages: &[ChatMessage], tools: &[crate::ToolSpec]) {
+        let system: Vec<&str> = messages
+            .iter()
+            .filter_map(|m| match m {
+                ChatMessage::System { content } => Some(content.as_str()),
+                _ => None,
+            })
+            .collect();
+        let roles: Vec<&str> = messages
+            .iter()
+            .map(|m| match m {
+                ChatMessage::System { .. } => "system",
+                ChatMessage::User { .. } => "user",
+                ChatMessage::Assistant { .. } => "assistant",
+                ChatMessage::Tool { .. } => "tool",
+            })
+            .collect();
+        let users: Vec<&str> = messages
+            .iter()
+            .filter_map(|m| match m {
+                ChatMessage::User { content } => Some(content.as_str()),
+                _ => None,
+            })
+            .collect();
+        let picture = serde_json::json!({
+            "system": system,
+            "roles": roles,
+            "users": users,
+            "tools": tools.iter().map(|t| t.name.as_str()).collect::<Vec<_>>(),
+            "input_words": self.input,
+        });
+        self.text = super::tokens(&picture.to_string());
+        self.tool_calls.clear();
+        self.stop = StopReason::EndTurn;
+    }
+
     /// The items of attempt number `attempt` (1-based) of this step.
     pub fn outcome(&self, attempt: u32) -> Outcome {
         let (stop_after, last) = match (self.fail, self.cut) {

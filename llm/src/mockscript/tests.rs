@@ -257,3 +257,22 @@ fn several_tool_directives_make_parallel_calls_and_their_results_are_all_quoted(
     assert_eq!(p2.reply_text(), "tool a said: 1; tool b said: 2");
     assert!(parse("@mock.panic").unwrap().panic);
 }
+
+#[test]
+fn summaries_keep_earlier_facts_and_the_first_words_of_user_lines() {
+    let msgs = vec![
+        ChatMessage::System {
+            content: crate::tokens::SUMMARY_INSTRUCTIONS.into(),
+        },
+        ChatMessage::User {
+            content: "Earlier summary: my name is Zed | I like teal\nuser: we meet on Friday at noon in the small room by the lift\nassistant: fine\nuser: @mock.tokens 5".into(),
+        },
+    ];
+    let p = plan(&msgs, None).unwrap();
+    assert_eq!(
+        p.reply_text(),
+        "my name is Zed | I like teal | we meet on Friday at noon in the small room | @mock.tokens 5"
+    );
+    assert!(p.tool_calls.is_empty());
+    assert_eq!(p, plan(&msgs, None).unwrap(), "deterministic");
+}

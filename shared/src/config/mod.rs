@@ -10,6 +10,7 @@ use figment::Figment;
 use figment::providers::{Env, Format, Serialized, Toml};
 use serde::{Deserialize, Serialize};
 
+pub mod agents;
 mod http;
 mod lark;
 mod mcp;
@@ -19,6 +20,7 @@ mod tools;
 mod web;
 mod worker;
 
+pub use agents::AgentConfig;
 pub use http::{HttpConfig, Limits, LoginConfig, parse_proxy};
 pub use lark::LarkConfig;
 pub use mcp::McpServerConfig;
@@ -27,7 +29,7 @@ pub use tools::{
     AllowHost, MAX_CALL_TIMEOUT_SECS, SearchBackendKind, ToolPolicy, ToolsConfig, WebFetchConfig,
     WebSearchConfig,
 };
-pub use worker::{EventsConfig, WorkerConfig};
+pub use worker::{ContextConfig, EventsConfig, WorkerConfig};
 
 /// A string that never prints.
 #[derive(Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -89,6 +91,12 @@ pub struct Config {
     pub tools: ToolsConfig,
     /// MCP servers whose tools the agent may use (`[[mcp_servers]]`).
     pub mcp_servers: Vec<McpServerConfig>,
+    /// Agents (`[[agents]]`); the built-in `agent` and `chat` always exist.
+    pub agents: Vec<AgentConfig>,
+    /// Long conversations: summaries of older turns.
+    pub context: ContextConfig,
+    /// Skill folders (each with a `SKILL.md`); default `<data_dir>/skills`.
+    pub skills_dir: Option<PathBuf>,
 }
 
 impl Default for Config {
@@ -112,6 +120,9 @@ impl Default for Config {
             lark: LarkConfig::default(),
             tools: ToolsConfig::default(),
             mcp_servers: Vec::new(),
+            agents: Vec::new(),
+            context: ContextConfig::default(),
+            skills_dir: None,
         }
     }
 }
@@ -183,6 +194,15 @@ impl Config {
         }
         self.tools.validate().map_err(ConfigError::Invalid)?;
         mcp::validate(&self.mcp_servers).map_err(ConfigError::Invalid)?;
+        agents::validate(&self.agents).map_err(ConfigError::Invalid)?;
+        if !(10..=95).contains(&self.context.threshold_percent)
+            || !(5..self.context.threshold_percent).contains(&self.context.recent_percent)
+        {
+            return bad(
+                "context.threshold_percent must be 10 to 95 and context.recent_percent 5 to below it"
+                    .into(),
+            );
+        }
         if self.worker.max_attempts == 0 {
             return bad("worker.max_attempts must be at least 1".into());
         }
@@ -239,6 +259,13 @@ impl Config {
         }
         models.sort_by_key(|m| !m.default);
         models
+    }
+
+    /// Where skill folders are read from.
+    pub fn skills_dir(&self) -> PathBuf {
+        self.skills_dir
+            .clone()
+            .unwrap_or_else(|| self.data_dir().join("skills"))
     }
 
     pub fn data_dir(&self) -> PathBuf {

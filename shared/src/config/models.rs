@@ -35,6 +35,10 @@ pub struct ModelConfig {
     #[serde(default)]
     pub default: bool,
     pub max_tokens: Option<u32>,
+    /// Tokens the model reads at most; default per provider (OpenAI-compatible
+    /// 128k, Anthropic 200k, the mock 32k).
+    #[serde(default)]
+    pub context_window: Option<u32>,
 }
 
 impl ModelConfig {
@@ -47,6 +51,16 @@ impl ModelConfig {
             model: None,
             default: true,
             max_tokens: None,
+            context_window: None,
         }
+    }
+
+    /// The context window in force for this model.
+    pub fn window(&self) -> u32 {
+        self.context_window.unwrap_or(match self.provider {
+            ProviderKind::Openai => 128_000,
+            ProviderKind::Anthropic => 200_000,
+            ProviderKind::Mock => 32_000,
+        })
     }
 }

@@ -30,8 +30,6 @@ pub struct WorkerConfig {
     pub max_run_secs: u64,
     /// On shutdown, running runs get this long to finish before they are released.
     pub shutdown_grace_ms: u64,
-    /// Messages of history sent to the model.
-    pub hot_size: usize,
 }
 
 impl Default for WorkerConfig {
@@ -48,7 +46,6 @@ impl Default for WorkerConfig {
             max_steps: 25,
             max_run_secs: 3600,
             shutdown_grace_ms: 10_000,
-            hot_size: 20,
         }
     }
 }
@@ -78,6 +75,36 @@ impl Default for EventsConfig {
             max_len: 100_000,
             max_bytes_per_run: 8 << 20,
             memory_budget_bytes: 256 << 20,
+        }
+    }
+}
+
+/// Long conversations (`[context]`): when the history would pass
+/// `threshold_percent` of the model's window, older turns are summarised (once;
+/// the summary is stored and reused) and the most recent ones stay verbatim.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct ContextConfig {
+    pub threshold_percent: u32,
+    /// How much of the window the verbatim recent turns may take after a summary.
+    pub recent_percent: u32,
+    /// The model that writes summaries (default: the run's own model).
+    pub summariser_model: Option<String>,
+    /// Tool outputs of earlier runs shrink to this many characters in the
+    /// model's view (the stored messages keep them whole).
+    pub old_tool_output_chars: usize,
+    /// The most messages one run reads after the summary.
+    pub max_messages: usize,
+}
+
+impl Default for ContextConfig {
+    fn default() -> Self {
+        ContextConfig {
+            threshold_percent: 75,
+            recent_percent: 35,
+            summariser_model: None,
+            old_tool_output_chars: 600,
+            max_messages: 1000,
         }
     }
 }

@@ -21,6 +21,8 @@ pub struct Message {
     pub name: Option<String>,
     pub tool_calls: Vec<ToolCallDto>,
     pub created_at: i64,
+    /// The conversation-order key (see [`order_key`]).
+    pub ord: String,
 }
 
 impl Message {
@@ -41,6 +43,7 @@ impl Message {
             name: get_opt_str(row, "name")?,
             tool_calls,
             created_at: get_i64(row, "created_at")?,
+            ord: get_str(row, "ord")?,
         })
     }
 
@@ -78,7 +81,7 @@ pub struct StepCheckpoint {
 }
 
 const COLUMNS: &str =
-    "id, session_id, role, content, run_id, step, call_id, name, tool_calls, created_at";
+    "id, session_id, role, content, run_id, step, call_id, name, tool_calls, created_at, ord";
 
 /// The conversation-order key of a message (see migration 0003): run, then user
 /// messages before steps, step, assistant before tool results, then the id.
@@ -116,7 +119,7 @@ impl Store {
     ) -> Result<(Vec<Message>, Option<String>)> {
         self.get_session(user, session).await?;
         let sql = format!(
-            "select {COLUMNS}, ord from messages where session_id = $1 and ($2 = '' or ord < $2) order by ord desc limit $3"
+            "select {COLUMNS} from messages where session_id = $1 and hidden = 0 and ($2 = '' or ord < $2) order by ord desc limit $3"
         );
         let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(&session.0)
@@ -151,12 +154,25 @@ impl Store {
     /// The context window of a run: the last `hot` messages that are not still
     /// waiting behind it, oldest first, never starting with an orphaned tool result.
     pub async fn context_messages(&self, session: &SessionId, hot: usize) -> Result<Vec<Message>> {
+        self.context_after(session, None, hot).await
+    }
+
+    /// The model's view after a summary: shown, unqueued messages after `after`
+    /// (an order key; `None`: from the start), the newest `limit` of them, oldest
+    /// first, never starting with a tool result.
+    pub async fn context_after(
+        &self,
+        session: &SessionId,
+        after: Option<&str>,
+        limit: usize,
+    ) -> Result<Vec<Message>> {
         let sql = format!(
-            "select {COLUMNS} from messages where session_id = $1 and queued = 0 order by ord desc limit $2"
+            "select {COLUMNS} from messages where session_id = $1 and queued = 0 and hidden = 0 and ord > $2 order by ord desc limit $3"
         );
         let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(&session.0)
-            .bind(hot as i64)
+            .bind(after.unwrap_or_default())
+            .bind(limit as i64)
             .fetch_all(&self.pool)
             .await?;
         let mut msgs = rows

@@ -7,6 +7,7 @@
 //! [`StoreError`] variants here, once, so handlers branch on outcomes rather than
 //! on error strings.
 
+mod agents;
 mod approvals;
 mod lark;
 mod messages;
@@ -16,6 +17,9 @@ mod runs;
 mod send;
 mod session_writes;
 mod sessions;
+mod skills;
+mod summaries;
+mod turns;
 mod user_limits;
 mod users;
 
@@ -26,6 +30,7 @@ use std::time::Duration;
 use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::{AnyPool, Row};
 
+pub use agents::{AgentOrigin, AgentRecord, builtin_agents};
 pub use approvals::{
     Approval, ApprovalStatus, DecideOutcome, Decision, NewApproval, PendingStep, WaitOutcome,
 };
@@ -37,6 +42,8 @@ pub use runs::{
 };
 pub use send::{NewRun, SendOutcome, SendRequest};
 pub use sessions::{SessionCursor, SessionRecord};
+pub use summaries::Summary;
+pub use turns::{Alternative, TurnOutcome};
 pub use user_limits::RunLimits;
 pub use users::{AuthUser, PasswordChange, Role, TokenKind, TokenRecord};
 

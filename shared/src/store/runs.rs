@@ -89,7 +89,7 @@ pub struct RunRecord {
     pub finished_at: Option<i64>,
 }
 
-const RUN_COLUMNS: &str = "id, session_id, user_id, status, model, mode, attempt, usage_input, usage_output, usage_cache_read, usage_reasoning, ttft_ms, duration_ms, error_code, error_message, cancelled_by, final_message_id, created_at, finished_at";
+const RUN_COLUMNS: &str = "id, session_id, user_id, status, model, mode, attempt, usage_input, usage_output, usage_cache_read, usage_reasoning, context_tokens, context_window, ttft_ms, duration_ms, error_code, error_message, cancelled_by, final_message_id, created_at, finished_at";
 
 impl RunRecord {
     fn from_row(row: &AnyRow) -> Result<RunRecord> {
@@ -116,6 +116,8 @@ impl RunRecord {
                 output: get_i64(row, "usage_output")? as u64,
                 cache_read: get_i64(row, "usage_cache_read")? as u64,
                 reasoning: get_i64(row, "usage_reasoning")? as u64,
+                context_tokens: get_i64(row, "context_tokens")? as u64,
+                context_window: get_i64(row, "context_window")? as u64,
             },
             ttft_ms: get_opt_i64(row, "ttft_ms")?.map(|v| v as u64),
             duration_ms: get_opt_i64(row, "duration_ms")?.map(|v| v as u64),
@@ -372,7 +374,8 @@ impl Store {
         let owned = sqlx::query(
             "update runs set status = $1, finished_at = coalesce(finished_at, $2), duration_ms = $3, ttft_ms = $4,
                  usage_input = $5, usage_output = $6, usage_cache_read = $7, usage_reasoning = $8,
-                 error_code = $9, error_message = $10, heartbeat_at = $2, final_message_id = $13
+                 error_code = $9, error_message = $10, heartbeat_at = $2, final_message_id = $13,
+                 context_tokens = $14, context_window = $15
              where id = $11 and worker_id = $12 and (status = 'running' or (status = 'cancelled' and $1 = 'cancelled'))",
         )
         .bind(status)
@@ -388,6 +391,8 @@ impl Store {
         .bind(&run.id.0)
         .bind(worker)
         .bind(message_id.as_ref().map(|m| m.0.clone()))
+        .bind(usage.context_tokens as i64)
+        .bind(usage.context_window as i64)
         .execute(&mut **tx)
         .await?;
         if owned.rows_affected() == 0 {

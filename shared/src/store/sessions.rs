@@ -42,6 +42,7 @@ impl SessionRecord {
             id: self.id.0.clone(),
             title: self.title.clone(),
             model: self.model.clone(),
+            agent: self.mode.clone(),
             mode: self.mode.clone(),
             source: self.source.clone(),
             active_run_id: self.active_run_id.clone(),

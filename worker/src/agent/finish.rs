@@ -11,21 +11,25 @@ use weft_shared::store::{ClaimedRun, FinishOutcome, RunEnd};
 
 use super::Execution;
 use crate::Inner;
+use crate::context::window::ContextUse;
 use crate::emitter::Emitter;
 
 /// The run's usage as the wire reports it.
-pub(super) fn usage_dto(u: Usage) -> UsageDto {
+pub(super) fn usage_dto(u: Usage, context: ContextUse) -> UsageDto {
     UsageDto {
         input: u.input,
         output: u.output,
         cache_read: u.cache_read,
         reasoning: u.reasoning,
+        context_tokens: context.tokens,
+        context_window: context.window,
     }
 }
 
 /// What `finish` reports besides the end itself.
 pub(super) struct Totals {
     pub usage: Usage,
+    pub context: ContextUse,
     pub ttft_ms: Option<u64>,
     pub started: Instant,
 }
@@ -39,7 +43,7 @@ pub(super) async fn finish(
     totals: &Totals,
 ) -> Execution {
     em.flush().await;
-    let usage = usage_dto(totals.usage);
+    let usage = usage_dto(totals.usage, totals.context);
     let outcome = match inner
         .deps
         .store

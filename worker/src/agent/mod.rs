@@ -15,6 +15,7 @@
 mod approval;
 mod finish;
 mod output;
+mod skills;
 mod step;
 mod toolrun;
 
@@ -25,15 +26,16 @@ use std::time::{Duration, Instant};
 use tracing::Instrument;
 use weft_llm::{ChatMessage, ChatRequest, ToolCall, ToolSpec, Usage};
 use weft_shared::api::{ErrorBody, ToolCallDto};
+use weft_shared::config::AgentConfig;
 use weft_shared::event::EventKind;
-use weft_shared::mode::RunMode;
 use weft_shared::store::{ClaimedRun, RunEnd, StepCheckpoint, ToolResult};
 use weft_tools::ToolContext;
 
 pub(crate) use finish::release;
 pub(crate) use output::ReadOutput;
+pub(crate) use skills::UseSkill;
 
-use crate::context::to_chat_messages;
+use crate::context::{self, window::ContextUse};
 use crate::emitter::Emitter;
 use crate::providers::ModelEntry;
 use crate::{Inner, RunStop, StopReason};
@@ -103,7 +105,13 @@ struct Attempt<'a> {
     started: Instant,
     /// The first step this attempt executes.
     step: u32,
+    /// Built by [`Attempt::run`] once the model (and so its window) is known.
     messages: Vec<ChatMessage>,
+    system: String,
+    /// How full the model's window is (reported in `usage`).
+    context: ContextUse,
+    /// The session's agent: its tools, policies and step limit apply.
+    agent: AgentConfig,
     tools: Vec<ToolSpec>,
 }
 
@@ -142,38 +150,43 @@ impl<'a> Attempt<'a> {
                 return Err(Execution::Abandoned);
             }
         };
-        let history = match inner
-            .deps
-            .store
-            .context_messages(&run.session_id, cfg.worker.hot_size)
-            .await
+        let (agent, system, has_skills) = match context::system_for(
+            &inner.deps.store,
+            &run,
+            &inner.deps.config.skills_dir(),
+        )
+        .await
         {
-            Ok(h) => h,
+            Ok(found) => found,
             Err(e) => {
-                tracing::error!(error = %e, "loading context failed; leaving the run to the reaper");
+                tracing::error!(error = %e, "loading the agent failed; leaving the run to the reaper");
                 return Err(Execution::Abandoned);
             }
         };
-        let mode = RunMode::parse(&run.mode).unwrap_or(RunMode::Agent);
-        let tools = if mode.tools_enabled() {
-            inner.tools().specs()
-        } else {
-            Vec::new()
-        };
+        // A tool the agent may not use is never offered (and refused if called).
+        let tools = inner
+            .tools()
+            .specs()
+            .into_iter()
+            .filter(|t| agent.allows_tool(&t.name))
+            .filter(|t| has_skills || t.name != "use_skill")
+            .collect();
         Ok(Attempt {
             inner,
             timing: Timing {
                 ttft_ms: None,
                 created_at: run.created_at,
             },
-            messages: to_chat_messages(mode, &history),
+            messages: Vec::new(),
+            system,
+            context: ContextUse::default(),
             run,
             stop,
             em,
             usage: Usage::default(),
             started: Instant::now(),
             step,
-
+            agent,
             tools,
         })
     }
@@ -214,6 +227,16 @@ impl<'a> Attempt<'a> {
                 step: self.step,
             });
         };
+        match context::window::build(self.inner, &self.run, &model, &self.system).await {
+            Ok((messages, used)) => {
+                self.messages = messages;
+                self.context = used;
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "loading context failed; leaving the run to the reaper");
+                return Flow::Leave(Leave::Abandon);
+            }
+        }
         if let Some(pending) = pending {
             self.step = pending.step;
             let span = step_span(self.step);
@@ -233,7 +256,10 @@ impl<'a> Attempt<'a> {
 
     /// One agent step: the model's answer, then its tool calls.
     async fn step(&mut self, model: &ModelEntry) -> Flow {
-        let max_steps = self.inner.deps.config.worker.max_steps;
+        let max_steps = self
+            .agent
+            .max_steps
+            .unwrap_or(self.inner.deps.config.worker.max_steps);
         if self.step > max_steps {
             return Flow::End(RunEnd::Failed {
                 error: ErrorBody {
@@ -270,7 +296,10 @@ impl<'a> Attempt<'a> {
             StepOutcome::Done { text, calls, usage } => {
                 self.usage.add(usage);
                 self.em
-                    .emit(EventKind::Usage(finish::usage_dto(self.usage)))
+                    .emit(EventKind::Usage(finish::usage_dto(
+                        self.usage,
+                        self.context,
+                    )))
                     .await;
                 (text, calls)
             }
@@ -318,7 +347,7 @@ impl<'a> Attempt<'a> {
             session_id: self.run.session_id.0.clone(),
             user_id: self.run.user_id.0.clone(),
         };
-        Ok(ToolRunner::new(self.inner, ctx, grants))
+        Ok(ToolRunner::new(self.inner, ctx, grants, self.agent.clone()))
     }
 
     /// Run a step's disposed calls, checkpoint the step, extend the context.
@@ -406,6 +435,7 @@ impl<'a> Attempt<'a> {
             Flow::End(end) => {
                 let totals = finish::Totals {
                     usage: self.usage,
+                    context: self.context,
                     ttft_ms: self.timing.ttft_ms,
                     started: self.started,
                 };

@@ -13,7 +13,7 @@ use futures::FutureExt;
 use tracing::field::Empty;
 use tracing::{Instrument, Span};
 use weft_llm::ToolCall;
-use weft_shared::config::{MAX_CALL_TIMEOUT_SECS, ToolPolicy};
+use weft_shared::config::{AgentConfig, MAX_CALL_TIMEOUT_SECS, ToolPolicy};
 use weft_shared::event::EventKind;
 use weft_shared::store::ToolResult;
 use weft_tools::ToolContext;
@@ -37,24 +37,40 @@ pub(super) struct ToolRunner<'a> {
     ctx: ToolContext,
     /// Tools the session's owner allowed with `always`.
     grants: HashSet<String>,
+    /// Which tools the session's agent may use, and its own policies.
+    agent: AgentConfig,
 }
 
 impl<'a> ToolRunner<'a> {
-    pub fn new(inner: &'a Inner, ctx: ToolContext, grants: HashSet<String>) -> Self {
-        ToolRunner { inner, ctx, grants }
+    pub fn new(
+        inner: &'a Inner,
+        ctx: ToolContext,
+        grants: HashSet<String>,
+        agent: AgentConfig,
+    ) -> Self {
+        ToolRunner {
+            inner,
+            ctx,
+            grants,
+            agent,
+        }
     }
 
-    /// Config first (the tool's name, then `mcp:<server>` for MCP tools), then
-    /// the tool's own default (`confirm` for tools with side effects).
+    /// The agent's policies, then `[tools.policies]` (each by the tool's name,
+    /// then `mcp:<server>` for MCP tools), then the tool's own default
+    /// (`confirm` for tools with side effects).
     fn policy(&self, name: &str) -> ToolPolicy {
-        let policies = &self.inner.deps.config.tools.policies;
-        if let Some(p) = policies.get(name) {
-            return *p;
-        }
-        if let Some((server, _)) = name.split_once("__")
-            && let Some(p) = policies.get(&format!("mcp:{server}"))
-        {
-            return *p;
+        let server = name.split_once("__").map(|(s, _)| format!("mcp:{s}"));
+        for policies in [
+            &self.agent.tool_policies,
+            &self.inner.deps.config.tools.policies,
+        ] {
+            if let Some(p) = policies.get(name) {
+                return *p;
+            }
+            if let Some(p) = server.as_ref().and_then(|s| policies.get(s)) {
+                return *p;
+            }
         }
         self.inner
             .tools()
@@ -67,6 +83,12 @@ impl<'a> ToolRunner<'a> {
         let Some(tool) = tools.get(&call.name) else {
             return Disposition::Answer(format!("error: there is no tool named {:?}", call.name));
         };
+        if !self.agent.allows_tool(&call.name) {
+            return Disposition::Answer(format!(
+                "error: {} is not available to this agent",
+                call.name
+            ));
+        }
         if let Err(problem) = validate_args(&tool.spec().parameters, &call.args) {
             return Disposition::Answer(format!(
                 "error: invalid arguments for {}: {problem}",

@@ -13,6 +13,7 @@ both_backends!(
     commands_and_unreadable_messages,
     limits_answer_with_a_friendly_card,
     linked_user_sees_the_lark_session_live,
+    undo_agent_and_compact_from_the_chat,
 );
 
 async fn stop_word_cancels_and_the_card_says_stopped(b: Backend) {
@@ -313,5 +314,48 @@ async fn linked_user_sees_the_lark_session_live(b: Backend) {
         sessions["sessions"].as_array().unwrap().len(),
         1,
         "same conversation: {sessions}"
+    );
+}
+
+async fn undo_agent_and_compact_from_the_chat(b: Backend) {
+    let mut w = LarkWorld::start(b).await;
+    let keep = w.dm("ou_alice", "keep this");
+    w.final_card(&keep).await;
+    let drop = w.dm("ou_alice", "drop this");
+    w.final_card(&drop).await;
+    let undo = w.dm("ou_alice", "/undo");
+    let answer = notice(
+        &w.until("/undo", |_| w.replies(&undo).into_iter().next())
+            .await,
+    );
+    assert!(answer.contains("out of the conversation"), "{answer}");
+    let agent = w.dm("ou_alice", "/agent chat");
+    let answer = notice(
+        &w.until("/agent", |_| w.replies(&agent).into_iter().next())
+            .await,
+    );
+    assert!(answer.contains("`chat`"), "{answer}");
+    let compact = w.dm("ou_alice", "/compact");
+    let answer = notice(
+        &w.until("/compact", |_| w.replies(&compact).into_iter().next())
+            .await,
+    );
+    assert!(
+        answer.contains("summarised before the next reply"),
+        "{answer}"
+    );
+    // The model sees the kept turn, not the undone one, and the chat agent's prompt.
+    let look = w.dm("ou_alice", "@mock.context");
+    let picture: Value = serde_json::from_str(&body(&w.final_card(&look).await)).unwrap();
+    assert_eq!(
+        picture["users"],
+        json!(["@mock.context"]),
+        "compacted: {picture}"
+    );
+    let system = picture["system"][0].as_str().unwrap();
+    assert!(system.contains("Tools are disabled"), "{system}");
+    assert!(
+        system.contains("keep this") && !system.contains("drop this"),
+        "{system}"
     );
 }

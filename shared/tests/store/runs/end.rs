@@ -32,6 +32,7 @@ async fn finish_records_the_reply_and_totals(db: Db) {
         output: 45,
         cache_read: 7,
         reasoning: 3,
+        ..UsageDto::default()
     };
     let out = s
         .finish_run(

@@ -1,0 +1,155 @@
+//! `[[agents]]`: assistants an admin defines (the way people know "GPTs"). They
+//! are written to the database at start-up when missing; from then on the
+//! database copy (editable in the web settings) is the one in force.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use super::ToolPolicy;
+
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AgentConfig {
+    /// `[a-z0-9_-]`, at most 32 characters; what sessions and `--agent` name.
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    /// The model new sessions with this agent use (none: the default model).
+    pub model: Option<String>,
+    /// Its system prompt (the user's own instructions follow it).
+    pub instructions: String,
+    /// Allowed tools: built-in names, `mcp:<server>`, `mcp:<server>__<tool>`.
+    /// Absent: every tool; empty: none.
+    pub tools: Option<Vec<String>>,
+    /// Policies that override `[tools.policies]` for this agent.
+    pub tool_policies: BTreeMap<String, ToolPolicy>,
+    /// Skills it may load (absent: every skill).
+    pub skills: Option<Vec<String>>,
+    pub max_steps: Option<u32>,
+    pub default: bool,
+}
+
+pub fn valid_id(id: &str) -> bool {
+    (1..=32).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
+}
+
+/// The start-up check: ids valid and unique, at most one default.
+pub fn validate(agents: &[AgentConfig]) -> Result<(), String> {
+    let mut seen = std::collections::HashSet::new();
+    for a in agents {
+        if !valid_id(&a.id) {
+            return Err(format!(
+                "agents: id {:?} must be 1 to 32 of a-z, 0-9, - and _",
+                a.id
+            ));
+        }
+        if !seen.insert(a.id.as_str()) {
+            return Err(format!("agents: id {:?} appears twice", a.id));
+        }
+        if a.max_steps == Some(0) {
+            return Err(format!("agents: {:?}: max_steps must be at least 1", a.id));
+        }
+    }
+    if agents.iter().filter(|a| a.default).count() > 1 {
+        return Err("agents: at most one agent can be the default".into());
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_checked_and_one_default_at_most() {
+        let a = |id: &str, default| AgentConfig {
+            id: id.into(),
+            default,
+            ..AgentConfig::default()
+        };
+        assert!(validate(&[a("coder", true), a("writer_2", false)]).is_ok());
+        assert!(
+            validate(&[a("Coder", false)])
+                .unwrap_err()
+                .contains("\"Coder\"")
+        );
+        assert!(
+            validate(&[a("x", false), a("x", false)])
+                .unwrap_err()
+                .contains("twice")
+        );
+        assert!(
+            validate(&[a("x", true), a("y", true)])
+                .unwrap_err()
+                .contains("default")
+        );
+    }
+}
+
+/// Tools every agent that has tools at all may call: they only read what the
+/// run already produced or what the agent's own skills say.
+const ALWAYS_WITH_TOOLS: [&str; 2] = ["read_output", "use_skill"];
+
+impl AgentConfig {
+    /// Whether this agent may call `tool` (`<server>__<tool>` for MCP tools).
+    pub fn allows_tool(&self, tool: &str) -> bool {
+        let Some(list) = &self.tools else {
+            return true;
+        };
+        if list.is_empty() {
+            return false;
+        }
+        ALWAYS_WITH_TOOLS.contains(&tool)
+            || list.iter().any(|entry| match entry.strip_prefix("mcp:") {
+                Some(mcp) if mcp.contains("__") => mcp == tool,
+                Some(server) => tool
+                    .strip_prefix(server)
+                    .is_some_and(|rest| rest.starts_with("__")),
+                None => entry == tool,
+            })
+    }
+
+    /// Whether this agent may load `skill`.
+    pub fn allows_skill(&self, skill: &str) -> bool {
+        self.skills
+            .as_ref()
+            .is_none_or(|list| list.iter().any(|s| s == skill))
+    }
+}
+
+#[cfg(test)]
+mod allow_tests {
+    use super::AgentConfig;
+
+    #[test]
+    fn tool_lists_name_builtins_servers_and_single_mcp_tools() {
+        let a = AgentConfig {
+            tools: Some(vec![
+                "web_fetch".into(),
+                "mcp:files".into(),
+                "mcp:gh__search".into(),
+            ]),
+            ..AgentConfig::default()
+        };
+        assert!(a.allows_tool("web_fetch"));
+        assert!(a.allows_tool("files__read"));
+        assert!(
+            !a.allows_tool("filesystem__read"),
+            "a prefix is not the server"
+        );
+        assert!(a.allows_tool("gh__search"));
+        assert!(!a.allows_tool("gh__delete_repo"));
+        assert!(!a.allows_tool("current_time"));
+        assert!(a.allows_tool("read_output"));
+        let none = AgentConfig {
+            tools: Some(vec![]),
+            ..AgentConfig::default()
+        };
+        assert!(!none.allows_tool("read_output"));
+        assert!(AgentConfig::default().allows_tool("anything"));
+    }
+}

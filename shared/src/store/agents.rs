@@ -1,0 +1,251 @@
+//! Agents and users' own instructions. Agents live in the database: the two
+//! built-in ones and `[[agents]]` are written at start-up when missing, admins
+//! edit them at run time, and every run reads the one its session names.
+
+use std::collections::BTreeMap;
+
+use sqlx::any::AnyRow;
+
+use super::{Result, Store, StoreError, get_i64, get_opt_i64, get_opt_str, get_str};
+use crate::config::{AgentConfig, ToolPolicy};
+use crate::ids::UserId;
+use crate::time::now_ms;
+
+/// Where an agent came from (and so whether a restart may write it again).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AgentOrigin {
+    Builtin,
+    Config,
+    Admin,
+}
+
+impl AgentOrigin {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentOrigin::Builtin => "builtin",
+            AgentOrigin::Config => "config",
+            AgentOrigin::Admin => "admin",
+        }
+    }
+
+    fn parse(s: &str) -> AgentOrigin {
+        match s {
+            "builtin" => AgentOrigin::Builtin,
+            "config" => AgentOrigin::Config,
+            _ => AgentOrigin::Admin,
+        }
+    }
+}
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentRecord {
+    pub spec: AgentConfig,
+    pub origin: AgentOrigin,
+    pub updated_at: i64,
+}
+
+impl AgentRecord {
+    fn from_row(row: &AnyRow) -> Result<AgentRecord> {
+        let json = |col: &str| -> Result<Option<Vec<String>>> {
+            get_opt_str(row, col)?
+                .map(|s| {
+                    serde_json::from_str(&s).map_err(|e| StoreError::Other(format!("{col}: {e}")))
+                })
+                .transpose()
+        };
+        let policies: BTreeMap<String, ToolPolicy> =
+            serde_json::from_str(&get_str(row, "tool_policies")?)
+                .map_err(|e| StoreError::Other(format!("tool_policies: {e}")))?;
+        Ok(AgentRecord {
+            spec: AgentConfig {
+                id: get_str(row, "id")?,
+                name: get_str(row, "name")?,
+                description: get_str(row, "description")?,
+                model: get_opt_str(row, "model")?,
+                instructions: get_str(row, "instructions")?,
+                tools: json("tools")?,
+                tool_policies: policies,
+                skills: json("skills")?,
+                max_steps: get_opt_i64(row, "max_steps")?.map(|n| n as u32),
+                default: get_i64(row, "is_default")? != 0,
+            },
+            origin: AgentOrigin::parse(&get_str(row, "origin")?),
+            updated_at: get_i64(row, "updated_at")?,
+        })
+    }
+}
+
+/// The two agents every deployment has: today's two modes.
+pub fn builtin_agents() -> Vec<AgentConfig> {
+    vec![
+        AgentConfig {
+            id: "agent".into(),
+            name: "Assistant".into(),
+            description: "Answers and uses tools when they help.".into(),
+            instructions: "You are Weft, a helpful assistant. Answer in the language the user writes in. Use the tools you are given when they help.".into(),
+            default: true,
+            ..AgentConfig::default()
+        },
+        AgentConfig {
+            id: "chat".into(),
+            name: "Chat".into(),
+            description: "Plain conversation, no tools.".into(),
+            instructions: "You are Weft, a helpful assistant. Answer in the language the user writes in. Tools are disabled in this conversation.".into(),
+            tools: Some(Vec::new()),
+            ..AgentConfig::default()
+        },
+    ]
+}
+
+const COLUMNS: &str = "id, name, description, model, instructions, tools, tool_policies, skills, max_steps, is_default, origin, created_at, updated_at";
+
+impl Store {
+    /// Start-up: write the built-in agents and `[[agents]]` that are not in the
+    /// database yet (an agent edited by an admin keeps the admin's version). A
+    /// configured default becomes the default.
+    pub async fn seed_agents(&self, configured: &[AgentConfig]) -> Result<()> {
+        let now = now_ms();
+        let mut tx = self.begin().await?;
+        let all = builtin_agents()
+            .into_iter()
+            .map(|a| (a, AgentOrigin::Builtin))
+            .chain(configured.iter().cloned().map(|a| (a, AgentOrigin::Config)));
+        for (a, origin) in all {
+            write_agent(&mut tx, &a, origin, now, true).await?;
+        }
+        if let Some(default) = configured.iter().find(|a| a.default) {
+            set_default(&mut tx, &default.id).await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    pub async fn list_agents(&self) -> Result<Vec<AgentRecord>> {
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "select {COLUMNS} from agents order by is_default desc, id"
+        )))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(AgentRecord::from_row).collect()
+    }
+
+    pub async fn get_agent(&self, id: &str) -> Result<AgentRecord> {
+        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "select {COLUMNS} from agents where id = $1"
+        )))
+        .bind(id)
+        .fetch_optional(&self.pool)
+        .await?
+        .ok_or(StoreError::NotFound)?;
+        AgentRecord::from_row(&row)
+    }
+
+    /// The agent sessions get when they name none.
+    pub async fn default_agent(&self) -> Result<AgentRecord> {
+        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "select {COLUMNS} from agents order by is_default desc, case when id = 'agent' then 0 else 1 end, id limit 1"
+        )))
+        .fetch_optional(&self.pool)
+        .await?
+        .ok_or(StoreError::NotFound)?;
+        AgentRecord::from_row(&row)
+    }
+
+    /// An admin creates or replaces an agent (it is then the admin's).
+    pub async fn put_agent(&self, agent: &AgentConfig) -> Result<AgentRecord> {
+        let now = now_ms();
+        let mut tx = self.begin().await?;
+        write_agent(&mut tx, agent, AgentOrigin::Admin, now, false).await?;
+        if agent.default {
+            set_default(&mut tx, &agent.id).await?;
+        }
+        tx.commit().await?;
+        self.get_agent(&agent.id).await
+    }
+
+    /// Deletes an agent; the built-in `agent` stays (it is the fallback). Sessions
+    /// that named a deleted agent run with the default one.
+    pub async fn delete_agent(&self, id: &str) -> Result<bool> {
+        if id == "agent" {
+            return Err(StoreError::Conflict("builtin_agent"));
+        }
+        let _gate = self.write_gate().await;
+        let done = sqlx::query("delete from agents where id = $1")
+            .bind(id)
+            .execute(&self.pool)
+            .await?;
+        Ok(done.rows_affected() == 1)
+    }
+
+    pub async fn user_instructions(&self, user: &UserId) -> Result<String> {
+        let row = sqlx::query("select instructions from users where id = $1")
+            .bind(&user.0)
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or(StoreError::NotFound)?;
+        get_str(&row, "instructions")
+    }
+
+    pub async fn set_user_instructions(&self, user: &UserId, text: &str) -> Result<()> {
+        let _gate = self.write_gate().await;
+        let done = sqlx::query("update users set instructions = $1 where id = $2")
+            .bind(text)
+            .bind(&user.0)
+            .execute(&self.pool)
+            .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        Ok(())
+    }
+}
+
+async fn write_agent(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    a: &AgentConfig,
+    origin: AgentOrigin,
+    now: i64,
+    only_if_missing: bool,
+) -> Result<()> {
+    let list = |v: &Option<Vec<String>>| {
+        v.as_ref()
+            .map(|v| serde_json::to_string(v).unwrap_or_default())
+    };
+    let policies =
+        serde_json::to_string(&a.tool_policies).map_err(|e| StoreError::Other(e.to_string()))?;
+    let conflict = if only_if_missing {
+        "do nothing"
+    } else {
+        "do update set name = excluded.name, description = excluded.description, model = excluded.model,
+             instructions = excluded.instructions, tools = excluded.tools, tool_policies = excluded.tool_policies,
+             skills = excluded.skills, max_steps = excluded.max_steps, origin = excluded.origin,
+             updated_at = excluded.updated_at"
+    };
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "insert into agents ({COLUMNS}) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12)
+         on conflict (id) {conflict}"
+    )))
+    .bind(&a.id)
+    .bind(&a.name)
+    .bind(&a.description)
+    .bind(a.model.as_deref())
+    .bind(&a.instructions)
+    .bind(list(&a.tools))
+    .bind(policies)
+    .bind(list(&a.skills))
+    .bind(a.max_steps.map(i64::from))
+    .bind(i64::from(a.default))
+    .bind(origin.as_str())
+    .bind(now)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+async fn set_default(tx: &mut sqlx::Transaction<'static, sqlx::Any>, id: &str) -> Result<()> {
+    sqlx::query("update agents set is_default = case when id = $1 then 1 else 0 end")
+        .bind(id)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}

@@ -1,0 +1,67 @@
+//! Builds the model's context from the database: the system prompt of the run's
+//! agent, then the session's messages (fitted to the window by [`window`]), mapped
+//! to the provider-neutral `weft_llm::ChatMessage`.
+
+pub mod window;
+
+use weft_llm::{ChatMessage, ToolCall};
+use weft_shared::config::AgentConfig;
+use weft_shared::store::{ClaimedRun, Message, Store, StoreError};
+
+/// The session's agent (the default one when it names none that exists) and
+/// the system prompt for this run: see `weft_shared::prompt`.
+pub async fn system_for(
+    store: &Store,
+    run: &ClaimedRun,
+    skills_dir: &std::path::Path,
+) -> weft_shared::store::Result<(AgentConfig, String, bool)> {
+    let agent = match store.get_agent(&run.mode).await {
+        Ok(a) => a.spec,
+        Err(StoreError::NotFound) => match store.default_agent().await {
+            Ok(a) => a.spec,
+            // A database nobody seeded (a bare store in a test): the built-in one.
+            Err(StoreError::NotFound) => weft_shared::store::builtin_agents().remove(0),
+            Err(e) => return Err(e),
+        },
+        Err(e) => return Err(e),
+    };
+    let mine = store
+        .user_instructions(&run.user_id)
+        .await
+        .unwrap_or_default();
+    let today = weft_shared::time::rfc3339(weft_shared::time::now_ms());
+    let skills = store.skills(Some(skills_dir)).await?;
+    let lines = weft_shared::prompt::skill_lines(&skills, &agent);
+    let prompt = weft_shared::prompt::system_prompt(&agent, &mine, &lines, &today[..10]);
+    Ok((agent, prompt, !lines.is_empty()))
+}
+
+pub fn to_chat_messages(system: String, history: &[Message]) -> Vec<ChatMessage> {
+    let mut out = Vec::with_capacity(history.len() + 1);
+    out.push(ChatMessage::System { content: system });
+    for m in history {
+        out.push(match m.role.as_str() {
+            "user" => ChatMessage::User {
+                content: m.content.clone(),
+            },
+            "tool" => ChatMessage::Tool {
+                call_id: m.call_id.clone(),
+                name: m.name.clone().unwrap_or_default(),
+                content: m.content.clone(),
+            },
+            _ => ChatMessage::Assistant {
+                content: m.content.clone(),
+                tool_calls: m
+                    .tool_calls
+                    .iter()
+                    .map(|c| ToolCall {
+                        id: c.id.clone(),
+                        name: c.name.clone(),
+                        args: c.args.clone(),
+                    })
+                    .collect(),
+            },
+        });
+    }
+    out
+}

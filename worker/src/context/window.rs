@@ -1,0 +1,245 @@
+//! Fitting a long conversation into the model's window (ARCHITECTURE §8).
+//!
+//! The model's view is: the system prompt (plus the stored summary of older
+//! turns, if any) and the shown messages after that summary. When it would pass
+//! `context.threshold_percent` of the window — or the owner asked for
+//! `/compact` — the older turns are summarised by the summariser model, the
+//! summary is stored (so later runs reuse it instead of recomputing), and the
+//! recent turns (at most `context.recent_percent` of the window, never less than
+//! the turn being answered) stay verbatim. Tool outputs of earlier runs shrink to
+//! their head. A summariser failure never fails the run: the oldest turns are
+//! dropped instead. The stored messages and the event log are never rewritten.
+
+use std::time::Duration;
+
+use futures::StreamExt;
+use weft_llm::tokens::{EARLIER_SUMMARY, SUMMARY_INSTRUCTIONS, estimate, estimate_all};
+use weft_llm::{ChatMessage, ChatRequest, StreamEvent};
+use weft_shared::store::{ClaimedRun, Message, Summary};
+use weft_shared::time::now_ms;
+
+use super::to_chat_messages;
+use crate::Inner;
+use crate::providers::ModelEntry;
+
+/// How full the model's window is.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct ContextUse {
+    pub tokens: u64,
+    pub window: u64,
+}
+
+/// The longest a summariser call may take.
+const SUMMARY_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The context for this run, summarising older turns when needed.
+pub async fn build(
+    inner: &Inner,
+    run: &ClaimedRun,
+    model: &ModelEntry,
+    system: &str,
+) -> weft_shared::store::Result<(Vec<ChatMessage>, ContextUse)> {
+    let store = &inner.deps.store;
+    let cfg = &inner.deps.config.context;
+    let window = u64::from(model.config.window());
+    let budget = window * u64::from(cfg.threshold_percent) / 100;
+    let compact = store.take_compact_request(&run.session_id).await?;
+    let mut summary = store.session_summary(&run.session_id).await?;
+    let mut msgs = store
+        .context_after(
+            &run.session_id,
+            summary.as_ref().map(|s| s.upto_ord.as_str()),
+            cfg.max_messages,
+        )
+        .await?;
+    let shrink = cfg.old_tool_output_chars;
+    let view = |summary: &Option<Summary>, msgs: &[Message]| {
+        to_chat_messages(
+            with_summary(system, summary.as_ref()),
+            &shrunk(msgs, run, shrink),
+        )
+    };
+    if compact || estimate_all(&view(&summary, &msgs)) > budget {
+        let recent = window * u64::from(cfg.recent_percent) / 100;
+        let cut = cut_point(&msgs, run, recent, compact);
+        if cut > 0 {
+            match summarise(inner, run, model, summary.as_ref(), &msgs[..cut], window).await {
+                Ok((text, by)) => {
+                    let s = Summary {
+                        upto_ord: msgs[cut - 1].ord.clone(),
+                        text,
+                        messages: summary.as_ref().map_or(0, |s| s.messages) + cut as u64,
+                        model: by,
+                        created_at: now_ms(),
+                    };
+                    if let Err(e) = store.put_summary(&run.session_id, &s).await {
+                        tracing::warn!(error = %e, "storing the summary failed; it is used for this run only");
+                    }
+                    metrics::counter!("weft_context_summaries_total").increment(1);
+                    summary = Some(s);
+                    msgs.drain(..cut);
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "summarising failed; the oldest turns are left out instead");
+                    metrics::counter!("weft_context_summary_failures_total").increment(1);
+                }
+            }
+        }
+    }
+    // Still too long (no summariser, or one huge turn): drop the oldest turns,
+    // never the one being answered.
+    while estimate_all(&view(&summary, &msgs)) > budget {
+        let next = cut_point(&msgs, run, 0, true);
+        let first_turn_end = turn_starts(&msgs, run)
+            .into_iter()
+            .find(|&i| i > 0)
+            .unwrap_or(next);
+        if first_turn_end == 0 || first_turn_end > next {
+            break;
+        }
+        msgs.drain(..first_turn_end);
+    }
+    let messages = view(&summary, &msgs);
+    let tokens = estimate_all(&messages);
+    Ok((messages, ContextUse { tokens, window }))
+}
+
+fn with_summary(system: &str, summary: Option<&Summary>) -> String {
+    match summary {
+        Some(s) => format!(
+            "{system}\n\n# Earlier in this conversation (a summary of {} messages)\n{}",
+            s.messages, s.text
+        ),
+        None => system.to_string(),
+    }
+}
+
+/// Tool outputs of earlier runs cut to their head (the model saw them then).
+fn shrunk(msgs: &[Message], run: &ClaimedRun, keep: usize) -> Vec<Message> {
+    msgs.iter()
+        .map(|m| {
+            if m.role == "tool"
+                && m.run_id.as_ref() != Some(&run.id)
+                && m.content.chars().count() > keep
+            {
+                let head: String = m.content.chars().take(keep).collect();
+                let mut m = m.clone();
+                m.content = format!("{head}\n[output shortened in this later turn]");
+                m
+            } else {
+                m.clone()
+            }
+        })
+        .collect()
+}
+
+/// Where each turn starts: a user message of a run other than the one before it.
+fn turn_starts(msgs: &[Message], run: &ClaimedRun) -> Vec<usize> {
+    let _ = run;
+    (0..msgs.len())
+        .filter(|&i| msgs[i].role == "user" && (i == 0 || msgs[i - 1].run_id != msgs[i].run_id))
+        .collect()
+}
+
+/// The first message to keep verbatim: a turn boundary, with the recent turns
+/// under `recent` tokens (all earlier turns with `all_but_last`), never after
+/// the start of the run being answered.
+fn cut_point(msgs: &[Message], run: &ClaimedRun, recent: u64, all_but_last: bool) -> usize {
+    let current = msgs
+        .iter()
+        .position(|m| m.run_id.as_ref() == Some(&run.id))
+        .unwrap_or(msgs.len());
+    let starts: Vec<usize> = turn_starts(msgs, run)
+        .into_iter()
+        .filter(|&i| i <= current)
+        .collect();
+    let Some(&last) = starts.last() else {
+        return 0;
+    };
+    if all_but_last {
+        return last;
+    }
+    let mut cut = last;
+    for &start in starts.iter().rev() {
+        let tokens = estimate_all(&to_chat_messages(String::new(), &msgs[start..]));
+        if tokens > recent {
+            break;
+        }
+        cut = start;
+    }
+    cut
+}
+
+/// One summariser call over the earlier summary and `older`.
+async fn summarise(
+    inner: &Inner,
+    run: &ClaimedRun,
+    model: &ModelEntry,
+    earlier: Option<&Summary>,
+    older: &[Message],
+    window: u64,
+) -> anyhow::Result<(String, String)> {
+    let by = inner
+        .deps
+        .config
+        .context
+        .summariser_model
+        .as_deref()
+        .unwrap_or(&run.model);
+    let entry = inner.providers.get(by).unwrap_or(model);
+    let mut lines: Vec<String> = older
+        .iter()
+        .map(|m| match m.role.as_str() {
+            "user" => format!("user: {}", m.content),
+            "tool" => format!(
+                "tool {}: {}",
+                m.name.as_deref().unwrap_or(""),
+                m.content.chars().take(2000).collect::<String>()
+            ),
+            _ => format!("assistant: {}", m.content),
+        })
+        .collect();
+    // The summariser's own window bounds the transcript: the oldest lines go first.
+    let room = window.saturating_mul(3) / 4;
+    while lines.len() > 1 && lines.iter().map(|l| estimate(l) + 1).sum::<u64>() > room {
+        lines.remove(0);
+    }
+    if let Some(s) = earlier {
+        lines.insert(0, format!("{EARLIER_SUMMARY}{}", s.text));
+    }
+    let req = ChatRequest {
+        model: entry
+            .config
+            .model
+            .clone()
+            .unwrap_or_else(|| entry.config.id.clone()),
+        messages: vec![
+            ChatMessage::System {
+                content: SUMMARY_INSTRUCTIONS.into(),
+            },
+            ChatMessage::User {
+                content: lines.join("\n"),
+            },
+        ],
+        tools: Vec::new(),
+        // A summary may take a seventh of the window, so that after it the
+        // conversation has room to grow before the next one.
+        max_tokens: Some((window / 7).clamp(64, 4096) as u32),
+        attempt: 1,
+    };
+    let call = async {
+        let mut stream = entry.provider.stream(req).await?;
+        let mut text = String::new();
+        while let Some(ev) = stream.next().await {
+            if let StreamEvent::Text(t) = ev? {
+                text.push_str(&t);
+            }
+        }
+        anyhow::Ok(text)
+    };
+    let text = tokio::time::timeout(SUMMARY_TIMEOUT, call)
+        .await
+        .map_err(|_| anyhow::anyhow!("the summariser did not answer in time"))??;
+    anyhow::ensure!(!text.trim().is_empty(), "the summariser answered nothing");
+    Ok((text.trim().to_string(), entry.config.id.clone()))
+}
