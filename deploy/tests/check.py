@@ -53,6 +53,7 @@ def main():
     print("deploy: compose.yaml against the Compose Specification schema", flush=True)
     static_checks.compose_schema(check)
     static_checks.sse_proxy_settings(check)
+    static_checks.observability(check)
     print("deploy: kustomize renders, objects against Kubernetes and KEDA schemas", flush=True)
     static_checks.kustomize(check, kubectl)
 

@@ -138,3 +138,31 @@ def sse_proxy_settings(check):
     prefix = "nginx.ingress.kubernetes.io/"
     check(notes.get(prefix + "proxy-buffering") == "off", "the Ingress turns proxy buffering off")
     check(int(notes.get(prefix + "proxy-read-timeout", "60")) >= 3600, "the Ingress keeps quiet streams open for an hour")
+
+
+def observability(check):
+    """The Grafana dashboard and the alert rules parse, have the shape their tools
+    load, and use only series docs/metrics.md documents (a renamed metric fails
+    here, not silently in a dashboard)."""
+    with open(os.path.join(ROOT, "docs", "metrics.md")) as f:
+        documented = set(re.findall(r"^\| `(weft_[a-z_]+)`", f.read(), re.M))
+    check(len(documented) > 10, f"docs/metrics.md documents {len(documented)} series")
+
+    def used(expr):
+        names = set(re.findall(r"\b(weft_[a-z_]+?)(?:_bucket|_sum|_count)?\b", expr))
+        return {n for n in names if not n.endswith(("_bucket", "_sum", "_count"))}
+
+    with open(os.path.join(DEPLOY, "observability", "alerts.yaml")) as f:
+        rules = yaml.safe_load(f)
+    alerts = [r for g in rules["groups"] for r in g["rules"]]
+    check(alerts and all({"alert", "expr", "annotations"} <= set(r) for r in alerts),
+          f"alerts.yaml: {len(alerts)} rules, each with alert, expr and annotations")
+    with open(os.path.join(DEPLOY, "observability", "grafana-dashboard.json")) as f:
+        dash = json.load(f)
+    exprs = [t["expr"] for p in dash["panels"] for t in p["targets"]]
+    check(dash.get("uid") and len(exprs) >= 10, f"the dashboard has a uid and {len(exprs)} queries")
+    series = set().union(*(used(e) for e in exprs + [r["expr"] for r in alerts]))
+    undocumented = sorted(series - documented)
+    check(not undocumented, f"dashboard and alerts use only documented series (not: {undocumented})")
+    # The check itself: a made-up series must be caught.
+    check(used("rate(weft_made_up_total[5m])") - documented, "an undocumented series is noticed (check works)")
