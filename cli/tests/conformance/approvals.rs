@@ -18,6 +18,7 @@ crate::both_backends!(
     unanswered_approvals_expire_as_denials,
     tool_errors_go_back_to_the_model,
     max_steps_ends_the_run,
+    max_run_secs_ends_a_long_run,
     long_outputs_are_capped_and_paged,
     a_panic_fails_the_attempt_not_the_session,
 );
@@ -499,4 +500,25 @@ async fn a_panic_fails_the_attempt_not_the_session(b: Backend) {
         app.messages(&alice, &s).await.last().unwrap()["content"],
         "still here"
     );
+}
+
+async fn max_run_secs_ends_a_long_run(b: Backend) {
+    let app = App::start_with(b, &[("WEFT_WORKER__MAX_RUN_SECS", "1")]).await;
+    let alice = app.user("alice").await;
+    let s = app.session(&alice).await;
+    let events = app
+        .send_stream(&alice, &s, "@mock.tokens 100 @mock.delay 0 100")
+        .await
+        .until_terminal()
+        .await;
+    let last = events.last().unwrap();
+    assert_eq!(
+        (last.ty.as_str(), last.data["code"].as_str()),
+        ("error", Some("max_duration")),
+        "{:?}",
+        last.data
+    );
+    // What was said before the limit is kept.
+    let reply = app.messages(&alice, &s).await.last().unwrap()["content"].clone();
+    assert!(reply.as_str().unwrap().starts_with("w1 w2"), "{reply}");
 }

@@ -203,6 +203,9 @@ impl Config {
                     .into(),
             );
         }
+        if self.worker.max_run_secs == 0 {
+            return bad("worker.max_run_secs must be at least 1".into());
+        }
         if self.worker.max_attempts == 0 {
             return bad("worker.max_attempts must be at least 1".into());
         }
