@@ -83,6 +83,23 @@ async fn active_run(
     row.map(|r| get_str(&r, "id").map(RunId)).transpose()
 }
 
+/// The reply of `shown` becomes an alternative (its question, when it is the
+/// turn's own, stays).
+async fn keep_as_alternative(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    shown: &RunId,
+    root: &RunId,
+) -> Result<()> {
+    sqlx::query(
+        "update messages set hidden = 2 where run_id = $1 and hidden = 0 and (role <> 'user' or run_id <> $2)",
+    )
+    .bind(&shown.0)
+    .bind(&root.0)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
 /// Drop the summary when it covers any of the messages of `run`.
 async fn forget_summary_covering(
     tx: &mut sqlx::Transaction<'static, sqlx::Any>,
@@ -215,13 +232,7 @@ impl Store {
                 .await?;
         }
         // The shown reply (not the question) becomes an alternative.
-        sqlx::query(
-            "update messages set hidden = 2 where run_id = $1 and hidden = 0 and (role <> 'user' or run_id <> $2)",
-        )
-        .bind(&shown.0)
-        .bind(&root.0)
-        .execute(&mut **tx)
-        .await?;
+        keep_as_alternative(&mut tx, &shown, &root).await?;
         let run = RunId::new();
         insert_run(
             &mut tx, &run, session, user, &rec.model, &rec.mode, None, now,
@@ -298,13 +309,7 @@ impl Store {
         .await?
         .ok_or(StoreError::NotFound)?;
         if shown != *choice {
-            sqlx::query(
-                "update messages set hidden = 2 where run_id = $1 and hidden = 0 and (role <> 'user' or run_id <> $2)",
-            )
-            .bind(&shown.0)
-            .bind(&root.0)
-            .execute(&mut **tx)
-            .await?;
+            keep_as_alternative(&mut tx, &shown, &root).await?;
             sqlx::query("update messages set hidden = 0 where run_id = $1 and hidden = 2")
                 .bind(&choice.0)
                 .execute(&mut **tx)
