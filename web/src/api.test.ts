@@ -229,3 +229,43 @@ describe('api client', () => {
     expect(runEventsUrl('r1', 17)).toBe('/v1/runs/r1/events?after=17')
   })
 })
+
+describe('agents, instructions and turns', () => {
+  it('PUTs an agent and your instructions as JSON with the CSRF header', async () => {
+    const f = fakeFetch((c) => json(200, c.url.endsWith('/instructions') ? { instructions: 'be brief' } : { id: 'x' }))
+    const api = createApi({ fetch: f.fetch })
+    await api.putAgent('pir ate', { name: 'Pirate', tools: null, default: false })
+    expect(f.calls[0].url).toBe('/v1/admin/agents/pir%20ate')
+    expect(f.calls[0].init.method).toBe('PUT')
+    expect(headersOf(f.calls[0])['X-Weft-Csrf']).toBe('1')
+    expect(JSON.parse(f.calls[0].init.body as string)).toEqual({ name: 'Pirate', tools: null, default: false })
+    expect(await api.setInstructions('be brief')).toBe('be brief')
+    expect(JSON.parse(f.calls[1].init.body as string)).toEqual({ instructions: 'be brief' })
+  })
+
+  it('has no summary (null) on 404, and surfaces other errors', async () => {
+    const missing = fakeFetch(() => json(404, { error: { code: 'not_found', message: 'not found' } }))
+    expect(await createApi({ fetch: missing.fetch }).summary('s1')).toBeNull()
+    expect(missing.calls[0].url).toBe('/v1/sessions/s1/summary')
+    const broken = fakeFetch(() => json(500, { error: { code: 'internal', message: 'boom' } }))
+    await expect(createApi({ fetch: broken.fetch }).summary('s1')).rejects.toMatchObject({ status: 500 })
+  })
+
+  it('carries a refused undo’s 409 code and message', async () => {
+    const f = fakeFetch(() => json(409, { error: { code: 'nothing_to_undo', message: 'nothing to undo' } }))
+    const err = await createApi({ fetch: f.fetch }).undo('s1').catch((e) => e)
+    expect(f.calls[0].url).toBe('/v1/sessions/s1/undo')
+    expect(f.calls[0].init.method).toBe('POST')
+    expect(err).toBeInstanceOf(ApiError)
+    expect(err).toMatchObject({ status: 409, code: 'nothing_to_undo', message: 'nothing to undo' })
+  })
+
+  it('edits the last message and chooses an alternative by run id', async () => {
+    const f = fakeFetch(() => json(202, { run_id: 'r2' }))
+    const api = createApi({ fetch: f.fetch })
+    expect(await api.editLast('s1', 'new text')).toEqual({ run_id: 'r2' })
+    expect(JSON.parse(f.calls[0].init.body as string)).toEqual({ text: 'new text' })
+    await api.chooseAlternative('s1', 'r/1')
+    expect(f.calls[1].url).toBe('/v1/sessions/s1/alternatives/r%2F1')
+  })
+})

@@ -6,6 +6,9 @@
 // back as `{"error":{"code","message"}}` and are thrown as `ApiError`.
 
 import type {
+  Agent,
+  AgentList,
+  AlternativeList,
   Approval,
   ApprovalDecision,
   ApprovalList,
@@ -13,19 +16,23 @@ import type {
   CreatedToken,
   CreateSessionRequest,
   CreateUserRequest,
+  Instructions,
   Limits,
   LoginResponse,
   McpStatusList,
   MessageList,
-  Mode,
   Model,
+  PutAgentRequest,
   Role,
   Run,
   SendMessageRequest,
   SendResult,
   Session,
   SessionList,
+  Summary,
+  SystemPrompt,
   TokenList,
+  TurnResult,
   UpdateSessionRequest,
   UpdateUserRequest,
   User,
@@ -106,6 +113,7 @@ export function createApi(opts: ApiOptions = {}) {
   const get = <T>(path: string, q?: Query) => request<T>('GET', withQuery(path, q))
   const post = <T>(path: string, body?: unknown) => request<T>('POST', path, body)
   const patch = <T>(path: string, body?: unknown) => request<T>('PATCH', path, body)
+  const put = <T>(path: string, body?: unknown) => request<T>('PUT', path, body)
   const del = (path: string) => request<void>('DELETE', path)
 
   return {
@@ -117,7 +125,7 @@ export function createApi(opts: ApiOptions = {}) {
 
     // catalogue
     models: () => get<{ models: Model[] }>('/v1/models').then((r) => r.models),
-    modes: () => get<{ modes: Mode[] }>('/v1/modes').then((r) => r.modes),
+    agents: () => get<AgentList>('/v1/agents').then((r) => r.agents),
 
     // sessions
     listSessions: (q?: { q?: string; limit?: number; cursor?: string | null }) =>
@@ -138,6 +146,29 @@ export function createApi(opts: ApiOptions = {}) {
         headers: idempotencyKey ? { 'Idempotency-Key': idempotencyKey } : undefined,
       }),
 
+    // turns: all refused with 409 `run_active` while a run is active in the session
+    /** 409 `nothing_to_undo` when no turn is shown. */
+    undo: (id: string) => post<TurnResult>(`/v1/sessions/${seg(id)}/undo`, {}),
+    /** 409 `nothing_to_redo` when nothing was undone (or something was said since). */
+    redo: (id: string) => post<TurnResult>(`/v1/sessions/${seg(id)}/redo`, {}),
+    /** 202: the new run; the reply shown so far becomes an alternative. */
+    regenerate: (id: string) => post<TurnResult>(`/v1/sessions/${seg(id)}/regenerate`, {}),
+    /** 202: replaces the last user message's text and answers it again. */
+    editLast: (id: string, text: string) => post<TurnResult>(`/v1/sessions/${seg(id)}/edit`, { text }),
+    alternatives: (id: string) =>
+      get<AlternativeList>(`/v1/sessions/${seg(id)}/alternatives`).then((r) => r.alternatives),
+    chooseAlternative: (id: string, runId: string) =>
+      post<TurnResult>(`/v1/sessions/${seg(id)}/alternatives/${seg(runId)}`, {}),
+    /** 202: the next reply summarises the older turns first. */
+    compact: (id: string) => post<void>(`/v1/sessions/${seg(id)}/compact`, {}),
+    /** The stored summary of older turns; null when there is none (404). */
+    summary: (id: string) =>
+      get<Summary>(`/v1/sessions/${seg(id)}/summary`).catch((e: unknown) => {
+        if (e instanceof ApiError && e.status === 404) return null
+        throw e
+      }),
+    systemPrompt: (id: string) => get<SystemPrompt>(`/v1/sessions/${seg(id)}/system-prompt`),
+
     // runs
     getRun: (id: string) => get<Run>(`/v1/runs/${seg(id)}`),
     cancelRun: (id: string) => post<void>(`/v1/runs/${seg(id)}/cancel`, {}),
@@ -157,6 +188,9 @@ export function createApi(opts: ApiOptions = {}) {
       get<TokenList>('/v1/tokens').then((r) => r.tokens.filter((t) => t.kind === 'api')),
     createToken: (name: string) => post<CreatedToken>('/v1/tokens', { name }),
     revokeToken: (id: string) => del(`/v1/tokens/${seg(id)}`),
+    instructions: () => get<Instructions>('/v1/me/instructions').then((r) => r.instructions),
+    setInstructions: (instructions: string) =>
+      put<Instructions>('/v1/me/instructions', { instructions }).then((r) => r.instructions),
 
     // admin
     listUsers: () => get<{ users: User[] }>('/v1/admin/users').then((r) => r.users),
@@ -166,6 +200,10 @@ export function createApi(opts: ApiOptions = {}) {
     deleteUser: (id: string) => del(`/v1/admin/users/${seg(id)}`),
     limits: () => get<Limits>('/v1/admin/limits'),
     mcpStatus: () => get<McpStatusList>('/v1/mcp'),
+    /** Create or replace an agent; 422 names what is wrong. */
+    putAgent: (id: string, body: PutAgentRequest) => put<Agent>(`/v1/admin/agents/${seg(id)}`, body),
+    /** 409 for the built-in `agent` (the fallback). */
+    deleteAgent: (id: string) => del(`/v1/admin/agents/${seg(id)}`),
   }
 }
 

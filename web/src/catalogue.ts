@@ -1,16 +1,14 @@
-// Models and modes, fetched once per page load and shared by every chat view.
+// The models, fetched once per page load and shared by every chat view. Agents are
+// not cached here: an admin can change them at any time, so each chat reads them.
 
 import { api } from './api'
-import type { Mode, Model } from './types'
+import type { Model } from './types'
 
-let catalogue: Promise<{ models: Model[]; modes: Mode[] }> | null = null
-export function loadCatalogue() {
-  catalogue ??= Promise.all([api.models(), api.modes().catch(() => [] as Mode[])]).then(([models, modes]) => ({
-    models,
-    modes,
-  }))
-  catalogue.catch(() => {
-    catalogue = null
+let models: Promise<Model[]> | null = null
+export function loadModels() {
+  models ??= api.models()
+  models.catch(() => {
+    models = null
   })
-  return catalogue
+  return models
 }

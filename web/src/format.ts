@@ -56,3 +56,26 @@ export function fmtClock(ms: number, lang: Lang, now = Date.now()): string {
   if (d.toDateString() === new Date(now).toDateString()) return time
   return `${d.toLocaleDateString(loc, { month: 'short', day: 'numeric' })} ${time}`
 }
+
+/** A token count the way context windows are named: `999`, `1.5k`, `128k`, `1M`. */
+export function fmtTokensShort(n: number): string {
+  if (n < 1000) return String(Math.round(n))
+  if (n < 1_000_000) return `${+(n / 1000).toFixed(n < 10_000 ? 1 : 0)}k`
+  return `${+(n / 1_000_000).toFixed(n < 10_000_000 ? 1 : 0)}M`
+}
+
+/** How full the model's window was: `pct` of `window`, or only `tokens` when the window is unknown. */
+export type ContextUse = { pct: string; window: string } | { tokens: string }
+
+/**
+ * `usage.context_tokens` of `usage.context_window`, for the reply footer; null when
+ * the server did not measure it (older runs, no estimate).
+ */
+export function contextUse(tokens: number | undefined, window: number | undefined): ContextUse | null {
+  if (!tokens || tokens <= 0) return null
+  if (!window || window <= 0) return { tokens: fmtTokensShort(tokens) }
+  const exact = (tokens / window) * 100
+  // Never "0%" for a context that holds something, never "100%" for one that is not full.
+  const pct = exact < 1 ? '<1%' : exact < 100 ? `${Math.min(99, Math.round(exact))}%` : `${Math.round(exact)}%`
+  return { pct, window: fmtTokensShort(window) }
+}

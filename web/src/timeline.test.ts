@@ -49,3 +49,21 @@ describe('timeline', () => {
     expect(mergeMessages(cur, [b, c]).map((m) => m.id)).toEqual([a.id, b.id, c.id])
   })
 })
+
+describe('timeline after a turn is answered again', () => {
+  it('shows the regenerated reply in place of the question’s first run', () => {
+    // The question keeps run r1's id; r1's reply is now an alternative (hidden).
+    const ms = [msg('user', 'r0', 'q0'), msg('assistant', 'r0'), msg('user', 'r1', 'q1'), msg('assistant', 'r2', 'again')]
+    expect(shape(buildTimeline(ms, []))).toEqual(['user:q0', 'reply:r0:1', 'user:q1', 'reply:r2:1'])
+  })
+
+  it('streams the new run where the old reply was', () => {
+    const ms = [msg('user', 'r1', 'q1')]
+    expect(shape(buildTimeline(ms, ['r2']))).toEqual(['user:q1', 'live:r2'])
+  })
+
+  it('keeps an empty reply that is the last word on its question (a failed run’s error)', () => {
+    const ms = [msg('user', 'r1', 'q1'), msg('user', 'r2', 'q2'), msg('assistant', 'r2')]
+    expect(shape(buildTimeline(ms, []))).toEqual(['user:q1', 'reply:r1:0', 'user:q2', 'reply:r2:1'])
+  })
+})

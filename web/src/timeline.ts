@@ -3,6 +3,11 @@
 //
 // A run that is live is rendered from its events only — its persisted (checkpointed)
 // messages are left out — so a reply re-attached after a reload appears once.
+//
+// A question answered again (regenerate, edit, another alternative chosen) keeps the
+// id of the run that first answered it, while the reply shown is another run's: the
+// first run's place after the question then stays empty and is dropped in favour of
+// the reply that follows it.
 
 import type { Message } from './types'
 
@@ -67,7 +72,11 @@ export function buildTimeline(messages: Message[], liveRuns: readonly string[]):
       items.push({ kind: 'live', key: `live-${r}`, runId: r })
     }
   }
-  return items
+  return items.filter((it, i) => {
+    if (it.kind !== 'reply' || it.messages.length || !it.runId) return true
+    const next = items[i + 1]
+    return !next || next.kind === 'user'
+  })
 }
 
 /** Adds the messages of `page` that `existing` lacks, keeping order. */

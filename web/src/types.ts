@@ -22,7 +22,6 @@ export type ErrorBody = Schemas['ErrorBody']
 export type ErrorEnvelope = Schemas['ErrorEnvelope']
 export type Run = Schemas['RunDto']
 export type Model = Schemas['ModelDto']
-export type Mode = Schemas['ModeDto']
 export type LoginResponse = Schemas['LoginResponse']
 /** One of your tokens: `kind` is `api`, `login` (a web sign-in) or `bootstrap`; `current` marks this browser's. */
 export type ApiToken = Schemas['TokenDto']
@@ -50,6 +49,21 @@ export type McpStatusList = Schemas['McpStatusList']
 export type McpWorkerStatus = Schemas['McpWorkerStatus']
 /** `state` is `starting`, `ready`, `error` or `stopped`; `policy` `auto`, `confirm` or `deny`. */
 export type McpServer = Schemas['McpServerDto']
+/** An agent (`GET /v1/agents`): `tools` null means every tool; `origin` is `builtin`, `config` or `admin`. */
+export type Agent = Schemas['AgentDto']
+export type AgentList = Schemas['AgentList']
+export type PutAgentRequest = Schemas['PutAgentRequest']
+/** `GET/PUT /v1/me/instructions`: the user's own instructions, added after the agent's. */
+export type Instructions = Schemas['InstructionsDto']
+/** `GET /v1/sessions/{id}/system-prompt`: exactly what the session's model is sent. */
+export type SystemPrompt = Schemas['SystemPromptDto']
+/** One reply of the newest turn (`GET /v1/sessions/{id}/alternatives`). */
+export type Alternative = Schemas['AlternativeDto']
+export type AlternativeList = Schemas['AlternativeList']
+/** The run an undo, redo or alternative choice touched, or a regenerate/edit started. */
+export type TurnResult = Schemas['TurnResult']
+/** The stored summary of a session's older messages. */
+export type Summary = Schemas['SummaryDto']
 
 /**
  * Hand-written: the document gives `role` as a plain string ("`admin` or `user`"

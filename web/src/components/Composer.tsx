@@ -1,20 +1,20 @@
 // The message box: Enter sends, Shift+Enter adds a line (and Enter while an IME is
-// composing — Chinese input — is left to the IME). Model and mode pickers sit
+// composing — Chinese input — is left to the IME). Model and agent pickers sit
 // under it; while a reply runs, Stop is offered, Send queues, and "Send now"
 // interrupts.
 
 import { useEffect, useRef, useState, type KeyboardEvent } from 'react'
 import { useT } from '../i18n'
-import type { Mode, Model, Multitask } from '../types'
+import type { Agent, Model, Multitask } from '../types'
 import { Icon } from './Icon'
 
 export interface ComposerProps {
   models: Model[]
-  modes: Mode[]
+  agents: Agent[]
   model: string
-  mode: string
+  agent: string
   onModel: (m: string) => void
-  onMode: (m: string) => void
+  onAgent: (a: string) => void
   running: boolean
   stopping: boolean
   onSend: (text: string, multitask?: Multitask) => Promise<boolean>
@@ -89,11 +89,11 @@ export function Composer(p: ComposerProps) {
           </select>
         </label>
         <label className="picker">
-          <span>{t('chat.mode')}</span>
-          <select value={p.mode} onChange={(e) => p.onMode(e.target.value)} data-testid="mode-picker">
-            {p.modes.map((m) => (
-              <option key={m.id} value={m.id} title={m.description}>
-                {m.id}
+          <span>{t('chat.agent')}</span>
+          <select value={p.agent} onChange={(e) => p.onAgent(e.target.value)} data-testid="agent-picker">
+            {p.agents.map((a) => (
+              <option key={a.id} value={a.id} title={a.description}>
+                {a.default ? t('chat.agentDefault', { name: a.name || a.id }) : a.name || a.id}
               </option>
             ))}
           </select>

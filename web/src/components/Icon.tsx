@@ -6,6 +6,14 @@ const PATHS = {
   globe: 'M12 3a9 9 0 1 0 0 18a9 9 0 1 0 0-18M3 12h18M12 3c2.5 2.7 3.5 5.7 3.5 9s-1 6.3-3.5 9M12 3c-2.5 2.7-3.5 5.7-3.5 9s1 6.3 3.5 9',
   clock: 'M12 3a9 9 0 1 0 0 18a9 9 0 1 0 0-18M12 7v5l3 2',
   stop: 'M7 7h10v10H7z',
+  edit: 'M4 20h4L19 9l-4-4L4 16v4M13 7l4 4',
+  undo: 'M9 14L4 9l5-5M4 9h11a5 5 0 0 1 0 10h-3',
+  redo: 'M15 14l5-5-5-5M20 9H9a5 5 0 0 0 0 10h3',
+  regenerate: 'M20 11a8 8 0 1 0-2.3 5.7M20 4v7h-7',
+  left: 'M15 6l-6 6 6 6',
+  right: 'M9 6l6 6-6 6',
+  compact: 'M4 6h16M4 12h10M4 18h6M17 15l3 3-3 3',
+  prompt: 'M6 3h9l4 4v14H6zM9 10h7M9 14h7M9 18h4',
 }
 
 export function Icon({ name, size = 16 }: { name: keyof typeof PATHS; size?: number }) {

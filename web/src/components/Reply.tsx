@@ -4,7 +4,7 @@
 
 import { useEffect, useRef, useState } from 'react'
 import { api } from '../api'
-import { fmtMs, fmtNum } from '../format'
+import { contextUse, fmtMs, fmtNum } from '../format'
 import { useT } from '../i18n'
 import { isTerminal, type Phase, type StepView, type ToolView } from '../stream/reducer'
 import { useRun } from '../stream/useRun'
@@ -17,11 +17,13 @@ export interface LiveReplyProps {
   runId: string
   /** the run's session, to read its pending approvals */
   sessionId?: string
+  /** the agent's name, when known */
+  agent?: string
   onPhase: (runId: string, phase: Phase) => void
   onGone: (runId: string) => void
 }
 
-export function LiveReply({ runId, sessionId, onPhase, onGone }: LiveReplyProps) {
+export function LiveReply({ runId, sessionId, agent, onPhase, onGone }: LiveReplyProps) {
   const t = useT()
   const run = useRun(runId, () => onGone(runId), sessionId)
   const phaseRef = useRef<Phase | null>(null)
@@ -64,6 +66,7 @@ export function LiveReply({ runId, sessionId, onPhase, onGone }: LiveReplyProps)
       {run.phase === 'error' && run.error && <ErrorBox error={run.error} />}
       {run.phase === 'cancelled' && <Cancelled by={run.cancelledBy} />}
       <Footer
+        agent={agent}
         model={run.model}
         usage={run.usage}
         ttftMs={run.ttftMs ?? (run.firstTokenTs && run.startedTs ? run.firstTokenTs - run.startedTs : undefined)}
@@ -119,15 +122,24 @@ function Cancelled({ by }: { by?: string }) {
   )
 }
 
-function Footer(p: { model?: string; usage?: Usage | null; ttftMs?: number | null; durationMs?: number | null }) {
+function Footer(p: {
+  agent?: string
+  model?: string
+  usage?: Usage | null
+  ttftMs?: number | null
+  durationMs?: number | null
+}) {
   const t = useT()
   const parts: string[] = []
+  if (p.agent) parts.push(p.agent)
   if (p.model) parts.push(p.model)
   if (p.ttftMs !== undefined && p.ttftMs !== null) parts.push(t('chat.ttft', { ms: fmtMs(p.ttftMs) }))
   if (p.usage) {
     parts.push(t('chat.tokens', { input: fmtNum(p.usage.input), output: fmtNum(p.usage.output) }))
     if (p.usage.cache_read) parts.push(t('chat.cached', { n: fmtNum(p.usage.cache_read) }))
     if (p.usage.reasoning) parts.push(t('chat.reasoning', { n: fmtNum(p.usage.reasoning) }))
+    const ctx = contextUse(p.usage.context_tokens, p.usage.context_window)
+    if (ctx) parts.push('pct' in ctx ? t('chat.context', ctx) : t('chat.contextTokens', ctx))
   }
   if (p.durationMs !== undefined && p.durationMs !== null) parts.push(t('chat.duration', { ms: fmtMs(p.durationMs) }))
   if (!parts.length) return null
@@ -148,11 +160,13 @@ const FINISHED = new Set(['succeeded', 'failed', 'cancelled'])
 export interface HistoricReplyProps {
   runId: string | null
   messages: Message[]
+  /** the agent's name, when known */
+  agent?: string
   /** the run turned out to be still going: attach to it instead */
   onActive: (runId: string) => void
 }
 
-export function HistoricReply({ runId, messages, onActive }: HistoricReplyProps) {
+export function HistoricReply({ runId, messages, agent, onActive }: HistoricReplyProps) {
   const [run, setRun] = useState<Run | undefined>(runId ? runCache.get(runId) : undefined)
 
   useEffect(() => {
@@ -209,7 +223,9 @@ export function HistoricReply({ runId, messages, onActive }: HistoricReplyProps)
         ))}
       {run?.status === 'failed' && run.error && <ErrorBox error={run.error} />}
       {run?.status === 'cancelled' && <Cancelled />}
-      {run && <Footer model={run.model} usage={run.usage} ttftMs={run.ttft_ms} durationMs={run.duration_ms} />}
+      {run && (
+        <Footer agent={agent} model={run.model} usage={run.usage} ttftMs={run.ttft_ms} durationMs={run.duration_ms} />
+      )}
     </article>
   )
 }

@@ -6,25 +6,34 @@
 // messages are left out of the history; otherwise the messages, read after, are
 // complete. While idle the page polls the session so a reply started elsewhere (a
 // second tab, the CLI, a queued follow-up) shows up live here too.
+//
+// Turn actions (undo, redo, regenerate, edit, choosing an alternative) change which
+// messages are shown, so after each the page reads the newest page of messages
+// again and replaces what it had (`reload`); a poll that started before is
+// discarded (`gen`), so an undone turn cannot come back through a late merge. A
+// regenerate or edit starts a run, streamed like any reply.
 
-import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react'
+import { Fragment, useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react'
 import { useLocation, useNavigate, useParams } from 'react-router'
 import { ApiError, api } from '../api'
+import { ChatTools, SummaryNote, SystemPromptPanel, TurnBar } from '../components/ChatTools'
 import { Composer } from '../components/Composer'
 import { HistoricReply, LiveReply } from '../components/Reply'
 import { UserMessage, type Pending } from '../components/UserMessage'
-import { loadCatalogue } from '../catalogue'
 import { sessionsChanged } from '../events'
 import { titleFrom } from '../format'
 import { useT } from '../i18n'
 import type { Phase } from '../stream/reducer'
+import { rememberRunAgent, runAgentOf } from '../runAgents'
 import { buildTimeline, mergeMessages } from '../timeline'
-import type { Message, Mode, Model, Multitask, Session } from '../types'
+import { lastTurn } from '../turns'
+import type { Message, Multitask, Session } from '../types'
+import { useChoices } from './useChoices'
+import { errText, useTurns } from './useTurns'
 
 const PAGE = 50
 const IDLE_POLL_MS = 4000
 const TERMINAL: Phase[] = ['done', 'error', 'cancelled']
-
 
 function newKey(): string {
   return globalThis.crypto?.randomUUID?.() ?? `${Date.now().toString(36)}-${Math.random().toString(36).slice(2)}`
@@ -53,10 +62,9 @@ function ChatView({ sessionId }: { sessionId?: string }) {
   const [pending, setPending] = useState<Pending[]>([])
   const [sendError, setSendError] = useState<string | null>(null)
   const [stopping, setStopping] = useState<string | null>(null)
-  const [models, setModels] = useState<Model[]>([])
-  const [modes, setModes] = useState<Mode[]>([])
-  const [model, setModel] = useState('')
-  const [mode, setMode] = useState('')
+  const [promptOpen, setPromptOpen] = useState(false)
+  /** bumped by every reload; a poll that began under an older value is dropped */
+  const gen = useRef(0)
 
   // The run id handed over by /chat is needed once; a later reload reads the session.
   useEffect(() => {
@@ -74,37 +82,16 @@ function ChatView({ sessionId }: { sessionId?: string }) {
 
   // ---- loading ---------------------------------------------------------------
 
-  useEffect(() => {
-    let live = true
-    loadCatalogue()
-      .then((c) => {
-        if (!live) return
-        setModels(c.models)
-        setModes(c.modes)
-      })
-      .catch(() => {})
-    return () => {
-      live = false
-    }
-  }, [])
-
-  // Pick the session's model/mode, else the defaults.
-  useEffect(() => {
-    if (!model && models.length) {
-      const m = (session?.model && models.find((x) => x.id === session.model)) || models.find((x) => x.default) || models[0]
-      setModel(m.id)
-    }
-    if (!mode && modes.length) {
-      const m = (session?.mode && modes.find((x) => x.id === session.mode)) || modes.find((x) => x.default) || modes[0]
-      setMode(m.id)
-    }
-  }, [models, modes, session, model, mode])
+  const choices = useChoices(sessionId, session, setSession, setSendError)
+  const { model, agent, agentName } = choices
 
   /** Reads the session, then the newest page of messages; attaches to its active run. */
   const refresh = useCallback(
     async (reloadMessages: boolean) => {
       if (!sessionId) return
+      const g = gen.current
       const s = await api.getSession(sessionId)
+      if (g !== gen.current) return
       setSession(s)
       const active = s.active_run_id
       const isNew = !!active && !liveRef.current.includes(active)
@@ -113,10 +100,36 @@ function ChatView({ sessionId }: { sessionId?: string }) {
       const queued = pendingRef.current.some((p) => p.status === 'queued')
       if (!reloadMessages && !isNew && !queued) return
       const page = await api.listMessages(sessionId, { limit: PAGE })
+      if (g !== gen.current) return
       setMessages((cur) => (cur.length ? mergeMessages(cur, page.messages) : page.messages))
-      if (active && isNew) setLiveRuns((cur) => (cur.includes(active) ? cur : [...cur, active]))
+      if (active && isNew) {
+        rememberRunAgent(active, s.agent)
+        setLiveRuns((cur) => (cur.includes(active) ? cur : [...cur, active]))
+      }
       const ids = new Set(page.messages.map((m) => m.id))
       setPending((cur) => cur.filter((p) => !(p.messageId && ids.has(p.messageId))))
+    },
+    [sessionId],
+  )
+
+  /**
+   * After a turn action: the session and the newest page of messages, replacing
+   * what was shown; live runs are only the active one (and `started`, a run the
+   * action began, even if it already ended).
+   */
+  const reload = useCallback(
+    async (started?: string) => {
+      if (!sessionId) return
+      const g = ++gen.current
+      const s = await api.getSession(sessionId)
+      const page = await api.listMessages(sessionId, { limit: PAGE })
+      if (g !== gen.current) return
+      setSession(s)
+      setMessages(page.messages)
+      setCursor(page.next_cursor ?? null)
+      const live = [...new Set([started, s.active_run_id].filter((r): r is string => !!r))]
+      setLiveRuns(live)
+      sessionsChanged()
     },
     [sessionId],
   )
@@ -135,6 +148,7 @@ function ChatView({ sessionId }: { sessionId?: string }) {
         setCursor(page.next_cursor ?? null)
         if (s.active_run_id) {
           const a = s.active_run_id
+          rememberRunAgent(a, s.agent)
           setLiveRuns((cur) => (cur.includes(a) ? cur : [...cur, a]))
         }
         setLoaded(true)
@@ -215,14 +229,15 @@ function ChatView({ sessionId }: { sessionId?: string }) {
     try {
       let sid = sessionId
       if (!sid) {
-        const s = await api.createSession({ title: titleFrom(text), model: model || undefined, mode: mode || undefined })
+        const s = await api.createSession({ title: titleFrom(text), model: model || undefined, agent: agent || undefined })
         sid = created = s.id
       }
       const r = await api.sendMessage(
         sid,
-        { text, model: model || undefined, mode: mode || undefined, multitask },
+        { text, model: model || undefined, agent: agent || undefined, multitask },
         key,
       )
+      if (r.run_id) rememberRunAgent(r.run_id, agent)
       sessionsChanged()
       if (!sessionId) {
         nav(`/chat/${sid}`, { state: r.run_id ? { runId: r.run_id } : null })
@@ -249,19 +264,14 @@ function ChatView({ sessionId }: { sessionId?: string }) {
       }
       return true
     } catch (e) {
-      const msg =
-        e instanceof ApiError && e.status === 429 && e.retryAfter
-          ? `${e.message} (${e.retryAfter}s)`
-          : e instanceof Error
-            ? e.message
-            : String(e)
       setPending((p) => p.filter((x) => x.key !== key))
-      setSendError(msg)
+      setSendError(errText(e))
       // Do not leave an empty conversation behind a first message that failed.
       if (created) api.deleteSession(created).catch(() => {})
       return false
     }
   }
+
   async function stop() {
     if (!activeRun) return
     setStopping(activeRun)
@@ -307,6 +317,17 @@ function ChatView({ sessionId }: { sessionId?: string }) {
   }, [sessionId, session?.title, t])
 
   const timeline = useMemo(() => buildTimeline(messages, liveRuns), [messages, liveRuns])
+  const turn = useMemo(() => lastTurn(timeline), [timeline])
+  const turns = useTurns({
+    sessionId,
+    running,
+    loaded,
+    messages,
+    turnRun: turn?.runId ?? null,
+    reload,
+    onStarted: (runId) => rememberRunAgent(runId, agent),
+  })
+  const busy = running || turns.busy || pending.length > 0
 
   if (notFound) {
     return (
@@ -325,9 +346,25 @@ function ChatView({ sessionId }: { sessionId?: string }) {
         <h1 className="chat-title" title={session?.title ?? ''}>
           {sessionId ? session?.title || t('chat.untitled') : t('nav.newChat')}
         </h1>
+        {sessionId && (
+          <ChatTools
+            busy={busy || !loaded}
+            canUndo={!!turn}
+            canCompact={loaded && timeline.length > 0}
+            promptOpen={promptOpen}
+            onUndo={turns.undo}
+            onRedo={turns.redo}
+            onCompact={turns.compact}
+            onTogglePrompt={() => setPromptOpen((o) => !o)}
+          />
+        )}
       </div>
+      {promptOpen && sessionId && (
+        <SystemPromptPanel sessionId={sessionId} agent={session?.agent ?? agent} onClose={() => setPromptOpen(false)} />
+      )}
       <div className="chat-scroll" ref={scroller}>
         <div className="chat-log" ref={content} aria-live="polite" aria-relevant="additions">
+          {turns.summary && <SummaryNote summary={turns.summary} />}
           {cursor && (
             <button className="btn ghost load-older" onClick={loadOlder} disabled={loadingOlder}>
               {loadingOlder ? t('chat.loading') : t('chat.loadEarlier')}
@@ -345,19 +382,64 @@ function ChatView({ sessionId }: { sessionId?: string }) {
               <p className="muted">{t('chat.emptyHint')}</p>
             </div>
           )}
-          {timeline.map((it) => {
-            if (it.kind === 'user') return <UserMessage key={it.key} text={it.message.content} />
-            if (it.kind === 'live')
+          {timeline.map((it, i) => {
+            if (it.kind === 'user') {
+              const editable = i === turn?.user && !pending.length
               return (
-                <LiveReply key={it.key} runId={it.runId} sessionId={sessionId} onPhase={onPhase} onGone={onGone} />
+                <UserMessage
+                  key={it.key}
+                  text={it.message.content}
+                  onEdit={editable ? turns.edit : undefined}
+                  editDisabled={busy}
+                />
               )
-            return <HistoricReply key={it.key} runId={it.runId} messages={it.messages} onActive={onActive} />
+            }
+            // One element per item, whether or not the bar follows, so the reply is never remounted.
+            const last = i === turn?.reply && !running && !pending.length
+            return (
+              <Fragment key={it.key}>
+                {it.kind === 'live' ? (
+                  <LiveReply
+                    runId={it.runId}
+                    sessionId={sessionId}
+                    agent={agentName(runAgentOf(it.runId))}
+                    onPhase={onPhase}
+                    onGone={onGone}
+                  />
+                ) : (
+                  <HistoricReply
+                    runId={it.runId}
+                    messages={it.messages}
+                    agent={agentName(runAgentOf(it.runId))}
+                    onActive={onActive}
+                  />
+                )}
+                {last && (
+                  <TurnBar nav={turns.nav} busy={busy} onRegenerate={turns.regenerate} onChoose={turns.choose} />
+                )}
+              </Fragment>
+            )
           })}
           {pending.map((p) => (
             <UserMessage key={p.key} text={p.text} status={p.status} />
           ))}
         </div>
       </div>
+      {turns.compactAsked && (
+        <p className="notice compact-note" role="status" data-testid="compact-asked">
+          {t('chat.compactAsked')}
+        </p>
+      )}
+      {turns.error && (
+        <div className="notice error send-error" role="alert" data-testid="turn-error">
+          {turns.error.refused
+            ? t('chat.refused', { message: turns.error.message })
+            : t('common.error', { message: turns.error.message })}
+          <button className="btn ghost small" onClick={turns.clearError}>
+            {t('common.close')}
+          </button>
+        </div>
+      )}
       {sendError && (
         <div className="notice error send-error" role="alert" data-testid="send-error">
           {t('common.error', { message: sendError })}
@@ -367,12 +449,12 @@ function ChatView({ sessionId }: { sessionId?: string }) {
         </div>
       )}
       <Composer
-        models={models}
-        modes={modes}
+        models={choices.models}
+        agents={choices.agents}
         model={model}
-        mode={mode}
-        onModel={setModel}
-        onMode={setMode}
+        agent={agent}
+        onModel={choices.setModel}
+        onAgent={choices.chooseAgent}
         running={running}
         stopping={!!activeRun && stopping === activeRun}
         onSend={send}

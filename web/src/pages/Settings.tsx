@@ -1,6 +1,7 @@
-// /settings: language, your password and sign-ins (`Account.tsx`), personal API
-// tokens; for admins also users, models, a read-only view of the limits and the
-// MCP servers (`Mcp.tsx`).
+// /settings: language, your own instructions and the agents (`Agents.tsx`: admins
+// create, edit and delete them), your password and sign-ins (`Account.tsx`),
+// personal API tokens, the models; for admins also users, a read-only view of the
+// limits and the MCP servers (`Mcp.tsx`).
 
 import { useEffect, useReducer, useState, type FormEvent } from 'react'
 import { api } from '../api'
@@ -10,8 +11,9 @@ import { ErrorLine, Section } from '../components/Section'
 import { fmtBytes, fmtDate } from '../format'
 import { useI18n, type MessageKey } from '../i18n'
 import { PasswordSection, SignInsSection } from './Account'
+import { AgentsSection, InstructionsSection } from './Agents'
 import { McpSection } from './Mcp'
-import type { ApiToken, CreatedToken, Limits, Mode, Model, Role, User } from '../types'
+import type { ApiToken, CreatedToken, Limits, Model, Role, User } from '../types'
 
 const errText = (e: unknown) => (e instanceof Error ? e.message : String(e))
 
@@ -28,6 +30,8 @@ export function SettingsPage() {
         <p>{user && t('settings.account', { name: user.username, role: t(user.role === 'admin' ? 'common.admin' : 'common.user') })}</p>
         <LangSwitch />
       </Section>
+      <InstructionsSection />
+      <AgentsSection admin={admin} />
       <PasswordSection onChanged={reloadSignIns} />
       <SignInsSection version={signInsVersion} />
       <Tokens />
@@ -142,13 +146,11 @@ function Tokens() {
 function Catalogue() {
   const { t } = useI18n()
   const [models, setModels] = useState<Model[]>([])
-  const [modes, setModes] = useState<Mode[]>([])
   useEffect(() => {
     api.models().then(setModels).catch(() => {})
-    api.modes().then(setModes).catch(() => {})
   }, [])
   return (
-    <Section title={`${t('settings.models')} / ${t('settings.modes')}`} testid="models">
+    <Section title={t('settings.models')} testid="models">
       <div className="table-wrap">
         <table className="grid">
           <thead>
@@ -169,16 +171,6 @@ function Catalogue() {
           </tbody>
         </table>
       </div>
-      {modes.length > 0 && (
-        <ul className="plain">
-          {modes.map((m) => (
-            <li key={m.id}>
-              <code>{m.id}</code> {m.default && <span className="badge">{t('settings.default')}</span>}{' '}
-              <span className="muted">{m.description}</span>
-            </li>
-          ))}
-        </ul>
-      )}
     </Section>
   )
 }

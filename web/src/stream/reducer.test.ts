@@ -189,6 +189,16 @@ describe('run reducer', () => {
     expect(fold(s.events).usage).toEqual({ input: 10, output: 7, cache_read: 0, reasoning: 0 })
   })
 
+  it('usage keeps how full the context is, for the footer', () => {
+    const s = script()
+    s.started()
+    s.usage(10, 1)
+    const ev = s.events[s.events.length - 1] as Extract<RunEvent, { type: 'usage' }>
+    ev.context_tokens = 13_500
+    ev.context_window = 32_000
+    expect(fold(s.events).usage).toMatchObject({ context_tokens: 13_500, context_window: 32_000 })
+  })
+
   it('done is terminal and carries the totals; nothing applies after it', () => {
     const s = script()
     s.started()

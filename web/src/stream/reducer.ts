@@ -268,7 +268,14 @@ export function applyEvent(state: RunState, ev: RunEvent): RunState {
       return s
     }
     case 'usage': {
-      s.usage = { input: ev.input, output: ev.output, cache_read: ev.cache_read, reasoning: ev.reasoning }
+      s.usage = {
+        input: ev.input,
+        output: ev.output,
+        cache_read: ev.cache_read,
+        reasoning: ev.reasoning,
+        context_tokens: ev.context_tokens,
+        context_window: ev.context_window,
+      }
       return s
     }
     case 'retrying': {

@@ -1,0 +1,64 @@
+import { describe, expect, it } from 'vitest'
+import { emptyForm, formFromAgent, formProblem, parseToolList, toPutRequest } from './agents'
+import type { Agent } from './types'
+
+const pirate: Agent = {
+  id: 'pirate',
+  name: 'Pirate',
+  description: 'Talks like one',
+  model: 'mock',
+  instructions: 'Arr.',
+  tools: ['current_time', 'mcp:docs'],
+  tool_policies: { web_fetch: 'confirm' },
+  skills: ['maps'],
+  max_steps: 4,
+  default: false,
+  origin: 'admin',
+}
+
+describe('agent form', () => {
+  it('reads a comma list of tools, trimmed and without repeats', () => {
+    expect(parseToolList(' web_fetch, mcp:docs ,,web_fetch\nmcp:x__y ')).toEqual(['web_fetch', 'mcp:docs', 'mcp:x__y'])
+    expect(parseToolList(' , ')).toEqual([])
+  })
+
+  it('round-trips an agent, keeping what the form does not edit', () => {
+    const f = formFromAgent(pirate)
+    expect(f).toMatchObject({ allTools: false, tools: 'current_time, mcp:docs', maxSteps: '4', model: 'mock' })
+    expect(toPutRequest(f, pirate)).toEqual({
+      name: 'Pirate',
+      description: 'Talks like one',
+      model: 'mock',
+      instructions: 'Arr.',
+      tools: ['current_time', 'mcp:docs'],
+      tool_policies: { web_fetch: 'confirm' },
+      skills: ['maps'],
+      max_steps: 4,
+      default: false,
+    })
+  })
+
+  it('"all tools" sends no list at all; no tools is an empty list', () => {
+    const all = { ...formFromAgent(pirate), allTools: true }
+    expect(toPutRequest(all, pirate).tools).toBeNull()
+    const none = { ...formFromAgent(pirate), tools: '' }
+    expect(toPutRequest(none, pirate).tools).toEqual([])
+    expect(formFromAgent({ ...pirate, tools: null }).allTools).toBe(true)
+  })
+
+  it('a new agent uses the default model and the server’s step limit', () => {
+    const f = { ...emptyForm(), id: 'new', name: ' New ' }
+    expect(toPutRequest(f)).toMatchObject({ name: 'New', model: null, max_steps: null, tool_policies: {}, skills: null, tools: null })
+  })
+
+  it('names what is wrong before sending', () => {
+    const ok = { ...emptyForm(), id: 'a-1_b', name: 'A' }
+    expect(formProblem(ok)).toBeNull()
+    expect(formProblem({ ...ok, id: 'Has Caps' })).toBe('id')
+    expect(formProblem({ ...ok, id: 'x'.repeat(33) })).toBe('id')
+    expect(formProblem({ ...ok, name: '  ' })).toBe('name')
+    expect(formProblem({ ...ok, instructions: 'x'.repeat(32_001) })).toBe('instructions')
+    expect(formProblem({ ...ok, maxSteps: '0' })).toBe('maxSteps')
+    expect(formProblem({ ...ok, maxSteps: '12' })).toBeNull()
+  })
+})

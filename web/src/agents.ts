@@ -1,0 +1,75 @@
+// The admin's agent form, as pure functions: an agent to the form's fields and
+// back to `PUT /v1/admin/agents/{id}`. A PUT replaces the agent, so what the form
+// does not edit (tool policies, skills) is carried over from the agent as it was.
+
+import type { Agent, PutAgentRequest } from './types'
+
+/** The server's rule for an agent id. */
+export const AGENT_ID = /^[a-z0-9_-]{1,32}$/
+/** The longest instructions (an agent's or a user's) the server accepts. */
+export const MAX_INSTRUCTIONS = 32_000
+/** The built-in fallback agent: it cannot be deleted. */
+export const BUILTIN_AGENT = 'agent'
+
+export interface AgentForm {
+  id: string
+  name: string
+  description: string
+  /** '' = the default model */
+  model: string
+  instructions: string
+  allTools: boolean
+  /** comma-separated, when not all tools */
+  tools: string
+  /** '' = the server's limit */
+  maxSteps: string
+  default: boolean
+}
+
+export function emptyForm(): AgentForm {
+  return { id: '', name: '', description: '', model: '', instructions: '', allTools: true, tools: '', maxSteps: '', default: false }
+}
+
+export function formFromAgent(a: Agent): AgentForm {
+  return {
+    id: a.id,
+    name: a.name,
+    description: a.description,
+    model: a.model ?? '',
+    instructions: a.instructions,
+    allTools: a.tools === null || a.tools === undefined,
+    tools: (a.tools ?? []).join(', '),
+    maxSteps: a.max_steps ? String(a.max_steps) : '',
+    default: a.default,
+  }
+}
+
+/** `"web_fetch, mcp:docs ,,"` → `["web_fetch", "mcp:docs"]`, without repeats. */
+export function parseToolList(s: string): string[] {
+  return [...new Set(s.split(/[,\n]/).map((x) => x.trim()).filter(Boolean))]
+}
+
+export type FormProblem = 'id' | 'name' | 'instructions' | 'maxSteps'
+
+/** What is wrong with the form before it is sent (the server checks again). */
+export function formProblem(f: AgentForm): FormProblem | null {
+  if (!AGENT_ID.test(f.id)) return 'id'
+  if (!f.name.trim() || f.name.trim().length > 100) return 'name'
+  if ([...f.instructions].length > MAX_INSTRUCTIONS) return 'instructions'
+  if (f.maxSteps.trim() && !/^[1-9]\d{0,5}$/.test(f.maxSteps.trim())) return 'maxSteps'
+  return null
+}
+
+export function toPutRequest(f: AgentForm, existing?: Agent): PutAgentRequest {
+  return {
+    name: f.name.trim(),
+    description: f.description.trim(),
+    model: f.model || null,
+    instructions: f.instructions,
+    tools: f.allTools ? null : parseToolList(f.tools),
+    tool_policies: existing?.tool_policies ?? {},
+    skills: existing?.skills ?? null,
+    max_steps: f.maxSteps.trim() ? Number(f.maxSteps.trim()) : null,
+    default: f.default,
+  }
+}

@@ -1,0 +1,179 @@
+// The chat's conversation-level controls: Undo and Redo of the newest turn,
+// Compact (summarise older turns before the next reply), the system-prompt preview,
+// the note that shows a stored summary, and the bar under the newest reply
+// (Regenerate and the "‹ 2/3 ›" switch between its alternatives).
+
+import { useEffect, useState } from 'react'
+import { api } from '../api'
+import { fmtDate } from '../format'
+import { useI18n, useT } from '../i18n'
+import type { AltNav } from '../turns'
+import type { Summary, SystemPrompt } from '../types'
+import { Icon } from './Icon'
+
+export interface ChatToolsProps {
+  /** a run is active or an action is under way: undo, redo are refused */
+  busy: boolean
+  canUndo: boolean
+  canCompact: boolean
+  promptOpen: boolean
+  onUndo: () => void
+  onRedo: () => void
+  onCompact: () => void
+  onTogglePrompt: () => void
+}
+
+export function ChatTools(p: ChatToolsProps) {
+  const t = useT()
+  return (
+    <div className="chat-tools" role="toolbar" aria-label={t('chat.tools')}>
+      <button
+        className="btn ghost small"
+        onClick={p.onUndo}
+        disabled={p.busy || !p.canUndo}
+        title={t('chat.undoHint')}
+        aria-label={t('chat.undo')}
+        data-testid="undo"
+      >
+        <Icon name="undo" size={14} /> <span className="tool-label">{t('chat.undo')}</span>
+      </button>
+      <button
+        className="btn ghost small"
+        onClick={p.onRedo}
+        disabled={p.busy}
+        title={t('chat.redoHint')}
+        aria-label={t('chat.redo')}
+        data-testid="redo"
+      >
+        <Icon name="redo" size={14} /> <span className="tool-label">{t('chat.redo')}</span>
+      </button>
+      <button
+        className="btn ghost small"
+        onClick={p.onCompact}
+        disabled={!p.canCompact}
+        title={t('chat.compactHint')}
+        aria-label={t('chat.compact')}
+        data-testid="compact"
+      >
+        <Icon name="compact" size={14} /> <span className="tool-label">{t('chat.compact')}</span>
+      </button>
+      <button
+        className="btn ghost small"
+        onClick={p.onTogglePrompt}
+        aria-expanded={p.promptOpen}
+        aria-controls="system-prompt"
+        title={t('chat.systemPromptHint')}
+        aria-label={t('chat.systemPrompt')}
+        data-testid="system-prompt-toggle"
+      >
+        <Icon name="prompt" size={14} /> <span className="tool-label">{t('chat.systemPrompt')}</span>
+      </button>
+    </div>
+  )
+}
+
+/** Exactly what the session's model is sent, read when opened and again when the agent changes. */
+export function SystemPromptPanel({ sessionId, agent, onClose }: { sessionId?: string; agent: string; onClose: () => void }) {
+  const t = useT()
+  const [prompt, setPrompt] = useState<SystemPrompt | null>(null)
+  const [error, setError] = useState<string | null>(null)
+  useEffect(() => {
+    if (!sessionId) return
+    let live = true
+    setError(null)
+    api
+      .systemPrompt(sessionId)
+      .then((p) => live && setPrompt(p))
+      .catch((e) => live && setError(e instanceof Error ? e.message : String(e)))
+    return () => {
+      live = false
+    }
+  }, [sessionId, agent])
+  return (
+    <section className="prompt-panel" id="system-prompt" data-testid="system-prompt" aria-label={t('chat.systemPrompt')}>
+      <div className="prompt-head">
+        <strong>{t('chat.systemPrompt')}</strong>
+        {prompt && <span className="muted small">{t('chat.systemPromptOf', { agent: prompt.agent })}</span>}
+        <span className="spacer" />
+        <button className="btn ghost small" onClick={onClose}>
+          {t('common.close')}
+        </button>
+      </div>
+      {!sessionId && <p className="muted">{t('chat.systemPromptNew')}</p>}
+      {error && <p className="notice error">{t('common.error', { message: error })}</p>}
+      {sessionId && !prompt && !error && <p className="muted">{t('chat.loading')}</p>}
+      {prompt && <pre data-testid="system-prompt-text">{prompt.system_prompt}</pre>}
+    </section>
+  )
+}
+
+/** "Earlier in this conversation": the stored summary the model reads instead of the older turns. */
+export function SummaryNote({ summary }: { summary: Summary }) {
+  const { t, lang } = useI18n()
+  return (
+    <details className="summary-note" data-testid="summary">
+      <summary>
+        {t('chat.summaryTitle')}{' '}
+        <span className="muted">
+          · {t('chat.summaryMeta', { n: summary.messages, model: summary.model, when: fmtDate(summary.created_at, lang) })}
+        </span>
+      </summary>
+      <div className="summary-body" data-testid="summary-text">
+        {summary.summary}
+      </div>
+    </details>
+  )
+}
+
+export interface TurnBarProps {
+  nav: AltNav | null
+  /** a run is active or an action is under way */
+  busy: boolean
+  onRegenerate: () => void
+  onChoose: (runId: string) => void
+}
+
+/** Under the newest reply: regenerate it, and switch between its alternatives. */
+export function TurnBar({ nav, busy, onRegenerate, onChoose }: TurnBarProps) {
+  const t = useT()
+  return (
+    <div className="turn-bar" data-testid="turn-bar">
+      {nav && (
+        <span className="alt-nav" data-testid="alternatives">
+          <button
+            className="btn ghost small"
+            disabled={busy || !nav.prev}
+            onClick={() => nav.prev && onChoose(nav.prev)}
+            aria-label={t('chat.altPrev')}
+            title={t('chat.altPrev')}
+            data-testid="alt-prev"
+          >
+            <Icon name="left" size={14} />
+          </button>
+          <span data-testid="alt-position" aria-label={t('chat.altLabel', { n: nav.position, total: nav.total })}>
+            {nav.position}/{nav.total}
+          </span>
+          <button
+            className="btn ghost small"
+            disabled={busy || !nav.next}
+            onClick={() => nav.next && onChoose(nav.next)}
+            aria-label={t('chat.altNext')}
+            title={t('chat.altNext')}
+            data-testid="alt-next"
+          >
+            <Icon name="right" size={14} />
+          </button>
+        </span>
+      )}
+      <button
+        className="btn ghost small"
+        onClick={onRegenerate}
+        disabled={busy}
+        title={t('chat.regenerateHint')}
+        data-testid="regenerate"
+      >
+        <Icon name="regenerate" size={14} /> {t('chat.regenerate')}
+      </button>
+    </div>
+  )
+}
