@@ -122,15 +122,28 @@ fn shrunk(msgs: &[Message], run: &ClaimedRun, keep: usize) -> Vec<Message> {
                 && m.run_id.as_ref() != Some(&run.id)
                 && m.content.chars().count() > keep
             {
-                let head: String = m.content.chars().take(keep).collect();
                 let mut m = m.clone();
-                m.content = format!("{head}\n[output shortened in this later turn]");
+                m.content = shorten(&m.content, keep);
                 m
             } else {
                 m.clone()
             }
         })
         .collect()
+}
+
+/// An earlier run's tool output cut to its head; a pointer to the whole stored
+/// output (`read_output`) survives the cut.
+fn shorten(content: &str, keep: usize) -> String {
+    let head: String = content.chars().take(keep).collect();
+    let pointer = content
+        .rfind("\n[output truncated:")
+        .map(|i| content[i..].trim())
+        .filter(|p| p.contains("read_output"));
+    match pointer {
+        Some(p) => format!("{head}\n[output shortened in this later turn]\n{p}"),
+        None => format!("{head}\n[output shortened in this later turn]"),
+    }
 }
 
 /// Where each turn starts: a user message of a run other than the one before it.
@@ -242,4 +255,27 @@ async fn summarise(
         .map_err(|_| anyhow::anyhow!("the summariser did not answer in time"))??;
     anyhow::ensure!(!text.trim().is_empty(), "the summariser answered nothing");
     Ok((text.trim().to_string(), entry.config.id.clone()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::shorten;
+
+    #[test]
+    fn old_outputs_keep_their_head_and_their_pointer() {
+        let long = format!(
+            "{}\n\n[output truncated: showing 10 of 99 bytes. The rest is stored: call read_output with {{\"id\": \"out_1\", \"offset\": 10}} to read on.]",
+            "x".repeat(50)
+        );
+        let short = shorten(&long, 5);
+        assert!(short.starts_with("xxxxx\n[output shortened"), "{short}");
+        assert!(
+            short.ends_with("to read on.]") && short.contains("out_1"),
+            "{short}"
+        );
+        assert_eq!(
+            shorten(&"y".repeat(20), 3),
+            "yyy\n[output shortened in this later turn]"
+        );
+    }
 }
