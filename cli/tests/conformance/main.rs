@@ -21,6 +21,7 @@ mod providers;
 mod security;
 mod signin;
 mod streaming;
+mod tools;
 mod transport;
 mod turns;
 

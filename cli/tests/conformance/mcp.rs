@@ -170,7 +170,7 @@ async fn a_slow_mcp_tool_hits_the_timeout(b: Backend) {
 /// answer arrives with both results.
 async fn web_and_mcp_in_one_turn_with_an_approval_holding_no_worker(b: Backend) {
     let page = "Weft release notes: approvals landed.".to_string();
-    let port = crate::approvals::serve_text(page.clone());
+    let port = crate::tools::serve_text(page.clone());
     let (_dir, config) = mcp_config("");
     let app = App::start_with(
         b,

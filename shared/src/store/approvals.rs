@@ -1,4 +1,4 @@
-//! Approvals (human in the loop, ARCHITECTURE §7) and stored tool outputs.
+//! Approvals (human in the loop, ARCHITECTURE §7).
 //!
 //! Every transaction that changes a waiting run's fate takes the run's row first
 //! (`update runs …` or `select … for update`): the worker suspending it, a
@@ -428,44 +428,6 @@ impl Store {
         }
         Ok(resumed)
     }
-
-    /// Keep a long tool output whole; returns its id for `read_output`.
-    pub async fn store_tool_output(
-        &self,
-        run: &str,
-        session: &str,
-        call_id: &str,
-        name: &str,
-        content: &str,
-    ) -> Result<String> {
-        let id = format!("out_{}", uuid::Uuid::now_v7().simple());
-        let _gate = self.write_gate().await;
-        sqlx::query(
-            "insert into tool_outputs (id, run_id, session_id, call_id, name, content, bytes, created_at)
-             values ($1, $2, $3, $4, $5, $6, $7, $8)",
-        )
-        .bind(&id)
-        .bind(run)
-        .bind(session)
-        .bind(call_id)
-        .bind(name)
-        .bind(content)
-        .bind(content.len() as i64)
-        .bind(now_ms())
-        .execute(&self.pool)
-        .await?;
-        Ok(id)
-    }
-
-    /// A stored output of `session` (outputs of other sessions do not exist here).
-    pub async fn tool_output(&self, session: &str, id: &str) -> Result<Option<String>> {
-        let row = sqlx::query("select content from tool_outputs where id = $1 and session_id = $2")
-            .bind(id)
-            .bind(session)
-            .fetch_optional(&self.pool)
-            .await?;
-        row.map(|r| get_str(&r, "content")).transpose()
-    }
 }
 
 struct Open {
@@ -517,45 +479,4 @@ async fn load(tx: &mut sqlx::Transaction<'static, sqlx::Any>, id: &str) -> Resul
     .fetch_one(&mut **tx)
     .await?;
     Approval::from_row(&row)
-}
-
-impl Store {
-    /// A worker's MCP servers as it sees them (JSON of `McpServerDto`s).
-    pub async fn put_mcp_status(&self, worker: &str, servers_json: &str) -> Result<()> {
-        let now = now_ms();
-        let _gate = self.write_gate().await;
-        sqlx::query(
-            "insert into mcp_status (worker_id, servers, updated_at) values ($1, $2, $3)
-             on conflict (worker_id) do update set servers = excluded.servers, updated_at = excluded.updated_at",
-        )
-        .bind(worker)
-        .bind(servers_json)
-        .bind(now)
-        .execute(&self.pool)
-        .await?;
-        sqlx::query("delete from mcp_status where updated_at < $1")
-            .bind(now - 3_600_000)
-            .execute(&self.pool)
-            .await?;
-        Ok(())
-    }
-
-    /// `(worker, servers JSON, updated_at)` of workers that reported since `since`.
-    pub async fn mcp_status(&self, since: i64) -> Result<Vec<(String, String, i64)>> {
-        let rows = sqlx::query(
-            "select worker_id, servers, updated_at from mcp_status where updated_at >= $1 order by worker_id",
-        )
-        .bind(since)
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter()
-            .map(|r| {
-                Ok((
-                    get_str(r, "worker_id")?,
-                    get_str(r, "servers")?,
-                    get_i64(r, "updated_at")?,
-                ))
-            })
-            .collect()
-    }
 }

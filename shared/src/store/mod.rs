@@ -10,6 +10,7 @@
 mod agents;
 mod approvals;
 mod lark;
+mod mcp_status;
 mod messages;
 mod purge;
 mod recovery;
@@ -19,6 +20,7 @@ mod session_writes;
 mod sessions;
 mod skills;
 mod summaries;
+mod tool_outputs;
 mod turns;
 mod user_limits;
 mod users;

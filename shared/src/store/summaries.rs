@@ -81,8 +81,19 @@ impl Store {
         Ok(())
     }
 
-    /// Whether a compaction was asked for; clears the request.
+    /// Whether a compaction was asked for; clears the request. Every run asks,
+    /// so the common answer (no) is a read: only a set flag costs a write.
     pub async fn take_compact_request(&self, session: &SessionId) -> Result<bool> {
+        let asked = sqlx::query("select compact_requested from sessions where id = $1")
+            .bind(&session.0)
+            .fetch_optional(&self.pool)
+            .await?
+            .map(|r| get_i64(&r, "compact_requested"))
+            .transpose()?
+            .unwrap_or(0);
+        if asked == 0 {
+            return Ok(false);
+        }
         let _gate = self.write_gate().await;
         let done = sqlx::query(
             "update sessions set compact_requested = 0 where id = $1 and compact_requested = 1",
