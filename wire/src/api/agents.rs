@@ -1,0 +1,109 @@
+//! Agents, instructions, turns (undo, regenerate, alternatives) and summaries.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// An agent: instructions, tools and limits people pick for a conversation.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct AgentDto {
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    /// The model new sessions with this agent use (none: the default model).
+    pub model: Option<String>,
+    pub instructions: String,
+    /// Allowed tools (built-in names, `mcp:<server>`, `mcp:<server>__<tool>`);
+    /// none: every tool.
+    pub tools: Option<Vec<String>>,
+    /// Tool (or `mcp:<server>`) → `auto`, `confirm` or `deny`.
+    pub tool_policies: std::collections::BTreeMap<String, String>,
+    /// Skills it may load; none: every skill.
+    pub skills: Option<Vec<String>>,
+    pub max_steps: Option<u32>,
+    pub default: bool,
+    /// `builtin`, `config` or `admin`.
+    pub origin: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct AgentList {
+    pub agents: Vec<AgentDto>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct PutAgentRequest {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub model: Option<String>,
+    #[serde(default)]
+    pub instructions: String,
+    #[serde(default)]
+    pub tools: Option<Vec<String>>,
+    #[serde(default)]
+    pub tool_policies: std::collections::BTreeMap<String, String>,
+    #[serde(default)]
+    pub skills: Option<Vec<String>>,
+    #[serde(default)]
+    pub max_steps: Option<u32>,
+    #[serde(default)]
+    pub default: bool,
+}
+
+/// A user's own instructions, added after the agent's.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct InstructionsDto {
+    pub instructions: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct SystemPromptDto {
+    /// The agent in force for the session.
+    pub agent: String,
+    pub system_prompt: String,
+}
+
+/// The run an undo, redo or alternative choice touched, or a regenerate started
+/// (attach to `/v1/runs/{run_id}/events` to follow it).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct TurnResult {
+    pub run_id: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct EditRequest {
+    /// The new text of the last user message.
+    pub text: String,
+}
+
+/// One reply of the newest turn.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct AlternativeDto {
+    pub run_id: String,
+    pub reply: String,
+    /// The question it answered, when an edit changed it since.
+    pub user_text: Option<String>,
+    /// The reply the conversation shows now.
+    pub shown: bool,
+    pub created_at: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct AlternativeList {
+    pub alternatives: Vec<AlternativeDto>,
+}
+
+/// The stored summary of a session's older messages.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct SummaryDto {
+    pub summary: String,
+    /// How many messages it covers.
+    pub messages: u64,
+    /// The model that wrote it.
+    pub model: String,
+    pub created_at: String,
+}
