@@ -62,6 +62,7 @@ def main():
         topo = Topology(weft, nginx, work)
         try:
             topo.start()
+            native_test.attachment(topo, check)
             victim = native_test.failover(topo, check)
             native_test.health_checks(topo, check, victim)
         except BaseException:

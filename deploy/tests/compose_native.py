@@ -9,6 +9,16 @@ What is swapped (and only that):
 * each service's own ports (`0.0.0.0:N`, `127.0.0.1:N`, its published ports)
   and `<service>:N` elsewhere -> a free 127.0.0.1 port;
 * `/run/secrets/<name>` -> a file holding the secret's value;
+* the image's /var/lib/weft and every volume mount target -> the same path
+  under a directory of the service's own (containers/<service>/ in the run's
+  work dir), as a container's filesystem is its own; a mount there is a
+  symlink to the volume: one directory per named volume, shared by exactly the
+  services that mount it, or a bind mount's path on this machine. So a store a
+  gateway writes and a worker reads is shared natively only where Docker would
+  share it, whether it is named by its path or derived from WEFT_DATA_DIR. (The
+  container's read-only root is not enforced: the run is root.)
+* the environment starts from the image's (ENV of the Dockerfile's last
+  stage), the service's `environment` over it, as in a container;
 * the `edge` network's subnet -> 127.0.0.1/32 (nginx reaches the gateways over
   loopback);
 * the image's entrypoint `weft` -> the binary under test.
@@ -16,6 +26,7 @@ What is swapped (and only that):
 
 import os
 import re
+import shlex
 import socket
 
 import yaml
@@ -23,6 +34,9 @@ import yaml
 DEPLOY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COMPOSE = os.path.join(DEPLOY, "compose.yaml")
 ENV_EXAMPLE = os.path.join(DEPLOY, ".env.example")
+DOCKERFILE = os.path.join(DEPLOY, "Dockerfile")
+# Where the image keeps state (WEFT_DATA_DIR); a container's own unless mounted.
+IMAGE_STATE = "/var/lib/weft"
 
 _VAR = re.compile(r"\$(?:\$|\{(?P<name>[A-Za-z_][A-Za-z0-9_]*)(?:(?P<op>:?[-?])(?P<arg>[^}]*))?\}|(?P<bare>[A-Za-z_][A-Za-z0-9_]*))")
 
@@ -79,6 +93,35 @@ def load_compose(env):
     return raw, deep_map(raw, lambda s: interpolate(s, env))
 
 
+def image_env(path=DOCKERFILE):
+    """ENV of the Dockerfile's last stage (KEY=VALUE form), as the container starts with."""
+    with open(path) as f:
+        text = re.sub(r"\\\n", " ", f.read())
+    last = re.split(r"^FROM\b.*$", text, flags=re.M)[-1]
+    env = {}
+    for line in re.findall(r"^ENV\s+(.*)$", last, re.M):
+        for word in shlex.split(line):
+            key, sep, value = word.partition("=")
+            assert sep, f"Dockerfile: ENV {line!r} is not KEY=VALUE"
+            env[key] = value
+    return env
+
+
+def mounts(service, volumes, root):
+    """Mount target in the container -> its source on this machine (see above)."""
+    out = {}
+    for spec in service.get("volumes") or []:
+        if isinstance(spec, dict):
+            source, target = spec.get("source"), spec["target"]
+        else:
+            source, target = str(spec).split(":")[:2]
+        if source in volumes:
+            out[target] = os.path.join(root, "volumes", source)
+        elif source and source.startswith((".", "/")):
+            out[target] = os.path.normpath(os.path.join(DEPLOY, source))
+    return out
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -113,6 +156,14 @@ class NativePlan:
             for name, svc in services.items()
         }
         self.edge_subnet = compose["networks"]["edge"]["ipam"]["config"][0]["subnet"]
+        self.root = os.path.dirname(secrets_dir)
+        self.mounts = {name: mounts(svc, compose.get("volumes") or {}, self.root) for name, svc in services.items()}
+        # Container paths each service has natively under its own root.
+        self.own_paths = {
+            name: sorted(set(self.mounts[name]) | ({IMAGE_STATE} if "build" in svc else set()), key=len, reverse=True)
+            for name, svc in services.items()
+        }
+        self.image_env = image_env()
 
     def native(self, name, text):
         """`text` as service `name` sees it, with addresses swapped."""
@@ -124,12 +175,31 @@ class NativePlan:
         text = text.replace("redis://redis:6379", "redis://127.0.0.1:6379")
         text = text.replace(self.edge_subnet, "127.0.0.1/32")
         text = text.replace("/run/secrets/", self.secrets_dir + "/")
+        paths = self.own_paths.get(name)
+        if paths:
+            pattern = "|".join(re.escape(p) for p in paths)
+            text = re.sub(rf"(?<![\w./-])(?:{pattern})(?![\w.-])", lambda m: self.container_root(name) + m.group(0), text)
         for port, native in self.ports.get(name, {}).items():
             text = re.sub(rf"\b(?:0\.0\.0\.0|127\.0\.0\.1|localhost):{port}\b", f"127.0.0.1:{native}", text)
         for other, ports in self.ports.items():
             for port, native in ports.items():
                 text = re.sub(rf"(?<![\w.-]){re.escape(other)}:{port}\b", f"127.0.0.1:{native}", text)
         return text
+
+    def container_root(self, name):
+        return os.path.join(self.root, "containers", name)
+
+    def make_dirs(self, name):
+        """What the image and Docker provide before a service starts: the image's
+        /var/lib/weft, and each mount (a named volume is made when first mounted)."""
+        top = self.container_root(name)
+        if IMAGE_STATE in self.own_paths.get(name, []):
+            os.makedirs(top + IMAGE_STATE, exist_ok=True)
+        for target, source in self.mounts.get(name, {}).items():
+            if source.startswith(self.root + os.sep):
+                os.makedirs(source, exist_ok=True)
+            os.makedirs(os.path.dirname(top + target), exist_ok=True)
+            os.symlink(source, top + target)
 
     def write_secrets(self):
         os.makedirs(self.secrets_dir, exist_ok=True)
@@ -155,9 +225,10 @@ class NativePlan:
             environment = dict(e.split("=", 1) for e in environment)
         env = {
             "PATH": os.environ.get("PATH", ""),
-            "HOME": os.path.dirname(self.secrets_dir),
+            "HOME": self.root,
             "RUST_LOG": "warn",
         }
+        env.update({k: self.native(name, v) for k, v in self.image_env.items()})
         env.update({k: self.native(name, str(v)) for k, v in environment.items() if v is not None})
         env["WEFT_REDIS_PREFIX"] = self.redis_prefix
         return argv, env

@@ -1,8 +1,13 @@
-"""The compose topology, natively: a streamed reply through nginx survives
-killing the gateway that serves it, and every health check in compose.yaml
-passes as written (and the killed gateway's fails)."""
+"""The compose topology, natively: a document sent through nginx reaches the
+model (stored by a gateway, read by a worker, in the store compose.yaml gives
+them), a streamed reply through nginx survives killing the gateway that serves
+it, and every health check in compose.yaml passes as written (and the killed
+gateway's fails)."""
 
+import base64
+import hashlib
 import json
+import os
 import re
 import time
 import urllib.request
@@ -14,6 +19,40 @@ WORDS = 120
 PROMPT = f"@mock.tokens {WORDS} @mock.delay 0 40"  # about 5 s of streaming
 CUT_AFTER_TEXT_EVENTS = 8
 DEADLINE_S = 60
+NOTE = "Deploy check: the heron flew over the weir at dawn.\n"  # notes.md, the attachment
+
+
+def attachment(topo, check):
+    """One message with a small document, through nginx: the gateway that takes
+    it writes the file to the store compose.yaml configures, a worker (another
+    process, with its own container filesystem) reads the text back for the
+    model, and the mock model's echo shows it did. Works only if every gateway
+    and worker is given the same store: in compose, the shared volume."""
+    token = topo.env["WEFT_ADMIN_TOKEN"]
+    edge = Http(topo.port("nginx"), token, timeout=DEADLINE_S)
+    stores = {}
+    for name in topo.services_of("serve") + topo.services_of("worker"):
+        env = topo.plan.process(name)[1]
+        # attachments.store, else its default <data_dir>/files (the image's WEFT_DATA_DIR).
+        store = env.get("WEFT_ATTACHMENTS__STORE") or os.path.join(env.get("WEFT_DATA_DIR", "?"), "files")
+        stores[name] = os.path.realpath(store)
+    check(len(set(stores.values())) == 1,
+          f"every gateway and worker uses the same attachment store, natively {sorted(set(stores.values()))}")
+
+    session = edge.json("POST", "/v1/sessions", {})
+    data = base64.b64encode(NOTE.encode()).decode()
+    body = {"text": "summarise", "attachments": [{"name": "notes.md", "data": data}], "wait": True}
+    conn, resp = edge.request("POST", f"/v1/sessions/{session['id']}/messages", body)
+    raw = resp.read()
+    conn.close()
+    reply = json.loads(raw) if resp.status == 200 else {}
+    check(resp.status == 200, f"a message with a document, through nginx, is answered: {resp.status} {raw[:200]!r}")
+    content = reply.get("content") or ""
+    check(NOTE.strip() in content and "notes.md" in content,
+          f"the model was given the document's text, read by a worker from the store ({content[:120]!r}…)")
+    sha = hashlib.sha256(NOTE.encode()).hexdigest()
+    blob = os.path.join(next(iter(stores.values())), "blobs", sha[:2], sha)
+    check(os.path.isfile(blob), f"the file is in that shared store ({blob})")
 
 
 def streams_active(http_port, token):

@@ -1,8 +1,9 @@
 """The compose topology as native child processes: the machine's Postgres and
 Redis stand in for those services, every Weft service runs the binary under
-test, Debian's nginx runs deploy/nginx.conf. Services start in depends_on
-order and a dependency counts as met the way Compose decides it: by the
-dependency's own health check as written, or by its exit code."""
+test with its volumes as directories of the run, Debian's nginx runs
+deploy/nginx.conf. Services start in depends_on order and a dependency counts
+as met the way Compose decides it: by the dependency's own health check as
+written, or by its exit code."""
 
 import os
 import subprocess
@@ -70,6 +71,7 @@ class Topology:
             if name == "nginx":
                 self.start_nginx()
             else:
+                self.plan.make_dirs(name)
                 argv, env = self.plan.process(name)
                 print(f"deploy: start {name}: weft {' '.join(argv[1:])}", flush=True)
                 self.children[name] = Child(name, argv, env)
