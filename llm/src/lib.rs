@@ -37,6 +37,9 @@ pub enum ChatMessage {
     },
     User {
         content: String,
+        /// Images sent with the text, in order; only vision-capable models get them.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        images: Vec<Image>,
     },
     Assistant {
         content: String,
@@ -47,6 +50,15 @@ pub enum ChatMessage {
         name: String,
         content: String,
     },
+}
+
+/// An image sent with a user message. `data` is standard padded base64 of the bytes,
+/// shared so a context rebuilt every step does not copy it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Image {
+    /// The media type, e.g. `image/png` (Anthropic takes jpeg, png, gif and webp).
+    pub mime: String,
+    pub data: std::sync::Arc<str>,
 }
 
 /// A complete tool call requested by the model (arguments fully assembled).

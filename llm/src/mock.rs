@@ -96,6 +96,7 @@ mod tests {
             model: "mock".into(),
             messages: vec![ChatMessage::User {
                 content: text.into(),
+                images: Vec::new(),
             }],
             tools: vec![],
             max_tokens: None,

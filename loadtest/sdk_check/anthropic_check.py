@@ -1,16 +1,31 @@
 """Check weft-loadtest's mock LLM server with the official `anthropic` Python SDK.
 
-Run by loadtest/tests/anthropic_sdk.rs as `python anthropic_check.py BASE_URL` (no
-/v1: the SDK appends /v1/messages). Exits non-zero on the first failure and prints
-"anthropic sdk: N checks passed".
+Run by loadtest/tests/sdk_check.rs as `python anthropic_check.py BASE_URL
+PROVIDER_BODY` (BASE_URL without /v1: the SDK appends /v1/messages; PROVIDER_BODY is
+a file holding the raw request body Weft's own Anthropic provider sent, a
+conversation with images, to be checked against the SDK's request types). Exits
+non-zero on the first failure and prints "anthropic sdk: N checks passed".
 """
 
+import base64
+import copy
+import hashlib
+import json
+import struct
 import sys
+import urllib.request
+import zlib
 
 import anthropic
 from anthropic import Anthropic
+from anthropic.types import MessageParam
+from anthropic.types.message_create_params import MessageCreateParamsStreaming
 
-client = Anthropic(base_url=sys.argv[1], api_key="sk-ant-test", max_retries=0)
+from typecheck import conformance_problem
+
+BASE = sys.argv[1]
+PROVIDER_BODY = sys.argv[2]
+client = Anthropic(base_url=BASE, api_key="sk-ant-test", max_retries=0)
 checks = 0
 
 WEATHER = {
@@ -90,5 +105,82 @@ try:
     check("529 raises", False)
 except anthropic.APIStatusError as e:
     check("529 status", e.status_code == 529 and e.body["error"]["type"] == "overloaded_error", repr(e.body))
+
+
+# 7. Images: the SDK sends image blocks with a base64 source; the mock decodes them
+#    and `@mock.describe_images` says what arrived (size and SHA-256 of the bytes).
+def png(width, height, rgb):
+    """A real PNG, made here so the bytes do not come from the code under test."""
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    rows = b"".join(b"\x00" + bytes(rgb) * width for _ in range(height))
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
+
+
+RED, BLUE = png(3, 2, (255, 0, 0)), png(5, 4, (0, 0, 255))
+
+
+def image_block(raw):
+    data = base64.b64encode(raw).decode()
+    return {"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": data}}
+
+
+def described(*images):
+    return "\n".join(
+        f"image {i}: image/png, {len(raw)} bytes, sha256 {hashlib.sha256(raw).hexdigest()}"
+        for i, raw in enumerate(images, 1)
+    )
+
+
+look = {"role": "user", "content": [
+    image_block(RED),
+    image_block(BLUE),
+    {"type": "text", "text": "what are these? @mock.describe_images"},
+]}
+final, _ = stream([look])
+check("streamed images described", final.content[0].text == described(RED, BLUE), repr(final.content))
+msg = client.messages.create(model="claude-mock", max_tokens=256, messages=[look])
+check("created images described", msg.content[0].text == described(RED, BLUE), repr(msg))
+try:
+    linked = {"role": "user", "content": [{"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}}]}
+    client.messages.create(model="claude-mock", max_tokens=8, messages=[linked])
+    check("a linked image is refused", False)
+except anthropic.BadRequestError as e:
+    check("linked image 400", e.body["error"]["type"] == "invalid_request_error", repr(e.body))
+
+# 8. The request body Weft's Anthropic provider sent conforms to the SDK's own request
+#    types (MessageCreateParamsStreaming for the body, MessageParam for each message),
+#    checked with pydantic; see typecheck.py.
+stream([look])
+sdk_body = json.load(urllib.request.urlopen(f"{BASE}/last_request"))
+problem = conformance_problem(MessageCreateParamsStreaming, sdk_body)
+check("the checker accepts the SDK's own body", problem is None, problem)
+
+with open(PROVIDER_BODY) as f:
+    ours = json.load(f)
+problem = conformance_problem(MessageCreateParamsStreaming, ours)
+check("provider body is MessageCreateParamsStreaming", problem is None, problem)
+for m in ours["messages"]:
+    problem = conformance_problem(MessageParam, m)
+    check("provider message", problem is None, problem)
+images = [b for m in ours["messages"] for b in m["content"] if b["type"] == "image"]
+check("provider sent image blocks", len(images) >= 1, repr(ours["messages"]))
+for block in images:
+    raw = base64.b64decode(block["source"]["data"], validate=True)
+    check("image media type", block["source"]["media_type"] in ("image/png", "image/gif"), repr(block["source"]))
+    check("image bytes", raw[:4] in (b"\x89PNG", b"GIF8"), repr(raw[:8]))
+last = ours["messages"][-1]["content"]
+kinds = [b["type"] for b in last]
+check("tool results first, images before their text", kinds == ["tool_result", "image", "image", "text"], repr(kinds))
+
+# The checker can fail: a misspelt optional key and an unsupported media type are refused.
+broken = copy.deepcopy(ours["messages"][0])
+block = next(b for b in broken["content"] if b["type"] == "image")
+block["cache_contorl"] = {"type": "ephemeral"}
+check("a misspelt key is refused", conformance_problem(MessageParam, broken) is not None)
+del block["cache_contorl"]
+block["source"]["media_type"] = "image/bmp"
+check("an unsupported media type is refused", conformance_problem(MessageParam, broken) is not None)
 
 print(f"anthropic sdk: {checks} checks passed")

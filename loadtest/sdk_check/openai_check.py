@@ -1,17 +1,30 @@
 """Check weft-loadtest's mock LLM server with the official `openai` Python SDK.
 
-Run by loadtest/tests/openai_sdk.rs as `python openai_check.py BASE_URL`, where
-BASE_URL ends in /v1. Every check asserts what a real client would rely on; the
+Run by loadtest/tests/sdk_check.rs as `python openai_check.py BASE_URL PROVIDER_BODY`,
+where BASE_URL ends in /v1 and PROVIDER_BODY is a file holding the raw request body
+Weft's own OpenAI provider sent (a conversation with images), to be checked against
+the SDK's request types. Every check asserts what a real client would rely on; the
 script exits non-zero on the first failure and prints "openai sdk: N checks passed".
 """
 
+import base64
+import copy
+import hashlib
 import json
+import struct
 import sys
+import urllib.request
+import zlib
 
 import openai
 from openai import OpenAI
+from openai.types.chat import ChatCompletionUserMessageParam
+from openai.types.chat.completion_create_params import CompletionCreateParamsStreaming
+
+from typecheck import conformance_problem
 
 BASE = sys.argv[1]
+PROVIDER_BODY = sys.argv[2]
 client = OpenAI(base_url=BASE, api_key="sk-test", max_retries=0)
 checks = 0
 
@@ -126,5 +139,85 @@ done = retrying.chat.completions.create(
     model="mock-model", messages=[{"role": "user", "content": "@mock.fail 503 times=2 retry_after=0.01 @mock.reply ok"}]
 )
 check("sdk retries recover", done.choices[0].message.content == "ok", repr(done))
+
+
+# 7. Images: the SDK sends image_url parts with data URLs; the mock decodes them and
+#    `@mock.describe_images` says what arrived (size and SHA-256 of the bytes).
+def png(width, height, rgb):
+    """A real PNG, made here so the bytes do not come from the code under test."""
+    def chunk(kind, data):
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    rows = b"".join(b"\x00" + bytes(rgb) * width for _ in range(height))
+    header = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(rows)) + chunk(b"IEND", b"")
+
+
+RED, BLUE = png(3, 2, (255, 0, 0)), png(5, 4, (0, 0, 255))
+
+
+def described(*images):
+    return "\n".join(
+        f"image {i}: {mime}, {len(raw)} bytes, sha256 {hashlib.sha256(raw).hexdigest()}"
+        for i, (mime, raw) in enumerate(images, 1)
+    )
+
+
+def image_part(raw, **extra):
+    url = "data:image/png;base64," + base64.b64encode(raw).decode()
+    return {"type": "image_url", "image_url": {"url": url, **extra}}
+
+
+look = {"role": "user", "content": [
+    {"type": "text", "text": "what are these? @mock.describe_images"},
+    image_part(RED),
+    image_part(BLUE, detail="low"),
+]}
+want = described(("image/png", RED), ("image/png", BLUE))
+final, _, _ = stream([look])
+check("streamed images described", final.choices[0].message.content == want, repr(final.choices[0].message.content))
+done = client.chat.completions.create(model="mock-model", messages=[look])
+check("created images described", done.choices[0].message.content == want, repr(done))
+try:
+    linked = {"role": "user", "content": [{"type": "image_url", "image_url": {"url": "https://example.com/a.png"}}]}
+    client.chat.completions.create(model="mock-model", messages=[linked])
+    check("a linked image is refused", False)
+except openai.BadRequestError as e:
+    check("linked image 400", "data URLs" in e.message, repr(e.body))
+
+# 8. The request body Weft's OpenAI provider sent conforms to the SDK's own request
+#    types (CompletionCreateParamsStreaming for the body, ChatCompletionUserMessageParam
+#    for each user message), checked with pydantic; see typecheck.py.
+ROOT = BASE.removesuffix("/v1")
+stream([look])
+sdk_body = json.load(urllib.request.urlopen(f"{ROOT}/last_request"))
+problem = conformance_problem(CompletionCreateParamsStreaming, sdk_body)
+check("the checker accepts the SDK's own body", problem is None, problem)
+
+with open(PROVIDER_BODY) as f:
+    ours = json.load(f)
+problem = conformance_problem(CompletionCreateParamsStreaming, ours)
+check("provider body is CompletionCreateParamsStreaming", problem is None, problem)
+users = [m for m in ours["messages"] if m["role"] == "user"]
+with_images = [m for m in users if isinstance(m["content"], list)]
+check("provider sent image parts", len(with_images) >= 1, repr(users))
+for m in users:
+    problem = conformance_problem(ChatCompletionUserMessageParam, m)
+    check("provider user message", problem is None, problem)
+for m in with_images:
+    for part in m["content"]:
+        if part["type"] == "image_url":
+            head, data = part["image_url"]["url"].split(",", 1)
+            raw = base64.b64decode(data, validate=True)
+            check("data URL header", head in ("data:image/png;base64", "data:image/gif;base64"), head)
+            check("data URL bytes", raw[:4] in (b"\x89PNG", b"GIF8"), repr(raw[:8]))
+
+# The checker can fail: a misspelt optional key and a wrong part type are refused.
+broken = copy.deepcopy(with_images[0])
+part = next(p for p in broken["content"] if p["type"] == "image_url")
+part["image_url"]["detial"] = "low"
+check("a misspelt key is refused", conformance_problem(ChatCompletionUserMessageParam, broken) is not None)
+del part["image_url"]["detial"]
+part["type"] = "image"
+check("a wrong part type is refused", conformance_problem(ChatCompletionUserMessageParam, broken) is not None)
 
 print(f"openai sdk: {checks} checks passed")

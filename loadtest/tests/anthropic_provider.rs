@@ -6,7 +6,9 @@ use std::time::Duration;
 use futures::TryStreamExt;
 use serde_json::{Value, json};
 use weft_llm::anthropic::{AnthropicConfig, AnthropicProvider};
-use weft_llm::{ChatMessage, ChatRequest, LlmError, Provider, StopReason, StreamEvent, Usage};
+use weft_llm::{
+    ChatMessage, ChatRequest, Image, LlmError, Provider, StopReason, StreamEvent, Usage,
+};
 use weft_loadtest::mock_llm::{MockLlmConfig, MockLlmServer};
 
 async fn setup() -> (MockLlmServer, AnthropicProvider) {
@@ -32,6 +34,7 @@ fn user(text: &str) -> ChatRequest {
             },
             ChatMessage::User {
                 content: text.into(),
+                images: Vec::new(),
             },
         ],
         tools: vec![],
@@ -203,5 +206,87 @@ async fn raw_event_order_and_names() {
             "message_delta",
             "message_stop",
         ]
+    );
+}
+
+/// A real 1×1 PNG and a real 1×1 GIF; the sizes and SHA-256 sums are from coreutils.
+const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
+const GIF: &str = "R0lGODlhAQABAIAAAP///wAAACH5BAEAAAAALAAAAAABAAEAAAICRAEAOw==";
+const DESCRIBED: &str = "image 1: image/png, 70 bytes, sha256 c414cd0e204de974f73753c7e28d7638e7b3691bb8b1a2bab6b25bb7fed7ce77\n\
+    image 2: image/gif, 43 bytes, sha256 b1442e85b03bdcaf66dc58c7abb98745dd2687d86350be9a298a1d9382ac849b";
+
+#[tokio::test]
+async fn images_reach_the_model_as_base64_image_blocks() {
+    let (server, provider) = setup().await;
+    let mut req = user("unused");
+    req.messages[1] = ChatMessage::User {
+        content: "what are these? @mock.describe_images".into(),
+        images: vec![
+            Image {
+                mime: "image/png".into(),
+                data: PNG.into(),
+            },
+            Image {
+                mime: "image/gif".into(),
+                data: GIF.into(),
+            },
+        ],
+    };
+    let events = run(&provider, req).await.unwrap();
+    assert_eq!(collect(&events, false), DESCRIBED);
+    let sent: Value = reqwest::get(format!("{}/last_request", server.base_url()))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let image = |mime: &str, data: &str| json!({"type": "image", "source": {"type": "base64", "media_type": mime, "data": data}});
+    assert_eq!(
+        sent["messages"][0]["content"],
+        json!([
+            image("image/png", PNG),
+            image("image/gif", GIF),
+            {"type": "text", "text": "what are these? @mock.describe_images"},
+        ])
+    );
+}
+
+#[tokio::test]
+async fn raw_image_blocks_are_read_and_url_sources_refused() {
+    let server = MockLlmServer::start(MockLlmConfig::default())
+        .await
+        .unwrap();
+    let post = |content: Value| {
+        reqwest::Client::new()
+            .post(format!("{}/v1/messages", server.base_url()))
+            .header("anthropic-version", "2023-06-01")
+            .json(&json!({"model": "m", "max_tokens": 100,
+                "messages": [{"role": "user", "content": content}]}))
+            .send()
+    };
+    let png = json!({"type": "image", "source": {"type": "base64", "media_type": "image/png", "data": PNG}});
+    let gif = json!({"type": "image", "source": {"type": "base64", "media_type": "image/gif", "data": GIF}});
+    let reply: Value = post(json!([png, {"type": "text", "text": "@mock.describe_images"}, gif]))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(reply["content"][0]["text"], DESCRIBED, "{reply}");
+
+    let linked =
+        json!({"type": "image", "source": {"type": "url", "url": "https://example.com/a.png"}});
+    let refused = post(json!([linked, {"type": "text", "text": "hi"}]))
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), 400);
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["error"]["type"], "invalid_request_error");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("messages.0.content.0.source"),
+        "{body}"
     );
 }

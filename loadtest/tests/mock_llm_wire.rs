@@ -188,3 +188,41 @@ async fn non_streamed_completion() {
     assert_eq!(done["choices"][0]["finish_reason"], "stop");
     assert_eq!(done["usage"]["prompt_tokens"], 1);
 }
+
+/// A real 1×1 PNG; its size and SHA-256 sum are from coreutils.
+const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
+
+#[tokio::test]
+async fn image_url_parts_are_read_and_links_refused() {
+    let server = MockLlmServer::start(MockLlmConfig::default())
+        .await
+        .unwrap();
+    let ask = |url: String| {
+        json!({"model": "m", "messages": [{"role": "user", "content": [
+            {"type": "text", "text": "what is this? "},
+            {"type": "image_url", "image_url": {"url": url, "detail": "low"}},
+            {"type": "text", "text": "@mock.describe_images"},
+        ]}]})
+    };
+    let reply: Value = post(&server, ask(format!("data:image/png;base64,{PNG}")))
+        .await
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        reply["choices"][0]["message"]["content"],
+        "image 1: image/png, 70 bytes, sha256 c414cd0e204de974f73753c7e28d7638e7b3691bb8b1a2bab6b25bb7fed7ce77"
+    );
+
+    let refused = post(&server, ask("https://example.com/a.png".into())).await;
+    assert_eq!(refused.status(), 400);
+    let body: Value = refused.json().await.unwrap();
+    assert_eq!(body["error"]["type"], "invalid_request_error");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("messages[0].content[1].image_url.url"),
+        "{body}"
+    );
+}

@@ -8,7 +8,7 @@ use futures::{StreamExt, TryStreamExt};
 use serde_json::json;
 use weft_llm::openai::{OpenAiConfig, OpenAiProvider};
 use weft_llm::{
-    ChatMessage, ChatRequest, LlmError, Provider, StopReason, StreamEvent, ToolSpec, Usage,
+    ChatMessage, ChatRequest, Image, LlmError, Provider, StopReason, StreamEvent, ToolSpec, Usage,
 };
 use weft_loadtest::mock_llm::{MockLlmConfig, MockLlmServer};
 
@@ -47,6 +47,7 @@ fn user(text: &str) -> ChatRequest {
         },
         ChatMessage::User {
             content: text.into(),
+            images: Vec::new(),
         },
     ])
 }
@@ -165,6 +166,7 @@ async fn usage_reports_cached_and_reasoning_tokens() {
         },
         ChatMessage::User {
             content: "four five".into(),
+            images: Vec::new(),
         },
         ChatMessage::Assistant {
             content: "six".into(),
@@ -172,6 +174,7 @@ async fn usage_reports_cached_and_reasoning_tokens() {
         },
         ChatMessage::User {
             content: "@mock.think 4 @mock.tokens 6".into(),
+            images: Vec::new(),
         },
     ]);
     let (_, usage) = finished(&run(&provider, req).await.unwrap());
@@ -297,4 +300,46 @@ async fn unreachable_server_is_transient() {
     drop(listener);
     let provider = OpenAiProvider::new(config(format!("http://{addr}/v1"), Duration::from_secs(5)));
     assert!(run(&provider, user("hi")).await.unwrap_err().is_transient());
+}
+
+/// A real 1×1 PNG and a real 1×1 GIF; the sizes and SHA-256 sums are from coreutils.
+const PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8BQDwAEhQGAhKmMIQAAAABJRU5ErkJggg==";
+const GIF: &str = "R0lGODlhAQABAIAAAP///wAAACH5BAEAAAAALAAAAAABAAEAAAICRAEAOw==";
+
+#[tokio::test]
+async fn images_reach_the_model_as_data_url_parts() {
+    let (server, provider) = setup().await;
+    let image = |mime: &str, data: &str| Image {
+        mime: mime.into(),
+        data: data.into(),
+    };
+    let req = request(vec![
+        ChatMessage::System {
+            content: "You are terse.".into(),
+        },
+        ChatMessage::User {
+            content: "what are these? @mock.describe_images".into(),
+            images: vec![image("image/png", PNG), image("image/gif", GIF)],
+        },
+    ]);
+    let events = run(&provider, req).await.unwrap();
+    assert_eq!(
+        text_of(&events),
+        "image 1: image/png, 70 bytes, sha256 c414cd0e204de974f73753c7e28d7638e7b3691bb8b1a2bab6b25bb7fed7ce77\n\
+         image 2: image/gif, 43 bytes, sha256 b1442e85b03bdcaf66dc58c7abb98745dd2687d86350be9a298a1d9382ac849b"
+    );
+    let sent: serde_json::Value = reqwest::get(format!("{}/last_request", server.base_url()))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        sent["messages"][1]["content"],
+        json!([
+            {"type": "text", "text": "what are these? @mock.describe_images"},
+            {"type": "image_url", "image_url": {"url": format!("data:image/png;base64,{PNG}")}},
+            {"type": "image_url", "image_url": {"url": format!("data:image/gif;base64,{GIF}")}},
+        ])
+    );
 }

@@ -58,6 +58,7 @@ fn request() -> ChatRequest {
         model: String::new(),
         messages: vec![ChatMessage::User {
             content: "a private conversation".into(),
+            images: Vec::new(),
         }],
         tools: vec![],
         max_tokens: None,

@@ -1,11 +1,17 @@
 //! Building the Messages request body: system prompt hoisted to the top level,
 //! tool results as `tool_result` blocks, consecutive same-role turns merged (the
 //! API wants user and assistant turns to alternate).
+//!
+//! A user message's images are `image` blocks with a base64 source placed before its
+//! text, as Anthropic recommends. Merging keeps each message's blocks together and in
+//! order, so in a merged turn every image still sits just before the text it came
+//! with, and `tool_result` blocks (which must open a turn) stay first: a user message
+//! only ever follows tool results, never precedes them within one turn.
 
 use serde_json::{Value, json};
 
 use super::DEFAULT_MAX_TOKENS;
-use crate::{ChatMessage, ChatRequest};
+use crate::{ChatMessage, ChatRequest, Image};
 
 pub(super) fn body(req: &ChatRequest, default_model: &str) -> Value {
     let model = if req.model.is_empty() {
@@ -48,8 +54,12 @@ fn turns(messages: &[ChatMessage]) -> Vec<Value> {
     for m in messages {
         let (role, blocks) = match m {
             ChatMessage::System { .. } => continue,
-            ChatMessage::User { content } => {
-                ("user", vec![json!({"type": "text", "text": content})])
+            ChatMessage::User { content, images } => {
+                // The API refuses an empty text block; an image may stand alone.
+                let text = (!content.is_empty() || images.is_empty())
+                    .then(|| json!({"type": "text", "text": content}));
+                let blocks = images.iter().map(image_block).chain(text).collect();
+                ("user", blocks)
             }
             ChatMessage::Tool {
                 call_id, content, ..
@@ -84,6 +94,12 @@ fn turns(messages: &[ChatMessage]) -> Vec<Value> {
         .collect()
 }
 
+fn image_block(image: &Image) -> Value {
+    json!({"type": "image", "source": {
+        "type": "base64", "media_type": image.mime, "data": &*image.data,
+    }})
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -104,6 +120,7 @@ mod tests {
                 },
                 ChatMessage::User {
                     content: "hi".into(),
+                    images: Vec::new(),
                 },
                 ChatMessage::Assistant {
                     content: "checking".into(),
@@ -116,6 +133,7 @@ mod tests {
                 },
                 ChatMessage::User {
                     content: "and?".into(),
+                    images: Vec::new(),
                 },
             ],
             tools: vec![ToolSpec {
@@ -141,5 +159,78 @@ mod tests {
         assert_eq!(messages[1]["content"][1]["input"], json!({"a": 1}));
         assert_eq!(messages[2]["content"][0]["type"], "tool_result");
         assert_eq!(messages[2]["content"][1]["text"], "and?");
+    }
+
+    fn image(mime: &str, data: &str) -> Image {
+        Image {
+            mime: mime.into(),
+            data: data.into(),
+        }
+    }
+
+    fn image_json(mime: &str, data: &str) -> Value {
+        json!({"type": "image", "source": {"type": "base64", "media_type": mime, "data": data}})
+    }
+
+    #[test]
+    fn images_come_before_the_text_and_stay_with_it_when_turns_merge() {
+        let call = ToolCall {
+            id: "toolu_1".into(),
+            name: "shot".into(),
+            args: json!({}),
+        };
+        let req = ChatRequest {
+            model: String::new(),
+            messages: vec![
+                ChatMessage::User {
+                    content: "compare".into(),
+                    images: vec![
+                        image("image/png", "iVBORw0KGgo="),
+                        image("image/gif", "R0lGOD=="),
+                    ],
+                },
+                ChatMessage::User {
+                    content: "and this one".into(),
+                    images: vec![image("image/jpeg", "/9j/4AA=")],
+                },
+                ChatMessage::Assistant {
+                    content: String::new(),
+                    tool_calls: vec![call],
+                },
+                ChatMessage::Tool {
+                    call_id: "toolu_1".into(),
+                    name: "shot".into(),
+                    content: "taken".into(),
+                },
+                ChatMessage::User {
+                    content: String::new(),
+                    images: vec![image("image/webp", "UklGRg==")],
+                },
+            ],
+            tools: vec![],
+            max_tokens: None,
+            attempt: 1,
+        };
+        let body = body(&req, "claude-x");
+        let messages = body["messages"].as_array().unwrap();
+        assert_eq!(messages.len(), 3);
+        assert_eq!(
+            messages[0],
+            json!({"role": "user", "content": [
+                image_json("image/png", "iVBORw0KGgo="),
+                image_json("image/gif", "R0lGOD=="),
+                {"type": "text", "text": "compare"},
+                image_json("image/jpeg", "/9j/4AA="),
+                {"type": "text", "text": "and this one"},
+            ]})
+        );
+        assert_eq!(
+            messages[2]["content"],
+            json!([
+                {"type": "tool_result", "tool_use_id": "toolu_1", "content": "taken"},
+                image_json("image/webp", "UklGRg=="),
+            ]),
+            "tool results first; an image without text sends no empty text block"
+        );
     }
 }

@@ -14,9 +14,13 @@
 //! Several `@mock.tool` directives make one step call several tools at once, and
 //! `@mock.panic` makes the in-process mock panic inside the worker (every attempt),
 //! which the worker must survive. `@mock.context` replies with a JSON picture of
-//! the request (system prompt, messages, tools offered).
+//! the request (system prompt, messages, tools offered). `@mock.describe_images`
+//! replies with one line per image of the last user message,
+//! `image <n>: <mime>, <decoded byte count> bytes, sha256 <hex>` ([`describe_images`]),
+//! so a test can see that the images reached the model whole.
 //!
-//! Replies: `@mock.reply` text, else `@mock.tokens n` words `w1 … wn`, else (unless
+//! Replies: `@mock.reply` text, else `@mock.tokens n` words `w1 … wn`, else
+//! `@mock.describe_images` (whichever of the three comes last wins), else (unless
 //! a tool is called) `You said: <the whole last user message>`, directives included.
 //! `@mock.think n` reasons `t1 … tn` first. After a tool result the reply is
 //! `tool <name> said: <output>`. Usage counts words: input is the whole context,
@@ -26,9 +30,11 @@
 //! [`plan`] turns the directives plus the conversation into a [`Plan`];
 //! [`Plan::outcome`] picks what a given attempt does; [`pace`] times it.
 
+mod images;
 mod pace;
 mod plan;
 
+pub use images::describe_images;
 pub use pace::{Timing, pace};
 pub use plan::{Item, Outcome, Plan, plan};
 
@@ -80,6 +86,8 @@ pub struct Directives {
 pub enum ReplySpec {
     Text(String),
     Words(u32),
+    /// `@mock.describe_images`: what the last user message's images were.
+    DescribeImages,
 }
 
 /// `@mock.fail`: the first `times` attempts fail with `status`.
@@ -120,7 +128,7 @@ fn check_reply_time(d: &Directives) -> Result<(), ScriptError> {
     let reply_words = match &d.reply {
         Some(ReplySpec::Words(n)) => u64::from(*n),
         Some(ReplySpec::Text(t)) => t.split_whitespace().count() as u64,
-        None => 1,
+        Some(ReplySpec::DescribeImages) | None => 1,
     };
     let words = reply_words + u64::from(d.think);
     let total = ttft.as_millis() as u64 + words.saturating_mul(itl.as_millis() as u64);
@@ -197,6 +205,7 @@ fn apply(out: &mut Directives, name: &str, rest: &str) -> Result<(), ScriptError
         "fail" => out.fail = Some(parse_fail(words)?),
         "panic" => out.panic = true,
         "context" => out.context = true,
+        "describe_images" => out.reply = Some(ReplySpec::DescribeImages),
         "cut" => {
             let after = number("cut", words.next())?;
             let mut cut = Cut { after, times: 1 };

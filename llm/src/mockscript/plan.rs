@@ -2,8 +2,10 @@
 
 use std::time::Duration;
 
-use super::{Cut, Directives, Fail, ReplySpec, ScriptError, numbered_words, parse, tokens};
-use crate::{ChatMessage, StopReason, ToolCall, Usage};
+use super::{
+    Cut, Directives, Fail, ReplySpec, ScriptError, describe_images, numbered_words, parse, tokens,
+};
+use crate::{ChatMessage, Image, StopReason, ToolCall, Usage};
 
 /// What the mock model answers to one step, before attempts and timing.
 #[derive(Debug, Clone, PartialEq)]
@@ -66,14 +68,14 @@ pub fn plan(messages: &[ChatMessage], max_tokens: Option<u32>) -> Result<Plan, S
     {
         return Ok(summary_plan(messages, max_tokens));
     }
-    let user_text = messages
+    let (user_text, images): (&str, &[Image]) = messages
         .iter()
         .rev()
         .find_map(|m| match m {
-            ChatMessage::User { content } => Some(content.as_str()),
+            ChatMessage::User { content, images } => Some((content.as_str(), images.as_slice())),
             _ => None,
         })
-        .unwrap_or("");
+        .unwrap_or(("", &[]));
     let d: Directives = parse(user_text)?;
     let mut tool_calls = Vec::new();
     let trailing_results: Vec<String> = messages
@@ -102,6 +104,7 @@ pub fn plan(messages: &[ChatMessage], max_tokens: Option<u32>) -> Result<Plan, S
         match &d.reply {
             Some(ReplySpec::Text(t)) => tokens(t),
             Some(ReplySpec::Words(n)) => numbered_words("w", *n),
+            Some(ReplySpec::DescribeImages) => tokens(&describe_images(images)),
             None if !tool_calls.is_empty() => Vec::new(),
             None => tokens(&format!("You said: {user_text}")),
         }
@@ -148,7 +151,7 @@ fn summary_plan(messages: &[ChatMessage], max_tokens: Option<u32>) -> Plan {
     let transcript: String = messages
         .iter()
         .filter_map(|m| match m {
-            ChatMessage::User { content } => Some(content.as_str()),
+            ChatMessage::User { content, .. } => Some(content.as_str()),
             _ => None,
         })
         .collect::<Vec<_>>()
@@ -195,7 +198,8 @@ fn summary_plan(messages: &[ChatMessage], max_tokens: Option<u32>) -> Plan {
 fn message_words(m: &ChatMessage) -> u64 {
     let count = |s: &str| s.split_whitespace().count() as u64;
     match m {
-        ChatMessage::System { content } | ChatMessage::User { content } => count(content),
+        // Images are not words: the mock's usage counts text only.
+        ChatMessage::System { content } | ChatMessage::User { content, .. } => count(content),
         ChatMessage::Tool { content, .. } => count(content),
         ChatMessage::Assistant {
             content,
@@ -232,7 +236,7 @@ impl Plan {
         let users: Vec<&str> = messages
             .iter()
             .filter_map(|m| match m {
-                ChatMessage::User { content } => Some(content.as_str()),
+                ChatMessage::User { content, .. } => Some(content.as_str()),
                 _ => None,
             })
             .collect();

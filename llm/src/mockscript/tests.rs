@@ -9,6 +9,7 @@ fn user(text: &str) -> Vec<ChatMessage> {
         },
         ChatMessage::User {
             content: text.into(),
+            images: Vec::new(),
         },
     ]
 }
@@ -99,6 +100,7 @@ fn no_directive_echoes_the_last_user_message() {
     });
     msgs.push(ChatMessage::User {
         content: "second one".into(),
+        images: Vec::new(),
     });
     let p = plan(&msgs, None).unwrap();
     assert_eq!(p.reply_text(), "You said: second one");
@@ -266,6 +268,7 @@ fn summaries_keep_earlier_facts_and_the_first_words_of_user_lines() {
         },
         ChatMessage::User {
             content: "Earlier summary: my name is Zed | I like teal\nuser: we meet on Friday at noon in the small room by the lift\nassistant: fine\nuser: @mock.tokens 5".into(),
+            images: Vec::new(),
         },
     ];
     let p = plan(&msgs, None).unwrap();
@@ -275,4 +278,35 @@ fn summaries_keep_earlier_facts_and_the_first_words_of_user_lines() {
     );
     assert!(p.tool_calls.is_empty());
     assert_eq!(p, plan(&msgs, None).unwrap(), "deterministic");
+}
+
+#[test]
+fn describe_images_lists_what_the_last_user_message_carried() {
+    // "hello" and "" in standard padded base64; sha256 of each from coreutils.
+    let image = |mime: &str, data: &str| crate::Image {
+        mime: mime.into(),
+        data: data.into(),
+    };
+    let mut msgs = user("first");
+    msgs.push(ChatMessage::User {
+        content: "what are these? @mock.describe_images".into(),
+        images: vec![
+            image("image/png", "aGVsbG8="),
+            image("image/jpeg", ""),
+            image("image/gif", "not base64!"),
+        ],
+    });
+    let p = plan(&msgs, None).unwrap();
+    assert_eq!(
+        p.reply_text(),
+        "image 1: image/png, 5 bytes, sha256 2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824\n\
+         image 2: image/jpeg, 0 bytes, sha256 e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855\n\
+         image 3: image/gif, not valid base64"
+    );
+    assert_eq!(p.input, 2 + 1 + 4, "images are not words");
+
+    let p = plan(&user("@mock.describe_images"), None).unwrap();
+    assert_eq!(p.reply_text(), "no images");
+    let p = plan(&user("@mock.describe_images @mock.reply ok"), None).unwrap();
+    assert_eq!(p.reply_text(), "ok", "the later reply directive wins");
 }

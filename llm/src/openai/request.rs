@@ -1,9 +1,14 @@
 //! Building the Chat Completions request body from a [`ChatRequest`].
+//!
+//! A user message with images becomes an array of content parts, its text first and
+//! then one `image_url` part per image carrying a `data:` URL (we never hand the
+//! provider a link to fetch); without images it stays a plain string, which every
+//! OpenAI-compatible server reads.
 
 use serde_json::{Value, json};
 
 use super::OpenAiConfig;
-use crate::{ChatMessage, ChatRequest, ToolCall};
+use crate::{ChatMessage, ChatRequest, Image, ToolCall};
 
 pub(super) fn body(req: &ChatRequest, config: &OpenAiConfig) -> Value {
     let model = if req.model.is_empty() {
@@ -48,7 +53,17 @@ fn is_openai(base_url: &str) -> bool {
 fn message(m: &ChatMessage) -> Value {
     match m {
         ChatMessage::System { content } => json!({"role": "system", "content": content}),
-        ChatMessage::User { content } => json!({"role": "user", "content": content}),
+        ChatMessage::User { content, images } if images.is_empty() => {
+            json!({"role": "user", "content": content})
+        }
+        ChatMessage::User { content, images } => {
+            let text = (!content.is_empty()).then(|| json!({"type": "text", "text": content}));
+            let parts: Vec<Value> = text
+                .into_iter()
+                .chain(images.iter().map(image_part))
+                .collect();
+            json!({"role": "user", "content": parts})
+        }
         ChatMessage::Assistant {
             content,
             tool_calls,
@@ -69,6 +84,11 @@ fn message(m: &ChatMessage) -> Value {
             json!({"role": "tool", "tool_call_id": call_id, "content": content})
         }
     }
+}
+
+fn image_part(image: &Image) -> Value {
+    let url = format!("data:{};base64,{}", image.mime, image.data);
+    json!({"type": "image_url", "image_url": {"url": url}})
 }
 
 fn tool_call(call: &ToolCall) -> Value {
@@ -111,6 +131,7 @@ mod tests {
                 },
                 ChatMessage::User {
                     content: "hi".into(),
+                    images: Vec::new(),
                 },
                 ChatMessage::Assistant {
                     content: String::new(),
@@ -134,6 +155,10 @@ mod tests {
         assert_eq!(body["model"], "default-model");
         assert_eq!(body["stream_options"]["include_usage"], true);
         assert_eq!(body["max_tokens"], 50);
+        assert_eq!(
+            body["messages"][1]["content"], "hi",
+            "no images: a plain string"
+        );
         assert_eq!(body["messages"][2]["content"], Value::Null);
         assert_eq!(
             body["messages"][2]["tool_calls"][0]["function"]["arguments"],
@@ -144,5 +169,55 @@ mod tests {
         let body = super::body(&req, &config("https://api.openai.com/v1"));
         assert_eq!(body["max_completion_tokens"], 50);
         assert!(body.get("max_tokens").is_none());
+    }
+
+    fn image(mime: &str, data: &str) -> Image {
+        Image {
+            mime: mime.into(),
+            data: data.into(),
+        }
+    }
+
+    fn one_user(content: &str, images: Vec<Image>) -> ChatRequest {
+        ChatRequest {
+            model: "gpt-4o".into(),
+            messages: vec![ChatMessage::User {
+                content: content.into(),
+                images,
+            }],
+            tools: vec![],
+            max_tokens: None,
+            attempt: 1,
+        }
+    }
+
+    #[test]
+    fn images_become_data_url_parts_after_the_text() {
+        let req = one_user(
+            "what is this?",
+            vec![
+                image("image/png", "iVBORw0KGgo="),
+                image("image/jpeg", "/9j/4AA="),
+            ],
+        );
+        let body = body(&req, &config("https://api.openai.com/v1"));
+        assert_eq!(
+            body["messages"][0],
+            json!({"role": "user", "content": [
+                {"type": "text", "text": "what is this?"},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,iVBORw0KGgo="}},
+                {"type": "image_url", "image_url": {"url": "data:image/jpeg;base64,/9j/4AA="}},
+            ]})
+        );
+    }
+
+    #[test]
+    fn an_image_without_text_sends_no_empty_text_part() {
+        let req = one_user("", vec![image("image/webp", "UklGRg==")]);
+        let body = body(&req, &config("https://api.openai.com/v1"));
+        assert_eq!(
+            body["messages"][0]["content"],
+            json!([{"type": "image_url", "image_url": {"url": "data:image/webp;base64,UklGRg=="}}])
+        );
     }
 }

@@ -28,6 +28,7 @@ const SIGNATURE: &str = "bW9jay1zaWduYXR1cmU=";
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 pub(super) async fn messages(State(state): State<AppState>, body: Bytes) -> Response {
+    state.keep(&body);
     match respond(state, &body).await {
         Ok(r) => r,
         Err(e) => e.into_response(),

@@ -1,5 +1,9 @@
 //! The Anthropic Messages request as the mock reads it, and its error bodies
 //! (`{"type":"error","error":{"type","message"},"request_id"}`, `llm-wire.md` §2.3).
+//!
+//! A user turn's `image` blocks become the images of its user message. Only a
+//! `base64` source is taken: a `url` or `file` source would need a network or the
+//! Files API, which the mock does not have, so it answers 400 instead.
 
 use std::time::Duration;
 
@@ -7,7 +11,7 @@ use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use weft_llm::{ChatMessage, ToolCall};
+use weft_llm::{ChatMessage, Image, ToolCall};
 
 #[derive(Debug, Deserialize)]
 pub(super) struct MessagesRequest {
@@ -118,8 +122,13 @@ pub(super) fn messages(req: &MessagesRequest) -> Result<Vec<ChatMessage>, Anthro
                     });
                 }
                 let text = text_of(content);
-                if !text.is_empty() || !blocks(content).any(|b| b["type"] == "tool_result") {
-                    out.push(ChatMessage::User { content: text });
+                let images = images_of(i, content)?;
+                let has_results = blocks(content).any(|b| b["type"] == "tool_result");
+                if !text.is_empty() || !images.is_empty() || !has_results {
+                    out.push(ChatMessage::User {
+                        content: text,
+                        images,
+                    });
                 }
             }
             Some("assistant") => {
@@ -148,6 +157,31 @@ pub(super) fn messages(req: &MessagesRequest) -> Result<Vec<ChatMessage>, Anthro
 
 fn blocks(content: &Value) -> impl Iterator<Item = &Value> {
     content.as_array().into_iter().flatten()
+}
+
+/// The `image` blocks of message `i`, in order.
+fn images_of(i: usize, content: &Value) -> Result<Vec<Image>, AnthropicError> {
+    blocks(content)
+        .enumerate()
+        .filter(|(_, b)| b["type"] == "image")
+        .map(|(j, b)| {
+            let source = &b["source"];
+            match (
+                source["type"].as_str(),
+                source["media_type"].as_str(),
+                source["data"].as_str(),
+            ) {
+                (Some("base64"), Some(mime), Some(data)) => Ok(Image {
+                    mime: mime.to_owned(),
+                    data: data.into(),
+                }),
+                _ => Err(AnthropicError::invalid(format!(
+                    "messages.{i}.content.{j}.source: the mock LLM server takes only \
+                     {{\"type\": \"base64\", \"media_type\", \"data\"}} image sources"
+                ))),
+            }
+        })
+        .collect()
 }
 
 /// A string, or the text of its `text` blocks.

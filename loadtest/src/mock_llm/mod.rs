@@ -10,6 +10,12 @@
 //! retry resends the same messages, so attempts are counted per hash of the request's
 //! messages; only requests that carry `fail`/`cut` are counted, so the table stays
 //! small under load.
+//!
+//! `GET /last_request` answers the raw body of the last chat request (either wire)
+//! exactly as it arrived, so a test can check the JSON a client really sent, for
+//! instance against an official SDK's types. Only the last is kept (a reference to
+//! bytes the request owned anyway): under load it costs one uncontended lock per
+//! request and keeps one body alive.
 
 mod anthropic;
 mod anthropic_wire;
@@ -25,6 +31,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::Router;
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use tokio::net::TcpListener;
 use weft_llm::ChatMessage;
@@ -51,6 +61,28 @@ struct AppState {
     defaults: Timing,
     attempts: Arc<Attempts>,
     knobs: Arc<Knobs>,
+    last_request: Arc<LastRequest>,
+}
+
+/// The raw body of the last chat request, for `GET /last_request`.
+#[derive(Default)]
+struct LastRequest(Mutex<Option<Bytes>>);
+
+impl LastRequest {
+    fn keep(&self, body: &Bytes) {
+        *self.0.lock().unwrap_or_else(|p| p.into_inner()) = Some(body.clone());
+    }
+
+    fn get(&self) -> Option<Bytes> {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+}
+
+async fn last_request(State(state): State<AppState>) -> Response {
+    match state.last_request.get() {
+        Some(body) => ([(header::CONTENT_TYPE, "application/json")], body).into_response(),
+        None => (StatusCode::NOT_FOUND, "no chat request yet").into_response(),
+    }
 }
 
 /// Attempt numbers per request fingerprint (1 for the first time a body is seen).
@@ -78,6 +110,11 @@ struct Script {
 }
 
 impl AppState {
+    /// Remember `body` as the last chat request (`GET /last_request`).
+    fn keep(&self, body: &Bytes) {
+        self.last_request.keep(body);
+    }
+
     /// Plan the reply to `chat` and pick this attempt's outcome and timing. `wire`
     /// is the request's messages as sent, fingerprinted to count attempts.
     fn script(
@@ -110,7 +147,8 @@ impl AppState {
 }
 
 /// The routes: `/v1/chat/completions` (also without `/v1`), `/v1/messages`
-/// (Anthropic), `/v1/models`, `/health`, and `/stats` (what the knobs did).
+/// (Anthropic), `/v1/models`, `/health`, `/stats` (what the knobs did) and
+/// `/last_request` (the raw body of the last chat request).
 pub fn router(config: MockLlmConfig) -> Router {
     let knobs = Arc::new(Knobs {
         load_factor: config.load_factor,
@@ -125,6 +163,7 @@ pub fn router(config: MockLlmConfig) -> Router {
         },
         attempts: Arc::default(),
         knobs: knobs.clone(),
+        last_request: Arc::default(),
     };
     let stats = {
         let knobs = knobs.clone();
@@ -139,6 +178,7 @@ pub fn router(config: MockLlmConfig) -> Router {
         .route("/v1/messages", post(anthropic::messages))
         .route("/v1/models", get(openai::models))
         .route("/health", get(|| async { "ok" }))
+        .route("/last_request", get(last_request))
         .with_state(state)
         .layer(axum::middleware::from_fn_with_state(
             knobs,

@@ -29,6 +29,7 @@ pub(super) async fn models() -> axum::Json<Value> {
 }
 
 pub(super) async fn chat_completions(State(state): State<AppState>, body: Bytes) -> Response {
+    state.keep(&body);
     match respond(state, &body).await {
         Ok(r) => r,
         Err(e) => e.into_response(),

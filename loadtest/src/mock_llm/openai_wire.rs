@@ -1,5 +1,9 @@
 //! The OpenAI Chat Completions request as the mock reads it, and the error bodies
 //! it answers with (all four keys, as the OpenAPI `Error` schema requires).
+//!
+//! A user message's `image_url` parts become its images. Only `data:…;base64,` URLs
+//! are taken: the mock has no network to fetch a link with, and says so with a 400
+//! rather than pretend the model saw the picture.
 
 use std::time::Duration;
 
@@ -7,7 +11,7 @@ use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use weft_llm::{ChatMessage, ToolCall};
+use weft_llm::{ChatMessage, Image, ToolCall};
 
 #[derive(Debug, Deserialize)]
 pub(super) struct CompletionRequest {
@@ -132,7 +136,10 @@ pub(super) fn messages(wire: &[Value]) -> Result<Vec<ChatMessage>, ApiError> {
         let content = text_of(m.get("content"));
         let message = match m.get("role").and_then(Value::as_str) {
             Some("system" | "developer") => ChatMessage::System { content },
-            Some("user") => ChatMessage::User { content },
+            Some("user") => ChatMessage::User {
+                content,
+                images: images_of(i, m.get("content"))?,
+            },
             Some("assistant") => ChatMessage::Assistant {
                 content,
                 tool_calls: tool_calls(m),
@@ -175,6 +182,45 @@ fn text_of(content: Option<&Value>) -> String {
             .join(""),
         _ => String::new(),
     }
+}
+
+/// The `image_url` parts of message `i`'s content, in order.
+fn images_of(i: usize, content: Option<&Value>) -> Result<Vec<Image>, ApiError> {
+    let Some(Value::Array(parts)) = content else {
+        return Ok(Vec::new());
+    };
+    let images = parts
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| p.get("type").and_then(Value::as_str) == Some("image_url"));
+    images
+        .map(|(j, part)| {
+            let url = part
+                .pointer("/image_url/url")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            data_url(url).ok_or_else(|| {
+                ApiError::bad_request(
+                    format!(
+                        "Invalid 'messages[{i}].content[{j}].image_url.url': the mock LLM server \
+                         takes only base64 data URLs (data:<mime>;base64,<data>)."
+                    ),
+                    Some("messages"),
+                )
+            })
+        })
+        .collect()
+}
+
+/// `data:<mime>[;param…];base64,<data>` → the image it carries.
+fn data_url(url: &str) -> Option<Image> {
+    let (header, data) = url.strip_prefix("data:")?.split_once(',')?;
+    let header = header.strip_suffix(";base64")?;
+    let mime = header.split(';').next().unwrap_or_default();
+    Some(Image {
+        mime: mime.to_owned(),
+        data: data.into(),
+    })
 }
 
 fn tool_calls(m: &Value) -> Vec<ToolCall> {

@@ -43,6 +43,7 @@ pub fn to_chat_messages(system: String, history: &[Message]) -> Vec<ChatMessage>
         out.push(match m.role.as_str() {
             "user" => ChatMessage::User {
                 content: m.content.clone(),
+                images: Vec::new(),
             },
             "tool" => ChatMessage::Tool {
                 call_id: m.call_id.clone(),

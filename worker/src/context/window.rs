@@ -232,6 +232,7 @@ async fn summarise(
             },
             ChatMessage::User {
                 content: lines.join("\n"),
+                images: Vec::new(),
             },
         ],
         tools: Vec::new(),
