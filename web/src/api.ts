@@ -2,7 +2,8 @@
 //
 // Same-origin requests are authenticated by the HttpOnly session cookie set at
 // login. Cookie-authenticated writes must carry a JSON body or the CSRF header, so
-// every non-GET request sends both (an empty body is sent as `{}`). Errors come
+// every non-GET request sends the header, and a JSON body unless it is a multipart
+// send with files (an empty body is sent as `{}`). Errors come
 // back as `{"error":{"code","message"}}` and are thrown as `ApiError`.
 
 import type {
@@ -37,6 +38,7 @@ import type {
   UpdateUserRequest,
   User,
 } from './types'
+import { sendForm, type Draft } from './attachments'
 
 export class ApiError extends Error {
   readonly status: number
@@ -86,11 +88,16 @@ export function createApi(opts: ApiOptions = {}) {
     extra?: { quiet401?: boolean; headers?: Record<string, string> },
   ): Promise<T> {
     const headers: Record<string, string> = { Accept: 'application/json', ...extra?.headers }
-    let payload: string | undefined
+    let payload: string | FormData | undefined
     if (method !== 'GET' && method !== 'HEAD') {
-      headers['Content-Type'] = 'application/json'
       headers['X-Weft-Csrf'] = '1'
-      payload = JSON.stringify(body ?? {})
+      if (body instanceof FormData) {
+        // The browser writes the multipart Content-Type, with its boundary.
+        payload = body
+      } else {
+        headers['Content-Type'] = 'application/json'
+        payload = JSON.stringify(body ?? {})
+      }
     }
     let res: Response
     try {
@@ -137,12 +144,14 @@ export function createApi(opts: ApiOptions = {}) {
     deleteSession: (id: string) => del(`/v1/sessions/${seg(id)}`),
     listMessages: (id: string, q?: { limit?: number; cursor?: string | null }) =>
       get<MessageList>(`/v1/sessions/${seg(id)}/messages`, q),
+    /** With files, the body goes as `multipart/form-data` (see `attachments.ts`). */
     sendMessage: (
       id: string,
       body: SendMessageRequest,
       idempotencyKey?: string,
+      files: readonly Pick<Draft, 'file' | 'name'>[] = [],
     ) =>
-      request<SendResult>('POST', `/v1/sessions/${seg(id)}/messages`, body, {
+      request<SendResult>('POST', `/v1/sessions/${seg(id)}/messages`, files.length ? sendForm(body, files) : body, {
         headers: idempotencyKey ? { 'Idempotency-Key': idempotencyKey } : undefined,
       }),
 

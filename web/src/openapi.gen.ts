@@ -287,6 +287,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/files/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** An attachment's bytes with its type and file name. */
+        get: operations["download"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/mcp": {
         parameters: {
             query?: never;
@@ -587,6 +604,10 @@ export interface paths {
          * Send a message. `stream: true` answers with the new run's SSE; `wait: true`
          *     with its result; otherwise 202. A retried request with the same
          *     `Idempotency-Key` never creates a second message or run.
+         * @description Files go in `attachments` (base64), or the body is `multipart/form-data`: a
+         *     `json` part with this body and one part per file. Over an attachment limit
+         *     is 413 naming it; a file whose type is not taken, or whose bytes contradict
+         *     its declared type, 422.
          */
         post: operations["send"];
         delete?: never;
@@ -836,6 +857,27 @@ export interface components {
         ApprovalList: {
             approvals: components["schemas"]["ApprovalDto"][];
         };
+        /** @description An image or a document sent with a message; `GET /v1/files/{id}` returns its bytes. */
+        AttachmentDto: {
+            /** Format: int64 */
+            bytes: number;
+            id: string;
+            kind: components["schemas"]["AttachmentKind"];
+            /** @description The type found in the bytes (never the name's or the client's claim). */
+            mime: string;
+            name: string;
+        };
+        /** @enum {string} */
+        AttachmentKind: "image" | "document";
+        /** @description A file in a JSON send. Over `multipart/form-data` each file is a part of its own instead. */
+        AttachmentUpload: {
+            /** @description Base64 of the bytes, with or without a `data:<type>;base64,` prefix. */
+            data: string;
+            /** @description The type the client believes it is; the bytes decide. */
+            mime?: string | null;
+            /** @description The file's name as the user sees it (`shot.png`). */
+            name: string;
+        };
         /** @description `POST /v1/me/password`. */
         ChangePasswordRequest: {
             current: string;
@@ -843,6 +885,8 @@ export interface components {
         };
         /** @description `POST /v1/chat`: a compatibility shortcut that creates the session when absent. */
         ChatRequest: {
+            /** @description Files for the message sent, as on `POST /v1/sessions/{id}/messages`. */
+            attachments?: components["schemas"]["AttachmentUpload"][];
             /** @description Where the session is said to come from (`api` by default). */
             channel?: string | null;
             message?: string | null;
@@ -1015,6 +1059,14 @@ export interface components {
             attachments_bytes: number;
             /** Format: int64 */
             body_bytes: number;
+            /** Format: int64 */
+            document_bytes: number;
+            /** Format: int32 */
+            documents_per_message: number;
+            /** Format: int64 */
+            image_bytes: number;
+            /** Format: int32 */
+            images_per_message: number;
             /**
              * Format: int32
              * @description Agent steps per run.
@@ -1095,6 +1147,8 @@ export interface components {
             worker_id: string;
         };
         MessageDto: {
+            /** @description Files sent with a user message, in the order they were attached. */
+            attachments?: components["schemas"]["AttachmentDto"][];
             call_id?: string | null;
             content: string;
             created_at: string;
@@ -1221,7 +1275,11 @@ export interface components {
         SendMessageRequest: {
             /** @description Switch the session to this agent first; `mode` is the older name for it. */
             agent?: string | null;
-            attachments?: unknown[];
+            /**
+             * @description Images and documents (at most `images_per_message` and
+             *     `documents_per_message`, `attachments_bytes` in all; see `/v1/admin/limits`).
+             */
+            attachments?: components["schemas"]["AttachmentUpload"][];
             mode?: string | null;
             model?: string | null;
             multitask?: components["schemas"]["Multitask"];
@@ -2095,6 +2153,46 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["SendAccepted"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    download: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description the file's bytes */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/octet-stream": unknown;
+                };
+            };
+            /** @description no such file of yours */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An error: `{"error":{"code","message"}}` (see the status) */

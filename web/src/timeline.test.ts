@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { buildTimeline, mergeMessages } from './timeline'
+import { adoptAttachments, buildTimeline, mergeMessages } from './timeline'
 import type { Message } from './types'
 
 let n = 0
@@ -65,5 +65,28 @@ describe('timeline after a turn is answered again', () => {
   it('keeps an empty reply that is the last word on its question (a failed run’s error)', () => {
     const ms = [msg('user', 'r1', 'q1'), msg('user', 'r2', 'q2'), msg('assistant', 'r2')]
     expect(shape(buildTimeline(ms, []))).toEqual(['user:q1', 'reply:r1:0', 'user:q2', 'reply:r2:1'])
+  })
+})
+
+describe('attachments of a message sent from this tab', () => {
+  const shot = { id: 'f1', name: 'shot.png', kind: 'image' as const, mime: 'image/png', bytes: 42 }
+
+  it('are taken from the server’s page once it lists them', () => {
+    const sent = msg('user', 'r1', 'what is this?')
+    const shown = [msg('user', 'r0', 'hi'), sent]
+    const page = [{ ...sent, attachments: [shot] }, msg('assistant', 'r1')]
+    const adopted = adoptAttachments(shown, page)
+    expect(adopted[1].attachments).toEqual([shot])
+    expect(adopted[0]).toBe(shown[0])
+    // merging does it too, and adds what was missing
+    const merged = mergeMessages(shown, page)
+    expect(merged.map((m) => m.attachments?.length ?? 0)).toEqual([0, 1, 0])
+  })
+
+  it('leave what is shown untouched when the page adds no files', () => {
+    const shown = [msg('user', 'r1', 'a')]
+    expect(adoptAttachments(shown, [{ ...shown[0] }])).toBe(shown)
+    const withFiles = [{ ...msg('user', 'r2', 'b'), attachments: [shot] }]
+    expect(adoptAttachments(withFiles, [{ ...withFiles[0], attachments: [{ ...shot, id: 'f2' }] }])).toBe(withFiles)
   })
 })

@@ -79,9 +79,28 @@ export function buildTimeline(messages: Message[], liveRuns: readonly string[]):
   })
 }
 
-/** Adds the messages of `page` that `existing` lacks, keeping order. */
+/** Adds the messages of `page` that `existing` lacks, keeping order (see `adoptAttachments`). */
 export function mergeMessages(existing: Message[], page: Message[]): Message[] {
-  const ids = new Set(existing.map((m) => m.id))
+  const known = adoptAttachments(existing, page)
+  const ids = new Set(known.map((m) => m.id))
   const fresh = page.filter((m) => !ids.has(m.id))
-  return fresh.length ? [...existing, ...fresh] : existing
+  return fresh.length ? [...known, ...fresh] : known
+}
+
+/**
+ * A message this tab sent is shown before the server has listed its files (their
+ * ids are not in the send's answer): takes them from `page` once it has them.
+ * Nothing else of a shown message changes; `existing` is returned when nothing did.
+ */
+export function adoptAttachments(existing: Message[], page: Message[]): Message[] {
+  const listed = new Map(page.filter((m) => m.attachments?.length).map((m) => [m.id, m.attachments]))
+  if (!listed.size) return existing
+  let changed = false
+  const out = existing.map((m) => {
+    const files = listed.get(m.id)
+    if (!files || m.attachments?.length) return m
+    changed = true
+    return { ...m, attachments: files }
+  })
+  return changed ? out : existing
 }

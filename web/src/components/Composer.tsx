@@ -1,11 +1,17 @@
 // The message box: Enter sends, Shift+Enter adds a line (and Enter while an IME is
 // composing — Chinese input — is left to the IME). Model and agent pickers sit
 // under it; while a reply runs, Stop is offered, Send queues, and "Send now"
-// interrupts.
+// interrupts. Files are attached with the 📎 button, by pasting (an image copied
+// to the clipboard) or by dropping them on the chat (`useFileDrop`); the chat
+// owns them (`useDrafts`), as a send takes them along and a failed one gives them back.
 
-import { useEffect, useRef, useState, type KeyboardEvent } from 'react'
+import { useEffect, useRef, useState, type ClipboardEvent, type KeyboardEvent } from 'react'
+import { pastedFiles, problemText } from '../attachments'
+import { fmtBytes } from '../format'
 import { useT } from '../i18n'
+import type { Drafts } from '../pages/useDrafts'
 import type { Agent, Model, Multitask } from '../types'
+import { DraftList } from './Attachments'
 import { Icon } from './Icon'
 
 export interface ComposerProps {
@@ -17,6 +23,9 @@ export interface ComposerProps {
   onAgent: (a: string) => void
   running: boolean
   stopping: boolean
+  /** the files to go with the message */
+  drafts: Drafts
+  /** sends the text with `drafts`; false when it failed (the text is put back) */
   onSend: (text: string, multitask?: Multitask) => Promise<boolean>
   onStop: () => void
 }
@@ -25,6 +34,8 @@ export function Composer(p: ComposerProps) {
   const t = useT()
   const [text, setText] = useState('')
   const ref = useRef<HTMLTextAreaElement>(null)
+  const picker = useRef<HTMLInputElement>(null)
+  const { drafts } = p
 
   useEffect(() => {
     ref.current?.focus()
@@ -40,7 +51,7 @@ export function Composer(p: ComposerProps) {
 
   async function send(multitask?: Multitask) {
     const body = text.trim()
-    if (!body) return
+    if (!body && !drafts.items.length) return
     setText('')
     const ok = await p.onSend(body, multitask)
     if (!ok) setText((cur) => cur || body)
@@ -57,7 +68,14 @@ export function Composer(p: ComposerProps) {
     }
   }
 
-  const empty = !text.trim()
+  function onPaste(e: ClipboardEvent) {
+    const files = pastedFiles(e.clipboardData)
+    if (!files.length) return
+    e.preventDefault()
+    drafts.addPasted(files)
+  }
+
+  const empty = !text.trim() && !drafts.items.length
   return (
     <form
       className="composer"
@@ -65,7 +83,21 @@ export function Composer(p: ComposerProps) {
         e.preventDefault()
         void send()
       }}
+      onPaste={onPaste}
     >
+      <DraftList items={drafts.items} onRemove={drafts.remove} />
+      {drafts.problems.length > 0 && (
+        <div className="notice error attach-problems" role="alert" data-testid="attach-problem">
+          <ul>
+            {drafts.problems.map((pr, i) => (
+              <li key={i}>{problemText(pr, t, fmtBytes)}</li>
+            ))}
+          </ul>
+          <button type="button" className="btn ghost small" onClick={drafts.dismissProblems}>
+            {t('common.close')}
+          </button>
+        </div>
+      )}
       <textarea
         ref={ref}
         data-testid="composer"
@@ -77,6 +109,30 @@ export function Composer(p: ComposerProps) {
         onKeyDown={onKey}
       />
       <div className="composer-bar">
+        <button
+          type="button"
+          className="btn ghost attach"
+          onClick={() => picker.current?.click()}
+          title={t('attach.addHint')}
+          aria-label={t('attach.add')}
+          data-testid="attach"
+        >
+          <Icon name="attach" size={16} />
+        </button>
+        <input
+          ref={picker}
+          type="file"
+          multiple
+          hidden
+          data-testid="attach-input"
+          onChange={(e) => {
+            const files = Array.from(e.target.files ?? [])
+            // The same file may be picked again after it was removed.
+            e.target.value = ''
+            if (files.length) drafts.add(files)
+            ref.current?.focus()
+          }}
+        />
         <label className="picker">
           <span>{t('chat.model')}</span>
           <select value={p.model} onChange={(e) => p.onModel(e.target.value)} data-testid="model-picker">

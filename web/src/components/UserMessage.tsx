@@ -1,9 +1,12 @@
 // A user's message; while not yet part of a run it shows "sending…" or "queued".
-// The newest one can be edited in place (✎): saving replaces its text on the
-// server and the question is answered again.
+// Its files are shown above the text (a message may be files alone). The newest
+// one can be edited in place (✎): saving replaces its text on the server and the
+// question is answered again.
 
 import { useEffect, useRef, useState, type KeyboardEvent } from 'react'
+import type { Draft, ShownFile } from '../attachments'
 import { useT } from '../i18n'
+import { MessageFiles } from './Attachments'
 import { Icon } from './Icon'
 import { Markdown } from './Markdown'
 
@@ -13,10 +16,13 @@ export interface Pending {
   text: string
   status: 'sending' | 'queued'
   messageId?: string
+  /** the files sent with it, shown from this tab's copies */
+  files: Draft[]
 }
 
 export interface UserMessageProps {
   text: string
+  files?: ShownFile[]
   status?: Pending['status']
   /** offered on the newest message: save the new text (false: keep the editor open) */
   onEdit?: (text: string) => Promise<boolean>
@@ -24,7 +30,7 @@ export interface UserMessageProps {
   editDisabled?: boolean
 }
 
-export function UserMessage({ text, status, onEdit, editDisabled }: UserMessageProps) {
+export function UserMessage({ text, files, status, onEdit, editDisabled }: UserMessageProps) {
   const t = useT()
   const [draft, setDraft] = useState<string | null>(null)
   const [saving, setSaving] = useState(false)
@@ -101,9 +107,12 @@ export function UserMessage({ text, status, onEdit, editDisabled }: UserMessageP
 
   return (
     <article className={`msg user ${status ?? ''}`} data-testid="user-message" data-status={status ?? 'sent'}>
-      <div className="bubble md">
-        <Markdown text={text} />
-      </div>
+      <MessageFiles files={files} />
+      {(text.trim() || !files?.length) && (
+        <div className="bubble md">
+          <Markdown text={text} />
+        </div>
+      )}
       {status === 'queued' && (
         <p className="badge queued" data-testid="queued">
           <Icon name="clock" size={13} /> {t('chat.queued')}

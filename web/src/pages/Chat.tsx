@@ -12,10 +12,16 @@
 // again and replaces what it had (`reload`); a poll that started before is
 // discarded (`gen`), so an undone turn cannot come back through a late merge. A
 // regenerate or edit starts a run, streamed like any reply.
+//
+// Files (`useDrafts`) go with a send as multipart; the message shows this tab's
+// thumbnails until the server's list of its files is read, right after the send.
+// Files dropped anywhere on the chat are attached (`useFileDrop`).
 
 import { Fragment, useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react'
 import { useLocation, useNavigate, useParams } from 'react-router'
 import { ApiError, api } from '../api'
+import { shownFromDraft } from '../attachments'
+import { DropZone } from '../components/Attachments'
 import { ChatTools, SummaryNote, SystemPromptPanel, TurnBar } from '../components/ChatTools'
 import { Composer } from '../components/Composer'
 import { HistoricReply, LiveReply } from '../components/Reply'
@@ -25,10 +31,12 @@ import { titleFrom } from '../format'
 import { useT } from '../i18n'
 import type { Phase } from '../stream/reducer'
 import { rememberRunAgent, runAgentOf } from '../runAgents'
-import { buildTimeline, mergeMessages } from '../timeline'
+import { adoptAttachments, buildTimeline, mergeMessages } from '../timeline'
 import { lastTurn } from '../turns'
 import type { Message, Multitask, Session } from '../types'
 import { useChoices } from './useChoices'
+import { useDrafts, useObjectUrls, useSentFiles } from './useDrafts'
+import { useFileDrop } from './useFileDrop'
 import { errText, useTurns } from './useTurns'
 
 const PAGE = 50
@@ -65,6 +73,12 @@ function ChatView({ sessionId }: { sessionId?: string }) {
   const [promptOpen, setPromptOpen] = useState(false)
   /** bumped by every reload; a poll that began under an older value is dropped */
   const gen = useRef(0)
+  const drafts = useDrafts()
+  const drop = useFileDrop(drafts.add)
+  const sent = useSentFiles(messages)
+  useObjectUrls(
+    [...drafts.items, ...pending.flatMap((p) => p.files), ...Object.values(sent.byMessage).flat()].map((d) => d.url),
+  )
 
   // The run id handed over by /chat is needed once; a later reload reads the session.
   useEffect(() => {
@@ -220,22 +234,32 @@ function ChatView({ sessionId }: { sessionId?: string }) {
 
   // ---- sending ---------------------------------------------------------------
 
+  /** The server's list of a sent message's files (with their ids), for its thumbnails. */
+  async function describeSent(sid: string) {
+    const g = gen.current
+    const page = await api.listMessages(sid, { limit: PAGE })
+    if (g === gen.current) setMessages((cur) => adoptAttachments(cur, page.messages))
+  }
+
   async function send(text: string, multitask?: Multitask): Promise<boolean> {
     const key = newKey()
-    setPending((p) => [...p, { key, text, status: 'sending' }])
+    const files = drafts.take()
+    setPending((p) => [...p, { key, text, status: 'sending', files }])
     const patchPending = (patch: Partial<Pending>) =>
       setPending((p) => p.map((x) => (x.key === key ? { ...x, ...patch } : x)))
     let created: string | undefined
     try {
       let sid = sessionId
       if (!sid) {
-        const s = await api.createSession({ title: titleFrom(text), model: model || undefined, agent: agent || undefined })
+        const title = titleFrom(text || files.map((f) => f.name).join(', '))
+        const s = await api.createSession({ title, model: model || undefined, agent: agent || undefined })
         sid = created = s.id
       }
       const r = await api.sendMessage(
         sid,
         { text, model: model || undefined, agent: agent || undefined, multitask },
         key,
+        files,
       )
       if (r.run_id) rememberRunAgent(r.run_id, agent)
       sessionsChanged()
@@ -259,11 +283,15 @@ function ChatView({ sessionId }: { sessionId?: string }) {
           ]),
         )
         setLiveRuns((cur) => (cur.includes(runId) ? cur : [...cur, runId]))
+        sent.keep(r.message_id, files)
+        if (files.length) describeSent(sid).catch(() => {})
       } else {
         patchPending({ status: 'queued', messageId: r.message_id })
       }
       return true
     } catch (e) {
+      // In one update with the pending message's removal: the thumbnails live on.
+      drafts.restore(files)
       setPending((p) => p.filter((x) => x.key !== key))
       setSendError(errText(e))
       // Do not leave an empty conversation behind a first message that failed.
@@ -341,7 +369,8 @@ function ChatView({ sessionId }: { sessionId?: string }) {
 
   const empty = loaded && !timeline.length && !pending.length
   return (
-    <div className="chat">
+    <div className="chat" {...drop.handlers} data-testid="chat">
+      {drop.over && <DropZone />}
       <div className="chat-head">
         <h1 className="chat-title" title={session?.title ?? ''}>
           {sessionId ? session?.title || t('chat.untitled') : t('nav.newChat')}
@@ -389,6 +418,7 @@ function ChatView({ sessionId }: { sessionId?: string }) {
                 <UserMessage
                   key={it.key}
                   text={it.message.content}
+                  files={sent.shown(it.message)}
                   onEdit={editable ? turns.edit : undefined}
                   editDisabled={busy}
                 />
@@ -421,7 +451,7 @@ function ChatView({ sessionId }: { sessionId?: string }) {
             )
           })}
           {pending.map((p) => (
-            <UserMessage key={p.key} text={p.text} status={p.status} />
+            <UserMessage key={p.key} text={p.text} files={p.files.map(shownFromDraft)} status={p.status} />
           ))}
         </div>
       </div>
@@ -457,6 +487,7 @@ function ChatView({ sessionId }: { sessionId?: string }) {
         onAgent={choices.chooseAgent}
         running={running}
         stopping={!!activeRun && stopping === activeRun}
+        drafts={drafts}
         onSend={send}
         onStop={stop}
       />

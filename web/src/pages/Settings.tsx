@@ -314,6 +314,10 @@ const LIMIT_ROWS: { key: keyof Limits; bytes?: boolean; perUser?: boolean }[] = 
   { key: 'body_bytes', bytes: true },
   { key: 'message_chars' },
   { key: 'attachments_bytes', bytes: true },
+  { key: 'images_per_message' },
+  { key: 'image_bytes', bytes: true },
+  { key: 'documents_per_message' },
+  { key: 'document_bytes', bytes: true },
   { key: 'active_runs_per_user', perUser: true },
   { key: 'runs_per_minute_per_user', perUser: true },
 ]
