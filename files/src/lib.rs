@@ -54,6 +54,9 @@ mod ooxml;
 mod text;
 mod xlsx;
 
+#[cfg(feature = "samples")]
+pub mod samples;
+
 use serde::{Deserialize, Serialize};
 use sha2::{Digest, Sha256};
 

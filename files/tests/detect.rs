@@ -1,7 +1,7 @@
 //! Each type detected from real files made here, whatever they are called or
 //! declared as.
 
-mod common;
+use weft_files::samples as common;
 
 use image::ImageFormat;
 use weft_files::{Detected, Kind, Refused, detect, mime};

@@ -1,7 +1,7 @@
 //! The text a model receives from each document type, and what happens with
 //! damaged and hostile files.
 
-mod common;
+use weft_files::samples as common;
 
 use weft_files::{Detected, Refused, detect, extract_text, mime, truncate};
 

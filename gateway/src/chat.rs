@@ -3,7 +3,8 @@
 //! `enqueue`), and answers with the run's SSE (`stream: true`) or its result.
 
 use axum::Router;
-use axum::extract::State;
+use axum::extract::{DefaultBodyLimit, State};
+use axum::handler::Handler;
 use axum::http::HeaderMap;
 use axum::response::Response;
 use axum::routing::post;
@@ -13,11 +14,15 @@ use crate::AppState;
 use crate::auth::Caller;
 use crate::auth::PresentedToken;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::ApiJson;
 use crate::sessions::{create_session, parse_session_id, send_message};
+use crate::uploads::SendBody;
 
-pub fn router() -> Router<AppState> {
-    Router::new().route("/v1/chat", post(chat))
+/// `upload_limit`: see `sessions::router`.
+pub fn router(upload_limit: usize) -> Router<AppState> {
+    Router::new().route(
+        "/v1/chat",
+        post(chat.layer(DefaultBodyLimit::max(upload_limit))),
+    )
 }
 
 const CHANNELS: &[&str] = &["api", "web", "cli", "lark"];
@@ -30,7 +35,7 @@ pub async fn chat(
     Caller(user): Caller,
     token: PresentedToken,
     headers: HeaderMap,
-    ApiJson(req): ApiJson<ChatRequest>,
+    SendBody { req, files }: SendBody<ChatRequest>,
 ) -> ApiResult<Response> {
     let text = match (&req.message, &req.messages) {
         (Some(m), _) => m.clone(),
@@ -40,6 +45,7 @@ pub async fn chat(
             .find(|m| m.role == "user")
             .map(|m| m.content.clone())
             .ok_or_else(|| ApiError::Validation("messages has no user message".into()))?,
+        (None, None) if !files.is_empty() => String::new(),
         (None, None) => return Err(ApiError::Validation("give message or messages".into())),
     };
     let channel = req.channel.as_deref().unwrap_or("api");
@@ -81,5 +87,5 @@ pub async fn chat(
         stream: req.stream,
         wait: !req.stream,
     };
-    send_message(&state, &user.id, token, session, send, key).await
+    send_message(&state, &user.id, token, session, send, files, key).await
 }

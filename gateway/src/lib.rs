@@ -14,6 +14,7 @@ mod chat;
 mod client;
 mod error;
 mod extract;
+mod files;
 mod headers;
 pub mod lark;
 mod meta;
@@ -26,6 +27,7 @@ mod sse;
 mod stream_limit;
 mod transport;
 mod turns;
+mod uploads;
 mod web;
 
 use std::sync::{Arc, OnceLock};
@@ -67,6 +69,8 @@ pub struct AppState {
     pub shutdown: CancellationToken,
     /// The agents sessions may name (reloaded every few seconds).
     pub agents: agents::SharedAgentIds,
+    /// Attachment bytes.
+    pub blobs: weft_shared::blobs::Blobs,
 }
 
 impl AppState {
@@ -75,6 +79,7 @@ impl AppState {
         bus: SharedBus,
         queue: SharedQueue,
         config: Arc<Config>,
+        blobs: weft_shared::blobs::Blobs,
         shutdown: CancellationToken,
     ) -> AppState {
         let models = config
@@ -105,6 +110,7 @@ impl AppState {
             agents: Arc::new(std::sync::RwLock::new(agents::AgentIds::seeded(
                 &config.agents,
             ))),
+            blobs,
             config,
             shutdown,
         };
@@ -188,18 +194,20 @@ fn metrics_handle() -> PrometheusHandle {
 
 pub fn router(state: AppState) -> Router {
     let body_limit = state.config.limits.body_bytes as usize;
+    let upload_limit = uploads::send_body_limit(&state.config);
     let trusted = state.trusted_proxies.clone();
     let routes = Router::new()
         .merge(meta::router())
         .merge(auth::router())
         .merge(account::router())
-        .merge(sessions::router())
+        .merge(sessions::router(upload_limit))
         .merge(runs::router())
         .merge(approvals::router())
         .merge(agents::router())
         .merge(agents::skills_router())
         .merge(turns::router())
-        .merge(chat::router())
+        .merge(chat::router(upload_limit))
+        .merge(files::router())
         .merge(lark::admin::router())
         .fallback(web::serve);
     observe::requests(

@@ -60,6 +60,7 @@ use utoipa::OpenApi;
         crate::turns::summary,
         crate::approvals::decide_approval,
         crate::chat::chat,
+        crate::files::download,
         crate::lark::admin::link,
     ),
     components(schemas(

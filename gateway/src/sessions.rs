@@ -1,7 +1,8 @@
 //! Sessions and messages: CRUD, history, sending (with `stream`/`wait`,
 //! `Idempotency-Key` and the three `multitask` policies) and the session stream.
 
-use axum::extract::{Path, State};
+use axum::extract::{DefaultBodyLimit, Path, State};
+use axum::handler::Handler;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
@@ -21,15 +22,21 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiQuery, page_limit};
 use crate::runs::{announce_cancel, end_deleted_runs, enqueue, wait_for_result};
 use crate::sse::{AfterQuery, Opener, attach_to_run, resume_point, run_events};
+use crate::uploads::{self, SendBody, Upload};
 
-pub fn router() -> Router<AppState> {
+/// `upload_limit`: the body limit of a send, which may carry attachments
+/// (see `uploads::send_body_limit`); every other route keeps `limits.body_bytes`.
+pub fn router(upload_limit: usize) -> Router<AppState> {
     Router::new()
         .route("/v1/sessions", get(list).post(create))
         .route(
             "/v1/sessions/{id}",
             get(get_one).patch(update).delete(remove),
         )
-        .route("/v1/sessions/{id}/messages", get(messages).post(send))
+        .route(
+            "/v1/sessions/{id}/messages",
+            get(messages).post(send.layer(DefaultBodyLimit::max(upload_limit))),
+        )
         .route("/v1/sessions/{id}/stream", get(stream))
 }
 
@@ -176,8 +183,16 @@ pub async fn remove(
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {
     let id = parse_session_id(&id)?;
+    state.store.get_session(&user.id, &id).await?;
+    let files = state.store.session_blobs(&id).await?;
     let ended = state.store.delete_session(&user.id, &id).await?;
     end_deleted_runs(&state, &ended).await;
+    // Files no other message names go with the session (an upload of the same
+    // bytes in the last moment keeps them: see `store::attachments`).
+    let now = weft_shared::time::now_ms();
+    for sha in files {
+        uploads::sweep(&state, &sha, now).await;
+    }
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -218,6 +233,11 @@ pub async fn messages(
 /// Send a message. `stream: true` answers with the new run's SSE; `wait: true`
 /// with its result; otherwise 202. A retried request with the same
 /// `Idempotency-Key` never creates a second message or run.
+///
+/// Files go in `attachments` (base64), or the body is `multipart/form-data`: a
+/// `json` part with this body and one part per file. Over an attachment limit
+/// is 413 naming it; a file whose type is not taken, or whose bytes contradict
+/// its declared type, 422.
 #[utoipa::path(post, path = "/v1/sessions/{id}/messages", request_body = SendMessageRequest,
     params(("Idempotency-Key" = Option<String>, Header, description = "makes retries safe")),
     responses((status = 202, body = SendAccepted), (status = 200, description = "`wait: true`: the run's result; `stream: true`: its events", content((weft_shared::api::RunResult = "application/json"), (weft_shared::event::RunEventMessage = "text/event-stream"))),
@@ -228,11 +248,11 @@ pub async fn send(
     token: PresentedToken,
     Path(id): Path<String>,
     headers: HeaderMap,
-    ApiJson(req): ApiJson<SendMessageRequest>,
+    SendBody { req, files }: SendBody<SendMessageRequest>,
 ) -> ApiResult<Response> {
     let session = parse_session_id(&id)?;
     let key = idempotency_key(&headers)?;
-    send_message(&state, &user.id, token, session, req, key).await
+    send_message(&state, &user.id, token, session, req, files, key).await
 }
 
 fn idempotency_key(headers: &HeaderMap) -> ApiResult<Option<String>> {
@@ -272,6 +292,8 @@ pub struct Origin {
     pub idempotency_key: Option<String>,
     /// The Lark message it came from.
     pub lark_message_id: Option<String>,
+    /// Files received outside the JSON body (multipart parts, Lark resources).
+    pub files: Vec<Upload>,
 }
 
 /// Validate and send; shared by the messages endpoint and `/v1/chat`.
@@ -281,12 +303,14 @@ pub async fn send_message(
     PresentedToken(token_hash): PresentedToken,
     session: SessionId,
     req: SendMessageRequest,
+    files: Vec<Upload>,
     key: Option<String>,
 ) -> ApiResult<Response> {
     let (stream, wait) = (req.stream, req.wait);
     let origin = Origin {
         idempotency_key: key,
         lark_message_id: None,
+        files,
     };
     // A refused stream must not leave an accepted message behind: admit first.
     let permit = stream
@@ -331,11 +355,13 @@ pub async fn submit(
     state: &AppState,
     user: &UserId,
     session: &SessionId,
-    req: SendMessageRequest,
-    origin: Origin,
+    mut req: SendMessageRequest,
+    mut origin: Origin,
 ) -> ApiResult<Submitted> {
     let limits = &state.config.limits;
-    if req.text.trim().is_empty() {
+    let mut uploads = std::mem::take(&mut origin.files);
+    uploads.extend(uploads::from_json(std::mem::take(&mut req.attachments))?);
+    if req.text.trim().is_empty() && uploads.is_empty() {
         return Err(ApiError::Validation("text must not be empty".into()));
     }
     if req.text.chars().count() as u64 > limits.message_chars {
@@ -344,19 +370,18 @@ pub async fn submit(
             limits.message_chars
         )));
     }
-    if !req.attachments.is_empty() {
-        return Err(ApiError::Validation(
-            "attachments are not supported yet".into(),
-        ));
-    }
     let model = state.model_override(req.model.as_deref())?;
     let mode = state.mode_override(req.agent.as_deref().or(req.mode.as_deref()))?;
+    // The session must exist before anything is stored for it.
+    state.store.get_session(user, session).await?;
+    let accepted = uploads::accept(state, uploads).await?;
     let outcome = state
         .store
         .send_message(&SendRequest {
             user: user.clone(),
             session: session.clone(),
             text: req.text,
+            attachments: accepted.files.clone(),
             model,
             mode,
             multitask: req.multitask,
@@ -366,8 +391,15 @@ pub async fn submit(
             queued_messages_per_session: limits.queued_messages_per_session,
             traceparent: weft_shared::telemetry::current_traceparent(),
         })
-        .await?;
-    match outcome {
+        .await;
+    // A refused (or replayed) send wrote no attachment rows: its files go again.
+    if !matches!(
+        outcome,
+        Ok(SendOutcome::Started { .. } | SendOutcome::Queued { .. })
+    ) {
+        uploads::forget(state, &accepted).await;
+    }
+    match outcome? {
         SendOutcome::Started { run, interrupted } => {
             if let Some(active) = interrupted {
                 announce_cancel(state, &active).await;

@@ -16,6 +16,8 @@ pub struct Backends {
     pub queue: SharedQueue,
     /// Sign-in counts: in this process (embedded) or in Redis (distributed).
     pub login_attempts: SharedLoginAttempts,
+    /// Attachment bytes (`attachments.store`).
+    pub blobs: weft_shared::blobs::Blobs,
     pub mode: Mode,
 }
 
@@ -38,6 +40,7 @@ impl Backends {
                     ),
                     queue: Arc::new(MemoryQueue::default()),
                     login_attempts: Arc::new(MemoryLoginAttempts::new(&cfg.login)),
+                    blobs: weft_shared::blobs::Blobs::open(cfg)?,
                     mode,
                 })
             }
@@ -60,6 +63,7 @@ impl Backends {
                     bus: Arc::new(bus),
                     queue: Arc::new(queue),
                     login_attempts: Arc::new(login_attempts),
+                    blobs: weft_shared::blobs::Blobs::open(cfg)?,
                     mode,
                 })
             }

@@ -91,6 +91,7 @@ impl Server {
             b.bus.clone(),
             b.queue.clone(),
             self.cfg.clone(),
+            b.blobs.clone(),
             shutdown,
         )
         .with_login_attempts(b.login_attempts.clone())
@@ -106,6 +107,7 @@ impl Server {
             bus: b.bus.clone(),
             queue: b.queue.clone(),
             config: self.cfg.clone(),
+            blobs: b.blobs.clone(),
             lark,
         }
     }

@@ -7,6 +7,7 @@
 //! distributed one (Postgres / Redis); callers never know which they hold.
 
 pub mod auth;
+pub mod blobs;
 pub mod bus;
 pub mod config;
 pub mod login_limit;

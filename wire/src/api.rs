@@ -217,6 +217,41 @@ pub struct MessageDto {
     pub call_id: Option<String>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub name: Option<String>,
+    /// Files sent with a user message, in the order they were attached.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<AttachmentDto>,
+}
+
+/// An image or a document sent with a message; `GET /v1/files/{id}` returns its bytes.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct AttachmentDto {
+    pub id: String,
+    pub name: String,
+    pub kind: AttachmentKind,
+    /// The type found in the bytes (never the name's or the client's claim).
+    pub mime: String,
+    pub bytes: u64,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum AttachmentKind {
+    /// PNG, JPEG, GIF or WebP: sent to vision models as an image.
+    Image,
+    /// PDF, DOCX, XLSX, PPTX or text: the model reads its text.
+    Document,
+}
+
+/// A file in a JSON send. Over `multipart/form-data` each file is a part of its own instead.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct AttachmentUpload {
+    /// The file's name as the user sees it (`shot.png`).
+    pub name: String,
+    /// Base64 of the bytes, with or without a `data:<type>;base64,` prefix.
+    pub data: String,
+    /// The type the client believes it is; the bytes decide.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mime: Option<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
@@ -241,8 +276,10 @@ pub enum Multitask {
 #[derive(Debug, Clone, Default, Serialize, Deserialize, ToSchema)]
 pub struct SendMessageRequest {
     pub text: String,
-    #[serde(default)]
-    pub attachments: Vec<serde_json::Value>,
+    /// Images and documents (at most `images_per_message` and
+    /// `documents_per_message`, `attachments_bytes` in all; see `/v1/admin/limits`).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<AttachmentUpload>,
     pub model: Option<String>,
     /// Switch the session to this agent first; `mode` is the older name for it.
     #[serde(default)]
@@ -311,6 +348,9 @@ pub struct ChatRequest {
     pub stream: bool,
     /// Where the session is said to come from (`api` by default).
     pub channel: Option<String>,
+    /// Files for the message sent, as on `POST /v1/sessions/{id}/messages`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub attachments: Vec<AttachmentUpload>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
@@ -324,6 +364,10 @@ pub struct LimitsDto {
     pub body_bytes: u64,
     pub message_chars: u64,
     pub attachments_bytes: u64,
+    pub images_per_message: u32,
+    pub image_bytes: u64,
+    pub documents_per_message: u32,
+    pub document_bytes: u64,
     pub active_runs_per_user: u64,
     pub runs_per_minute_per_user: u64,
     /// Open event streams per user and per run (per gateway).

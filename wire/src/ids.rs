@@ -48,6 +48,7 @@ id_type!(TokenId);
 id_type!(SessionId);
 id_type!(RunId);
 id_type!(MessageId);
+id_type!(FileId);
 
 #[cfg(test)]
 mod tests {

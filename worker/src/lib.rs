@@ -44,6 +44,8 @@ pub struct WorkerDeps {
     pub bus: SharedBus,
     pub queue: SharedQueue,
     pub config: Arc<Config>,
+    /// Attachment bytes (images for the model, documents' text).
+    pub blobs: weft_shared::blobs::Blobs,
     /// The Lark REST side, when `[lark]` is configured: runs of Lark conversations
     /// stream their replies into cards.
     pub lark: Option<weft_lark::sender::RateAwareSender>,
@@ -416,6 +418,7 @@ pub async fn run(
             }));
             tools.add(Arc::new(agent::ReadOutput {
                 store: deps.store.clone(),
+                blobs: deps.blobs.clone(),
                 page: cfg.tools.output_cap_bytes,
             }));
             tools

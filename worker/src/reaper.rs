@@ -3,7 +3,8 @@
 //! flushed, a crash between enqueue and claim), and follow-ups stranded behind a
 //! run that ended without its worker. It only enqueues; the claim decides, so any
 //! number of reapers may run at once. Every `purge_interval_ms` it also purges
-//! expired login tokens and old idempotency keys (`Store::purge_expired`). And it
+//! expired login tokens and old idempotency keys (`Store::purge_expired`), and
+//! attachment files no message names any more. And it
 //! expires unanswered approvals (they count as denied) and resumes their runs.
 
 use std::sync::Arc;
@@ -88,6 +89,7 @@ pub(crate) async fn run(inner: Arc<Inner>, shutdown: CancellationToken, orphan_a
 }
 
 async fn purge(inner: &Inner, now: i64) {
+    sweep_files(inner, now).await;
     let retention_ms = inner.deps.config.limits.idempotency_key_retention_secs as i64 * 1000;
     match inner
         .deps
@@ -102,5 +104,32 @@ async fn purge(inner: &Inner, now: i64) {
         ),
         Ok(_) => {}
         Err(e) => tracing::warn!(error = %e, "purging expired rows failed"),
+    }
+}
+
+/// How long a stored file may wait for the message that names it: an upload is
+/// registered, written, then named by the send transaction, well within this.
+const FILE_GRACE_MS: i64 = 3600 * 1000;
+
+/// Files no message names (their sessions or users were deleted, or the send
+/// that stored them failed half-way), an hour after anyone last uploaded them.
+async fn sweep_files(inner: &Inner, now: i64) {
+    let store = &inner.deps.store;
+    let before = now - FILE_GRACE_MS;
+    let orphans = match store.orphan_blobs(before, 500).await {
+        Ok(o) => o,
+        Err(e) => return tracing::warn!(error = %e, "listing unused files failed"),
+    };
+    let mut removed = 0;
+    for sha in orphans {
+        let blobs = &inner.deps.blobs;
+        match store.sweep_blob(&sha, before, || blobs.delete(&sha)).await {
+            Ok(true) => removed += 1,
+            Ok(false) => {}
+            Err(e) => tracing::warn!(error = %e, "removing an unused file failed"),
+        }
+    }
+    if removed > 0 {
+        tracing::info!(files = removed, "removed files no message names");
     }
 }

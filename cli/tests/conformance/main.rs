@@ -8,6 +8,7 @@ mod sse;
 mod agents;
 mod api;
 mod approvals;
+mod attachments;
 mod crash;
 mod drain;
 mod input;

@@ -83,6 +83,7 @@ impl Bot {
         let origin = Origin {
             idempotency_key: Some(format!("lark:{}", incoming.message_id)),
             lark_message_id: Some(incoming.message_id.clone()),
+            files: Vec::new(),
         };
         // The Lark id is the idempotency key, so a retry after a database error
         // can never send twice; the event was acked, so nobody else retries it.

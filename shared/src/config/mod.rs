@@ -11,6 +11,7 @@ use figment::providers::{Env, Format, Serialized, Toml};
 use serde::{Deserialize, Serialize};
 
 pub mod agents;
+mod attachments;
 mod http;
 mod lark;
 mod mcp;
@@ -21,6 +22,7 @@ mod web;
 mod worker;
 
 pub use agents::AgentConfig;
+pub use attachments::AttachmentsConfig;
 pub use http::{HttpConfig, Limits, LoginConfig, parse_proxy};
 pub use lark::LarkConfig;
 pub use mcp::McpServerConfig;
@@ -79,6 +81,8 @@ pub struct Config {
     /// `text` (default) or `json` logs.
     pub log_format: String,
     pub limits: Limits,
+    /// Attachment limits, storage and the document budget.
+    pub attachments: AttachmentsConfig,
     /// Connection timeouts and the connection cap of the HTTP server.
     pub http: HttpConfig,
     pub worker: WorkerConfig,
@@ -113,6 +117,7 @@ impl Default for Config {
             admin_token: None,
             log_format: "text".into(),
             limits: Limits::default(),
+            attachments: AttachmentsConfig::default(),
             http: HttpConfig::default(),
             worker: WorkerConfig::default(),
             events: EventsConfig::default(),

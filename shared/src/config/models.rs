@@ -39,6 +39,12 @@ pub struct ModelConfig {
     /// 128k, Anthropic 200k, the mock 32k).
     #[serde(default)]
     pub context_window: Option<u32>,
+    /// Whether the model sees images. Default: Anthropic and the mock yes,
+    /// OpenAI-compatible servers no (many of them refuse image parts with a 400);
+    /// set `vision = true` for `gpt-4o` and the like. A model without vision gets
+    /// a note naming each image instead.
+    #[serde(default)]
+    pub vision: Option<bool>,
 }
 
 impl ModelConfig {
@@ -52,7 +58,16 @@ impl ModelConfig {
             default: true,
             max_tokens: None,
             context_window: None,
+            vision: None,
         }
+    }
+
+    /// Whether images go to this model (see [`ModelConfig::vision`]).
+    pub fn sees_images(&self) -> bool {
+        self.vision.unwrap_or(match self.provider {
+            ProviderKind::Openai => false,
+            ProviderKind::Anthropic | ProviderKind::Mock => true,
+        })
     }
 
     /// The context window in force for this model.

@@ -4,6 +4,7 @@
 
 use sqlx::any::AnyRow;
 
+use super::Attachment;
 use super::{Result, Store, StoreError, get_i64, get_opt_i64, get_opt_str, get_str};
 use crate::api::{MessageDto, ToolCallDto};
 use crate::ids::{MessageId, RunId, SessionId, UserId};
@@ -23,6 +24,8 @@ pub struct Message {
     pub created_at: i64,
     /// The conversation-order key (see [`order_key`]).
     pub ord: String,
+    /// Files sent with a user message (filled by the listing queries).
+    pub attachments: Vec<Attachment>,
 }
 
 impl Message {
@@ -44,6 +47,7 @@ impl Message {
             tool_calls,
             created_at: get_i64(row, "created_at")?,
             ord: get_str(row, "ord")?,
+            attachments: Vec::new(),
         })
     }
 
@@ -59,6 +63,7 @@ impl Message {
             tool_calls: self.tool_calls.clone(),
             call_id: (!self.call_id.is_empty()).then(|| self.call_id.clone()),
             name: self.name.clone(),
+            attachments: self.attachments.iter().map(Attachment::to_dto).collect(),
         }
     }
 }
@@ -138,7 +143,27 @@ impl Store {
             .map(Message::from_row)
             .collect::<Result<Vec<_>>>()?;
         msgs.reverse();
+        self.fill_attachments(&mut msgs).await?;
         Ok((msgs, next))
+    }
+
+    /// Attach each user message's files.
+    async fn fill_attachments(&self, msgs: &mut [Message]) -> Result<()> {
+        let users: Vec<&MessageId> = msgs
+            .iter()
+            .filter(|m| m.role == "user")
+            .map(|m| &m.id)
+            .collect();
+        if users.is_empty() {
+            return Ok(());
+        }
+        let mut by_message = self.attachments_of(&users).await?;
+        for m in msgs.iter_mut() {
+            if let Some(files) = by_message.remove(&m.id) {
+                m.attachments = files;
+            }
+        }
+        Ok(())
     }
 
     /// One message by id (internal: the caller has already scoped the run).
@@ -185,6 +210,7 @@ impl Store {
             .position(|m| m.role != "tool")
             .unwrap_or(msgs.len());
         msgs.drain(..first_non_tool);
+        self.fill_attachments(&mut msgs).await?;
         Ok(msgs)
     }
 

@@ -9,6 +9,7 @@
 
 mod agents;
 mod approvals;
+mod attachments;
 mod lark;
 mod mcp_status;
 mod messages;
@@ -36,6 +37,7 @@ pub use agents::{AgentOrigin, AgentRecord, builtin_agents};
 pub use approvals::{
     Approval, ApprovalStatus, DecideOutcome, Decision, NewApproval, PendingStep, WaitOutcome,
 };
+pub use attachments::{Attachment, NewAttachment};
 pub use lark::{InboundClaim, LarkChat, LarkTarget, LinkOutcome, ReactionRecord, lark_username};
 pub use messages::{Message, StepCheckpoint, ToolResult, valid_cursor};
 pub use purge::Purged;

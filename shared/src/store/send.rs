@@ -7,6 +7,7 @@
 //! against — an interrupt's too. A message that would wait behind an active run is
 //! refused when `queued_messages_per_session` already wait.
 
+use super::attachments::{NewAttachment, insert_attachments};
 use super::messages::order_key;
 use super::runs::{ACTIVE, ActiveRun, RunStatus};
 use super::session_writes::{attach_queued, end_as_cancelled, insert_run, touch_session};
@@ -22,6 +23,8 @@ pub struct SendRequest {
     pub user: UserId,
     pub session: SessionId,
     pub text: String,
+    /// Files already stored (see `store::attachments`), in order.
+    pub attachments: Vec<NewAttachment>,
     pub model: Option<String>,
     pub mode: Option<String>,
     pub multitask: Multitask,
@@ -269,6 +272,7 @@ async fn insert_user_message(
     .bind(req.lark_message_id.as_deref())
     .execute(&mut **tx)
     .await?;
+    insert_attachments(tx, &req.user, &req.session, &id, &req.attachments, now).await?;
     Ok(id)
 }
 

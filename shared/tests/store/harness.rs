@@ -172,6 +172,7 @@ pub fn req(user: &UserId, session: &SessionId, text: &str) -> SendRequest {
         user: user.clone(),
         session: session.clone(),
         text: text.to_string(),
+        attachments: Vec::new(),
         model: None,
         mode: None,
         multitask: Multitask::Enqueue,

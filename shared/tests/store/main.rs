@@ -4,6 +4,7 @@
 
 mod harness;
 
+mod attachments;
 mod lark;
 mod limits;
 mod messages;

@@ -32,7 +32,7 @@ use weft_shared::store::{ClaimedRun, RunEnd, StepCheckpoint, ToolResult};
 use weft_tools::ToolContext;
 
 pub(crate) use finish::release;
-pub(crate) use output::ReadOutput;
+pub(crate) use output::{ReadOutput, head_with_pointer};
 pub(crate) use skills::UseSkill;
 
 use crate::context::{self, window::ContextUse};

@@ -17,7 +17,7 @@ fn cut(s: &str, max: usize) -> &str {
     &s[..end]
 }
 
-pub(super) fn head_with_pointer(content: &str, cap: usize, id: &str) -> String {
+pub(crate) fn head_with_pointer(content: &str, cap: usize, id: &str) -> String {
     let head = cut(content, cap);
     format!(
         "{head}\n\n[output truncated: showing {} of {} bytes. The rest is stored: call read_output with {{\"id\": \"{id}\", \"offset\": {}}} to read on.]",
@@ -39,7 +39,36 @@ pub(super) fn head_only(content: &str, cap: usize) -> String {
 /// `read_output {id, offset, length}`: a page of a stored output of this session.
 pub(crate) struct ReadOutput {
     pub store: Store,
+    /// Documents' text (ids `file_<id>`: see `context::files`).
+    pub blobs: weft_shared::blobs::Blobs,
     pub page: u64,
+}
+
+impl ReadOutput {
+    /// A stored output, or the whole text of a document of this conversation.
+    async fn content(&self, session: &str, id: &str) -> Result<Option<String>, String> {
+        let failed = |e: &dyn std::fmt::Display| format!("reading the output failed: {e}");
+        let Some(file) = id.strip_prefix("file_") else {
+            return self
+                .store
+                .tool_output(session, id)
+                .await
+                .map_err(|e| failed(&e));
+        };
+        let Some(file) = weft_shared::ids::FileId::parse(file) else {
+            return Ok(None);
+        };
+        let a = match self.store.session_attachment(session, &file).await {
+            Ok(a) => a,
+            Err(weft_shared::store::StoreError::NotFound) => return Ok(None),
+            Err(e) => return Err(failed(&e)),
+        };
+        self.blobs
+            .get_text(&a.sha256)
+            .await
+            .map(Some)
+            .map_err(|e| failed(&e))
+    }
 }
 
 #[async_trait::async_trait]
@@ -47,7 +76,7 @@ impl Tool for ReadOutput {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: "read_output".into(),
-            description: "Read more of a long tool output that was truncated. Pass the id from the truncation note and the byte offset to continue from.".into(),
+            description: "Read more of a long tool output or attached document that was truncated. Pass the id from the truncation note and the byte offset to continue from.".into(),
             parameters: serde_json::json!({
                 "type": "object",
                 "properties": {
@@ -68,12 +97,7 @@ impl Tool for ReadOutput {
             .as_u64()
             .unwrap_or(self.page)
             .clamp(1, MAX_PAGE);
-        let Some(content) = self
-            .store
-            .tool_output(&ctx.session_id, id)
-            .await
-            .map_err(|e| format!("reading the output failed: {e}"))?
-        else {
+        let Some(content) = self.content(&ctx.session_id, id).await? else {
             return Err(format!("no stored output {id:?} in this conversation"));
         };
         let total = content.len() as u64;

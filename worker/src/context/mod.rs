@@ -2,6 +2,7 @@
 //! agent, then the session's messages (fitted to the window by [`window`]), mapped
 //! to the provider-neutral `weft_llm::ChatMessage`.
 
+pub mod files;
 pub mod window;
 
 use weft_llm::{ChatMessage, ToolCall};
@@ -36,15 +37,20 @@ pub async fn system_for(
     Ok((agent, prompt, !lines.is_empty()))
 }
 
-pub fn to_chat_messages(system: String, history: &[Message]) -> Vec<ChatMessage> {
+/// The model's view of `history`, with the attachments `files` loaded for it.
+pub fn to_chat_messages(
+    system: String,
+    history: &[Message],
+    files: &files::Files,
+) -> Vec<ChatMessage> {
     let mut out = Vec::with_capacity(history.len() + 1);
     out.push(ChatMessage::System { content: system });
     for m in history {
         out.push(match m.role.as_str() {
-            "user" => ChatMessage::User {
-                content: m.content.clone(),
-                images: Vec::new(),
-            },
+            "user" => {
+                let (content, images) = files::user_content(m, files);
+                ChatMessage::User { content, images }
+            }
             "tool" => ChatMessage::Tool {
                 call_id: m.call_id.clone(),
                 name: m.name.clone().unwrap_or_default(),

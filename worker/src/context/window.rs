@@ -18,6 +18,7 @@ use weft_llm::{ChatMessage, ChatRequest, StreamEvent};
 use weft_shared::store::{ClaimedRun, Message, Summary};
 use weft_shared::time::now_ms;
 
+use super::files::Files;
 use super::to_chat_messages;
 use crate::Inner;
 use crate::providers::ModelEntry;
@@ -53,15 +54,23 @@ pub async fn build(
         )
         .await?;
     let shrink = cfg.old_tool_output_chars;
+    let files = super::files::load(
+        &inner.deps.blobs,
+        &msgs,
+        &model.config,
+        &inner.deps.config.attachments,
+    )
+    .await;
     let view = |summary: &Option<Summary>, msgs: &[Message]| {
         to_chat_messages(
             with_summary(system, summary.as_ref()),
             &shrunk(msgs, run, shrink),
+            &files,
         )
     };
     if compact || estimate_all(&view(&summary, &msgs)) > budget {
         let recent = window * u64::from(cfg.recent_percent) / 100;
-        let cut = cut_point(&msgs, run, recent, compact);
+        let cut = cut_point(&msgs, run, recent, compact, &files);
         if cut > 0 {
             match summarise(inner, run, model, summary.as_ref(), &msgs[..cut], window).await {
                 Ok((text, by)) => {
@@ -89,7 +98,7 @@ pub async fn build(
     // Still too long (no summariser, or one huge turn): drop the oldest turns,
     // never the one being answered.
     while estimate_all(&view(&summary, &msgs)) > budget {
-        let next = cut_point(&msgs, run, 0, true);
+        let next = cut_point(&msgs, run, 0, true, &files);
         let first_turn_end = turn_starts(&msgs, run)
             .into_iter()
             .find(|&i| i > 0)
@@ -157,7 +166,13 @@ fn turn_starts(msgs: &[Message], run: &ClaimedRun) -> Vec<usize> {
 /// The first message to keep verbatim: a turn boundary, with the recent turns
 /// under `recent` tokens (all earlier turns with `all_but_last`), never after
 /// the start of the run being answered.
-fn cut_point(msgs: &[Message], run: &ClaimedRun, recent: u64, all_but_last: bool) -> usize {
+fn cut_point(
+    msgs: &[Message],
+    run: &ClaimedRun,
+    recent: u64,
+    all_but_last: bool,
+    files: &Files,
+) -> usize {
     let current = msgs
         .iter()
         .position(|m| m.run_id.as_ref() == Some(&run.id))
@@ -174,7 +189,7 @@ fn cut_point(msgs: &[Message], run: &ClaimedRun, recent: u64, all_but_last: bool
     }
     let mut cut = last;
     for &start in starts.iter().rev() {
-        let tokens = estimate_all(&to_chat_messages(String::new(), &msgs[start..]));
+        let tokens = estimate_all(&to_chat_messages(String::new(), &msgs[start..], files));
         if tokens > recent {
             break;
         }
@@ -203,7 +218,16 @@ async fn summarise(
     let mut lines: Vec<String> = older
         .iter()
         .map(|m| match m.role.as_str() {
-            "user" => format!("user: {}", m.content),
+            "user" if m.attachments.is_empty() => format!("user: {}", m.content),
+            "user" => format!(
+                "user: {} [attached: {}]",
+                m.content,
+                m.attachments
+                    .iter()
+                    .map(|a| a.name.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
             "tool" => format!(
                 "tool {}: {}",
                 m.name.as_deref().unwrap_or(""),

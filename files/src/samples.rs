@@ -1,16 +1,32 @@
-//! Real sample files, made by the tests themselves: images by the `image`
-//! crate's encoders, a PDF written object by object with a correct xref table,
+//! Real sample files for tests (this crate's and the conformance suite's, with
+//! the `samples` feature): images by the `image` crate's encoders, a PDF written object by object with a correct xref table,
 //! and Office documents as zip archives of minimal but valid OOXML parts.
-
-#![allow(dead_code)]
 
 use std::io::{Cursor, Write};
 
-use image::{ImageFormat, Rgb, RgbImage};
+pub use image::ImageFormat;
+use image::{Rgb, RgbImage};
 use zip::write::SimpleFileOptions;
 
+/// An 8×8 gradient in `format`.
 pub fn image(format: ImageFormat) -> Vec<u8> {
     let picture = RgbImage::from_fn(8, 8, |x, y| Rgb([x as u8 * 30, y as u8 * 30, 200]));
+    let mut out = Cursor::new(Vec::new());
+    picture.write_to(&mut out, format).unwrap();
+    out.into_inner()
+}
+
+/// A `side`×`side` image of noise in `format`: it does not compress, so its size
+/// grows with `side` (about 3·side² bytes as PNG).
+pub fn image_sized(format: ImageFormat, side: u32) -> Vec<u8> {
+    let mut seed = 0x2545_f491_u32;
+    let picture = RgbImage::from_fn(side, side, |_, _| {
+        seed ^= seed << 13;
+        seed ^= seed >> 17;
+        seed ^= seed << 5;
+        let [a, b, c, _] = seed.to_le_bytes();
+        Rgb([a, b, c])
+    });
     let mut out = Cursor::new(Vec::new());
     picture.write_to(&mut out, format).unwrap();
     out.into_inner()

@@ -1,0 +1,359 @@
+//! Attachments arriving with a message, from any channel (JSON base64, multipart
+//! parts, Lark resources): typed by their bytes, checked against every limit,
+//! then stored — in that order, so a refused message stores nothing.
+//!
+//! Limits (`[attachments]`, `limits.attachments_bytes`): 4 images of at most
+//! 4 MiB, 3 documents of at most 10 MiB, 20 MiB per message. Over a limit is 413
+//! naming it; a type we do not take, or bytes that contradict a declared type,
+//! 422. Documents are turned into text here, once (a 10 MiB PDF takes well under
+//! a second; the worker only reads the stored text), so an unreadable document
+//! is refused while its sender is still waiting for the answer.
+
+use std::time::Duration;
+
+use base64::Engine;
+use bytes::Bytes;
+use weft_files::{Detected, Kind, Refused};
+use weft_shared::api::{AttachmentKind, AttachmentUpload};
+use weft_shared::store::NewAttachment;
+
+use crate::AppState;
+use crate::error::{ApiError, ApiResult};
+
+/// One file as received, before any check.
+#[derive(Debug, Clone)]
+pub struct Upload {
+    pub name: String,
+    /// The client's claim (a multipart part's or a data URL's type); the bytes decide.
+    pub declared: Option<String>,
+    pub bytes: Bytes,
+}
+
+/// Files stored for a message that has not been written yet.
+#[derive(Debug, Default)]
+pub struct Accepted {
+    pub files: Vec<NewAttachment>,
+    /// When the files' hashes were registered: [`forget`] removes them only if no
+    /// later upload touched them.
+    pub touched_at: i64,
+}
+
+/// The longest a document's text extraction may take.
+const EXTRACT_TIMEOUT: Duration = Duration::from_secs(60);
+
+/// The largest request body of a send: the attachments in base64 (4/3 of their
+/// bytes), the text as JSON-escaped UTF-8, and room for the rest.
+pub fn send_body_limit(state_cfg: &weft_shared::config::Config) -> usize {
+    let files = state_cfg.limits.attachments_bytes.div_ceil(3) * 4;
+    let text = state_cfg.limits.message_chars * 6;
+    (files + text + (256 << 10)).max(state_cfg.limits.body_bytes) as usize
+}
+
+/// Base64 files of a JSON body (`data` with or without a `data:` URL prefix).
+pub fn from_json(list: Vec<AttachmentUpload>) -> ApiResult<Vec<Upload>> {
+    list.into_iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let (declared, b64) = match a.data.strip_prefix("data:") {
+                Some(rest) => {
+                    let (head, data) = rest.split_once(',').ok_or_else(|| {
+                        ApiError::Validation(format!(
+                            "attachments[{i}].data: a data URL needs a comma before the data"
+                        ))
+                    })?;
+                    let Some(mime) = head.strip_suffix(";base64") else {
+                        return Err(ApiError::Validation(format!(
+                            "attachments[{i}].data: only base64 data URLs are accepted"
+                        )));
+                    };
+                    (Some(mime.to_string()).filter(|m| !m.is_empty()), data)
+                }
+                None => (None, a.data.as_str()),
+            };
+            let compact: String = b64.chars().filter(|c| !c.is_ascii_whitespace()).collect();
+            let bytes = base64::engine::general_purpose::STANDARD
+                .decode(compact.as_bytes())
+                .or_else(|_| {
+                    base64::engine::general_purpose::STANDARD_NO_PAD.decode(compact.as_bytes())
+                })
+                .map_err(|e| {
+                    ApiError::Validation(format!("attachments[{i}].data is not base64: {e}"))
+                })?;
+            Ok(Upload {
+                name: a.name,
+                declared: a.mime.or(declared),
+                bytes: Bytes::from(bytes),
+            })
+        })
+        .collect()
+}
+
+/// A name safe to show and to put in a `Content-Disposition`: the last path
+/// component, no control characters, at most 200 characters.
+pub fn clean_name(name: &str) -> String {
+    let last = name.rsplit(['/', '\\']).next().unwrap_or_default();
+    let clean: String = last.chars().filter(|c| !c.is_control()).take(200).collect();
+    let clean = clean.trim().to_string();
+    if clean.is_empty() || clean == "." || clean == ".." {
+        "attachment".into()
+    } else {
+        clean
+    }
+}
+
+fn mib(n: u64) -> String {
+    if n >= 1 << 20 {
+        format!("{:.1} MiB", n as f64 / f64::from(1 << 20))
+    } else {
+        format!("{} KiB", n.div_ceil(1024))
+    }
+}
+
+fn refused(r: Refused) -> ApiError {
+    ApiError::Validation(r.to_string())
+}
+
+/// Check every file against the limits, then store them all. Nothing is stored
+/// unless every check passed.
+pub async fn accept(state: &AppState, uploads: Vec<Upload>) -> ApiResult<Accepted> {
+    if uploads.is_empty() {
+        return Ok(Accepted::default());
+    }
+    let cfg = &state.config.attachments;
+    let total_cap = state.config.limits.attachments_bytes;
+    let total: u64 = uploads.iter().map(|u| u.bytes.len() as u64).sum();
+    if total > total_cap {
+        return Err(ApiError::PayloadTooLarge(format!(
+            "attachments_bytes: the attachments total {}, more than the {} a message may carry",
+            mib(total),
+            mib(total_cap)
+        )));
+    }
+    let mut typed: Vec<(Upload, Detected)> = Vec::with_capacity(uploads.len());
+    for mut u in uploads {
+        u.name = clean_name(&u.name);
+        if u.bytes.is_empty() {
+            return Err(ApiError::Validation(format!("{} is empty", u.name)));
+        }
+        let det = weft_files::detect(&u.name, u.declared.as_deref(), &u.bytes).map_err(refused)?;
+        typed.push((u, det));
+    }
+    let images = typed.iter().filter(|(_, d)| d.kind == Kind::Image).count() as u32;
+    let documents = typed.len() as u32 - images;
+    if images > cfg.images_per_message {
+        return Err(ApiError::PayloadTooLarge(format!(
+            "images_per_message: {images} images, more than the {} a message may carry",
+            cfg.images_per_message
+        )));
+    }
+    if documents > cfg.documents_per_message {
+        return Err(ApiError::PayloadTooLarge(format!(
+            "documents_per_message: {documents} documents, more than the {} a message may carry",
+            cfg.documents_per_message
+        )));
+    }
+    for (u, d) in &typed {
+        let (cap, what) = match d.kind {
+            Kind::Image => (cfg.image_bytes, "image_bytes"),
+            Kind::Document => (cfg.document_bytes, "document_bytes"),
+        };
+        if u.bytes.len() as u64 > cap {
+            return Err(ApiError::PayloadTooLarge(format!(
+                "{what}: {} is {}, more than the {} allowed",
+                u.name,
+                mib(u.bytes.len() as u64),
+                mib(cap)
+            )));
+        }
+    }
+    // Documents become text before anything is stored: an unreadable one is refused.
+    let mut ready = Vec::with_capacity(typed.len());
+    for (u, d) in typed {
+        let text = match d.kind {
+            Kind::Image => None,
+            Kind::Document => Some(extract(&u, &d).await?),
+        };
+        ready.push((u, d, text));
+    }
+    let mut out = Accepted::default();
+    for (u, d, text) in ready {
+        let sha = weft_files::sha256_hex(&u.bytes);
+        let size = u.bytes.len() as u64;
+        out.touched_at = state.store.register_blob(&sha, size).await?;
+        state
+            .blobs
+            .put(&sha, u.bytes)
+            .await
+            .map_err(|e| ApiError::Unavailable(format!("the file store failed: {e}")))?;
+        let text_chars =
+            match text {
+                Some(t) => {
+                    let n = t.chars().count() as u64;
+                    state.blobs.put_text(&sha, t).await.map_err(|e| {
+                        ApiError::Unavailable(format!("the file store failed: {e}"))
+                    })?;
+                    Some(n)
+                }
+                None => None,
+            };
+        out.files.push(NewAttachment {
+            name: u.name,
+            kind: match d.kind {
+                Kind::Image => AttachmentKind::Image,
+                Kind::Document => AttachmentKind::Document,
+            },
+            mime: d.mime.to_string(),
+            bytes: size,
+            sha256: sha,
+            text_chars,
+        });
+    }
+    metrics::counter!("weft_attachments_total").increment(out.files.len() as u64);
+    Ok(out)
+}
+
+async fn extract(u: &Upload, d: &Detected) -> ApiResult<String> {
+    let (name, det, bytes) = (u.name.clone(), d.clone(), u.bytes.clone());
+    let job = tokio::task::spawn_blocking(move || weft_files::extract_text(&det, &name, &bytes));
+    match tokio::time::timeout(EXTRACT_TIMEOUT, job).await {
+        Ok(Ok(Ok(text))) => Ok(text),
+        Ok(Ok(Err(r))) => Err(refused(r)),
+        Ok(Err(e)) => Err(ApiError::Validation(format!(
+            "{} could not be read: {e}",
+            u.name
+        ))),
+        Err(_) => Err(ApiError::Validation(format!(
+            "{} took longer than {} s to read; send a smaller or simpler file",
+            u.name,
+            EXTRACT_TIMEOUT.as_secs()
+        ))),
+    }
+}
+
+/// A message that was refused after its files were stored: remove the files no
+/// message names (unless another upload touched them since).
+pub async fn forget(state: &AppState, accepted: &Accepted) {
+    for f in &accepted.files {
+        sweep(state, &f.sha256, accepted.touched_at).await;
+    }
+}
+
+/// Delete `sha`'s bytes if no message names it and nothing touched it after `before`.
+pub async fn sweep(state: &AppState, sha: &str, before: i64) {
+    let res = state
+        .store
+        .sweep_blob(sha, before, || state.blobs.delete(sha))
+        .await;
+    if let Err(e) = res {
+        tracing::warn!(error = %e, sha, "removing an unused attachment failed; the sweeper retries");
+    }
+}
+
+/// A request body that may carry files: JSON whose `attachments` are base64, or
+/// `multipart/form-data` with a `json` part (the same JSON, usually without
+/// `attachments`) and one part per file (any field name, with a filename).
+pub struct SendBody<T> {
+    pub req: T,
+    pub files: Vec<Upload>,
+}
+
+/// Bodies with an `attachments` list.
+pub trait WithAttachments {
+    fn take_attachments(&mut self) -> Vec<AttachmentUpload>;
+}
+
+impl WithAttachments for weft_shared::api::SendMessageRequest {
+    fn take_attachments(&mut self) -> Vec<AttachmentUpload> {
+        std::mem::take(&mut self.attachments)
+    }
+}
+
+impl WithAttachments for weft_shared::api::ChatRequest {
+    fn take_attachments(&mut self) -> Vec<AttachmentUpload> {
+        std::mem::take(&mut self.attachments)
+    }
+}
+
+/// File parts a multipart send may have, whatever the limits say: past it the
+/// request is refused before more parts are read.
+const MAX_FILE_PARTS: usize = 32;
+
+impl<S, T> axum::extract::FromRequest<S> for SendBody<T>
+where
+    S: Send + Sync,
+    T: serde::de::DeserializeOwned + WithAttachments,
+{
+    type Rejection = ApiError;
+
+    async fn from_request(req: axum::extract::Request, state: &S) -> Result<Self, ApiError> {
+        let multipart = req
+            .headers()
+            .get(axum::http::header::CONTENT_TYPE)
+            .and_then(|v| v.to_str().ok())
+            .is_some_and(|v| {
+                v.trim_start()
+                    .to_ascii_lowercase()
+                    .starts_with("multipart/form-data")
+            });
+        if !multipart {
+            let crate::extract::ApiJson(mut body) =
+                crate::extract::ApiJson::<T>::from_request(req, state).await?;
+            let files = from_json(body.take_attachments())?;
+            return Ok(SendBody { req: body, files });
+        }
+        let mut form = axum::extract::Multipart::from_request(req, state)
+            .await
+            .map_err(|e| ApiError::InvalidRequest(e.body_text()))?;
+        let mut json: Option<Bytes> = None;
+        let mut files = Vec::new();
+        while let Some(field) = form.next_field().await.map_err(multipart_error)? {
+            let part = field.name().unwrap_or_default().to_string();
+            match field.file_name().map(str::to_string) {
+                None if part == "json" => {
+                    json = Some(field.bytes().await.map_err(multipart_error)?);
+                }
+                None => {
+                    return Err(ApiError::InvalidRequest(format!(
+                        "multipart part {part:?}: expected a \"json\" part and file parts (with a filename)"
+                    )));
+                }
+                Some(name) => {
+                    if files.len() >= MAX_FILE_PARTS {
+                        return Err(ApiError::PayloadTooLarge(format!(
+                            "more than {MAX_FILE_PARTS} file parts"
+                        )));
+                    }
+                    let declared = field.content_type().map(str::to_string);
+                    let bytes = field.bytes().await.map_err(multipart_error)?;
+                    files.push(Upload {
+                        name,
+                        declared,
+                        bytes,
+                    });
+                }
+            }
+        }
+        let Some(json) = json else {
+            return Err(ApiError::InvalidRequest(
+                "a multipart send needs a \"json\" part with the message (e.g. {\"text\": \"…\"})"
+                    .into(),
+            ));
+        };
+        let mut body: T = serde_json::from_slice(&json)
+            .map_err(|e| ApiError::Validation(format!("the \"json\" part: {e}")))?;
+        files.extend(from_json(body.take_attachments())?);
+        Ok(SendBody { req: body, files })
+    }
+}
+
+fn multipart_error(e: axum::extract::multipart::MultipartError) -> ApiError {
+    if crate::transport::is_body_timeout(&e) {
+        return ApiError::RequestTimeout;
+    }
+    if e.status() == axum::http::StatusCode::PAYLOAD_TOO_LARGE {
+        return ApiError::PayloadTooLarge(
+            "the request body is larger than a message with every attachment allowed".into(),
+        );
+    }
+    ApiError::InvalidRequest(e.body_text())
+}

@@ -1,0 +1,40 @@
+//! `[attachments]`: what a message may carry, where the bytes live and how much
+//! of a document the model reads. The total per message is `limits.attachments_bytes`.
+
+use serde::{Deserialize, Serialize};
+
+/// Attachment limits and storage (`[attachments]`, env `WEFT_ATTACHMENTS__<KEY>`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct AttachmentsConfig {
+    /// Images one message may carry.
+    pub images_per_message: u32,
+    /// Largest image, in bytes.
+    pub image_bytes: u64,
+    /// Documents one message may carry.
+    pub documents_per_message: u32,
+    /// Largest document, in bytes.
+    pub document_bytes: u64,
+    /// Bytes of a document's text the model reads inline (48 KiB ≈ 12k tokens);
+    /// the rest it pages through with `read_output`.
+    pub document_text_bytes: usize,
+    /// Where attachment bytes are kept: a directory (default `<data_dir>/files`),
+    /// `file:///path`, or `s3://bucket/prefix` (an S3-compatible store, configured by
+    /// the standard `AWS_*` variables: `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
+    /// `AWS_REGION`, `AWS_ENDPOINT_URL` for MinIO and the like). In distributed mode
+    /// every gateway and worker must see the same store: a shared volume or S3.
+    pub store: Option<String>,
+}
+
+impl Default for AttachmentsConfig {
+    fn default() -> Self {
+        AttachmentsConfig {
+            images_per_message: 4,
+            image_bytes: 4 << 20,
+            documents_per_message: 3,
+            document_bytes: 10 << 20,
+            document_text_bytes: 48 << 10,
+            store: None,
+        }
+    }
+}

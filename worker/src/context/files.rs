@@ -1,0 +1,186 @@
+//! What the model gets of a message's attachments, loaded once per attempt from
+//! the file store.
+//!
+//! - Images go to a vision model as images — only the newest
+//!   [`IMAGES_IN_VIEW`] of the conversation: older ones become a line naming them,
+//!   so a long illustrated conversation does not hold (or send) every image it
+//!   ever had; one attempt holds at most 8 × 4 MiB of image bytes (as base64).
+//!   A model without vision (`vision = false`) gets a line instead, so it can
+//!   tell the user rather than guess.
+//! - Documents go as their text (extracted once, by the gateway), each in a
+//!   `<document>` block, cut at `attachments.document_text_bytes` with a pointer
+//!   the model follows with `read_output` (id `file_<id>`), like a long tool output.
+//! - A file that cannot be loaded becomes a line saying so; the run goes on.
+
+use std::collections::HashMap;
+
+use base64::Engine;
+use weft_llm::Image;
+use weft_shared::api::AttachmentKind;
+use weft_shared::blobs::Blobs;
+use weft_shared::config::{AttachmentsConfig, ModelConfig};
+use weft_shared::ids::FileId;
+use weft_shared::store::{Attachment, Message};
+
+/// Images of a conversation the model sees at once (the newest ones).
+pub const IMAGES_IN_VIEW: usize = 8;
+
+/// The `read_output` id of a document's whole text.
+pub fn pointer_id(id: &FileId) -> String {
+    format!("file_{}", id.0)
+}
+
+/// An attachment as the model gets it.
+#[derive(Debug, Clone)]
+pub enum Loaded {
+    Image(Image),
+    /// Text for the user message: a document block or a note.
+    Text(String),
+}
+
+/// The loaded attachments of a context, by id.
+pub type Files = HashMap<FileId, Loaded>;
+
+fn size(n: u64) -> String {
+    if n >= 1 << 20 {
+        format!("{:.1} MiB", n as f64 / f64::from(1 << 20))
+    } else {
+        format!("{} KiB", n.div_ceil(1024))
+    }
+}
+
+fn note(a: &Attachment, why: &str) -> Loaded {
+    Loaded::Text(format!(
+        "[attached {} \"{}\" ({}, {}): {why}]",
+        match a.kind {
+            AttachmentKind::Image => "image",
+            AttachmentKind::Document => "document",
+        },
+        a.name,
+        a.mime,
+        size(a.bytes)
+    ))
+}
+
+/// Load what the model gets of every attachment in `msgs`.
+pub async fn load(
+    blobs: &Blobs,
+    msgs: &[Message],
+    model: &ModelConfig,
+    cfg: &AttachmentsConfig,
+) -> Files {
+    let all: Vec<&Attachment> = msgs.iter().flat_map(|m| m.attachments.iter()).collect();
+    let images: Vec<&&Attachment> = all
+        .iter()
+        .filter(|a| a.kind == AttachmentKind::Image)
+        .collect();
+    let shown_from = images.len().saturating_sub(IMAGES_IN_VIEW);
+    let newest: std::collections::HashSet<&FileId> =
+        images[shown_from..].iter().map(|a| &a.id).collect();
+    let mut out = Files::new();
+    for a in all {
+        let loaded = match a.kind {
+            AttachmentKind::Image if !model.sees_images() => note(
+                a,
+                "this model cannot see images; say so, and suggest a model with vision",
+            ),
+            AttachmentKind::Image if !newest.contains(&a.id) => {
+                note(a, "shown earlier in the conversation; no longer in view")
+            }
+            AttachmentKind::Image => match blobs.get(&a.sha256).await {
+                Ok(bytes) => Loaded::Image(Image {
+                    mime: a.mime.clone(),
+                    data: base64::engine::general_purpose::STANDARD
+                        .encode(&bytes)
+                        .into(),
+                }),
+                Err(e) => {
+                    tracing::warn!(error = %e, file = %a.id, "loading an image failed");
+                    note(a, "it could not be loaded")
+                }
+            },
+            AttachmentKind::Document => match blobs.get_text(&a.sha256).await {
+                Ok(text) => Loaded::Text(document_block(a, &text, cfg.document_text_bytes)),
+                Err(e) => {
+                    tracing::warn!(error = %e, file = %a.id, "loading a document's text failed");
+                    note(a, "its text could not be loaded")
+                }
+            },
+        };
+        out.insert(a.id.clone(), loaded);
+    }
+    out
+}
+
+/// A document's text for the model, cut at `cap` bytes with a `read_output` pointer.
+pub fn document_block(a: &Attachment, text: &str, cap: usize) -> String {
+    let body = if text.len() > cap {
+        crate::agent::head_with_pointer(text, cap, &pointer_id(&a.id))
+    } else {
+        text.to_string()
+    };
+    format!(
+        "<document name=\"{}\" type=\"{}\">\n{body}\n</document>",
+        a.name.replace('"', "'"),
+        a.mime
+    )
+}
+
+/// A user message's text with its documents and notes after it, and its images.
+pub fn user_content(m: &Message, files: &Files) -> (String, Vec<Image>) {
+    let mut text = m.content.clone();
+    let mut images = Vec::new();
+    for a in &m.attachments {
+        match files.get(&a.id) {
+            Some(Loaded::Image(img)) => images.push(img.clone()),
+            Some(Loaded::Text(t)) => {
+                if !text.is_empty() {
+                    text.push_str("\n\n");
+                }
+                text.push_str(t);
+            }
+            None => {
+                if let Loaded::Text(t) = note(a, "not loaded for this step") {
+                    if !text.is_empty() {
+                        text.push_str("\n\n");
+                    }
+                    text.push_str(&t);
+                }
+            }
+        }
+    }
+    (text, images)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use weft_shared::ids::{MessageId, SessionId};
+
+    fn doc(name: &str) -> Attachment {
+        Attachment {
+            id: FileId::new(),
+            message_id: MessageId::new(),
+            session_id: SessionId::new(),
+            name: name.into(),
+            kind: AttachmentKind::Document,
+            mime: "application/pdf".into(),
+            bytes: 2048,
+            sha256: "ab".repeat(32),
+            text_chars: Some(10),
+        }
+    }
+
+    #[test]
+    fn long_documents_are_cut_with_a_pointer_to_the_rest() {
+        let a = doc("report.pdf");
+        let short = document_block(&a, "hello", 100);
+        assert_eq!(
+            short,
+            "<document name=\"report.pdf\" type=\"application/pdf\">\nhello\n</document>"
+        );
+        let long = document_block(&a, &"x".repeat(500), 100);
+        assert!(long.contains(&pointer_id(&a.id)), "{long}");
+        assert!(long.contains("showing 100 of 500 bytes"), "{long}");
+    }
+}
