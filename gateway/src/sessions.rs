@@ -372,8 +372,10 @@ pub async fn submit(
     }
     let model = state.model_override(req.model.as_deref())?;
     let mode = state.mode_override(req.agent.as_deref().or(req.mode.as_deref()))?;
-    // The session must exist before anything is stored for it.
-    state.store.get_session(user, session).await?;
+    // The session must exist before any file is stored for it.
+    if !uploads.is_empty() {
+        state.store.get_session(user, session).await?;
+    }
     let accepted = uploads::accept(state, uploads).await?;
     let outcome = state
         .store

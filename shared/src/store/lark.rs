@@ -186,6 +186,8 @@ impl Store {
             for sql in [
                 "update runs set user_id = $1 where user_id = $2",
                 "update idempotency_keys set user_id = $1 where user_id = $2",
+                // the files of the moved sessions' messages go with them
+                "update attachments set user_id = $1 where user_id = $2",
             ] {
                 sqlx::query(sql)
                     .bind(&user.0)

@@ -100,6 +100,14 @@ async fn linking_moves_the_placeholder_over(db: Db) {
         .unwrap();
     let mut r = req(&placeholder.id, &sess.id, "from lark");
     r.idempotency_key = Some("lark:om_1".into());
+    r.attachments = vec![weft_shared::store::NewAttachment {
+        name: "shot.png".into(),
+        kind: weft_shared::api::AttachmentKind::Image,
+        mime: "image/png".into(),
+        bytes: 10,
+        sha256: "ab".repeat(32),
+        text_chars: None,
+    }];
     let run = started(s.send_message(&r).await.unwrap());
 
     assert_eq!(
@@ -109,6 +117,10 @@ async fn linking_moves_the_placeholder_over(db: Db) {
     // Alice sees the conversation, its run, and her Lark messages are hers now.
     let moved = s.get_session(&real.id, &sess.id).await.unwrap();
     assert_eq!(moved.user_id, real.id);
+    // …and so are the files of her Lark messages.
+    let (msgs, _) = s.list_messages(&real.id, &sess.id, 10, None).await.unwrap();
+    let file = &msgs[0].attachments[0].id;
+    assert!(s.get_attachment(&real.id, file).await.is_ok());
     assert_eq!(
         s.get_run(&real.id, &run.run_id).await.unwrap().user_id,
         real.id
