@@ -101,6 +101,8 @@ pub(crate) struct Inner {
     mcp: Option<Arc<weft_tools::mcp::McpHub>>,
     lark: Option<lark::LarkEgress>,
     slots: Arc<Semaphore>,
+    /// Room for images held for models (`attachments.worker_image_memory_bytes`).
+    pub(crate) image_room: context::files::ImageRoom,
     running: Mutex<HashMap<RunId, Arc<RunStop>>>,
     tasks: TaskTracker,
 }
@@ -435,6 +437,7 @@ pub async fn run(
             weft_tools::mcp::McpHub::start(cfg.mcp_servers.clone(), shutdown.child_token())
         }),
         slots: Arc::new(Semaphore::new(cfg.worker.concurrency)),
+        image_room: context::files::ImageRoom::new(cfg.attachments.worker_image_memory_bytes),
         running: Mutex::default(),
         tasks: TaskTracker::new(),
         deps,

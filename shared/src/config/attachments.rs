@@ -18,6 +18,10 @@ pub struct AttachmentsConfig {
     /// Bytes of a document's text the model reads inline (48 KiB ≈ 12k tokens);
     /// the rest it pages through with `read_output`.
     pub document_text_bytes: usize,
+    /// Image bytes (as base64) all runs of one worker process may hold at once
+    /// for their models; a run whose images do not fit waits for room, so a
+    /// worker's memory stays bounded however many illustrated runs it has.
+    pub worker_image_memory_bytes: u64,
     /// Where attachment bytes are kept: a directory (default `<data_dir>/files`),
     /// `file:///path`, or `s3://bucket/prefix` (an S3-compatible store, configured by
     /// the standard `AWS_*` variables: `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
@@ -34,6 +38,7 @@ impl Default for AttachmentsConfig {
             documents_per_message: 3,
             document_bytes: 10 << 20,
             document_text_bytes: 48 << 10,
+            worker_image_memory_bytes: 256 << 20,
             store: None,
         }
     }

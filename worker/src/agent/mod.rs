@@ -113,6 +113,8 @@ struct Attempt<'a> {
     /// The session's agent: its tools, policies and step limit apply.
     agent: AgentConfig,
     tools: Vec<ToolSpec>,
+    /// Room in the worker's image budget for the images in `messages`.
+    _images_held: Option<tokio::sync::OwnedSemaphorePermit>,
 }
 
 impl<'a> Attempt<'a> {
@@ -180,6 +182,7 @@ impl<'a> Attempt<'a> {
             messages: Vec::new(),
             system,
             context: ContextUse::default(),
+            _images_held: None,
             run,
             stop,
             em,
@@ -228,9 +231,10 @@ impl<'a> Attempt<'a> {
             });
         };
         match context::window::build(self.inner, &self.run, &model, &self.system).await {
-            Ok((messages, used)) => {
-                self.messages = messages;
-                self.context = used;
+            Ok(built) => {
+                self.messages = built.messages;
+                self.context = built.used;
+                self._images_held = built.images_held;
             }
             Err(e) => {
                 tracing::error!(error = %e, "loading context failed; leaving the run to the reaper");

@@ -11,8 +11,15 @@
 //!   `<document>` block, cut at `attachments.document_text_bytes` with a pointer
 //!   the model follows with `read_output` (id `file_<id>`), like a long tool output.
 //! - A file that cannot be loaded becomes a line saying so; the run goes on.
+//! - Images held for models count against the worker's
+//!   `attachments.worker_image_memory_bytes` (256 MiB): an attempt takes room for
+//!   its images before loading them and keeps it until it ends; one that does not
+//!   fit waits (an attempt larger than the whole budget takes all of it).
 
 use std::collections::HashMap;
+use std::sync::Arc;
+
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use base64::Engine;
 use weft_llm::Image;
@@ -28,6 +35,39 @@ pub const IMAGES_IN_VIEW: usize = 8;
 /// The `read_output` id of a document's whole text.
 pub fn pointer_id(id: &FileId) -> String {
     format!("file_{}", id.0)
+}
+
+/// The worker's room for images held for models, in KiB.
+pub struct ImageRoom {
+    sem: Arc<Semaphore>,
+    kib: u32,
+}
+
+impl ImageRoom {
+    pub fn new(bytes: u64) -> ImageRoom {
+        let kib = (bytes >> 10).clamp(1, u64::from(u32::MAX >> 3)) as u32;
+        ImageRoom {
+            sem: Arc::new(Semaphore::new(kib as usize)),
+            kib,
+        }
+    }
+
+    /// Room for `bytes`, waiting until it is free; more than the whole room
+    /// takes all of it.
+    pub async fn take(&self, bytes: u64) -> OwnedSemaphorePermit {
+        let want = bytes.div_ceil(1024).clamp(1, u64::from(self.kib)) as u32;
+        self.sem
+            .clone()
+            .acquire_many_owned(want)
+            .await
+            .expect("the image room is never closed")
+    }
+
+    /// KiB free now.
+    #[cfg(test)]
+    pub fn free_kib(&self) -> usize {
+        self.sem.available_permits()
+    }
 }
 
 /// An attachment as the model gets it.
@@ -62,13 +102,15 @@ fn note(a: &Attachment, why: &str) -> Loaded {
     ))
 }
 
-/// Load what the model gets of every attachment in `msgs`.
+/// Load what the model gets of every attachment in `msgs`, taking room in
+/// `image_room` (KiB) for the images first; the room is held until the permit drops.
 pub async fn load(
     blobs: &Blobs,
     msgs: &[Message],
     model: &ModelConfig,
     cfg: &AttachmentsConfig,
-) -> Files {
+    image_room: &ImageRoom,
+) -> (Files, Option<OwnedSemaphorePermit>) {
     let all: Vec<&Attachment> = msgs.iter().flat_map(|m| m.attachments.iter()).collect();
     let images: Vec<&&Attachment> = all
         .iter()
@@ -77,6 +119,16 @@ pub async fn load(
     let shown_from = images.len().saturating_sub(IMAGES_IN_VIEW);
     let newest: std::collections::HashSet<&FileId> =
         images[shown_from..].iter().map(|a| &a.id).collect();
+    let permit = if model.sees_images() && !newest.is_empty() {
+        // base64 is 4/3 of the bytes.
+        let bytes = images[shown_from..]
+            .iter()
+            .map(|a| a.bytes.div_ceil(3) * 4)
+            .sum();
+        Some(image_room.take(bytes).await)
+    } else {
+        None
+    };
     let mut out = Files::new();
     for a in all {
         let loaded = match a.kind {
@@ -109,7 +161,7 @@ pub async fn load(
         };
         out.insert(a.id.clone(), loaded);
     }
-    out
+    (out, permit)
 }
 
 /// A document's text for the model, cut at `cap` bytes with a `read_output` pointer.
@@ -169,6 +221,23 @@ mod tests {
             sha256: "ab".repeat(32),
             text_chars: Some(10),
         }
+    }
+
+    #[tokio::test]
+    async fn image_room_waits_for_space_and_caps_huge_requests() {
+        let room = ImageRoom::new(100 << 10);
+        let a = room.take(60 << 10).await;
+        assert_eq!(room.free_kib(), 40);
+        // Larger than what is free: waits until `a` is gone.
+        let waiting =
+            tokio::time::timeout(std::time::Duration::from_millis(50), room.take(50 << 10));
+        assert!(waiting.await.is_err());
+        drop(a);
+        // Larger than the whole room: takes all of it.
+        let all = room.take(1 << 30).await;
+        assert_eq!(room.free_kib(), 0);
+        drop(all);
+        assert_eq!(room.free_kib(), 100);
     }
 
     #[test]

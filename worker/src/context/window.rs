@@ -30,6 +30,15 @@ pub struct ContextUse {
     pub window: u64,
 }
 
+/// A run's context, ready for its first step.
+pub struct Built {
+    pub messages: Vec<ChatMessage>,
+    pub used: ContextUse,
+    /// The worker's image room taken by the images in `messages`; hold it while
+    /// they are.
+    pub images_held: Option<tokio::sync::OwnedSemaphorePermit>,
+}
+
 /// The longest a summariser call may take.
 const SUMMARY_TIMEOUT: Duration = Duration::from_secs(120);
 
@@ -39,7 +48,7 @@ pub async fn build(
     run: &ClaimedRun,
     model: &ModelEntry,
     system: &str,
-) -> weft_shared::store::Result<(Vec<ChatMessage>, ContextUse)> {
+) -> weft_shared::store::Result<Built> {
     let store = &inner.deps.store;
     let cfg = &inner.deps.config.context;
     let window = u64::from(model.config.window());
@@ -54,11 +63,12 @@ pub async fn build(
         )
         .await?;
     let shrink = cfg.old_tool_output_chars;
-    let files = super::files::load(
+    let (files, images_held) = super::files::load(
         &inner.deps.blobs,
         &msgs,
         &model.config,
         &inner.deps.config.attachments,
+        &inner.image_room,
     )
     .await;
     let view = |summary: &Option<Summary>, msgs: &[Message]| {
@@ -110,7 +120,11 @@ pub async fn build(
     }
     let messages = view(&summary, &msgs);
     let tokens = estimate_all(&messages);
-    Ok((messages, ContextUse { tokens, window }))
+    Ok(Built {
+        messages,
+        used: ContextUse { tokens, window },
+        images_held,
+    })
 }
 
 fn with_summary(system: &str, summary: Option<&Summary>) -> String {
