@@ -3,8 +3,10 @@
 //! worker thread) and never touches server code, so start-up stays cheap.
 
 use std::io::{IsTerminal, Read};
+use std::path::PathBuf;
 
 use clap::{Args, Subcommand, ValueEnum};
+use weft_client::attach::{self, LocalFile};
 use weft_client::oneshot::{OneShot, Output};
 use weft_client::repl::ReplOptions;
 use weft_client::session::SessionChoice;
@@ -42,6 +44,11 @@ pub struct ChatArgs {
     /// `chat`; `--mode` is its older name.
     #[arg(long = "agent", visible_alias = "mode", value_name = "ID")]
     pub mode: Option<String>,
+    /// Attach a file to the message (repeatable): images (PNG, JPEG, GIF, WebP) or
+    /// documents (PDF, DOCX, XLSX, PPTX, text, Markdown, CSV, JSON, code). In the
+    /// REPL the files go with the first message; `/attach PATH` adds more there.
+    #[arg(short = 'f', long = "file", value_name = "PATH")]
+    pub files: Vec<PathBuf>,
 }
 
 impl ChatArgs {
@@ -195,6 +202,12 @@ fn talk(
     chat: ChatArgs,
     oneshot: OneShotArgs,
 ) -> Result<u8, ClientError> {
+    // Every file is checked before stdin is read or anything is sent.
+    let files = chat
+        .files
+        .iter()
+        .map(|p| LocalFile::open(p))
+        .collect::<Result<Vec<_>, _>>()?;
     let stdin_piped = !std::io::stdin().is_terminal();
     let text = match (prompt, stdin_piped) {
         (Some(p), true) => Some(with_piped_input(p, read_stdin()?)),
@@ -207,14 +220,16 @@ fn talk(
             session: chat.session_choice(),
             model: chat.model,
             mode: chat.mode,
+            files,
         };
         return weft_client::repl::run(&runtime(true)?, gw, opts);
     };
-    if text.trim().is_empty() {
+    if text.trim().is_empty() && files.is_empty() {
         return Err(ClientError::Usage("nothing to send: the prompt is empty (give -p TEXT, a positional TEXT, or pipe text in)".into()));
     }
     let job = OneShot {
         text,
+        files,
         session: chat.session_choice(),
         model: chat.model,
         mode: chat.mode,
@@ -232,12 +247,13 @@ fn talk(
     runtime(false)?.block_on(weft_client::oneshot::run(gw, job))
 }
 
+/// Piped text; binary data (an image, say) is refused with a pointer to `-f`.
 fn read_stdin() -> Result<String, ClientError> {
-    let mut s = String::new();
+    let mut bytes = Vec::new();
     std::io::stdin()
-        .read_to_string(&mut s)
+        .read_to_end(&mut bytes)
         .map_err(|e| ClientError::Usage(format!("reading stdin: {e}")))?;
-    Ok(s)
+    attach::stdin_text(bytes)
 }
 
 /// `git diff | weft -p "review this"`: the prompt, then the piped text.

@@ -19,7 +19,7 @@ use crate::server::{AdminCommand, ListenArgs, ServerArgs};
     about = "Weft: self-hosted AI agent chat — server, worker and terminal client",
     long_about = None,
     args_conflicts_with_subcommands = true,
-    after_help = "Examples:\n  weft                         interactive chat (REPL)\n  weft -p \"summarise this\"     one-shot: print the reply and exit\n  git diff | weft -p \"review\"  piped text follows the prompt\n  weft -r last                 resume the most recent session\n  weft up                      run a local server (and log this client in)"
+    after_help = "Examples:\n  weft                         interactive chat (REPL)\n  weft -p \"summarise this\"     one-shot: print the reply and exit\n  git diff | weft -p \"review\"  piped text follows the prompt\n  weft -p \"what is this?\" -f shot.png -f report.pdf\n                               send files with the message (images, PDF, Office, text)\n  weft -r last                 resume the most recent session\n  weft up                      run a local server (and log this client in)"
 )]
 struct Cli {
     #[command(subcommand)]

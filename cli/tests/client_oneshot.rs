@@ -3,7 +3,7 @@
 
 mod client_support;
 
-use client_support::{Server, assert_code, json, run, stderr, stdout};
+use client_support::{Server, assert_code, json, run, run_bytes, stderr, stdout};
 
 #[test]
 fn text_reply_is_the_only_thing_on_stdout() {
@@ -255,5 +255,154 @@ fn approvals_are_refused_by_default_and_given_with_approve_auto() {
         stdout(&out).starts_with("tool current_time said: 20"),
         "{}",
         stdout(&out)
+    );
+}
+
+/// A PNG and a Markdown file next to each other in a fresh directory.
+fn sample_files(dir: &std::path::Path) -> (std::path::PathBuf, Vec<u8>, std::path::PathBuf) {
+    let png = weft_files::samples::png();
+    let shot = dir.join("shot.png");
+    std::fs::write(&shot, &png).unwrap();
+    let notes = dir.join("notes.md");
+    std::fs::write(&notes, "# Notes\n\nThe launch code is *teal-42*.\n").unwrap();
+    (shot, png, notes)
+}
+
+#[test]
+fn files_go_with_a_one_shot_message_and_reach_the_model() {
+    let s = Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (shot, png, notes) = sample_files(dir.path());
+
+    let mut cmd = s.weft();
+    cmd.args(["-p", "@mock.describe_images", "-f"])
+        .arg(&shot)
+        .arg("--file")
+        .arg(&notes);
+    let out = run(cmd, None);
+    assert_code(&out, 0);
+    assert_eq!(
+        stdout(&out),
+        format!(
+            "image 1: image/png, {} bytes, sha256 {}\n",
+            png.len(),
+            weft_files::sha256_hex(&png)
+        )
+    );
+
+    // Documents become text the model reads (the mock echoes what it got).
+    let pdf = dir.path().join("report.pdf");
+    std::fs::write(&pdf, weft_files::samples::pdf(&["Quarterly revenue rose"])).unwrap();
+    let mut cmd = s.weft();
+    cmd.args(["-p", "summarise", "-f"])
+        .arg(&notes)
+        .arg("-f")
+        .arg(&pdf);
+    let out = run(cmd, None);
+    assert_code(&out, 0);
+    let echoed = stdout(&out);
+    assert!(echoed.starts_with("You said: summarise"), "{echoed}");
+    assert!(
+        echoed.contains("<document name=\"notes.md\" type=\"text/markdown\">")
+            && echoed.contains("The launch code is *teal-42*."),
+        "{echoed}"
+    );
+    assert!(
+        echoed.contains("<document name=\"report.pdf\" type=\"application/pdf\">")
+            && echoed.contains("Quarterly revenue rose"),
+        "{echoed}"
+    );
+
+    // A file alone is a message too; history lists each message's files.
+    let mut cmd = s.weft();
+    cmd.args(["-r", "last", "-f"]).arg(&shot);
+    assert_code(&run(cmd, None), 0);
+    let mut cmd = s.weft();
+    cmd.args(["sessions", "list"]);
+    let list = stdout(&run(cmd, None));
+    let newest = list.split_whitespace().next().expect("a session");
+    let mut cmd = s.weft();
+    cmd.args(["sessions", "show", newest]);
+    let shown = stdout(&run(cmd, None));
+    let notes_bytes = std::fs::metadata(&notes).unwrap().len();
+    assert!(
+        shown.contains(&format!(
+            "[user]\nsummarise\n📎 notes.md (document, {notes_bytes} B)\n📎 report.pdf (document, "
+        )),
+        "{shown}"
+    );
+    assert!(
+        shown.contains(&format!("[user]\n\n📎 shot.png (image, {} B)\n", png.len())),
+        "{shown}"
+    );
+}
+
+#[test]
+fn binary_stdin_and_unusable_files_are_refused_before_anything_is_sent() {
+    let s = Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    let (shot, png, _) = sample_files(dir.path());
+
+    let mut cmd = s.weft();
+    cmd.args(["-p", "what is this?"]);
+    let out = run_bytes(cmd, Some(&png));
+    assert_code(&out, 2);
+    assert!(
+        stderr(&out).contains("binary data") && stderr(&out).contains("-f PATH"),
+        "{}",
+        stderr(&out)
+    );
+    // Not UTF-8, though without a NUL byte, and piped alone.
+    let out = run_bytes(s.weft(), Some(b"caf\xe9 au lait\n"));
+    assert_code(&out, 2);
+    assert!(stderr(&out).contains("-f PATH"), "{}", stderr(&out));
+
+    let missing = dir.path().join("missing.png");
+    let mut cmd = s.weft();
+    cmd.args(["-p", "x", "-f"])
+        .arg(&shot)
+        .arg("-f")
+        .arg(&missing);
+    let out = run(cmd, None);
+    assert_code(&out, 2);
+    assert_eq!(
+        stderr(&out),
+        format!("weft: no such file: {}\n", missing.display())
+    );
+    let mut cmd = s.weft();
+    cmd.args(["-p", "x", "-f"]).arg(dir.path());
+    let out = run(cmd, None);
+    assert_code(&out, 2);
+    assert!(stderr(&out).contains("is a directory"), "{}", stderr(&out));
+
+    let mut cmd = s.weft();
+    cmd.args(["sessions", "list"]);
+    assert_eq!(stdout(&run(cmd, None)), "", "nothing reached the gateway");
+}
+
+#[test]
+fn a_file_over_a_limit_is_refused_with_the_limit_and_leaves_no_session() {
+    let s = Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    // A real PNG header followed by 5 MiB: an image over the 4 MiB limit.
+    let mut big = weft_files::samples::png();
+    big.resize(big.len() + (5 << 20), 0);
+    let path = dir.path().join("big.png");
+    std::fs::write(&path, &big).unwrap();
+    let mut cmd = s.weft();
+    cmd.args(["-p", "look", "-f"]).arg(&path);
+    let out = run(cmd, None);
+    assert_code(&out, 1);
+    let err = stderr(&out);
+    assert!(
+        err.contains("image_bytes: big.png is 5.0 MiB, more than the 4.0 MiB allowed"),
+        "{err}"
+    );
+    let mut cmd = s.weft();
+    cmd.args(["sessions", "list"]);
+    assert_eq!(
+        stdout(&run(cmd, None)),
+        "",
+        "the refused send left no session"
     );
 }

@@ -187,3 +187,83 @@ fn undo_retry_edit_and_compact_from_the_repl() {
     type_line(&mut p, "/exit");
     exits_cleanly(&mut p);
 }
+
+#[test]
+fn attached_files_wait_in_the_prompt_and_go_with_the_next_message() {
+    let s = Server::start();
+    let dir = tempfile::tempdir().unwrap();
+    let png = weft_files::samples::png();
+    std::fs::write(dir.path().join("my shot.png"), &png).unwrap();
+    std::fs::write(dir.path().join("notes.md"), "launch at noon\n").unwrap();
+    let home = s.dir.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(home.join("pic.png"), &png).unwrap();
+    let mut big = png.clone();
+    big.resize(big.len() + (5 << 20), 0);
+    std::fs::write(dir.path().join("big.png"), &big).unwrap();
+    let d = dir.path().display().to_string();
+
+    let mut p = repl(&s, &[]);
+    type_line(&mut p, "/attach");
+    p.exp_string("no files attached").unwrap();
+    type_line(&mut p, &format!("/attach {d}/missing.png"));
+    p.exp_string(&format!("no such file: {d}/missing.png"))
+        .unwrap();
+    // A quoted path with a space, a Tab-completed one and one under `~`.
+    type_line(&mut p, &format!("/attach \"{d}/my shot.png\""));
+    p.exp_string(&format!("attached my shot.png ({} B)", png.len()))
+        .unwrap();
+    p.exp_string("[1 file] ").expect("the prompt shows it");
+    p.send(&format!("/attach {d}/no")).unwrap();
+    p.send("\t").unwrap();
+    p.send("\r").unwrap();
+    p.flush().unwrap();
+    p.exp_string("attached notes.md")
+        .expect("Tab completed the path");
+    type_line(&mut p, "/attach ~/pic.png");
+    p.exp_string("attached pic.png").unwrap();
+    p.exp_string("[3 files] ").unwrap();
+    type_line(&mut p, "/detach pic.png");
+    p.exp_string("dropped pic.png").unwrap();
+    type_line(&mut p, "/attach");
+    p.exp_string("my shot.png").unwrap();
+    p.exp_string("notes.md").unwrap();
+    p.exp_string("[2 files] ").unwrap();
+
+    type_line(&mut p, "@mock.describe_images");
+    p.exp_string(&format!(
+        "image 1: image/png, {} bytes, sha256 {}",
+        png.len(),
+        weft_files::sha256_hex(&png)
+    ))
+    .expect("the image reached the model");
+    let (_, session) = p.exp_regex("session [0-9a-f]{8}").expect("the status line");
+    p.exp_string(&b("❯")).unwrap();
+    type_line(&mut p, "/attach");
+    p.exp_string("no files attached")
+        .expect("sent files are not sent again");
+
+    // Refused by the gateway: the message says which limit, the file stays.
+    type_line(&mut p, &format!("/attach {d}/big.png"));
+    p.exp_string("attached big.png").unwrap();
+    type_line(&mut p, "what about this one?");
+    p.exp_string("image_bytes: big.png is 5.0 MiB, more than the 4.0 MiB allowed")
+        .unwrap();
+    p.exp_string("still attached").unwrap();
+    p.exp_string("[1 file] ").unwrap();
+    type_line(&mut p, "/attach --clear");
+    p.exp_string("dropped 1 file").unwrap();
+
+    // History on resume lists each message's files.
+    type_line(&mut p, "/new");
+    p.exp_string("new session").unwrap();
+    type_line(
+        &mut p,
+        &format!("/resume {}", &session[session.len() - 8..]),
+    );
+    p.exp_string(&b(&format!("📎 my shot.png (image, {} B)", png.len())))
+        .unwrap();
+    p.exp_string(&b("📎 notes.md (document, 15 B)")).unwrap();
+    type_line(&mut p, "/exit");
+    exits_cleanly(&mut p);
+}

@@ -3,6 +3,7 @@
 
 use std::time::Duration;
 
+use reqwest::multipart::{Form, Part};
 use reqwest::{Method, RequestBuilder, Response, StatusCode};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -11,6 +12,7 @@ use weft_wire::api::{
     ModeList, ModelList, RunDto, SendMessageRequest, SessionDto, SessionList, UserDto,
 };
 
+use crate::attach::Upload;
 use crate::config::Connection;
 use crate::error::{ClientError, Result};
 
@@ -296,18 +298,40 @@ impl Gateway {
     /// `POST …/messages` with `stream: true`; the answer is the new run's SSE. The
     /// idempotency key makes a re-sent request (after a drop before the first
     /// event) attach to the same run instead of creating a second one.
+    ///
+    /// With files the body is `multipart/form-data`: a `json` part with the
+    /// request and one part per file (the gateway types them by their bytes, so
+    /// no part declares a type).
     pub async fn send_streaming(
         &self,
         session: &str,
         req: &SendMessageRequest,
+        files: &[Upload],
         idempotency_key: &str,
     ) -> Result<Response> {
         let path = format!("/v1/sessions/{session}/messages");
         let rb = self
             .request(Method::POST, &path)?
             .header("idempotency-key", idempotency_key)
-            .header("accept", "text/event-stream")
-            .json(req);
+            .header("accept", "text/event-stream");
+        let rb = if files.is_empty() {
+            rb.json(req)
+        } else {
+            let json = serde_json::to_string(req)
+                .map_err(|e| ClientError::Local(format!("encoding the message: {e}")))?;
+            let json = Part::text(json)
+                .mime_str("application/json")
+                .map_err(|e| ClientError::Local(e.to_string()))?;
+            let form = files
+                .iter()
+                .fold(Form::new().part("json", json), |form, f| {
+                    form.part(
+                        "file",
+                        Part::bytes(f.bytes.clone()).file_name(f.name.clone()),
+                    )
+                });
+            rb.multipart(form)
+        };
         self.execute(rb, &path).await
     }
 

@@ -148,6 +148,9 @@ pub async fn sessions_show(gw: &Gateway, id: &str, limit: u32) -> Result<()> {
                     )?;
                 }
                 writeln!(out, "{}", m.content)?;
+                for a in &m.attachments {
+                    writeln!(out, "{}", crate::render::attachment_line(a))?;
+                }
             }
         }
     }

@@ -9,12 +9,14 @@
 //! * [`stream`] — one run's event stream with automatic re-attach (`Last-Event-ID`),
 //!   deduplicated by `seq`, so a dropped connection never repeats or loses output.
 //! * [`reply`] — folds events into a reply, honouring `retrying` and resumed attempts.
+//! * [`attach`] — files named with `-f` or `/attach`, checked then, read when sent.
 //! * [`oneshot`], [`repl`], [`commands`] — the three ways a person uses it.
 //!
 //! Nothing here touches a database or starts server machinery; the binary runs it
 //! on a current-thread tokio runtime.
 
 pub mod api;
+pub mod attach;
 pub mod commands;
 pub mod config;
 pub mod error;

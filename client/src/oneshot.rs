@@ -6,6 +6,9 @@
 //! stderr. With `--stream` (the default) text is written as it arrives; with
 //! `--no-stream` it is written once the run is over, which also keeps the output
 //! exact if an upstream retry voids text already received.
+//!
+//! Files (`-f PATH`) are read before the session is opened, so an unreadable one
+//! stops the command before anything reaches the gateway.
 
 use std::io::Write;
 
@@ -13,6 +16,7 @@ use serde::Serialize;
 use weft_wire::api::{SendMessageRequest, UsageDto};
 
 use crate::api::Gateway;
+use crate::attach::{self, LocalFile};
 use crate::error::{ClientError, Result};
 use crate::exit;
 use crate::reply::{Change, Outcome, Reply};
@@ -37,6 +41,8 @@ pub enum Approve {
 #[derive(Debug, Clone)]
 pub struct OneShot {
     pub text: String,
+    /// Files sent with the message (`-f`), checked when the command line was read.
+    pub files: Vec<LocalFile>,
     pub session: SessionChoice,
     pub model: Option<String>,
     pub mode: Option<String>,
@@ -69,9 +75,10 @@ struct JsonResult<'a> {
 
 /// Run it; the answer is the process exit code.
 pub async fn run(gw: &Gateway, job: OneShot) -> Result<u8> {
-    if job.text.trim().is_empty() {
+    if job.text.trim().is_empty() && job.files.is_empty() {
         return Err(ClientError::Usage("the message is empty".into()));
     }
+    let files = attach::read_all(&job.files).await?;
     let session =
         session::open(gw, &job.session, job.model.as_deref(), job.mode.as_deref()).await?;
     let req = SendMessageRequest {
@@ -84,7 +91,7 @@ pub async fn run(gw: &Gateway, job: OneShot) -> Result<u8> {
         stream: true,
         wait: false,
     };
-    let mut stream = RunStream::send(gw, &session.id, req);
+    let mut stream = RunStream::send(gw, &session.id, req, files);
     let mut reply = Reply::default();
     let mut printer = TextPrinter {
         live: job.stream && job.output == Output::Text,
@@ -95,7 +102,13 @@ pub async fn run(gw: &Gateway, job: OneShot) -> Result<u8> {
     let mut interrupts = crate::interrupt::Interrupts::new()?;
     loop {
         let next = tokio::select! {
-            ev = stream.next() => ev?,
+            ev = stream.next() => match ev {
+                Ok(ev) => ev,
+                Err(e) => {
+                    forget_refused(gw, &job, &session.id, &stream, &e).await;
+                    return Err(e);
+                }
+            },
             _ = interrupts.next() => {
                 if cancelling {
                     eprintln!();
@@ -164,6 +177,27 @@ pub async fn run(gw: &Gateway, job: OneShot) -> Result<u8> {
             ));
         }
     })
+}
+
+/// A session this command created for a message the gateway refused (a file
+/// over a limit, say) holds nothing: remove it rather than leave an empty one.
+async fn forget_refused(
+    gw: &Gateway,
+    job: &OneShot,
+    session: &str,
+    stream: &RunStream,
+    e: &ClientError,
+) {
+    let refused = matches!(
+        e,
+        ClientError::Api {
+            status: 400..=499,
+            ..
+        }
+    );
+    if refused && job.session == SessionChoice::New && !stream.accepted() {
+        let _ = gw.delete_session(session).await;
+    }
 }
 
 /// Writes text deltas to stdout as they come, tool lines to stderr.

@@ -19,6 +19,7 @@ use weft_wire::api::{SendAccepted, SendMessageRequest};
 use weft_wire::event::RunEvent;
 
 use crate::api::Gateway;
+use crate::attach::Upload;
 use crate::error::{ClientError, Result};
 
 /// The gateway pings every 15 s; silence for this long means the connection is dead.
@@ -32,6 +33,8 @@ enum Origin {
     Send {
         session: String,
         req: SendMessageRequest,
+        /// Read once, re-sent as they were if the send is repeated.
+        files: Vec<Upload>,
         key: String,
     },
     Run,
@@ -43,6 +46,8 @@ pub struct RunStream {
     run_id: Option<String>,
     /// A run we follow only to learn when our queued message starts.
     waiting_behind: Option<String>,
+    /// The gateway answered the send with success (the message is in).
+    sent: bool,
     last_seq: u64,
     events: Option<Events>,
     failures: u32,
@@ -52,8 +57,13 @@ pub struct RunStream {
 }
 
 impl RunStream {
-    /// Send a message and stream the run it starts.
-    pub fn send(gw: &Gateway, session: &str, req: SendMessageRequest) -> RunStream {
+    /// Send a message (with `files`, if any) and stream the run it starts.
+    pub fn send(
+        gw: &Gateway,
+        session: &str,
+        req: SendMessageRequest,
+        files: Vec<Upload>,
+    ) -> RunStream {
         let req = SendMessageRequest {
             stream: true,
             wait: false,
@@ -62,6 +72,7 @@ impl RunStream {
         let origin = Origin::Send {
             session: session.to_string(),
             req,
+            files,
             key: uuid::Uuid::new_v4().to_string(),
         };
         RunStream {
@@ -69,6 +80,7 @@ impl RunStream {
             origin,
             run_id: None,
             waiting_behind: None,
+            sent: false,
             last_seq: 0,
             events: None,
             failures: 0,
@@ -84,6 +96,7 @@ impl RunStream {
             origin: Origin::Run,
             run_id: Some(run_id.into()),
             waiting_behind: None,
+            sent: false,
             last_seq: after,
             events: None,
             failures: 0,
@@ -94,6 +107,12 @@ impl RunStream {
 
     pub fn run_id(&self) -> Option<&str> {
         self.run_id.as_deref()
+    }
+
+    /// The gateway took the message: it started a run or queued the message.
+    /// Before that a failure means nothing was sent (a refusal, say).
+    pub fn accepted(&self) -> bool {
+        self.sent || self.run_id.is_some()
     }
 
     /// The next new event, `None` after the terminal one.
@@ -178,8 +197,19 @@ impl RunStream {
         let resp = match (&self.origin, &self.run_id, &self.waiting_behind) {
             (_, _, Some(active)) => self.gw.run_events(active, self.last_seq).await?,
             (_, Some(run), None) => self.gw.run_events(run, self.last_seq).await?,
-            (Origin::Send { session, req, key }, None, None) => {
-                self.gw.send_streaming(session, req, key).await?
+            (
+                Origin::Send {
+                    session,
+                    req,
+                    files,
+                    key,
+                },
+                None,
+                None,
+            ) => {
+                let resp = self.gw.send_streaming(session, req, files, key).await?;
+                self.sent = true;
+                resp
             }
             (Origin::Run, None, None) => unreachable!("attach always has a run id"),
         };

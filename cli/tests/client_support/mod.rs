@@ -115,7 +115,12 @@ fn isolate(cmd: &mut Command, dir: &std::path::Path) {
 }
 
 /// Run to completion with `stdin` as input, failing the test after [`WAIT`].
-pub fn run(mut cmd: Command, stdin: Option<&str>) -> Output {
+pub fn run(cmd: Command, stdin: Option<&str>) -> Output {
+    run_bytes(cmd, stdin.map(str::as_bytes))
+}
+
+/// [`run`] with any bytes on stdin (binary input).
+pub fn run_bytes(mut cmd: Command, stdin: Option<&[u8]>) -> Output {
     cmd.stdin(if stdin.is_some() {
         Stdio::piped()
     } else {
@@ -127,7 +132,7 @@ pub fn run(mut cmd: Command, stdin: Option<&str>) -> Output {
     if let Some(input) = stdin {
         use std::io::Write;
         let mut pipe = child.stdin.take().expect("stdin");
-        pipe.write_all(input.as_bytes()).expect("write stdin");
+        pipe.write_all(input).expect("write stdin");
     }
     let (tx, rx) = mpsc::channel();
     std::thread::spawn(move || {

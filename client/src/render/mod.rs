@@ -106,9 +106,35 @@ pub fn human_ms(ms: u64) -> String {
     }
 }
 
+/// `812 B`, `12.3 KiB`, `4.0 MiB`.
+pub fn human_bytes(n: u64) -> String {
+    const KIB: f64 = 1024.0;
+    match n {
+        0..1024 => format!("{n} B"),
+        1024..1_048_576 => format!("{:.1} KiB", n as f64 / KIB),
+        _ => format!("{:.1} MiB", n as f64 / (KIB * KIB)),
+    }
+}
+
+/// How a message's file reads in history: `📎 shot.png (image, 12.3 KiB)`.
+pub fn attachment_line(a: &weft_wire::api::AttachmentDto) -> String {
+    let kind = match a.kind {
+        weft_wire::api::AttachmentKind::Image => "image",
+        weft_wire::api::AttachmentKind::Document => "document",
+    };
+    format!("📎 {} ({kind}, {})", a.name, human_bytes(a.bytes))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn sizes_read_in_binary_units() {
+        assert_eq!(human_bytes(812), "812 B");
+        assert_eq!(human_bytes(12_595), "12.3 KiB");
+        assert_eq!(human_bytes(4 << 20), "4.0 MiB");
+    }
 
     #[test]
     fn widths_count_cjk_as_two_and_skip_escapes() {

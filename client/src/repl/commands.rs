@@ -1,5 +1,5 @@
 //! Slash commands: `/sessions`, `/resume ID`, `/new`, `/model [ID]`, `/agent [ID]`,
-//! `/undo`, `/redo`, `/retry`, `/edit TEXT`, `/compact`,
+//! `/undo`, `/redo`, `/retry`, `/edit TEXT`, `/compact`, `/attach PATH`, `/detach`,
 //! `/stop`, `/think`, `/status`, `/mcp`, `/help`, `/exit`.
 
 use super::state::ReplState;
@@ -37,6 +37,14 @@ pub const COMMANDS: &[(&str, &str)] = &[
     (
         "/compact",
         "summarise the older turns before the next reply",
+    ),
+    (
+        "/attach",
+        "PATH… — files (images, PDF, Office, text) for your next message; alone: list",
+    ),
+    (
+        "/detach",
+        "[N|NAME] — drop the attached files, or one of them",
     ),
     ("/stop", "cancel the session's active run"),
     ("/think", "show the last reply's thinking in full"),
@@ -83,6 +91,8 @@ pub async fn run(gw: &Gateway, state: &mut ReplState, line: &str) -> Result<Flow
             }
             Err(e) => return Err(e),
         },
+        "/attach" => super::attachments::attach(state, arg),
+        "/detach" => super::attachments::detach(state, arg),
         "/new" => {
             state.session_id = None;
             state.last = None;
@@ -132,6 +142,9 @@ pub async fn run(gw: &Gateway, state: &mut ReplState, line: &str) -> Result<Flow
                         crate::render::term_width().saturating_sub(12)
                     )
                 );
+                for a in &m.attachments {
+                    println!("{DIM}  {}{RESET}", crate::render::attachment_line(a));
+                }
             }
         }
         "/model" if arg.is_empty() => {

@@ -1,10 +1,11 @@
 //! Line-editor integration (`rustyline`, which lays out wide/CJK characters by
-//! display width): Tab completion of slash commands and their arguments, and
-//! multi-line input — a line ending in `\` or an unclosed ``` fence continues.
+//! display width): Tab completion of slash commands and their arguments (paths
+//! after `/attach`, `~/` included), and multi-line input — a line ending in `\`
+//! or an unclosed ``` fence continues.
 
 use std::borrow::Cow;
 
-use rustyline::completion::{Completer, Pair};
+use rustyline::completion::{Completer, FilenameCompleter, Pair};
 use rustyline::highlight::Highlighter;
 use rustyline::hint::Hinter;
 use rustyline::validate::{ValidationContext, ValidationResult, Validator};
@@ -16,6 +17,35 @@ use super::commands::COMMANDS;
 pub struct ReplHelper {
     pub models: Vec<String>,
     pub modes: Vec<String>,
+    pub paths: FilenameCompleter,
+}
+
+impl ReplHelper {
+    /// Paths for `/attach`: rustyline's completer (which escapes spaces the way
+    /// `/attach` reads them), with `~/` standing for the home directory.
+    fn complete_path(&self, line: &str, pos: usize) -> rustyline::Result<(usize, Vec<Pair>)> {
+        let (start, found) = self.paths.complete_path(line, pos)?;
+        let word = &line[start..pos];
+        let Some(rest) = word.strip_prefix('~').filter(|r| r.starts_with('/')) else {
+            return Ok((start, found));
+        };
+        let Some(home) = std::env::var("HOME").ok().filter(|h| !h.is_empty()) else {
+            return Ok((start, found));
+        };
+        let expanded = format!("{}{home}{rest}", &line[..start]);
+        let (_, found) = self.paths.complete_path(&expanded, expanded.len())?;
+        let found = found
+            .into_iter()
+            .map(|p| Pair {
+                replacement: match p.replacement.strip_prefix(home.as_str()) {
+                    Some(tail) => format!("~{tail}"),
+                    None => p.replacement,
+                },
+                display: p.display,
+            })
+            .collect();
+        Ok((start, found))
+    }
 }
 
 impl Completer for ReplHelper {
@@ -45,6 +75,7 @@ impl Completer for ReplHelper {
                     .map(|c| pair(&format!("{c} ")))
                     .collect(),
             )),
+            Some(("/attach", _)) => self.complete_path(line, pos),
             Some((cmd, arg)) => {
                 let options: &[String] = match cmd {
                     "/model" => &self.models,
@@ -75,10 +106,15 @@ impl Highlighter for ReplHelper {
         prompt: &'p str,
         default: bool,
     ) -> Cow<'b, str> {
-        if default {
-            Cow::Owned(format!("\x1b[1;36m{prompt}\x1b[0m"))
-        } else {
-            Cow::Borrowed(prompt)
+        if !default {
+            return Cow::Borrowed(prompt);
+        }
+        // `[2 files] ❯ `: the count in yellow, the arrow as always.
+        match prompt.strip_suffix(super::PROMPT) {
+            Some(files) if !files.is_empty() => {
+                Cow::Owned(format!("\x1b[33m{files}\x1b[1;36m{}\x1b[0m", super::PROMPT))
+            }
+            _ => Cow::Owned(format!("\x1b[1;36m{prompt}\x1b[0m")),
         }
     }
 }

@@ -5,6 +5,7 @@
 //! connections kept alive in the pool) runs on a one-worker tokio runtime so the
 //! pool notices closed connections meanwhile. Each turn is `block_on`.
 
+pub mod attachments;
 pub mod commands;
 pub mod display;
 pub mod helper;
@@ -16,6 +17,7 @@ use rustyline::history::FileHistory;
 use rustyline::{Config, Editor};
 
 use crate::api::Gateway;
+use crate::attach::LocalFile;
 use crate::error::{ClientError, Result};
 use crate::exit;
 use crate::render::{DIM, RESET};
@@ -31,11 +33,14 @@ pub struct ReplOptions {
     pub session: SessionChoice,
     pub model: Option<String>,
     pub mode: Option<String>,
+    /// `-f` files: they go with the first message.
+    pub files: Vec<LocalFile>,
 }
 
 /// Run until `/exit` or Ctrl-D; the answer is the exit code.
 pub fn run(rt: &tokio::runtime::Runtime, gw: &Gateway, opts: ReplOptions) -> Result<u8> {
     let mut state = rt.block_on(start(gw, &opts))?;
+    state.pending = opts.files;
     let mut rl: Editor<ReplHelper, FileHistory> = Editor::with_config(
         Config::builder()
             .max_history_size(2000)
@@ -47,6 +52,7 @@ pub fn run(rt: &tokio::runtime::Runtime, gw: &Gateway, opts: ReplOptions) -> Res
     rl.set_helper(Some(ReplHelper {
         models: state.models.iter().map(|m| m.id.clone()).collect(),
         modes: state.modes.iter().map(|m| m.id.clone()).collect(),
+        ..ReplHelper::default()
     }));
     let history = crate::config::state_dir().map(|d| d.join("history"));
     if let Some(h) = &history {
@@ -58,7 +64,7 @@ pub fn run(rt: &tokio::runtime::Runtime, gw: &Gateway, opts: ReplOptions) -> Res
         "{DIM}/help for commands · \\ at line end continues · Ctrl-C stops a reply · Ctrl-D quits{RESET}"
     );
     loop {
-        match rl.readline(PROMPT) {
+        match rl.readline(&state.prompt()) {
             Ok(line) => {
                 let text = helper::message_text(&line);
                 if text.is_empty() {

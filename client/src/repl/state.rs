@@ -1,10 +1,12 @@
 //! What the REPL remembers between turns: the session (created lazily, so `/new`
 //! never leaves empty sessions behind), the model and mode to use, the catalogue
-//! for completion and validation, and the last reply for the status line.
+//! for completion and validation, the last reply for the status line, and the
+//! files attached for the next message (shown in the prompt).
 
 use weft_wire::api::{CreateSessionRequest, ModeDto, ModelDto, SessionDto, UpdateSessionRequest};
 
 use crate::api::Gateway;
+use crate::attach::LocalFile;
 use crate::error::Result;
 use crate::render::{DIM, RESET, human_ms};
 use crate::reply::Reply;
@@ -20,6 +22,8 @@ pub struct ReplState {
     pub models: Vec<ModelDto>,
     pub modes: Vec<ModeDto>,
     pub last: Option<Reply>,
+    /// `/attach`ed files; they go with the next message.
+    pub pending: Vec<LocalFile>,
 }
 
 impl ReplState {
@@ -41,6 +45,7 @@ impl ReplState {
             models,
             modes,
             last: None,
+            pending: Vec::new(),
         }
     }
 
@@ -81,6 +86,14 @@ impl ReplState {
             gw.update_session(id, &req).await?;
         }
         Ok(())
+    }
+
+    /// `❯ `, or `[2 files] ❯ ` while files wait for the next message.
+    pub fn prompt(&self) -> String {
+        match self.pending.len() {
+            0 => super::PROMPT.to_string(),
+            n => format!("[{}] {}", crate::attach::count(n), super::PROMPT),
+        }
     }
 
     pub fn current_model(&self) -> &str {

@@ -1,6 +1,8 @@
 //! One chat turn in the REPL: send, stream the reply into the [`Display`], and
 //! let Ctrl-C cancel the run (the gateway keeps the partial text as the reply).
-//! Approval requests are answered inline.
+//! Approval requests are answered inline. Attached files go with the message and
+//! are dropped once the gateway took it; a refused message (a file over a limit,
+//! a type the gateway does not take) keeps them, so the person can fix and resend.
 
 use std::io::{BufRead, Write};
 use std::time::Duration;
@@ -10,13 +12,21 @@ use weft_wire::api::SendMessageRequest;
 use super::display::Display;
 use super::state::ReplState;
 use crate::api::Gateway;
-use crate::error::Result;
+use crate::attach;
+use crate::error::{ClientError, Result};
 use crate::render::{DIM, RESET, YELLOW, args_summary};
 use crate::reply::{Change, Outcome, Reply};
 use crate::stream::RunStream;
 
 pub async fn run(gw: &Gateway, state: &mut ReplState, text: String) -> Result<()> {
-    let session = state.ensure_session(gw).await?;
+    let files = match attach::read_all(&state.pending).await {
+        Ok(files) => files,
+        Err(e) => return Err(still_attached(e, state)),
+    };
+    let session = match state.ensure_session(gw).await {
+        Ok(id) => id,
+        Err(e) => return Err(still_attached(e, state)),
+    };
     let req = SendMessageRequest {
         text,
         attachments: vec![],
@@ -27,15 +37,36 @@ pub async fn run(gw: &Gateway, state: &mut ReplState, text: String) -> Result<()
         stream: true,
         wait: false,
     };
-    follow(gw, state, RunStream::send(gw, &session, req)).await
+    let mut stream = RunStream::send(gw, &session, req, files);
+    let result = follow(gw, state, &mut stream).await;
+    if result.is_ok() || stream.accepted() {
+        state.pending.clear();
+        return result;
+    }
+    result.map_err(|e| still_attached(e, state))
+}
+
+/// Why a message did not go, and that its files still wait for the next try.
+fn still_attached(e: ClientError, state: &ReplState) -> ClientError {
+    match state.pending.len() {
+        0 => e,
+        n => ClientError::Local(format!(
+            "{e}\n  {} still attached: fix and send again, /attach lists them, /detach drops them",
+            if n == 1 {
+                "the file is"
+            } else {
+                "the files are"
+            }
+        )),
+    }
 }
 
 /// Follow a run started elsewhere (`/retry`, `/edit`): the same rendering.
 pub async fn attach(gw: &Gateway, state: &mut ReplState, run_id: &str) -> Result<()> {
-    follow(gw, state, RunStream::attach(gw, run_id, 0)).await
+    follow(gw, state, &mut RunStream::attach(gw, run_id, 0)).await
 }
 
-async fn follow(gw: &Gateway, state: &mut ReplState, mut stream: RunStream) -> Result<()> {
+async fn follow(gw: &Gateway, state: &mut ReplState, stream: &mut RunStream) -> Result<()> {
     let mut reply = Reply::default();
     let mut display = Display::new();
     let mut tick = tokio::time::interval(Duration::from_millis(100));
