@@ -214,6 +214,24 @@ async fn images_reach_openai_and_anthropic_wires(b: Backend) {
     }
 }
 
+/// A multipart send.
+async fn post_form(
+    app: &App,
+    token: &str,
+    session: &str,
+    form: reqwest::multipart::Form,
+) -> (u16, Value) {
+    let res = app
+        .http
+        .post(app.url(&format!("/v1/sessions/{session}/messages")))
+        .bearer_auth(token)
+        .multipart(form)
+        .send()
+        .await
+        .unwrap();
+    (res.status().as_u16(), res.json().await.unwrap())
+}
+
 async fn multipart_sends_files_and_the_bytes_decide_the_type(b: Backend) {
     let app = App::start(b).await;
     let alice = app.user("alice").await;
@@ -241,16 +259,8 @@ async fn multipart_sends_files_and_the_bytes_decide_the_type(b: Backend) {
             "file",
             reqwest::multipart::Part::bytes(docx.clone()).file_name("minutes.docx"),
         );
-    let res = app
-        .http
-        .post(app.url(&format!("/v1/sessions/{s}/messages")))
-        .bearer_auth(&alice)
-        .multipart(form)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 200);
-    let v: Value = res.json().await.unwrap();
+    let (st, v) = post_form(&app, &alice, &s, form).await;
+    assert_eq!(st, 200, "{v}");
     assert_eq!(v["content"], described(&png, "image/png", 1), "{v}");
     let msgs = app.messages(&alice, &s).await;
     let files = &msgs[0]["attachments"];
@@ -266,16 +276,8 @@ async fn multipart_sends_files_and_the_bytes_decide_the_type(b: Backend) {
         "file",
         reqwest::multipart::Part::bytes(png.clone()).file_name("a.png"),
     );
-    let res = app
-        .http
-        .post(app.url(&format!("/v1/sessions/{s}/messages")))
-        .bearer_auth(&alice)
-        .multipart(form)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(res.status(), 400);
-    let v: Value = res.json().await.unwrap();
+    let (st, v) = post_form(&app, &alice, &s, form).await;
+    assert_eq!(st, 400, "{v}");
     assert!(
         v["error"]["message"]
             .as_str()

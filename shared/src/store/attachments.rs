@@ -163,22 +163,25 @@ impl Store {
 
     /// One attachment of `user` (others' do not exist: 404).
     pub async fn get_attachment(&self, user: &UserId, id: &FileId) -> Result<Attachment> {
-        let sql = format!("select {COLUMNS} from attachments where id = $1 and user_id = $2");
-        let row = sqlx::query(sqlx::AssertSqlSafe(sql))
-            .bind(&id.0)
-            .bind(&user.0)
-            .fetch_optional(&self.pool)
-            .await?
-            .ok_or(StoreError::NotFound)?;
-        Attachment::from_row(&row)
+        self.attachment_where(id, "user_id", &user.0).await
     }
 
     /// An attachment of `session` (the agent reading a document of its own conversation).
     pub async fn session_attachment(&self, session: &str, id: &FileId) -> Result<Attachment> {
-        let sql = format!("select {COLUMNS} from attachments where id = $1 and session_id = $2");
+        self.attachment_where(id, "session_id", session).await
+    }
+
+    /// Attachment `id` if its `scope` column (`user_id`, `session_id`) is `value`.
+    async fn attachment_where(
+        &self,
+        id: &FileId,
+        scope: &'static str,
+        value: &str,
+    ) -> Result<Attachment> {
+        let sql = format!("select {COLUMNS} from attachments where id = $1 and {scope} = $2");
         let row = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(&id.0)
-            .bind(session)
+            .bind(value)
             .fetch_optional(&self.pool)
             .await?
             .ok_or(StoreError::NotFound)?;
