@@ -16,7 +16,8 @@
 //!    message id as the idempotency key and multitask `enqueue`).
 //!
 //! Messages of one conversation are handled one at a time in arrival order (a
-//! per-chat lock in this process); the reply card is the worker's job. Button
+//! place in the conversation's line, taken as the event comes off the
+//! connection, [`turns`]); the reply card is the worker's job. Button
 //! clicks (`card.action.trigger`) are approvals, answered in their ack
 //! ([`approve`]).
 
@@ -25,15 +26,16 @@ mod approve;
 mod commands;
 mod handle;
 mod inbound;
+mod turns;
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::Context;
-use tokio::sync::{OwnedMutexGuard, Semaphore, mpsc};
+use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinHandle;
 use weft_lark::AppCredentials;
+use weft_lark::event::EventEnvelope;
 use weft_lark::rest::{RestClient, RestConfig};
 use weft_lark::sender::{RateAwareSender, RateLimits};
 use weft_lark::ws::{self, Delivery, WsConfig, WsError};
@@ -43,6 +45,8 @@ use weft_shared::time::now_ms;
 
 use crate::AppState;
 pub use inbound::BotIdentity;
+use inbound::Incoming;
+use turns::{ChatLines, ChatTurn};
 
 /// How long inbound message ids are remembered (Lark redelivers for hours; the
 /// design asks for at least 12).
@@ -121,7 +125,14 @@ pub(crate) struct Bot {
     pub(crate) state: AppState,
     pub(crate) sender: RateAwareSender,
     pub(crate) me: BotIdentity,
-    chats: Arc<ChatLocks>,
+    chats: Arc<ChatLines>,
+}
+
+/// A message for the bot, in line in its conversation.
+struct Admitted {
+    event_id: String,
+    incoming: Incoming,
+    turn: ChatTurn,
 }
 
 async fn dispatch(
@@ -135,13 +146,26 @@ async fn dispatch(
             break;
         };
         let bot = bot.clone();
-        tokio::spawn(async move {
-            match delivery {
-                Delivery::Event(event) => bot.on_event(event.envelope).await,
-                Delivery::CardAction(action) => bot.on_card_action(action).await,
+        match delivery {
+            // A message takes its place in its conversation's line here, in
+            // arrival order, not in its task: a task spawned later may well
+            // start first.
+            Delivery::Event(event) => {
+                let Some(message) = bot.admit(event.envelope) else {
+                    continue;
+                };
+                tokio::spawn(async move {
+                    bot.on_message(message).await;
+                    drop(slot);
+                });
             }
-            drop(slot);
-        });
+            Delivery::CardAction(action) => {
+                tokio::spawn(async move {
+                    bot.on_card_action(action).await;
+                    drop(slot);
+                });
+            }
+        }
     }
     match connection.await {
         Ok(Ok(())) => tracing::info!("lark long connection closed"),
@@ -153,19 +177,32 @@ async fn dispatch(
 }
 
 impl Bot {
-    async fn on_event(&self, envelope: weft_lark::event::EventEnvelope) {
-        let event_id = envelope.header.event_id.clone();
-        let incoming =
-            match inbound::classify(&envelope, &self.me, &self.state.config.lark, now_ms()) {
-                inbound::Verdict::Handle(incoming) => incoming,
-                inbound::Verdict::Ignore(why) => {
-                    metrics::counter!("weft_lark_events_total", "outcome" => "ignored")
-                        .increment(1);
-                    tracing::debug!(event.id = %event_id, why, "lark event ignored");
-                    return;
-                }
-            };
-        let _turn = self.chats.lock(&incoming.chat.key()).await;
+    /// Classifies an event as it arrives; a message for the bot takes its
+    /// place in its conversation's line.
+    fn admit(&self, envelope: EventEnvelope) -> Option<Admitted> {
+        match inbound::classify(&envelope, &self.me, &self.state.config.lark, now_ms()) {
+            inbound::Verdict::Handle(incoming) => Some(Admitted {
+                turn: self.chats.join(&incoming.chat.key()),
+                event_id: envelope.header.event_id,
+                incoming,
+            }),
+            inbound::Verdict::Ignore(why) => {
+                metrics::counter!("weft_lark_events_total", "outcome" => "ignored").increment(1);
+                tracing::debug!(event.id = %envelope.header.event_id, why, "lark event ignored");
+                None
+            }
+        }
+    }
+
+    /// Handles a message once the ones before it in its conversation are done.
+    async fn on_message(&self, message: Admitted) {
+        let Admitted {
+            event_id,
+            incoming,
+            mut turn,
+        } = message;
+        // The turn is held until this message is handled (dropped at the end).
+        turn.wait().await;
         let store = &self.state.store;
         let claim = retrying("lark dedupe", || {
             store.claim_lark_inbound(&incoming.message_id)
@@ -186,49 +223,6 @@ impl Bot {
         let message_id = incoming.message_id.clone();
         if let Err(e) = self.handle(incoming).await {
             tracing::warn!(event.id = %event_id, lark.message_id = %message_id, error = %format!("{e:#}"), "handling a lark message failed");
-        }
-    }
-}
-
-/// One lock per conversation, so its messages are handled in arrival order.
-#[derive(Default)]
-struct ChatLocks {
-    locks: Mutex<HashMap<String, Arc<tokio::sync::Mutex<()>>>>,
-}
-
-/// Holds a conversation's turn; forgets the lock when nobody else waits on it.
-struct ChatTurn<'a> {
-    locks: &'a ChatLocks,
-    key: String,
-    guard: Option<OwnedMutexGuard<()>>,
-}
-
-impl ChatLocks {
-    async fn lock(&self, key: &str) -> ChatTurn<'_> {
-        let lock = self
-            .locks
-            .lock()
-            .expect("chat locks")
-            .entry(key.to_owned())
-            .or_default()
-            .clone();
-        ChatTurn {
-            locks: self,
-            key: key.to_owned(),
-            guard: Some(lock.lock_owned().await),
-        }
-    }
-}
-
-impl Drop for ChatTurn<'_> {
-    fn drop(&mut self) {
-        drop(self.guard.take());
-        let mut locks = self.locks.locks.lock().expect("chat locks");
-        if locks
-            .get(&self.key)
-            .is_some_and(|l| Arc::strong_count(l) == 1)
-        {
-            locks.remove(&self.key);
         }
     }
 }

@@ -19,10 +19,11 @@ both_backends!(
 async fn stop_word_cancels_and_the_card_says_stopped(b: Backend) {
     let mut w = LarkWorld::start(b).await;
     let long = w.dm("ou_alice", "@mock.tokens 400 @mock.delay 0 25");
+    // Two words shown: a stop can land within a word's 25 ms.
     w.until("text on the card", |_| {
         w.replies(&long)
             .into_iter()
-            .find(|m| !body(m).is_empty() && body(m) != "…")
+            .find(|m| body(m).starts_with("w1 w2"))
     })
     .await;
     let stop = w.dm("ou_alice", "停");
@@ -48,12 +49,15 @@ async fn flush_answers_the_queue_at_once(b: Backend) {
     let long = w.dm("ou_alice", "@mock.tokens 400 @mock.delay 0 25");
     w.until("the card", |_| w.replies(&long).into_iter().next())
         .await;
-    let second = w.dm("ou_alice", "second");
-    let third = w.dm("ou_alice", "third");
-    // Both wait behind the long reply (their THINKING reactions show that).
-    w.until("both queued", |f| {
+    // Sent in a burst: the bot must keep them in the order they were sent.
+    let queued: Vec<String> = ["second", "third", "fourth", "fifth"]
+        .into_iter()
+        .map(|text| w.dm("ou_alice", text))
+        .collect();
+    // All wait behind the long reply (their THINKING reactions show that).
+    w.until("all queued", |f| {
         let r = f.records();
-        [&second, &third]
+        queued
             .iter()
             .all(|m| {
                 !r.calls_to("POST", &format!("/open-apis/im/v1/messages/{m}/reactions"))
@@ -64,13 +68,17 @@ async fn flush_answers_the_queue_at_once(b: Backend) {
     .await;
     let flush = w.dm("ou_alice", "/flush");
     assert_eq!(template(&w.final_card(&long).await), "grey");
-    let merged = w.final_card(&third).await;
+    // One reply to the newest message, and the model read it as the newest.
+    let (newest, earlier) = queued.split_last().unwrap();
+    let merged = w.final_card(newest).await;
     assert_eq!(template(&merged), "green");
-    assert!(body(&merged).starts_with("You said:"), "{}", body(&merged));
-    assert!(
-        w.replies(&second).is_empty(),
-        "the queue is answered once, in one card"
-    );
+    assert_eq!(body(&merged), "You said: fifth");
+    for m in earlier {
+        assert!(
+            w.replies(m).is_empty(),
+            "the queue is answered once, in one card"
+        );
+    }
     assert!(notice(&w.replies(&flush)[0]).contains("stopped"));
     let records = w.fake.records();
     assert!(
