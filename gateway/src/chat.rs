@@ -35,7 +35,11 @@ pub async fn chat(
     Caller(user): Caller,
     token: PresentedToken,
     headers: HeaderMap,
-    SendBody { req, files }: SendBody<ChatRequest>,
+    SendBody {
+        req,
+        files,
+        room: _room,
+    }: SendBody<ChatRequest>,
 ) -> ApiResult<Response> {
     let text = match (&req.message, &req.messages) {
         (Some(m), _) => m.clone(),

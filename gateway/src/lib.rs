@@ -71,6 +71,8 @@ pub struct AppState {
     pub agents: agents::SharedAgentIds,
     /// Attachment bytes.
     pub blobs: weft_shared::blobs::Blobs,
+    /// Memory for attachment uploads in flight (`attachments.gateway_upload_memory_bytes`).
+    pub upload_room: weft_shared::memory_room::MemoryRoom,
 }
 
 impl AppState {
@@ -111,6 +113,9 @@ impl AppState {
                 &config.agents,
             ))),
             blobs,
+            upload_room: weft_shared::memory_room::MemoryRoom::new(
+                config.attachments.gateway_upload_memory_bytes,
+            ),
             config,
             shutdown,
         };

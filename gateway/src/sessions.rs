@@ -248,7 +248,11 @@ pub async fn send(
     token: PresentedToken,
     Path(id): Path<String>,
     headers: HeaderMap,
-    SendBody { req, files }: SendBody<SendMessageRequest>,
+    SendBody {
+        req,
+        files,
+        room: _room,
+    }: SendBody<SendMessageRequest>,
 ) -> ApiResult<Response> {
     let session = parse_session_id(&id)?;
     let key = idempotency_key(&headers)?;

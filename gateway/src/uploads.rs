@@ -255,6 +255,44 @@ pub async fn sweep(state: &AppState, sha: &str, before: i64) {
 pub struct SendBody<T> {
     pub req: T,
     pub files: Vec<Upload>,
+    /// The gateway's upload memory this request holds (large bodies only);
+    /// keep it until the files are stored.
+    pub room: Option<tokio::sync::OwnedSemaphorePermit>,
+}
+
+/// How long a large send waits for upload memory before it is told to retry.
+const ROOM_PATIENCE: Duration = Duration::from_secs(10);
+
+/// Room for a body larger than `limits.body_bytes` (one that can carry files):
+/// twice its length, the body and the files decoded from it.
+async fn upload_room(
+    state: &AppState,
+    headers: &axum::http::HeaderMap,
+) -> ApiResult<Option<tokio::sync::OwnedSemaphorePermit>> {
+    let length = headers
+        .get(axum::http::header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok())
+        // Chunked: as large as the route allows.
+        .unwrap_or(send_body_limit(&state.config) as u64);
+    if length <= state.config.limits.body_bytes {
+        return Ok(None);
+    }
+    match state
+        .upload_room
+        .take_within(length * 2, ROOM_PATIENCE)
+        .await
+    {
+        Some(room) => Ok(Some(room)),
+        None => {
+            metrics::counter!("weft_upload_waits_refused_total").increment(1);
+            Err(ApiError::Overloaded {
+                message: "too many files are being uploaded right now; try again in a moment"
+                    .into(),
+                retry_after_secs: 2,
+            })
+        }
+    }
 }
 
 /// Bodies with an `attachments` list.
@@ -278,14 +316,14 @@ impl WithAttachments for weft_shared::api::ChatRequest {
 /// request is refused before more parts are read.
 const MAX_FILE_PARTS: usize = 32;
 
-impl<S, T> axum::extract::FromRequest<S> for SendBody<T>
+impl<T> axum::extract::FromRequest<AppState> for SendBody<T>
 where
-    S: Send + Sync,
     T: serde::de::DeserializeOwned + WithAttachments,
 {
     type Rejection = ApiError;
 
-    async fn from_request(req: axum::extract::Request, state: &S) -> Result<Self, ApiError> {
+    async fn from_request(req: axum::extract::Request, state: &AppState) -> Result<Self, ApiError> {
+        let room = upload_room(state, req.headers()).await?;
         let multipart = req
             .headers()
             .get(axum::http::header::CONTENT_TYPE)
@@ -299,7 +337,11 @@ where
             let crate::extract::ApiJson(mut body) =
                 crate::extract::ApiJson::<T>::from_request(req, state).await?;
             let files = from_json(body.take_attachments())?;
-            return Ok(SendBody { req: body, files });
+            return Ok(SendBody {
+                req: body,
+                files,
+                room,
+            });
         }
         let mut form = axum::extract::Multipart::from_request(req, state)
             .await
@@ -342,7 +384,11 @@ where
         let mut body: T = serde_json::from_slice(&json)
             .map_err(|e| ApiError::Validation(format!("the \"json\" part: {e}")))?;
         files.extend(from_json(body.take_attachments())?);
-        Ok(SendBody { req: body, files })
+        Ok(SendBody {
+            req: body,
+            files,
+            room,
+        })
     }
 }
 

@@ -11,6 +11,7 @@ pub mod blobs;
 pub mod bus;
 pub mod config;
 pub mod login_limit;
+pub mod memory_room;
 pub mod private_fs;
 pub mod prompt;
 pub mod queue;

@@ -102,7 +102,7 @@ pub(crate) struct Inner {
     lark: Option<lark::LarkEgress>,
     slots: Arc<Semaphore>,
     /// Room for images held for models (`attachments.worker_image_memory_bytes`).
-    pub(crate) image_room: context::files::ImageRoom,
+    pub(crate) image_room: weft_shared::memory_room::MemoryRoom,
     running: Mutex<HashMap<RunId, Arc<RunStop>>>,
     tasks: TaskTracker,
 }
@@ -437,7 +437,9 @@ pub async fn run(
             weft_tools::mcp::McpHub::start(cfg.mcp_servers.clone(), shutdown.child_token())
         }),
         slots: Arc::new(Semaphore::new(cfg.worker.concurrency)),
-        image_room: context::files::ImageRoom::new(cfg.attachments.worker_image_memory_bytes),
+        image_room: weft_shared::memory_room::MemoryRoom::new(
+            cfg.attachments.worker_image_memory_bytes,
+        ),
         running: Mutex::default(),
         tasks: TaskTracker::new(),
         deps,

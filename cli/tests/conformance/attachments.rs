@@ -20,7 +20,8 @@ both_backends!(
     multipart_sends_files_and_the_bytes_decide_the_type,
     every_limit_refuses_and_nothing_is_stored,
     files_go_with_the_last_session_that_names_them,
-    a_model_without_vision_is_told_instead
+    a_model_without_vision_is_told_instead,
+    uploads_wait_for_gateway_memory
 );
 
 const REPORT: &str = "Quarterly revenue grew 42 percent";
@@ -623,4 +624,58 @@ async fn s3_store_serves_a_cluster_without_a_shared_disk() {
         Vec::new(),
         "deleted with the session"
     );
+}
+
+/// A gateway holds at most `attachments.gateway_upload_memory_bytes` of uploads:
+/// while a slow client holds it all, another large send waits, then gets 503 +
+/// `Retry-After`; once the slow one is gone, sends go through again.
+async fn uploads_wait_for_gateway_memory(b: Backend) {
+    use tokio::io::AsyncWriteExt;
+    let app = App::start_with(
+        b,
+        &[("WEFT_ATTACHMENTS__GATEWAY_UPLOAD_MEMORY_BYTES", "4194304")],
+    )
+    .await;
+    let alice = app.user("alice").await;
+    let s = app.session(&alice).await;
+    let image = samples::image_sized(samples::ImageFormat::Png, 700);
+    assert!(image.len() > 1 << 20, "larger than body_bytes: {}", image.len());
+    let body = json!({"text": "hi", "wait": true, "attachments": [{"name": "big.png", "data": b64(&image)}]})
+        .to_string();
+
+    // A client that sends its headers and half its body, then stalls.
+    let addr = app.base.trim_start_matches("http://").to_string();
+    let mut slow = tokio::net::TcpStream::connect(&addr).await.unwrap();
+    let head = format!(
+        "POST /v1/sessions/{s}/messages HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer {alice}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+        body.len()
+    );
+    slow.write_all(head.as_bytes()).await.unwrap();
+    slow.write_all(&body.as_bytes()[..body.len() / 2]).await.unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+
+    let res = app
+        .http
+        .post(app.url(&format!("/v1/sessions/{s}/messages")))
+        .bearer_auth(&alice)
+        .header("content-type", "application/json")
+        .body(body.clone())
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(res.status(), 503);
+    assert!(res.headers().contains_key("retry-after"));
+    let v: Value = res.json().await.unwrap();
+    assert_eq!(v["error"]["code"], "unavailable", "{v}");
+
+    drop(slow);
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let (st, v) = app
+        .post(
+            &format!("/v1/sessions/{s}/messages"),
+            &alice,
+            serde_json::from_str(&body).unwrap(),
+        )
+        .await;
+    assert_eq!(st, 200, "{v}");
 }

@@ -22,6 +22,10 @@ pub struct AttachmentsConfig {
     /// for their models; a run whose images do not fit waits for room, so a
     /// worker's memory stays bounded however many illustrated runs it has.
     pub worker_image_memory_bytes: u64,
+    /// Bytes of attachment uploads one gateway process holds at once (a send
+    /// with files takes about twice its body: the body and the decoded files).
+    /// A send that finds no room within 10 s is 503 `unavailable` + `Retry-After`.
+    pub gateway_upload_memory_bytes: u64,
     /// Where attachment bytes are kept: a directory (default `<data_dir>/files`),
     /// `file:///path`, or `s3://bucket/prefix` (an S3-compatible store, configured by
     /// the standard `AWS_*` variables: `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
@@ -39,6 +43,7 @@ impl Default for AttachmentsConfig {
             document_bytes: 10 << 20,
             document_text_bytes: 48 << 10,
             worker_image_memory_bytes: 256 << 20,
+            gateway_upload_memory_bytes: 512 << 20,
             store: None,
         }
     }

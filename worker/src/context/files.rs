@@ -17,16 +17,15 @@
 //!   fit waits (an attempt larger than the whole budget takes all of it).
 
 use std::collections::HashMap;
-use std::sync::Arc;
-
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 
 use base64::Engine;
+use tokio::sync::OwnedSemaphorePermit;
 use weft_llm::Image;
 use weft_shared::api::AttachmentKind;
 use weft_shared::blobs::Blobs;
 use weft_shared::config::{AttachmentsConfig, ModelConfig};
 use weft_shared::ids::FileId;
+use weft_shared::memory_room::MemoryRoom;
 use weft_shared::store::{Attachment, Message};
 
 /// Images of a conversation the model sees at once (the newest ones).
@@ -35,39 +34,6 @@ pub const IMAGES_IN_VIEW: usize = 8;
 /// The `read_output` id of a document's whole text.
 pub fn pointer_id(id: &FileId) -> String {
     format!("file_{}", id.0)
-}
-
-/// The worker's room for images held for models, in KiB.
-pub struct ImageRoom {
-    sem: Arc<Semaphore>,
-    kib: u32,
-}
-
-impl ImageRoom {
-    pub fn new(bytes: u64) -> ImageRoom {
-        let kib = (bytes >> 10).clamp(1, u64::from(u32::MAX >> 3)) as u32;
-        ImageRoom {
-            sem: Arc::new(Semaphore::new(kib as usize)),
-            kib,
-        }
-    }
-
-    /// Room for `bytes`, waiting until it is free; more than the whole room
-    /// takes all of it.
-    pub async fn take(&self, bytes: u64) -> OwnedSemaphorePermit {
-        let want = bytes.div_ceil(1024).clamp(1, u64::from(self.kib)) as u32;
-        self.sem
-            .clone()
-            .acquire_many_owned(want)
-            .await
-            .expect("the image room is never closed")
-    }
-
-    /// KiB free now.
-    #[cfg(test)]
-    pub fn free_kib(&self) -> usize {
-        self.sem.available_permits()
-    }
 }
 
 /// An attachment as the model gets it.
@@ -109,7 +75,7 @@ pub async fn load(
     msgs: &[Message],
     model: &ModelConfig,
     cfg: &AttachmentsConfig,
-    image_room: &ImageRoom,
+    image_room: &MemoryRoom,
 ) -> (Files, Option<OwnedSemaphorePermit>) {
     let all: Vec<&Attachment> = msgs.iter().flat_map(|m| m.attachments.iter()).collect();
     let images: Vec<&&Attachment> = all
@@ -221,23 +187,6 @@ mod tests {
             sha256: "ab".repeat(32),
             text_chars: Some(10),
         }
-    }
-
-    #[tokio::test]
-    async fn image_room_waits_for_space_and_caps_huge_requests() {
-        let room = ImageRoom::new(100 << 10);
-        let a = room.take(60 << 10).await;
-        assert_eq!(room.free_kib(), 40);
-        // Larger than what is free: waits until `a` is gone.
-        let waiting =
-            tokio::time::timeout(std::time::Duration::from_millis(50), room.take(50 << 10));
-        assert!(waiting.await.is_err());
-        drop(a);
-        // Larger than the whole room: takes all of it.
-        let all = room.take(1 << 30).await;
-        assert_eq!(room.free_kib(), 0);
-        drop(all);
-        assert_eq!(room.free_kib(), 100);
     }
 
     #[test]
