@@ -13,7 +13,7 @@ use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::{Child, Command};
 use weft_lark::card::{ApprovalAnswer, ApprovalCard};
-use weft_lark::fake::{FakeLark, FragmentOrder, PushOptions, sample_message_event};
+use weft_lark::fake::{FakeLark, FakeResource, FragmentOrder, PushOptions, sample_message_event};
 use weft_lark::rest::{MessageContent, ReceiveIdType};
 
 fn python() -> String {
@@ -219,4 +219,52 @@ async fn official_sdk_rest_client_sends_and_patches_a_card() {
         statuses,
         vec![("POST".to_owned(), 200), ("PATCH".to_owned(), 200)]
     );
+}
+
+#[tokio::test]
+async fn official_sdk_downloads_a_message_resource() {
+    let fake = fake(fast_config()).await;
+    let pdf = b"%PDF-1.4\nQuarterly revenue grew 42 percent\n%%EOF".to_vec();
+    fake.add_resource(
+        "om_sdk_file",
+        "file_v3_sdk",
+        FakeResource::file("季度报告.pdf", pdf.clone()),
+    );
+    let output = tokio::time::timeout(
+        SDK_START,
+        sdk(&fake, "rest_resource.py")
+            .env("LARK_MESSAGE_ID", "om_sdk_file")
+            .env("LARK_FILE_KEY", "file_v3_sdk")
+            .env("LARK_RESOURCE_TYPE", "file")
+            .output(),
+    )
+    .await
+    .expect("SDK script finishes")
+    .unwrap_or_else(|e| {
+        panic!(
+            "cannot run Python interpreter {:?} (set WEFT_PYTHON): {e}",
+            python()
+        )
+    });
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    fail_if_sdk_missing(&stdout);
+    assert!(
+        output.status.success(),
+        "SDK resource script failed: {stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let hex: String = pdf.iter().map(|b| format!("{b:02x}")).collect();
+    assert!(
+        stdout.contains(&format!("DOWNLOADED {hex} 季度报告.pdf")),
+        "the SDK reads the bytes and the name: {stdout}"
+    );
+    assert!(
+        stdout.contains("MISSING 234003 File not in message."),
+        "the SDK reads Lark's error: {stdout}"
+    );
+    let records = fake.records();
+    let downloads = records.calls_to("GET", "/open-apis/im/v1/messages/om_sdk_file/resources/");
+    let answers: Vec<(u16, i64)> = downloads.iter().map(|c| (c.status, c.code)).collect();
+    assert_eq!(answers, vec![(200, 0), (400, 234003)]);
+    assert_eq!(downloads[0].query, "type=file");
 }

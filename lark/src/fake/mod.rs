@@ -8,7 +8,8 @@
 //! Every call and delivery attempt is recorded in [`Records`] so tests can assert
 //! on what a real Lark would have seen. Button clicks ([`FakeLark::click_button`])
 //! arrive as `card.action.trigger` pushes, and the card in a callback's ack
-//! replaces the clicked card. Knobs ([`FakeLark::set_discovery`],
+//! replaces the clicked card. Files and images users send are served from what
+//! the test registered ([`FakeLark::add_resource`]). Knobs ([`FakeLark::set_discovery`],
 //! [`FakeLark::silence_connections`], ...) inject the failures real Lark produces.
 //!
 //! Codes the reference does not pin down (e.g. for a stale ticket) are marked
@@ -18,6 +19,7 @@ mod card_action;
 mod push;
 mod records;
 mod rest;
+mod serve;
 mod ws;
 
 use std::collections::HashMap;
@@ -36,6 +38,7 @@ pub use push::{FragmentOrder, PushOptions, sample_message_event};
 pub use records::{
     AckRecord, AttemptOutcome, FailReason, PingRecord, PushAttempt, Records, RestCall,
 };
+pub use rest::FakeResource;
 
 /// The `ClientConfig` the fake hands out (seconds, as on the wire).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -253,11 +256,10 @@ impl FakeLark {
         *self.inner.addr.lock().expect("addr lock") = Some(listener.local_addr()?);
         let app: Router = ws::router().merge(rest::router()).with_state(self.clone());
         let stop = self.inner.shutdown.clone();
-        axum::serve(listener, app)
-            .with_graceful_shutdown(async move {
-                tokio::select! { _ = shutdown => {}, _ = stop.cancelled() => {} }
-            })
-            .await
+        serve::serve(listener, app, async move {
+            tokio::select! { _ = shutdown => {}, _ = stop.cancelled() => {} }
+        })
+        .await
     }
 
     /// `http://127.0.0.1:<port>`: the `base_url`/`domain` for clients.
@@ -403,6 +405,16 @@ impl FakeLark {
             code,
             msg: msg.to_owned(),
         }));
+    }
+
+    /// Makes `resource` the file or image with key `file_key` in user message
+    /// `message_id`, served by `GET …/messages/:message_id/resources/:file_key`.
+    /// Push the message's event with the same key in its `content`.
+    pub fn add_resource(&self, message_id: &str, file_key: &str, resource: FakeResource) {
+        self.state()
+            .rest
+            .resources
+            .insert((message_id.to_owned(), file_key.to_owned()), resource);
     }
 
     /// Invalidates every issued tenant token (as if they expired).

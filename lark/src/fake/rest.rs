@@ -18,8 +18,10 @@ use super::{FakeConfig, FakeLark, State as FakeState};
 
 mod cardkit;
 mod im;
+mod resources;
 
 pub(crate) use im::check_card;
+pub use resources::FakeResource;
 
 const CODE_TOKEN_INVALID: i64 = 99991663;
 const CODE_RATE_LIMITED: i64 = 99991400;
@@ -35,6 +37,8 @@ pub(crate) struct RestState {
     pub messages: HashMap<String, im::FakeMessage>,
     pub reactions: HashMap<String, String>,
     pub cards: HashMap<String, cardkit::FakeCard>,
+    /// `(message_id, file_key)` → the file a user sent in that message.
+    pub resources: HashMap<(String, String), FakeResource>,
     /// `uuid` of a send or reply → the message it created.
     pub sent_uuids: HashMap<String, String>,
     windows: HashMap<String, VecDeque<Instant>>,
@@ -104,11 +108,21 @@ impl RestState {
     }
 }
 
-/// A handler's answer: HTTP status, Lark code, and the JSON body.
+/// A handler's answer: HTTP status, Lark code, and the body.
 pub(crate) struct Reply {
     status: StatusCode,
     code: i64,
-    body: Value,
+    body: Body,
+}
+
+/// What a call answers: JSON, or (a downloaded resource) raw bytes.
+enum Body {
+    Json(Value),
+    File {
+        content_type: String,
+        disposition: String,
+        bytes: axum::body::Bytes,
+    },
 }
 
 impl Reply {
@@ -118,10 +132,28 @@ impl Reply {
     }
 
     pub fn ok(data: Value) -> Self {
+        Self::flat(json!({"code": 0, "msg": "success", "data": data}))
+    }
+
+    /// A success whose fields are not wrapped in `data` (token, bot info).
+    fn flat(body: Value) -> Self {
         Self {
             status: StatusCode::OK,
             code: 0,
-            body: json!({"code": 0, "msg": "success", "data": data}),
+            body: Body::Json(body),
+        }
+    }
+
+    /// A file's bytes, as a resource download answers.
+    pub fn file(content_type: &str, disposition: String, bytes: axum::body::Bytes) -> Self {
+        Self {
+            status: StatusCode::OK,
+            code: 0,
+            body: Body::File {
+                content_type: content_type.to_owned(),
+                disposition,
+                bytes,
+            },
         }
     }
 
@@ -129,7 +161,7 @@ impl Reply {
         Self {
             status,
             code,
-            body: json!({"code": code, "msg": msg, "data": {}}),
+            body: Body::Json(json!({"code": code, "msg": msg, "data": {}})),
         }
     }
 
@@ -191,7 +223,22 @@ async fn entry(
     });
     drop(state);
     fake.notify();
-    (reply.status, axum::Json(reply.body)).into_response()
+    match reply.body {
+        Body::Json(body) => (reply.status, axum::Json(body)).into_response(),
+        Body::File {
+            content_type,
+            disposition,
+            bytes,
+        } => (
+            reply.status,
+            [
+                (axum::http::header::CONTENT_TYPE, content_type),
+                (axum::http::header::CONTENT_DISPOSITION, disposition),
+            ],
+            bytes,
+        )
+            .into_response(),
+    }
 }
 
 fn route(
@@ -237,6 +284,9 @@ fn route(
         (Method::DELETE, ["open-apis", "im", "v1", "messages", id, "reactions", rid]) => {
             im::remove_reaction(state, id, rid)
         }
+        (Method::GET, ["open-apis", "im", "v1", "messages", id, "resources", key]) => {
+            resources::get(state, id, key, req)
+        }
         (Method::POST, ["open-apis", "cardkit", "v1", "cards"]) => {
             cardkit::create(config, state, req)
         }
@@ -265,14 +315,10 @@ fn route(
 
 /// `GET /open-apis/bot/v3/info`: flat like the token call, the bot under `bot`.
 fn bot_info(config: &FakeConfig) -> Reply {
-    Reply {
-        status: StatusCode::OK,
-        code: 0,
-        body: json!({"code": 0, "msg": "ok", "bot": {
-            "activate_status": 2, "app_name": "Fake Weft", "avatar_url": "",
-            "ip_white_list": [], "open_id": config.bot_open_id,
-        }}),
-    }
+    Reply::flat(json!({"code": 0, "msg": "ok", "bot": {
+        "activate_status": 2, "app_name": "Fake Weft", "avatar_url": "",
+        "ip_white_list": [], "open_id": config.bot_open_id,
+    }}))
 }
 
 fn issue_token(fake: &FakeLark, state: &mut FakeState, req: &Req<'_>) -> Reply {
@@ -299,11 +345,7 @@ fn issue_token(fake: &FakeLark, state: &mut FakeState, req: &Req<'_>) -> Reply {
     });
     let expire = expiry.duration_since(now).as_secs();
     // The token response is flat: no `data` wrapper.
-    Reply {
-        status: StatusCode::OK,
-        code: 0,
-        body: json!({"code": 0, "msg": "ok", "tenant_access_token": token, "expire": expire}),
-    }
+    Reply::flat(json!({"code": 0, "msg": "ok", "tenant_access_token": token, "expire": expire}))
 }
 
 fn authorized(state: &FakeState, headers: &HeaderMap) -> bool {

@@ -23,6 +23,9 @@ pub enum LarkError {
     Api { status: u16, code: i64, msg: String },
     #[error("Lark answered HTTP {status} with an unreadable body: {detail}")]
     Decode { status: u16, detail: String },
+    /// A downloaded file is larger than the caller takes; the rest was not read.
+    #[error("the file is larger than the {limit} bytes accepted")]
+    TooLarge { limit: u64 },
 }
 
 /// What to do about an error.
@@ -61,7 +64,7 @@ impl LarkError {
             Self::Decode { status, .. } if *status >= 500 || *status == 429 => {
                 ErrorClass::Retryable
             }
-            Self::Decode { .. } => ErrorClass::Fatal,
+            Self::Decode { .. } | Self::TooLarge { .. } => ErrorClass::Fatal,
             Self::Api { status, code, .. } => classify(*status, *code),
         }
     }

@@ -5,13 +5,19 @@
 //! the call retried exactly once (as the Go SDK does), with the same `uuid` so a
 //! send cannot be duplicated. Other failures are returned as [`LarkError`] with an
 //! [`ErrorClass`]; retrying with backoff is the caller's (or [`crate::sender`]'s) job.
+//!
+//! Most calls answer JSON (`{"code","msg","data"}`); downloading a file a user
+//! sent answers its raw bytes ([`resources`]), read only up to what the caller
+//! will take.
 
 mod bot;
 mod cardkit;
 mod error;
 mod messages;
+mod resources;
 mod token;
 
+use std::future::Future;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -29,6 +35,7 @@ pub use error::{
     TOKEN_INVALID_CODES,
 };
 pub use messages::{MessageContent, Reaction, ReceiveIdType, ReplyMode, SentMessage};
+pub use resources::{Resource, ResourceType};
 
 #[derive(Clone, Debug)]
 pub struct RestConfig {
@@ -120,24 +127,41 @@ impl RestClient {
         call: Call<'_>,
         field: &str,
     ) -> Result<T, LarkError> {
+        let call = &call;
+        self.with_token(&call.path, |token| async move {
+            self.send_once(call, &token, field).await
+        })
+        .await
+    }
+
+    /// Runs `attempt` with the tenant token; when Lark calls the token invalid,
+    /// refreshes it and runs `attempt` once more.
+    pub(crate) async fn with_token<T, F, Fut>(&self, path: &str, attempt: F) -> Result<T, LarkError>
+    where
+        F: Fn(String) -> Fut,
+        Fut: Future<Output = Result<T, LarkError>>,
+    {
         let token = self.tenant_token().await?;
-        match self.send_once(&call, &token, field).await {
+        match attempt(token.clone()).await {
             Err(LarkError::Api { code, .. }) if TOKEN_INVALID_CODES.contains(&code) => {
-                tracing::info!(code, path = %call.path, "lark token rejected; refreshing and retrying once");
+                tracing::info!(
+                    code,
+                    path,
+                    "lark token rejected; refreshing and retrying once"
+                );
                 self.inner.tokens.invalidate(&token).await;
-                let token = self.tenant_token().await?;
-                self.send_once(&call, &token, field).await
+                attempt(self.tenant_token().await?).await
             }
             other => other,
         }
     }
 
-    async fn send_once<T: DeserializeOwned + Default>(
+    /// The HTTP request of `call`, authorised with `token`.
+    pub(crate) fn request(
         &self,
         call: &Call<'_>,
         token: &str,
-        field: &str,
-    ) -> Result<T, LarkError> {
+    ) -> Result<reqwest::RequestBuilder, LarkError> {
         let url = reqwest::Url::parse_with_params(
             &format!("{}{}", self.inner.base_url, call.path),
             call.query,
@@ -156,6 +180,16 @@ impl RestClient {
                 .header("Content-Type", "application/json; charset=utf-8")
                 .body(body.to_string());
         }
+        Ok(request)
+    }
+
+    async fn send_once<T: DeserializeOwned + Default>(
+        &self,
+        call: &Call<'_>,
+        token: &str,
+        field: &str,
+    ) -> Result<T, LarkError> {
+        let request = self.request(call, token)?;
         let response = request.send().await?;
         let status = response.status().as_u16();
         let text = response.text().await?;
@@ -176,5 +210,25 @@ impl RestClient {
             None | Some(Value::Null) => Ok(T::default()),
             Some(data) => serde_json::from_value(data).map_err(decode),
         }
+    }
+}
+
+/// The error a refused call's body describes (`{"code","msg"}`), or why the body
+/// could not be read as one.
+pub(crate) fn error_from_body(status: u16, text: &str) -> LarkError {
+    match serde_json::from_str::<Envelope>(text) {
+        Ok(envelope) if envelope.code != 0 => LarkError::Api {
+            status,
+            code: envelope.code,
+            msg: envelope.msg,
+        },
+        Ok(_) => LarkError::Decode {
+            status,
+            detail: "an error status with code 0".into(),
+        },
+        Err(e) => LarkError::Decode {
+            status,
+            detail: e.to_string(),
+        },
     }
 }

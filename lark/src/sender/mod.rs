@@ -15,8 +15,8 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::rest::{
-    CardEntity, LarkError, MessageContent, Reaction, ReceiveIdType, ReplyMode, RestClient,
-    SentMessage,
+    CardEntity, LarkError, MessageContent, Reaction, ReceiveIdType, ReplyMode, Resource,
+    ResourceType, RestClient, SentMessage,
 };
 
 pub use coalesce::{Coalescer, UpdateStats};
@@ -149,6 +149,22 @@ impl RateAwareSender {
     ) -> Result<(), LarkError> {
         let _permit = self.limiter.acquire(&[self.app_key()]).await;
         self.rest.remove_reaction(message_id, reaction_id).await
+    }
+
+    /// Downloads a file or image a user sent, within the per-app limit (see
+    /// [`RestClient::download_resource`]; the download counts as in flight until
+    /// it is read whole).
+    pub async fn download_resource(
+        &self,
+        message_id: &str,
+        file_key: &str,
+        kind: ResourceType,
+        max_bytes: u64,
+    ) -> Result<Resource, LarkError> {
+        let _permit = self.limiter.acquire(&[self.app_key()]).await;
+        self.rest
+            .download_resource(message_id, file_key, kind, max_bytes)
+            .await
     }
 
     /// The bot's identity, within the per-app limit (start-up of a replica while
