@@ -1,7 +1,11 @@
 //! Acting on a message for the bot: a command, a stop word, or a message for the
-//! agent. Replies made here (command answers, notices) are small cards sent at
-//! most once per inbound message (their Lark `uuid` derives from its id); the
-//! streaming reply card of a run is the worker's.
+//! agent — with the files and images it carries fetched from Lark first
+//! ([`files`]) and sent as its attachments. Replies made here (command answers,
+//! notices, refusals) are small cards sent at most once per inbound message
+//! (their Lark `uuid` derives from its id); the streaming reply card of a run is
+//! the worker's.
+
+mod files;
 
 use std::future::Future;
 use std::time::Duration;
@@ -14,7 +18,7 @@ use weft_shared::store::{AuthUser, CancelOutcome, ReactionRecord, SessionRecord,
 
 use super::Bot;
 use super::commands::{self, Command, Lang};
-use super::inbound::{Body, Incoming};
+use super::inbound::{Body, Incoming, LarkFile};
 use crate::error::ApiError;
 use crate::runs::{announce_cancel, enqueue};
 use crate::sessions::{Origin, Submitted, submit};
@@ -34,11 +38,11 @@ impl Bot {
             store.lark_session(&incoming.chat, &user.id, &model, &mode)
         })
         .await?;
-        let text = match &incoming.body {
-            Body::Text(text) => text.clone(),
+        let (text, files) = match &incoming.body {
+            Body::Message { text, files } => (text.clone(), files.clone()),
             Body::Unsupported(kind) => {
                 let note = format!(
-                    "I can only read text for now ({kind} messages are not supported yet). · 目前只能读文字消息。"
+                    "I can read text, images and files, not {kind} messages. · 我能读文字、图片和文件，暂不支持这类消息。"
                 );
                 return self
                     .notice(&incoming, "Weft", CardState::Cancelled, &note)
@@ -46,27 +50,34 @@ impl Bot {
             }
         };
         let lang = Lang::of(&text);
-        if let Some(command) = commands::parse(&text) {
-            return self.command(&incoming, &user, session, command, lang).await;
+        // With files it is a message for the agent, whatever its text says.
+        if files.is_empty() {
+            if let Some(command) = commands::parse(&text) {
+                return self.command(&incoming, &user, session, command, lang).await;
+            }
+            if commands::is_stop_word(&text)
+                && let Some(active) = session.active_run_id.as_deref().and_then(RunId::parse)
+            {
+                self.cancel(&session, &active).await?;
+                let stopped = lang.pick("🛑 stopped", "🛑 已停止");
+                return self
+                    .notice(&incoming, stopped, CardState::Cancelled, stopped)
+                    .await;
+            }
         }
-        if commands::is_stop_word(&text)
-            && let Some(active) = session.active_run_id.as_deref().and_then(RunId::parse)
-        {
-            self.cancel(&session, &active).await?;
-            let stopped = lang.pick("🛑 stopped", "🛑 已停止");
-            return self
-                .notice(&incoming, stopped, CardState::Cancelled, stopped)
-                .await;
-        }
-        self.ask_agent(&incoming, &session, text, lang).await
+        self.ask_agent(&incoming, &session, text, &files, lang)
+            .await
     }
 
-    /// The ordinary send path; the THINKING reaction goes up while it runs.
+    /// The ordinary send path, after the message's files are fetched; the
+    /// THINKING reaction goes up while both run. A refused file (its type, a
+    /// limit, Lark's answer) is a refused send: an answer in the chat, no run.
     async fn ask_agent(
         &self,
         incoming: &Incoming,
         session: &SessionRecord,
         text: String,
+        files: &[LarkFile],
         lang: Lang,
     ) -> anyhow::Result<()> {
         let reaction = {
@@ -75,41 +86,15 @@ impl Bot {
                 lark_retrying(|| sender.add_reaction(&message, THINKING_EMOJI)).await
             })
         };
-        let request = SendMessageRequest {
-            text,
-            multitask: Multitask::Enqueue,
-            ..SendMessageRequest::default()
-        };
-        let origin = Origin {
-            idempotency_key: Some(format!("lark:{}", incoming.message_id)),
-            lark_message_id: Some(incoming.message_id.clone()),
-            files: Vec::new(),
-        };
-        // The Lark id is the idempotency key, so a retry after a database error
-        // can never send twice; the event was acked, so nobody else retries it.
-        let mut sent = submit(
-            &self.state,
-            &session.user_id,
-            &session.id,
-            request.clone(),
-            origin.clone(),
-        )
-        .await;
-        for delay_ms in [250, 500, 1000] {
-            if !matches!(sent, Err(ApiError::Internal(_))) {
-                break;
+        let sent = match self.fetch_files(&incoming.message_id, files).await {
+            Ok(files::Fetched { uploads, room }) => {
+                let sent = self.submit_retrying(incoming, session, text, uploads).await;
+                // Stored (or refused) by now: the memory is free again.
+                drop(room);
+                sent
             }
-            tracing::warn!(lark.message_id = %incoming.message_id, "sending a lark message failed; retrying");
-            tokio::time::sleep(Duration::from_millis(delay_ms)).await;
-            sent = submit(
-                &self.state,
-                &session.user_id,
-                &session.id,
-                request.clone(),
-                origin.clone(),
-            )
-            .await;
-        }
+            Err(e) => Err(e),
+        };
         let reaction = match reaction.await {
             Ok(Ok(r)) => Some(r.reaction_id),
             Ok(Err(e)) => {
@@ -147,6 +132,47 @@ impl Bot {
             }
         }
         Ok(())
+    }
+
+    /// [`submit`] with the Lark id as the idempotency key, retried after a
+    /// database error: the event was acked, so nobody else retries it, and the key
+    /// makes a retry unable to send twice.
+    async fn submit_retrying(
+        &self,
+        incoming: &Incoming,
+        session: &SessionRecord,
+        text: String,
+        files: Vec<crate::uploads::Upload>,
+    ) -> Result<Submitted, ApiError> {
+        let request = SendMessageRequest {
+            text,
+            multitask: Multitask::Enqueue,
+            ..SendMessageRequest::default()
+        };
+        let origin = Origin {
+            idempotency_key: Some(format!("lark:{}", incoming.message_id)),
+            lark_message_id: Some(incoming.message_id.clone()),
+            files,
+        };
+        let send = || {
+            submit(
+                &self.state,
+                &session.user_id,
+                &session.id,
+                request.clone(),
+                origin.clone(),
+            )
+        };
+        let mut sent = send().await;
+        for delay_ms in [250, 500, 1000] {
+            if !matches!(sent, Err(ApiError::Internal(_))) {
+                break;
+            }
+            tracing::warn!(lark.message_id = %incoming.message_id, "sending a lark message failed; retrying");
+            tokio::time::sleep(Duration::from_millis(delay_ms)).await;
+            sent = send().await;
+        }
+        sent
     }
 
     /// A send the limits (or validation) refused: say so kindly, in a card.

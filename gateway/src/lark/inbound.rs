@@ -2,9 +2,14 @@
 //! (and why), or handle a message from someone in some conversation. Kept pure so
 //! every rule — other apps, the bot's own messages, stale redeliveries, groups
 //! without a mention, `@_all` — is a unit test, not a scenario.
+//!
+//! A message is read as text plus the files it carries: an `image` message is one
+//! image, a `file` message one file, a `post` its text and its `img` elements.
+//! Only their keys are known here; the bytes are fetched when it is handled.
 
 use serde_json::Value;
 use weft_lark::event::{EventEnvelope, MESSAGE_RECEIVE, Mention, ReceivedMessage};
+use weft_lark::rest::ResourceType;
 use weft_shared::config::LarkConfig;
 use weft_shared::store::LarkChat;
 
@@ -40,10 +45,20 @@ pub struct Incoming {
 
 #[derive(Debug, Clone, PartialEq)]
 pub enum Body {
-    /// The text with the bot's mention removed and other mentions as `@name`.
-    Text(String),
-    /// Something the bot cannot read yet (image, file, audio, sticker, …).
+    /// The text with the bot's mention removed and other mentions as `@name`
+    /// (empty when only files came), and the files to fetch, in message order.
+    Message { text: String, files: Vec<LarkFile> },
+    /// Something the bot cannot read (audio, video, a sticker, …): its kind.
     Unsupported(String),
+}
+
+/// A file or image of a message, fetched from Lark by the message id and key.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LarkFile {
+    pub key: String,
+    pub kind: ResourceType,
+    /// A `file` message's `file_name`; images have no name.
+    pub name: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -100,13 +115,13 @@ pub fn classify(
     if chat_type == ChatType::Group && config.require_mention && !mentioned {
         return Ignore("group message without a mention of the bot");
     }
-    let body = match readable_text(&message) {
-        Ok(text) => {
+    let body = match readable(&message) {
+        Ok((text, files)) => {
             let text = strip_mentions(&text, &message.mentions, &me.open_id);
-            if text.is_empty() {
+            if text.is_empty() && files.is_empty() {
                 return Ignore("empty after removing the mention");
             }
-            Body::Text(text)
+            Body::Message { text, files }
         }
         Err(kind) => Body::Unsupported(kind),
     };
@@ -122,18 +137,52 @@ pub fn classify(
     })
 }
 
-/// The text of a `text` message, or of a `post` made only of text; otherwise the
-/// kind of content that cannot be read.
-fn readable_text(message: &ReceivedMessage) -> Result<String, String> {
-    match message.message_type.as_str() {
-        "text" => message.text().ok_or_else(|| "text".to_owned()),
-        "post" => post_text(&message.content).ok_or_else(|| "post with images".to_owned()),
+/// The text and files of a `text`, `post`, `image` or `file` message; otherwise
+/// the kind of content that cannot be read.
+fn readable(message: &ReceivedMessage) -> Result<(String, Vec<LarkFile>), String> {
+    let content = || serde_json::from_str::<Value>(&message.content).ok();
+    let key = |v: &Value, field: &str| {
+        v[field]
+            .as_str()
+            .filter(|k| !k.is_empty())
+            .map(str::to_owned)
+    };
+    let kind = message.message_type.as_str();
+    match kind {
+        "text" => message
+            .text()
+            .map(|text| (text, Vec::new()))
+            .ok_or_else(|| kind.to_owned()),
+        "post" => post(&message.content).ok_or_else(|| "post with video".to_owned()),
+        "image" => content()
+            .and_then(|v| key(&v, "image_key"))
+            .map(|key| (String::new(), vec![image(key)]))
+            .ok_or_else(|| kind.to_owned()),
+        "file" => content()
+            .and_then(|v| {
+                let file = LarkFile {
+                    key: key(&v, "file_key")?,
+                    kind: ResourceType::File,
+                    name: key(&v, "file_name"),
+                };
+                Some((String::new(), vec![file]))
+            })
+            .ok_or_else(|| kind.to_owned()),
         other => Err(other.to_owned()),
     }
 }
 
-/// A post's paragraphs as lines; `None` when it carries images or media.
-fn post_text(content: &str) -> Option<String> {
+fn image(key: String) -> LarkFile {
+    LarkFile {
+        key,
+        kind: ResourceType::Image,
+        name: None,
+    }
+}
+
+/// A post's paragraphs as lines and its `img` elements as images; `None` when
+/// it carries a video (`media`) or is malformed.
+fn post(content: &str) -> Option<(String, Vec<LarkFile>)> {
     let v: Value = serde_json::from_str(content).ok()?;
     // Posts may arrive wrapped in a locale key (`{"zh_cn": {…}}`).
     let post = if v.get("content").is_some() {
@@ -144,6 +193,7 @@ fn post_text(content: &str) -> Option<String> {
             .find(|x| x.get("content").is_some())?
     };
     let mut lines = Vec::new();
+    let mut images = Vec::new();
     if let Some(title) = post["title"].as_str().filter(|t| !t.is_empty()) {
         lines.push(title.to_owned());
     }
@@ -160,13 +210,18 @@ fn post_text(content: &str) -> Option<String> {
                         node["user_id"].as_str().unwrap_or_default()
                     ));
                 }
-                "img" | "media" => return None,
+                "img" => {
+                    if let Some(key) = node["image_key"].as_str().filter(|k| !k.is_empty()) {
+                        images.push(image(key.to_owned()));
+                    }
+                }
+                "media" => return None,
                 _ => {}
             }
         }
         lines.push(line);
     }
-    Some(lines.join("\n"))
+    Some((lines.join("\n"), images))
 }
 
 /// Removes the bot's mention placeholder; other mentions become `@name`.
@@ -226,12 +281,27 @@ mod tests {
     }
 
     fn text_of(v: Verdict) -> String {
+        match message_of(v) {
+            (text, files) if files.is_empty() => text,
+            other => panic!("not text alone: {other:?}"),
+        }
+    }
+
+    fn message_of(v: Verdict) -> (String, Vec<LarkFile>) {
         match v {
             Verdict::Handle(Incoming {
-                body: Body::Text(t),
+                body: Body::Message { text, files },
                 ..
-            }) => t,
-            other => panic!("not handled as text: {other:?}"),
+            }) => (text, files),
+            other => panic!("not handled as a message: {other:?}"),
+        }
+    }
+
+    fn file(key: &str, kind: ResourceType, name: Option<&str>) -> LarkFile {
+        LarkFile {
+            key: key.into(),
+            kind,
+            name: name.map(Into::into),
         }
     }
 
@@ -336,37 +406,73 @@ mod tests {
     }
 
     #[test]
-    fn images_are_unsupported_and_text_posts_are_read() {
-        let mut image = event("p2p", "", json!([]));
-        image.event["message"]["message_type"] = json!("image");
-        image.event["message"]["content"] = json!(r#"{"image_key":"img_1"}"#);
-        match classify(&image, &me(), &LarkConfig::default(), NOW) {
-            Verdict::Handle(Incoming {
-                body: Body::Unsupported(kind),
-                ..
-            }) => assert_eq!(kind, "image"),
-            other => panic!("{other:?}"),
-        }
-        let mut post = event("p2p", "", json!([]));
-        post.event["message"]["message_type"] = json!("post");
-        post.event["message"]["content"] = json!(
-            json!({"zh_cn": {"title": "T", "content": [[{"tag": "text", "text": "line one"}], [{"tag": "a", "text": "link", "href": "x"}]]}}).to_string()
+    fn images_files_and_posts_are_read_and_the_rest_is_unsupported() {
+        let cfg = LarkConfig::default();
+        let with = |kind: &str, content: Value| {
+            let mut e = event("p2p", "", json!([]));
+            e.event["message"]["message_type"] = json!(kind);
+            e.event["message"]["content"] = json!(content.to_string());
+            classify(&e, &me(), &cfg, NOW)
+        };
+        assert_eq!(
+            message_of(with("image", json!({"image_key": "img_1"}))),
+            (
+                String::new(),
+                vec![file("img_1", ResourceType::Image, None)]
+            )
         );
         assert_eq!(
-            text_of(classify(&post, &me(), &LarkConfig::default(), NOW)),
+            message_of(with(
+                "file",
+                json!({"file_key": "file_1", "file_name": "q3.pdf"})
+            )),
+            (
+                String::new(),
+                vec![file("file_1", ResourceType::File, Some("q3.pdf"))]
+            )
+        );
+        assert_eq!(
+            text_of(with(
+                "post",
+                json!({"zh_cn": {"title": "T", "content": [[{"tag": "text", "text": "line one"}], [{"tag": "a", "text": "link", "href": "x"}]]}})
+            )),
             "T\nline one\nlink"
         );
-        let mut post_img = post.clone();
-        post_img.event["message"]["content"] = json!(
-            json!({"title": "", "content": [[{"tag": "img", "image_key": "i"}]]}).to_string()
+        assert_eq!(
+            message_of(with(
+                "post",
+                json!({"title": "", "content": [
+                    [{"tag": "text", "text": "what is this? "}, {"tag": "img", "image_key": "img_a"}],
+                    [{"tag": "img", "image_key": "img_b"}],
+                ]})
+            )),
+            (
+                "what is this?".to_owned(),
+                vec![
+                    file("img_a", ResourceType::Image, None),
+                    file("img_b", ResourceType::Image, None)
+                ]
+            )
         );
-        assert!(matches!(
-            classify(&post_img, &me(), &LarkConfig::default(), NOW),
-            Verdict::Handle(Incoming {
-                body: Body::Unsupported(_),
-                ..
-            })
-        ));
+        for (kind, content, why) in [
+            ("audio", json!({"file_key": "f", "duration": 3}), "audio"),
+            ("sticker", json!({"file_key": "f"}), "sticker"),
+            ("image", json!({}), "image"),
+            ("file", json!({"file_name": "x"}), "file"),
+            (
+                "post",
+                json!({"content": [[{"tag": "media", "file_key": "f", "image_key": "i"}]]}),
+                "post with video",
+            ),
+        ] {
+            match with(kind, content) {
+                Verdict::Handle(Incoming {
+                    body: Body::Unsupported(k),
+                    ..
+                }) => assert_eq!(k, why),
+                other => panic!("{kind}: {other:?}"),
+            }
+        }
     }
 
     #[test]

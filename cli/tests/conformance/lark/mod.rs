@@ -7,6 +7,7 @@
 //! the fake holds (cards as last patched or answered) and its records.
 
 mod approvals;
+mod attachments;
 mod control;
 mod replies;
 mod resilience;
