@@ -155,13 +155,18 @@ async fn commands_and_unreadable_messages(b: Backend) {
         "",
         json!([]),
     );
-    envelope["event"]["message"]["message_type"] = json!("image");
-    envelope["event"]["message"]["content"] = json!(r#"{"image_key":"img_1"}"#);
+    // Text, images and files are read; a sticker is not.
+    envelope["event"]["message"]["message_type"] = json!("sticker");
+    envelope["event"]["message"]["content"] = json!(r#"{"file_key":"file_1"}"#);
     w.fake.push_event(envelope, PushOptions::default());
     let unreadable = w
-        .until("the image answer", |_| w.replies(&image).into_iter().next())
+        .until("the sticker answer", |_| w.replies(&image).into_iter().next())
         .await;
-    assert!(notice(&unreadable).contains("only read text"));
+    assert!(
+        notice(&unreadable).contains("not sticker messages"),
+        "{}",
+        notice(&unreadable)
+    );
     // Back in the first conversation: the agent sees its history.
     let back = w.dm("ou_alice", "back again");
     assert_eq!(body(&w.final_card(&back).await), "You said: back again");
