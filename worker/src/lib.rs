@@ -168,7 +168,9 @@ impl JobHandler for Handler {
         match claim {
             Ok(ClaimOutcome::Claimed(run)) => {
                 let span = run_span(&run, job.traceparent.as_deref());
-                let card = inner.follow_in_lark(&run.id).await;
+                let card =
+                    tracing::Instrument::instrument(inner.follow_in_lark(&run.id), span.clone())
+                        .await;
                 let stop = Arc::new(RunStop::new());
                 inner
                     .running

@@ -639,7 +639,11 @@ async fn uploads_wait_for_gateway_memory(b: Backend) {
     let alice = app.user("alice").await;
     let s = app.session(&alice).await;
     let image = samples::image_sized(samples::ImageFormat::Png, 700);
-    assert!(image.len() > 1 << 20, "larger than body_bytes: {}", image.len());
+    assert!(
+        image.len() > 1 << 20,
+        "larger than body_bytes: {}",
+        image.len()
+    );
     let body = json!({"text": "hi", "wait": true, "attachments": [{"name": "big.png", "data": b64(&image)}]})
         .to_string();
 
@@ -651,7 +655,9 @@ async fn uploads_wait_for_gateway_memory(b: Backend) {
         body.len()
     );
     slow.write_all(head.as_bytes()).await.unwrap();
-    slow.write_all(&body.as_bytes()[..body.len() / 2]).await.unwrap();
+    slow.write_all(&body.as_bytes()[..body.len() / 2])
+        .await
+        .unwrap();
     tokio::time::sleep(std::time::Duration::from_millis(300)).await;
 
     let res = app

@@ -221,7 +221,17 @@ impl Bot {
         }
         metrics::counter!("weft_lark_events_total", "outcome" => "handled").increment(1);
         let message_id = incoming.message_id.clone();
-        if let Err(e) = self.handle(incoming).await {
+        // A trace per message: the run it starts stores this span's context
+        // (`sessions::submit`), so the worker's run span continues the trace.
+        let span = tracing::info_span!(
+            parent: None,
+            "lark.message",
+            lark.message_id = %message_id,
+            lark.chat_id = %incoming.chat.chat_id,
+            trace_id = tracing::field::Empty,
+        );
+        weft_shared::telemetry::join_trace(&span, None, None);
+        if let Err(e) = tracing::Instrument::instrument(self.handle(incoming), span).await {
             tracing::warn!(event.id = %event_id, lark.message_id = %message_id, error = %format!("{e:#}"), "handling a lark message failed");
         }
     }

@@ -10,6 +10,7 @@ use std::time::Duration;
 use serde_json::{Map, Value, json};
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 use weft_lark::card::{ApprovalAnswer, ApprovalCard, MarkdownLimits, ReplyCard};
 use weft_lark::rest::{
     ErrorClass, Fallback, LarkError, MessageContent, ReceiveIdType, ReplyMode, SentMessage,
@@ -144,6 +145,7 @@ impl Driver {
                     .egress
                     .sender
                     .patch_card(&message, &card)
+                    .instrument(lark_call("patch_card"))
                     .await
                     .map_err(classify)?,
                 None => self.create(page, &card).await?,
@@ -227,6 +229,7 @@ impl Driver {
             };
             match sender
                 .reply_message_once(&chat.chat_id, message, content, mode, uuid)
+                .instrument(lark_call("reply_message"))
                 .await
             {
                 Err(e) if e.class() == ErrorClass::Fallback(Fallback::ReplyTargetGone) => {
@@ -237,9 +240,15 @@ impl Driver {
         }
         sender
             .send_message_once(ReceiveIdType::ChatId, &chat.chat_id, content, uuid)
+            .instrument(lark_call("send_message"))
             .await
             .map_err(classify)
     }
+}
+
+/// A span per Lark API call of the card (a child of `lark.card`).
+fn lark_call(call: &'static str) -> tracing::Span {
+    tracing::info_span!("lark.api", lark.call = call)
 }
 
 fn classify(e: LarkError) -> SyncError {

@@ -141,7 +141,8 @@ impl LarkEgress {
             settle: signals.settle.clone(),
             leave: signals.leave.clone(),
         };
-        let driving = tokio::spawn(driver.drive(latest));
+        // In the card's span: its Lark calls are the card's children.
+        let driving = tokio::spawn(tracing::Instrument::in_current_span(driver.drive(latest)));
         let mut events = std::pin::pin!(events);
         let mut reader = Reader {
             before,

@@ -145,25 +145,30 @@ impl LarkEgress {
             prior.leave.cancel();
         }
         let (egress, run, settle) = (self.clone(), run.clone(), handle.settle.clone());
-        tasks.spawn(async move {
-            if let Some(prior) = prior {
-                prior.finished.cancelled().await;
-            }
-            let signals = Signals {
-                leave,
-                settle,
-                shutdown: egress.shutdown.clone(),
-            };
-            egress
-                .clone()
-                .follow(run.clone(), target, before, signals)
-                .await;
-            drop(finished);
-            let mut followers = egress.followers.lock().expect("followers lock");
-            if followers.get(&run).is_some_and(|f| f.id == id) {
-                followers.remove(&run);
-            }
-        });
+        // Inside the run's span (the caller's): the card's Lark calls join its trace.
+        let span = tracing::info_span!("lark.card", run.id = %run);
+        tasks.spawn(tracing::Instrument::instrument(
+            async move {
+                if let Some(prior) = prior {
+                    prior.finished.cancelled().await;
+                }
+                let signals = Signals {
+                    leave,
+                    settle,
+                    shutdown: egress.shutdown.clone(),
+                };
+                egress
+                    .clone()
+                    .follow(run.clone(), target, before, signals)
+                    .await;
+                drop(finished);
+                let mut followers = egress.followers.lock().expect("followers lock");
+                if followers.get(&run).is_some_and(|f| f.id == id) {
+                    followers.remove(&run);
+                }
+            },
+            span,
+        ));
         Some(handle)
     }
 

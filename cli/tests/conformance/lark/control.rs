@@ -160,7 +160,9 @@ async fn commands_and_unreadable_messages(b: Backend) {
     envelope["event"]["message"]["content"] = json!(r#"{"file_key":"file_1"}"#);
     w.fake.push_event(envelope, PushOptions::default());
     let unreadable = w
-        .until("the sticker answer", |_| w.replies(&image).into_iter().next())
+        .until("the sticker answer", |_| {
+            w.replies(&image).into_iter().next()
+        })
         .await;
     assert!(
         notice(&unreadable).contains("not sticker messages"),

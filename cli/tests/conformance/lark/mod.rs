@@ -11,4 +11,5 @@ mod attachments;
 mod control;
 mod replies;
 mod resilience;
+mod traces;
 mod world;

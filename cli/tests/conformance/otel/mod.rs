@@ -8,7 +8,7 @@
 //! receiver that speaks both, so both transports are covered by one turn.
 
 mod metrics;
-mod receiver;
+pub mod receiver;
 mod resume;
 mod turn;
 
