@@ -24,16 +24,31 @@ fn the_data_dir_is_0700_and_its_files_0600() {
     cmd.args(["-p", "hello"]);
     assert_code(&run(cmd, None), 0);
 
+    // …and an attachment stored (folders and files under data/files).
+    let notes = s.dir.path().join("notes.md");
+    std::fs::write(&notes, "# private notes").unwrap();
+    let mut cmd = s.weft_bare();
+    cmd.args(["-p", "read this", "-f", notes.to_str().unwrap()]);
+    assert_code(&run(cmd, None), 0);
+
     let data = s.dir.path().join("data");
-    assert_eq!(mode(&data), 0o700, "{}", data.display());
     let mut files = 0;
-    for entry in std::fs::read_dir(&data).unwrap() {
-        let path = entry.unwrap().path();
-        assert_eq!(mode(&path), 0o600, "{}", path.display());
-        files += 1;
+    let mut pending = vec![data.clone()];
+    while let Some(dir) = pending.pop() {
+        assert_eq!(mode(&dir), 0o700, "{}", dir.display());
+        for entry in std::fs::read_dir(&dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                assert_eq!(mode(&path), 0o600, "{}", path.display());
+                files += 1;
+            }
+        }
     }
     for name in ["weft.db", "initial-admin-password"] {
         assert!(data.join(name).exists(), "{name} in {}", data.display());
     }
-    assert!(files >= 2);
+    // weft.db, the password, the note's bytes and its text
+    assert!(files >= 4, "{files}");
 }

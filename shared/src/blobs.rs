@@ -43,6 +43,9 @@ pub struct Blobs {
     store: Arc<dyn ObjectStore>,
     /// Where, for logs and `/health` (no credentials: those come from `AWS_*`).
     location: String,
+    /// A directory on this machine: its folders are made `0700` and its files
+    /// `0600`, like the rest of the data dir (`private_fs`).
+    local: Option<std::path::PathBuf>,
 }
 
 impl std::fmt::Debug for Blobs {
@@ -84,14 +87,32 @@ impl Blobs {
 
     /// A directory on this machine (created when missing).
     pub fn local(dir: &Path) -> Result<Blobs, BlobError> {
-        std::fs::create_dir_all(dir)
+        crate::private_fs::create_private_dir(dir)
             .map_err(|e| BlobError::Store(format!("{}: {e}", dir.display())))?;
         let fs = object_store::local::LocalFileSystem::new_with_prefix(dir)?
             .with_automatic_cleanup(true);
         Ok(Blobs {
             store: Arc::new(fs),
             location: dir.display().to_string(),
+            local: Some(dir.to_path_buf()),
         })
+    }
+
+    /// Write `payload` at `key`; on a local directory, in private folders and
+    /// narrowed to its owner (it is written with the umask's mode, inside a
+    /// `0700` folder nobody else can enter meanwhile).
+    async fn write(&self, key: &Key, payload: PutPayload) -> Result<(), BlobError> {
+        let path = self.local.as_ref().map(|root| root.join(key.as_ref()));
+        if let Some(folder) = path.as_ref().and_then(|p| p.parent()) {
+            crate::private_fs::create_private_dir(folder)
+                .map_err(|e| BlobError::Store(format!("{}: {e}", folder.display())))?;
+        }
+        self.store.put(key, payload).await?;
+        if let Some(path) = &path {
+            crate::private_fs::restrict_to_owner(path)
+                .map_err(|e| BlobError::Store(format!("{}: {e}", path.display())))?;
+        }
+        Ok(())
     }
 
     fn with_prefix<S: ObjectStore>(store: S, prefix: &str, location: String) -> Blobs {
@@ -101,7 +122,11 @@ impl Blobs {
         } else {
             Arc::new(PrefixStore::new(store, prefix))
         };
-        Blobs { store, location }
+        Blobs {
+            store,
+            location,
+            local: None,
+        }
     }
 
     pub fn location(&self) -> &str {
@@ -110,18 +135,14 @@ impl Blobs {
 
     /// Store a file's bytes under its hash.
     pub async fn put(&self, sha: &str, bytes: Bytes) -> Result<(), BlobError> {
-        self.store
-            .put(&blob_key(sha), PutPayload::from_bytes(bytes))
-            .await?;
-        Ok(())
+        self.write(&blob_key(sha), PutPayload::from_bytes(bytes))
+            .await
     }
 
     /// Store a document's extracted text under the document's hash.
     pub async fn put_text(&self, sha: &str, text: String) -> Result<(), BlobError> {
-        self.store
-            .put(&text_key(sha), PutPayload::from(text.into_bytes()))
-            .await?;
-        Ok(())
+        self.write(&text_key(sha), PutPayload::from(text.into_bytes()))
+            .await
     }
 
     /// A file's bytes, whole (an image for the model).
@@ -210,6 +231,15 @@ mod tests {
         assert_eq!(b.get_text(&sha).await.unwrap(), "text");
         let streamed: Vec<Bytes> = b.stream(&sha).await.unwrap().try_collect().await.unwrap();
         assert_eq!(streamed.concat(), b"hello");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = |p: &Path| std::fs::metadata(p).unwrap().permissions().mode() & 0o777;
+            assert_eq!(mode(&dir), 0o700);
+            assert_eq!(mode(&dir.join("blobs/ab")), 0o700);
+            assert_eq!(mode(&dir.join("blobs/ab").join(&sha)), 0o600);
+            assert_eq!(mode(&dir.join("text/ab").join(&sha)), 0o600);
+        }
         b.delete(&sha).await.unwrap();
         assert!(!b.exists(&sha).await.unwrap());
         b.delete(&sha).await.unwrap();
