@@ -10,6 +10,8 @@
 //!   levers, and their memory and CPU read from `/proc`.
 //! * [`langgraph`] — the same loop against LangGraph's server, for the comparison.
 //! * [`bench`] — the standard suite in both modes, written to `BENCHMARKS.md`.
+//! * [`saturate`] — what one Postgres and one Redis carry, driven through Weft's
+//!   own store and bus code with no HTTP or model in the way.
 
 pub mod bench;
 pub mod client;
@@ -18,6 +20,7 @@ pub mod mock_llm;
 pub mod procs;
 pub mod report;
 pub mod runner;
+pub mod saturate;
 pub mod scenario;
 pub mod sse;
 pub mod stack;

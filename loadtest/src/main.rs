@@ -11,6 +11,7 @@ use weft_loadtest::client::Gateways;
 use weft_loadtest::langgraph::run_langgraph;
 use weft_loadtest::mock_llm::{self, FaultRates, MockLlmConfig};
 use weft_loadtest::runner::{RunContext, WeftTarget, run_weft};
+use weft_loadtest::saturate::{self, SaturateOpts};
 use weft_loadtest::scenario::approvals::ApprovalParams;
 use weft_loadtest::scenario::lark::LarkParams;
 use weft_loadtest::scenario::lark::launch::{self, LarkWeft};
@@ -44,6 +45,10 @@ enum Command {
     Run(Box<RunArgs>),
     /// Run the standard suite in both modes and write BENCHMARKS.md.
     Bench(BenchOpts),
+    /// Find where one Postgres or one Redis saturates: tasks drive it through
+    /// Weft's own store or bus code (no HTTP, no model) at rising concurrency.
+    /// 127.0.0.1 only; a scratch database or key prefix, removed at the end.
+    Saturate(SaturateOpts),
 }
 
 #[derive(Args)]
@@ -204,6 +209,7 @@ async fn main() -> anyhow::Result<()> {
         Command::MockLlm(a) => mock(a).await,
         Command::Run(a) => run(*a).await,
         Command::Bench(o) => bench::run(o).await,
+        Command::Saturate(o) => saturate_cmd(o).await,
     }
 }
 
@@ -385,6 +391,22 @@ async fn approvals(a: RunArgs) -> anyhow::Result<()> {
     let label = a.label.clone().unwrap_or_else(|| "external".into());
     let report = scenario::approvals::run(&target, &p, &label).await?;
     emit(&report, a.json.as_deref())
+}
+
+/// `saturate`: the table, then the JSON (also written to --json when given).
+async fn saturate_cmd(o: SaturateOpts) -> anyhow::Result<()> {
+    let report = saturate::run(&o).await?;
+    print!("{}", report.table());
+    let text = serde_json::to_string_pretty(&report)?;
+    let json = match &o.target {
+        saturate::Target::Postgres(p) => &p.levels.json,
+        saturate::Target::Redis(r) => &r.levels.json,
+    };
+    if let Some(path) = json {
+        std::fs::write(path, &text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    println!("{text}");
+    Ok(())
 }
 
 /// What a stack started with --weft-bin runs with (a fresh directory under the

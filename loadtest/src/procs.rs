@@ -159,7 +159,7 @@ pub fn rss_kib(pid: u32) -> Option<u64> {
 }
 
 /// utime + stime in clock ticks, from `/proc/PID/stat`.
-fn cpu_ticks(pid: u32) -> Option<u64> {
+pub(crate) fn cpu_ticks(pid: u32) -> Option<u64> {
     let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // Fields after the parenthesised command name (which may contain spaces).
     let rest = &s[s.rfind(')')? + 2..];
@@ -168,7 +168,7 @@ fn cpu_ticks(pid: u32) -> Option<u64> {
 }
 
 /// Linux reports CPU times in USER_HZ, 100 on every mainstream architecture.
-const TICKS_PER_S: f64 = 100.0;
+pub(crate) const TICKS_PER_S: f64 = 100.0;
 
 struct Watched {
     usage: ProcUsage,

@@ -250,9 +250,9 @@ async fn start_pinned(spec: ProcSpec, dir: &Path) -> anyhow::Result<Proc> {
     Ok(p)
 }
 
-/// `name` is ours (`lt<pid>_<hex>`), never user input, so formatting it into the
+/// `name` is ours (`lt<pid>_<hex>`, `weft_sat_<hex>`), never user input, so formatting it into the
 /// statement is safe.
-async fn create_database(admin_url: &str, name: &str) -> anyhow::Result<String> {
+pub(crate) async fn create_database(admin_url: &str, name: &str) -> anyhow::Result<String> {
     use sqlx::Connection;
     let mut c = sqlx::PgConnection::connect(admin_url)
         .await
@@ -264,7 +264,7 @@ async fn create_database(admin_url: &str, name: &str) -> anyhow::Result<String> 
     Ok(format!("{base}/{name}"))
 }
 
-async fn drop_database(admin_url: &str, name: &str) -> anyhow::Result<()> {
+pub(crate) async fn drop_database(admin_url: &str, name: &str) -> anyhow::Result<()> {
     use sqlx::Connection;
     let mut c = sqlx::PgConnection::connect(admin_url).await?;
     sqlx::query(sqlx::AssertSqlSafe(format!(
