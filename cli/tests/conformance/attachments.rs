@@ -74,18 +74,20 @@ fn described(bytes: &[u8], mime: &str, n: usize) -> String {
     )
 }
 
-async fn an_image_and_a_pdf_reach_the_model(b: Backend) {
-    let app = App::start(b).await;
-    let alice = app.user("alice").await;
-    let s = app.session(&alice).await;
+/// Send a PNG (as a data: URL) and a PDF (plain base64) asking the mock to
+/// describe the images, then the PDF alone: the image reaches the model whole
+/// and the PDF as its text. Returns the two files.
+async fn image_and_pdf_reach_the_model(
+    app: &App,
+    token: &str,
+    session: &str,
+) -> (Vec<u8>, Vec<u8>) {
     let png = samples::png();
     let pdf = samples::pdf(&[REPORT]);
-
-    // An image with a data: URL prefix and a PDF without one.
     let reply = send_wait(
-        &app,
-        &alice,
-        &s,
+        app,
+        token,
+        session,
         json!({"text": "what is in these? @mock.describe_images", "attachments": [
             {"name": "shot.png", "data": format!("data:image/png;base64,{}", b64(&png))},
             {"name": "report.pdf", "data": b64(&pdf)},
@@ -93,12 +95,11 @@ async fn an_image_and_a_pdf_reach_the_model(b: Backend) {
     )
     .await;
     assert_eq!(reply["content"], described(&png, "image/png", 1), "{reply}");
-
     // The document's text is what the model reads (the mock echoes its input).
     let reply = send_wait(
-        &app,
-        &alice,
-        &s,
+        app,
+        token,
+        session,
         json!({"text": "summarise", "attachments": [{"name": "report.pdf", "data": b64(&pdf)}]}),
     )
     .await;
@@ -108,6 +109,14 @@ async fn an_image_and_a_pdf_reach_the_model(b: Backend) {
             && echoed.contains(REPORT),
         "{echoed}"
     );
+    (png, pdf)
+}
+
+async fn an_image_and_a_pdf_reach_the_model(b: Backend) {
+    let app = App::start(b).await;
+    let alice = app.user("alice").await;
+    let s = app.session(&alice).await;
+    let (png, pdf) = image_and_pdf_reach_the_model(&app, &alice, &s).await;
 
     // History lists each message's files; the owner downloads them.
     let msgs = app.messages(&alice, &s).await;
@@ -562,30 +571,7 @@ async fn s3_store_serves_a_cluster_without_a_shared_disk() {
 
     let alice = app.user("alice").await;
     let s = app.session(&alice).await;
-    let png = samples::png();
-    let pdf = samples::pdf(&[REPORT]);
-    let reply = send_wait(
-        &app,
-        &alice,
-        &s,
-        json!({"text": "@mock.describe_images", "attachments": [
-            {"name": "shot.png", "data": b64(&png)},
-            {"name": "report.pdf", "data": b64(&pdf)},
-        ]}),
-    )
-    .await;
-    assert_eq!(reply["content"], described(&png, "image/png", 1));
-    let reply = send_wait(
-        &app,
-        &alice,
-        &s,
-        json!({"text": "summarise", "attachments": [{"name": "report.pdf", "data": b64(&pdf)}]}),
-    )
-    .await;
-    assert!(
-        reply["content"].as_str().unwrap().contains(REPORT),
-        "{reply}"
-    );
+    let (png, pdf) = image_and_pdf_reach_the_model(&app, &alice, &s).await;
 
     let (png_sha, pdf_sha) = (weft_files::sha256_hex(&png), weft_files::sha256_hex(&pdf));
     let mut objects = s3.objects("weft-files");
