@@ -15,6 +15,7 @@ use base64::Engine;
 use bytes::Bytes;
 use weft_files::{Detected, Kind, Refused};
 use weft_shared::api::{AttachmentKind, AttachmentUpload};
+use weft_shared::memory_room::human_size as mib;
 use weft_shared::store::NewAttachment;
 
 use crate::AppState;
@@ -98,14 +99,6 @@ pub fn clean_name(name: &str) -> String {
         "attachment".into()
     } else {
         clean
-    }
-}
-
-fn mib(n: u64) -> String {
-    if n >= 1 << 20 {
-        format!("{:.1} MiB", n as f64 / f64::from(1 << 20))
-    } else {
-        format!("{} KiB", n.div_ceil(1024))
     }
 }
 

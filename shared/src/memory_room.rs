@@ -64,6 +64,15 @@ impl MemoryRoom {
     }
 }
 
+/// A byte count for people: `512 KiB`, `4.0 MiB` (limits, attachment notes).
+pub fn human_size(n: u64) -> String {
+    if n >= 1 << 20 {
+        format!("{:.1} MiB", n as f64 / f64::from(1 << 20))
+    } else {
+        format!("{} KiB", n.div_ceil(1024))
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

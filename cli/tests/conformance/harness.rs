@@ -13,6 +13,14 @@ pub const PG_ADMIN: &str = "postgres://postgres@127.0.0.1:5432/test";
 pub const REDIS: &str = "redis://127.0.0.1:6379";
 pub const ADMIN_TOKEN: &str = "weft_conformance_admin_token_0123456789";
 
+/// The Python with the SDKs and test servers (`mcp`, `moto`, `boto3`) the suite
+/// drives; `scripts/test` makes it.
+pub fn python() -> String {
+    std::env::var("WEFT_PYTHON").expect(
+        "set WEFT_PYTHON to the Python scripts/test prepares (~/.cache/weft-venv/bin/python, with mcp, moto and boto3)",
+    )
+}
+
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Backend {
     Embedded,

@@ -15,12 +15,6 @@ crate::both_backends!(
     a_slow_mcp_tool_hits_the_timeout
 );
 
-fn python() -> String {
-    std::env::var("WEFT_PYTHON").expect(
-        "set WEFT_PYTHON to a Python with the `mcp` package (scripts/test makes one: ~/.cache/weft-venv/bin/python)",
-    )
-}
-
 /// A config file naming the demo server; returned with the dir that keeps it.
 fn mcp_config(extra: &str) -> (tempfile::TempDir, String) {
     let dir = tempfile::tempdir().unwrap();

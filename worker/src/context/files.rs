@@ -25,7 +25,7 @@ use weft_shared::api::AttachmentKind;
 use weft_shared::blobs::Blobs;
 use weft_shared::config::{AttachmentsConfig, ModelConfig};
 use weft_shared::ids::FileId;
-use weft_shared::memory_room::MemoryRoom;
+use weft_shared::memory_room::{MemoryRoom, human_size as size};
 use weft_shared::store::{Attachment, Message};
 
 /// Images of a conversation the model sees at once (the newest ones).
@@ -46,14 +46,6 @@ pub enum Loaded {
 
 /// The loaded attachments of a context, by id.
 pub type Files = HashMap<FileId, Loaded>;
-
-fn size(n: u64) -> String {
-    if n >= 1 << 20 {
-        format!("{:.1} MiB", n as f64 / f64::from(1 << 20))
-    } else {
-        format!("{} KiB", n.div_ceil(1024))
-    }
-}
 
 fn note(a: &Attachment, why: &str) -> Loaded {
     Loaded::Text(format!(
