@@ -114,6 +114,28 @@ enum Command {
         #[command(flatten)]
         connect: ConnectArgs,
     },
+    /// Read a document from stdin and print its text: how Weft reads every
+    /// untrusted file (uploads, Lark files, web_fetch pages), one limited child
+    /// process per file. Exit 0: the text; 65: why it cannot be read.
+    #[command(
+        after_help = "Example:\n  weft extract pdf < report.pdf\n\nThe limits are set on this process before it reads a byte; a file that\nneeds more is killed by the kernel, never the server that started it."
+    )]
+    Extract {
+        /// What the bytes are: pdf, docx, xlsx, pptx, text, or html (to Markdown).
+        #[arg(value_parser = parse_job)]
+        kind: weft_files::Job,
+        /// CPU seconds it may use (the server also kills it after as many seconds of wall clock).
+        #[arg(long, default_value_t = 20)]
+        cpu_secs: u64,
+        /// Address space it may use, in bytes.
+        #[arg(long, default_value_t = 1 << 30)]
+        memory_bytes: u64,
+    },
+}
+
+fn parse_job(arg: &str) -> Result<weft_files::Job, String> {
+    weft_files::Job::parse(arg)
+        .ok_or_else(|| "expected one of pdf, docx, xlsx, pptx, text, html".to_owned())
 }
 
 fn main() -> std::process::ExitCode {
@@ -149,6 +171,18 @@ fn main() -> std::process::ExitCode {
         Some(Command::Logout { connect }) => (connect, ClientCommand::Logout),
         Some(Command::Sessions { command, connect }) => (connect, ClientCommand::Sessions(command)),
         Some(Command::Models { connect }) => (connect, ClientCommand::Models),
+        // No runtime, no config, no logging: a child that reads one file and exits.
+        Some(Command::Extract {
+            kind,
+            cpu_secs,
+            memory_bytes,
+        }) => {
+            let limits = weft_files::Limits {
+                timeout: std::time::Duration::from_secs(cpu_secs),
+                memory_bytes,
+            };
+            return weft_files::isolate::serve_child(kind, limits);
+        }
         Some(server_command) => return run_server_command(server_command),
     };
     std::process::ExitCode::from(client::run(connect, command))
@@ -217,6 +251,7 @@ async fn run_server(command: Command, telemetry: &mut Option<Telemetry>) -> anyh
         | Command::Login { .. }
         | Command::Logout { .. }
         | Command::Sessions { .. }
-        | Command::Models { .. } => unreachable!("client commands are dispatched in main"),
+        | Command::Models { .. }
+        | Command::Extract { .. } => unreachable!("client commands are dispatched in main"),
     }
 }

@@ -2,7 +2,8 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
-use crate::{Detected, Kind, Refused, mime, ooxml, text, xlsx};
+use crate::isolate::Job;
+use crate::{Detected, Refused, ooxml, text, xlsx};
 
 /// Text an Office document may produce before reading stops; far above any
 /// model budget, it only bounds memory (a spreadsheet can repeat one long
@@ -22,28 +23,30 @@ pub(crate) const TEXT_CAP: usize = 16 * 1024 * 1024;
 /// An empty string means the document holds no text (a scanned PDF). Never
 /// panics: a corrupt or hostile file is [`Refused::Unreadable`] with the
 /// reason. Office documents may inflate to at most 64 MiB of XML, and stop
-/// producing text at 16 MiB.
+/// producing text at 16 MiB. It can still overflow the stack or run out of
+/// memory on a hostile PDF: servers call it only through
+/// [`crate::isolate::Extractor`].
 pub fn extract_text(det: &Detected, name: &str, bytes: &[u8]) -> Result<String, Refused> {
-    if det.kind == Kind::Image {
+    let Some(job) = Job::for_document(det) else {
         return Err(Refused::unsupported(
             name,
             "an image has no text to extract",
         ));
-    }
-    let mime = det.mime;
-    let extracted = catch_unwind(AssertUnwindSafe(|| match mime {
-        mime::PDF => pdf_text(bytes),
-        mime::DOCX => ooxml::docx_text(bytes),
-        mime::XLSX => xlsx::xlsx_text(bytes),
-        mime::PPTX => ooxml::pptx_text(bytes),
-        m if text::is_text_mime(m) => plain_text(bytes),
-        m => Err(format!("no text can be extracted from {m}")),
+    };
+    run_job(job, bytes).map_err(|reason| Refused::unreadable(name, reason))
+}
+
+/// What [`Job::run`] does: the parser for `job`, its panic caught.
+pub(crate) fn run_job(job: Job, bytes: &[u8]) -> Result<String, String> {
+    let extracted = catch_unwind(AssertUnwindSafe(|| match job {
+        Job::Pdf => pdf_text(bytes),
+        Job::Docx => ooxml::docx_text(bytes),
+        Job::Xlsx => xlsx::xlsx_text(bytes),
+        Job::Pptx => ooxml::pptx_text(bytes),
+        Job::Text => plain_text(bytes),
+        Job::Html => crate::html::html_to_markdown(&String::from_utf8_lossy(bytes)),
     }));
-    match extracted {
-        Ok(Ok(text)) => Ok(text),
-        Ok(Err(reason)) => Err(Refused::unreadable(name, reason)),
-        Err(_) => Err(Refused::unreadable(name, "the file is malformed")),
-    }
+    extracted.unwrap_or_else(|_| Err("the file is malformed".to_owned()))
 }
 
 fn plain_text(bytes: &[u8]) -> Result<String, String> {
@@ -80,6 +83,7 @@ fn collapse_blank_lines(text: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::{Kind, mime};
 
     #[test]
     fn blank_line_runs_become_one() {

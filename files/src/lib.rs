@@ -1,4 +1,5 @@
-//! What an attached file is, and what a model can read of it.
+//! What an attached file is, what a model can read of it, and where that
+//! reading happens (a limited child process, [`isolate`]).
 //!
 //! Attachments arrive from the web page, the terminal client, Lark and the API
 //! with a name and, often, a declared content type. Neither can be trusted: a
@@ -40,20 +41,28 @@
 //!   which would allocate rows × columns for a sheet with cells at `A1` and
 //!   `XFD1048576`.
 //!
-//! PDF parsing (`pdf-extract`) has no such knobs: the caller's upload limit
-//! (10 MiB per document) is what bounds it. A parser that panics is caught, but
-//! the default panic hook still prints its message to stderr.
+//! PDF parsing (`pdf-extract`, on `lopdf`) has no such knobs: a form that
+//! draws itself recurses until the stack overflows, chained Flate filters
+//! inflate without a bound. HTML to Markdown (`htmd`, for web_fetch) recurses
+//! over the DOM. So servers never parse a document in their own process:
+//! [`isolate::Extractor`] runs each one in a `weft extract` child under CPU,
+//! memory and wall-clock limits, and a child that dies is a reason, not a crash.
 //!
 //! [`detect`] is a linear pass over the bytes (UTF-8 validation, a JSON parse
-//! for `.json`, a zip's central directory), cheap enough for a request handler;
-//! [`extract_text`] is not, and belongs in `spawn_blocking`.
+//! for `.json`, a zip's central directory and `[Content_Types].xml` with one
+//! name index), cheap enough for a request handler's blocking task;
+//! [`extract_text`] is not, and belongs in a `weft extract` child.
 
 mod detect;
 mod extract;
+mod html;
+pub mod isolate;
 mod ooxml;
 mod text;
 mod xlsx;
 
+#[cfg(feature = "samples")]
+pub mod hostile;
 #[cfg(feature = "samples")]
 pub mod samples;
 
@@ -62,6 +71,8 @@ use sha2::{Digest, Sha256};
 
 pub use detect::detect;
 pub use extract::extract_text;
+pub use html::html_to_markdown;
+pub use isolate::{Extractor, Failure, Job, Limits};
 pub use text::truncate;
 
 /// The content types [`detect`] returns; every [`Detected::mime`] is one of these.

@@ -62,11 +62,6 @@ pub(crate) const MIMES: &[&str] = &[
     "text/x-sql",
 ];
 
-/// Whether a Detected mime is one of the text types (extracted as-is).
-pub(crate) fn is_text_mime(mime: &str) -> bool {
-    MIMES.contains(&mime)
-}
-
 /// The text of `bytes` if they are UTF-8 (an optional BOM dropped) without NUL.
 pub(crate) fn as_text(bytes: &[u8]) -> Option<&str> {
     let body = bytes.strip_prefix(BOM).unwrap_or(bytes);

@@ -73,6 +73,8 @@ pub struct AppState {
     pub blobs: weft_shared::blobs::Blobs,
     /// Memory for attachment uploads in flight (`attachments.gateway_upload_memory_bytes`).
     pub upload_room: weft_shared::memory_room::MemoryRoom,
+    /// Where documents are read: `weft extract` children, never this process.
+    pub extractor: weft_files::Extractor,
 }
 
 impl AppState {
@@ -82,6 +84,7 @@ impl AppState {
         queue: SharedQueue,
         config: Arc<Config>,
         blobs: weft_shared::blobs::Blobs,
+        extractor: weft_files::Extractor,
         shutdown: CancellationToken,
     ) -> AppState {
         let models = config
@@ -116,6 +119,7 @@ impl AppState {
             upload_room: weft_shared::memory_room::MemoryRoom::new(
                 config.attachments.gateway_upload_memory_bytes,
             ),
+            extractor,
             config,
             shutdown,
         };

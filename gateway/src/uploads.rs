@@ -5,15 +5,19 @@
 //! Limits (`[attachments]`, `limits.attachments_bytes`): 4 images of at most
 //! 4 MiB, 3 documents of at most 10 MiB, 20 MiB per message. Over a limit is 413
 //! naming it; a type we do not take, or bytes that contradict a declared type,
-//! 422. Documents are turned into text here, once (a 10 MiB PDF takes well under
-//! a second; the worker only reads the stored text), so an unreadable document
-//! is refused while its sender is still waiting for the answer.
+//! 422. Documents are turned into text here, once (the worker only reads the
+//! stored text), each in a `weft extract` child process under the `[files]`
+//! limits (`weft_files::isolate`), the documents of one message at the same
+//! time. A document that cannot be read — damaged, or a hostile file that
+//! kills its reader — is still stored and sent with the message, marked
+//! "could not be read (reason)" for the model and the person: the message is
+//! never lost, and the gateway never parses a document itself.
 
 use std::time::Duration;
 
 use base64::Engine;
 use bytes::Bytes;
-use weft_files::{Detected, Kind, Refused};
+use weft_files::{Detected, Failure, Kind, Refused};
 use weft_shared::api::{AttachmentKind, AttachmentUpload};
 use weft_shared::memory_room::human_size as mib;
 use weft_shared::store::NewAttachment;
@@ -38,9 +42,6 @@ pub struct Accepted {
     /// later upload touched them.
     pub touched_at: i64,
 }
-
-/// The longest a document's text extraction may take.
-const EXTRACT_TIMEOUT: Duration = Duration::from_secs(60);
 
 /// The largest request body of a send: the attachments in base64 (4/3 of their
 /// bytes), the text as JSON-escaped UTF-8, and room for the rest.
@@ -122,15 +123,7 @@ pub async fn accept(state: &AppState, uploads: Vec<Upload>) -> ApiResult<Accepte
             mib(total_cap)
         )));
     }
-    let mut typed: Vec<(Upload, Detected)> = Vec::with_capacity(uploads.len());
-    for mut u in uploads {
-        u.name = clean_name(&u.name);
-        if u.bytes.is_empty() {
-            return Err(ApiError::Validation(format!("{} is empty", u.name)));
-        }
-        let det = weft_files::detect(&u.name, u.declared.as_deref(), &u.bytes).map_err(refused)?;
-        typed.push((u, det));
-    }
+    let typed = detect_all(uploads).await?;
     let images = typed.iter().filter(|(_, d)| d.kind == Kind::Image).count() as u32;
     let documents = typed.len() as u32 - images;
     if images > cfg.images_per_message {
@@ -159,14 +152,11 @@ pub async fn accept(state: &AppState, uploads: Vec<Upload>) -> ApiResult<Accepte
             )));
         }
     }
-    // Documents become text before anything is stored: an unreadable one is refused.
+    // Documents become text before anything is stored, all at once.
+    let texts = futures::future::join_all(typed.iter().map(|(u, d)| extract(state, u, d))).await;
     let mut ready = Vec::with_capacity(typed.len());
-    for (u, d) in typed {
-        let text = match d.kind {
-            Kind::Image => None,
-            Kind::Document => Some(extract(&u, &d).await?),
-        };
-        ready.push((u, d, text));
+    for ((u, d), text) in typed.into_iter().zip(texts) {
+        ready.push((u, d, text?));
     }
     let mut out = Accepted::default();
     for (u, d, text) in ready {
@@ -178,17 +168,19 @@ pub async fn accept(state: &AppState, uploads: Vec<Upload>) -> ApiResult<Accepte
             .put(&sha, u.bytes)
             .await
             .map_err(|e| ApiError::Unavailable(format!("the file store failed: {e}")))?;
-        let text_chars =
-            match text {
-                Some(t) => {
-                    let n = t.chars().count() as u64;
-                    state.blobs.put_text(&sha, t).await.map_err(|e| {
-                        ApiError::Unavailable(format!("the file store failed: {e}"))
-                    })?;
-                    Some(n)
-                }
-                None => None,
-            };
+        let (text_chars, unreadable) = match text {
+            Text::None => (None, None),
+            Text::Read(t) => {
+                let n = t.chars().count() as u64;
+                state
+                    .blobs
+                    .put_text(&sha, t)
+                    .await
+                    .map_err(|e| ApiError::Unavailable(format!("the file store failed: {e}")))?;
+                (Some(n), None)
+            }
+            Text::Unreadable(reason) => (None, Some(reason)),
+        };
         out.files.push(NewAttachment {
             name: u.name,
             kind: match d.kind {
@@ -199,27 +191,61 @@ pub async fn accept(state: &AppState, uploads: Vec<Upload>) -> ApiResult<Accepte
             bytes: size,
             sha256: sha,
             text_chars,
+            unreadable,
         });
     }
     metrics::counter!("weft_attachments_total").increment(out.files.len() as u64);
     Ok(out)
 }
 
-async fn extract(u: &Upload, d: &Detected) -> ApiResult<String> {
-    let (name, det, bytes) = (u.name.clone(), d.clone(), u.bytes.clone());
-    let job = tokio::task::spawn_blocking(move || weft_files::extract_text(&det, &name, &bytes));
-    match tokio::time::timeout(EXTRACT_TIMEOUT, job).await {
-        Ok(Ok(Ok(text))) => Ok(text),
-        Ok(Ok(Err(r))) => Err(refused(r)),
-        Ok(Err(e)) => Err(ApiError::Validation(format!(
-            "{} could not be read: {e}",
-            u.name
-        ))),
-        Err(_) => Err(ApiError::Validation(format!(
-            "{} took longer than {} s to read; send a smaller or simpler file",
-            u.name,
-            EXTRACT_TIMEOUT.as_secs()
-        ))),
+/// Every file's name cleaned and its type detected, on the blocking pool: a
+/// zip's directory and `[Content_Types].xml` are read, linearly but not for free.
+async fn detect_all(uploads: Vec<Upload>) -> ApiResult<Vec<(Upload, Detected)>> {
+    let job = tokio::task::spawn_blocking(move || {
+        uploads
+            .into_iter()
+            .map(|mut u| {
+                u.name = clean_name(&u.name);
+                if u.bytes.is_empty() {
+                    return Err(ApiError::Validation(format!("{} is empty", u.name)));
+                }
+                let det = weft_files::detect(&u.name, u.declared.as_deref(), &u.bytes)
+                    .map_err(refused)?;
+                Ok((u, det))
+            })
+            .collect::<ApiResult<Vec<_>>>()
+    });
+    job.await
+        .map_err(|_| ApiError::Validation("a file could not be typed: it is malformed".into()))?
+}
+
+/// What a file gives the model besides itself.
+enum Text {
+    /// An image.
+    None,
+    Read(String),
+    /// A document whose text could not be read, and why.
+    Unreadable(String),
+}
+
+/// A document's text, read by a `weft extract` child. Only a reader that cannot
+/// be started at all is an error (503: this server's fault, not the file's).
+async fn extract(state: &AppState, u: &Upload, d: &Detected) -> ApiResult<Text> {
+    if d.kind == Kind::Image {
+        return Ok(Text::None);
+    }
+    match state.extractor.document(d, u.bytes.clone()).await {
+        Ok(text) => Ok(Text::Read(text)),
+        Err(Failure::NotStarted(why)) => {
+            tracing::error!(error = %why, "the document reader could not be started");
+            Err(ApiError::Unavailable(
+                "documents cannot be read right now; try again later".into(),
+            ))
+        }
+        Err(failure) => {
+            tracing::info!(file = %u.name, reason = %failure, "a document could not be read");
+            Ok(Text::Unreadable(failure.to_string()))
+        }
     }
 }
 

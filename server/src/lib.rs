@@ -23,10 +23,20 @@ pub mod bootstrap;
 
 pub use backends::{Backends, database_url, redact};
 
+/// The `[files]` limits of one document's extraction.
+pub fn extract_limits(cfg: &Config) -> weft_files::Limits {
+    weft_files::Limits {
+        timeout: cfg.files.timeout(),
+        memory_bytes: cfg.files.extract_memory_bytes,
+    }
+}
+
 /// A process's configuration and connected backends, before any role starts.
 pub struct Server {
     cfg: Arc<Config>,
     backends: Backends,
+    /// Reads untrusted documents (uploads, Lark files, web_fetch bodies).
+    extractor: weft_files::Extractor,
 }
 
 /// A started role. Dropping it leaves the role running; cancel the token given
@@ -50,10 +60,21 @@ impl Server {
         let backends = Backends::connect(&cfg).await?;
         bootstrap::admin_token(&backends.store, &cfg).await?;
         backends.store.seed_agents(&cfg.agents).await?;
+        let extractor = weft_files::Extractor::this_binary(extract_limits(&cfg))
+            .context("locating this binary for `weft extract`")?;
         Ok(Server {
             cfg: Arc::new(cfg),
             backends,
+            extractor,
         })
+    }
+
+    /// Read documents with `extractor` instead of `weft extract` children of
+    /// this binary: for a program that embeds Weft and has no `extract`
+    /// subcommand of its own.
+    pub fn with_extractor(mut self, extractor: weft_files::Extractor) -> Server {
+        self.extractor = extractor;
+        self
     }
 
     pub fn config(&self) -> &Arc<Config> {
@@ -92,6 +113,7 @@ impl Server {
             b.queue.clone(),
             self.cfg.clone(),
             b.blobs.clone(),
+            self.extractor.clone(),
             shutdown,
         )
         .with_login_attempts(b.login_attempts.clone())
@@ -108,6 +130,7 @@ impl Server {
             queue: b.queue.clone(),
             config: self.cfg.clone(),
             blobs: b.blobs.clone(),
+            extractor: self.extractor.clone(),
             lark,
         }
     }

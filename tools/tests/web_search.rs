@@ -267,7 +267,7 @@ async fn the_tool_describes_itself_and_rejects_bad_arguments() {
 }
 
 fn offered(tools: serde_json::Value) -> Vec<String> {
-    let mut names: Vec<_> = web_tools(&tools_config(tools))
+    let mut names: Vec<_> = web_tools(&tools_config(tools), &web_support::extractor())
         .iter()
         .map(|t| t.spec().name)
         .collect();
@@ -305,7 +305,7 @@ fn web_tools_offers_only_what_is_enabled_and_complete() {
         })),
         ["web_fetch", "web_search"]
     );
-    assert!(web_tools(&tools_config(json!({"web_fetch": {"enabled": true}, "web_search": {"enabled": true, "backend": "searxng", "base_url": "http://s"}})))
+    assert!(web_tools(&tools_config(json!({"web_fetch": {"enabled": true}, "web_search": {"enabled": true, "backend": "searxng", "base_url": "http://s"}})), &web_support::extractor())
         .iter()
         .all(|t| !t.side_effects()));
 }

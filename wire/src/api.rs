@@ -231,6 +231,11 @@ pub struct AttachmentDto {
     /// The type found in the bytes (never the name's or the client's claim).
     pub mime: String,
     pub bytes: u64,
+    /// Set when a document's text could not be read (damaged, or too costly to
+    /// read): why, e.g. "reading it took longer than 20 s". The model was told
+    /// the same; the file itself is kept.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unreadable: Option<String>,
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]

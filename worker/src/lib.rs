@@ -46,6 +46,8 @@ pub struct WorkerDeps {
     pub config: Arc<Config>,
     /// Attachment bytes (images for the model, documents' text).
     pub blobs: weft_shared::blobs::Blobs,
+    /// Where fetched pages and PDFs are read (`weft extract` children).
+    pub extractor: weft_files::Extractor,
     /// The Lark REST side, when `[lark]` is configured: runs of Lark conversations
     /// stream their replies into cards.
     pub lark: Option<weft_lark::sender::RateAwareSender>,
@@ -413,7 +415,7 @@ pub async fn run(
         providers,
         tools: {
             let mut tools = ToolRegistry::builtin();
-            for tool in weft_tools::web_tools(&cfg.tools) {
+            for tool in weft_tools::web_tools(&cfg.tools, &deps.extractor) {
                 tools.add(tool);
             }
             tools.add(Arc::new(agent::UseSkill {

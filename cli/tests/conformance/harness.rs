@@ -292,6 +292,15 @@ impl App {
         }
     }
 
+    /// What the gateway and the workers logged so far.
+    pub fn logs(&self) -> String {
+        let mut out = self.gateway.logs();
+        for w in &self.workers {
+            out.push_str(&w.logs());
+        }
+        out
+    }
+
     pub fn spawn_worker(env: &Env) -> Proc {
         Proc::spawn(env.command(&["worker"]), "worker started")
     }

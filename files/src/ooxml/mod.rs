@@ -10,6 +10,8 @@
 mod runs;
 mod slides;
 
+use std::cell::OnceCell;
+use std::collections::HashMap;
 use std::io::{Cursor, Read};
 
 use quick_xml::Reader;
@@ -48,6 +50,10 @@ const MAIN_PARTS: [(&str, &str); 3] = [
 pub(crate) struct Package<'a> {
     zip: ZipArchive<Cursor<&'a [u8]>>,
     xml_left: u64,
+    /// Lowercased entry name → index, built on the first lookup whose exact
+    /// name misses: one pass over the names, however many parts are looked up
+    /// (a hostile `[Content_Types].xml` can name 100,000 of them).
+    folded: OnceCell<HashMap<String, usize>>,
 }
 
 impl<'a> Package<'a> {
@@ -57,6 +63,7 @@ impl<'a> Package<'a> {
         Ok(Package {
             zip,
             xml_left: XML_BUDGET,
+            folded: OnceCell::new(),
         })
     }
 
@@ -96,9 +103,17 @@ impl<'a> Package<'a> {
 
     fn index_of(&self, part: &str) -> Option<usize> {
         self.zip.index_for_name(part).or_else(|| {
-            let mut names = self.zip.file_names().enumerate();
-            let found = names.find(|(_, n)| n.eq_ignore_ascii_case(part));
-            found.map(|(i, _)| i)
+            let folded = self.folded.get_or_init(|| {
+                let mut map = HashMap::with_capacity(self.zip.len());
+                for i in 0..self.zip.len() {
+                    if let Some(name) = self.zip.name_for_index(i) {
+                        // The first of names equal but for case wins, as a scan would.
+                        map.entry(name.to_ascii_lowercase()).or_insert(i);
+                    }
+                }
+                map
+            });
+            folded.get(&part.to_ascii_lowercase()).copied()
         })
     }
 

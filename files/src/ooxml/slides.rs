@@ -5,6 +5,7 @@
 //! each `r:id` resolved through the main part's relationships. Decks whose list
 //! cannot be resolved fall back to the file numbers.
 
+use std::collections::HashMap;
 use std::fmt::Write;
 
 use quick_xml::Reader;
@@ -50,11 +51,15 @@ fn shown_order(package: &mut Package, main: &str) -> Result<Vec<String>, String>
     let Some(rels) = package.read(rels_part.trim_start_matches('/'))? else {
         return Ok(Vec::new());
     };
-    let targets = elements_with(&rels, "Relationship", ["Id", "Target"])?;
+    // One map, not a search per slide: a deck can list 100,000 relationships.
+    let mut targets = HashMap::new();
+    for [id, target] in elements_with(&rels, "Relationship", ["Id", "Target"])? {
+        targets.entry(id).or_insert(target);
+    }
     let order = slide_rel_ids(&presentation)?
         .iter()
-        .filter_map(|id| targets.iter().find(|[rid, _]| rid == id))
-        .map(|[_, target]| resolve(dir, target))
+        .filter_map(|id| targets.get(id))
+        .map(|target| resolve(dir, target))
         .collect();
     Ok(order)
 }

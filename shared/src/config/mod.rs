@@ -12,6 +12,7 @@ use serde::{Deserialize, Serialize};
 
 pub mod agents;
 mod attachments;
+mod files;
 mod http;
 mod lark;
 mod mcp;
@@ -23,6 +24,7 @@ mod worker;
 
 pub use agents::AgentConfig;
 pub use attachments::AttachmentsConfig;
+pub use files::FilesConfig;
 pub use http::{HttpConfig, Limits, LoginConfig, parse_proxy};
 pub use lark::LarkConfig;
 pub use mcp::McpServerConfig;
@@ -83,6 +85,8 @@ pub struct Config {
     pub limits: Limits,
     /// Attachment limits, storage and the document budget.
     pub attachments: AttachmentsConfig,
+    /// How untrusted documents are read (a limited child process per file).
+    pub files: FilesConfig,
     /// Connection timeouts and the connection cap of the HTTP server.
     pub http: HttpConfig,
     pub worker: WorkerConfig,
@@ -118,6 +122,7 @@ impl Default for Config {
             log_format: "text".into(),
             limits: Limits::default(),
             attachments: AttachmentsConfig::default(),
+            files: FilesConfig::default(),
             http: HttpConfig::default(),
             worker: WorkerConfig::default(),
             events: EventsConfig::default(),
@@ -198,6 +203,7 @@ impl Config {
             return bad("worker.concurrency must be at least 1".into());
         }
         self.tools.validate().map_err(ConfigError::Invalid)?;
+        self.files.validate().map_err(ConfigError::Invalid)?;
         mcp::validate(&self.mcp_servers).map_err(ConfigError::Invalid)?;
         agents::validate(&self.agents).map_err(ConfigError::Invalid)?;
         if !(10..=95).contains(&self.context.threshold_percent)

@@ -14,7 +14,7 @@ use std::collections::HashMap;
 
 use sqlx::any::AnyRow;
 
-use super::{Result, Store, StoreError, get_i64, get_opt_i64, get_str};
+use super::{Result, Store, StoreError, get_i64, get_opt_i64, get_opt_str, get_str};
 use crate::api::{AttachmentDto, AttachmentKind};
 use crate::ids::{FileId, MessageId, SessionId, UserId};
 use crate::time::now_ms;
@@ -29,6 +29,8 @@ pub struct NewAttachment {
     pub sha256: String,
     /// Characters of a document's extracted text.
     pub text_chars: Option<u64>,
+    /// Why a document's text could not be read (it has none stored).
+    pub unreadable: Option<String>,
 }
 
 /// An attachment row.
@@ -43,6 +45,8 @@ pub struct Attachment {
     pub bytes: u64,
     pub sha256: String,
     pub text_chars: Option<u64>,
+    /// Why a document's text could not be read.
+    pub unreadable: Option<String>,
 }
 
 impl Attachment {
@@ -62,6 +66,7 @@ impl Attachment {
             bytes: get_i64(row, "bytes")? as u64,
             sha256: get_str(row, "sha256")?,
             text_chars: get_opt_i64(row, "text_chars")?.map(|n| n as u64),
+            unreadable: get_opt_str(row, "unreadable")?,
         })
     }
 
@@ -72,12 +77,13 @@ impl Attachment {
             kind: self.kind,
             mime: self.mime.clone(),
             bytes: self.bytes,
+            unreadable: self.unreadable.clone(),
         }
     }
 }
 
 const COLUMNS: &str =
-    "id, message_id, session_id, name, kind, mime, bytes, sha256, text_chars, position";
+    "id, message_id, session_id, name, kind, mime, bytes, sha256, text_chars, unreadable, position";
 
 fn kind_str(k: AttachmentKind) -> &'static str {
     match k {
@@ -97,8 +103,8 @@ pub(super) async fn insert_attachments(
 ) -> Result<()> {
     for (position, f) in files.iter().enumerate() {
         sqlx::query(
-            "insert into attachments (id, message_id, session_id, user_id, position, name, kind, mime, bytes, sha256, text_chars, created_at)
-             values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+            "insert into attachments (id, message_id, session_id, user_id, position, name, kind, mime, bytes, sha256, text_chars, unreadable, created_at)
+             values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13)",
         )
         .bind(&FileId::new().0)
         .bind(&message.0)
@@ -111,6 +117,7 @@ pub(super) async fn insert_attachments(
         .bind(f.bytes as i64)
         .bind(&f.sha256)
         .bind(f.text_chars.map(|n| n as i64))
+        .bind(f.unreadable.as_deref())
         .bind(now)
         .execute(&mut **tx)
         .await?;

@@ -24,6 +24,7 @@ fn file(sha: &str, name: &str) -> NewAttachment {
         bytes: 10,
         sha256: sha.into(),
         text_chars: None,
+        unreadable: None,
     }
 }
 

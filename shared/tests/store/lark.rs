@@ -107,6 +107,7 @@ async fn linking_moves_the_placeholder_over(db: Db) {
         bytes: 10,
         sha256: "ab".repeat(32),
         text_chars: None,
+        unreadable: None,
     }];
     let run = started(s.send_message(&r).await.unwrap());
 

@@ -1,11 +1,8 @@
-//! What `web_fetch` makes of a body: HTML becomes Markdown (htmd, an HTML
-//! parser rather than patterns), PDF becomes its text (pdf-extract), text
-//! stays text. Anything else — images, archives, executables — is refused,
-//! since the model could do nothing with it.
-//!
-//! The converters are synchronous and, for big or hostile input, slow; they
-//! run on the blocking pool. pdf-extract panics on some malformed files, so a
-//! panic there is caught and reported as an unreadable PDF.
+//! What `web_fetch` makes of a body: HTML becomes Markdown, PDF becomes its
+//! text (both in a `weft extract` child, `weft_files::isolate`), text stays
+//! text. Anything else — images, archives, executables — is refused, since the
+//! model could do nothing with it. This module only decides which, and decodes
+//! charsets (`encoding_rs`, linear and bounded by the fetch's byte cap).
 
 /// How a body is read, from its `Content-Type` (or, without one, its bytes).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -65,51 +62,4 @@ pub fn decode(bytes: &[u8], charset: Option<&str>) -> String {
         .and_then(|c| encoding_rs::Encoding::for_label(c.trim().as_bytes()))
         .unwrap_or(encoding_rs::UTF_8);
     encoding.decode(bytes).0.into_owned()
-}
-
-/// Readable Markdown of an HTML page, without scripts, styles and navigation;
-/// the `<title>` becomes a `Title:` line on top.
-pub fn html_to_markdown(html: &str) -> Result<String, String> {
-    let converter = htmd::HtmlToMarkdown::builder()
-        .skip_tags(vec![
-            "script", "style", "noscript", "template", "iframe", "svg", "canvas", "nav", "footer",
-            "button", "select", "input", "textarea",
-        ])
-        .add_handler(
-            vec!["title"],
-            |h: &dyn htmd::element_handler::Handlers, el: htmd::Element| {
-                let text = h.walk_children(el.node).content;
-                let title = text.split_whitespace().collect::<Vec<_>>().join(" ");
-                (!title.is_empty()).then(|| format!("\n\nTitle: {title}\n\n").into())
-            },
-        )
-        .build();
-    converter
-        .convert(html)
-        .map_err(|e| format!("could not convert the page to Markdown: {e}"))
-}
-
-/// The text of a PDF.
-pub fn pdf_to_text(bytes: &[u8]) -> Result<String, String> {
-    let text = pdf_extract::extract_text_from_mem(bytes)
-        .map_err(|e| format!("could not read the PDF: {e}"))?;
-    Ok(tidy_pdf_text(&text))
-}
-
-/// pdf-extract keeps the page's vertical gaps as runs of blank lines.
-fn tidy_pdf_text(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut blank = 0;
-    for line in text.lines().map(str::trim_end) {
-        if line.is_empty() {
-            blank += 1;
-            continue;
-        }
-        if !out.is_empty() {
-            out.push_str(if blank > 0 { "\n\n" } else { "\n" });
-        }
-        blank = 0;
-        out.push_str(line);
-    }
-    out
 }

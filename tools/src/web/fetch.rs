@@ -13,6 +13,7 @@ use std::time::Duration;
 
 use reqwest::header::{CONTENT_LENGTH, CONTENT_TYPE, LOCATION};
 use url::Url;
+use weft_files::{Extractor, Job};
 use weft_llm::ToolSpec;
 use weft_shared::config::WebFetchConfig;
 
@@ -26,6 +27,7 @@ pub const MAX_REDIRECTS: usize = 5;
 
 pub struct WebFetch {
     guard: Arc<Guard>,
+    extractor: Extractor,
     client: reqwest::Client,
     timeout: Duration,
     max_bytes: usize,
@@ -33,14 +35,15 @@ pub struct WebFetch {
 
 impl WebFetch {
     /// Names resolved by the system resolver.
-    pub fn new(cfg: &WebFetchConfig) -> Result<WebFetch, String> {
-        WebFetch::with_resolver(cfg, Arc::new(SystemResolver))
+    pub fn new(cfg: &WebFetchConfig, extractor: Extractor) -> Result<WebFetch, String> {
+        WebFetch::with_resolver(cfg, Arc::new(SystemResolver), extractor)
     }
 
     /// Names resolved by `resolver`; its answers are vetted all the same.
     pub fn with_resolver(
         cfg: &WebFetchConfig,
         resolver: Arc<dyn NameResolver>,
+        extractor: Extractor,
     ) -> Result<WebFetch, String> {
         cfg.validate()?;
         let guard = Arc::new(Guard::new(cfg, resolver));
@@ -55,6 +58,7 @@ impl WebFetch {
             .map_err(|e| format!("web_fetch: could not build its HTTP client: {e}"))?;
         Ok(WebFetch {
             guard,
+            extractor,
             client,
             timeout,
             max_bytes: usize::try_from(cfg.max_bytes).unwrap_or(usize::MAX),
@@ -146,10 +150,11 @@ impl WebFetch {
         };
         let text = match kind {
             BodyKind::Pdf if cut => return Err(self.pdf_too_big(url)),
-            BodyKind::Pdf => blocking(move || convert::pdf_to_text(&body), "the PDF").await?,
+            BodyKind::Pdf => self.convert(Job::Pdf, body.into(), "the PDF").await?,
             BodyKind::Html => {
                 let html = convert::decode(&body, charset.as_deref());
-                blocking(move || convert::html_to_markdown(&html), "the page").await?
+                self.convert(Job::Html, html.into_bytes().into(), "the page")
+                    .await?
             }
             BodyKind::Text => convert::decode(&body, charset.as_deref()),
         };
@@ -161,6 +166,14 @@ impl WebFetch {
             ));
         }
         Ok(out)
+    }
+
+    /// The body as text, read in a `weft extract` child.
+    async fn convert(&self, job: Job, body: bytes::Bytes, what: &str) -> Result<String, String> {
+        self.extractor
+            .run(job, body)
+            .await
+            .map_err(|failure| format!("could not read {what}: {failure}"))
     }
 
     fn pdf_too_big(&self, url: &Url) -> String {
@@ -201,18 +214,6 @@ fn split_content_type(header: Option<&str>) -> (Option<String>, Option<String>) 
             .then(|| value.trim().trim_matches('"').to_string())
     });
     (mime, charset)
-}
-
-/// Runs a converter on the blocking pool; its panic is reported, not spread.
-async fn blocking<F>(f: F, what: &str) -> Result<String, String>
-where
-    F: FnOnce() -> Result<String, String> + Send + 'static,
-{
-    match tokio::task::spawn_blocking(f).await {
-        Ok(result) => result,
-        Err(e) if e.is_panic() => Err(format!("could not read {what}: the converter failed on it")),
-        Err(e) => Err(format!("could not read {what}: {e}")),
-    }
 }
 
 /// The guard's refusal when that is why the request failed, else the error.

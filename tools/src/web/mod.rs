@@ -8,6 +8,7 @@
 
 use std::sync::Arc;
 
+use weft_files::Extractor;
 use weft_shared::config::ToolsConfig;
 
 use crate::Tool;
@@ -27,10 +28,10 @@ pub use search::{Brave, SearchBackend, SearchHit, Searxng, WebSearch, format_hit
 /// `web_search` when `tools.web_search.enabled` and its backend is complete.
 /// A tool whose settings are unusable is left out with an error in the log
 /// (start-up validation should have stopped it earlier).
-pub fn web_tools(cfg: &ToolsConfig) -> Vec<Arc<dyn Tool>> {
+pub fn web_tools(cfg: &ToolsConfig, extractor: &Extractor) -> Vec<Arc<dyn Tool>> {
     let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
     if cfg.web_fetch.enabled {
-        match WebFetch::new(&cfg.web_fetch) {
+        match WebFetch::new(&cfg.web_fetch, extractor.clone()) {
             Ok(fetch) => tools.push(Arc::new(fetch)),
             Err(e) => tracing::error!(error = %e, "web_fetch is not offered"),
         }

@@ -265,10 +265,61 @@ pub fn format_hits(query: &str, hits: &[SearchHit], count: usize) -> String {
     format!("Results for {query:?}:\n\n{out}")
 }
 
-/// One line of Markdown from text that may hold inline HTML and entities.
+/// One line of Markdown from text that may hold inline HTML and entities: bold
+/// and italics kept, other tags dropped, entities decoded. One linear pass —
+/// a snippet is a stranger's text, and no DOM (or recursion) is built for it.
 fn inline_markdown(text: &str) -> String {
-    let md = htmd::convert(text).unwrap_or_else(|_| text.to_string());
-    md.split_whitespace().collect::<Vec<_>>().join(" ")
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find(['<', '&']) {
+        out.push_str(&rest[..at]);
+        rest = &rest[at..];
+        if rest.starts_with('<') {
+            let Some(end) = rest.find('>') else {
+                break; // a lone '<' and what follows is text
+            };
+            let name: String = rest[1..end]
+                .trim_start_matches('/')
+                .chars()
+                .take_while(char::is_ascii_alphanumeric)
+                .collect();
+            out.push_str(match name.to_ascii_lowercase().as_str() {
+                "b" | "strong" => "**",
+                "i" | "em" => "*",
+                "br" | "p" | "div" | "li" => " ",
+                _ => "",
+            });
+            rest = &rest[end + 1..];
+        } else {
+            let (ch, used) = entity(rest).unwrap_or(('&', 1));
+            out.push(ch);
+            rest = &rest[used..];
+        }
+    }
+    out.push_str(rest);
+    out.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The character of the entity `text` starts with, and its length.
+fn entity(text: &str) -> Option<(char, usize)> {
+    let end = text.get(..text.len().min(12))?.find(';')?;
+    let name = &text[1..end];
+    let ch = match name {
+        "amp" => '&',
+        "lt" => '<',
+        "gt" => '>',
+        "quot" => '"',
+        "apos" => '\'',
+        "nbsp" => ' ',
+        _ => {
+            let code = match name.strip_prefix("#x").or_else(|| name.strip_prefix("#X")) {
+                Some(hex) => u32::from_str_radix(hex, 16).ok()?,
+                None => name.strip_prefix('#')?.parse().ok()?,
+            };
+            char::from_u32(code)?
+        }
+    };
+    Some((ch, end + 1))
 }
 
 #[async_trait::async_trait]
@@ -300,5 +351,25 @@ impl Tool for WebSearch {
             return Err(r#"web_search needs {"query": "…"}"#.into());
         };
         self.search(query).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::inline_markdown;
+
+    #[test]
+    fn snippets_keep_emphasis_and_decode_entities() {
+        assert_eq!(
+            inline_markdown("Run <strong>agents</strong> &amp; <em>tools</em>&#33; <a href=x>x</a>"),
+            "Run **agents** & *tools*! x"
+        );
+        assert_eq!(inline_markdown("a < b &bogus; c"), "a < b &bogus; c");
+    }
+
+    #[test]
+    fn deep_markup_is_one_linear_pass() {
+        let deep = "<div>".repeat(300_000) + "deep" + &"</div>".repeat(300_000);
+        assert_eq!(inline_markdown(&deep), "deep");
     }
 }

@@ -87,7 +87,7 @@ pub fn fetcher(
             "max_bytes": max_bytes,
         }
     }));
-    WebFetch::with_resolver(&cfg.web_fetch, resolver).expect("web_fetch builds")
+    WebFetch::with_resolver(&cfg.web_fetch, resolver, extractor()).expect("web_fetch builds")
 }
 
 /// Serves `router` on 127.0.0.1 at a free port until the test ends.
@@ -137,4 +137,11 @@ pub fn tiny_pdf(text: &str) -> Vec<u8> {
         .as_bytes(),
     );
     pdf
+}
+
+/// Pages and PDFs read on this process's blocking pool: a library test has no
+/// `weft` binary to start `weft extract` children from (the conformance suite
+/// runs web_fetch with them, hostile pages included).
+pub fn extractor() -> weft_files::Extractor {
+    weft_files::Extractor::in_thread(weft_files::Limits::default())
 }

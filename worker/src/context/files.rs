@@ -109,6 +109,10 @@ pub async fn load(
                     note(a, "it could not be loaded")
                 }
             },
+            AttachmentKind::Document if a.unreadable.is_some() => {
+                let why = a.unreadable.as_deref().unwrap_or_default();
+                note(a, &format!("it could not be read ({why}); say so if it matters"))
+            }
             AttachmentKind::Document => match blobs.get_text(&a.sha256).await {
                 Ok(text) => Loaded::Text(document_block(a, &text, cfg.document_text_bytes)),
                 Err(e) => {
@@ -178,6 +182,7 @@ mod tests {
             bytes: 2048,
             sha256: "ab".repeat(32),
             text_chars: Some(10),
+            unreadable: None,
         }
     }
 

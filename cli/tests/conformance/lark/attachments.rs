@@ -15,6 +15,7 @@ both_backends!(
     images_in_a_post_and_alone_reach_the_model_whole,
     a_pdf_file_is_read_by_the_model,
     refused_files_are_answered_in_the_chat_without_a_run,
+    hostile_files_are_answered_and_the_bot_stays_up,
 );
 
 const REPORT: &str = "Quarterly revenue grew 42 percent";
@@ -260,4 +261,42 @@ async fn refused_files_are_answered_in_the_chat_without_a_run(b: Backend) {
     .await;
     let gone = &downloads(&w, &asked[2])[0];
     assert!(gone.ends_with(" 400"), "{gone}");
+}
+
+/// Files no reader survives (issue 20): each message still gets its reply,
+/// which says the file could not be read, and the bot answers the next one.
+async fn hostile_files_are_answered_and_the_bot_stays_up(b: Backend) {
+    let mut w = LarkWorld::start_with(
+        b,
+        1,
+        fake_config(),
+        &[("WEFT_FILES__EXTRACT_TIMEOUT_SECS", "3")],
+    )
+    .await;
+    let files = [
+        ("self-drawing.pdf", weft_files::hostile::self_drawing_pdf()),
+        ("flate-bomb.pdf", weft_files::hostile::flate_bomb_pdf()),
+        ("fan-out.pdf", weft_files::hostile::fan_out_pdf(48)),
+    ];
+    for (i, (name, bytes)) in files.into_iter().enumerate() {
+        let key = format!("file_v3_hostile{i}");
+        let msg = send(
+            &mut w,
+            "ou_mallory",
+            "file",
+            json!({"file_key": key, "file_name": name}),
+            vec![(key.as_str(), FakeResource::file(name, bytes))],
+        );
+        let card = w.final_card(&msg).await;
+        assert_eq!(template(&card), "green", "{name}: {}", w.logs());
+        let echoed = body(&card);
+        assert!(
+            echoed.contains(name) && echoed.contains("could not be read"),
+            "{name}: {echoed}"
+        );
+    }
+    let msg = w.dm("ou_mallory", "still there?");
+    let card = w.final_card(&msg).await;
+    assert_eq!(template(&card), "green", "{}", w.logs());
+    assert!(!w.logs().contains("overflowed its stack"), "{}", w.logs());
 }
