@@ -26,15 +26,26 @@ async fn ordinary_documents_read_as_before() {
     let ex = extractor(20, 1024);
     let pdf = samples::pdf(&["Quarterly report", "Revenue grew"]);
     let text = ex.run(Job::Pdf, pdf.into()).await.unwrap();
-    assert!(text.contains("Quarterly report") && text.contains("Revenue grew"), "{text:?}");
+    assert!(
+        text.contains("Quarterly report") && text.contains("Revenue grew"),
+        "{text:?}"
+    );
     let docx = samples::docx(&["first paragraph", "second"]);
-    let text = ex.document(&detected("a.docx", &docx), docx.into()).await.unwrap();
+    let text = ex
+        .document(&detected("a.docx", &docx), docx.into())
+        .await
+        .unwrap();
     assert_eq!(text.trim(), "first paragraph\nsecond");
     let page = "<html><head><title>Hi</title></head><body><h1>Head</h1><p>Body <b>bold</b></p></body></html>";
-    let md = ex.run(Job::Html, page.as_bytes().to_vec().into()).await.unwrap();
+    let md = ex
+        .run(Job::Html, page.as_bytes().to_vec().into())
+        .await
+        .unwrap();
     assert!(md.contains("# Head") && md.contains("**bold**"), "{md}");
     // What the parser refuses comes back as its reason, not as a crash.
-    let err = ex.run(Job::Pdf, b"%PDF-1.4 not really".to_vec().into()).await;
+    let err = ex
+        .run(Job::Pdf, b"%PDF-1.4 not really".to_vec().into())
+        .await;
     assert!(matches!(err, Err(Failure::Unreadable(_))), "{err:?}");
 }
 
@@ -65,7 +76,10 @@ async fn a_flate_bomb_is_stopped_by_the_memory_limit() {
     assert!(bomb.len() < 64 << 10, "the bomb is {} bytes", bomb.len());
     let err = ex.run(Job::Pdf, bomb.into()).await;
     assert!(
-        matches!(err, Err(Failure::TooMuchMemory(256) | Failure::Unreadable(_))),
+        matches!(
+            err,
+            Err(Failure::TooMuchMemory(256) | Failure::Unreadable(_))
+        ),
         "{err:?}"
     );
 }
@@ -77,7 +91,10 @@ async fn deep_html_kills_its_reader_not_the_caller() {
     let err = ex.run(Job::Html, page.into()).await;
     // htmd either recurses past the stack or grinds: both end in the child.
     assert!(
-        matches!(err, Err(Failure::TooDeep | Failure::Crashed | Failure::TimedOut(_))),
+        matches!(
+            err,
+            Err(Failure::TooDeep | Failure::Crashed | Failure::TimedOut(_))
+        ),
         "{err:?}"
     );
 }
@@ -105,13 +122,17 @@ async fn huge_office_structures_read_in_linear_time() {
 async fn zip_bombs_and_entities_are_refused_with_a_reason() {
     let ex = extractor(20, 1024);
     let bomb = hostile::zip_bomb_docx(80 << 20);
-    let err = ex.document(&detected("bomb.docx", &bomb), bomb.into()).await;
+    let err = ex
+        .document(&detected("bomb.docx", &bomb), bomb.into())
+        .await;
     match err {
         Err(Failure::Unreadable(reason)) => assert!(reason.contains("64 MiB"), "{reason}"),
         other => panic!("{other:?}"),
     }
     let laughs = hostile::entity_docx();
-    let read = ex.document(&detected("laughs.docx", &laughs), laughs.into()).await;
+    let read = ex
+        .document(&detected("laughs.docx", &laughs), laughs.into())
+        .await;
     // Either refused or read without expanding: never a billion "lol"s.
     if let Ok(text) = read {
         assert!(text.len() < 1 << 20, "{} bytes", text.len());
@@ -126,5 +147,8 @@ fn the_subcommand_documents_itself() {
         .unwrap();
     let help = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{help}");
-    assert!(help.contains("--memory-bytes") && help.contains("weft extract pdf < report.pdf"), "{help}");
+    assert!(
+        help.contains("--memory-bytes") && help.contains("weft extract pdf < report.pdf"),
+        "{help}"
+    );
 }

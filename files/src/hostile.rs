@@ -19,8 +19,8 @@
 
 use std::io::Write;
 
-use flate2::write::{DeflateEncoder, ZlibEncoder};
 use flate2::Compression;
+use flate2::write::{DeflateEncoder, ZlibEncoder};
 
 use crate::samples::{content_types, docx_with_body, pdf_of, zip};
 
@@ -55,7 +55,10 @@ pub fn fan_out_pdf(depth: usize) -> Vec<u8> {
     ];
     for k in 0..depth {
         let (content, resources) = if k + 1 < depth {
-            ("/F Do /F Do".to_owned(), format!("<< /XObject << /F {} 0 R >> >>", 6 + k))
+            (
+                "/F Do /F Do".to_owned(),
+                format!("<< /XObject << /F {} 0 R >> >>", 6 + k),
+            )
         } else {
             ("0 0 m 1 1 l S".to_owned(), "<< >>".to_owned())
         };

@@ -168,19 +168,18 @@ pub async fn accept(state: &AppState, uploads: Vec<Upload>) -> ApiResult<Accepte
             .put(&sha, u.bytes)
             .await
             .map_err(|e| ApiError::Unavailable(format!("the file store failed: {e}")))?;
-        let (text_chars, unreadable) = match text {
-            Text::None => (None, None),
-            Text::Read(t) => {
-                let n = t.chars().count() as u64;
-                state
-                    .blobs
-                    .put_text(&sha, t)
-                    .await
-                    .map_err(|e| ApiError::Unavailable(format!("the file store failed: {e}")))?;
-                (Some(n), None)
-            }
-            Text::Unreadable(reason) => (None, Some(reason)),
-        };
+        let (text_chars, unreadable) =
+            match text {
+                Text::None => (None, None),
+                Text::Read(t) => {
+                    let n = t.chars().count() as u64;
+                    state.blobs.put_text(&sha, t).await.map_err(|e| {
+                        ApiError::Unavailable(format!("the file store failed: {e}"))
+                    })?;
+                    (Some(n), None)
+                }
+                Text::Unreadable(reason) => (None, Some(reason)),
+            };
         out.files.push(NewAttachment {
             name: u.name,
             kind: match d.kind {

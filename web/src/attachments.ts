@@ -188,10 +188,19 @@ export interface ShownFile {
   bytes: number
   /** for an image: what the thumbnail shows; for a document: where it downloads from */
   src?: string
+  /** why a document's text could not be read (the model was told the same) */
+  unreadable?: string
 }
 
 export function shownFromServer(a: Attachment): ShownFile {
-  return { key: a.id, name: a.name, kind: a.kind, bytes: a.bytes, src: fileUrl(a.id) }
+  return {
+    key: a.id,
+    name: a.name,
+    kind: a.kind,
+    bytes: a.bytes,
+    src: fileUrl(a.id),
+    unreadable: a.unreadable ?? undefined,
+  }
 }
 
 export function shownFromDraft(d: Draft): ShownFile {

@@ -866,6 +866,12 @@ export interface components {
             /** @description The type found in the bytes (never the name's or the client's claim). */
             mime: string;
             name: string;
+            /**
+             * @description Set when a document's text could not be read (damaged, or too costly to
+             *     read): why, e.g. "reading it took longer than 20 s". The model was told
+             *     the same; the file itself is kept.
+             */
+            unreadable?: string | null;
         };
         /** @enum {string} */
         AttachmentKind: "image" | "document";

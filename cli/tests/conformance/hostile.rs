@@ -42,8 +42,11 @@ impl HealthWatch {
     fn start(app: &App) -> HealthWatch {
         let (stop, slowest_ms, failures) = Default::default();
         let url = app.url("/health");
-        let (s, w, f): (Arc<AtomicBool>, Arc<AtomicU64>, Arc<AtomicU64>) =
-            (Arc::clone(&stop), Arc::clone(&slowest_ms), Arc::clone(&failures));
+        let (s, w, f): (Arc<AtomicBool>, Arc<AtomicU64>, Arc<AtomicU64>) = (
+            Arc::clone(&stop),
+            Arc::clone(&slowest_ms),
+            Arc::clone(&failures),
+        );
         let task = tokio::spawn(async move {
             let http = reqwest::Client::builder()
                 .timeout(Duration::from_secs(2))
@@ -124,7 +127,12 @@ async fn hostile_uploads_never_take_weft_down(b: Backend) {
     let alice = app.user("alice").await;
     let watch = HealthWatch::start(&app);
     // Files no reader survives, and files that are only big: the latter read.
-    let dies = ["self-drawing.pdf", "fan-out.pdf", "flate-bomb.pdf", "bomb.docx"];
+    let dies = [
+        "self-drawing.pdf",
+        "fan-out.pdf",
+        "flate-bomb.pdf",
+        "bomb.docx",
+    ];
     for (name, bytes) in hostile::documents() {
         for multipart in [false, true] {
             let s = app.session(&alice).await;
@@ -133,7 +141,9 @@ async fn hostile_uploads_never_take_weft_down(b: Backend) {
             let file = &history[0]["attachments"][0];
             assert_eq!(file["name"], name, "{history:?}");
             if dies.contains(&name) {
-                let why = file["unreadable"].as_str().unwrap_or_else(|| panic!("{name}: {file}"));
+                let why = file["unreadable"]
+                    .as_str()
+                    .unwrap_or_else(|| panic!("{name}: {file}"));
                 // The model was told the same, in the user's message.
                 let content = reply["content"].as_str().unwrap();
                 assert!(
@@ -147,7 +157,12 @@ async fn hostile_uploads_never_take_weft_down(b: Backend) {
         }
     }
     let (slowest, failures) = watch.finish().await;
-    assert_eq!(failures, 0, "/health failed {failures} times\n{}", app.logs());
+    assert_eq!(
+        failures,
+        0,
+        "/health failed {failures} times\n{}",
+        app.logs()
+    );
     assert!(slowest < 2000, "/health took {slowest} ms");
     // The same process, still answering.
     let s = app.session(&alice).await;
@@ -170,7 +185,9 @@ fn serve_bytes(body: Vec<u8>, mime: &'static str) -> u16 {
                 "HTTP/1.1 200 OK\r\nContent-Type: {mime}\r\nContent-Length: {}\r\nConnection: close\r\n\r\n",
                 body.len()
             );
-            let _ = conn.write_all(head.as_bytes()).and_then(|()| conn.write_all(&body));
+            let _ = conn
+                .write_all(head.as_bytes())
+                .and_then(|()| conn.write_all(&body));
         }
     });
     port
@@ -220,6 +237,11 @@ async fn hostile_pages_never_take_the_worker_down(b: Backend) {
         );
     }
     let (slowest, failures) = watch.finish().await;
-    assert_eq!(failures, 0, "/health failed {failures} times\n{}", app.logs());
+    assert_eq!(
+        failures,
+        0,
+        "/health failed {failures} times\n{}",
+        app.logs()
+    );
     assert!(slowest < 2000, "/health took {slowest} ms");
 }

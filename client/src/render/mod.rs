@@ -122,12 +122,32 @@ pub fn attachment_line(a: &weft_wire::api::AttachmentDto) -> String {
         weft_wire::api::AttachmentKind::Image => "image",
         weft_wire::api::AttachmentKind::Document => "document",
     };
-    format!("📎 {} ({kind}, {})", a.name, human_bytes(a.bytes))
+    let line = format!("📎 {} ({kind}, {})", a.name, human_bytes(a.bytes));
+    match &a.unreadable {
+        Some(why) => format!("{line}: could not be read ({why})"),
+        None => line,
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn unreadable_documents_say_why() {
+        let a = weft_wire::api::AttachmentDto {
+            id: "f".into(),
+            name: "loop.pdf".into(),
+            kind: weft_wire::api::AttachmentKind::Document,
+            mime: "application/pdf".into(),
+            bytes: 636,
+            unreadable: Some("it is nested too deeply to read".into()),
+        };
+        assert_eq!(
+            attachment_line(&a),
+            "📎 loop.pdf (document, 636 B): could not be read (it is nested too deeply to read)"
+        );
+    }
 
     #[test]
     fn sizes_read_in_binary_units() {

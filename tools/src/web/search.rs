@@ -361,7 +361,9 @@ mod tests {
     #[test]
     fn snippets_keep_emphasis_and_decode_entities() {
         assert_eq!(
-            inline_markdown("Run <strong>agents</strong> &amp; <em>tools</em>&#33; <a href=x>x</a>"),
+            inline_markdown(
+                "Run <strong>agents</strong> &amp; <em>tools</em>&#33; <a href=x>x</a>"
+            ),
             "Run **agents** & *tools*! x"
         );
         assert_eq!(inline_markdown("a < b &bogus; c"), "a < b &bogus; c");

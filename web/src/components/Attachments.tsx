@@ -101,11 +101,17 @@ function Thumb({ file }: { file: ShownFile }) {
 }
 
 function Chip({ file }: { file: ShownFile }) {
+  const t = useT()
   return (
-    <span className="chip">
+    <span className={file.unreadable ? 'chip unreadable' : 'chip'}>
       <Icon name="file" size={16} />
       <span className="chip-name">{file.name}</span>
       <span className="chip-size">{fmtBytes(file.bytes)}</span>
+      {file.unreadable && (
+        <span className="chip-note" data-testid="file-unreadable" title={file.unreadable}>
+          {t('attach.unreadable', { reason: file.unreadable })}
+        </span>
+      )}
     </span>
   )
 }

@@ -84,6 +84,7 @@ export const en = {
   'attach.dropHint': 'Images (PNG, JPEG, GIF, WebP) and documents (PDF, Word, Excel, PowerPoint, text, Markdown, CSV, JSON, code)',
   'attach.list': 'Attachments',
   'attach.open': 'Open {name} full size',
+  'attach.unreadable': 'could not be read ({reason})',
   'attach.download': 'Download {name} ({size})',
   'attach.empty': '{name} is empty.',
   'attach.tooManyImages': 'A message can carry at most {max} images.',

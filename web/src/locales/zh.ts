@@ -86,6 +86,7 @@ export const zh: Record<MessageKey, string> = {
   'attach.dropHint': '图片（PNG、JPEG、GIF、WebP）和文档（PDF、Word、Excel、PowerPoint、纯文本、Markdown、CSV、JSON、代码）',
   'attach.list': '附件',
   'attach.open': '查看 {name} 原图',
+  'attach.unreadable': '无法读取（{reason}）',
   'attach.download': '下载 {name}（{size}）',
   'attach.empty': '{name} 是空文件。',
   'attach.tooManyImages': '一条消息最多附带 {max} 张图片。',

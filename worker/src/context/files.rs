@@ -111,7 +111,10 @@ pub async fn load(
             },
             AttachmentKind::Document if a.unreadable.is_some() => {
                 let why = a.unreadable.as_deref().unwrap_or_default();
-                note(a, &format!("it could not be read ({why}); say so if it matters"))
+                note(
+                    a,
+                    &format!("it could not be read ({why}); say so if it matters"),
+                )
             }
             AttachmentKind::Document => match blobs.get_text(&a.sha256).await {
                 Ok(text) => Loaded::Text(document_block(a, &text, cfg.document_text_bytes)),
