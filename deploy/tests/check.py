@@ -3,7 +3,8 @@
 
 Usage: check.py WEFT_BINARY
 Needs on PATH (scripts/check-deploy installs them): kubectl, hadolint, nginx,
-psql, redis-cli, wget; Postgres on 127.0.0.1:5432 and Redis on 127.0.0.1:6379.
+psql, redis-server, redis-cli, wget; Postgres on 127.0.0.1:5432 (the
+topology's Redis is started from compose.yaml's redis service).
 Each check prints ok/FAIL; the run ends with "N passed, N failed".
 """
 
@@ -44,7 +45,7 @@ def main():
         sys.exit(__doc__)
     weft = os.path.abspath(sys.argv[1])
     kubectl, hadolint, nginx = tool("kubectl"), tool("hadolint"), tool("nginx")
-    for name in ("psql", "redis-cli", "wget", "pg_isready"):
+    for name in ("psql", "redis-server", "redis-cli", "wget", "pg_isready"):
         tool(name)
     check = Results()
 

@@ -5,9 +5,10 @@ wrong command, variable, secret path or health check in the file fails here.
 
 What is swapped (and only that):
 * `postgres:5432` -> the machine's Postgres (user postgres, trust auth, a fresh
-  database); `redis:6379` -> the machine's Redis (a unique WEFT_REDIS_PREFIX);
-* each service's own ports (`0.0.0.0:N`, `127.0.0.1:N`, its published ports)
-  and `<service>:N` elsewhere -> a free 127.0.0.1 port;
+  database); Redis runs natively from its service's command (the machine's
+  redis-server, with the password compose gives it);
+* each service's own ports (`0.0.0.0:N`, `127.0.0.1:N`, `--port N`, `-p N`, its
+  published and exposed ports) and `<service>:N` elsewhere -> a free 127.0.0.1 port;
 * `/run/secrets/<name>` -> a file holding the secret's value;
 * the image's /var/lib/weft and every volume mount target -> the same path
   under a directory of the service's own (containers/<service>/ in the run's
@@ -137,6 +138,8 @@ def container_ports(service):
             ports.add(int(m.group(1)))
     for mapping in service.get("ports") or []:
         ports.add(int(str(mapping).rsplit(":", 1)[-1].split("/")[0]))
+    for port in service.get("expose") or []:
+        ports.add(int(str(port).split("/")[0]))
     return ports
 
 
@@ -172,7 +175,6 @@ class NativePlan:
             f"postgres://postgres@127.0.0.1:5432/{self.database}",
             text,
         )
-        text = text.replace("redis://redis:6379", "redis://127.0.0.1:6379")
         text = text.replace(self.edge_subnet, "127.0.0.1/32")
         text = text.replace("/run/secrets/", self.secrets_dir + "/")
         paths = self.own_paths.get(name)
@@ -181,6 +183,7 @@ class NativePlan:
             text = re.sub(rf"(?<![\w./-])(?:{pattern})(?![\w.-])", lambda m: self.container_root(name) + m.group(0), text)
         for port, native in self.ports.get(name, {}).items():
             text = re.sub(rf"\b(?:0\.0\.0\.0|127\.0\.0\.1|localhost):{port}\b", f"127.0.0.1:{native}", text)
+            text = re.sub(rf"(?<![\w-])(--port|-p)(\s+){port}\b", rf"\g<1>\g<2>{native}", text)
         for other, ports in self.ports.items():
             for port, native in ports.items():
                 text = re.sub(rf"(?<![\w.-]){re.escape(other)}:{port}\b", f"127.0.0.1:{native}", text)
@@ -232,6 +235,13 @@ class NativePlan:
         env.update({k: self.native(name, str(v)) for k, v in environment.items() if v is not None})
         env["WEFT_REDIS_PREFIX"] = self.redis_prefix
         return argv, env
+
+    def service_process(self, name):
+        """argv of a service that runs another image's program (Redis), natively:
+        its command as written, with the swaps above."""
+        svc = self.compose["services"][name]
+        argv = [self.native(name, str(a)) for a in svc.get("command") or []]
+        return argv, {"PATH": os.environ.get("PATH", ""), "HOME": self.container_root(name)}
 
     def healthcheck(self, name):
         """The service's health check command as argv (None when it has none)."""

@@ -1,7 +1,8 @@
-"""The compose topology as native child processes: the machine's Postgres and
-Redis stand in for those services, every Weft service runs the binary under
-test with its volumes as directories of the run, Debian's nginx runs
-deploy/nginx.conf. Services start in depends_on order and a dependency counts
+"""The compose topology as native child processes: the machine's Postgres
+stands in for that service, Redis runs from its service's command with the
+machine's redis-server (so its password is required as compose requires it),
+every Weft service runs the binary under test with its volumes as directories
+of the run, Debian's nginx runs deploy/nginx.conf. Services start in depends_on order and a dependency counts
 as met the way Compose decides it: by the dependency's own health check as
 written, or by its exit code."""
 
@@ -15,7 +16,7 @@ import uuid
 from compose_native import DEPLOY, NativePlan, load_compose, read_env_file, ENV_EXAMPLE
 
 # Services the machine provides instead of containers.
-MACHINE = {"postgres", "redis"}
+MACHINE = {"postgres"}
 START_TIMEOUT_S = 60
 
 
@@ -70,6 +71,11 @@ class Topology:
                 continue
             if name == "nginx":
                 self.start_nginx()
+            elif name == "redis":
+                self.plan.make_dirs(name)
+                argv, env = self.plan.service_process(name)
+                print(f"deploy: start redis on 127.0.0.1:{self.port('redis')}", flush=True)
+                self.children[name] = Child(name, argv, env)
             else:
                 self.plan.make_dirs(name)
                 argv, env = self.plan.process(name)
@@ -83,10 +89,6 @@ class Topology:
     def stop(self):
         for child in reversed(list(self.children.values())):
             child.stop()
-        subprocess.run(
-            ["sh", "-c", f"redis-cli -h 127.0.0.1 --scan --pattern '{self.plan.redis_prefix}*' | xargs -r redis-cli -h 127.0.0.1 del"],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, timeout=60,
-        )
         psql("drop database if exists " + self.database + " with (force)")
 
     def order(self):

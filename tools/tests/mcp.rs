@@ -1,18 +1,20 @@
 //! The MCP hub against real servers written with the official `mcp` Python
-//! SDK (`tests/mcp_servers/demo.py`), over stdio and streamable HTTP.
+//! SDK (`tests/mcp_servers/demo.py`, `probe.py`), over stdio and streamable
+//! HTTP. Stdio servers run in the bubblewrap sandbox, as they do by default.
 //!
 //! Needs `WEFT_PYTHON`: a Python with the `mcp` package (`scripts/test` sets
-//! it up; locally `~/.cache/weft-venv/bin/pip install mcp`).
+//! it up; locally `~/.cache/weft-venv/bin/pip install mcp`), and `bwrap`
+//! (Debian's `bubblewrap`, which `scripts/test` installs).
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio_util::sync::CancellationToken;
-use weft_shared::config::{McpServerConfig, Secret, ToolPolicy};
+use weft_shared::config::{McpPathGrant, McpSandbox, McpServerConfig, Secret, ToolPolicy};
 use weft_tools::mcp::{McpHub, McpServerState, McpServerStatus, McpTransportKind};
 use weft_tools::{Tool, ToolContext};
 
@@ -30,8 +32,44 @@ fn python() -> String {
     })
 }
 
+const SERVERS_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp_servers");
+
 fn demo_script() -> String {
-    concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp_servers/demo.py").into()
+    format!("{SERVERS_DIR}/demo.py")
+}
+
+fn grant(path: impl Into<String>, write: bool) -> McpPathGrant {
+    McpPathGrant {
+        path: path.into(),
+        write,
+    }
+}
+
+/// What the test servers need inside the sandbox, read-only: the Python (its
+/// venv and the installation the venv was made from) and the scripts. An admin
+/// grants a server's interpreter the same way.
+fn python_grants() -> Vec<McpPathGrant> {
+    static PREFIXES: OnceLock<Vec<String>> = OnceLock::new();
+    let prefixes = PREFIXES.get_or_init(|| {
+        let out = std::process::Command::new(python())
+            .args([
+                "-c",
+                "import sys; print(sys.prefix); print(sys.base_prefix)",
+            ])
+            .output()
+            .expect("run WEFT_PYTHON");
+        assert!(out.status.success(), "{out:?}");
+        let mut prefixes: Vec<String> = String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(str::to_string)
+            .collect();
+        prefixes.dedup();
+        prefixes
+    });
+    let mut grants: Vec<McpPathGrant> = prefixes.iter().map(|p| grant(p, false)).collect();
+    grants.push(grant(SERVERS_DIR, false));
+    grants
 }
 
 fn stdio(name: &str, extra: &[&str]) -> McpServerConfig {
@@ -41,8 +79,15 @@ fn stdio(name: &str, extra: &[&str]) -> McpServerConfig {
         name: name.into(),
         command: Some(python()),
         args,
+        paths: python_grants(),
         ..McpServerConfig::default()
     }
+}
+
+/// `config` with a scratch directory the server may write too.
+fn with_scratch(mut config: McpServerConfig, scratch: &Scratch) -> McpServerConfig {
+    config.paths.push(grant(scratch.0.to_string_lossy(), true));
+    config
 }
 
 /// A scratch directory removed at the end of the test.
@@ -358,7 +403,7 @@ async fn a_broken_server_is_marked_error_others_keep_working_and_it_recovers_onc
     let marker = scratch.path("fixed");
     let (hub, shutdown) = settled_hub(vec![
         stdio("good", &[]),
-        stdio("flaky", &["--fail-unless", &marker]),
+        with_scratch(stdio("flaky", &["--fail-unless", &marker]), &scratch),
     ])
     .await;
 
@@ -427,12 +472,12 @@ async fn a_server_that_dies_is_restarted_and_old_tool_handles_keep_working() {
         .await
         .unwrap()
         .unwrap();
-    let server_pid = |out: &str| out.split(' ').next().unwrap().to_string();
-    assert_ne!(
-        server_pid(&first),
-        server_pid(&second),
-        "a new process serves"
-    );
+    // Its pid, and the PID namespace of its new sandbox.
+    let server = |out: &str| {
+        let parts: Vec<&str> = out.split(' ').collect();
+        (parts[0].to_string(), parts[2].to_string())
+    };
+    assert_ne!(server(&first), server(&second), "a new process serves");
     stop(&hub, &shutdown).await;
 }
 
@@ -440,7 +485,7 @@ async fn a_server_that_dies_is_restarted_and_old_tool_handles_keep_working() {
 async fn dropping_a_slow_call_cancels_it_on_the_server() {
     let scratch = Scratch::new("slow");
     let marker = scratch.path("marker");
-    let (hub, shutdown) = settled_hub(vec![stdio("demo", &[])]).await;
+    let (hub, shutdown) = settled_hub(vec![with_scratch(stdio("demo", &[]), &scratch)]).await;
     ready(&hub, "demo").await;
     let slow = tool(&hub, "demo__slow");
     let ctx = ToolContext::default();
@@ -488,11 +533,26 @@ async fn dropping_a_slow_call_cancels_it_on_the_server() {
 
 #[tokio::test]
 async fn shutdown_stops_the_server_and_what_it_started() {
-    let (hub, shutdown) = settled_hub(vec![stdio("demo", &[])]).await;
+    let mut open = stdio("open", &[]);
+    open.sandbox = Some(McpSandbox::None);
+    open.paths.clear();
+    let (hub, shutdown) = settled_hub(vec![stdio("demo", &[]), open]).await;
     ready(&hub, "demo").await;
+    ready(&hub, "open").await;
     let add = tool(&hub, "demo__add");
+
+    // Unsandboxed, the server's pids are this machine's.
+    let out = call(&hub, "open__pids", json!({})).await.unwrap();
+    let mut pids: Vec<u32> = out.split(' ').take(2).map(|p| p.parse().unwrap()).collect();
+    // Sandboxed, its pids are its namespace's: find its processes by that.
     let out = call(&hub, "demo__pids", json!({})).await.unwrap();
-    let pids: Vec<u32> = out.split(' ').map(|p| p.parse().unwrap()).collect();
+    let namespace = out.split(' ').nth(2).unwrap().to_string();
+    let sandboxed = in_pid_namespace(&namespace);
+    assert!(
+        sandboxed.len() >= 3,
+        "bwrap's init, the server and its child run in {namespace}: {sandboxed:?}"
+    );
+    pids.extend(sandboxed);
     assert!(
         pids.iter().all(|&p| alive(p)),
         "{pids:?} run before shutdown"
@@ -500,7 +560,7 @@ async fn shutdown_stops_the_server_and_what_it_started() {
 
     stop(&hub, &shutdown).await;
     let gone = tokio::time::timeout(DEADLINE, async {
-        while pids.iter().any(|&p| alive(p)) {
+        while pids.iter().any(|&p| alive(p)) || !in_pid_namespace(&namespace).is_empty() {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
     })
@@ -515,6 +575,21 @@ async fn shutdown_stops_the_server_and_what_it_started() {
         .call(json!({"a": 1, "b": 1}), &ToolContext::default())
         .await;
     assert!(err.unwrap_err().contains("shut down"));
+}
+
+/// The processes (as this machine numbers them) running in a PID namespace.
+fn in_pid_namespace(namespace: &str) -> Vec<u32> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let link = std::fs::read_link(entry.path().join("ns/pid"));
+        if link.is_ok_and(|l| l.to_string_lossy() == namespace) && alive(pid) {
+            found.push(pid);
+        }
+    }
+    found
 }
 
 /// Running (a zombie waiting to be reaped counts as gone).
@@ -559,5 +634,241 @@ async fn bad_configs_and_missing_programs_are_reported_per_server() {
     let json = serde_json::to_value(&status).unwrap();
     assert_eq!(json[0]["state"], "error");
     assert_eq!(json[0]["transport"], "stdio");
+    stop(&hub, &shutdown).await;
+}
+
+/// Files a hostile server would look for, in a directory under this machine's
+/// home (`CARGO_TARGET_TMPDIR`), not under `/tmp`: so nothing is hidden from
+/// the sandbox merely by its own `/tmp`.
+struct Bait {
+    root: PathBuf,
+}
+
+const SECRET: &str = "s3cr3t-the-server-must-not-see";
+
+impl Bait {
+    fn new() -> Bait {
+        let root = Path::new(env!("CARGO_TARGET_TMPDIR")).join(format!(
+            "mcp-bait-{}-{}",
+            std::process::id(),
+            uuid_ish()
+        ));
+        for (file, text) in [
+            (
+                "run/secrets/weft_database_url",
+                "postgres://weft:s3cr3t@db/weft",
+            ),
+            ("data/weft.db", "SQLite format 3\0"),
+            ("home/.config/weft/config.toml", "admin_token = \"x\""),
+            ("granted/notes.txt", "granted"),
+            ("writable/.keep", ""),
+            ("ungranted/.keep", ""),
+        ] {
+            let path = root.join(file);
+            std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+            std::fs::write(&path, format!("{text} {SECRET}")).unwrap();
+        }
+        Bait { root }
+    }
+
+    fn path(&self, rel: &str) -> String {
+        self.root.join(rel).to_string_lossy().into_owned()
+    }
+}
+
+impl Drop for Bait {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.root);
+    }
+}
+
+fn probe(name: &str) -> McpServerConfig {
+    McpServerConfig {
+        name: name.into(),
+        command: Some(python()),
+        args: vec![format!("{SERVERS_DIR}/probe.py")],
+        paths: python_grants(),
+        policy: ToolPolicy::Auto,
+        ..McpServerConfig::default()
+    }
+}
+
+async fn probe_call(hub: &McpHub, server: &str, tool: &str, args: serde_json::Value) -> String {
+    call(hub, &format!("{server}__{tool}"), args)
+        .await
+        .unwrap_or_else(|e| panic!("{server}__{tool} failed as a call: {e}"))
+}
+
+/// The probe: a stdio server running as the worker's OS user tries to
+/// read the worker's environment and secrets, find its process and reach the
+/// network. In the sandbox every attempt fails; the same probe with
+/// `sandbox = "none"`, on the same machine, succeeds at each, so the checks
+/// can fail.
+#[tokio::test]
+async fn a_sandboxed_server_cannot_reach_the_workers_secrets_processes_or_network() {
+    let host_only = "CARGO_MANIFEST_DIR";
+    assert!(
+        std::env::var(host_only).is_ok(),
+        "the test runner sets {host_only}"
+    );
+    let bait = Bait::new();
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let me = std::process::id();
+    let my_exe = std::env::current_exe()
+        .unwrap()
+        .to_string_lossy()
+        .into_owned();
+
+    let mut boxed = probe("boxed");
+    boxed.paths.push(grant(bait.path("granted"), false));
+    boxed.paths.push(grant(bait.path("writable"), true));
+    let mut online = probe("online");
+    online.network = Some(true);
+    let mut open = probe("open");
+    open.paths.clear();
+    open.sandbox = Some(McpSandbox::None);
+    let (hub, shutdown) = settled_hub(vec![boxed, online, open]).await;
+    for name in ["boxed", "online", "open"] {
+        ready(&hub, name).await;
+    }
+
+    // The worker's environment: through the parent, and by its pid.
+    for server in ["boxed", "online"] {
+        let env = probe_call(&hub, server, "parent_environ", json!({})).await;
+        assert!(!env.contains(host_only), "{server}: {env}");
+        let env = probe_call(&hub, server, "environ", json!({"pid": me})).await;
+        assert!(
+            env.starts_with("ERROR"),
+            "{server} read /proc/{me}/environ: {env}"
+        );
+    }
+    let env = probe_call(&hub, "open", "parent_environ", json!({})).await;
+    assert!(
+        env.contains(host_only),
+        "unsandboxed, the parent's environment is readable: {env}"
+    );
+    let env = probe_call(&hub, "open", "environ", json!({"pid": me})).await;
+    assert!(
+        env.contains(host_only),
+        "unsandboxed, /proc/{me}/environ is readable: {env}"
+    );
+
+    // The worker's process, by listing /proc.
+    let seen = |listing: &str| -> Vec<(u32, String)> {
+        serde_json::from_str::<Vec<serde_json::Value>>(listing)
+            .unwrap_or_else(|e| panic!("{e}: {listing}"))
+            .iter()
+            .map(|p| {
+                (
+                    p["pid"].as_u64().unwrap() as u32,
+                    p["cmdline"].as_str().unwrap().to_string(),
+                )
+            })
+            .collect()
+    };
+    let boxed_sees = seen(&probe_call(&hub, "boxed", "processes", json!({})).await);
+    assert!(
+        boxed_sees.iter().all(|(_, cmd)| !cmd.contains(&my_exe)),
+        "the sandbox shows the worker: {boxed_sees:?}"
+    );
+    assert!(
+        !boxed_sees.is_empty() && boxed_sees.iter().all(|(_, cmd)| cmd.contains("probe.py")),
+        "the sandbox shows only its own init (bwrap) and the server: {boxed_sees:?}"
+    );
+    let open_sees = seen(&probe_call(&hub, "open", "processes", json!({})).await);
+    assert!(
+        open_sees
+            .iter()
+            .any(|(pid, cmd)| *pid == me && cmd.contains(&my_exe)),
+        "unsandboxed, the worker is in /proc: {open_sees:?}"
+    );
+
+    // Secrets, the data dir, Weft's config; and /etc/shadow, which is not bound.
+    for rel in [
+        "run/secrets/weft_database_url",
+        "data/weft.db",
+        "home/.config/weft/config.toml",
+    ] {
+        let path = bait.path(rel);
+        for server in ["boxed", "online"] {
+            let got = probe_call(&hub, server, "read_file", json!({"path": path})).await;
+            assert!(
+                got.starts_with("ERROR FileNotFoundError") && !got.contains(SECRET),
+                "{server} read {path}: {got}"
+            );
+        }
+        let got = probe_call(&hub, "open", "read_file", json!({"path": path})).await;
+        assert!(
+            got.contains(SECRET),
+            "unsandboxed, {path} is readable: {got}"
+        );
+    }
+    let got = probe_call(&hub, "boxed", "read_file", json!({"path": "/etc/shadow"})).await;
+    assert!(got.starts_with("ERROR FileNotFoundError"), "{got}");
+
+    // The network: off unless the config says network = true.
+    let got = probe_call(
+        &hub,
+        "boxed",
+        "connect",
+        json!({"host": "127.0.0.1", "port": port}),
+    )
+    .await;
+    assert!(got.starts_with("ERROR"), "network = false, yet: {got}");
+    for server in ["online", "open"] {
+        let got = probe_call(
+            &hub,
+            server,
+            "connect",
+            json!({"host": "127.0.0.1", "port": port}),
+        )
+        .await;
+        assert_eq!(got, "connected", "{server}");
+    }
+
+    // Granted paths: readable; writable only where granted with write.
+    let got = probe_call(
+        &hub,
+        "boxed",
+        "read_file",
+        json!({"path": bait.path("granted/notes.txt")}),
+    )
+    .await;
+    assert!(got.starts_with("granted"), "{got}");
+    let write = |server: &'static str, rel: &str| {
+        let path = bait.path(rel);
+        let hub = hub.clone();
+        async move {
+            probe_call(
+                &hub,
+                server,
+                "write_file",
+                json!({"path": path, "text": "x"}),
+            )
+            .await
+        }
+    };
+    let got = write("boxed", "granted/new.txt").await;
+    assert!(
+        got.starts_with("ERROR"),
+        "a read-only grant was written: {got}"
+    );
+    let got = write("boxed", "ungranted/new.txt").await;
+    assert!(
+        got.starts_with("ERROR"),
+        "an ungranted path was written: {got}"
+    );
+    assert_eq!(write("boxed", "writable/new.txt").await, "written");
+    assert!(Path::new(&bait.path("writable/new.txt")).exists());
+    assert!(!Path::new(&bait.path("granted/new.txt")).exists());
+    assert!(!Path::new(&bait.path("ungranted/new.txt")).exists());
+    assert_eq!(
+        write("open", "ungranted/new.txt").await,
+        "written",
+        "unsandboxed, anything is writable"
+    );
+
+    drop(listener);
     stop(&hub, &shutdown).await;
 }

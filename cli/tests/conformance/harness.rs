@@ -232,6 +232,10 @@ impl Proc {
     pub fn logs(&self) -> String {
         self.log.lock().unwrap().join("\n")
     }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
 }
 
 impl Drop for Proc {

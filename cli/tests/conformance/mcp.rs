@@ -1,34 +1,81 @@
 //! MCP servers end to end: a real server written with the official `mcp` Python
 //! SDK (`tools/tests/mcp_servers/demo.py`) configured by an admin, its tools
 //! offered to the agent under `<server>__<tool>`, `confirm` by default (so a call
-//! goes through an approval), the per-call timeout, and `GET /v1/mcp`.
+//! goes through an approval), the per-call timeout, and `GET /v1/mcp`; the
+//! bubblewrap sandbox of stdio servers (`probe.py`), and what happens when it
+//! cannot be made.
 
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::sync::OnceLock;
 use std::time::Duration;
 
-use serde_json::json;
+use serde_json::{Value, json};
 
 use crate::harness::*;
 
 crate::both_backends!(
     web_and_mcp_in_one_turn_with_an_approval_holding_no_worker,
     an_mcp_tool_runs_after_its_approval,
-    a_slow_mcp_tool_hits_the_timeout
+    a_slow_mcp_tool_hits_the_timeout,
+    the_sandbox_hides_the_worker_from_its_mcp_server,
+    without_a_working_sandbox_a_server_is_an_error_and_never_runs
 );
 
-/// A config file naming the demo server; returned with the dir that keeps it.
+/// `tools/tests/mcp_servers`, as a plain path (a grant must not contain `..`).
+fn servers_dir() -> String {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../tools/tests/mcp_servers");
+    std::fs::canonicalize(dir)
+        .unwrap()
+        .to_string_lossy()
+        .into_owned()
+}
+
+/// `{ path = …, write = false }` for what the test servers need in their
+/// sandbox: the Python (its venv and the installation it was made from) and
+/// the scripts — as an admin grants a server's interpreter.
+fn python_grants() -> Vec<String> {
+    static PREFIXES: OnceLock<Vec<String>> = OnceLock::new();
+    let prefixes = PREFIXES.get_or_init(|| {
+        let out = std::process::Command::new(python())
+            .args([
+                "-c",
+                "import sys; print(sys.prefix); print(sys.base_prefix)",
+            ])
+            .output()
+            .expect("run WEFT_PYTHON");
+        let mut prefixes: Vec<String> = String::from_utf8(out.stdout)
+            .unwrap()
+            .lines()
+            .map(str::to_string)
+            .collect();
+        prefixes.dedup();
+        prefixes.push(servers_dir());
+        prefixes
+    });
+    prefixes
+        .iter()
+        .map(|p| format!("{{ path = {p:?}, write = false }}"))
+        .collect()
+}
+
+/// A config file naming the demo server, which may write to the config's own
+/// directory; returned with that dir.
 fn mcp_config(extra: &str) -> (tempfile::TempDir, String) {
     let dir = tempfile::tempdir().unwrap();
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../tools/tests/mcp_servers/demo.py"
-    );
+    let mut paths = python_grants();
+    paths.push(format!(
+        "{{ path = {:?}, write = true }}",
+        dir.path().display().to_string()
+    ));
     let path = dir.path().join("weft.toml");
     std::fs::write(
         &path,
         format!(
-            "[[mcp_servers]]\nname = \"demo\"\ncommand = {:?}\nargs = [{:?}]\n{extra}",
+            "[[mcp_servers]]\nname = \"demo\"\ncommand = {:?}\nargs = [{:?}]\npaths = [{}]\n{extra}",
             python(),
-            script
+            format!("{}/demo.py", servers_dir()),
+            paths.join(", "),
         ),
     )
     .unwrap();
@@ -234,4 +281,204 @@ fn tool_data(events: &[Ev], ty: &str) -> Vec<serde_json::Value> {
         .filter(|e| e.ty == ty)
         .map(|e| e.data.clone())
         .collect()
+}
+
+/// `GET /v1/mcp` until every server the first worker reports is past
+/// `starting`; returns those servers.
+async fn settled_servers(app: &App, count: usize) -> Vec<Value> {
+    let deadline = std::time::Instant::now() + Duration::from_secs(60);
+    loop {
+        let (st, v) = app.get("/v1/mcp", ADMIN_TOKEN).await;
+        assert_eq!(st, 200, "{v}");
+        let servers = v["workers"][0]["servers"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        if servers.len() == count && servers.iter().all(|s| s["state"] != "starting") {
+            return servers;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "MCP servers never settled: {v}"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// The text a tool call returned to the model.
+async fn tool_output(app: &App, token: &str, session: &str, tool: &str, args: Value) -> String {
+    let events = app
+        .send_stream(token, session, &format!("@mock.tool {tool} {args}"))
+        .await
+        .until_terminal()
+        .await;
+    let end = events
+        .iter()
+        .find(|e| e.ty == "tool_end")
+        .unwrap_or_else(|| panic!("no tool_end for {tool}: {events:?}"));
+    end.data["output"].as_str().unwrap().to_string()
+}
+
+/// The worker process (embedded: the one `weft up`).
+fn worker_pid(app: &App) -> u32 {
+    app.workers.first().unwrap_or(&app.gateway).pid()
+}
+
+/// A probe server in the sandbox and the same one with `sandbox = "none"`,
+/// both in the real worker: the sandboxed one cannot read the worker's
+/// environment (it holds `WEFT_ADMIN_TOKEN`), find the worker in `/proc`, or
+/// read Weft's config and data under the worker's `HOME`; the unsandboxed one
+/// can (so the checks can fail), and its start is logged as a warning.
+async fn the_sandbox_hides_the_worker_from_its_mcp_server(b: Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    let probe = format!("{}/probe.py", servers_dir());
+    let config = dir.path().join("weft.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[mcp_servers]]\nname = \"boxed\"\ncommand = {py:?}\nargs = [{probe:?}]\npolicy = \"auto\"\npaths = [{}]\n\n\
+             [[mcp_servers]]\nname = \"open\"\ncommand = {py:?}\nargs = [{probe:?}]\npolicy = \"auto\"\nsandbox = \"none\"\n",
+            python_grants().join(", "),
+            py = python(),
+        ),
+    )
+    .unwrap();
+    let app = App::start_with(b, &[("WEFT_CONFIG", &config.display().to_string())]).await;
+    // Weft's own config file where a server would look for it: under the
+    // worker's HOME (the harness gives each test its own).
+    let home = app.env.dir.path();
+    let weft_config = home.join(".config/weft/config.toml");
+    std::fs::create_dir_all(weft_config.parent().unwrap()).unwrap();
+    std::fs::write(&weft_config, format!("# {ADMIN_TOKEN}\n")).unwrap();
+
+    let servers = settled_servers(&app, 2).await;
+    assert!(servers.iter().all(|s| s["state"] == "ready"), "{servers:?}");
+    let alice = app.user("alice").await;
+    let s = app.session(&alice).await;
+    let pid = worker_pid(&app);
+
+    let env = |server: &str| format!("{server}__environ");
+    let boxed = tool_output(&app, &alice, &s, &env("boxed"), json!({"pid": pid})).await;
+    assert!(
+        boxed.starts_with("ERROR") && !boxed.contains(ADMIN_TOKEN),
+        "{boxed}"
+    );
+    let open = tool_output(&app, &alice, &s, &env("open"), json!({"pid": pid})).await;
+    assert!(
+        open.contains(ADMIN_TOKEN),
+        "unsandboxed, the worker's environment is readable: {open}"
+    );
+    let boxed = tool_output(&app, &alice, &s, "boxed__parent_environ", json!({})).await;
+    assert!(!boxed.contains(ADMIN_TOKEN), "{boxed}");
+
+    let weft_bin = env!("CARGO_BIN_EXE_weft");
+    let grep = json!({"grep": weft_bin});
+    let boxed = tool_output(&app, &alice, &s, "boxed__processes", grep.clone()).await;
+    assert_eq!(boxed, "[]", "the sandbox shows a weft process");
+    let open = tool_output(&app, &alice, &s, "open__processes", grep).await;
+    assert!(
+        open.contains(&format!("\"pid\": {pid},")),
+        "unsandboxed, the worker is in /proc: {open}"
+    );
+
+    let mut secrets = vec![weft_config.clone()];
+    if b == Backend::Embedded {
+        secrets.push(home.join("data/weft.db"));
+    }
+    for path in secrets {
+        assert!(path.exists(), "{}", path.display());
+        let args = json!({"path": path.display().to_string()});
+        let boxed = tool_output(&app, &alice, &s, "boxed__read_file", args.clone()).await;
+        assert!(
+            boxed.starts_with("ERROR FileNotFoundError"),
+            "{}: {boxed}",
+            path.display()
+        );
+        let open = tool_output(&app, &alice, &s, "open__read_file", args).await;
+        assert!(
+            !open.starts_with("ERROR"),
+            "unsandboxed, {} is readable: {open}",
+            path.display()
+        );
+    }
+
+    let logs = app.workers.first().unwrap_or(&app.gateway).logs();
+    let warned: Vec<&str> = logs
+        .lines()
+        .filter(|l| l.contains("without a sandbox"))
+        .collect();
+    assert!(
+        warned.len() == 1 && warned[0].contains("open") && warned[0].contains("WARN"),
+        "the unsandboxed server is named in one warning at start: {warned:?}"
+    );
+}
+
+/// Without `bwrap` on the worker's PATH, and with a `bwrap` that cannot create
+/// its namespaces (a real one, run where no user namespace can be made), the
+/// server is `error` with the reason and what to do — and it never ran.
+async fn without_a_working_sandbox_a_server_is_an_error_and_never_runs(b: Backend) {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("ran");
+    let config = dir.path().join("weft.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[[mcp_servers]]\nname = \"demo\"\ncommand = \"/bin/sh\"\nargs = [\"-c\", {:?}]\n",
+            format!("echo ran > {}", marker.display())
+        ),
+    )
+    .unwrap();
+    let config = config.display().to_string();
+    let bwrap = which("bwrap").expect("bwrap is installed (scripts/test installs bubblewrap)");
+    let shim = dir.path().join("shim");
+    std::fs::create_dir(&shim).unwrap();
+    // bwrap in a user namespace whose limit of nested user namespaces is 0.
+    let fake = shim.join("bwrap");
+    std::fs::write(
+        &fake,
+        format!(
+            "#!/bin/sh\nexec unshare --user --map-root-user sh -c \
+             'echo 0 > /proc/sys/user/max_user_namespaces && exec \"$0\" \"$@\"' {} \"$@\"\n",
+            bwrap.display()
+        ),
+    )
+    .unwrap();
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = std::env::var("PATH").unwrap_or_default();
+    let no_bwrap = path_without(&path, "bwrap");
+    let failing = format!("{}:{path}", shim.display());
+
+    for (env_path, expect) in [
+        (no_bwrap.as_str(), "install bubblewrap"),
+        (failing.as_str(), "failed to set up its namespaces"),
+    ] {
+        let app = App::start_with(b, &[("WEFT_CONFIG", &config), ("PATH", env_path)]).await;
+        let servers = settled_servers(&app, 1).await;
+        assert_eq!(servers[0]["state"], "error", "{servers:?}");
+        let error = servers[0]["last_error"].as_str().unwrap_or_default();
+        assert!(
+            error.contains(expect) && error.contains("sandbox = \"none\""),
+            "{expect}: {error}"
+        );
+        assert!(
+            !marker.exists(),
+            "the server ran although its sandbox could not be made"
+        );
+    }
+}
+
+fn which(program: &str) -> Option<std::path::PathBuf> {
+    std::env::var("PATH")
+        .unwrap_or_default()
+        .split(':')
+        .map(|dir| Path::new(dir).join(program))
+        .find(|p| p.is_file())
+}
+
+/// `PATH` without the directories that hold `program`.
+fn path_without(path: &str, program: &str) -> String {
+    path.split(':')
+        .filter(|dir| !Path::new(dir).join(program).exists())
+        .collect::<Vec<_>>()
+        .join(":")
 }

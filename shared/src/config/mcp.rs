@@ -4,12 +4,19 @@
 //! reach the model as `<name>__<tool>`, so the name is part of every tool name
 //! and is held to the characters model providers accept in tool names.
 //!
+//! A stdio server runs in a bubblewrap sandbox (`sandbox = "bwrap"`, the
+//! default): it sees the system's programs and libraries read-only, a fresh
+//! `/proc`, `/dev` and `/tmp`, an empty home, and of everything else only the
+//! `paths` its config grants; the network only with `network = true`.
+//!
 //! ```toml
 //! [[mcp_servers]]
 //! name = "files"
 //! command = "npx"
 //! args = ["-y", "@modelcontextprotocol/server-filesystem", "/srv/shared"]
 //! deny = ["write_file"]
+//! network = true                            # npx fetches the package
+//! paths = [{ path = "/srv/shared", write = true }]
 //!
 //! [[mcp_servers]]
 //! name = "tracker"
@@ -19,6 +26,7 @@
 //! ```
 
 use std::collections::{BTreeMap, HashSet};
+use std::path::{Component, Path};
 
 use serde::{Deserialize, Serialize};
 
@@ -66,6 +74,39 @@ pub struct McpServerConfig {
     /// Whether calls run, wait for approval, or are refused. Default `confirm`:
     /// an MCP tool can do anything its server can.
     pub policy: ToolPolicy,
+    /// How a stdio server is confined; absent ⇒ `bwrap`. `none` runs it as
+    /// Weft's own OS user with nothing hidden (logged as a warning at start).
+    pub sandbox: Option<McpSandbox>,
+    /// What of the machine's filesystem a sandboxed server sees besides the
+    /// system directories, each at the same path: read-only unless `write`.
+    /// An interpreter outside `/usr` (a venv, a pyenv or nvm install,
+    /// `node_modules`) is granted like any other path.
+    pub paths: Vec<McpPathGrant>,
+    /// Whether a sandboxed server may use the network; absent ⇒ `false` (it
+    /// gets a network namespace of its own with only a loopback interface).
+    pub network: Option<bool>,
+}
+
+/// How a stdio MCP server is confined.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum McpSandbox {
+    /// bubblewrap (`bwrap`): own user, PID, IPC, UTS, cgroup and (unless
+    /// `network = true`) network namespaces; only system dirs and granted paths.
+    Bwrap,
+    /// No sandbox: the server can read whatever Weft's OS user can.
+    None,
+}
+
+/// One path a sandboxed MCP server may see (`{ path = "/srv/docs", write = false }`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct McpPathGrant {
+    /// An absolute path on this machine; the server sees it at the same path.
+    pub path: String,
+    /// Writable too; default read-only.
+    #[serde(default)]
+    pub write: bool,
 }
 
 impl Default for McpServerConfig {
@@ -80,6 +121,9 @@ impl Default for McpServerConfig {
             tools: Vec::new(),
             deny: Vec::new(),
             policy: ToolPolicy::Confirm,
+            sandbox: None,
+            paths: Vec::new(),
+            network: None,
         }
     }
 }
@@ -93,6 +137,27 @@ impl McpServerConfig {
     /// `url` when it is set and not blank.
     pub fn http_url(&self) -> Option<&str> {
         self.url.as_deref().filter(|u| !u.trim().is_empty())
+    }
+
+    /// The sandbox of a stdio server (`bwrap` unless configured); `None` for a
+    /// url server, which runs elsewhere.
+    pub fn effective_sandbox(&self) -> Option<McpSandbox> {
+        self.stdio_command()
+            .map(|_| self.sandbox.unwrap_or(McpSandbox::Bwrap))
+    }
+
+    /// Whether a sandboxed server may use the network.
+    pub fn network_allowed(&self) -> bool {
+        self.network.unwrap_or(false)
+    }
+
+    /// The first granted path that is `hidden` itself, holds it or lies inside
+    /// it (compared by path components, symlinks not followed).
+    pub fn grant_overlapping(&self, hidden: &Path) -> Option<&McpPathGrant> {
+        self.paths.iter().find(|g| {
+            let granted = Path::new(&g.path);
+            granted.starts_with(hidden) || hidden.starts_with(granted)
+        })
     }
 
     /// Whether the server's tool `tool` (its own name) is offered to the agent.
@@ -120,10 +185,17 @@ impl McpServerConfig {
                 {
                     return Err(self.err("env", &format!("{key:?} is not a variable name")));
                 }
+                self.check_sandbox()?;
             }
             (None, Some(url)) => {
                 if !self.args.is_empty() || !self.env.is_empty() {
                     return Err(self.err("args/env", "only a command server takes args and env"));
+                }
+                if self.sandbox.is_some() || !self.paths.is_empty() || self.network.is_some() {
+                    return Err(self.err(
+                        "sandbox/paths/network",
+                        "only a command server runs in a sandbox",
+                    ));
                 }
                 check_url(url).map_err(|why| self.err("url", &why))?;
                 for (name, value) in &self.headers {
@@ -148,6 +220,57 @@ impl McpServerConfig {
         }
         Ok(())
     }
+}
+
+impl McpServerConfig {
+    fn check_sandbox(&self) -> Result<(), String> {
+        if self.sandbox == Some(McpSandbox::None) {
+            if !self.paths.is_empty() {
+                return Err(self.err(
+                    "paths",
+                    "sandbox = \"none\" sees every path Weft's user can; paths are grants of the bwrap sandbox",
+                ));
+            }
+            if self.network == Some(false) {
+                return Err(self.err(
+                    "network",
+                    "sandbox = \"none\" cannot take the network away; network = false needs the bwrap sandbox",
+                ));
+            }
+        }
+        let mut seen = HashSet::new();
+        for grant in &self.paths {
+            check_grant(&grant.path).map_err(|why| self.err("paths", &why))?;
+            if !seen.insert(Path::new(&grant.path).components().collect::<Vec<_>>()) {
+                return Err(self.err("paths", &format!("{:?} is granted twice", grant.path)));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A grant must name one absolute path plainly; the whole filesystem and the
+/// kernel's views of the machine (`/proc`, `/sys`) cannot be granted.
+fn check_grant(path: &str) -> Result<(), String> {
+    let p = Path::new(path);
+    if path.contains('\0') || !p.is_absolute() {
+        return Err(format!("{path:?} is not an absolute path"));
+    }
+    if path
+        .split('/')
+        .any(|segment| segment == "." || segment == "..")
+    {
+        return Err(format!("{path:?} must not contain . or .."));
+    }
+    if p.components().all(|c| c == Component::RootDir) {
+        return Err("\"/\" would show the server the whole filesystem".into());
+    }
+    if p.starts_with("/proc") || p.starts_with("/sys") {
+        return Err(format!(
+            "{path:?} would show the server the machine's processes or kernel state"
+        ));
+    }
+    Ok(())
 }
 
 /// Checks every server; the first problem is returned as an error naming the
@@ -339,6 +462,115 @@ mod tests {
         let mut s = stdio("s");
         s.deny = vec![" ".into()];
         assert!(error(&[s]).contains("\"s\": deny:"));
+    }
+
+    #[test]
+    fn stdio_servers_are_sandboxed_unless_an_admin_says_none() {
+        let s = stdio("s");
+        assert_eq!(s.effective_sandbox(), Some(McpSandbox::Bwrap));
+        assert!(!s.network_allowed(), "no network unless granted");
+        assert_eq!(http("h", "https://x.example/mcp").effective_sandbox(), None);
+        let s = toml_de(
+            r#"name = "s"
+command = "npx"
+network = true
+paths = [{ path = "/srv/docs" }, { path = "/srv/out/", write = true }]"#,
+        );
+        validate(std::slice::from_ref(&s)).unwrap();
+        assert!(s.network_allowed());
+        assert_eq!(
+            s.paths,
+            vec![
+                McpPathGrant {
+                    path: "/srv/docs".into(),
+                    write: false
+                },
+                McpPathGrant {
+                    path: "/srv/out/".into(),
+                    write: true
+                },
+            ]
+        );
+        let s = toml_de("name = \"s\"\ncommand = \"npx\"\nsandbox = \"none\"");
+        assert_eq!(s.effective_sandbox(), Some(McpSandbox::None));
+        validate(&[s]).unwrap();
+    }
+
+    #[test]
+    fn sandbox_settings_are_checked() {
+        let with = |paths: &[&str]| McpServerConfig {
+            paths: paths
+                .iter()
+                .map(|p| McpPathGrant {
+                    path: p.to_string(),
+                    write: false,
+                })
+                .collect(),
+            ..stdio("s")
+        };
+        for bad in [
+            "relative/dir",
+            "/",
+            "//",
+            "/srv/../etc",
+            "/srv/./x",
+            "/proc",
+            "/proc/1",
+            "/sys/kernel",
+        ] {
+            let e = error(&[with(&[bad])]);
+            assert!(e.contains("\"s\": paths:"), "{bad}: {e}");
+        }
+        let e = error(&[with(&["/srv/a", "/srv/a/"])]);
+        assert!(e.contains("granted twice"), "{e}");
+        validate(&[with(&["/srv/a", "/srv/a/b", "/processes"])]).unwrap();
+
+        let none = |f: fn(&mut McpServerConfig)| {
+            let mut s = stdio("s");
+            s.sandbox = Some(McpSandbox::None);
+            f(&mut s);
+            s
+        };
+        let e = error(&[none(|s| {
+            s.paths = vec![McpPathGrant {
+                path: "/srv".into(),
+                write: false,
+            }]
+        })]);
+        assert!(e.contains("\"s\": paths: sandbox = \"none\""), "{e}");
+        let e = error(&[none(|s| s.network = Some(false))]);
+        assert!(e.contains("\"s\": network:"), "{e}");
+        validate(&[none(|s| s.network = Some(true))]).unwrap();
+
+        for f in [
+            |s: &mut McpServerConfig| s.sandbox = Some(McpSandbox::Bwrap),
+            |s: &mut McpServerConfig| s.network = Some(true),
+            |s: &mut McpServerConfig| {
+                s.paths = vec![McpPathGrant {
+                    path: "/srv".into(),
+                    write: false,
+                }]
+            },
+        ] {
+            let mut s = http("h", "https://x.example/mcp");
+            f(&mut s);
+            assert!(error(&[s]).contains("\"h\": sandbox/paths/network:"));
+        }
+    }
+
+    #[test]
+    fn grants_overlapping_a_hidden_path_are_found() {
+        let s = McpServerConfig {
+            paths: vec![McpPathGrant {
+                path: "/var/lib".into(),
+                write: false,
+            }],
+            ..stdio("s")
+        };
+        assert!(s.grant_overlapping(Path::new("/var/lib/weft")).is_some());
+        assert!(s.grant_overlapping(Path::new("/var")).is_some());
+        assert!(s.grant_overlapping(Path::new("/var/library")).is_none());
+        assert!(s.grant_overlapping(Path::new("/run/secrets")).is_none());
     }
 
     #[test]

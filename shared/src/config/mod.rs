@@ -27,7 +27,7 @@ pub use attachments::AttachmentsConfig;
 pub use files::FilesConfig;
 pub use http::{HttpConfig, Limits, LoginConfig, parse_proxy};
 pub use lark::LarkConfig;
-pub use mcp::McpServerConfig;
+pub use mcp::{McpPathGrant, McpSandbox, McpServerConfig};
 pub use models::{ModelConfig, ProviderKind};
 pub use tools::{
     AllowHost, MAX_CALL_TIMEOUT_SECS, SearchBackendKind, ToolPolicy, ToolsConfig, WebFetchConfig,
@@ -190,6 +190,37 @@ impl Config {
         Ok(cfg)
     }
 
+    /// A sandboxed MCP server must not be granted Weft's own state: its data
+    /// dir (the SQLite database, attachments, skills), its attachment store or
+    /// the secrets mount.
+    fn check_mcp_grants(&self) -> Result<(), ConfigError> {
+        let mut hidden = vec![
+            ("Weft's data dir", self.data_dir()),
+            ("the secrets mount", PathBuf::from("/run/secrets")),
+        ];
+        if let Some(store) = self
+            .attachments
+            .store
+            .as_deref()
+            .filter(|s| s.starts_with('/'))
+        {
+            hidden.push(("the attachment store", PathBuf::from(store)));
+        }
+        for server in &self.mcp_servers {
+            for (what, path) in &hidden {
+                if let Some(grant) = server.grant_overlapping(path) {
+                    return Err(ConfigError::Invalid(format!(
+                        "mcp_servers: server {:?}: paths: {:?} would show the server {what} ({})",
+                        server.name,
+                        grant.path,
+                        path.display()
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
     pub fn validate(&self) -> Result<(), ConfigError> {
         let bad = |m: String| Err(ConfigError::Invalid(m));
         if let Some(token) = &self.admin_token
@@ -205,6 +236,7 @@ impl Config {
         self.tools.validate().map_err(ConfigError::Invalid)?;
         self.files.validate().map_err(ConfigError::Invalid)?;
         mcp::validate(&self.mcp_servers).map_err(ConfigError::Invalid)?;
+        self.check_mcp_grants()?;
         agents::validate(&self.agents).map_err(ConfigError::Invalid)?;
         if !(10..=95).contains(&self.context.threshold_percent)
             || !(5..self.context.threshold_percent).contains(&self.context.recent_percent)
@@ -396,6 +428,41 @@ mod tests {
         let err = with("hunter2").validate().unwrap_err().to_string();
         assert!(err.contains("at least 32 characters"), "{err}");
         assert!(with(&"x".repeat(32)).validate().is_ok());
+    }
+
+    #[test]
+    fn mcp_grants_of_weft_state_are_refused() {
+        let with = |path: &str| Config {
+            data_dir: Some(PathBuf::from("/var/lib/weft")),
+            attachments: AttachmentsConfig {
+                store: Some("/srv/weft-files".into()),
+                ..AttachmentsConfig::default()
+            },
+            mcp_servers: vec![McpServerConfig {
+                name: "files".into(),
+                command: Some("npx".into()),
+                paths: vec![McpPathGrant {
+                    path: path.into(),
+                    write: false,
+                }],
+                ..McpServerConfig::default()
+            }],
+            ..Config::default()
+        };
+        for (path, what) in [
+            ("/var/lib", "data dir"),
+            ("/var/lib/weft/skills", "data dir"),
+            ("/run", "secrets"),
+            ("/run/secrets/weft_database_url", "secrets"),
+            ("/srv", "attachment store"),
+        ] {
+            let err = with(path).validate().unwrap_err().to_string();
+            assert!(
+                err.contains("\"files\": paths:") && err.contains(what),
+                "{path}: {err}"
+            );
+        }
+        with("/srv/docs").validate().unwrap();
     }
 
     #[test]

@@ -5,8 +5,13 @@
 //! whatever it started (`npx` → `node`), and it gets only a few harmless
 //! variables of Weft's environment plus its configured `env`: Weft's own
 //! environment holds database URLs and API keys that are none of its business.
+//! Unless its config says `sandbox = "none"` it runs inside bubblewrap
+//! (`super::sandbox`), which hides the rest of the machine from it; when the
+//! sandbox cannot be made the server is not started at all.
 
 use std::collections::{HashMap, HashSet, VecDeque};
+use std::ffi::OsString;
+use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -25,8 +30,9 @@ use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::ChildStderr;
 use tokio::sync::{Notify, oneshot};
 use weft_llm::ToolSpec;
-use weft_shared::config::McpServerConfig;
+use weft_shared::config::{McpSandbox, McpServerConfig};
 
+use super::sandbox;
 use super::status::ToolEntry;
 
 /// Variables a stdio server inherits from Weft's environment.
@@ -105,6 +111,11 @@ pub(crate) async fn connect(config: &McpServerConfig) -> Result<Connection, Stri
                 Some(tail) => tail.after_exit().await,
                 None => String::new(),
             };
+            if config.effective_sandbox() == Some(McpSandbox::Bwrap)
+                && let Some(why) = sandbox::explain_failure(&tail)
+            {
+                return Err(why);
+            }
             Err(with_stderr(format!("the MCP handshake failed: {e}"), &tail))
         }
     }
@@ -134,22 +145,57 @@ impl ProcessGroupId {
 
 fn spawn(config: &McpServerConfig) -> Result<(TokioChildProcess, Option<ChildStderr>), String> {
     let program = config.stdio_command().unwrap_or_default();
-    let mut command = CommandWrap::with_new(program, |cmd| {
-        cmd.args(&config.args).env_clear();
-        for key in INHERITED_ENV {
-            if let Some(value) = std::env::var_os(key) {
-                cmd.env(key, value);
-            }
-        }
-        for (key, value) in &config.env {
-            cmd.env(key, value.expose());
-        }
+    let sandboxed = config.effective_sandbox() == Some(McpSandbox::Bwrap);
+    let env = server_env(config, sandboxed);
+    // bwrap passes its environment on to the server; the values never appear
+    // on a command line, where any local user could read them.
+    let (exe, args): (OsString, Vec<OsString>) = if sandboxed {
+        let home = env
+            .iter()
+            .find(|(k, _)| k == "HOME")
+            .map(|(_, v)| PathBuf::from(v));
+        let mut args = sandbox::bwrap_args(config, home.as_deref());
+        args.push(program.into());
+        args.extend(config.args.iter().map(OsString::from));
+        (sandbox::BWRAP.into(), args)
+    } else {
+        (
+            program.into(),
+            config.args.iter().map(OsString::from).collect(),
+        )
+    };
+    let mut command = CommandWrap::with_new(&exe, |cmd| {
+        cmd.args(&args).env_clear().envs(env);
     });
     command.wrap(ProcessGroup::leader()).wrap(KillOnDrop);
     TokioChildProcess::builder(command)
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("could not start {program:?}: {e}"))
+        .map_err(|e| {
+            if sandboxed {
+                sandbox::spawn_error(sandbox::BWRAP, &e)
+            } else {
+                format!("could not start {program:?}: {e}")
+            }
+        })
+}
+
+/// The server's whole environment: [`INHERITED_ENV`] of Weft's, then its
+/// configured `env`. In the sandbox `TMPDIR` is its own `/tmp`.
+fn server_env(config: &McpServerConfig, sandboxed: bool) -> Vec<(OsString, OsString)> {
+    let mut env: Vec<(OsString, OsString)> = INHERITED_ENV
+        .iter()
+        .filter(|key| !(sandboxed && **key == "TMPDIR"))
+        .filter_map(|key| Some((OsString::from(key), std::env::var_os(key)?)))
+        .collect();
+    if sandboxed {
+        env.push(("TMPDIR".into(), "/tmp".into()));
+    }
+    for (key, value) in &config.env {
+        env.retain(|(k, _)| k != key.as_str());
+        env.push((key.into(), value.expose().into()));
+    }
+    env
 }
 
 fn http_transport(

@@ -25,6 +25,7 @@ use weft_shared::config::{McpServerConfig, ToolPolicy};
 use crate::Tool;
 
 mod connect;
+mod sandbox;
 mod status;
 mod supervisor;
 mod tool;

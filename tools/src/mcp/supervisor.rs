@@ -13,6 +13,7 @@ use rmcp::model::Tool as RemoteTool;
 use rmcp::service::RunningService;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
+use weft_shared::config::McpSandbox;
 
 use super::connect::{Client, Connection, StderrTail, connect, tool_entries, with_stderr};
 use super::status::{Link, Slot};
@@ -56,6 +57,13 @@ async fn run(slot: &Slot, backoff: Backoff, shutdown: &CancellationToken) {
         slot.set_error(error);
         shutdown.cancelled().await;
         return;
+    }
+    if slot.config.effective_sandbox() == Some(McpSandbox::None) {
+        tracing::warn!(
+            mcp.server = %slot.name(),
+            "MCP server runs without a sandbox (sandbox = \"none\"): it can read and change \
+             whatever Weft's OS user can, including Weft's config, data and secrets"
+        );
     }
     let mut delay = backoff.initial;
     loop {

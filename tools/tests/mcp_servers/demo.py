@@ -59,10 +59,13 @@ async def slow(seconds: float, marker: str) -> str:
     return "slept"
 
 
-@server.tool(description="This process' id and that of a child it starts (sleep 600).")
+@server.tool(
+    description="This process' id, that of a child it starts (sleep 600) and its PID namespace "
+    "(as /proc/self/ns/pid names it; the same name outside a sandbox's namespace)."
+)
 def pids() -> str:
     child = subprocess.Popen(["sleep", "600"])
-    return f"{os.getpid()} {child.pid}"
+    return f"{os.getpid()} {child.pid} {os.readlink('/proc/self/ns/pid')}"
 
 
 @server.tool(description="Exits the server process at once.")
