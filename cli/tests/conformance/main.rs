@@ -5,6 +5,7 @@
 mod harness;
 mod sse;
 
+mod access;
 mod agents;
 mod api;
 mod approvals;
