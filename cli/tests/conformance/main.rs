@@ -23,6 +23,7 @@ mod providers;
 mod security;
 mod signin;
 mod streaming;
+mod tool_calls;
 mod tools;
 mod transport;
 mod turns;

@@ -365,13 +365,7 @@ impl<'a> Attempt<'a> {
             Ok(r) => r,
             Err(flow) => return flow,
         };
-        let disposed: Vec<(ToolCall, Disposition)> = calls
-            .into_iter()
-            .map(|c| {
-                let d = runner.dispose(&c);
-                (c, d)
-            })
-            .collect();
+        let disposed = runner.dispose_step(calls, |_| None);
         if disposed.iter().any(|(_, d)| *d == Disposition::Confirm) {
             return approval::suspend(self, text, disposed).await;
         }
