@@ -14,7 +14,7 @@ use axum::http::StatusCode;
 use axum::routing::{get, put};
 use axum::{Json, Router};
 use weft_shared::api::{AgentDto, AgentList, InstructionsDto, PutAgentRequest, SystemPromptDto};
-use weft_shared::config::{AgentConfig, agents::valid_id};
+use weft_shared::config::{AgentConfig, Requester, agents::valid_id};
 use weft_shared::store::{AgentRecord, Store, StoreError, builtin_agents};
 
 use crate::AppState;
@@ -25,6 +25,10 @@ use crate::sessions::parse_session_id;
 
 /// The longest instructions (an agent's or a user's) accepted.
 const MAX_INSTRUCTIONS: usize = 32_000;
+
+/// What a non-admin's system-prompt preview shows instead of the agent's own
+/// instructions.
+const HIDDEN_INSTRUCTIONS: &str = "[The agent's instructions: shown to admins only.]";
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -37,11 +41,34 @@ pub fn router() -> Router<AppState> {
         .route("/v1/sessions/{id}/system-prompt", get(system_prompt))
 }
 
-/// Agent ids known to this gateway, and the default.
+/// The agents known to this gateway (ids and who may choose each), and the
+/// default.
 #[derive(Debug, Clone)]
 pub struct AgentIds {
-    ids: Vec<String>,
+    agents: Vec<AgentChoice>,
     default: String,
+}
+
+/// An agent as choosing one needs it.
+#[derive(Debug, Clone)]
+struct AgentChoice {
+    id: String,
+    allowed_users: Vec<String>,
+    allowed_roles: Vec<String>,
+}
+
+impl AgentChoice {
+    fn of(a: &AgentConfig) -> AgentChoice {
+        AgentChoice {
+            id: a.id.clone(),
+            allowed_users: a.allowed_users.clone(),
+            allowed_roles: a.allowed_roles.clone(),
+        }
+    }
+
+    fn allows(&self, who: Requester<'_>) -> bool {
+        weft_shared::config::access::allows(&self.allowed_users, &self.allowed_roles, who)
+    }
 }
 
 impl AgentIds {
@@ -56,7 +83,7 @@ impl AgentIds {
             .find(|a| a.default)
             .map_or_else(|| "agent".to_string(), |a| a.id.clone());
         AgentIds {
-            ids: all.into_iter().map(|a| a.id).collect(),
+            agents: all.iter().map(AgentChoice::of).collect(),
             default,
         }
     }
@@ -71,21 +98,53 @@ impl AgentIds {
             .id
             .clone();
         Some(AgentIds {
-            ids: list.iter().map(|a| a.spec.id.clone()).collect(),
+            agents: list.iter().map(|a| AgentChoice::of(&a.spec)).collect(),
             default,
         })
     }
 
-    pub fn ids(&self) -> &[String] {
-        &self.ids
+    /// The agents `who` may choose, in list order.
+    pub fn ids_for(&self, who: Requester<'_>) -> Vec<String> {
+        self.agents
+            .iter()
+            .filter(|a| a.allows(who))
+            .map(|a| a.id.clone())
+            .collect()
     }
 
-    pub fn default_id(&self) -> &str {
-        &self.default
+    /// The agent sessions of `who` get when they name none: the default when
+    /// `who` may use it, else the first that `who` may.
+    pub fn default_for(&self, who: Requester<'_>) -> Option<&str> {
+        let default = self.agents.iter().find(|a| a.id == self.default);
+        default
+            .filter(|a| a.allows(who))
+            .or_else(|| self.agents.iter().find(|a| a.allows(who)))
+            .map(|a| a.id.as_str())
+    }
+
+    /// The agent a session naming `id` runs with: `id`, or the default when no
+    /// such agent exists (any more).
+    pub fn in_force<'a>(&'a self, id: &'a str) -> &'a str {
+        if self.contains(id) { id } else { &self.default }
+    }
+
+    /// `None`: no such agent.
+    pub fn allows(&self, id: &str, who: Requester<'_>) -> Option<bool> {
+        self.agents
+            .iter()
+            .find(|a| a.id == id)
+            .map(|a| a.allows(who))
     }
 
     pub fn contains(&self, id: &str) -> bool {
-        self.ids.iter().any(|i| i == id)
+        self.agents.iter().any(|a| a.id == id)
+    }
+
+    /// Whether any agent is limited to some users or roles.
+    pub fn any_restricted(&self) -> bool {
+        self.agents
+            .iter()
+            .any(|a| weft_shared::config::access::restricted(&a.allowed_users, &a.allowed_roles))
     }
 }
 
@@ -120,20 +179,26 @@ pub fn spawn_refresh(state: &AppState) {
     });
 }
 
-fn to_dto(a: &AgentRecord) -> AgentDto {
+/// What the caller may see of an agent: admins everything, everyone else its
+/// name, description, model and tools (never its instructions, tool policies or
+/// who else may use it).
+fn to_dto(a: &AgentRecord, admin: bool) -> AgentDto {
     let s = &a.spec;
     AgentDto {
         id: s.id.clone(),
         name: s.name.clone(),
         description: s.description.clone(),
         model: s.model.clone(),
-        instructions: s.instructions.clone(),
+        instructions: admin.then(|| s.instructions.clone()),
         tools: s.tools.clone(),
-        tool_policies: s
-            .tool_policies
-            .iter()
-            .map(|(k, v)| (k.clone(), policy_str(*v).to_string()))
-            .collect(),
+        tool_policies: admin.then(|| {
+            s.tool_policies
+                .iter()
+                .map(|(k, v)| (k.clone(), policy_str(*v).to_string()))
+                .collect()
+        }),
+        allowed_users: admin.then(|| s.allowed_users.clone()),
+        allowed_roles: admin.then(|| s.allowed_roles.clone()),
         skills: s.skills.clone(),
         max_steps: s.max_steps,
         default: s.default,
@@ -150,16 +215,39 @@ fn policy_str(p: weft_shared::config::ToolPolicy) -> &'static str {
 }
 
 /// The agents you can choose (`agent` on a session or message; `mode` is an
-/// alias). Instructions are shown so people know what they pick.
+/// alias): the ones open to you (`allowed_users`, `allowed_roles`), `default`
+/// marking the one your new sessions get. Admins see every agent whole; others
+/// see its name, description, model and tools, not its instructions.
 #[utoipa::path(get, path = "/v1/agents", responses((status = 200, body = AgentList)))]
 pub async fn list_agents(
     State(state): State<AppState>,
-    _caller: Caller,
+    Caller(user): Caller,
 ) -> ApiResult<Json<AgentList>> {
     let agents = state.store.list_agents().await?;
+    let who = crate::access::requester(&user);
+    let admin = who.admin;
+    let mine = open_agents(&agents, who);
     Ok(Json(AgentList {
-        agents: agents.iter().map(to_dto).collect(),
+        agents: mine.iter().map(|a| to_dto(a, admin)).collect(),
     }))
+}
+
+/// The agents `who` may choose, the one their sessions get by default marked
+/// `default` (the configured default, unless it is not open to them).
+pub fn open_agents(all: &[AgentRecord], who: Requester<'_>) -> Vec<AgentRecord> {
+    let mut mine: Vec<AgentRecord> = all
+        .iter()
+        .filter(|a| a.spec.allows_user(who))
+        .cloned()
+        .collect();
+    let Some(ids) = AgentIds::from_records(all) else {
+        return mine;
+    };
+    let default = ids.default_for(who).map(str::to_string);
+    for a in &mut mine {
+        a.spec.default = default.as_deref() == Some(a.spec.id.as_str());
+    }
+    mine
 }
 
 /// Create or replace an agent (admin). Applied to the next run of every session
@@ -188,9 +276,15 @@ pub async fn put_agent(
             "instructions must be at most {MAX_INSTRUCTIONS} characters and the description at most 1000"
         )));
     }
-    if let Some(model) = &req.model {
-        state.resolve_model(Some(model))?;
+    if let Some(model) = &req.model
+        && !state.models.iter().any(|m| &m.id == model)
+    {
+        return Err(ApiError::Validation(format!(
+            "unknown model {model:?}; see GET /v1/models"
+        )));
     }
+    weft_shared::config::access::validate("agent", &req.allowed_users, &req.allowed_roles)
+        .map_err(ApiError::Validation)?;
     if req.max_steps == Some(0) {
         return Err(ApiError::Validation("max_steps must be at least 1".into()));
     }
@@ -219,10 +313,12 @@ pub async fn put_agent(
         skills: req.skills,
         max_steps: req.max_steps,
         default: req.default,
+        allowed_users: req.allowed_users,
+        allowed_roles: req.allowed_roles,
     };
     let saved = state.store.put_agent(&spec).await?;
     reload(&state.store, &state.agents).await;
-    Ok(Json(to_dto(&saved)))
+    Ok(Json(to_dto(&saved, true)))
 }
 
 /// Delete an agent (admin); sessions that used it continue with the default.
@@ -278,7 +374,8 @@ pub async fn put_instructions(
 }
 
 /// Exactly the system prompt this session's model gets now (agent, your
-/// instructions, skills, date).
+/// instructions, skills, date); for anyone but an admin the agent's own
+/// instructions are left out (a line says so).
 #[utoipa::path(get, path = "/v1/sessions/{id}/system-prompt",
     responses((status = 200, body = SystemPromptDto), (status = 404, body = weft_shared::api::ErrorEnvelope)))]
 pub async fn system_prompt(
@@ -299,9 +396,13 @@ pub async fn system_prompt(
     let today = weft_shared::time::rfc3339(weft_shared::time::now_ms());
     let skills = state.store.skills(Some(&state.config.skills_dir())).await?;
     let lines = weft_shared::prompt::skill_lines(&skills, &agent.spec);
-    let prompt = weft_shared::prompt::system_prompt(&agent.spec, &mine, &lines, &today[..10]);
+    let mut spec = agent.spec;
+    if user.role != weft_shared::store::Role::Admin {
+        spec.instructions = HIDDEN_INSTRUCTIONS.into();
+    }
+    let prompt = weft_shared::prompt::system_prompt(&spec, &mine, &lines, &today[..10]);
     Ok(Json(SystemPromptDto {
-        agent: agent.spec.id,
+        agent: spec.id,
         system_prompt: prompt,
     }))
 }

@@ -64,7 +64,7 @@ pub async fn chat(
         None => {
             let created = create_session(
                 &state,
-                &user.id,
+                &user,
                 CreateSessionRequest {
                     title: None,
                     model: req.model.clone(),
@@ -91,5 +91,5 @@ pub async fn chat(
         stream: req.stream,
         wait: !req.stream,
     };
-    send_message(&state, &user.id, token, session, send, files, key).await
+    send_message(&state, &user, token, session, send, files, key).await
 }

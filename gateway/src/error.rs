@@ -15,6 +15,9 @@ pub enum ApiError {
     Unauthorized,
     #[error("admin only")]
     Forbidden,
+    /// An agent or model the caller may not use (403 `forbidden`, saying which).
+    #[error("{0}")]
+    NotAllowed(String),
     #[error("not found")]
     NotFound,
     #[error("{0}")]
@@ -55,7 +58,7 @@ impl ApiError {
         match self {
             ApiError::InvalidRequest(_) => StatusCode::BAD_REQUEST,
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
-            ApiError::Forbidden => StatusCode::FORBIDDEN,
+            ApiError::Forbidden | ApiError::NotAllowed(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound => StatusCode::NOT_FOUND,
             ApiError::RunActive(_) | ApiError::Conflict(_) | ApiError::ConflictWith { .. } => {
                 StatusCode::CONFLICT
@@ -76,7 +79,7 @@ impl ApiError {
         match self {
             ApiError::InvalidRequest(_) => "invalid_request",
             ApiError::Unauthorized => "unauthorized",
-            ApiError::Forbidden => "forbidden",
+            ApiError::Forbidden | ApiError::NotAllowed(_) => "forbidden",
             ApiError::NotFound => "not_found",
             ApiError::RunActive(_) => "run_active",
             ApiError::EventsExpired => "events_expired",

@@ -6,6 +6,7 @@
 //! merges them. [`serve`] takes an already-bound listener and a shutdown token, so
 //! tests bind port 0 and stop it cleanly.
 
+mod access;
 mod account;
 pub mod agents;
 mod approvals;
@@ -38,9 +39,9 @@ use axum::serve::{ListenerExt, TapIo};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
-use weft_shared::api::ModelDto;
 use weft_shared::bus::SharedBus;
 use weft_shared::config::Config;
+use weft_shared::config::ModelConfig;
 use weft_shared::login_limit::{MemoryLoginAttempts, SharedLoginAttempts};
 use weft_shared::queue::SharedQueue;
 use weft_shared::store::Store;
@@ -55,7 +56,9 @@ pub struct AppState {
     pub bus: SharedBus,
     pub queue: SharedQueue,
     pub config: Arc<Config>,
-    pub models: Vec<ModelDto>,
+    /// The models served, the default first (`Config::effective_models`);
+    /// who may choose which: `access`.
+    pub models: Arc<[ModelConfig]>,
     pub metrics: PrometheusHandle,
     /// Sign-in attempts per address and per account (in Redis when distributed).
     pub login_limiter: SharedLoginAttempts,
@@ -87,15 +90,7 @@ impl AppState {
         extractor: weft_files::Extractor,
         shutdown: CancellationToken,
     ) -> AppState {
-        let models = config
-            .effective_models()
-            .iter()
-            .map(|m| ModelDto {
-                id: m.id.clone(),
-                provider: m.provider.as_str().into(),
-                default: m.default,
-            })
-            .collect();
+        let models = config.effective_models().into();
         let login_limiter: SharedLoginAttempts = Arc::new(MemoryLoginAttempts::new(&config.login));
         let trusted_proxies = Arc::new(client::TrustedProxies::from_config(&config));
         let streams = Arc::new(stream_limit::StreamLimits::new(
@@ -133,51 +128,6 @@ impl AppState {
     pub fn with_login_attempts(mut self, attempts: SharedLoginAttempts) -> AppState {
         self.login_limiter = attempts;
         self
-    }
-
-    /// A model id the client may use (the default when none is given).
-    pub fn resolve_model(&self, id: Option<&str>) -> Result<String, ApiError> {
-        match id {
-            None => Ok(self
-                .models
-                .iter()
-                .find(|m| m.default)
-                .unwrap_or(&self.models[0])
-                .id
-                .clone()),
-            Some(id) if self.models.iter().any(|m| m.id == id) => Ok(id.to_string()),
-            Some(id) => Err(ApiError::Validation(format!(
-                "unknown model {id:?}; see GET /v1/models"
-            ))),
-        }
-    }
-
-    /// `resolve_model` for an optional override: `None` stays `None`.
-    pub fn model_override(&self, id: Option<&str>) -> Result<Option<String>, ApiError> {
-        id.map(|m| self.resolve_model(Some(m))).transpose()
-    }
-
-    /// `resolve_mode` for an optional override: `None` stays `None`.
-    pub fn mode_override(&self, id: Option<&str>) -> Result<Option<String>, ApiError> {
-        id.map(|m| self.resolve_mode(Some(m))).transpose()
-    }
-
-    /// The agents sessions may name now.
-    pub fn agent_ids(&self) -> Vec<String> {
-        self.agents.read().expect("agent ids lock").ids().to_vec()
-    }
-
-    /// An agent id (`agent`, or its alias `mode`); the default agent when none
-    /// is given.
-    pub fn resolve_mode(&self, id: Option<&str>) -> Result<String, ApiError> {
-        let agents = self.agents.read().expect("agent ids lock");
-        match id {
-            None => Ok(agents.default_id().to_string()),
-            Some(id) if agents.contains(id) => Ok(id.to_string()),
-            Some(id) => Err(ApiError::Validation(format!(
-                "unknown agent {id:?}; see GET /v1/agents"
-            ))),
-        }
     }
 }
 

@@ -81,11 +81,12 @@ pub async fn openapi() -> Response {
     (StatusCode::OK, Json(crate::openapi::spec())).into_response()
 }
 
-/// The models you can choose.
+/// The models you can choose (the ones open to you: `allowed_users`,
+/// `allowed_roles`), the one your new sessions get first and marked `default`.
 #[utoipa::path(get, path = "/v1/models", responses((status = 200, body = ModelList)))]
-pub async fn models(State(state): State<AppState>, _caller: Caller) -> Json<ModelList> {
+pub async fn models(State(state): State<AppState>, Caller(user): Caller) -> Json<ModelList> {
     Json(ModelList {
-        models: state.models.clone(),
+        models: state.models_for(&user),
     })
 }
 
@@ -93,9 +94,10 @@ pub async fn models(State(state): State<AppState>, _caller: Caller) -> Json<Mode
 #[utoipa::path(get, path = "/v1/modes", responses((status = 200, body = ModeList)))]
 pub async fn modes(
     State(state): State<AppState>,
-    _caller: Caller,
+    Caller(user): Caller,
 ) -> crate::error::ApiResult<Json<ModeList>> {
-    let agents = state.store.list_agents().await?;
+    let all = state.store.list_agents().await?;
+    let agents = crate::agents::open_agents(&all, crate::access::requester(&user));
     Ok(Json(ModeList {
         modes: agents
             .into_iter()

@@ -12,8 +12,8 @@ use weft_shared::api::{
     CreateSessionRequest, MessageList, SendAccepted, SendMessageRequest, SessionDto, SessionList,
     UpdateSessionRequest,
 };
-use weft_shared::ids::{MessageId, RunId, SessionId, UserId};
-use weft_shared::store::{SendOutcome, SendRequest, SessionCursor};
+use weft_shared::ids::{MessageId, RunId, SessionId};
+use weft_shared::store::{AuthUser, SendOutcome, SendRequest, SessionCursor};
 
 use crate::AppState;
 use crate::auth::Caller;
@@ -61,22 +61,23 @@ pub async fn create(
     Caller(user): Caller,
     ApiJson(req): ApiJson<CreateSessionRequest>,
 ) -> ApiResult<(StatusCode, Json<SessionDto>)> {
-    let s = create_session(&state, &user.id, req, "api").await?;
+    let s = create_session(&state, &user, req, "api").await?;
     Ok((StatusCode::CREATED, Json(s)))
 }
 
 pub async fn create_session(
     state: &AppState,
-    user: &UserId,
+    user: &AuthUser,
     req: CreateSessionRequest,
     source: &str,
 ) -> ApiResult<SessionDto> {
     let title = req.title.unwrap_or_default();
     validate_title(&title)?;
-    let mode = state.resolve_mode(req.agent.as_deref().or(req.mode.as_deref()))?;
+    let mode = state.resolve_mode(user, req.agent.as_deref().or(req.mode.as_deref()))?;
     let model = match req.model.as_deref() {
-        Some(m) => state.resolve_model(Some(m))?,
-        // The agent's own model, if it names one that exists.
+        Some(m) => state.resolve_model(user, Some(m))?,
+        // The agent's own model, if it names one that exists and is open to
+        // the user; else the user's default.
         None => match state
             .store
             .get_agent(&mode)
@@ -85,14 +86,14 @@ pub async fn create_session(
             .and_then(|a| a.spec.model)
         {
             Some(m) => state
-                .resolve_model(Some(&m))
-                .or_else(|_| state.resolve_model(None))?,
-            None => state.resolve_model(None)?,
+                .resolve_model(user, Some(&m))
+                .or_else(|_| state.resolve_model(user, None))?,
+            None => state.resolve_model(user, None)?,
         },
     };
     let s = state
         .store
-        .create_session(user, title.trim(), &model, &mode, source)
+        .create_session(&user.id, title.trim(), &model, &mode, source)
         .await?;
     Ok(s.to_dto())
 }
@@ -159,8 +160,8 @@ pub async fn update(
     if let Some(t) = &req.title {
         validate_title(t)?;
     }
-    let model = state.model_override(req.model.as_deref())?;
-    let mode = state.mode_override(req.agent.as_deref().or(req.mode.as_deref()))?;
+    let model = state.model_override(&user, req.model.as_deref())?;
+    let mode = state.mode_override(&user, req.agent.as_deref().or(req.mode.as_deref()))?;
     let s = state
         .store
         .update_session(
@@ -256,7 +257,7 @@ pub async fn send(
 ) -> ApiResult<Response> {
     let session = parse_session_id(&id)?;
     let key = idempotency_key(&headers)?;
-    send_message(&state, &user.id, token, session, req, files, key).await
+    send_message(&state, &user, token, session, req, files, key).await
 }
 
 fn idempotency_key(headers: &HeaderMap) -> ApiResult<Option<String>> {
@@ -303,7 +304,7 @@ pub struct Origin {
 /// Validate and send; shared by the messages endpoint and `/v1/chat`.
 pub async fn send_message(
     state: &AppState,
-    user: &UserId,
+    user: &AuthUser,
     PresentedToken(token_hash): PresentedToken,
     session: SessionId,
     req: SendMessageRequest,
@@ -318,7 +319,7 @@ pub async fn send_message(
     };
     // A refused stream must not leave an accepted message behind: admit first.
     let permit = stream
-        .then(|| state.streams.admit(user, None))
+        .then(|| state.streams.admit(&user.id, None))
         .transpose()?;
     let (run_id, message_id) = match submit(state, user, &session, req, origin).await? {
         Submitted::Run { run_id, message_id } => (run_id, message_id),
@@ -333,15 +334,15 @@ pub async fn send_message(
         permit.attach_run(&run_id);
         let opener = Opener {
             permit,
-            user: user.clone(),
+            user: user.id.clone(),
             token_hash,
         };
         return run_events(state, opener, &run_id, false, 0).await;
     }
     if wait {
-        return Ok(Json(wait_for_result(state, user, &run_id).await?).into_response());
+        return Ok(Json(wait_for_result(state, &user.id, &run_id).await?).into_response());
     }
-    let run = state.store.get_run(user, &run_id).await?;
+    let run = state.store.get_run(&user.id, &run_id).await?;
     let body = SendAccepted {
         run_id: Some(run_id.0),
         message_id: message_id.0,
@@ -357,11 +358,12 @@ pub async fn send_message(
 /// from messages, whatever the channel.
 pub async fn submit(
     state: &AppState,
-    user: &UserId,
+    owner: &AuthUser,
     session: &SessionId,
     mut req: SendMessageRequest,
     mut origin: Origin,
 ) -> ApiResult<Submitted> {
+    let user = &owner.id;
     let limits = &state.config.limits;
     let mut uploads = std::mem::take(&mut origin.files);
     uploads.extend(uploads::from_json(std::mem::take(&mut req.attachments))?);
@@ -374,8 +376,11 @@ pub async fn submit(
             limits.message_chars
         )));
     }
-    let model = state.model_override(req.model.as_deref())?;
-    let mode = state.mode_override(req.agent.as_deref().or(req.mode.as_deref()))?;
+    let model = state.model_override(owner, req.model.as_deref())?;
+    let mode = state.mode_override(owner, req.agent.as_deref().or(req.mode.as_deref()))?;
+    state
+        .check_session_choice(owner, session, model.as_deref(), mode.as_deref())
+        .await?;
     // The session must exist before any file is stored for it.
     if !uploads.is_empty() {
         state.store.get_session(user, session).await?;

@@ -111,14 +111,13 @@ pub async fn regenerate(
     Caller(user): Caller,
     Path(id): Path<String>,
 ) -> ApiResult<(StatusCode, Json<TurnResult>)> {
+    let session = parse_session_id(&id)?;
+    state
+        .check_session_choice(&user, &session, None, None)
+        .await?;
     let outcome = state
         .store
-        .regenerate_turn(
-            &user.id,
-            &parse_session_id(&id)?,
-            None,
-            &state.config.limits.run_limits(),
-        )
+        .regenerate_turn(&user.id, &session, None, &state.config.limits.run_limits())
         .await?;
     answer(&state, outcome, "nothing_to_regenerate").await
 }
@@ -140,11 +139,15 @@ pub async fn edit(
             "text must be 1 to {max} characters"
         )));
     }
+    let session = parse_session_id(&id)?;
+    state
+        .check_session_choice(&user, &session, None, None)
+        .await?;
     let outcome = state
         .store
         .regenerate_turn(
             &user.id,
-            &parse_session_id(&id)?,
+            &session,
             Some(&req.text),
             &state.config.limits.run_limits(),
         )

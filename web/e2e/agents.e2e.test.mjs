@@ -203,10 +203,12 @@ describe('agents and turns in the web UI', () => {
     assert.match(foot, /^Pirate e2e · /)
     assert.match(foot, /ctx (<1|\d+)% of 32k/)
 
-    // The preview shows the same system prompt.
+    // The preview shows the same system prompt, but to a user not the agent's
+    // own instructions (admins only).
     await page.getByTestId('system-prompt-toggle').click()
     const prompt = await page.getByTestId('system-prompt-text').textContent()
-    assert.match(prompt, new RegExp(AGENT_MARK))
+    assert.doesNotMatch(prompt, new RegExp(AGENT_MARK))
+    assert.match(prompt, /shown to admins only/)
     assert.match(prompt, new RegExp(USER_MARK))
     await shot(page, 'agents-2-context')
     await page.getByTestId('system-prompt-toggle').click()

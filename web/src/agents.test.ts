@@ -14,6 +14,8 @@ const pirate: Agent = {
   max_steps: 4,
   default: false,
   origin: 'admin',
+  allowed_users: ['alice'],
+  allowed_roles: ['admin'],
 }
 
 describe('agent form', () => {
@@ -35,7 +37,14 @@ describe('agent form', () => {
       skills: ['maps'],
       max_steps: 4,
       default: false,
+      allowed_users: ['alice'],
+      allowed_roles: ['admin'],
     })
+  })
+
+  it('an agent as a non-admin sees it (no instructions) still makes a form', () => {
+    const seen: Agent = { ...pirate, instructions: undefined, tool_policies: undefined, allowed_users: undefined, allowed_roles: undefined }
+    expect(formFromAgent(seen)).toMatchObject({ instructions: '', allowedUsers: '', allowedRoles: '' })
   })
 
   it('"all tools" sends no list at all; no tools is an empty list', () => {
@@ -58,6 +67,8 @@ describe('agent form', () => {
     expect(formProblem({ ...ok, id: 'x'.repeat(33) })).toBe('id')
     expect(formProblem({ ...ok, name: '  ' })).toBe('name')
     expect(formProblem({ ...ok, instructions: 'x'.repeat(32_001) })).toBe('instructions')
+    expect(formProblem({ ...ok, allowedRoles: 'admin, owner' })).toBe('roles')
+    expect(formProblem({ ...ok, allowedRoles: 'admin, user' })).toBeNull()
     expect(formProblem({ ...ok, maxSteps: '0' })).toBe('maxSteps')
     expect(formProblem({ ...ok, maxSteps: '12' })).toBeNull()
   })

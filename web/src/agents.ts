@@ -1,6 +1,7 @@
 // The admin's agent form, as pure functions: an agent to the form's fields and
 // back to `PUT /v1/admin/agents/{id}`. A PUT replaces the agent, so what the form
 // does not edit (tool policies, skills) is carried over from the agent as it was.
+// Only admins get an agent's instructions, policies and access lists.
 
 import type { Agent, PutAgentRequest } from './types'
 
@@ -24,10 +25,26 @@ export interface AgentForm {
   /** '' = the server's limit */
   maxSteps: string
   default: boolean
+  /** comma-separated usernames; with `allowedRoles` both empty: everyone */
+  allowedUsers: string
+  /** comma-separated roles (admin, user) */
+  allowedRoles: string
 }
 
 export function emptyForm(): AgentForm {
-  return { id: '', name: '', description: '', model: '', instructions: '', allTools: true, tools: '', maxSteps: '', default: false }
+  return {
+    id: '',
+    name: '',
+    description: '',
+    model: '',
+    instructions: '',
+    allTools: true,
+    tools: '',
+    maxSteps: '',
+    default: false,
+    allowedUsers: '',
+    allowedRoles: '',
+  }
 }
 
 export function formFromAgent(a: Agent): AgentForm {
@@ -36,11 +53,13 @@ export function formFromAgent(a: Agent): AgentForm {
     name: a.name,
     description: a.description,
     model: a.model ?? '',
-    instructions: a.instructions,
+    instructions: a.instructions ?? '',
     allTools: a.tools === null || a.tools === undefined,
     tools: (a.tools ?? []).join(', '),
     maxSteps: a.max_steps ? String(a.max_steps) : '',
     default: a.default,
+    allowedUsers: (a.allowed_users ?? []).join(', '),
+    allowedRoles: (a.allowed_roles ?? []).join(', '),
   }
 }
 
@@ -49,7 +68,7 @@ export function parseToolList(s: string): string[] {
   return [...new Set(s.split(/[,\n]/).map((x) => x.trim()).filter(Boolean))]
 }
 
-export type FormProblem = 'id' | 'name' | 'instructions' | 'maxSteps'
+export type FormProblem = 'id' | 'name' | 'instructions' | 'maxSteps' | 'roles'
 
 /** What is wrong with the form before it is sent (the server checks again). */
 export function formProblem(f: AgentForm): FormProblem | null {
@@ -57,6 +76,7 @@ export function formProblem(f: AgentForm): FormProblem | null {
   if (!f.name.trim() || f.name.trim().length > 100) return 'name'
   if ([...f.instructions].length > MAX_INSTRUCTIONS) return 'instructions'
   if (f.maxSteps.trim() && !/^[1-9]\d{0,5}$/.test(f.maxSteps.trim())) return 'maxSteps'
+  if (parseToolList(f.allowedRoles).some((r) => r !== 'admin' && r !== 'user')) return 'roles'
   return null
 }
 
@@ -71,5 +91,7 @@ export function toPutRequest(f: AgentForm, existing?: Agent): PutAgentRequest {
     skills: existing?.skills ?? null,
     max_steps: f.maxSteps.trim() ? Number(f.maxSteps.trim()) : null,
     default: f.default,
+    allowed_users: parseToolList(f.allowedUsers),
+    allowed_roles: parseToolList(f.allowedRoles),
   }
 }

@@ -200,7 +200,9 @@ export interface paths {
         };
         /**
          * The agents you can choose (`agent` on a session or message; `mode` is an
-         *     alias). Instructions are shown so people know what they pick.
+         *     alias): the ones open to you (`allowed_users`, `allowed_roles`), `default`
+         *     marking the one your new sessions get. Admins see every agent whole; others
+         *     see its name, description, model and tools, not its instructions.
          */
         get: operations["list_agents"];
         put?: never;
@@ -387,7 +389,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The models you can choose. */
+        /**
+         * The models you can choose (the ones open to you: `allowed_users`,
+         *     `allowed_roles`), the one your new sessions get first and marked `default`.
+         */
         get: operations["models"];
         put?: never;
         post?: never;
@@ -696,7 +701,8 @@ export interface paths {
         };
         /**
          * Exactly the system prompt this session's model gets now (agent, your
-         *     instructions, skills, date).
+         *     instructions, skills, date); for anyone but an admin the agent's own
+         *     instructions are left out (a line says so).
          */
         get: operations["system_prompt"];
         put?: never;
@@ -788,12 +794,24 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
-        /** @description An agent: instructions, tools and limits people pick for a conversation. */
+        /**
+         * @description An agent: instructions, tools and limits people pick for a conversation.
+         *     `instructions`, `tool_policies`, `allowed_users` and `allowed_roles` are
+         *     shown to admins only (absent for everyone else).
+         */
         AgentDto: {
+            /** @description Roles (`admin`, `user`) that may use the agent. Admins only. */
+            allowed_roles?: string[] | null;
+            /**
+             * @description Usernames that may use the agent (with `allowed_roles` both empty:
+             *     everyone). Admins only.
+             */
+            allowed_users?: string[] | null;
             default: boolean;
             description: string;
             id: string;
-            instructions: string;
+            /** @description Admins only. */
+            instructions?: string | null;
             /** Format: int32 */
             max_steps?: number | null;
             /** @description The model new sessions with this agent use (none: the default model). */
@@ -803,10 +821,10 @@ export interface components {
             origin: string;
             /** @description Skills it may load; none: every skill. */
             skills?: string[] | null;
-            /** @description Tool (or `mcp:<server>`) → `auto`, `confirm` or `deny`. */
-            tool_policies: {
+            /** @description Tool (or `mcp:<server>`) → `auto`, `confirm` or `deny`. Admins only. */
+            tool_policies?: {
                 [key: string]: string;
-            };
+            } | null;
             /**
              * @description Allowed tools (built-in names, `mcp:<server>`, `mcp:<server>__<tool>`);
              *     none: every tool.
@@ -1194,6 +1212,13 @@ export interface components {
          */
         Multitask: "enqueue" | "interrupt" | "reject";
         PutAgentRequest: {
+            /** @description Only these roles (`admin`, `user`) may use the agent. */
+            allowed_roles?: string[];
+            /**
+             * @description Only these usernames may use the agent (with `allowed_roles` both
+             *     empty: everyone). Admins may use every agent.
+             */
+            allowed_users?: string[];
             default?: boolean;
             description?: string;
             instructions?: string;

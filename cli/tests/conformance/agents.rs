@@ -104,9 +104,14 @@ async fn agents_choose_the_prompt_and_the_tools(b: Backend) {
         .await;
     assert_eq!(st, 200);
     assert_eq!(preview["agent"], "timeless");
+    // Exact, but for the agent's own instructions: shown to admins only.
     assert_eq!(
         preview["system_prompt"].as_str().unwrap(),
-        system,
+        system.replacen(
+            "You never tell the time.",
+            "[The agent's instructions: shown to admins only.]",
+            1
+        ),
         "the preview is exact"
     );
     let bob = app.user("bob").await;

@@ -5,6 +5,7 @@
 mod harness;
 mod sse;
 
+mod access;
 mod agents;
 mod api;
 mod approvals;
@@ -23,6 +24,7 @@ mod providers;
 mod security;
 mod signin;
 mod streaming;
+mod tool_calls;
 mod tools;
 mod transport;
 mod turns;

@@ -30,10 +30,17 @@ impl Bot {
     pub(super) async fn handle(&self, incoming: Incoming) -> anyhow::Result<()> {
         let store = &self.state.store;
         let user = retrying("lark user", || store.lark_user(&incoming.sender_open_id)).await?;
-        let (model, mode) = (
-            self.state.resolve_model(None)?,
-            self.state.resolve_mode(None)?,
-        );
+        // A conversation starts with the sender's default agent and model; an
+        // operator may have opened none to them.
+        let (model, mode) = match (
+            self.state.resolve_model(&user, None),
+            self.state.resolve_mode(&user, None),
+        ) {
+            (Ok(model), Ok(mode)) => (model, mode),
+            (Err(e), _) | (_, Err(e)) => {
+                return self.refused(&incoming, e, Lang::of("")).await;
+            }
+        };
         let session = retrying("lark session", || {
             store.lark_session(&incoming.chat, &user.id, &model, &mode)
         })
@@ -88,7 +95,13 @@ impl Bot {
         };
         let sent = match self.fetch_files(&incoming.message_id, files).await {
             Ok(files::Fetched { uploads, room }) => {
-                let sent = self.submit_retrying(incoming, session, text, uploads).await;
+                let sent = match self.owner(session).await {
+                    Ok(owner) => {
+                        self.submit_retrying(incoming, &owner, session, text, uploads)
+                            .await
+                    }
+                    Err(e) => Err(ApiError::internal(e)),
+                };
                 // Stored (or refused) by now: the memory is free again.
                 drop(room);
                 sent
@@ -140,6 +153,7 @@ impl Bot {
     async fn submit_retrying(
         &self,
         incoming: &Incoming,
+        owner: &AuthUser,
         session: &SessionRecord,
         text: String,
         files: Vec<crate::uploads::Upload>,
@@ -157,7 +171,7 @@ impl Bot {
         let send = || {
             submit(
                 &self.state,
-                &session.user_id,
+                owner,
                 &session.id,
                 request.clone(),
                 origin.clone(),
@@ -223,8 +237,8 @@ impl Bot {
                 ),
             ),
             Command::New => {
-                let model = self.state.resolve_model(None)?;
-                let mode = self.state.resolve_mode(None)?;
+                let model = self.state.resolve_model(user, None)?;
+                let mode = self.state.resolve_mode(user, None)?;
                 store
                     .lark_new_session(&incoming.chat, &user.id, &model, &mode)
                     .await?;
@@ -255,7 +269,10 @@ impl Bot {
             }
             Command::Model(choice) => {
                 let text = match choice {
-                    Some(id) => match self.state.resolve_model(Some(&id)) {
+                    Some(id) => match self
+                        .choose_for_both(user, &session, |u| self.state.resolve_model(u, Some(&id)))
+                        .await?
+                    {
                         Ok(id) => {
                             store
                                 .update_session(owner, &session.id, None, Some(&id), None)
@@ -266,7 +283,7 @@ impl Bot {
                     },
                     None => self.listing(
                         lang.pick("Models", "模型"),
-                        self.state.models.iter().map(|m| m.id.clone()),
+                        self.state.models_for(user).into_iter().map(|m| m.id),
                         &session.model,
                         "/model",
                     ),
@@ -275,7 +292,10 @@ impl Bot {
             }
             Command::Mode(choice) => {
                 let text = match choice {
-                    Some(id) => match self.state.resolve_mode(Some(&id)) {
+                    Some(id) => match self
+                        .choose_for_both(user, &session, |u| self.state.resolve_mode(u, Some(&id)))
+                        .await?
+                    {
                         Ok(id) => {
                             store
                                 .update_session(owner, &session.id, None, None, Some(&id))
@@ -286,7 +306,7 @@ impl Bot {
                     },
                     None => self.listing(
                         lang.pick("Modes", "模式"),
-                        self.state.agent_ids().into_iter(),
+                        self.state.agent_ids_for(user).into_iter(),
                         &session.mode,
                         "/mode",
                     ),
@@ -373,6 +393,31 @@ impl Bot {
             }
         };
         self.notice(incoming, title, state, &text).await
+    }
+
+    /// The conversation's owner: its runs are theirs, so their access to the
+    /// session's agent and model is what counts.
+    async fn owner(&self, session: &SessionRecord) -> anyhow::Result<AuthUser> {
+        let store = &self.state.store;
+        Ok(retrying("lark session owner", || store.get_user(&session.user_id)).await?)
+    }
+
+    /// `choose` for the sender of a command and, when someone else owns the
+    /// conversation, for its owner too (the runs are the owner's).
+    async fn choose_for_both(
+        &self,
+        sender: &AuthUser,
+        session: &SessionRecord,
+        choose: impl Fn(&AuthUser) -> Result<String, ApiError>,
+    ) -> anyhow::Result<Result<String, ApiError>> {
+        let id = match choose(sender) {
+            Ok(id) => id,
+            Err(e) => return Ok(Err(e)),
+        };
+        if sender.id == session.user_id {
+            return Ok(Ok(id));
+        }
+        Ok(choose(&self.owner(session).await?).map(|_| id))
     }
 
     fn listing(

@@ -28,6 +28,11 @@ pub struct AgentConfig {
     pub skills: Option<Vec<String>>,
     pub max_steps: Option<u32>,
     pub default: bool,
+    /// Usernames that may use this agent (see [`super::access`]); with
+    /// `allowed_roles` both empty, everyone may.
+    pub allowed_users: Vec<String>,
+    /// Roles (`admin`, `user`) that may use this agent.
+    pub allowed_roles: Vec<String>,
 }
 
 pub fn valid_id(id: &str) -> bool {
@@ -53,6 +58,11 @@ pub fn validate(agents: &[AgentConfig]) -> Result<(), String> {
         if a.max_steps == Some(0) {
             return Err(format!("agents: {:?}: max_steps must be at least 1", a.id));
         }
+        super::access::validate(
+            &format!("agents: {:?}", a.id),
+            &a.allowed_users,
+            &a.allowed_roles,
+        )?;
     }
     if agents.iter().filter(|a| a.default).count() > 1 {
         return Err("agents: at most one agent can be the default".into());
@@ -95,6 +105,16 @@ mod tests {
 const ALWAYS_WITH_TOOLS: [&str; 2] = ["read_output", "use_skill"];
 
 impl AgentConfig {
+    /// Whether `who` may choose this agent.
+    pub fn allows_user(&self, who: super::access::Requester<'_>) -> bool {
+        super::access::allows(&self.allowed_users, &self.allowed_roles, who)
+    }
+
+    /// Whether this agent is limited to some users or roles.
+    pub fn is_restricted(&self) -> bool {
+        super::access::restricted(&self.allowed_users, &self.allowed_roles)
+    }
+
     /// Whether this agent may call `tool` (`<server>__<tool>` for MCP tools).
     pub fn allows_tool(&self, tool: &str) -> bool {
         let Some(list) = &self.tools else {

@@ -10,6 +10,7 @@ use figment::Figment;
 use figment::providers::{Env, Format, Serialized, Toml};
 use serde::{Deserialize, Serialize};
 
+pub mod access;
 pub mod agents;
 mod attachments;
 mod files;
@@ -22,6 +23,7 @@ mod tools;
 mod web;
 mod worker;
 
+pub use access::Requester;
 pub use agents::AgentConfig;
 pub use attachments::AttachmentsConfig;
 pub use files::FilesConfig;
@@ -274,6 +276,12 @@ impl Config {
             {
                 return bad(format!("model {:?} needs base_url", m.id));
             }
+            access::validate(
+                &format!("model {:?}", m.id),
+                &m.allowed_users,
+                &m.allowed_roles,
+            )
+            .map_err(ConfigError::Invalid)?;
         }
         if self.models.iter().filter(|m| m.default).count() > 1 {
             return bad("more than one model is marked default".into());

@@ -45,6 +45,13 @@ pub struct ModelConfig {
     /// a note naming each image instead.
     #[serde(default)]
     pub vision: Option<bool>,
+    /// Usernames that may use this model (see [`super::access`]); with
+    /// `allowed_roles` both empty, everyone may.
+    #[serde(default)]
+    pub allowed_users: Vec<String>,
+    /// Roles (`admin`, `user`) that may use this model.
+    #[serde(default)]
+    pub allowed_roles: Vec<String>,
 }
 
 impl ModelConfig {
@@ -59,7 +66,19 @@ impl ModelConfig {
             max_tokens: None,
             context_window: None,
             vision: None,
+            allowed_users: Vec::new(),
+            allowed_roles: Vec::new(),
         }
+    }
+
+    /// Whether `who` may use this model.
+    pub fn allows_user(&self, who: super::access::Requester<'_>) -> bool {
+        super::access::allows(&self.allowed_users, &self.allowed_roles, who)
+    }
+
+    /// Whether this model is limited to some users or roles.
+    pub fn is_restricted(&self) -> bool {
+        super::access::restricted(&self.allowed_users, &self.allowed_roles)
     }
 
     /// Whether images go to this model (see [`ModelConfig::vision`]).

@@ -6,8 +6,9 @@ use serde::{Deserialize, Serialize};
 
 pub use super::web::{AllowHost, SearchBackendKind, WebFetchConfig, WebSearchConfig};
 
-/// Whether a tool call runs, waits for a person, or is refused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+/// Whether a tool call runs, waits for a person, or is refused. Ordered from
+/// the most lenient to the strictest, so `max` is "the strictest wins".
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ToolPolicy {
     /// Runs without asking.
@@ -31,8 +32,14 @@ pub struct ToolsConfig {
     pub output_cap_bytes: u64,
     /// How long a pending approval waits before it counts as `deny`.
     pub approval_ttl_secs: u64,
+    /// Tool calls one model step may make; the calls beyond are not run, each
+    /// gets an error answer instead (a model asking for 1,500 fetches at once
+    /// would otherwise get them).
+    pub max_calls_per_step: u32,
     /// Policy per tool name (`web_fetch`, `mcp:<server>`, `<server>__<tool>`).
     /// Unlisted tools: `confirm` when they have side effects, else `auto`.
+    /// An agent's `tool_policies` and an MCP server's `policy` join these: the
+    /// strictest that applies to a call wins (`deny` > `confirm` > `auto`).
     pub policies: BTreeMap<String, ToolPolicy>,
     pub web_fetch: WebFetchConfig,
     pub web_search: WebSearchConfig,
@@ -44,6 +51,7 @@ impl Default for ToolsConfig {
             call_timeout_secs: 30,
             output_cap_bytes: 16 << 10,
             approval_ttl_secs: 30 * 60,
+            max_calls_per_step: 16,
             policies: BTreeMap::new(),
             web_fetch: WebFetchConfig::default(),
             web_search: WebSearchConfig::default(),
@@ -60,6 +68,9 @@ impl ToolsConfig {
         }
         if self.output_cap_bytes < 1024 {
             return Err("tools.output_cap_bytes must be at least 1024".into());
+        }
+        if self.max_calls_per_step == 0 {
+            return Err("tools.max_calls_per_step must be at least 1".into());
         }
         if self.approval_ttl_secs == 0 {
             return Err("tools.approval_ttl_secs must be at least 1".into());

@@ -68,6 +68,8 @@ impl AgentRecord {
                 skills: json("skills")?,
                 max_steps: get_opt_i64(row, "max_steps")?.map(|n| n as u32),
                 default: get_i64(row, "is_default")? != 0,
+                allowed_users: json("allowed_users")?.unwrap_or_default(),
+                allowed_roles: json("allowed_roles")?.unwrap_or_default(),
             },
             origin: AgentOrigin::parse(&get_str(row, "origin")?),
             updated_at: get_i64(row, "updated_at")?,
@@ -97,21 +99,22 @@ pub fn builtin_agents() -> Vec<AgentConfig> {
     ]
 }
 
-const COLUMNS: &str = "id, name, description, model, instructions, tools, tool_policies, skills, max_steps, is_default, origin, created_at, updated_at";
+const COLUMNS: &str = "id, name, description, model, instructions, tools, tool_policies, skills, max_steps, is_default, origin, created_at, updated_at, allowed_users, allowed_roles";
 
 impl Store {
     /// Start-up: write the built-in agents and `[[agents]]` that are not in the
-    /// database yet (an agent edited by an admin keeps the admin's version). A
-    /// configured default becomes the default.
+    /// database yet, and bring the `[[agents]]` no admin has edited up to date
+    /// with the config (an operator who adds `allowed_users` to one expects it to
+    /// hold after the restart; an agent edited by an admin keeps the admin's
+    /// version). A configured default becomes the default.
     pub async fn seed_agents(&self, configured: &[AgentConfig]) -> Result<()> {
         let now = now_ms();
         let mut tx = self.begin().await?;
-        let all = builtin_agents()
-            .into_iter()
-            .map(|a| (a, AgentOrigin::Builtin))
-            .chain(configured.iter().cloned().map(|a| (a, AgentOrigin::Config)));
-        for (a, origin) in all {
-            write_agent(&mut tx, &a, origin, now, true).await?;
+        for a in builtin_agents() {
+            write_agent(&mut tx, &a, AgentOrigin::Builtin, now, Upsert::IfMissing).await?;
+        }
+        for a in configured {
+            write_agent(&mut tx, a, AgentOrigin::Config, now, Upsert::UnlessEdited).await?;
         }
         if let Some(default) = configured.iter().find(|a| a.default) {
             set_default(&mut tx, &default.id).await?;
@@ -155,7 +158,7 @@ impl Store {
     pub async fn put_agent(&self, agent: &AgentConfig) -> Result<AgentRecord> {
         let now = now_ms();
         let mut tx = self.begin().await?;
-        write_agent(&mut tx, agent, AgentOrigin::Admin, now, false).await?;
+        write_agent(&mut tx, agent, AgentOrigin::Admin, now, Upsert::Always).await?;
         if agent.default {
             set_default(&mut tx, &agent.id).await?;
         }
@@ -200,12 +203,23 @@ impl Store {
     }
 }
 
+/// What writing an agent does to the row already there.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Upsert {
+    /// Leave it alone (the built-in agents: admins may have edited them).
+    IfMissing,
+    /// Replace it while it is still the config's own (`origin = 'config'`).
+    UnlessEdited,
+    /// Replace it (an admin's write).
+    Always,
+}
+
 async fn write_agent(
     tx: &mut sqlx::Transaction<'static, sqlx::Any>,
     a: &AgentConfig,
     origin: AgentOrigin,
     now: i64,
-    only_if_missing: bool,
+    upsert: Upsert,
 ) -> Result<()> {
     let list = |v: &Option<Vec<String>>| {
         v.as_ref()
@@ -213,16 +227,19 @@ async fn write_agent(
     };
     let policies =
         serde_json::to_string(&a.tool_policies).map_err(|e| StoreError::Other(e.to_string()))?;
-    let conflict = if only_if_missing {
-        "do nothing"
-    } else {
-        "do update set name = excluded.name, description = excluded.description, model = excluded.model,
+    const REPLACE: &str = "do update set name = excluded.name, description = excluded.description, model = excluded.model,
              instructions = excluded.instructions, tools = excluded.tools, tool_policies = excluded.tool_policies,
              skills = excluded.skills, max_steps = excluded.max_steps, origin = excluded.origin,
-             updated_at = excluded.updated_at"
+             allowed_users = excluded.allowed_users, allowed_roles = excluded.allowed_roles,
+             updated_at = excluded.updated_at";
+    let conflict = match upsert {
+        Upsert::IfMissing => "do nothing".to_string(),
+        Upsert::UnlessEdited => format!("{REPLACE} where agents.origin = 'config'"),
+        Upsert::Always => REPLACE.to_string(),
     };
+    let people = |v: &Vec<String>| serde_json::to_string(v).unwrap_or_else(|_| "[]".into());
     sqlx::query(sqlx::AssertSqlSafe(format!(
-        "insert into agents ({COLUMNS}) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12)
+        "insert into agents ({COLUMNS}) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12, $13, $14)
          on conflict (id) {conflict}"
     )))
     .bind(&a.id)
@@ -237,6 +254,8 @@ async fn write_agent(
     .bind(i64::from(a.default))
     .bind(origin.as_str())
     .bind(now)
+    .bind(people(&a.allowed_users))
+    .bind(people(&a.allowed_roles))
     .execute(&mut **tx)
     .await?;
     Ok(())

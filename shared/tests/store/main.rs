@@ -4,6 +4,7 @@
 
 mod harness;
 
+mod agents;
 mod attachments;
 mod lark;
 mod limits;

@@ -279,6 +279,24 @@ function AgentEditor(p: { initial: AgentForm; agent?: Agent; models: Model[]; on
           onChange={(e) => set({ maxSteps: e.target.value })}
         />
       </label>
+      <fieldset className="wide tools-field">
+        <legend>{t('agents.access')}</legend>
+        <input
+          value={f.allowedUsers}
+          placeholder="alice, lark:ou_…"
+          aria-label={t('agents.allowedUsers')}
+          data-testid="agent-allowed-users"
+          onChange={(e) => set({ allowedUsers: e.target.value })}
+        />
+        <input
+          value={f.allowedRoles}
+          placeholder="admin, user"
+          aria-label={t('agents.allowedRoles')}
+          data-testid="agent-allowed-roles"
+          onChange={(e) => set({ allowedRoles: e.target.value })}
+        />
+        <span className="muted small">{t('agents.accessHint')}</span>
+      </fieldset>
       <label className="check">
         <input type="checkbox" checked={f.default} data-testid="agent-default" onChange={(e) => set({ default: e.target.checked })} />
         {t('agents.makeDefault')}

@@ -4,6 +4,8 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 /// An agent: instructions, tools and limits people pick for a conversation.
+/// `instructions`, `tool_policies`, `allowed_users` and `allowed_roles` are
+/// shown to admins only (absent for everyone else).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct AgentDto {
     pub id: String,
@@ -11,12 +13,22 @@ pub struct AgentDto {
     pub description: String,
     /// The model new sessions with this agent use (none: the default model).
     pub model: Option<String>,
-    pub instructions: String,
+    /// Admins only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
     /// Allowed tools (built-in names, `mcp:<server>`, `mcp:<server>__<tool>`);
     /// none: every tool.
     pub tools: Option<Vec<String>>,
-    /// Tool (or `mcp:<server>`) → `auto`, `confirm` or `deny`.
-    pub tool_policies: std::collections::BTreeMap<String, String>,
+    /// Tool (or `mcp:<server>`) → `auto`, `confirm` or `deny`. Admins only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool_policies: Option<std::collections::BTreeMap<String, String>>,
+    /// Usernames that may use the agent (with `allowed_roles` both empty:
+    /// everyone). Admins only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed_users: Option<Vec<String>>,
+    /// Roles (`admin`, `user`) that may use the agent. Admins only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub allowed_roles: Option<Vec<String>>,
     /// Skills it may load; none: every skill.
     pub skills: Option<Vec<String>>,
     pub max_steps: Option<u32>,
@@ -50,6 +62,13 @@ pub struct PutAgentRequest {
     pub max_steps: Option<u32>,
     #[serde(default)]
     pub default: bool,
+    /// Only these usernames may use the agent (with `allowed_roles` both
+    /// empty: everyone). Admins may use every agent.
+    #[serde(default)]
+    pub allowed_users: Vec<String>,
+    /// Only these roles (`admin`, `user`) may use the agent.
+    #[serde(default)]
+    pub allowed_roles: Vec<String>,
 }
 
 /// A user's own instructions, added after the agent's.

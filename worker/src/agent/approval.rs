@@ -135,37 +135,37 @@ pub(super) async fn resume(a: &mut Attempt<'_>, pending: PendingStep) -> Flow {
         Ok(r) => r,
         Err(flow) => return flow,
     };
-    let disposed: Vec<(ToolCall, Disposition)> = pending
+    let calls: Vec<ToolCall> = pending
         .tool_calls
         .into_iter()
-        .map(|c| {
-            let call = ToolCall {
-                id: c.id,
-                name: c.name,
-                args: c.args,
-            };
-            let d = match approvals.iter().find(|ap| ap.call_id == call.id) {
-                Some(ap) => match ap.status {
-                    ApprovalStatus::Approved => Disposition::Run,
-                    ApprovalStatus::Denied => Disposition::Answer(format!(
-                        "error: the user{} denied this call of {}; it did not run",
-                        ap.decided_by
-                            .as_deref()
-                            .map(|u| format!(" ({u})"))
-                            .unwrap_or_default(),
-                        call.name
-                    )),
-                    ApprovalStatus::Expired | ApprovalStatus::Pending => {
-                        Disposition::Answer(format!(
-                            "error: nobody approved this call of {} in time; it did not run",
-                            call.name
-                        ))
-                    }
-                },
-                None => runner.dispose(&call),
-            };
-            (call, d)
+        .map(|c| ToolCall {
+            id: c.id,
+            name: c.name,
+            args: c.args,
         })
         .collect();
+    // An approval stands for the one call it showed: same id, tool and
+    // arguments. (Ids are unique in a step stored since issue 20; one stored
+    // before may repeat an id, and then only its first call can match.)
+    let disposed = runner.dispose_step(calls, |call| {
+        let ap = approvals
+            .iter()
+            .find(|ap| ap.call_id == call.id && ap.name == call.name && ap.args == call.args)?;
+        Some(match ap.status {
+            ApprovalStatus::Approved => Ok(()),
+            ApprovalStatus::Denied => Err(format!(
+                "error: the user{} denied this call of {}; it did not run",
+                ap.decided_by
+                    .as_deref()
+                    .map(|u| format!(" ({u})"))
+                    .unwrap_or_default(),
+                call.name
+            )),
+            ApprovalStatus::Expired | ApprovalStatus::Pending => Err(format!(
+                "error: nobody approved this call of {} in time; it did not run",
+                call.name
+            )),
+        })
+    });
     a.run_tools(&runner, pending.content, disposed).await
 }

@@ -230,6 +230,10 @@ impl<'a> Attempt<'a> {
                 step: self.step,
             });
         };
+        match self.access(&model).await {
+            Ok(()) => {}
+            Err(flow) => return flow,
+        }
         match context::window::build(self.inner, &self.run, &model, &self.system).await {
             Ok(built) => {
                 self.messages = built.messages;
@@ -256,6 +260,49 @@ impl<'a> Attempt<'a> {
                 other => return other,
             }
         }
+    }
+
+    /// The run's user must still be allowed its model and its agent
+    /// (`allowed_users`, `allowed_roles`): the gateway checked when the run was
+    /// made, but the lists may have changed since (a config change, an admin's
+    /// edit), and follow-up runs are made without a gateway. Refused: the run
+    /// fails with `forbidden`, nothing of it runs.
+    async fn access(&self, model: &ModelEntry) -> Result<(), Flow> {
+        if !model.config.is_restricted() && !self.agent.is_restricted() {
+            return Ok(());
+        }
+        let user = match self.inner.deps.store.get_user(&self.run.user_id).await {
+            Ok(u) => u,
+            Err(e) => {
+                tracing::error!(error = %e, "loading the run's user failed; leaving the run to the reaper");
+                return Err(Flow::Leave(Leave::Abandon));
+            }
+        };
+        let who = weft_shared::config::Requester {
+            username: &user.username,
+            admin: user.role == weft_shared::store::Role::Admin,
+        };
+        let refused = if !model.config.allows_user(who) {
+            format!(
+                "the model {:?} is not open to you any more; choose another",
+                model.config.id
+            )
+        } else if !self.agent.allows_user(who) {
+            format!(
+                "the agent {:?} is not open to you any more; choose another",
+                self.agent.id
+            )
+        } else {
+            return Ok(());
+        };
+        Err(Flow::End(RunEnd::Failed {
+            error: ErrorBody {
+                code: "forbidden".into(),
+                message: refused,
+            },
+            partial: String::new(),
+            step: self.step,
+        }))
     }
 
     /// One agent step: the model's answer, then its tool calls.
@@ -318,13 +365,7 @@ impl<'a> Attempt<'a> {
             Ok(r) => r,
             Err(flow) => return flow,
         };
-        let disposed: Vec<(ToolCall, Disposition)> = calls
-            .into_iter()
-            .map(|c| {
-                let d = runner.dispose(&c);
-                (c, d)
-            })
-            .collect();
+        let disposed = runner.dispose_step(calls, |_| None);
         if disposed.iter().any(|(_, d)| *d == Disposition::Confirm) {
             return approval::suspend(self, text, disposed).await;
         }

@@ -56,26 +56,77 @@ impl<'a> ToolRunner<'a> {
         }
     }
 
-    /// The agent's policies, then `[tools.policies]` (each by the tool's name,
-    /// then `mcp:<server>` for MCP tools), then the tool's own default
-    /// (`confirm` for tools with side effects).
+    /// Every policy that speaks to this call, and the strictest wins (`deny` >
+    /// `confirm` > `auto`): the agent's and `[tools.policies]`, each by the
+    /// tool's name and by `mcp:<server>`, and for an MCP tool its server's
+    /// `policy`. An agent cannot loosen what the administrator's policy
+    /// tightened, nor the other way round. When none speaks, the tool's own
+    /// default (`confirm` for tools with side effects, else `auto`).
     fn policy(&self, name: &str) -> ToolPolicy {
-        let server = name.split_once("__").map(|(s, _)| format!("mcp:{s}"));
-        for policies in [
-            &self.agent.tool_policies,
-            &self.inner.deps.config.tools.policies,
-        ] {
-            if let Some(p) = policies.get(name) {
-                return *p;
-            }
-            if let Some(p) = server.as_ref().and_then(|s| policies.get(s)) {
-                return *p;
-            }
-        }
-        self.inner
-            .tools()
-            .get(name)
-            .map_or(ToolPolicy::Deny, |t| t.default_policy())
+        let cfg = &self.inner.deps.config;
+        let server = name.split_once("__").map(|(s, _)| s);
+        let server_key = server.map(|s| format!("mcp:{s}"));
+        let server_policy = server
+            .and_then(|s| cfg.mcp_servers.iter().find(|m| m.name == s))
+            .map(|m| m.policy);
+        [&self.agent.tool_policies, &cfg.tools.policies]
+            .into_iter()
+            .flat_map(|policies| {
+                [
+                    policies.get(name),
+                    server_key.as_ref().and_then(|k| policies.get(k)),
+                ]
+            })
+            .flatten()
+            .copied()
+            .chain(server_policy)
+            .max()
+            .unwrap_or_else(|| {
+                self.inner
+                    .tools()
+                    .get(name)
+                    .map_or(ToolPolicy::Deny, |t| t.default_policy())
+            })
+    }
+
+    /// How each call of a step is handled, in order. First each call gets an
+    /// id of its own: a model (or a provider) may repeat an id, and a repeat
+    /// would let one call's approval or refusal stand for another's, so every
+    /// call after the first with an id is renamed and answered as an error
+    /// without running. Then only the first `tools.max_calls_per_step` calls
+    /// are considered; the rest are answered "skipped". `decided` gives the
+    /// person's decision on a call that waited for approval (a resumed step):
+    /// an approved call runs unless it is refused now anyway (a policy turned
+    /// `deny`, the tool gone).
+    pub fn dispose_step(
+        &self,
+        calls: Vec<ToolCall>,
+        decided: impl Fn(&ToolCall) -> Option<Result<(), String>>,
+    ) -> Vec<(ToolCall, Disposition)> {
+        let cap = self.inner.deps.config.tools.max_calls_per_step as usize;
+        unique_ids(calls)
+            .into_iter()
+            .enumerate()
+            .map(|(i, (call, repeated))| {
+                let d = if let Some(id) = repeated {
+                    Disposition::Answer(format!(
+                        "error: another call in this step has the id {id:?}; this one was not run (each call needs an id of its own)"
+                    ))
+                } else if i >= cap {
+                    Disposition::Answer(format!(
+                        "error: too many tool calls in one step: at most {cap} run, this one was skipped"
+                    ))
+                } else {
+                    match (self.dispose(&call), decided(&call)) {
+                        (refused @ Disposition::Answer(_), _) => refused,
+                        (_, Some(Ok(()))) => Disposition::Run,
+                        (_, Some(Err(answer))) => Disposition::Answer(answer),
+                        (now, None) => now,
+                    }
+                };
+                (call, d)
+            })
+            .collect()
     }
 
     pub fn dispose(&self, call: &ToolCall) -> Disposition {
@@ -231,6 +282,31 @@ impl<'a> ToolRunner<'a> {
     }
 }
 
+/// The calls with an id of their own each: the first call with an id keeps
+/// it; a later one is renamed (`<id>_dup<n>`, unused by any call of the step)
+/// and comes with the id it repeated.
+fn unique_ids(calls: Vec<ToolCall>) -> Vec<(ToolCall, Option<String>)> {
+    let mut taken: HashSet<String> = calls.iter().map(|c| c.id.clone()).collect();
+    let mut kept: HashSet<String> = HashSet::new();
+    calls
+        .into_iter()
+        .map(|mut call| {
+            if kept.insert(call.id.clone()) {
+                return (call, None);
+            }
+            let repeated = call.id.clone();
+            let fresh = (1..)
+                .map(|n| format!("{repeated}_dup{n}"))
+                .find(|id| !taken.contains(id))
+                .expect("an unused id");
+            taken.insert(fresh.clone());
+            kept.insert(fresh.clone());
+            call.id = fresh;
+            (call, Some(repeated))
+        })
+        .collect()
+}
+
 /// The span of one tool call, refused ones included (never its arguments or
 /// output: they may hold what the user typed).
 fn tool_span(c: &ToolCall) -> Span {
@@ -274,8 +350,29 @@ pub(super) fn validate_args(
 
 #[cfg(test)]
 mod tests {
-    use super::validate_args;
+    use super::{unique_ids, validate_args};
     use serde_json::json;
+    use weft_llm::ToolCall;
+
+    #[test]
+    fn repeated_call_ids_are_renamed_and_marked() {
+        let call = |id: &str| ToolCall {
+            id: id.into(),
+            name: "t".into(),
+            args: json!({}),
+        };
+        let out = unique_ids(vec![
+            call("a"),
+            call("a"),
+            call("a_dup1"),
+            call("a"),
+            call("b"),
+        ]);
+        let ids: Vec<&str> = out.iter().map(|(c, _)| c.id.as_str()).collect();
+        assert_eq!(ids, ["a", "a_dup2", "a_dup1", "a_dup3", "b"]);
+        let repeated: Vec<Option<&str>> = out.iter().map(|(_, r)| r.as_deref()).collect();
+        assert_eq!(repeated, [None, Some("a"), None, Some("a"), None]);
+    }
 
     #[test]
     fn arguments_are_checked_against_the_schema() {

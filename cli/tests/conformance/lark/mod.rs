@@ -6,6 +6,7 @@
 //! (`card.action.trigger`); what they would see is read back from the messages
 //! the fake holds (cards as last patched or answered) and its records.
 
+mod access;
 mod approvals;
 mod attachments;
 mod control;
