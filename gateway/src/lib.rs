@@ -57,6 +57,8 @@ pub struct AppState {
     pub config: Arc<Config>,
     pub models: Vec<ModelDto>,
     pub metrics: PrometheusHandle,
+    /// Whether the API listener serves `/metrics` too.
+    pub metrics_at: MetricsAt,
     /// Sign-in attempts per address and per account (in Redis when distributed).
     pub login_limiter: SharedLoginAttempts,
     /// Every argon2 hash and check goes through here (bounded memory and CPU).
@@ -105,6 +107,7 @@ impl AppState {
             queue,
             models,
             metrics: metrics_handle(),
+            metrics_at: MetricsAt::Api,
             login_limiter,
             passwords: Arc::new(passwords::PasswordGate::for_this_machine()),
             trusted_proxies,
@@ -128,6 +131,12 @@ impl AppState {
     /// Share sign-in counts through `attempts` (Redis, in distributed mode).
     pub fn with_login_attempts(mut self, attempts: SharedLoginAttempts) -> AppState {
         self.login_limiter = attempts;
+        self
+    }
+
+    /// Serve `/metrics` on a listener of its own only ([`serve_metrics`]).
+    pub fn with_metrics_at(mut self, at: MetricsAt) -> AppState {
+        self.metrics_at = at;
         self
     }
 
@@ -177,6 +186,17 @@ impl AppState {
     }
 }
 
+/// Where a gateway serves `/metrics`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetricsAt {
+    /// On the API listener (without `--metrics-listen`).
+    Api,
+    /// Only on a listener of its own (`--metrics-listen`): the API's `/metrics` is
+    /// 404, so whatever exposes the API (a proxy, an Ingress routing `/`) cannot
+    /// expose the metrics with it.
+    OwnListener,
+}
+
 /// One Prometheus recorder per process (tests start several gateways in one).
 fn metrics_handle() -> PrometheusHandle {
     static HANDLE: OnceLock<PrometheusHandle> = OnceLock::new();
@@ -201,7 +221,12 @@ pub fn router(state: AppState) -> Router {
     let body_limit = state.config.limits.body_bytes as usize;
     let upload_limit = uploads::send_body_limit(&state.config);
     let trusted = state.trusted_proxies.clone();
+    let metrics = match state.metrics_at {
+        MetricsAt::Api => axum::routing::get(meta::metrics),
+        MetricsAt::OwnListener => axum::routing::get(|| async { ApiError::NotFound }),
+    };
     let routes = Router::new()
+        .route("/metrics", metrics)
         .merge(meta::router())
         .merge(auth::router())
         .merge(account::router())
@@ -222,7 +247,8 @@ pub fn router(state: AppState) -> Router {
     .with_state(state)
 }
 
-/// `/health` and `/metrics` alone, for processes without the API (`weft worker`).
+/// `/health` and `/metrics` alone: a worker's (it has no API), or a gateway's
+/// with `--metrics-listen`.
 pub async fn serve_metrics(
     listener: TcpListener,
     shutdown: CancellationToken,
