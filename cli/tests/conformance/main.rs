@@ -11,6 +11,7 @@ mod approvals;
 mod attachments;
 mod crash;
 mod drain;
+mod hardening;
 mod input;
 mod lark;
 mod lifecycle;
