@@ -10,7 +10,7 @@ use clap::{Parser, Subcommand};
 use weft_shared::telemetry::{Process, Telemetry};
 
 use crate::client::{ChatArgs, ClientCommand, ConnectArgs, OneShotArgs, SessionsCommand};
-use crate::server::{AdminCommand, ListenArgs, ServerArgs};
+use crate::server::{AdminCommand, ListenArgs, MetricsArgs, ServerArgs};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -51,6 +51,8 @@ enum Command {
         server: ServerArgs,
         #[command(flatten)]
         listen: ListenArgs,
+        #[command(flatten)]
+        metrics: MetricsArgs,
     },
     /// Run the HTTP/SSE gateway only (distributed mode: Postgres + Redis).
     Serve {
@@ -58,14 +60,15 @@ enum Command {
         server: ServerArgs,
         #[command(flatten)]
         listen: ListenArgs,
+        #[command(flatten)]
+        metrics: MetricsArgs,
     },
     /// Run a worker only (distributed mode: Postgres + Redis).
     Worker {
         #[command(flatten)]
         server: ServerArgs,
-        /// Serve `/metrics` and `/health` on this address (e.g. 0.0.0.0:9900).
-        #[arg(long, env = "WEFT_METRICS_LISTEN")]
-        metrics_listen: Option<String>,
+        #[command(flatten)]
+        metrics: MetricsArgs,
     },
     /// Apply database migrations and exit.
     Migrate {
@@ -225,20 +228,28 @@ fn configured(
 async fn run_server(command: Command, telemetry: &mut Option<Telemetry>) -> anyhow::Result<()> {
     let t = telemetry;
     match command {
-        Command::Up { server, listen } => {
-            let cfg = configured(&server, Some(&listen), "127.0.0.1", Process::Up, t)?;
+        Command::Up {
+            server,
+            listen,
+            metrics,
+        } => {
+            let mut cfg = configured(&server, Some(&listen), "127.0.0.1", Process::Up, t)?;
+            metrics.apply(&mut cfg);
             server::up(cfg).await
         }
-        Command::Serve { server, listen } => {
-            let cfg = configured(&server, Some(&listen), "0.0.0.0", Process::Gateway, t)?;
+        Command::Serve {
+            server,
+            listen,
+            metrics,
+        } => {
+            let mut cfg = configured(&server, Some(&listen), "0.0.0.0", Process::Gateway, t)?;
+            metrics.apply(&mut cfg);
             server::serve(cfg).await
         }
-        Command::Worker {
-            server,
-            metrics_listen,
-        } => {
-            let cfg = configured(&server, None, "0.0.0.0", Process::Worker, t)?;
-            server::worker(cfg, metrics_listen).await
+        Command::Worker { server, metrics } => {
+            let mut cfg = configured(&server, None, "0.0.0.0", Process::Worker, t)?;
+            metrics.apply(&mut cfg);
+            server::worker(cfg).await
         }
         Command::Migrate { server } => {
             server::migrate(configured(&server, None, "0.0.0.0", Process::Command, t)?).await

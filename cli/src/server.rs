@@ -28,6 +28,23 @@ pub struct ServerArgs {
     pub data_dir: Option<PathBuf>,
 }
 
+/// The flag of the long-running roles (`up`, `serve`, `worker`).
+#[derive(Debug, Clone, Default, Args)]
+pub struct MetricsArgs {
+    /// Serve `/metrics` and `/health` on this address of their own (e.g.
+    /// 0.0.0.0:9900); the API's `/metrics` is then 404. Also `WEFT_METRICS_LISTEN`.
+    #[arg(long)]
+    pub metrics_listen: Option<String>,
+}
+
+impl MetricsArgs {
+    pub fn apply(&self, cfg: &mut Config) {
+        if let Some(m) = &self.metrics_listen {
+            cfg.metrics_listen = Some(m.clone());
+        }
+    }
+}
+
 #[derive(Debug, Clone, Default, Args)]
 pub struct ListenArgs {
     /// Address to listen on (e.g. 127.0.0.1:8900). Also `WEFT_LISTEN`.
@@ -136,20 +153,34 @@ async fn bind(addr: &str) -> anyhow::Result<TcpListener> {
         .with_context(|| format!("listening on {addr}"))
 }
 
+/// The `metrics_listen` listener, when configured.
+async fn bind_metrics(cfg: &Config) -> anyhow::Result<Option<TcpListener>> {
+    match &cfg.metrics_listen {
+        Some(addr) => Ok(Some(bind(addr).await?)),
+        None => Ok(None),
+    }
+}
+
+/// Says where the metrics are (before the ready line, which tests wait for).
+fn announce_metrics(role: &str, running: &weft_server::Running) {
+    if let Some(addr) = running.metrics {
+        eprintln!("weft {role} metrics on http://{addr}/metrics");
+    }
+}
+
 /// `weft up`: gateway and worker in one process.
 pub async fn up(cfg: Config) -> anyhow::Result<()> {
     let listener = bind(cfg.listen.as_deref().unwrap_or_default()).await?;
+    let metrics = bind_metrics(&cfg).await?;
     let server = Server::open(cfg).await?;
     let addr = listener.local_addr()?;
-    if server.embedded() {
-        server.first_boot(addr).await?;
-    }
     let mode = if server.embedded() {
         "embedded"
     } else {
         "distributed"
     };
-    let running = server.up(listener, shutdown_on_signals()).await?;
+    let running = server.up(listener, metrics, shutdown_on_signals()).await?;
+    announce_metrics("up", &running);
     eprintln!(
         "weft {} ({mode}) listening on http://{addr}",
         weft_shared::VERSION
@@ -163,10 +194,12 @@ pub async fn serve(cfg: Config) -> anyhow::Result<()> {
     weft_server::require_distributed(&cfg, "serve")?;
     let listener = bind(cfg.listen.as_deref().unwrap_or_default()).await?;
     let addr = listener.local_addr()?;
+    let metrics = bind_metrics(&cfg).await?;
     let running = Server::open(cfg)
         .await?
-        .gateway(listener, shutdown_on_signals())
+        .gateway(listener, metrics, shutdown_on_signals())
         .await?;
+    announce_metrics("gateway", &running);
     eprintln!(
         "weft {} gateway listening on http://{addr}",
         weft_shared::VERSION
@@ -176,20 +209,15 @@ pub async fn serve(cfg: Config) -> anyhow::Result<()> {
 
 /// `weft worker`: worker only (distributed mode), with `/metrics` and `/health` on
 /// `metrics_listen` when given.
-pub async fn worker(cfg: Config, metrics_listen: Option<String>) -> anyhow::Result<()> {
+pub async fn worker(cfg: Config) -> anyhow::Result<()> {
     weft_server::require_distributed(&cfg, "worker")?;
-    let metrics = match &metrics_listen {
-        Some(addr) => Some(bind(addr).await?),
-        None => None,
-    };
+    let metrics = bind_metrics(&cfg).await?;
     let concurrency = cfg.worker.concurrency;
     let running = Server::open(cfg)
         .await?
         .worker(metrics, shutdown_on_signals())
         .await?;
-    if let Some(addr) = running.addr {
-        eprintln!("weft worker metrics on http://{addr}/metrics");
-    }
+    announce_metrics("worker", &running);
     eprintln!(
         "weft {} worker started (concurrency {concurrency})",
         weft_shared::VERSION
@@ -214,12 +242,7 @@ pub async fn admin(cfg: Config, cmd: AdminCommand) -> anyhow::Result<()> {
             role,
             password_stdin,
         }) => {
-            if !(1..=weft_shared::auth::MAX_USERNAME_CHARS).contains(&username.chars().count()) {
-                anyhow::bail!(
-                    "username must be 1 to {} characters",
-                    weft_shared::auth::MAX_USERNAME_CHARS
-                );
-            }
+            weft_shared::auth::check_new_username(&username).map_err(anyhow::Error::msg)?;
             let password = if password_stdin {
                 let mut line = String::new();
                 std::io::stdin().read_line(&mut line)?;

@@ -22,6 +22,39 @@ fn text_reply_is_the_only_thing_on_stdout() {
     assert_eq!(stdout(&out), format!("{}\n", words.join(" ")));
 }
 
+/// A reply (and tool arguments) carrying terminal escapes: a window-title OSC and
+/// a clear-screen CSI. Nothing the model chose reaches the terminal as control.
+#[test]
+fn terminal_escapes_in_model_output_never_reach_the_terminal() {
+    let s = Server::start();
+    let mut cmd = s.weft();
+    cmd.args([
+        "-p",
+        "@mock.reply before \u{1b}]0;pwned\u{7}middle\u{1b}[2J after\r\u{9b}31m",
+    ]);
+    let out = run(cmd, None);
+    assert_code(&out, 0);
+    let text = stdout(&out);
+    assert!(
+        !text.contains('\u{1b}') && !text.contains('\u{9b}') && !text.contains('\r'),
+        "{text:?}"
+    );
+    assert_eq!(text, "before middle after\n");
+
+    let mut cmd = s.weft();
+    cmd.args([
+        "--print-tools",
+        "-p",
+        r#"@mock.tool current_time {"zone": "\u001b]0;pwned\u0007UTC\u001b[2J"}"#,
+    ]);
+    let out = run(cmd, None);
+    let (text, err) = (stdout(&out), stderr(&out));
+    assert!(err.contains("current_time"), "{err}");
+    for printed in [&text, &err] {
+        assert!(!printed.contains('\u{1b}'), "{printed:?}");
+    }
+}
+
 #[test]
 fn json_output_has_the_contract_fields() {
     let s = Server::start();

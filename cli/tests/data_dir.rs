@@ -6,7 +6,7 @@ mod client_support;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
-use client_support::{Server, assert_code, run};
+use client_support::{Server, assert_code, run, stderr};
 
 fn mode(path: &Path) -> u32 {
     std::fs::metadata(path)
@@ -51,4 +51,38 @@ fn the_data_dir_is_0700_and_its_files_0600() {
     }
     // weft.db, the password, the note's bytes and its text
     assert!(files >= 4, "{files}");
+}
+
+/// The first start's generated admin password goes to a 0600 file, never to a
+/// stderr that is not a terminal (a container's, a service manager's: collected
+/// into logs others read); stderr says where the file is.
+#[test]
+fn the_initial_password_stays_out_of_collected_logs() {
+    let s = Server::start_with(false);
+    let file = s.dir.path().join("data").join("initial-admin-password");
+    assert_eq!(mode(&file), 0o600);
+    let password = std::fs::read_to_string(&file).unwrap().trim().to_string();
+    assert!(password.len() >= 16, "{password:?}");
+    let logs = s.logs();
+    assert!(
+        !logs.contains(&password),
+        "the password is in the logs:\n{logs}"
+    );
+    assert!(
+        logs.contains(&file.display().to_string()),
+        "the logs say where it is:\n{logs}"
+    );
+    // The password in the file is the admin's.
+    let mut cmd = s.weft_bare();
+    cmd.args([
+        "login",
+        "--gateway",
+        &s.url,
+        "--username",
+        "admin",
+        "--password-stdin",
+    ]);
+    let out = run(cmd, Some(&format!("{password}\n")));
+    assert_code(&out, 0);
+    assert!(!stderr(&out).contains(&password));
 }

@@ -101,7 +101,7 @@ impl Gateway {
     async fn status_error(&self, resp: Response, path: &str) -> ClientError {
         let status = resp.status();
         let body = resp.text().await.unwrap_or_default();
-        let envelope = serde_json::from_str::<ErrorEnvelope>(&body).ok();
+        let envelope = crate::clean::decode::<ErrorEnvelope>(&body).ok();
         match (status, envelope) {
             (StatusCode::UNAUTHORIZED, e) => ClientError::Unauthorized {
                 url: self.conn.gateway.clone(),
@@ -138,8 +138,11 @@ impl Gateway {
             rb = rb.json(b);
         }
         let resp = self.execute(rb, path).await?;
-        resp.json()
+        let body = resp
+            .text()
             .await
+            .map_err(|e| ClientError::Local(format!("unexpected answer from {path}: {e}")))?;
+        crate::clean::decode(&body)
             .map_err(|e| ClientError::Local(format!("unexpected answer from {path}: {e}")))
     }
 

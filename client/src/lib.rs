@@ -6,6 +6,8 @@
 //!
 //! * [`config`] — where the gateway and token come from (flags, env, the 0600 file).
 //! * [`api`] — typed requests and the error mapping people can act on.
+//! * [`clean`] — every string an answer or event carries, stripped of terminal
+//!   escapes and control characters as it is decoded.
 //! * [`stream`] — one run's event stream with automatic re-attach (`Last-Event-ID`),
 //!   deduplicated by `seq`, so a dropped connection never repeats or loses output.
 //! * [`reply`] — folds events into a reply, honouring `retrying` and resumed attempts.
@@ -17,6 +19,7 @@
 
 pub mod api;
 pub mod attach;
+pub mod clean;
 pub mod commands;
 pub mod config;
 pub mod error;

@@ -135,7 +135,7 @@ impl RunStream {
                 }
             };
             self.failures = 0;
-            let Ok(ev) = serde_json::from_str::<RunEvent>(&item.data) else {
+            let Ok(ev) = crate::clean::decode::<RunEvent>(&item.data) else {
                 continue;
             };
             if self.waiting_behind.is_some() {

@@ -57,12 +57,15 @@ def main():
     static_checks.observability(check)
     print("deploy: kustomize renders, objects against Kubernetes and KEDA schemas", flush=True)
     static_checks.kustomize(check, kubectl)
+    print("deploy: the example admin tokens are refused", flush=True)
+    static_checks.example_tokens_refused(check, weft)
 
     print("deploy: compose topology, natively", flush=True)
     with tempfile.TemporaryDirectory(prefix="weft-deploy-") as work:
         topo = Topology(weft, nginx, work)
         try:
             topo.start()
+            native_test.admin_token_placement(topo, check)
             native_test.attachment(topo, check)
             victim = native_test.failover(topo, check)
             native_test.health_checks(topo, check, victim)

@@ -55,10 +55,13 @@ def attachment(topo, check):
     check(os.path.isfile(blob), f"the file is in that shared store ({blob})")
 
 
-def streams_active(http_port, token):
-    """weft_sse_streams_active as the gateway itself reports it (absent until a
-    gateway has served its first stream)."""
-    conn, resp = Http(http_port, token).request("GET", "/metrics")
+GATEWAY_METRICS = 9900  # --metrics-listen of the gateways in compose.yaml
+
+
+def streams_active(metrics_port, token):
+    """weft_sse_streams_active as the gateway itself reports it on its metrics
+    port (absent until a gateway has served its first stream)."""
+    conn, resp = Http(metrics_port, token).request("GET", "/metrics")
     body = resp.read().decode()
     conn.close()
     assert resp.status == 200, f"gateway /metrics: {resp.status}"
@@ -72,6 +75,9 @@ def failover(topo, check):
     gateways = topo.services_of("serve")
     check(len(gateways) >= 2, f"compose.yaml runs {len(gateways)} gateways (want 2 or more)")
     check(edge.status("/metrics") == 404, "nginx keeps /metrics of the gateways off the edge")
+    for g in gateways:
+        check(Http(topo.port(g, 8900), token).status("/metrics") == 404,
+              f"{g}'s API port answers 404 for /metrics (they are on --metrics-listen only)")
 
     session = edge.json("POST", "/v1/sessions", {})
     conn, resp = edge.request("POST", f"/v1/sessions/{session['id']}/messages", {"text": PROMPT, "stream": True})
@@ -84,7 +90,7 @@ def failover(topo, check):
         texts += event["type"] == "text"
     run_id = events[0]["run_id"]
 
-    serving = [g for g in gateways if streams_active(topo.port(g), token) >= 1]
+    serving = [g for g in gateways if streams_active(topo.port(g, GATEWAY_METRICS), token) >= 1]
     check(len(serving) == 1, f"exactly one gateway serves the stream (by its /metrics): {serving}")
     victim = serving[0]
     survivor = next(g for g in gateways if g != victim)
@@ -117,11 +123,27 @@ def failover(topo, check):
     stored = [m["content"] for m in messages if m["role"] == "assistant"]
     check(stored and stored[-1].strip() == text.strip(), "the stored reply equals what was streamed")
     # The access log names the upstream(s) tried, the one that answered last.
-    tried = [re.search(r"upstream=(.*) rt=", line).group(1).split(", ")
-             for line in topo.children["nginx"].lines if f"/v1/runs/{run_id}/events" in line]
+    # (nginx's error lines about the dead gateway name the request too: skip them)
+    tried = [m.group(1).split(", ")
+             for line in topo.children["nginx"].lines if f"/v1/runs/{run_id}/events" in line
+             for m in [re.search(r"upstream=(.*) rt=", line)] if m]
     check(tried and tried[-1][-1] == f"127.0.0.1:{topo.port(survivor)}",
           f"nginx sent the re-attach to {survivor} (tried {tried[-1:] or 'nothing logged'})")
     return victim
+
+
+def admin_token_placement(topo, check):
+    """Only the gateways get the admin token; the workers run without it and the
+    token still works after they started (a worker leaves it alone)."""
+    for name in topo.plan.weft_services():
+        env = topo.plan.process(name)[1]
+        has = any(k.startswith("WEFT_ADMIN_TOKEN") for k in env)
+        if name in topo.services_of("serve"):
+            check(has, f"{name} is given the admin token")
+        else:
+            check(not has, f"{name} is not given the admin token")
+    me = Http(topo.port("nginx"), topo.env["WEFT_ADMIN_TOKEN"]).json("GET", "/v1/me")
+    check(me.get("username") == "admin", f"the admin token works with the workers running: {me}")
 
 
 def health_checks(topo, check, victim):

@@ -8,13 +8,14 @@ import copy
 import json
 import os
 import re
+import secrets
 import subprocess
 import tempfile
 
 import jsonschema
 import yaml
 
-from compose_native import COMPOSE, DEPLOY
+from compose_native import COMPOSE, DEPLOY, ENV_EXAMPLE, read_env_file
 
 ROOT = os.path.dirname(DEPLOY)
 SCHEMAS = os.path.join(DEPLOY, "tests", "schemas")
@@ -98,10 +99,117 @@ def kustomize(check, kubectl):
                     continue
                 found = errors(validators[key], doc)
                 check(not found, f"{name} validates" + "".join(f"\n      {e}" for e in found[:8]))
+            if docs:
+                ingress_hides_metrics(check, docs, label)
             kinds = {d["kind"] for d in docs or []}
             want = {"Deployment", "Service", "HorizontalPodAutoscaler", "PodDisruptionBudget", "Job", "Ingress", "NetworkPolicy", "ConfigMap"}
             want |= {"ScaledObject", "Secret"} if label.startswith("overlays") else set()
             check(want <= kinds, f"{label} has {sorted(want)} (missing: {sorted(want - kinds)})")
+
+
+def flag_value(args, flag):
+    """`--flag VALUE` or `--flag=VALUE` in a container's args."""
+    for i, a in enumerate(args):
+        if a == flag and i + 1 < len(args):
+            return args[i + 1]
+        if a.startswith(flag + "="):
+            return a.split("=", 1)[1]
+    return None
+
+
+def metrics_exposures(docs):
+    """Every path an Ingress routes, followed to the container port it reaches:
+    [(what, problem or None)]. A path reaching a port that serves /metrics (a
+    gateway without --metrics-listen, or the --metrics-listen port itself) is a
+    problem; so is a scrape annotation pointing at another port."""
+    services = {d["metadata"]["name"]: d for d in docs if d["kind"] == "Service"}
+    pods = [d for d in docs if d["kind"] == "Deployment"]
+    out = []
+    for ing in (d for d in docs if d["kind"] == "Ingress"):
+        for rule in ing["spec"].get("rules", []):
+            for path in rule.get("http", {}).get("paths", []):
+                backend = path["backend"]["service"]
+                what = f"Ingress {ing['metadata']['name']} {rule.get('host', '*')}{path['path']}"
+                svc = services.get(backend["name"])
+                if svc is None:
+                    out.append((what, f"routes to unknown Service {backend['name']}"))
+                    continue
+                want = backend["port"].get("name", backend["port"].get("number"))
+                sport = next((p for p in svc["spec"]["ports"] if want in (p.get("name"), p.get("port"))), None)
+                if sport is None:
+                    out.append((what, f"Service {backend['name']} has no port {want}"))
+                    continue
+                target = sport.get("targetPort", sport.get("port"))
+                selector = svc["spec"].get("selector", {})
+                for dep in pods:
+                    labels = dep["spec"]["template"]["metadata"].get("labels", {})
+                    if not selector or any(labels.get(k) != v for k, v in selector.items()):
+                        continue
+                    for c in dep["spec"]["template"]["spec"]["containers"]:
+                        port = next((p for p in c.get("ports", []) if target in (p.get("name"), p.get("containerPort"))), None)
+                        if port is None:
+                            continue
+                        n = port["containerPort"]
+                        metrics = flag_value(c.get("args", []), "--metrics-listen")
+                        m = int(metrics.rsplit(":", 1)[1]) if metrics else None
+                        scrape = dep["spec"]["template"]["metadata"].get("annotations", {}).get("prometheus.io/port")
+                        reach = f"{what} -> {dep['metadata']['name']}:{n}"
+                        if m is None:
+                            out.append((reach, "serves /metrics: the container has no --metrics-listen"))
+                        elif m == n:
+                            out.append((reach, "is the --metrics-listen port"))
+                        elif scrape is not None and int(scrape) != m:
+                            out.append((reach, f"prometheus.io/port {scrape} is not the metrics port {m}"))
+                        else:
+                            out.append((reach, None))
+    return out
+
+
+def ingress_hides_metrics(check, docs, label):
+    """The Ingress must not expose /metrics: every path it routes reaches a
+    gateway port that answers 404 for it (the metrics are on --metrics-listen,
+    which no routed Service port leads to). Shown a gateway without the flag
+    first, which it must flag."""
+    broken = copy.deepcopy(docs)
+    for d in broken:
+        if d["kind"] == "Deployment":
+            for c in d["spec"]["template"]["spec"]["containers"]:
+                args = c.get("args", [])
+                if "--metrics-listen" in args:
+                    i = args.index("--metrics-listen")
+                    del args[i:i + 2]
+    check(any(problem for _, problem in metrics_exposures(broken)),
+          f"{label}: a gateway without --metrics-listen behind the Ingress is caught (check works)")
+    found = metrics_exposures(docs)
+    check(found and not any(problem for _, problem in found),
+          f"{label}: the Ingress does not expose /metrics"
+          + "".join(f"\n      {w}: {p}" for w, p in found if p))
+
+
+def example_tokens_refused(check, weft):
+    """The admin tokens deploy/ ships as examples (.env.example, the k8s example
+    overlay) stop a gateway at start-up with a clear error, and a generated one
+    passes the same validation (`weft serve` then fails only later, at a
+    database that is not there)."""
+    examples = {".env.example": read_env_file(ENV_EXAMPLE)["WEFT_ADMIN_TOKEN"]}
+    with open(os.path.join(K8S, "overlays", "example", "weft-secrets.env")) as f:
+        for line in f:
+            if line.startswith("admin-token="):
+                examples["k8s overlay"] = line.split("=", 1)[1].strip()
+
+    def serve(token):
+        env = {"PATH": os.environ.get("PATH", ""), "HOME": tempfile.gettempdir(), "WEFT_ADMIN_TOKEN": token,
+               "WEFT_DATABASE_URL": "postgres://nobody@127.0.0.1:1/none", "WEFT_REDIS_URL": "redis://127.0.0.1:1"}
+        r = subprocess.run([weft, "serve", "--listen", "127.0.0.1:0"], env=env, capture_output=True, text=True, timeout=60)
+        return r.returncode, r.stderr
+
+    check(len(examples) == 2, f"found the example tokens of {sorted(examples)}")
+    for where, token in examples.items():
+        code, err = serve(token)
+        check(code != 0 and "WEFT_ADMIN_TOKEN" in err and "refused" in err,
+              f"weft serve refuses the {where} admin token: exit {code}, {err.strip()[-160:]!r}")
+    code, err = serve(secrets.token_hex(32))
+    check("WEFT_ADMIN_TOKEN" not in err, f"a generated admin token passes validation ({err.strip()[-160:]!r})")
 
 
 def dockerfile(check, hadolint):

@@ -7,6 +7,7 @@ as met the way Compose decides it: by the dependency's own health check as
 written, or by its exit code."""
 
 import os
+import secrets
 import subprocess
 import sys
 import threading
@@ -50,6 +51,9 @@ class Child:
 class Topology:
     def __init__(self, weft_bin, nginx_bin, workdir):
         self.env = read_env_file(ENV_EXAMPLE)
+        # What the operator does with .env: a generated admin token (Weft
+        # refuses the example one).
+        self.env["WEFT_ADMIN_TOKEN"] = secrets.token_hex(32)
         self.raw, self.compose = load_compose(self.env)
         tag = uuid.uuid4().hex[:10]
         self.database = f"weft_deploy_{tag}"

@@ -14,7 +14,7 @@ use weft_shared::api::{
     ChangePasswordRequest, CreateTokenRequest, CreateUserRequest, CreatedToken, LimitsDto,
     TokenList, UpdateUserRequest, UserDto, UserList,
 };
-use weft_shared::auth::{MAX_USERNAME_CHARS, new_token, token_hash};
+use weft_shared::auth::{new_token, token_hash};
 use weft_shared::ids::{TokenId, UserId};
 use weft_shared::store::{PasswordChange, Role, TokenKind, TokenRecord};
 
@@ -186,17 +186,9 @@ fn parse_role(role: &str) -> ApiResult<Role> {
         .map_err(|_| ApiError::Validation("role must be \"admin\" or \"user\"".into()))
 }
 
+/// Checked before the password is hashed (the store checks again).
 fn validate_username(name: &str) -> ApiResult<()> {
-    let ok = (1..=MAX_USERNAME_CHARS).contains(&name.chars().count())
-        && name
-            .chars()
-            .all(|c| c.is_alphanumeric() || matches!(c, '_' | '-' | '.' | '@'));
-    if !ok {
-        return Err(ApiError::Validation(format!(
-            "username must be 1 to {MAX_USERNAME_CHARS} letters, digits or _ - . @"
-        )));
-    }
-    Ok(())
+    weft_shared::auth::check_new_username(name).map_err(ApiError::Validation)
 }
 
 /// All users (admin only).

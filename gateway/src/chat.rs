@@ -14,7 +14,7 @@ use crate::AppState;
 use crate::auth::Caller;
 use crate::auth::PresentedToken;
 use crate::error::{ApiError, ApiResult};
-use crate::sessions::{create_session, parse_session_id, send_message};
+use crate::sessions::{create_session, idempotency_key, parse_session_id, send_message};
 use crate::uploads::SendBody;
 
 /// `upload_limit`: see `sessions::router`.
@@ -29,6 +29,7 @@ const CHANNELS: &[&str] = &["api", "web", "cli", "lark"];
 
 /// Send one message, creating the session when `session_id` is absent.
 #[utoipa::path(post, path = "/v1/chat", request_body = ChatRequest,
+    params(("Idempotency-Key" = Option<String>, Header, description = "makes retries safe (1 to 200 printable ASCII characters)")),
     responses((status = 200, description = "`wait`/default: the run's result; `stream: true`: its events", content((weft_shared::api::RunResult = "application/json"), (weft_shared::event::RunEventMessage = "text/event-stream"))), (status = 202, body = weft_shared::api::SendAccepted)))]
 pub async fn chat(
     State(state): State<AppState>,
@@ -41,6 +42,8 @@ pub async fn chat(
         room: _room,
     }: SendBody<ChatRequest>,
 ) -> ApiResult<Response> {
+    // Checked first: a refused key must not leave a new, empty session behind.
+    let key = idempotency_key(&headers)?;
     let text = match (&req.message, &req.messages) {
         (Some(m), _) => m.clone(),
         (None, Some(msgs)) => msgs
@@ -77,10 +80,6 @@ pub async fn chat(
             parse_session_id(&created.id)?
         }
     };
-    let key = headers
-        .get("idempotency-key")
-        .and_then(|v| v.to_str().ok())
-        .map(str::to_string);
     let send = SendMessageRequest {
         text,
         attachments: Vec::new(),

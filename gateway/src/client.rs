@@ -47,6 +47,15 @@ pub struct ClientOrigin {
     pub https: bool,
 }
 
+/// Whether the TCP peer of a request is one of `trusted` (a configured proxy):
+/// only then are its forwarded headers — `X-Forwarded-*`, a `traceparent` —
+/// believed.
+pub fn peer_is_trusted(parts_ext: &axum::http::Extensions, trusted: &TrustedProxies) -> bool {
+    parts_ext
+        .get::<ConnectInfo<SocketAddr>>()
+        .is_some_and(|c| trusted.trusts(c.0.ip()))
+}
+
 impl ClientOrigin {
     pub fn of(peer: IpAddr, headers: &HeaderMap, trusted: &TrustedProxies) -> ClientOrigin {
         let peer = peer.to_canonical();

@@ -123,6 +123,7 @@ impl From<StoreError> for ApiError {
                 ApiError::RunActive("the session already has an active run".into())
             }
             StoreError::Conflict(what) => ApiError::Conflict(what.replace('_', " ")),
+            StoreError::Invalid(why) => ApiError::Validation(why),
             other => ApiError::Internal(other.into()),
         }
     }

@@ -1,8 +1,17 @@
 //! `GET /v1/files/{id}`: an attachment's bytes, to its owner only (anyone else's
 //! id is 404, like a session of someone else's). Streamed from the file store,
-//! never held whole. Images are `inline` (the web UI shows them in `<img>`),
-//! documents `attachment` (a download, never rendered by the browser); the type
-//! is the one found in the bytes, and `nosniff` keeps browsers to it.
+//! never held whole.
+//!
+//! The bytes are the user's (or a model's, or a Lark sender's) and are served
+//! from Weft's own origin, where `script-src 'self'` would let an uploaded
+//! `.js` run if it came back as `text/javascript` (a `.css` restyle the app).
+//! So nothing here is ever active: the raster images the web UI shows in
+//! `<img>` are `inline` with their type; everything else is a download
+//! (`attachment`) typed inertly — text of any kind as `text/plain;
+//! charset=utf-8`, PDF and Office files as themselves, anything else as
+//! `application/octet-stream` — and every file response carries
+//! `Content-Security-Policy: sandbox` (a browser that renders it anyway gives it
+//! an opaque origin with no script) and `nosniff` (the type is not second-guessed).
 
 use axum::Router;
 use axum::body::Body;
@@ -41,25 +50,22 @@ pub async fn download(
             weft_shared::blobs::BlobError::Missing(_) => ApiError::NotFound,
             other => ApiError::Unavailable(format!("the file store failed: {other}")),
         })?;
-    let disposition = match file.kind {
-        AttachmentKind::Image => "inline",
-        AttachmentKind::Document => "attachment",
-    };
+    let served = Served::of(file.kind, &file.mime);
     let mut res = Body::from_stream(body.map_err(std::io::Error::other)).into_response();
     let h = res.headers_mut();
-    h.insert(
-        header::CONTENT_TYPE,
-        HeaderValue::from_str(&file.mime)
-            .unwrap_or(HeaderValue::from_static("application/octet-stream")),
-    );
+    h.insert(header::CONTENT_TYPE, served.content_type);
     h.insert(header::CONTENT_LENGTH, HeaderValue::from(file.bytes));
     h.insert(
         header::CONTENT_DISPOSITION,
-        content_disposition(disposition, &file.name),
+        content_disposition(served.disposition, &file.name),
     );
     h.insert(
         header::X_CONTENT_TYPE_OPTIONS,
         HeaderValue::from_static("nosniff"),
+    );
+    h.insert(
+        header::CONTENT_SECURITY_POLICY,
+        HeaderValue::from_static(FILE_POLICY),
     );
     // An id's bytes never change; only its owner may read them.
     h.insert(
@@ -67,6 +73,56 @@ pub async fn download(
         HeaderValue::from_static("private, max-age=31536000, immutable"),
     );
     Ok(res)
+}
+
+/// The policy of every file response: no script, no subresource, no plugin, an
+/// opaque origin, whatever a browser makes of the bytes.
+const FILE_POLICY: &str = "sandbox; default-src 'none'";
+
+/// How a stored file goes out: its `Content-Type` and its disposition.
+#[derive(Debug, PartialEq, Eq)]
+struct Served {
+    content_type: HeaderValue,
+    disposition: &'static str,
+}
+
+impl Served {
+    /// From what was detected at upload (rows written before this rule included).
+    fn of(kind: AttachmentKind, mime: &str) -> Served {
+        let base = mime
+            .split(';')
+            .next()
+            .unwrap_or("")
+            .trim()
+            .to_ascii_lowercase();
+        let inert_image = weft_files::mime::IMAGES.contains(&base.as_str());
+        if kind == AttachmentKind::Image && inert_image {
+            return Served {
+                content_type: HeaderValue::from_str(&base)
+                    .unwrap_or(HeaderValue::from_static("application/octet-stream")),
+                disposition: "inline",
+            };
+        }
+        let content_type = if weft_files::mime::OFFICE_AND_PDF.contains(&base.as_str()) {
+            HeaderValue::from_str(&base)
+                .unwrap_or(HeaderValue::from_static("application/octet-stream"))
+        } else if base.starts_with("text/")
+            || matches!(
+                base.as_str(),
+                "application/json" | "application/xml" | "application/javascript"
+            )
+            || base.ends_with("+json")
+            || base.ends_with("+xml")
+        {
+            HeaderValue::from_static("text/plain; charset=utf-8")
+        } else {
+            HeaderValue::from_static("application/octet-stream")
+        };
+        Served {
+            content_type,
+            disposition: "attachment",
+        }
+    }
 }
 
 /// `inline; filename="shot.png"; filename*=UTF-8''sh%C3%B6t.png` (RFC 6266): an
@@ -99,6 +155,48 @@ fn content_disposition(kind: &str, name: &str) -> HeaderValue {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_raster_images_go_inline_and_nothing_goes_out_executable() {
+        let served = |kind, mime| {
+            let s = Served::of(kind, mime);
+            (s.content_type.to_str().unwrap().to_string(), s.disposition)
+        };
+        use AttachmentKind::{Document, Image};
+        assert_eq!(served(Image, "image/png"), ("image/png".into(), "inline"));
+        assert_eq!(served(Image, "image/webp"), ("image/webp".into(), "inline"));
+        // An image row of a type a browser runs (SVG) is a download, not inline.
+        assert_eq!(
+            served(Image, "image/svg+xml"),
+            ("text/plain; charset=utf-8".into(), "attachment")
+        );
+        for text in [
+            "text/javascript",
+            "text/css",
+            "text/html",
+            "TEXT/HTML; charset=utf-8",
+            "application/javascript",
+            "application/json",
+            "image/svg+xml",
+            "application/xhtml+xml",
+            "text/markdown",
+            "text/plain",
+        ] {
+            assert_eq!(
+                served(Document, text),
+                ("text/plain; charset=utf-8".into(), "attachment"),
+                "{text}"
+            );
+        }
+        assert_eq!(
+            served(Document, "application/pdf"),
+            ("application/pdf".into(), "attachment")
+        );
+        assert_eq!(
+            served(Document, "application/x-shockwave-flash"),
+            ("application/octet-stream".into(), "attachment")
+        );
+    }
 
     #[test]
     fn disposition_has_an_ascii_fallback_and_the_exact_name() {

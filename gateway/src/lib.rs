@@ -60,6 +60,8 @@ pub struct AppState {
     /// who may choose which: `access`.
     pub models: Arc<[ModelConfig]>,
     pub metrics: PrometheusHandle,
+    /// Whether the API listener serves `/metrics` too.
+    pub metrics_at: MetricsAt,
     /// Sign-in attempts per address and per account (in Redis when distributed).
     pub login_limiter: SharedLoginAttempts,
     /// Every argon2 hash and check goes through here (bounded memory and CPU).
@@ -103,6 +105,7 @@ impl AppState {
             queue,
             models,
             metrics: metrics_handle(),
+            metrics_at: MetricsAt::Api,
             login_limiter,
             passwords: Arc::new(passwords::PasswordGate::for_this_machine()),
             trusted_proxies,
@@ -129,6 +132,24 @@ impl AppState {
         self.login_limiter = attempts;
         self
     }
+
+    /// Serve `/metrics` on a listener of its own only ([`serve_metrics`]).
+    pub fn with_metrics_at(mut self, at: MetricsAt) -> AppState {
+        self.metrics_at = at;
+        self
+    }
+
+}
+
+/// Where a gateway serves `/metrics`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum MetricsAt {
+    /// On the API listener (without `--metrics-listen`).
+    Api,
+    /// Only on a listener of its own (`--metrics-listen`): the API's `/metrics` is
+    /// 404, so whatever exposes the API (a proxy, an Ingress routing `/`) cannot
+    /// expose the metrics with it.
+    OwnListener,
 }
 
 /// One Prometheus recorder per process (tests start several gateways in one).
@@ -155,7 +176,12 @@ pub fn router(state: AppState) -> Router {
     let body_limit = state.config.limits.body_bytes as usize;
     let upload_limit = uploads::send_body_limit(&state.config);
     let trusted = state.trusted_proxies.clone();
+    let metrics = match state.metrics_at {
+        MetricsAt::Api => axum::routing::get(meta::metrics),
+        MetricsAt::OwnListener => axum::routing::get(|| async { ApiError::NotFound }),
+    };
     let routes = Router::new()
+        .route("/metrics", metrics)
         .merge(meta::router())
         .merge(auth::router())
         .merge(account::router())
@@ -176,7 +202,8 @@ pub fn router(state: AppState) -> Router {
     .with_state(state)
 }
 
-/// `/health` and `/metrics` alone, for processes without the API (`weft worker`).
+/// `/health` and `/metrics` alone: a worker's (it has no API), or a gateway's
+/// with `--metrics-listen`.
 pub async fn serve_metrics(
     listener: TcpListener,
     shutdown: CancellationToken,

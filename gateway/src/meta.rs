@@ -16,7 +16,6 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/health", get(health))
         .route("/ready", get(ready))
-        .route("/metrics", get(metrics))
         .route("/openapi.json", get(openapi))
         .route("/v1/models", get(models))
         .route("/v1/modes", get(modes))
@@ -67,7 +66,7 @@ pub async fn ready(State(state): State<AppState>) -> Response {
     }
 }
 
-/// Prometheus metrics.
+/// Prometheus metrics (routed by `crate::router`, which knows where they go).
 pub async fn metrics(State(state): State<AppState>) -> Response {
     (
         [(header::CONTENT_TYPE, "text/plain; version=0.0.4")],

@@ -1,8 +1,13 @@
 //! What every request leaves behind: a request id (the client's sane
-//! `X-Request-Id`, or a fresh one) echoed on the response; a span that joins the
-//! client's W3C trace (`traceparent`) and carries the request id, the client's
-//! address and — with tracing on — the trace id, so every log line of the request
-//! has them; and one access-log line.
+//! `X-Request-Id`, or a fresh one) echoed on the response; a span that carries
+//! the request id, the client's address and — with tracing on — the trace id, so
+//! every log line of the request has them; and one access-log line.
+//!
+//! The span joins an incoming W3C trace (`traceparent`, `tracestate`) only when
+//! the peer is one of `trusted_proxies`. From anyone else the header is ignored
+//! and the request starts a trace of its own: a client that picks the trace id
+//! could otherwise graft its requests into another's trace, or make the
+//! backend's traces (and its sampling) whatever it likes.
 //!
 //! Probes (`/health`, `/ready`, `/metrics`) are polled every few seconds by
 //! every orchestrator: their span and access line are `debug`, so they neither
@@ -21,7 +26,7 @@ use tracing::Span;
 use tracing::field::Empty;
 use weft_shared::telemetry::{RequestId, join_trace};
 
-use crate::client::{ClientOrigin, TrustedProxies};
+use crate::client::{ClientOrigin, TrustedProxies, peer_is_trusted};
 
 pub const X_REQUEST_ID: HeaderName = HeaderName::from_static("x-request-id");
 
@@ -72,7 +77,12 @@ fn request_span(req: &Request, trusted: &TrustedProxies) -> Span {
         request_id = %id,
         trace_id = Empty,
     );
-    let header = |name: &str| req.headers().get(name).and_then(|v| v.to_str().ok());
+    let forwarded = peer_is_trusted(req.extensions(), trusted);
+    let header = |name: &str| {
+        forwarded
+            .then(|| req.headers().get(name).and_then(|v| v.to_str().ok()))
+            .flatten()
+    };
     join_trace(&span, header("traceparent"), header("tracestate"));
     span
 }

@@ -260,7 +260,13 @@ pub async fn send(
     send_message(&state, &user, token, session, req, files, key).await
 }
 
-fn idempotency_key(headers: &HeaderMap) -> ApiResult<Option<String>> {
+/// The longest `Idempotency-Key`, in characters.
+const MAX_IDEMPOTENCY_KEY_CHARS: usize = 200;
+
+/// The request's `Idempotency-Key`, when it sent one: 1 to 200 printable ASCII
+/// characters (spaces inside allowed; a tab or any other control character, or a
+/// byte outside ASCII, is 400). Every route that takes the header reads it here.
+pub(crate) fn idempotency_key(headers: &HeaderMap) -> ApiResult<Option<String>> {
     let Some(v) = headers.get("idempotency-key") else {
         return Ok(None);
     };
@@ -268,9 +274,14 @@ fn idempotency_key(headers: &HeaderMap) -> ApiResult<Option<String>> {
         .to_str()
         .map_err(|_| ApiError::InvalidRequest("Idempotency-Key must be ASCII".into()))?
         .trim();
-    if key.is_empty() || key.len() > 200 {
+    if key.is_empty() || key.len() > MAX_IDEMPOTENCY_KEY_CHARS {
+        return Err(ApiError::InvalidRequest(format!(
+            "Idempotency-Key must be 1 to {MAX_IDEMPOTENCY_KEY_CHARS} characters"
+        )));
+    }
+    if !key.bytes().all(|b| b == b' ' || b.is_ascii_graphic()) {
         return Err(ApiError::InvalidRequest(
-            "Idempotency-Key must be 1 to 200 characters".into(),
+            "Idempotency-Key must be printable ASCII (no tabs or control characters)".into(),
         ));
     }
     Ok(Some(key.to_string()))

@@ -1,6 +1,11 @@
 //! Accounts a fresh deployment needs: the bootstrap admin token, and on `weft up`'s
 //! first start an admin with a generated password plus a logged-in local client.
+//!
+//! The generated password goes to a `0600` file in the data dir, and onto stderr
+//! only when stderr is a terminal: a container's or a service manager's stderr
+//! is collected into logs that other people (and log shippers) read.
 
+use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
@@ -30,9 +35,9 @@ pub async fn admin_token(store: &Store, cfg: &Config) -> anyhow::Result<()> {
     Ok(())
 }
 
-/// `weft up` on a fresh data dir: an admin with a generated password (printed once
-/// and kept in `<data_dir>/initial-admin-password`), and a token in the client
-/// config so `weft` works here without a login step.
+/// `weft up` on a fresh data dir: an admin with a generated password (kept in
+/// `<data_dir>/initial-admin-password`, shown on a terminal), and a token in the
+/// client config so `weft` works here without a login step.
 pub async fn first_boot(store: &Store, cfg: &Config, addr: SocketAddr) -> anyhow::Result<()> {
     if !store.list_users().await?.is_empty() {
         return Ok(());
@@ -47,10 +52,12 @@ pub async fn first_boot(store: &Store, cfg: &Config, addr: SocketAddr) -> anyhow
     weft_shared::private_fs::create_private_dir(&dir)?;
     let file = dir.join("initial-admin-password");
     write_private(&file, &format!("{password}\n"))?;
-    eprintln!(
-        "\n  First start: created user `admin` with password {password}\n  (also saved in {})\n",
-        file.display()
-    );
+    let stderr = if std::io::stderr().is_terminal() {
+        Stderr::Terminal
+    } else {
+        Stderr::Collected
+    };
+    eprintln!("{}", first_boot_notice(stderr, &password, &file));
     let token = auth::new_token();
     store
         .create_token(
@@ -75,6 +82,28 @@ pub async fn first_boot(store: &Store, cfg: &Config, addr: SocketAddr) -> anyhow
         )?;
     }
     Ok(())
+}
+
+/// Where stderr goes: to a person at a terminal, or into collected logs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stderr {
+    Terminal,
+    Collected,
+}
+
+/// What the first start tells about the new admin: the password itself only to a
+/// terminal; logs get where to read it.
+fn first_boot_notice(stderr: Stderr, password: &str, file: &Path) -> String {
+    match stderr {
+        Stderr::Terminal => format!(
+            "\n  First start: created user `admin` with password {password}\n  (also saved in {})\n",
+            file.display()
+        ),
+        Stderr::Collected => format!(
+            "\n  First start: created user `admin`; its password is in {} (readable by this\n  account only). Sign in, change it, then delete the file.\n",
+            file.display()
+        ),
+    }
 }
 
 /// `$XDG_CONFIG_HOME/weft/config.toml` (or `~/.config/…`): the terminal client's.
@@ -105,4 +134,19 @@ fn write_private(path: &Path, contents: &str) -> anyhow::Result<()> {
     #[cfg(not(unix))]
     std::fs::write(path, contents)?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_password_is_shown_on_a_terminal_only() {
+        let file = Path::new("/data/initial-admin-password");
+        let logged = first_boot_notice(Stderr::Collected, "s3cret-pass", file);
+        assert!(!logged.contains("s3cret-pass"), "{logged}");
+        assert!(logged.contains("/data/initial-admin-password"), "{logged}");
+        let shown = first_boot_notice(Stderr::Terminal, "s3cret-pass", file);
+        assert!(shown.contains("s3cret-pass"), "{shown}");
+    }
 }

@@ -42,8 +42,10 @@ pub struct Server {
 /// A started role. Dropping it leaves the role running; cancel the token given
 /// at start and [`wait`](Running::wait) to stop it.
 pub struct Running {
-    /// The HTTP address (gateway roles), or the metrics address (worker).
+    /// The API's address (gateway roles; a worker has none).
     pub addr: Option<SocketAddr>,
+    /// Where `/metrics` and `/health` are served on their own (`--metrics-listen`).
+    pub metrics: Option<SocketAddr>,
     task: JoinHandle<anyhow::Result<()>>,
 }
 
@@ -55,10 +57,12 @@ impl Running {
 }
 
 impl Server {
-    /// Connects and migrates the backends, then applies `admin_token`.
+    /// Connects and migrates the backends and seeds the configured agents. The
+    /// bootstrap admin token is the business of the roles that serve people
+    /// ([`Server::up`], [`Server::gateway`]): a worker has no use for it, so one
+    /// started without `WEFT_ADMIN_TOKEN` must not revoke it.
     pub async fn open(cfg: Config) -> anyhow::Result<Server> {
         let backends = Backends::connect(&cfg).await?;
-        bootstrap::admin_token(&backends.store, &cfg).await?;
         backends.store.seed_agents(&cfg.agents).await?;
         let extractor = weft_files::Extractor::this_binary(extract_limits(&cfg))
             .context("locating this binary for `weft extract`")?;
@@ -90,9 +94,10 @@ impl Server {
         self.backends.embedded()
     }
 
-    /// See [`bootstrap::first_boot`]; `weft up` calls it in embedded mode.
-    pub async fn first_boot(&self, addr: SocketAddr) -> anyhow::Result<()> {
-        bootstrap::first_boot(&self.backends.store, &self.cfg, addr).await
+    /// What a role that serves people does first: apply `admin_token` (set: it
+    /// authenticates `admin`; unset: any earlier bootstrap token is revoked).
+    async fn bootstrap_admin(&self) -> anyhow::Result<()> {
+        bootstrap::admin_token(&self.backends.store, &self.cfg).await
     }
 
     /// The Lark REST client with its rate limits, when `[lark]` is configured; one
@@ -105,8 +110,16 @@ impl Server {
             .then(|| weft_gateway::lark::lark_sender(&self.cfg.lark))
     }
 
-    fn gateway_state(&self, shutdown: CancellationToken) -> weft_gateway::AppState {
+    fn gateway_state(
+        &self,
+        metrics: &Metrics,
+        shutdown: CancellationToken,
+    ) -> weft_gateway::AppState {
         let b = &self.backends;
+        let at = match metrics {
+            Some(_) => weft_gateway::MetricsAt::OwnListener,
+            None => weft_gateway::MetricsAt::Api,
+        };
         weft_gateway::AppState::new(
             b.store.clone(),
             b.bus.clone(),
@@ -117,6 +130,7 @@ impl Server {
             shutdown,
         )
         .with_login_attempts(b.login_attempts.clone())
+        .with_metrics_at(at)
     }
 
     fn worker_deps(
@@ -136,15 +150,22 @@ impl Server {
     }
 
     /// Gateway and worker in one process (`weft up`): the web UI, the API, the
-    /// Lark bot when configured, and runs executed here.
+    /// Lark bot when configured, and runs executed here. Embedded, on a fresh
+    /// database, it first creates the admin ([`bootstrap::first_boot`]).
     pub async fn up(
         self,
         listener: TcpListener,
+        metrics: Metrics,
         shutdown: CancellationToken,
     ) -> anyhow::Result<Running> {
         let addr = listener.local_addr()?;
+        self.bootstrap_admin().await?;
+        if self.embedded() {
+            bootstrap::first_boot(&self.backends.store, &self.cfg, addr).await?;
+        }
         let lark = self.lark_sender();
-        let state = self.gateway_state(shutdown.clone());
+        let state = self.gateway_state(&metrics, shutdown.clone());
+        let metrics = serve_metrics(metrics, &shutdown)?;
         let ingress = weft_gateway::lark::start(state.clone(), lark.clone()).await?;
         let embedded = self.embedded();
         let worker = tokio::spawn(weft_worker::run(
@@ -166,6 +187,7 @@ impl Server {
         });
         Ok(Running {
             addr: Some(addr),
+            metrics,
             task,
         })
     }
@@ -175,11 +197,14 @@ impl Server {
     pub async fn gateway(
         self,
         listener: TcpListener,
+        metrics: Metrics,
         shutdown: CancellationToken,
     ) -> anyhow::Result<Running> {
         require_distributed(&self.cfg, "serve")?;
         let addr = listener.local_addr()?;
-        let state = self.gateway_state(shutdown);
+        self.bootstrap_admin().await?;
+        let state = self.gateway_state(&metrics, shutdown.clone());
+        let metrics = serve_metrics(metrics, &shutdown)?;
         let ingress = weft_gateway::lark::start(state.clone(), self.lark_sender()).await?;
         let store = self.backends.store.clone();
         let task = tokio::spawn(async move {
@@ -192,26 +217,21 @@ impl Server {
         });
         Ok(Running {
             addr: Some(addr),
+            metrics,
             task,
         })
     }
 
     /// A worker alone (`weft worker`, distributed mode), with `/metrics` and
-    /// `/health` on `metrics` when given.
+    /// `/health` on `metrics` when given. It leaves the bootstrap token alone:
+    /// workers need no `WEFT_ADMIN_TOKEN`.
     pub async fn worker(
         self,
-        metrics: Option<TcpListener>,
+        metrics: Metrics,
         shutdown: CancellationToken,
     ) -> anyhow::Result<Running> {
         require_distributed(&self.cfg, "worker")?;
-        let addr = match metrics {
-            Some(listener) => {
-                let addr = listener.local_addr()?;
-                tokio::spawn(weft_gateway::serve_metrics(listener, shutdown.clone()));
-                Some(addr)
-            }
-            None => None,
-        };
+        let metrics = serve_metrics(metrics, &shutdown)?;
         let deps = self.worker_deps(self.lark_sender());
         let store = self.backends.store.clone();
         let task = tokio::spawn(async move {
@@ -219,8 +239,28 @@ impl Server {
             store.close().await;
             worked
         });
-        Ok(Running { addr, task })
+        Ok(Running {
+            addr: None,
+            metrics,
+            task,
+        })
     }
+}
+
+/// A listener of its own for `/metrics` and `/health` (`--metrics-listen`), or none.
+pub type Metrics = Option<TcpListener>;
+
+/// Serves `/metrics` and `/health` on `metrics` until `shutdown`.
+fn serve_metrics(
+    metrics: Metrics,
+    shutdown: &CancellationToken,
+) -> anyhow::Result<Option<SocketAddr>> {
+    let Some(listener) = metrics else {
+        return Ok(None);
+    };
+    let addr = listener.local_addr()?;
+    tokio::spawn(weft_gateway::serve_metrics(listener, shutdown.clone()));
+    Ok(Some(addr))
 }
 
 /// `serve` and `worker` share work through Postgres and Redis; alone, in

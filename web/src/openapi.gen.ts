@@ -2158,7 +2158,10 @@ export interface operations {
     chat: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /** @description makes retries safe (1 to 200 printable ASCII characters) */
+                "Idempotency-Key"?: string | null;
+            };
             path?: never;
             cookie?: never;
         };

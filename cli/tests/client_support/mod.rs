@@ -8,7 +8,7 @@ pub mod proxy;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Output, Stdio};
-use std::sync::mpsc;
+use std::sync::{Arc, Mutex, mpsc};
 use std::time::Duration;
 
 pub const BIN: &str = env!("CARGO_BIN_EXE_weft");
@@ -18,6 +18,8 @@ pub struct Server {
     pub url: String,
     pub token: String,
     pub dir: tempfile::TempDir,
+    /// What `weft up` wrote to stderr (a pipe, as a container's log collector sees it).
+    log: Arc<Mutex<Vec<String>>>,
     child: Child,
 }
 
@@ -53,8 +55,11 @@ impl Server {
             .expect("spawn weft up");
         let stderr = child.stderr.take().expect("stderr");
         let (tx, rx) = mpsc::channel();
+        let log = Arc::new(Mutex::new(Vec::new()));
+        let sink = log.clone();
         std::thread::spawn(move || {
             for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                sink.lock().unwrap().push(line.clone());
                 if let Some(i) = line.find("listening on ") {
                     let _ = tx.send(line[i + "listening on ".len()..].trim().to_string());
                 }
@@ -67,8 +72,14 @@ impl Server {
             url,
             token,
             dir,
+            log,
             child,
         }
+    }
+
+    /// Its stderr so far (everything up to the ready line, at least).
+    pub fn logs(&self) -> String {
+        self.log.lock().unwrap().join("\n")
     }
 
     /// The client binary, isolated, pointed at this server with its token.

@@ -12,6 +12,7 @@ mod approvals;
 mod attachments;
 mod crash;
 mod drain;
+mod hardening;
 mod hostile;
 mod input;
 mod lark;

@@ -43,7 +43,7 @@ pub async fn start_weft(configure: impl FnOnce(&mut Config)) -> Weft {
     let server = weft_server::Server::open(cfg).await.expect("weft opens");
     assert!(server.embedded(), "the load tests run embedded");
     server
-        .up(listener, shutdown.clone())
+        .up(listener, None, shutdown.clone())
         .await
         .expect("weft starts (and the lark bot, when configured)");
     Weft {

@@ -60,6 +60,11 @@ pub struct Config {
     /// Address to listen on; each command has its own default (`up`: 127.0.0.1:8900,
     /// `serve`: 0.0.0.0:8900).
     pub listen: Option<String>,
+    /// Serve `/metrics` and `/health` on this address of their own (e.g.
+    /// `0.0.0.0:9900`; `--metrics-listen`). A gateway (`up`, `serve`) then answers
+    /// 404 for `/metrics` on `listen`, so a proxy or Ingress in front of the API
+    /// never exposes them; a worker has no other listener.
+    pub metrics_listen: Option<String>,
     /// `sqlite:…` (embedded) or `postgres://…` (distributed). Default: SQLite in `data_dir`.
     pub database_url: Option<Secret>,
     /// Postgres connections each process keeps at most (gateways and workers
@@ -113,6 +118,7 @@ impl Default for Config {
     fn default() -> Self {
         Config {
             listen: None,
+            metrics_listen: None,
             database_url: None,
             database_max_connections: 32,
             redis_url: None,
@@ -142,6 +148,54 @@ impl Default for Config {
 /// The shortest `WEFT_ADMIN_TOKEN` accepted: it authenticates an admin over the
 /// network, so it must not be guessable.
 pub const MIN_ADMIN_TOKEN_CHARS: usize = 32;
+
+/// The example tokens shipped in `deploy/` (`.env.example`, the k8s example
+/// overlay): long enough, and public. A deployment that kept one is refused.
+const EXAMPLE_ADMIN_TOKENS: &[&str] = &["change-me-admin-token-0123456789abcdef0123456789"];
+
+/// Words that mark a value someone was meant to replace.
+const PLACEHOLDER_WORDS: &[&str] = &[
+    "changeme",
+    "replaceme",
+    "example",
+    "placeholder",
+    "yourtoken",
+    "goeshere",
+    "xxxxxxxx",
+];
+
+/// The fewest distinct characters a token may have: 32 random hex digits have
+/// about 14 (fewer than 10 about once in 10,000 draws; `openssl rand -hex 32`, 64
+/// digits, practically never), 32 random base64 characters about 25.
+const MIN_DISTINCT_TOKEN_CHARS: usize = 10;
+
+/// Why `token` is not fit to be `WEFT_ADMIN_TOKEN` beyond its length, if it is not:
+/// one of the shipped examples, a placeholder (`change-me…`, `…example…`), a
+/// repeated pattern or too few distinct characters.
+fn admin_token_weakness(token: &str) -> Option<&'static str> {
+    if EXAMPLE_ADMIN_TOKENS.contains(&token) {
+        return Some("it is the example value from deploy/");
+    }
+    let letters: String = token
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
+    if PLACEHOLDER_WORDS.iter().any(|w| letters.contains(w)) {
+        return Some("it looks like a placeholder (change-me, example, …)");
+    }
+    let chars: Vec<char> = token.chars().collect();
+    let periodic =
+        (1..=chars.len() / 2).any(|p| (p..chars.len()).all(|i| chars[i] == chars[i - p]));
+    if periodic {
+        return Some("it repeats a pattern");
+    }
+    let distinct: std::collections::HashSet<char> = chars.iter().copied().collect();
+    if distinct.len() < MIN_DISTINCT_TOKEN_CHARS {
+        return Some("it has too few distinct characters");
+    }
+    None
+}
 
 /// Which backends a process uses, decided by the URLs.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -230,6 +284,15 @@ impl Config {
         {
             return bad(format!(
                 "admin_token (WEFT_ADMIN_TOKEN) must be at least {MIN_ADMIN_TOKEN_CHARS} characters; generate one with `openssl rand -hex 32`"
+            ));
+        }
+        if let Some(why) = self
+            .admin_token
+            .as_ref()
+            .and_then(|t| admin_token_weakness(t.expose()))
+        {
+            return bad(format!(
+                "admin_token (WEFT_ADMIN_TOKEN) is refused: {why}; generate one with `openssl rand -hex 32`"
             ));
         }
         if self.worker.concurrency == 0 {
@@ -435,7 +498,44 @@ mod tests {
         };
         let err = with("hunter2").validate().unwrap_err().to_string();
         assert!(err.contains("at least 32 characters"), "{err}");
-        assert!(with(&"x".repeat(32)).validate().is_ok());
+        assert!(with("3f9c1a7be04d52e8c6a1f0b9d7e4c2a8").validate().is_ok());
+    }
+
+    #[test]
+    fn example_and_weak_admin_tokens_are_refused() {
+        let with = |t: &str| Config {
+            admin_token: Some(Secret(t.into())),
+            ..Config::default()
+        };
+        let refused = [
+            // deploy/.env.example and deploy/k8s/overlays/example/weft-secrets.env
+            "change-me-admin-token-0123456789abcdef0123456789",
+            "CHANGE_ME_please_0123456789abcdefghijklmnopqrstuvwxyz",
+            "changeme-7f3a9c1e5b2d8f4a6c0e9b7d5f3a1c8e",
+            "my-example-token-7f3a9c1e5b2d8f4a6c0e9b7d5f3a",
+            "your-admin-token-goes-here-please-0123456789",
+            &"x".repeat(40),
+            &"ab".repeat(20),
+            "0123456789abcdef0123456789abcdef",
+            "aaaabbbbccccddddeeeeffffgggg11112222",
+        ];
+        for token in refused {
+            let err = match with(token).validate() {
+                Ok(()) => panic!("{token} was accepted"),
+                Err(e) => e.to_string(),
+            };
+            assert!(
+                err.contains("WEFT_ADMIN_TOKEN") && err.contains("refused"),
+                "{token}: {err}"
+            );
+        }
+        for token in [
+            "3f9c1a7be04d52e8c6a1f0b9d7e4c2a8",
+            "weft_conformance_admin_token_0123456789",
+            "k2Vw9+QxT0b/LmZ3r8YpN1sHdCq4fEaJ",
+        ] {
+            assert!(with(token).validate().is_ok(), "{token}");
+        }
     }
 
     #[test]

@@ -112,6 +112,7 @@ impl Store {
     /// The Weft user a Lark sender is: the linked account, or `lark:<open_id>`
     /// (role `user`), created on first sight.
     pub async fn lark_user(&self, open_id: &str) -> Result<AuthUser> {
+        crate::auth::check_lark_open_id(open_id).map_err(StoreError::Invalid)?;
         if let Some(user) = self.user_by_lark_id(open_id).await? {
             return Ok(user);
         }
@@ -156,6 +157,7 @@ impl Store {
     /// auto-created `lark:<open_id>` user move to `user` (who then sees them in
     /// every client) and that placeholder is deleted.
     pub async fn link_lark(&self, user: &UserId, open_id: &str) -> Result<LinkOutcome> {
+        crate::auth::check_lark_open_id(open_id).map_err(StoreError::Invalid)?;
         let mut tx = self.begin().await?;
         let target = sqlx::query("select username from users where id = $1")
             .bind(&user.0)

@@ -64,6 +64,10 @@ pub enum StoreError {
     /// A uniqueness rule said no (e.g. a username that exists).
     #[error("conflict: {0}")]
     Conflict(&'static str),
+    /// The value breaks a rule of what may be stored (a new username outside the
+    /// safe set); the message says which.
+    #[error("{0}")]
+    Invalid(String),
     #[error("database: {0}")]
     Db(#[from] sqlx::Error),
     #[error("database: {0}")]

@@ -165,6 +165,7 @@ impl Store {
         password_hash: &str,
         role: Role,
     ) -> Result<AuthUser> {
+        crate::auth::check_new_username(username).map_err(StoreError::Invalid)?;
         let user = AuthUser {
             id: UserId::new(),
             username: username.to_string(),

@@ -9,6 +9,7 @@ use crate::harness::{Db, claim, session, start, user};
 both_backends!(
     create_and_look_up,
     usernames_are_unique,
+    look_alike_names_are_refused_and_old_rows_stay,
     list_is_ordered_by_username,
     role_change_and_admin_reset,
     own_password_change_keeps_this_session_and_api_tokens,
@@ -44,6 +45,41 @@ async fn usernames_are_unique(db: Db) {
         "{again:?}"
     );
     assert_eq!(db.store.list_users().await.unwrap().len(), 1);
+}
+
+/// New usernames are plain lowercase ASCII wherever they come from (the API,
+/// `weft admin user add`, Lark); a row stored before the rule still signs in.
+async fn look_alike_names_are_refused_and_old_rows_stay(db: Db) {
+    let s = &db.store;
+    user(&db, "admin").await;
+    for name in [
+        "\u{0430}dmin",
+        "ａｄｍｉｎ",
+        "ad\u{200d}min",
+        "\u{202e}nimda",
+        "Admin",
+    ] {
+        let got = s.create_user(name, "x", Role::User).await;
+        assert!(
+            matches!(&got, Err(StoreError::Invalid(why)) if why.contains("lowercase ASCII")),
+            "{name:?}: {got:?}"
+        );
+    }
+    for open_id in ["ou_\u{0430}dmin", "ou_x\u{200b}", "ou x", ""] {
+        let got = s.lark_user(open_id).await;
+        assert!(
+            matches!(&got, Err(StoreError::Invalid(_))),
+            "{open_id:?}: {got:?}"
+        );
+    }
+    assert_eq!(s.list_users().await.unwrap().len(), 1);
+    db.exec(
+        "insert into users (id, username, password_hash, role, created_at) values ('u_old', 'Ålice', 'h', 'user', 1)"
+            .into(),
+    )
+    .await;
+    let (old, _) = s.user_credentials("Ålice").await.unwrap().expect("old row");
+    assert_eq!(old.username, "Ålice");
 }
 
 async fn list_is_ordered_by_username(db: Db) {

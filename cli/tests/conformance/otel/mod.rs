@@ -2,7 +2,8 @@
 //! from the gateway and the worker processes with the right parents (the
 //! client's span → request → run → step → LLM call / tool call); request ids on
 //! responses; `trace_id` in JSON logs; spans buffered at shutdown are flushed;
-//! and every `/metrics` series is documented in `docs/metrics.md`.
+//! and every `/metrics` series is documented in `docs/metrics.md`; a client's
+//! `traceparent` is continued only from a trusted proxy.
 //!
 //! The gateway exports over gRPC and the worker over HTTP/protobuf, to one
 //! receiver that speaks both, so both transports are covered by one turn.
@@ -10,6 +11,7 @@
 mod metrics;
 pub mod receiver;
 mod resume;
+mod trust;
 mod turn;
 
 use std::process::Command;
@@ -51,10 +53,17 @@ pub fn one<'a>(spans: &'a [Got], what: &str, pick: impl Fn(&Got) -> bool) -> &'a
     found[0]
 }
 
+/// The test client's address as a trusted proxy: its `traceparent` is then
+/// continued (it stands for a proxy or a client in front that traces).
+pub const CLIENT_IS_TRUSTED: (&str, &str) = ("WEFT_TRUSTED_PROXIES", "[\"127.0.0.1\"]");
+
 /// A distributed Weft whose gateway exports over gRPC and whose worker over
-/// HTTP/protobuf, both to `otlp`.
+/// HTTP/protobuf, both to `otlp`; the test client is a trusted proxy unless
+/// `extra` says otherwise.
 pub async fn traced_app(otlp: &Receiver, extra: &[(&str, &str)]) -> App {
-    let env = Env::new(Backend::Distributed, extra).await;
+    let mut settings = vec![CLIENT_IS_TRUSTED];
+    settings.extend_from_slice(extra);
+    let env = Env::new(Backend::Distributed, &settings).await;
     let gateway = Proc::spawn(
         exporting(
             env.command(&["serve", "--listen", "127.0.0.1:0"]),
