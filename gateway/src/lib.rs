@@ -267,5 +267,6 @@ fn no_delay(listener: TcpListener) -> TapIo<TcpListener, fn(&mut TcpStream)> {
 pub async fn serve(listener: TcpListener, state: AppState) -> std::io::Result<()> {
     let shutdown = state.shutdown.clone();
     let http = state.config.http.clone();
-    transport::serve(listener, router(state), &http, shutdown).await
+    let proxies = state.trusted_proxies.clone();
+    transport::serve(listener, router(state), &http, proxies, shutdown).await
 }
