@@ -71,8 +71,9 @@ pub struct AppState {
     pub agents: agents::SharedAgentIds,
     /// Attachment bytes.
     pub blobs: weft_shared::blobs::Blobs,
-    /// Memory for attachment uploads in flight (`attachments.gateway_upload_memory_bytes`).
-    pub upload_room: weft_shared::memory_room::MemoryRoom,
+    /// Memory for attachment uploads in flight (`attachments.gateway_upload_memory_bytes`),
+    /// a share of it per user (`attachments.upload_memory_per_user_bytes`).
+    pub upload_room: weft_shared::memory_room::SharedRoom,
 }
 
 impl AppState {
@@ -113,8 +114,9 @@ impl AppState {
                 &config.agents,
             ))),
             blobs,
-            upload_room: weft_shared::memory_room::MemoryRoom::new(
+            upload_room: weft_shared::memory_room::SharedRoom::new(
                 config.attachments.gateway_upload_memory_bytes,
+                config.attachments.upload_memory_per_user(),
             ),
             config,
             shutdown,

@@ -86,7 +86,10 @@ impl Bot {
                 lark_retrying(|| sender.add_reaction(&message, THINKING_EMOJI)).await
             })
         };
-        let sent = match self.fetch_files(&incoming.message_id, files).await {
+        let sent = match self
+            .fetch_files(&session.user_id, &incoming.message_id, files)
+            .await
+        {
             Ok(files::Fetched { uploads, room }) => {
                 let sent = self.submit_retrying(incoming, session, text, uploads).await;
                 // Stored (or refused) by now: the memory is free again.
