@@ -91,7 +91,11 @@ pub struct SharedPermit {
 
 impl std::fmt::Debug for SharedRoom {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "SharedRoom({:?}, {} B each)", self.total, self.share_bytes)
+        write!(
+            f,
+            "SharedRoom({:?}, {} B each)",
+            self.total, self.share_bytes
+        )
     }
 }
 
@@ -198,7 +202,11 @@ mod tests {
         let patience = Duration::from_millis(50);
         let a = room.take_within("alice", 20 << 10, patience).await.unwrap();
         // Past alice's share, though the budget has room.
-        assert!(room.take_within("alice", 20 << 10, patience).await.is_none());
+        assert!(
+            room.take_within("alice", 20 << 10, patience)
+                .await
+                .is_none()
+        );
         let b = room.take_within("bob", 30 << 10, patience).await.unwrap();
         assert_eq!(room.free_kib(), 50);
         // More than a share takes the whole share and its size from the budget.
@@ -206,6 +214,9 @@ mod tests {
         assert_eq!(room.free_kib(), 10);
         drop((a, b, c));
         assert_eq!(room.free_kib(), 100);
-        assert!(room.shares.lock().unwrap().is_empty(), "idle shares are forgotten");
+        assert!(
+            room.shares.lock().unwrap().is_empty(),
+            "idle shares are forgotten"
+        );
     }
 }

@@ -37,7 +37,9 @@ async fn connect(app: &App) -> TcpStream {
 async fn connect_from(app: &App, from: [u8; 4]) -> TcpStream {
     let addr: std::net::SocketAddr = app.base.trim_start_matches("http://").parse().unwrap();
     let socket = tokio::net::TcpSocket::new_v4().unwrap();
-    socket.bind((std::net::Ipv4Addr::from(from), 0).into()).unwrap();
+    socket
+        .bind((std::net::Ipv4Addr::from(from), 0).into())
+        .unwrap();
     socket.connect(addr).await.expect("connect")
 }
 

@@ -111,8 +111,7 @@ pub async fn serve(
         let permit = match admitted {
             Ok(permit) => permit,
             Err(cap) => {
-                metrics::counter!("weft_http_connections_refused_total", "cap" => cap)
-                    .increment(1);
+                metrics::counter!("weft_http_connections_refused_total", "cap" => cap).increment(1);
                 if let Ok(slot) = refusing.clone().try_acquire_owned() {
                     tokio::spawn(async move {
                         refuse(tcp).await;

@@ -97,7 +97,10 @@ mod tests {
         let caps = PerAddress::new(2, Arc::new(TrustedProxies::default()));
         let a1 = caps.admit(ip("10.0.0.1")).unwrap();
         let _a2 = caps.admit(ip("::ffff:10.0.0.1")).unwrap();
-        assert!(caps.admit(ip("10.0.0.1")).is_none(), "IPv4-mapped is the same client");
+        assert!(
+            caps.admit(ip("10.0.0.1")).is_none(),
+            "IPv4-mapped is the same client"
+        );
         assert!(caps.admit(ip("10.0.0.2")).is_some(), "another client");
         drop(a1);
         assert!(caps.admit(ip("10.0.0.1")).is_some());

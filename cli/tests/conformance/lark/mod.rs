@@ -9,6 +9,7 @@
 mod approvals;
 mod attachments;
 mod control;
+mod flood;
 mod replies;
 mod resilience;
 mod traces;
