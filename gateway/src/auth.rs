@@ -115,7 +115,11 @@ impl FromRequestParts<AppState> for Caller {
             ));
         }
         let user = state.store.authenticate(&token_hash(token)).await?;
-        user.map(Caller).ok_or(ApiError::Unauthorized)
+        let user = user.ok_or(ApiError::Unauthorized)?;
+        // For the extractors after this one (a send's body takes upload memory
+        // from its user's share).
+        parts.extensions.insert(user.clone());
+        Ok(Caller(user))
     }
 }
 

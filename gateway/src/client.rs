@@ -34,7 +34,13 @@ impl TrustedProxies {
         )
     }
 
-    fn trusts(&self, ip: IpAddr) -> bool {
+    /// From entries as in `trusted_proxies` (those that do not parse are skipped).
+    #[cfg(test)]
+    pub fn from_entries(entries: &[&str]) -> TrustedProxies {
+        TrustedProxies(entries.iter().filter_map(|p| parse_proxy(p)).collect())
+    }
+
+    pub(crate) fn trusts(&self, ip: IpAddr) -> bool {
         let ip = ip.to_canonical();
         self.0.iter().any(|net| net.contains(&ip))
     }

@@ -76,8 +76,9 @@ pub struct AppState {
     pub agents: agents::SharedAgentIds,
     /// Attachment bytes.
     pub blobs: weft_shared::blobs::Blobs,
-    /// Memory for attachment uploads in flight (`attachments.gateway_upload_memory_bytes`).
-    pub upload_room: weft_shared::memory_room::MemoryRoom,
+    /// Memory for attachment uploads in flight (`attachments.gateway_upload_memory_bytes`),
+    /// a share of it per user (`attachments.upload_memory_per_user_bytes`).
+    pub upload_room: weft_shared::memory_room::SharedRoom,
     /// Where documents are read: `weft extract` children, never this process.
     pub extractor: weft_files::Extractor,
 }
@@ -114,8 +115,9 @@ impl AppState {
                 &config.agents,
             ))),
             blobs,
-            upload_room: weft_shared::memory_room::MemoryRoom::new(
+            upload_room: weft_shared::memory_room::SharedRoom::new(
                 config.attachments.gateway_upload_memory_bytes,
+                config.attachments.upload_memory_per_user(),
             ),
             extractor,
             config,
@@ -248,5 +250,6 @@ fn no_delay(listener: TcpListener) -> TapIo<TcpListener, fn(&mut TcpStream)> {
 pub async fn serve(listener: TcpListener, state: AppState) -> std::io::Result<()> {
     let shutdown = state.shutdown.clone();
     let http = state.config.http.clone();
-    transport::serve(listener, router(state), &http, shutdown).await
+    let proxies = state.trusted_proxies.clone();
+    transport::serve(listener, router(state), &http, proxies, shutdown).await
 }

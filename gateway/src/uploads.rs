@@ -19,7 +19,7 @@ use base64::Engine;
 use bytes::Bytes;
 use weft_files::{Detected, Failure, Kind, Refused};
 use weft_shared::api::{AttachmentKind, AttachmentUpload};
-use weft_shared::memory_room::human_size as mib;
+use weft_shared::memory_room::{SharedPermit, human_size as mib};
 use weft_shared::store::NewAttachment;
 
 use crate::AppState;
@@ -275,18 +275,21 @@ pub struct SendBody<T> {
     pub files: Vec<Upload>,
     /// The gateway's upload memory this request holds (large bodies only);
     /// keep it until the files are stored.
-    pub room: Option<tokio::sync::OwnedSemaphorePermit>,
+    pub room: Option<SharedPermit>,
 }
 
 /// How long a large send waits for upload memory before it is told to retry.
 const ROOM_PATIENCE: Duration = Duration::from_secs(10);
 
 /// Room for a body larger than `limits.body_bytes` (one that can carry files):
-/// twice its length, the body and the files decoded from it.
+/// twice its length, the body and the files decoded from it, from the sender's
+/// share of the upload memory (the [`Caller`](crate::auth::Caller) extracted
+/// before the body left the user in the request).
 async fn upload_room(
     state: &AppState,
     headers: &axum::http::HeaderMap,
-) -> ApiResult<Option<tokio::sync::OwnedSemaphorePermit>> {
+    extensions: &axum::http::Extensions,
+) -> ApiResult<Option<SharedPermit>> {
     let length = headers
         .get(axum::http::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
@@ -296,9 +299,12 @@ async fn upload_room(
     if length <= state.config.limits.body_bytes {
         return Ok(None);
     }
+    let user = extensions
+        .get::<weft_shared::store::AuthUser>()
+        .ok_or(ApiError::Unauthorized)?;
     match state
         .upload_room
-        .take_within(length * 2, ROOM_PATIENCE)
+        .take_within(&user.id.0, length * 2, ROOM_PATIENCE)
         .await
     {
         Some(room) => Ok(Some(room)),
@@ -341,7 +347,7 @@ where
     type Rejection = ApiError;
 
     async fn from_request(req: axum::extract::Request, state: &AppState) -> Result<Self, ApiError> {
-        let room = upload_room(state, req.headers()).await?;
+        let room = upload_room(state, req.headers(), req.extensions()).await?;
         let multipart = req
             .headers()
             .get(axum::http::header::CONTENT_TYPE)

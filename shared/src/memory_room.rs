@@ -3,8 +3,15 @@
 //! holding them, and give it back when dropped, so a process's memory for them
 //! stays bounded however many arrive at once. Counted in KiB (a semaphore's
 //! permits), so budgets up to 512 GiB fit.
+//!
+//! The gateway's budget is a [`SharedRoom`]: each user may hold only a share
+//! of it. Before, one user's slow uploads could reserve the whole budget and
+//! every other user's sends waited, then got 503. A user's share is taken
+//! first and the budget second, so a user past their share waits on their own
+//! share and is no one else's head of the line.
 
-use std::sync::Arc;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use tokio::sync::{OwnedSemaphorePermit, Semaphore};
@@ -64,6 +71,99 @@ impl MemoryRoom {
     }
 }
 
+/// A [`MemoryRoom`] of which each key (a user) may hold at most a share.
+#[derive(Clone)]
+pub struct SharedRoom {
+    total: MemoryRoom,
+    share_bytes: u64,
+    /// The shares in use; a share nobody holds or waits for is forgotten.
+    shares: Arc<Mutex<HashMap<String, MemoryRoom>>>,
+}
+
+/// Room held in a [`SharedRoom`]: the key's share and the budget, given back
+/// when dropped.
+pub struct SharedPermit {
+    share: Option<OwnedSemaphorePermit>,
+    total: Option<OwnedSemaphorePermit>,
+    room: SharedRoom,
+    key: String,
+}
+
+impl std::fmt::Debug for SharedRoom {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "SharedRoom({:?}, {} B each)",
+            self.total, self.share_bytes
+        )
+    }
+}
+
+impl SharedRoom {
+    /// `total_bytes` in all, at most `share_bytes` of it per key.
+    pub fn new(total_bytes: u64, share_bytes: u64) -> SharedRoom {
+        SharedRoom {
+            total: MemoryRoom::new(total_bytes),
+            share_bytes: share_bytes.min(total_bytes),
+            shares: Arc::default(),
+        }
+    }
+
+    /// Room for `bytes` for `key`, waiting at most `patience` for it: first
+    /// from the key's share (more than the share takes all of it), then from
+    /// the budget (more than the budget takes all of it).
+    pub async fn take_within(
+        &self,
+        key: &str,
+        bytes: u64,
+        patience: Duration,
+    ) -> Option<SharedPermit> {
+        let share = self
+            .shares
+            .lock()
+            .expect("memory shares")
+            .entry(key.to_owned())
+            .or_insert_with(|| MemoryRoom::new(self.share_bytes))
+            .clone();
+        let mut held = SharedPermit {
+            share: None,
+            total: None,
+            room: self.clone(),
+            key: key.to_owned(),
+        };
+        let take = async {
+            held.share = Some(share.take(bytes).await);
+            drop(share);
+            held.total = Some(self.total.take(bytes).await);
+        };
+        let taken = tokio::time::timeout(patience, take).await;
+        // Too late: `held` is dropped half-filled (after the wait that held a
+        // clone of the share), and forgets the share if nobody else uses it.
+        taken.ok()?;
+        Some(held)
+    }
+
+    /// KiB of the whole budget free now.
+    pub fn free_kib(&self) -> usize {
+        self.total.free_kib()
+    }
+}
+
+impl Drop for SharedPermit {
+    fn drop(&mut self) {
+        self.total.take();
+        self.share.take();
+        let mut shares = self.room.shares.lock().expect("memory shares");
+        // Only the map still points at an unused share: nobody holds or awaits it.
+        if shares
+            .get(&self.key)
+            .is_some_and(|s| Arc::strong_count(&s.sem) == 1)
+        {
+            shares.remove(&self.key);
+        }
+    }
+}
+
 /// A byte count for people: `512 KiB`, `4.0 MiB` (limits, attachment notes).
 pub fn human_size(n: u64) -> String {
     if n >= 1 << 20 {
@@ -94,5 +194,29 @@ mod tests {
         assert_eq!(room.free_kib(), 0);
         drop(all);
         assert_eq!(room.free_kib(), 100);
+    }
+
+    #[tokio::test]
+    async fn a_key_holds_at_most_its_share_and_others_still_find_room() {
+        let room = SharedRoom::new(100 << 10, 30 << 10);
+        let patience = Duration::from_millis(50);
+        let a = room.take_within("alice", 20 << 10, patience).await.unwrap();
+        // Past alice's share, though the budget has room.
+        assert!(
+            room.take_within("alice", 20 << 10, patience)
+                .await
+                .is_none()
+        );
+        let b = room.take_within("bob", 30 << 10, patience).await.unwrap();
+        assert_eq!(room.free_kib(), 50);
+        // More than a share takes the whole share and its size from the budget.
+        let c = room.take_within("carol", 40 << 10, patience).await.unwrap();
+        assert_eq!(room.free_kib(), 10);
+        drop((a, b, c));
+        assert_eq!(room.free_kib(), 100);
+        assert!(
+            room.shares.lock().unwrap().is_empty(),
+            "idle shares are forgotten"
+        );
     }
 }

@@ -1,8 +1,10 @@
-//! Slow and greedy clients at the transport (issue 11, items 4 and 9): headers
-//! that trickle in and bodies that never finish are cut off by configured
-//! timeouts, connections beyond the cap are refused with 503, event streams
-//! beyond the per-user and per-run caps with 429, while an SSE stream that lasts
-//! longer than every timeout is served to its end.
+//! Slow and greedy clients at the transport (issue 11, items 4 and 9; issue 20):
+//! headers that trickle in and bodies that never finish are cut off by
+//! configured timeouts, and so are sockets that send nothing or only the HTTP/2
+//! preface; connections beyond the cap are refused with 503, and one address
+//! cannot take them all; event streams beyond the per-user and per-run caps get
+//! 429, while an SSE stream that lasts longer than every timeout is served to
+//! its end, over HTTP/1 and HTTP/2.
 
 use std::time::Duration;
 
@@ -16,12 +18,39 @@ both_backends!(
     trickled_headers_are_cut_off_but_streams_are_not,
     slow_bodies_time_out,
     connections_beyond_the_cap_are_refused,
-    event_streams_are_capped_per_user_and_per_run
+    event_streams_are_capped_per_user_and_per_run,
+    silent_and_preface_only_connections_are_closed,
+    one_address_cannot_take_every_connection
 );
+
+/// The HTTP/2 client preface (RFC 9113 §3.4).
+const H2_PREFACE: &[u8] = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n";
+/// An empty SETTINGS frame: length 0, type 4, no flags, stream 0.
+const H2_EMPTY_SETTINGS: &[u8] = &[0, 0, 0, 4, 0, 0, 0, 0, 0];
 
 async fn connect(app: &App) -> TcpStream {
     let addr = app.base.trim_start_matches("http://");
     TcpStream::connect(addr).await.expect("connect")
+}
+
+/// A connection to `app` from local address `from` (any of 127.0.0.0/8 is this host).
+async fn connect_from(app: &App, from: [u8; 4]) -> TcpStream {
+    let addr: std::net::SocketAddr = app.base.trim_start_matches("http://").parse().unwrap();
+    let socket = tokio::net::TcpSocket::new_v4().unwrap();
+    socket
+        .bind((std::net::Ipv4Addr::from(from), 0).into())
+        .unwrap();
+    socket.connect(addr).await.expect("connect")
+}
+
+/// Waits for the server to close `tcp` (whatever it wrote first); panics when it
+/// is still open after 30 s.
+async fn closed_by_server(mut tcp: TcpStream, what: &str) {
+    let mut sink = Vec::new();
+    match tokio::time::timeout(Duration::from_secs(30), tcp.read_to_end(&mut sink)).await {
+        Ok(_) => {}
+        Err(_) => panic!("{what}: the connection is still open after 30 s"),
+    }
 }
 
 /// Read one HTTP/1.1 response (status, headers lowercased, body) off `tcp`;
@@ -218,4 +247,80 @@ async fn event_streams_are_capped_per_user_and_per_run(b: Backend) {
         .await;
     assert_eq!(events.last().unwrap().ty, "done");
     drop(open);
+}
+
+/// Sockets that send nothing, part of the HTTP/2 preface, the whole preface, or
+/// the preface and its SETTINGS and then nothing, each hold a connection slot:
+/// all are closed after the header timeout. Real HTTP/2 clients are still
+/// served, and an event stream over HTTP/2 outlives the timeout.
+async fn silent_and_preface_only_connections_are_closed(b: Backend) {
+    let mut app = App::start_with(b, &[("WEFT_HTTP__HEADER_READ_TIMEOUT_MS", "1000")]).await;
+    let silent = connect(&app).await;
+    let mut partial = connect(&app).await;
+    partial.write_all(&H2_PREFACE[..10]).await.unwrap();
+    let mut preface = connect(&app).await;
+    preface.write_all(H2_PREFACE).await.unwrap();
+    let mut handshake = connect(&app).await;
+    handshake.write_all(H2_PREFACE).await.unwrap();
+    handshake.write_all(H2_EMPTY_SETTINGS).await.unwrap();
+    tokio::join!(
+        closed_by_server(silent, "a socket that sends nothing"),
+        closed_by_server(partial, "a socket that sent part of the HTTP/2 preface"),
+        closed_by_server(preface, "a socket that sent only the HTTP/2 preface"),
+        closed_by_server(handshake, "an HTTP/2 connection that opens no stream"),
+    );
+
+    app.http = reqwest::Client::builder()
+        .http2_prior_knowledge()
+        .build()
+        .unwrap();
+    let health = app.http.get(app.url("/health")).send().await.unwrap();
+    assert_eq!(health.version(), reqwest::Version::HTTP_2);
+    assert_eq!(health.status(), 200);
+    let token = app.user("h2").await;
+    let s = app.session(&token).await;
+    let events = app
+        .send_stream(&token, &s, "@mock.tokens 60 @mock.delay 0 50")
+        .await
+        .until_terminal()
+        .await;
+    assert_eq!(events.last().unwrap().ty, "done", "{events:?}");
+}
+
+/// 40 silent sockets from one address while the cap per address is 20 (and 30
+/// in all): another address is still served; the 20 beyond are refused.
+async fn one_address_cannot_take_every_connection(b: Backend) {
+    let app = App::start_with(
+        b,
+        &[
+            ("WEFT_HTTP__MAX_CONNECTIONS", "30"),
+            ("WEFT_HTTP__MAX_CONNECTIONS_PER_ADDRESS", "20"),
+            // Long enough that only the caps decide here.
+            ("WEFT_HTTP__HEADER_READ_TIMEOUT_MS", "120000"),
+        ],
+    )
+    .await;
+    let mut flood = Vec::new();
+    for _ in 0..40 {
+        flood.push(connect_from(&app, [127, 0, 0, 1]).await);
+    }
+    // Accepted after all 40 (the accept queue is in order).
+    let mut other = connect_from(&app, [127, 0, 0, 2]).await;
+    let answer = tokio::time::timeout(Duration::from_secs(30), get_health(&mut other))
+        .await
+        .expect("another address is answered");
+    let (status, _, body) = answer.expect("an answer for another address");
+    assert_eq!(status, 200, "another address was refused: {body}");
+
+    let mut served = 0;
+    for tcp in &mut flood {
+        if let Some((200, _, _)) = get_health(tcp).await {
+            served += 1;
+        }
+    }
+    assert_eq!(served, 20, "connections from one address held open");
+    let mut beyond = connect_from(&app, [127, 0, 0, 1]).await;
+    let (status, head, _) = get_health(&mut beyond).await.expect("a refusal");
+    assert_eq!(status, 503);
+    assert!(head.contains("retry-after:"), "{head}");
 }

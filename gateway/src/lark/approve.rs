@@ -168,6 +168,14 @@ impl Bot {
 
 const TRY_AGAIN: &str = "Could not record your decision; please try again.";
 
+/// Answers a click that found every click slot taken, at once (nothing was decided).
+pub(super) fn answer_busy(delivery: CardActionDelivery) {
+    delivery.respond(toast(
+        "warning",
+        "⏳ Busy right now; nothing was decided. Please click again in a moment.",
+    ));
+}
+
 fn toast(kind: &str, text: impl Into<String>) -> CardActionResponse {
     CardActionResponse::toast(kind, text)
 }

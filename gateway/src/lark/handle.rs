@@ -93,7 +93,10 @@ impl Bot {
                 lark_retrying(|| sender.add_reaction(&message, THINKING_EMOJI)).await
             })
         };
-        let sent = match self.fetch_files(&incoming.message_id, files).await {
+        let sent = match self
+            .fetch_files(&session.user_id, &incoming.message_id, files)
+            .await
+        {
             Ok(files::Fetched { uploads, room }) => {
                 let sent = match self.owner(session).await {
                     Ok(owner) => {
@@ -187,6 +190,18 @@ impl Bot {
             sent = send().await;
         }
         sent
+    }
+
+    /// A message its chat's line had no room for (`lark.queued_messages_per_chat`):
+    /// say that it was not read.
+    pub(super) async fn tell_busy(&self, incoming: &Incoming) {
+        let text = "⏳ I am still working through the earlier messages of this chat, so I did not read this one. Please send it again once I have answered. · 我还在处理这个对话里之前的消息，这条没有读到，请等我回复后再发一次。";
+        if let Err(e) = self
+            .notice(incoming, "Weft", CardState::AwaitingApproval, text)
+            .await
+        {
+            tracing::warn!(lark.message_id = %incoming.message_id, error = %format!("{e:#}"), "telling a lark chat the bot is busy failed");
+        }
     }
 
     /// A send the limits (or validation) refused: say so kindly, in a card.

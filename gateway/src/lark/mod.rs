@@ -20,6 +20,13 @@
 //! connection, [`turns`]); the reply card is the worker's job. Button
 //! clicks (`card.action.trigger`) are approvals, answered in their ack
 //! ([`approve`]).
+//!
+//! Nothing here waits in the dispatch loop, so no chat holds up another, nor
+//! any click: a message waits for its chat's turn in its own task, then for one
+//! of `lark.max_concurrent_messages` handler slots; a line longer than
+//! `lark.queued_messages_per_chat` refuses (the chat is told the bot is busy,
+//! once); clicks have their own slots, and one that finds none is answered at
+//! once with "busy, try again".
 
 pub(crate) mod admin;
 mod approve;
@@ -46,13 +53,11 @@ use weft_shared::time::now_ms;
 use crate::AppState;
 pub use inbound::BotIdentity;
 use inbound::Incoming;
-use turns::{ChatLines, ChatTurn};
+use turns::{Busy, ChatLines, ChatTurn};
 
 /// How long inbound message ids are remembered (Lark redelivers for hours; the
 /// design asks for at least 12).
 const DEDUPE_KEEP: Duration = Duration::from_secs(24 * 3600);
-/// Events handled at once by one gateway; the rest wait (already acked).
-const CONCURRENT_EVENTS: usize = 256;
 
 /// The REST side of the bot, shared with the worker's card egress.
 pub fn lark_sender(config: &LarkConfig) -> RateAwareSender {
@@ -111,10 +116,10 @@ pub async fn start(
     );
     tokio::spawn(purge_dedupe(state.clone()));
     let bot = Bot {
-        state,
         sender,
         me,
-        chats: Arc::default(),
+        chats: Arc::new(ChatLines::new(config.queued_messages_per_chat)),
+        state,
     };
     Ok(Some(tokio::spawn(dispatch(bot, deliveries, connection))))
 }
@@ -135,36 +140,60 @@ struct Admitted {
     turn: ChatTurn,
 }
 
+/// What becomes of an event as it comes off the connection.
+enum Admission {
+    InLine(Admitted),
+    /// Its conversation's line is full.
+    Busy {
+        incoming: Incoming,
+        busy: Busy,
+    },
+    Ignored,
+}
+
 async fn dispatch(
     bot: Bot,
     mut deliveries: mpsc::UnboundedReceiver<Delivery>,
     connection: JoinHandle<Result<(), WsError>>,
 ) {
-    let slots = Arc::new(Semaphore::new(CONCURRENT_EVENTS));
+    let handlers = bot.state.config.lark.max_concurrent_messages;
+    let slots = Arc::new(Semaphore::new(handlers));
+    let click_slots = Arc::new(Semaphore::new(handlers));
+    // Nothing in this loop waits: a chat's line or a full house must not hold
+    // up the events behind it.
     while let Some(delivery) = deliveries.recv().await {
-        let Ok(slot) = slots.clone().acquire_owned().await else {
-            break;
-        };
         let bot = bot.clone();
         match delivery {
             // A message takes its place in its conversation's line here, in
             // arrival order, not in its task: a task spawned later may well
             // start first.
-            Delivery::Event(event) => {
-                let Some(message) = bot.admit(event.envelope) else {
-                    continue;
-                };
-                tokio::spawn(async move {
-                    bot.on_message(message).await;
-                    drop(slot);
-                });
-            }
-            Delivery::CardAction(action) => {
-                tokio::spawn(async move {
-                    bot.on_card_action(action).await;
-                    drop(slot);
-                });
-            }
+            Delivery::Event(event) => match bot.admit(event.envelope) {
+                Admission::InLine(message) => {
+                    let slots = slots.clone();
+                    tokio::spawn(async move { bot.on_message(message, &slots).await });
+                }
+                Admission::Busy { incoming, busy } => {
+                    metrics::counter!("weft_lark_events_total", "outcome" => "busy").increment(1);
+                    tracing::warn!(lark.message_id = %incoming.message_id, lark.chat_id = %incoming.chat.chat_id, "a lark chat has too many messages waiting; this one is not handled");
+                    if busy.first {
+                        tokio::spawn(async move { bot.tell_busy(&incoming).await });
+                    }
+                }
+                Admission::Ignored => {}
+            },
+            Delivery::CardAction(action) => match click_slots.clone().try_acquire_owned() {
+                Ok(slot) => {
+                    tokio::spawn(async move {
+                        bot.on_card_action(action).await;
+                        drop(slot);
+                    });
+                }
+                Err(_) => {
+                    metrics::counter!("weft_lark_card_actions_total", "outcome" => "busy")
+                        .increment(1);
+                    approve::answer_busy(action);
+                }
+            },
         }
     }
     match connection.await {
@@ -179,23 +208,27 @@ async fn dispatch(
 impl Bot {
     /// Classifies an event as it arrives; a message for the bot takes its
     /// place in its conversation's line.
-    fn admit(&self, envelope: EventEnvelope) -> Option<Admitted> {
+    fn admit(&self, envelope: EventEnvelope) -> Admission {
         match inbound::classify(&envelope, &self.me, &self.state.config.lark, now_ms()) {
-            inbound::Verdict::Handle(incoming) => Some(Admitted {
-                turn: self.chats.join(&incoming.chat.key()),
-                event_id: envelope.header.event_id,
-                incoming,
-            }),
+            inbound::Verdict::Handle(incoming) => match self.chats.join(&incoming.chat.key()) {
+                Ok(turn) => Admission::InLine(Admitted {
+                    turn,
+                    event_id: envelope.header.event_id,
+                    incoming,
+                }),
+                Err(busy) => Admission::Busy { incoming, busy },
+            },
             inbound::Verdict::Ignore(why) => {
                 metrics::counter!("weft_lark_events_total", "outcome" => "ignored").increment(1);
                 tracing::debug!(event.id = %envelope.header.event_id, why, "lark event ignored");
-                None
+                Admission::Ignored
             }
         }
     }
 
-    /// Handles a message once the ones before it in its conversation are done.
-    async fn on_message(&self, message: Admitted) {
+    /// Handles a message once the ones before it in its conversation are done
+    /// and one of the handler `slots` is free.
+    async fn on_message(&self, message: Admitted, slots: &Semaphore) {
         let Admitted {
             event_id,
             incoming,
@@ -203,6 +236,9 @@ impl Bot {
         } = message;
         // The turn is held until this message is handled (dropped at the end).
         turn.wait().await;
+        let Ok(_slot) = slots.acquire().await else {
+            return;
+        };
         let store = &self.state.store;
         let claim = retrying("lark dedupe", || {
             store.claim_lark_inbound(&incoming.message_id)

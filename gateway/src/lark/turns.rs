@@ -11,65 +11,104 @@
 //! `/flush` answered the older one and replied to it.
 
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use tokio_util::sync::CancellationToken;
 
+/// Messages waiting in all lines of one gateway together; past it any message is
+/// refused like one whose line is full. Each is a small task holding an event.
+const MAX_IN_LINE: usize = 10_000;
+
 /// Every conversation's line in this process. Idle conversations hold nothing.
-#[derive(Default)]
 pub(super) struct ChatLines {
-    /// Per conversation key: the last message in line.
-    last: Mutex<HashMap<String, Place>>,
-    next: AtomicU64,
+    lines: Mutex<Lines>,
+    /// Messages one line may hold; 0: unbounded.
+    per_chat: usize,
 }
 
-struct Place {
-    id: u64,
-    /// Cancelled when that message's handling is over.
-    done: CancellationToken,
+#[derive(Default)]
+struct Lines {
+    by_chat: HashMap<String, Line>,
+    total: usize,
+}
+
+struct Line {
+    /// Cancelled when the last message in line has been handled.
+    last_done: CancellationToken,
+    /// Messages in line (waiting or being handled).
+    len: usize,
+    /// A message was refused since the line last had room (it was told so).
+    refused: bool,
 }
 
 /// One message's place in its conversation's line; handling is over when it
 /// is dropped (however: a finished handler, a panic, an aborted task).
 pub(super) struct ChatTurn {
-    lines: Arc<ChatLines>,
+    owner: Arc<ChatLines>,
     key: String,
-    id: u64,
     /// The message before this one, while it is being handled.
     before: Option<CancellationToken>,
     done: CancellationToken,
 }
 
+/// The line of a message's conversation is full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) struct Busy {
+    /// The first refusal since the line had room: say so in the chat (later
+    /// ones are only logged, so a flood does not become a flood of replies).
+    pub first: bool,
+}
+
 impl ChatLines {
-    /// Takes the next place in the line of conversation `key`, at once.
-    pub(super) fn join(self: &Arc<Self>, key: &str) -> ChatTurn {
-        let id = self.next.fetch_add(1, Ordering::Relaxed);
+    /// Lines of at most `per_chat` messages (0: unbounded).
+    pub(super) fn new(per_chat: usize) -> ChatLines {
+        ChatLines {
+            lines: Mutex::default(),
+            per_chat,
+        }
+    }
+
+    /// Takes the next place in the line of conversation `key`, at once, or
+    /// says the line is full.
+    pub(super) fn join(self: &Arc<Self>, key: &str) -> Result<ChatTurn, Busy> {
         let done = CancellationToken::new();
-        let before = self
-            .last
-            .lock()
-            .expect("chat lines")
-            .insert(
-                key.to_owned(),
-                Place {
-                    id,
-                    done: done.clone(),
-                },
-            )
-            .map(|place| place.done);
-        ChatTurn {
-            lines: self.clone(),
+        let mut lines = self.lines.lock().expect("chat lines");
+        let full = lines.total >= MAX_IN_LINE;
+        let before = match lines.by_chat.get_mut(key) {
+            Some(line) => {
+                if full || (self.per_chat > 0 && line.len >= self.per_chat) {
+                    let first = !line.refused;
+                    line.refused = true;
+                    return Err(Busy { first });
+                }
+                line.len += 1;
+                Some(std::mem::replace(&mut line.last_done, done.clone()))
+            }
+            None if full => return Err(Busy { first: false }),
+            None => {
+                lines.by_chat.insert(
+                    key.to_owned(),
+                    Line {
+                        last_done: done.clone(),
+                        len: 1,
+                        refused: false,
+                    },
+                );
+                None
+            }
+        };
+        lines.total += 1;
+        Ok(ChatTurn {
+            owner: self.clone(),
             key: key.to_owned(),
-            id,
             before,
             done,
-        }
+        })
     }
 
     #[cfg(test)]
     fn waiting(&self) -> usize {
-        self.last.lock().expect("chat lines").len()
+        self.lines.lock().expect("chat lines").by_chat.len()
     }
 }
 
@@ -86,9 +125,14 @@ impl ChatTurn {
 impl Drop for ChatTurn {
     fn drop(&mut self) {
         self.done.cancel();
-        let mut last = self.lines.last.lock().expect("chat lines");
-        if last.get(&self.key).is_some_and(|place| place.id == self.id) {
-            last.remove(&self.key);
+        let mut lines = self.owner.lines.lock().expect("chat lines");
+        lines.total -= 1;
+        if let Some(line) = lines.by_chat.get_mut(&self.key) {
+            line.len -= 1;
+            line.refused = false;
+            if line.len == 0 {
+                lines.by_chat.remove(&self.key);
+            }
         }
     }
 }
@@ -103,11 +147,11 @@ mod tests {
     /// whichever the runtime starts first.
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn handlers_run_in_the_order_they_joined() {
-        let lines = Arc::new(ChatLines::default());
+        let lines = Arc::new(ChatLines::new(0));
         let handled = Arc::new(Mutex::new(Vec::new()));
         let mut tasks = Vec::new();
         for i in 0..64 {
-            let mut turn = lines.join("oc_chat");
+            let mut turn = lines.join("oc_chat").unwrap();
             let handled = handled.clone();
             tasks.push(tokio::spawn(async move {
                 turn.wait().await;
@@ -127,13 +171,13 @@ mod tests {
 
     #[tokio::test]
     async fn conversations_do_not_wait_for_each_other() {
-        let lines = Arc::new(ChatLines::default());
-        let _busy = lines.join("oc_a");
-        let mut other = lines.join("oc_b");
+        let lines = Arc::new(ChatLines::new(0));
+        let _busy = lines.join("oc_a").unwrap();
+        let mut other = lines.join("oc_b").unwrap();
         tokio::time::timeout(Duration::from_secs(5), other.wait())
             .await
             .expect("another conversation is not held up");
-        let mut next = lines.join("oc_a");
+        let mut next = lines.join("oc_a").unwrap();
         assert!(
             tokio::time::timeout(Duration::from_millis(50), next.wait())
                 .await
@@ -144,9 +188,9 @@ mod tests {
 
     #[tokio::test]
     async fn a_handler_that_panics_lets_the_next_one_go() {
-        let lines = Arc::new(ChatLines::default());
-        let mut first = lines.join("oc_chat");
-        let mut second = lines.join("oc_chat");
+        let lines = Arc::new(ChatLines::new(0));
+        let mut first = lines.join("oc_chat").unwrap();
+        let mut second = lines.join("oc_chat").unwrap();
         let failed = tokio::spawn(async move {
             first.wait().await;
             panic!("handler failed");
@@ -155,5 +199,21 @@ mod tests {
         tokio::time::timeout(Duration::from_secs(5), second.wait())
             .await
             .expect("the next message is handled");
+    }
+
+    #[test]
+    fn a_full_line_refuses_and_says_so_once_until_it_has_room() {
+        let lines = Arc::new(ChatLines::new(2));
+        let first = lines.join("oc_a").unwrap();
+        let _second = lines.join("oc_a").unwrap();
+        assert_eq!(lines.join("oc_a").err(), Some(Busy { first: true }));
+        assert_eq!(lines.join("oc_a").err(), Some(Busy { first: false }));
+        assert!(
+            lines.join("oc_b").is_ok(),
+            "other chats have their own line"
+        );
+        drop(first);
+        let _third = lines.join("oc_a").expect("room again");
+        assert_eq!(lines.join("oc_a").err(), Some(Busy { first: true }));
     }
 }

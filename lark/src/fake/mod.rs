@@ -30,7 +30,7 @@ use std::time::{Duration, Instant};
 use axum::Router;
 use serde::Serialize;
 use tokio::net::TcpListener;
-use tokio::sync::{Notify, mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot, watch};
 use tokio_util::sync::CancellationToken;
 
 pub use card_action::{ClickError, card_action_event, sample_card_action};
@@ -171,6 +171,18 @@ struct Inner {
     changed: Notify,
     shutdown: CancellationToken,
     addr: Mutex<Option<SocketAddr>>,
+    /// Downloads held now ([`FakeLark::hold_downloads`]).
+    downloads_held: watch::Sender<usize>,
+}
+
+/// While alive, resource downloads wait (see [`FakeLark::hold_downloads`]).
+#[must_use = "downloads are released when the hold is dropped"]
+pub struct DownloadHold(FakeLark);
+
+impl Drop for DownloadHold {
+    fn drop(&mut self) {
+        self.0.inner.downloads_held.send_modify(|n| *n -= 1);
+    }
 }
 
 pub(crate) enum ConnCommand {
@@ -228,6 +240,7 @@ impl FakeLark {
                 changed: Notify::new(),
                 shutdown: CancellationToken::new(),
                 addr: Mutex::new(None),
+                downloads_held: watch::Sender::new(0),
             }),
         }
     }
@@ -415,6 +428,20 @@ impl FakeLark {
             .rest
             .resources
             .insert((message_id.to_owned(), file_key.to_owned()), resource);
+    }
+
+    /// Makes every "get message resource" call wait, unanswered, until the
+    /// returned hold is dropped: a slow file store, or a user's file that takes
+    /// long to fetch.
+    pub fn hold_downloads(&self) -> DownloadHold {
+        self.inner.downloads_held.send_modify(|n| *n += 1);
+        DownloadHold(self.clone())
+    }
+
+    /// Returns once no [`DownloadHold`] is alive.
+    pub(crate) async fn downloads_released(&self) {
+        let mut held = self.inner.downloads_held.subscribe();
+        let _ = held.wait_for(|n| *n == 0).await;
     }
 
     /// Invalidates every issued tenant token (as if they expired).

@@ -210,6 +210,9 @@ async fn entry(
         body: &json_body,
     };
     let segments: Vec<&str> = path.trim_matches('/').split('/').collect();
+    if method == Method::GET && segments.get(5) == Some(&"resources") {
+        fake.downloads_released().await;
+    }
     let mut state = fake.state();
     let reply = route(&fake, &mut state, &method, &segments, &headers, &req);
     state.records.calls.push(RestCall {

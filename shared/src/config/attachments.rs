@@ -26,6 +26,12 @@ pub struct AttachmentsConfig {
     /// with files takes about twice its body: the body and the decoded files).
     /// A send that finds no room within 10 s is 503 `unavailable` + `Retry-After`.
     pub gateway_upload_memory_bytes: u64,
+    /// The share of `gateway_upload_memory_bytes` one user's uploads may hold at
+    /// once (default: a quarter of it), so one user's slow uploads cannot take
+    /// it all: past their share a user's send waits like any other, and gets 503
+    /// + `Retry-After` after 10 s, while other users still find room. A single
+    /// send larger than the share still goes through, alone.
+    pub upload_memory_per_user_bytes: Option<u64>,
     /// Where attachment bytes are kept: a directory (default `<data_dir>/files`),
     /// `file:///path`, or `s3://bucket/prefix` (an S3-compatible store, configured by
     /// the standard `AWS_*` variables: `AWS_ACCESS_KEY_ID`, `AWS_SECRET_ACCESS_KEY`,
@@ -44,7 +50,18 @@ impl Default for AttachmentsConfig {
             document_text_bytes: 48 << 10,
             worker_image_memory_bytes: 256 << 20,
             gateway_upload_memory_bytes: 512 << 20,
+            upload_memory_per_user_bytes: None,
             store: None,
         }
+    }
+}
+
+impl AttachmentsConfig {
+    /// `upload_memory_per_user_bytes`, or a quarter of the gateway's budget; never
+    /// more than the budget.
+    pub fn upload_memory_per_user(&self) -> u64 {
+        self.upload_memory_per_user_bytes
+            .unwrap_or(self.gateway_upload_memory_bytes / 4)
+            .min(self.gateway_upload_memory_bytes)
     }
 }

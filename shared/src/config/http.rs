@@ -66,8 +66,10 @@ impl Default for Limits {
 #[derive(Debug, Clone, Serialize, Deserialize)]
 #[serde(default)]
 pub struct HttpConfig {
-    /// A request's headers must have arrived this long after its first byte (or
-    /// after a keep-alive connection went idle), else the connection is closed.
+    /// A connection serving no request for this long — since it was accepted or
+    /// since its last response — is closed: a request's head must have arrived by
+    /// then, over HTTP/1 or HTTP/2 (a socket that sends nothing, or only the
+    /// HTTP/2 preface, is closed too).
     pub header_read_timeout_ms: u64,
     /// A request's body must have arrived this long after its headers, else the
     /// request fails with 408 `request_timeout`.
@@ -75,6 +77,12 @@ pub struct HttpConfig {
     /// Connections one gateway process serves at once (open SSE streams count).
     /// A connection beyond it is answered 503 `unavailable` + `Retry-After` and closed.
     pub max_connections: usize,
+    /// Connections one client address may hold open at once in one gateway
+    /// process (IPv6: per /64); beyond it 503 like `max_connections`. Counted by
+    /// the TCP peer: behind a reverse proxy that is the proxy, so peers in
+    /// `trusted_proxies` are not counted (the proxy limits its clients). 0: no
+    /// per-address cap.
+    pub max_connections_per_address: usize,
     /// How often an open event stream re-checks the token that opened it: a
     /// revoked token or a deleted user ends the stream.
     pub stream_recheck_ms: u64,
@@ -86,6 +94,7 @@ impl Default for HttpConfig {
             header_read_timeout_ms: 10_000,
             body_timeout_ms: 30_000,
             max_connections: 4096,
+            max_connections_per_address: 256,
             stream_recheck_ms: 15_000,
         }
     }

@@ -22,6 +22,16 @@ pub struct LarkConfig {
     /// Lark API calls per second this process may make (Lark allows 50 per app:
     /// with several workers, give each its share).
     pub calls_per_second: u32,
+    /// Messages one gateway handles at once, across all chats (another chat's
+    /// message waits for a free one, in its own task). A message takes one only
+    /// once the messages before it in its chat are done, so one busy chat holds
+    /// one; button clicks have their own as many.
+    pub max_concurrent_messages: usize,
+    /// Messages that may wait in line in one chat (or thread) of one gateway,
+    /// the one being handled included; past it a message is not handled: the
+    /// first such is answered in the chat that the bot is busy, the rest only
+    /// logged, until the line has room again. 0: no limit.
+    pub queued_messages_per_chat: usize,
 }
 
 impl Default for LarkConfig {
@@ -33,6 +43,8 @@ impl Default for LarkConfig {
             require_mention: true,
             allowed_chats: Vec::new(),
             calls_per_second: 50,
+            max_concurrent_messages: 256,
+            queued_messages_per_chat: 32,
         }
     }
 }
@@ -77,6 +89,9 @@ impl LarkConfig {
         }
         if self.calls_per_second == 0 {
             return bad("calls_per_second must be at least 1".into());
+        }
+        if self.max_concurrent_messages == 0 {
+            return bad("max_concurrent_messages must be at least 1".into());
         }
         Ok(())
     }

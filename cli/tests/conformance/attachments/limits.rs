@@ -1,5 +1,6 @@
 //! Attachment limits: every limit refuses with nothing stored, and a gateway's
-//! upload memory makes large sends wait (then 503) instead of growing.
+//! upload memory makes large sends wait (then 503) instead of growing — each
+//! user within a share of it, so one user cannot make everyone else wait.
 
 use serde_json::{Value, json};
 use weft_files::samples;
@@ -10,7 +11,8 @@ use crate::harness::*;
 
 both_backends!(
     every_limit_refuses_and_nothing_is_stored,
-    uploads_wait_for_gateway_memory
+    uploads_wait_for_gateway_memory,
+    one_users_slow_uploads_leave_room_for_others
 );
 
 async fn every_limit_refuses_and_nothing_is_stored(b: Backend) {
@@ -176,4 +178,78 @@ async fn uploads_wait_for_gateway_memory(b: Backend) {
         )
         .await;
     assert_eq!(st, 200, "{v}");
+}
+
+/// Alice's slow uploads (headers and half the body, then nothing) would hold
+/// the whole upload memory; with a share per user (the default, a quarter)
+/// her further sends wait on her share and get 503 + `Retry-After`, while
+/// Bob's send of the same size goes through.
+async fn one_users_slow_uploads_leave_room_for_others(b: Backend) {
+    use tokio::io::AsyncWriteExt;
+    let app = App::start_with(
+        b,
+        &[
+            ("WEFT_ATTACHMENTS__GATEWAY_UPLOAD_MEMORY_BYTES", "1048576"),
+            // So a ~90 KB send takes upload memory (twice its length).
+            ("WEFT_LIMITS__BODY_BYTES", "65536"),
+            ("WEFT_HTTP__BODY_TIMEOUT_MS", "120000"),
+        ],
+    )
+    .await;
+    let (alice, bob) = (app.user("alice").await, app.user("bob").await);
+    let (sa, sb) = (app.session(&alice).await, app.session(&bob).await);
+    let image = samples::image_sized(samples::ImageFormat::Png, 150);
+    let body = json!({"text": "hi", "attachments": [{"name": "big.png", "data": b64(&image)}]})
+        .to_string();
+    // Five such sends fill the 1 MiB; one fits in a 256 KiB share.
+    assert!((80_000..120_000).contains(&body.len()), "{}", body.len());
+    // A client per send: a connection whose request was refused unread is not reused.
+    let send = |token: &str, session: &str| {
+        reqwest::Client::new()
+            .post(app.url(&format!("/v1/sessions/{session}/messages")))
+            .bearer_auth(token)
+            .header("content-type", "application/json")
+            .body(body.clone())
+            .send()
+    };
+
+    let addr = app.base.trim_start_matches("http://").to_string();
+    let mut slow = Vec::new();
+    for _ in 0..5 {
+        let mut tcp = tokio::net::TcpStream::connect(&addr).await.unwrap();
+        let head = format!(
+            "POST /v1/sessions/{sa}/messages HTTP/1.1\r\nhost: {addr}\r\nauthorization: Bearer {alice}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n",
+            body.len()
+        );
+        tcp.write_all(head.as_bytes()).await.unwrap();
+        tcp.write_all(&body.as_bytes()[..body.len() / 2])
+            .await
+            .unwrap();
+        slow.push(tcp);
+    }
+    // Until Alice's slow uploads hold what they can, her own sends still fit.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let refused = loop {
+        let res = send(&alice, &sa).await.unwrap();
+        if res.status() == 503 {
+            break res;
+        }
+        assert_eq!(res.status(), 202, "{}", res.text().await.unwrap());
+        assert!(
+            std::time::Instant::now() < deadline,
+            "Alice's sends never had to wait"
+        );
+    };
+    assert!(refused.headers().contains_key("retry-after"));
+    let v: Value = refused.json().await.unwrap();
+    assert_eq!(v["error"]["code"], "unavailable", "{v}");
+
+    let res = send(&bob, &sb).await.unwrap();
+    assert_eq!(
+        res.status(),
+        202,
+        "Bob waited for Alice's uploads: {}",
+        res.text().await.unwrap()
+    );
+    drop(slow);
 }

@@ -8,16 +8,18 @@
 //! a message makes the gateway hold stays bounded whatever Lark serves (up to
 //! 100 MB a file). Before each download the gateway takes room for that much in
 //! its upload memory (`attachments.gateway_upload_memory_bytes`, shared with
-//! the HTTP sends), held until the files are stored. What they are and every
+//! the HTTP sends; from the sender's share of it), held until the files are
+//! stored. What they are and every
 //! other limit is decided by [`crate::uploads::accept`], as for any channel: by
 //! their bytes.
 
 use std::time::Duration;
 
 use bytes::Bytes;
-use tokio::sync::OwnedSemaphorePermit;
 use weft_lark::rest::{LarkError, ResourceType};
 use weft_shared::config::Config;
+use weft_shared::ids::UserId;
+use weft_shared::memory_room::SharedPermit;
 
 use super::lark_retrying;
 use crate::error::{ApiError, ApiResult};
@@ -32,7 +34,7 @@ const ROOM_PATIENCE: Duration = Duration::from_secs(10);
 /// A message's files, and the upload memory they hold until they are stored.
 pub(super) struct Fetched {
     pub uploads: Vec<Upload>,
-    pub room: Vec<OwnedSemaphorePermit>,
+    pub room: Vec<SharedPermit>,
 }
 
 impl Bot {
@@ -40,6 +42,7 @@ impl Bot {
     /// images `image-<n>.<type>`, files by their own name.
     pub(super) async fn fetch_files(
         &self,
+        user: &UserId,
         message_id: &str,
         files: &[LarkFile],
     ) -> ApiResult<Fetched> {
@@ -59,7 +62,7 @@ impl Bot {
             let Some(permit) = self
                 .state
                 .upload_room
-                .take_within(room, ROOM_PATIENCE)
+                .take_within(&user.0, room, ROOM_PATIENCE)
                 .await
             else {
                 metrics::counter!("weft_upload_waits_refused_total").increment(1);

@@ -3,10 +3,14 @@
 //! needs. Before this, a request whose headers trickled in over 35 s was still
 //! served, a body could take for ever and connections were unbounded.
 //!
-//! * **Header-read timeout** (`http.header_read_timeout_ms`, default 10 s): hyper
-//!   closes an HTTP/1 connection whose request headers have not all arrived in
-//!   time (counted from the first byte, or from when a keep-alive connection went
-//!   idle).
+//! * **Header-read timeout** (`http.header_read_timeout_ms`, default 10 s): a
+//!   connection serving no request for that long — from its accept, or from
+//!   its last response — is closed, whatever it speaks: a socket that sends
+//!   nothing, a trickled HTTP/1 request head, an HTTP/2 preface with no
+//!   handshake after it, an HTTP/2 connection left open with no stream ([`idle`]).
+//!   hyper's own HTTP/1 header timeout applies too, and HTTP/2 pings a
+//!   connection every [`H2_KEEP_ALIVE`] and closes it when the ping goes
+//!   unanswered for the header timeout.
 //! * **Body deadline** (`http.body_timeout_ms`, default 30 s): a request body not
 //!   complete in time fails its read; the JSON extractor answers 408
 //!   `request_timeout`. Only request bodies are timed: an SSE *response* may stay
@@ -17,10 +21,16 @@
 //!   client learns to come back instead of waiting in the kernel's backlog (at most
 //!   [`REFUSING`] refusals are written at once; past that, excess connections are
 //!   closed without a word).
+//! * **Per-address cap** (`http.max_connections_per_address`, default 256):
+//!   connections from one client address (the TCP peer; see [`per_address`]),
+//!   refused alike beyond it, so one client cannot take the whole cap.
 //!
 //! Every accepted socket gets `TCP_NODELAY` (axum leaves Nagle on, and a small
 //! SSE frame written while the previous one is unacknowledged then waits for the
 //! client's delayed ACK: we measured 40 ms on about 1 event in 20).
+
+mod idle;
+mod per_address;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -40,24 +50,37 @@ use tower::Service;
 use tower_http::timeout::DeadlineBody;
 use weft_shared::config::HttpConfig;
 
+use crate::client::TrustedProxies;
+
 /// Refusals (503 then close) in flight at once; beyond, excess sockets are dropped.
 const REFUSING: usize = 64;
+/// How often an HTTP/2 connection is pinged when nothing arrives on it.
+const H2_KEEP_ALIVE: Duration = Duration::from_secs(30);
 
 /// Serve `app` on `listener` until `shutdown` fires, then let open connections
-/// finish (SSE streams end on the same token).
+/// finish (SSE streams end on the same token). Peers in `proxies` are not
+/// counted per address.
 pub async fn serve(
     listener: TcpListener,
     app: Router,
     cfg: &HttpConfig,
+    proxies: Arc<TrustedProxies>,
     shutdown: CancellationToken,
 ) -> std::io::Result<()> {
+    let header_timeout = Duration::from_millis(cfg.header_read_timeout_ms);
     let mut builder = Builder::new(TokioExecutor::new());
     builder
         .http1()
         .timer(TokioTimer::new())
-        .header_read_timeout(Duration::from_millis(cfg.header_read_timeout_ms));
+        .header_read_timeout(header_timeout);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(H2_KEEP_ALIVE)
+        .keep_alive_timeout(header_timeout);
     let body_deadline = Duration::from_millis(cfg.body_timeout_ms);
     let connections = Arc::new(Semaphore::new(cfg.max_connections));
+    let per_address = per_address::PerAddress::new(cfg.max_connections_per_address, proxies);
     let refusing = Arc::new(Semaphore::new(REFUSING));
     let graceful = GracefulShutdown::new();
     loop {
@@ -78,29 +101,56 @@ pub async fn serve(
         if let Err(e) = tcp.set_nodelay(true) {
             tracing::debug!(error = %e, "setting TCP_NODELAY failed");
         }
-        let Ok(permit) = connections.clone().try_acquire_owned() else {
-            metrics::counter!("weft_http_connections_refused_total").increment(1);
-            if let Ok(slot) = refusing.clone().try_acquire_owned() {
-                tokio::spawn(async move {
-                    refuse(tcp).await;
-                    drop(slot);
-                });
+        let admitted = per_address
+            .admit(peer.ip())
+            .ok_or("per_address")
+            .and_then(|slot| {
+                let permit = connections.clone().try_acquire_owned();
+                permit.map(|p| (p, slot)).map_err(|_| "total")
+            });
+        let permit = match admitted {
+            Ok(permit) => permit,
+            Err(cap) => {
+                metrics::counter!("weft_http_connections_refused_total", "cap" => cap).increment(1);
+                if let Ok(slot) = refusing.clone().try_acquire_owned() {
+                    tokio::spawn(async move {
+                        refuse(tcp).await;
+                        drop(slot);
+                    });
+                }
+                continue;
             }
-            continue;
         };
         let app = app.clone();
+        let activity = idle::Activity::new();
+        let serving = activity.clone();
         let service = hyper::service::service_fn(move |req: hyper::Request<Incoming>| {
             let mut req = req.map(|body| Body::new(DeadlineBody::new(body_deadline, body)));
             req.extensions_mut().insert(ConnectInfo(peer));
-            app.clone().call(req)
+            let counted = serving.serving();
+            let response = app.clone().call(req);
+            async move {
+                let response = response.await?;
+                Ok::<_, std::convert::Infallible>(response.map(|body| idle::Counted {
+                    body,
+                    _serving: counted,
+                }))
+            }
         });
         let conn = builder
             .serve_connection_with_upgrades(TokioIo::new(tcp), service)
             .into_owned();
         let conn = graceful.watch(conn);
         tokio::spawn(async move {
-            if let Err(e) = conn.await {
-                tracing::debug!(error = %e, peer = %peer, "connection ended with an error");
+            tokio::select! {
+                ended = conn => if let Err(e) = ended {
+                    tracing::debug!(error = %e, peer = %peer, "connection ended with an error");
+                },
+                // Dropping the connection closes the socket; no request is cut.
+                () = activity.idle_for(header_timeout) => {
+                    metrics::counter!("weft_http_connections_idle_closed_total").increment(1);
+                    tracing::debug!(peer = %peer, "closed a connection that served nothing in time");
+                }
             }
             drop(permit);
         });
