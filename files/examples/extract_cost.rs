@@ -20,7 +20,10 @@ fn pdf_of_about(bytes: usize) -> Vec<u8> {
 fn percentiles(mut v: Vec<Duration>) -> (f64, f64) {
     v.sort();
     let ms = |d: Duration| d.as_secs_f64() * 1000.0;
-    (ms(v[v.len() / 2]), ms(v[(v.len() * 99 / 100).min(v.len() - 1)]))
+    (
+        ms(v[v.len() / 2]),
+        ms(v[(v.len() * 99 / 100).min(v.len() - 1)]),
+    )
 }
 
 #[tokio::main]
@@ -42,6 +45,9 @@ async fn main() {
             assert!(text.len() > 100_000);
         }
         let (p50, p99) = percentiles(times);
-        println!("{label:>14}: {} bytes, n={n}: p50 {p50:.1} ms, p99 {p99:.1} ms", pdf.len());
+        println!(
+            "{label:>14}: {} bytes, n={n}: p50 {p50:.1} ms, p99 {p99:.1} ms",
+            pdf.len()
+        );
     }
 }

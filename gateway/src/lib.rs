@@ -140,7 +140,6 @@ impl AppState {
         self.metrics_at = at;
         self
     }
-
 }
 
 /// Where a gateway serves `/metrics`.
