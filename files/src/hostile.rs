@@ -121,7 +121,7 @@ fn binary_pdf(objects: &[Vec<u8>]) -> Vec<u8> {
     let mut offsets = Vec::new();
     for (i, object) in objects.iter().enumerate() {
         offsets.push(out.len());
-        write!(out, "{} 0 obj\n", i + 1).unwrap();
+        writeln!(out, "{} 0 obj", i + 1).unwrap();
         out.extend_from_slice(object);
         out.extend_from_slice(b"\nendobj\n");
     }

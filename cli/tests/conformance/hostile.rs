@@ -166,7 +166,7 @@ async fn hostile_uploads_never_take_weft_down(b: Backend) {
     assert!(slowest < 2000, "/health took {slowest} ms");
     // The same process, still answering.
     let s = app.session(&alice).await;
-    assert!(app.send(&alice, &s, "still there?").await.len() > 0);
+    assert!(!app.send(&alice, &s, "still there?").await.is_empty());
     assert!(
         !app.logs().contains("overflowed its stack"),
         "the server itself overflowed"
