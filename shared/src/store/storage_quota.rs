@@ -108,7 +108,7 @@ pub(super) async fn check_storage(
         .await?;
     }
     let files: Vec<(&str, u64)> = files.iter().map(|f| (f.sha256.as_str(), f.bytes)).collect();
-    let usage = storage_use(&mut **tx, user, &files).await?;
+    let usage = storage_use(tx, user, &files).await?;
     Ok((!usage.fits(limit)).then_some(usage))
 }
 
