@@ -275,6 +275,7 @@ pub async fn limits(State(state): State<AppState>, _admin: Admin) -> Json<Limits
         streams_per_user: l.streams_per_user,
         streams_per_run: l.streams_per_run,
         queued_messages_per_session: l.queued_messages_per_session,
+        storage_bytes_per_user: l.storage_bytes_per_user,
         tool_call_timeout_secs: state.config.tools.call_timeout_secs,
         tool_output_cap_bytes: state.config.tools.output_cap_bytes,
         approval_ttl_secs: state.config.tools.approval_ttl_secs,

@@ -17,7 +17,7 @@ use axum::http::{HeaderMap, HeaderValue, Method, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
 use axum::{Json, Router};
-use weft_shared::api::{LoginRequest, LoginResponse, UserDto};
+use weft_shared::api::{LoginRequest, LoginResponse, StorageDto, UserDto};
 use weft_shared::auth::{MAX_USERNAME_CHARS, new_token, token_hash};
 use weft_shared::login_limit::{Admission, LimitedBy, LimiterError};
 use weft_shared::store::{AuthUser, TokenKind};
@@ -286,10 +286,18 @@ pub async fn logout(
     Ok(resp)
 }
 
-/// The current user.
+/// The current user, with their attachment storage against the quota.
 #[utoipa::path(get, path = "/v1/me", responses((status = 200, body = UserDto), (status = 401, body = weft_shared::api::ErrorEnvelope)))]
-pub async fn me(Caller(user): Caller) -> Json<UserDto> {
-    Json(user.to_dto())
+pub async fn me(State(state): State<AppState>, Caller(user): Caller) -> ApiResult<Json<UserDto>> {
+    let usage = state.store.storage_use(&user.id, &[]).await?;
+    let limit = state.config.limits.storage_bytes_per_user;
+    Ok(Json(UserDto {
+        storage: Some(StorageDto {
+            used_bytes: usage.used_bytes,
+            limit_bytes: (limit > 0).then_some(limit),
+        }),
+        ..user.to_dto()
+    }))
 }
 
 /// Passwords: 8..=1024 characters.

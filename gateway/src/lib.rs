@@ -25,6 +25,7 @@ mod passwords;
 mod runs;
 mod sessions;
 mod sse;
+mod storage_quota;
 mod stream_limit;
 mod transport;
 mod turns;

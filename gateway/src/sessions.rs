@@ -22,6 +22,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiQuery, page_limit};
 use crate::runs::{announce_cancel, end_deleted_runs, enqueue, wait_for_result};
 use crate::sse::{AfterQuery, Opener, attach_to_run, resume_point, run_events};
+use crate::storage_quota;
 use crate::uploads::{self, SendBody, Upload};
 
 /// `upload_limit`: the body limit of a send, which may carry attachments
@@ -396,6 +397,7 @@ pub async fn submit(
     if !uploads.is_empty() {
         state.store.get_session(user, session).await?;
     }
+    storage_quota::precheck(state, user, &uploads).await?;
     let accepted = uploads::accept(state, uploads).await?;
     let outcome = state
         .store
@@ -411,6 +413,7 @@ pub async fn submit(
             lark_message_id: origin.lark_message_id,
             limits: limits.run_limits(),
             queued_messages_per_session: limits.queued_messages_per_session,
+            storage_bytes_per_user: limits.storage_bytes_per_user,
             traceparent: weft_shared::telemetry::current_traceparent(),
         })
         .await;
@@ -477,6 +480,9 @@ pub async fn submit(
             ),
             retry_after_secs: 5,
         }),
+        SendOutcome::OverStorage(usage) => {
+            Err(storage_quota::refusal(usage, limits.storage_bytes_per_user))
+        }
     }
 }
 

@@ -1,5 +1,5 @@
-// End-to-end: a user's own account on /settings — changing the password and the
-// list of sign-ins — against a real `weft up`, with two browsers signed in as the
+// End-to-end: a user's own account on /settings — changing the password, the
+// list of sign-ins and the files stored against the quota — against a real `weft up`, with two browsers signed in as the
 // same user (two Chromium profiles, so two separate sign-ins).
 
 import assert from 'node:assert/strict'
@@ -106,6 +106,32 @@ describe('your account: password and sign-ins', () => {
     await page.reload()
     await waitForSignIns(1)
     await assertSignedOut(other)
+  })
+
+  test('shows the files you store against your quota', T, async () => {
+    // A 1×1 PNG sent over the API as this user.
+    const png = 'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg=='
+    const call = async (method, path, body, token) => {
+      const res = await fetch(`${weft.baseUrl}${path}`, {
+        method,
+        headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+        body: body && JSON.stringify(body),
+      })
+      const text = await res.text()
+      assert.ok(res.ok, `${method} ${path}: ${res.status} ${text}`)
+      return text ? JSON.parse(text) : null
+    }
+    const { token } = await call('POST', '/v1/auth/login', { username: USER, password: OLD_PASSWORD })
+    const session = await call('POST', '/v1/sessions', {}, token)
+    await call('POST', `/v1/sessions/${session.id}/messages`, { text: 'keep this', attachments: [{ name: 'dot.png', data: png }] }, token)
+    await page.goto(`${weft.baseUrl}/settings`)
+    const used = page.getByTestId('storage-used')
+    await used.waitFor()
+    assert.match(await used.textContent(), /^\d+ B of 1 GiB used \(1%\)$/)
+    await used.scrollIntoViewIfNeeded()
+    await shot(page, 'account-02-storage')
+    // This test's sign-in must not count in the ones below.
+    await call('POST', '/v1/auth/logout', undefined, token)
   })
 
   test('refuses a new password that is too short or not repeated, and shows the server error', T, async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { checkNewPassword, signIns } from './account'
+import { checkNewPassword, signIns, storageShare } from './account'
 import type { ApiToken } from './types'
 
 const token = (id: string, over: Partial<ApiToken> = {}): ApiToken => ({
@@ -66,5 +66,18 @@ describe('signIns', () => {
     const mixed = [token('p'), token('q', { current: true })]
     signIns(mixed)
     expect(mixed.map((t) => t.id)).toEqual(['p', 'q'])
+  })
+})
+
+describe('storageShare', () => {
+  it('is a whole percentage of the quota, never 0 % while something is stored', () => {
+    expect(storageShare({ used_bytes: 0, limit_bytes: 1000 })).toEqual({ used: 0, limit: 1000, percent: 0, full: false })
+    expect(storageShare({ used_bytes: 1, limit_bytes: 1000 })).toMatchObject({ percent: 1, full: false })
+    expect(storageShare({ used_bytes: 505, limit_bytes: 1000 })).toMatchObject({ percent: 50, full: false })
+    expect(storageShare({ used_bytes: 1000, limit_bytes: 1000 })).toMatchObject({ percent: 100, full: true })
+  })
+
+  it('has no percentage without a quota', () => {
+    expect(storageShare({ used_bytes: 5, limit_bytes: null })).toEqual({ used: 5, limit: null, percent: null, full: false })
   })
 })

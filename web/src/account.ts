@@ -1,8 +1,8 @@
 // The rules behind the account part of /settings, kept pure so they are tested
-// without a browser: what a new password must be before it is sent, and which of
-// your tokens are sign-ins, in what order.
+// without a browser: what a new password must be before it is sent, which of
+// your tokens are sign-ins, in what order, and how full your file storage is.
 
-import type { ApiToken } from './types'
+import type { ApiToken, Storage } from './types'
 
 /** The server's bounds for a password (gateway `validate_password`: 8 to 1024 characters). */
 export const PASSWORD_MIN_CHARS = 8
@@ -40,4 +40,23 @@ export function signIns(tokens: readonly ApiToken[]): ApiToken[] {
     .map((t, i) => ({ t, i }))
     .sort((a, b) => Number(b.t.current) - Number(a.t.current) || lastActive(b.t) - lastActive(a.t) || a.i - b.i)
     .map(({ t }) => t)
+}
+
+/** Your file storage as the page shows it: a whole percentage of the quota (none without one). */
+export interface StorageShare {
+  used: number
+  limit: number | null
+  /** 0 to 100; `null` without a quota. */
+  percent: number | null
+  /** At or over the quota: a message with a new file would be refused. */
+  full: boolean
+}
+
+/** `storage` of `GET /v1/me`. A quota is never shown as 0 % used while anything is stored. */
+export function storageShare(storage: Storage): StorageShare {
+  const { used_bytes: used, limit_bytes: limit } = storage
+  if (limit === null || limit === undefined || limit <= 0) return { used, limit: null, percent: null, full: false }
+  const raw = (used / limit) * 100
+  const percent = Math.min(100, used > 0 ? Math.max(1, Math.floor(raw)) : 0)
+  return { used, limit, percent, full: used >= limit }
 }

@@ -13,7 +13,8 @@ export function fmtMs(ms: number | null | undefined): string {
 export function fmtBytes(n: number): string {
   if (n < 1024) return `${n} B`
   if (n < 1024 * 1024) return `${+(n / 1024).toFixed(1)} KiB`
-  return `${+(n / 1024 / 1024).toFixed(1)} MiB`
+  if (n < 1024 * 1024 * 1024) return `${+(n / 1024 / 1024).toFixed(1)} MiB`
+  return `${+(n / 1024 / 1024 / 1024).toFixed(1)} GiB`
 }
 
 export function fmtNum(n: number | undefined): string {

@@ -334,7 +334,7 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** The current user. */
+        /** The current user, with their attachment storage against the quota. */
         get: operations["me"];
         put?: never;
         post?: never;
@@ -1105,6 +1105,11 @@ export interface components {
             queued_messages_per_session: number;
             /** Format: int64 */
             runs_per_minute_per_user: number;
+            /**
+             * Format: int64
+             * @description Bytes of distinct attachments one user may store (0: no quota).
+             */
+            storage_bytes_per_user: number;
             /** Format: int64 */
             streams_per_run: number;
             /**
@@ -1346,6 +1351,19 @@ export interface components {
         SkillList: {
             skills: components["schemas"]["SkillDto"][];
         };
+        /**
+         * @description Attachment storage against the quota (`limits.storage_bytes_per_user`): the
+         *     distinct files the user's messages carry, each counted once.
+         */
+        StorageDto: {
+            /**
+             * Format: int64
+             * @description `null`: no quota.
+             */
+            limit_bytes?: number | null;
+            /** Format: int64 */
+            used_bytes: number;
+        };
         /** @description The stored summary of a session's older messages. */
         SummaryDto: {
             created_at: string;
@@ -1427,6 +1445,7 @@ export interface components {
             id: string;
             /** @description `admin` or `user`. */
             role: string;
+            storage?: null | components["schemas"]["StorageDto"];
             username: string;
         };
         UserList: {

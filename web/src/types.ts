@@ -12,6 +12,7 @@ import type { components } from './openapi.gen'
 type Schemas = components['schemas']
 
 export type User = Schemas['UserDto']
+export type Storage = Schemas['StorageDto']
 export type Session = Schemas['SessionDto']
 export type SessionList = Schemas['SessionList']
 export type ToolCallRef = Schemas['ToolCallDto']

@@ -63,6 +63,18 @@ pub struct UserDto {
     /// `admin` or `user`.
     pub role: String,
     pub created_at: String,
+    /// The user's attachment storage; only in `GET /v1/me`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub storage: Option<StorageDto>,
+}
+
+/// Attachment storage against the quota (`limits.storage_bytes_per_user`): the
+/// distinct files the user's messages carry, each counted once.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct StorageDto {
+    pub used_bytes: u64,
+    /// `null`: no quota.
+    pub limit_bytes: Option<u64>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]
@@ -380,6 +392,8 @@ pub struct LimitsDto {
     pub streams_per_run: u64,
     /// Messages that may wait behind a session's running reply.
     pub queued_messages_per_session: u64,
+    /// Bytes of distinct attachments one user may store (0: no quota).
+    pub storage_bytes_per_user: u64,
     /// Per tool call, seconds.
     pub tool_call_timeout_secs: u64,
     /// Tool output the model sees before it pages with `read_output`.

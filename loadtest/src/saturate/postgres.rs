@@ -324,6 +324,7 @@ async fn one_run(
             lark_message_id: None,
             limits: RunLimits::unlimited(),
             queued_messages_per_session: 10,
+            storage_bytes_per_user: 0,
             traceparent: None,
         })
         .await?;

@@ -29,8 +29,8 @@ pub struct AttachmentsConfig {
     /// The share of `gateway_upload_memory_bytes` one user's uploads may hold at
     /// once (default: a quarter of it), so one user's slow uploads cannot take
     /// it all: past their share a user's send waits like any other, and gets
-    /// 503 with `Retry-After` after 10 s, while other users still find room. A single
-    /// send larger than the share still goes through, alone.
+    /// 503 and `Retry-After` after 10 s, while other users still find room. A
+    /// single send larger than the share still goes through, alone.
     pub upload_memory_per_user_bytes: Option<u64>,
     /// Where attachment bytes are kept: a directory (default `<data_dir>/files`),
     /// `file:///path`, or `s3://bucket/prefix` (an S3-compatible store, configured by

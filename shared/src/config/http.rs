@@ -31,6 +31,10 @@ pub struct Limits {
     /// How long an `Idempotency-Key` is remembered; older keys are purged (and a
     /// retry after that creates a new message).
     pub idempotency_key_retention_secs: u64,
+    /// Bytes of attachments one user may store: the distinct files their
+    /// messages carry (a file attached twice counts once; deleting a session
+    /// frees its files). A message that would pass it is 413 and stores nothing.
+    pub storage_bytes_per_user: u64,
 }
 
 impl Limits {
@@ -55,6 +59,7 @@ impl Default for Limits {
             streams_per_run: 8,
             queued_messages_per_session: 20,
             idempotency_key_retention_secs: 24 * 3600,
+            storage_bytes_per_user: 1 << 30,
         }
     }
 }

@@ -20,6 +20,7 @@ mod send;
 mod session_writes;
 mod sessions;
 mod skills;
+mod storage_quota;
 mod summaries;
 mod tool_outputs;
 mod turns;
@@ -46,6 +47,7 @@ pub use runs::{
 };
 pub use send::{NewRun, SendOutcome, SendRequest};
 pub use sessions::{SessionCursor, SessionRecord};
+pub use storage_quota::StorageUse;
 pub use summaries::Summary;
 pub use turns::{Alternative, TurnOutcome};
 pub use user_limits::RunLimits;

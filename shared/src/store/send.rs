@@ -5,12 +5,15 @@
 //! `begin immediate` serialises all writers); the user's row, locked last, for the
 //! user's run limits (`user_limits`), which every run a send creates is checked
 //! against — an interrupt's too. A message that would wait behind an active run is
-//! refused when `queued_messages_per_session` already wait.
+//! refused when `queued_messages_per_session` already wait. A message with files
+//! is checked against its user's storage quota under the same lock
+//! (`storage_quota`).
 
 use super::attachments::{NewAttachment, insert_attachments};
 use super::messages::order_key;
 use super::runs::{ACTIVE, ActiveRun, RunStatus};
 use super::session_writes::{attach_queued, end_as_cancelled, insert_run, touch_session};
+use super::storage_quota::{StorageUse, check_storage};
 use super::user_limits::{LimitCheck, RunLimits, check_run_limits};
 use super::{Dialect, Result, Store, StoreError, get_enum, get_i64, get_opt_str, get_str};
 use crate::api::Multitask;
@@ -35,6 +38,8 @@ pub struct SendRequest {
     pub limits: RunLimits,
     /// Messages that may wait behind a session's active run; 0 disables.
     pub queued_messages_per_session: u64,
+    /// Bytes of distinct attachments the user may store; 0 disables.
+    pub storage_bytes_per_user: u64,
     /// The W3C trace context of the request, stored on the run it creates so
     /// every attempt of the run continues that trace.
     pub traceparent: Option<String>,
@@ -72,6 +77,8 @@ pub enum SendOutcome {
     QueueFull {
         active_run_id: RunId,
     },
+    /// The message's files would take the user past `storage_bytes_per_user`.
+    OverStorage(StorageUse),
 }
 
 impl Store {
@@ -100,6 +107,9 @@ impl Store {
                             active_run_id: active_id,
                         });
                     }
+                    if let Some(usage) = self.check_storage(&mut tx, req).await? {
+                        return Ok(SendOutcome::OverStorage(usage));
+                    }
                     let message_id = insert_user_message(&mut tx, req, None, now).await?;
                     remember_key(&mut tx, req, &message_id, None, now).await?;
                     touch_session(&mut tx, &req.session, now).await?;
@@ -126,6 +136,9 @@ impl Store {
             LimitCheck::RateLimited { retry_after_secs } => {
                 return Ok(SendOutcome::RateLimited { retry_after_secs });
             }
+        }
+        if let Some(usage) = self.check_storage(&mut tx, req).await? {
+            return Ok(SendOutcome::OverStorage(usage));
         }
         let session = look.session;
         let model = req.model.clone().unwrap_or(get_str(&session, "model")?);
@@ -163,6 +176,22 @@ impl Store {
             run: NewRun { run_id, message_id },
             interrupted,
         })
+    }
+
+    /// The user's storage quota for the message's files (the user's row locked).
+    async fn check_storage(
+        &self,
+        tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+        req: &SendRequest,
+    ) -> Result<Option<StorageUse>> {
+        check_storage(
+            tx,
+            self.lock_suffix(),
+            &req.user,
+            &req.attachments,
+            req.storage_bytes_per_user,
+        )
+        .await
     }
 
     /// Everything the send decides on, in one round trip (the send holds SQLite's

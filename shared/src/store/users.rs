@@ -83,6 +83,7 @@ impl AuthUser {
             username: self.username.clone(),
             role: self.role.as_str().into(),
             created_at: rfc3339(self.created_at),
+            storage: None,
         }
     }
 

@@ -180,6 +180,7 @@ pub fn req(user: &UserId, session: &SessionId, text: &str) -> SendRequest {
         lark_message_id: None,
         limits: RunLimits::unlimited(),
         queued_messages_per_session: 0,
+        storage_bytes_per_user: 0,
         traceparent: None,
     }
 }

@@ -1,15 +1,17 @@
 // The signed-in user's own account on /settings: changing the password
-// (`POST /v1/me/password`) and the list of sign-ins (`GET /v1/tokens`, revoked with
-// `DELETE /v1/tokens/{id}`). The rules (password bounds, which tokens are sign-ins
-// and their order) live in `account.ts`; this file only renders them.
+// (`POST /v1/me/password`), the list of sign-ins (`GET /v1/tokens`, revoked with
+// `DELETE /v1/tokens/{id}`) and the files you store against your quota (`storage`
+// of `GET /v1/me`). The rules (password bounds, which tokens are sign-ins and
+// their order, how full the storage is) live in `account.ts`; this file only
+// renders them.
 
 import { useEffect, useState, type FormEvent } from 'react'
 import { useNavigate } from 'react-router'
 import { ApiError, api } from '../api'
-import { checkNewPassword, PASSWORD_MAX_CHARS, PASSWORD_MIN_CHARS, signIns, type NewPasswordCheck } from '../account'
+import { checkNewPassword, PASSWORD_MAX_CHARS, PASSWORD_MIN_CHARS, signIns, storageShare, type NewPasswordCheck, type StorageShare } from '../account'
 import { useAuth } from '../auth'
 import { ErrorLine, Section } from '../components/Section'
-import { fmtDate } from '../format'
+import { fmtBytes, fmtDate } from '../format'
 import { useI18n, type Translate } from '../i18n'
 import type { ApiToken } from '../types'
 
@@ -204,6 +206,46 @@ export function SignInsSection({ version }: { version: number }) {
         </div>
       )}
       {tokens && tokens.length === 0 && <p className="muted">{t('settings.noSignIns')}</p>}
+    </Section>
+  )
+}
+
+/** How much of your file storage your attachments take (read fresh: it changes with every file you send). */
+export function StorageSection() {
+  const { t } = useI18n()
+  const [share, setShare] = useState<StorageShare | null>(null)
+  const [error, setError] = useState<string | null>(null)
+
+  useEffect(() => {
+    let live = true
+    api
+      .me()
+      .then((me) => live && me.storage && setShare(storageShare(me.storage)))
+      .catch((e) => live && setError(errText(e)))
+    return () => {
+      live = false
+    }
+  }, [])
+
+  return (
+    <Section title={t('settings.storage')} testid="storage">
+      <p className="muted">{t('settings.storageHint')}</p>
+      <ErrorLine error={error} />
+      {share && (
+        <>
+          <p data-testid="storage-used">
+            {share.limit === null || share.percent === null
+              ? t('settings.storageUnlimited', { used: fmtBytes(share.used) })
+              : t('settings.storageUsed', { used: fmtBytes(share.used), limit: fmtBytes(share.limit), percent: share.percent })}
+          </p>
+          {share.percent !== null && <progress max={100} value={share.percent} aria-label={t('settings.storage')} />}
+          {share.full && (
+            <p className="notice error" role="status" data-testid="storage-full">
+              {t('settings.storageFull')}
+            </p>
+          )}
+        </>
+      )}
     </Section>
   )
 }

@@ -1,5 +1,5 @@
 // /settings: language, your own instructions and the agents (`Agents.tsx`: admins
-// create, edit and delete them), your password and sign-ins (`Account.tsx`),
+// create, edit and delete them), your password, sign-ins and file storage (`Account.tsx`),
 // personal API tokens, the models; for admins also users, a read-only view of the
 // limits and the MCP servers (`Mcp.tsx`).
 
@@ -10,7 +10,7 @@ import { LangSwitch } from '../components/LangSwitch'
 import { ErrorLine, Section } from '../components/Section'
 import { fmtBytes, fmtDate } from '../format'
 import { useI18n, type MessageKey } from '../i18n'
-import { PasswordSection, SignInsSection } from './Account'
+import { PasswordSection, SignInsSection, StorageSection } from './Account'
 import { AgentsSection, InstructionsSection } from './Agents'
 import { McpSection } from './Mcp'
 import type { ApiToken, CreatedToken, Limits, Model, Role, User } from '../types'
@@ -34,6 +34,7 @@ export function SettingsPage() {
       <AgentsSection admin={admin} />
       <PasswordSection onChanged={reloadSignIns} />
       <SignInsSection version={signInsVersion} />
+      <StorageSection />
       <Tokens />
       <Catalogue />
       {admin && <Users me={user!} />}
@@ -320,6 +321,7 @@ const LIMIT_ROWS: { key: keyof Limits; bytes?: boolean; perUser?: boolean }[] = 
   { key: 'document_bytes', bytes: true },
   { key: 'active_runs_per_user', perUser: true },
   { key: 'runs_per_minute_per_user', perUser: true },
+  { key: 'storage_bytes_per_user', bytes: true, perUser: true },
 ]
 
 function LimitsView() {

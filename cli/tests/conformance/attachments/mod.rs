@@ -15,6 +15,7 @@ use crate::both_backends;
 use crate::harness::*;
 
 mod limits;
+mod quota;
 mod s3;
 
 both_backends!(
