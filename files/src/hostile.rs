@@ -91,7 +91,8 @@ pub fn flate_bomb_pdf() -> Vec<u8> {
     stream.extend_from_slice(&outer);
     stream.extend_from_slice(b"\nendstream");
     objects.push(stream);
-    binary_pdf(&objects)
+    let objects: Vec<&[u8]> = objects.iter().map(Vec::as_slice).collect();
+    crate::samples::pdf_of_bytes(&objects)
 }
 
 /// A zlib stream of `chunks` × `chunk` zero bytes, built without compressing
@@ -112,30 +113,6 @@ fn zlib_of_zeros(chunks: usize, chunk: usize) -> Vec<u8> {
     let total = (chunks as u64) * (chunk as u64);
     let (a, b) = (1u64, total % 65_521);
     out.extend_from_slice(&(((b << 16) | a) as u32).to_be_bytes());
-    out
-}
-
-/// `pdf_of` for objects that are not all text.
-fn binary_pdf(objects: &[Vec<u8>]) -> Vec<u8> {
-    let mut out = b"%PDF-1.4\n%\xE2\xE3\xCF\xD3\n".to_vec();
-    let mut offsets = Vec::new();
-    for (i, object) in objects.iter().enumerate() {
-        offsets.push(out.len());
-        writeln!(out, "{} 0 obj", i + 1).unwrap();
-        out.extend_from_slice(object);
-        out.extend_from_slice(b"\nendobj\n");
-    }
-    let xref = out.len();
-    write!(out, "xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).unwrap();
-    for offset in offsets {
-        writeln!(out, "{offset:010} 00000 n ").unwrap();
-    }
-    write!(
-        out,
-        "trailer\n<< /Size {} /Root 1 0 R >>\nstartxref\n{xref}\n%%EOF\n",
-        objects.len() + 1
-    )
-    .unwrap();
     out
 }
 

@@ -67,11 +67,19 @@ pub fn pdf_objects(content: &str) -> Vec<String> {
 /// A PDF of `objects` (numbered from 1, the first the catalog) with a correct
 /// xref table.
 pub fn pdf_of(objects: &[String]) -> Vec<u8> {
+    let objects: Vec<&[u8]> = objects.iter().map(|o| o.as_bytes()).collect();
+    pdf_of_bytes(&objects)
+}
+
+/// [`pdf_of`] for objects that need not be text (a compressed stream).
+pub fn pdf_of_bytes(objects: &[&[u8]]) -> Vec<u8> {
     let mut out = b"%PDF-1.4\n%\xE2\xE3\xCF\xD3\n".to_vec();
     let mut offsets = Vec::new();
     for (i, object) in objects.iter().enumerate() {
         offsets.push(out.len());
-        write!(out, "{} 0 obj\n{object}\nendobj\n", i + 1).unwrap();
+        writeln!(out, "{} 0 obj", i + 1).unwrap();
+        out.extend_from_slice(object);
+        out.extend_from_slice(b"\nendobj\n");
     }
     let xref = out.len();
     write!(out, "xref\n0 {}\n0000000000 65535 f \n", objects.len() + 1).unwrap();
