@@ -59,9 +59,29 @@ fn python_grants() -> Vec<String> {
         .collect()
 }
 
+/// Waits (30 s at most) until the first worker reports its first MCP server
+/// ready, and answers that server's entry of `GET /v1/mcp`.
+pub(crate) async fn first_server_ready(app: &App) -> Value {
+    let deadline = std::time::Instant::now() + Duration::from_secs(30);
+    loop {
+        let (st, v) = app.get("/v1/mcp", ADMIN_TOKEN).await;
+        assert_eq!(st, 200, "{v}");
+        let server = &v["workers"][0]["servers"][0];
+        if server["state"] == "ready" {
+            return server.clone();
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} never ready: {v}",
+            server["name"]
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
 /// A config file naming the demo server, which may write to the config's own
 /// directory; returned with that dir.
-fn mcp_config(extra: &str) -> (tempfile::TempDir, String) {
+pub(crate) fn mcp_config(extra: &str) -> (tempfile::TempDir, String) {
     let dir = tempfile::tempdir().unwrap();
     let mut paths = python_grants();
     paths.push(format!(
@@ -88,25 +108,15 @@ async fn an_mcp_tool_runs_after_its_approval(b: Backend) {
     let alice = app.user("alice").await;
 
     // The admin sees the server come up with its tools; users may not look.
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let (st, v) = app.get("/v1/mcp", ADMIN_TOKEN).await;
-        assert_eq!(st, 200, "{v}");
-        assert_eq!(v["configured"], json!(["demo"]));
-        let server = &v["workers"][0]["servers"][0];
-        if server["state"] == "ready" {
-            assert_eq!(server["name"], "demo");
-            assert_eq!(server["policy"], "confirm");
-            let tools = server["tools"].as_array().unwrap();
-            assert!(tools.contains(&json!("demo__add")), "{server}");
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "demo never ready: {v}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    let server = first_server_ready(&app).await;
+    assert_eq!(server["name"], "demo");
+    assert_eq!(server["policy"], "confirm");
+    let tools = server["tools"].as_array().unwrap();
+    assert!(tools.contains(&json!("demo__add")), "{server}");
+    assert_eq!(
+        app.get("/v1/mcp", ADMIN_TOKEN).await.1["configured"],
+        json!(["demo"])
+    );
     assert_eq!(app.get("/v1/mcp", &alice).await.0, 403);
 
     let s = app.session(&alice).await;

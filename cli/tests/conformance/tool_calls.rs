@@ -6,7 +6,6 @@
 //! ride on another call's approval.
 
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -81,36 +80,10 @@ async fn a_global_deny_beats_an_agents_auto(b: Backend) {
 async fn an_mcp_servers_policy_joins_the_strictest_rule(b: Backend) {
     // The server keeps its default `confirm`; a global `auto` for the whole
     // server does not loosen it (before issue 20 it did).
-    let dir = tempfile::tempdir().unwrap();
-    let script = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../tools/tests/mcp_servers/demo.py"
-    );
-    let path = dir.path().join("weft.toml");
-    std::fs::write(
-        &path,
-        format!(
-            "[tools.policies]\n\"mcp:demo\" = \"auto\"\n\n[[mcp_servers]]\nname = \"demo\"\ncommand = {:?}\nargs = [{:?}]\n",
-            python(),
-            script
-        ),
-    )
-    .unwrap();
-    let config = path.display().to_string();
+    let (_dir, config) = crate::mcp::mcp_config("\n[tools.policies]\n\"mcp:demo\" = \"auto\"\n");
     let app = App::start_with(b, &[("WEFT_CONFIG", config.as_str())]).await;
     let alice = app.user("alice").await;
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let (_, v) = app.get("/v1/mcp", ADMIN_TOKEN).await;
-        if v["workers"][0]["servers"][0]["state"] == "ready" {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "demo never ready: {v}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    crate::mcp::first_server_ready(&app).await;
     let s = app.session(&alice).await;
     let mut sse = app
         .send_stream(&alice, &s, r#"@mock.tool demo__add {"a": 2, "b": 3}"#)
