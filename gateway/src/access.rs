@@ -11,7 +11,7 @@
 
 use weft_shared::api::ModelDto;
 use weft_shared::config::Requester;
-use weft_shared::ids::SessionId;
+use weft_shared::ids::{SessionId, UserId};
 use weft_shared::store::{AuthUser, Role};
 
 use crate::AppState;
@@ -119,6 +119,7 @@ impl AppState {
     pub async fn check_session_choice(
         &self,
         user: &AuthUser,
+        owner: &UserId,
         session: &SessionId,
         model: Option<&str>,
         mode: Option<&str>,
@@ -126,7 +127,7 @@ impl AppState {
         if !self.any_restricted() || (model.is_some() && mode.is_some()) {
             return Ok(());
         }
-        let s = self.store.get_session(&user.id, session).await?;
+        let s = self.store.get_session(owner, session).await?;
         let who = requester(user);
         if model.is_none()
             && let Some(m) = self.models.iter().find(|m| m.id == s.model)

@@ -12,7 +12,7 @@ use weft_shared::api::{
     CreateSessionRequest, MessageList, SendAccepted, SendMessageRequest, SessionDto, SessionList,
     UpdateSessionRequest,
 };
-use weft_shared::ids::{MessageId, RunId, SessionId};
+use weft_shared::ids::{MessageId, RunId, SessionId, UserId};
 use weft_shared::store::{AuthUser, SendOutcome, SendRequest, SessionCursor};
 
 use crate::AppState;
@@ -307,10 +307,20 @@ pub enum Submitted {
 #[derive(Debug, Clone, Default)]
 pub struct Origin {
     pub idempotency_key: Option<String>,
+    /// A shared conversation (a Lark group) whose session another member owns:
+    /// who owns it, and the speaker's name there. None: the sender's own session.
+    pub shared: Option<Shared>,
     /// The Lark message it came from.
     pub lark_message_id: Option<String>,
     /// Files received outside the JSON body (multipart parts, Lark resources).
     pub files: Vec<Upload>,
+}
+
+/// A message into a session someone else owns (see [`Origin::shared`]).
+#[derive(Debug, Clone)]
+pub struct Shared {
+    pub owner: UserId,
+    pub speaker_name: String,
 }
 
 /// Validate and send; shared by the messages endpoint and `/v1/chat`.
@@ -326,6 +336,7 @@ pub async fn send_message(
     let (stream, wait) = (req.stream, req.wait);
     let origin = Origin {
         idempotency_key: key,
+        shared: None,
         lark_message_id: None,
         files,
     };
@@ -376,6 +387,7 @@ pub async fn submit(
     mut origin: Origin,
 ) -> ApiResult<Submitted> {
     let user = &owner.id;
+    let session_owner = origin.shared.as_ref().map_or(user, |s| &s.owner);
     let limits = &state.config.limits;
     let mut uploads = std::mem::take(&mut origin.files);
     uploads.extend(uploads::from_json(std::mem::take(&mut req.attachments))?);
@@ -391,11 +403,17 @@ pub async fn submit(
     let model = state.model_override(owner, req.model.as_deref())?;
     let mode = state.mode_override(owner, req.agent.as_deref().or(req.mode.as_deref()))?;
     state
-        .check_session_choice(owner, session, model.as_deref(), mode.as_deref())
+        .check_session_choice(
+            owner,
+            session_owner,
+            session,
+            model.as_deref(),
+            mode.as_deref(),
+        )
         .await?;
     // The session must exist before any file is stored for it.
     if !uploads.is_empty() {
-        state.store.get_session(user, session).await?;
+        state.store.get_session(session_owner, session).await?;
     }
     storage_quota::precheck(state, user, &uploads).await?;
     let accepted = uploads::accept(state, uploads).await?;
@@ -403,6 +421,8 @@ pub async fn submit(
         .store
         .send_message(&SendRequest {
             user: user.clone(),
+            session_owner: session_owner.clone(),
+            author_name: origin.shared.as_ref().map(|s| s.speaker_name.clone()),
             session: session.clone(),
             text: req.text,
             attachments: accepted.files.clone(),
@@ -443,7 +463,7 @@ pub async fn submit(
             message_id,
             run_id: None,
         } => {
-            let s = state.store.get_session(user, session).await?;
+            let s = state.store.get_session(session_owner, session).await?;
             Ok(Submitted::Queued {
                 message_id,
                 active_run_id: s.active_run_id,

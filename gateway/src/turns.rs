@@ -46,6 +46,8 @@ async fn answer(
         TurnOutcome::RunActive { run } => Err(ApiError::RunActive(format!(
             "a run is active in this session ({run}); wait for it or cancel it first"
         ))),
+        // Only the Lark bot asks for the asker's own turn.
+        TurnOutcome::NotYours { .. } => Err(ApiError::Forbidden),
         TurnOutcome::Nothing => Err(ApiError::ConflictWith {
             code: nothing,
             message: nothing.replace('_', " "),
@@ -79,7 +81,7 @@ pub async fn undo(
 ) -> ApiResult<(StatusCode, Json<TurnResult>)> {
     let outcome = state
         .store
-        .undo_turn(&user.id, &parse_session_id(&id)?)
+        .undo_turn(&user.id, &parse_session_id(&id)?, None)
         .await?;
     answer(&state, outcome, "nothing_to_undo").await
 }
@@ -113,11 +115,17 @@ pub async fn regenerate(
 ) -> ApiResult<(StatusCode, Json<TurnResult>)> {
     let session = parse_session_id(&id)?;
     state
-        .check_session_choice(&user, &session, None, None)
+        .check_session_choice(&user, &user.id, &session, None, None)
         .await?;
     let outcome = state
         .store
-        .regenerate_turn(&user.id, &session, None, &state.config.limits.run_limits())
+        .regenerate_turn(
+            &user.id,
+            &session,
+            None,
+            None,
+            &state.config.limits.run_limits(),
+        )
         .await?;
     answer(&state, outcome, "nothing_to_regenerate").await
 }
@@ -141,7 +149,7 @@ pub async fn edit(
     }
     let session = parse_session_id(&id)?;
     state
-        .check_session_choice(&user, &session, None, None)
+        .check_session_choice(&user, &user.id, &session, None, None)
         .await?;
     let outcome = state
         .store
@@ -149,6 +157,7 @@ pub async fn edit(
             &user.id,
             &session,
             Some(&req.text),
+            None,
             &state.config.limits.run_limits(),
         )
         .await?;

@@ -232,6 +232,14 @@ pub struct MessageDto {
     /// Files sent with a user message, in the order they were attached.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attachments: Vec<AttachmentDto>,
+    /// Who sent a user message (absent on messages stored before speakers were
+    /// recorded, and on assistant and tool messages).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub author_id: Option<String>,
+    /// The sender's name in a shared conversation (a Lark group), e.g. "Alice";
+    /// absent in one-person sessions.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub author_name: Option<String>,
 }
 
 /// An image or a document sent with a message; `GET /v1/files/{id}` returns its bytes.

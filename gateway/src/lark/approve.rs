@@ -6,8 +6,9 @@
 //!
 //! The click decides as the clicking Lark user — `lark:<open_id>`, or the
 //! account linked to that identity — through the same store call, rules and
-//! requeue as `POST /v1/approvals/{id}`: only the session's owner decides;
-//! anyone else is told who may, and changes nothing. A second click, or Lark
+//! requeue as `POST /v1/approvals/{id}`: only the person whose message caused
+//! the run (the run's user — in a group, that message's sender) or a Weft
+//! admin decides; anyone else is told who may, and changes nothing. A second click, or Lark
 //! redelivering the first, finds the decision standing and shows it.
 //!
 //! The card's buttons carry `run_id` and `step` next to the approval id (put
@@ -22,7 +23,9 @@ use weft_lark::card::{ApprovalAnswer, ApprovalCard, ApprovalChoice, ApprovalClic
 use weft_lark::event::{CardAction, CardActionResponse};
 use weft_lark::ws::CardActionDelivery;
 use weft_shared::ids::RunId;
-use weft_shared::store::{Approval, ApprovalStatus, DecideOutcome, Decision, StoreError, retrying};
+use weft_shared::store::{
+    Approval, ApprovalStatus, DecideOutcome, Decision, Role, StoreError, retrying,
+};
 
 use super::Bot;
 
@@ -78,12 +81,14 @@ impl Bot {
             ApprovalChoice::Deny => Decision::Deny,
             ApprovalChoice::Always => Decision::Always,
         };
+        // The person whose message caused the run decides, or a Weft admin.
+        let by = self.display_name(&clicker).await;
         let outcome = store
             .decide_approval(
                 &click.approval_id,
                 &clicker.id,
-                false,
-                &clicker.username,
+                clicker.role == Role::Admin,
+                &by,
                 decision,
             )
             .await;
@@ -160,8 +165,17 @@ impl Bot {
             return answered(toast("info", standing(&approval)), &approval, false);
         }
         match store.get_user(&approval.user_id).await {
-            Ok(owner) => toast("warning", format!("Only {} can decide.", owner.username)),
-            Err(_) => toast("warning", "Only the person who asked can decide."),
+            Ok(asker) => toast(
+                "warning",
+                format!(
+                    "Only {}, whose message asked for this, or a Weft admin can decide.",
+                    self.display_name(&asker).await
+                ),
+            ),
+            Err(_) => toast(
+                "warning",
+                "Only the person who asked, or a Weft admin, can decide.",
+            ),
         }
     }
 }

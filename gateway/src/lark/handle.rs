@@ -13,15 +13,23 @@ use weft_lark::card::{CardState, notice_card};
 
 use weft_lark::rest::{ErrorClass, LarkError, MessageContent, ReplyMode};
 use weft_shared::api::{Multitask, SendMessageRequest};
-use weft_shared::ids::RunId;
-use weft_shared::store::{AuthUser, CancelOutcome, ReactionRecord, SessionRecord, retrying};
+use weft_shared::ids::{RunId, UserId};
+use weft_shared::store::{AuthUser, CancelOutcome, ReactionRecord, Role, SessionRecord, retrying};
 
 use super::Bot;
 use super::commands::{self, Command, Lang};
-use super::inbound::{Body, Incoming, LarkFile};
+use super::inbound::{Body, ChatType, Incoming, LarkFile};
 use crate::error::ApiError;
 use crate::runs::{announce_cancel, enqueue};
-use crate::sessions::{Origin, Submitted, submit};
+use crate::sessions::{Origin, Shared, Submitted, submit};
+
+/// Who sends a message for the agent: the run is theirs (limits,
+/// instructions, files, approvals); in a group, also who owns the shared
+/// session and the name the others and the model see.
+struct Speaker {
+    user: AuthUser,
+    shared: Option<Shared>,
+}
 
 /// The reaction shown while a reply is on its way (the "thinking face").
 pub const THINKING_EMOJI: &str = "THINKING";
@@ -72,7 +80,17 @@ impl Bot {
                     .await;
             }
         }
-        self.ask_agent(&incoming, &session, text, &files, lang)
+        let speaker = Speaker {
+            shared: match incoming.chat_type {
+                ChatType::Group => Some(Shared {
+                    owner: session.user_id.clone(),
+                    speaker_name: self.names.of(&self.sender, &incoming.sender_open_id).await,
+                }),
+                ChatType::P2p => None,
+            },
+            user,
+        };
+        self.ask_agent(&incoming, &session, &speaker, text, &files, lang)
             .await
     }
 
@@ -83,6 +101,7 @@ impl Bot {
         &self,
         incoming: &Incoming,
         session: &SessionRecord,
+        speaker: &Speaker,
         text: String,
         files: &[LarkFile],
         lang: Lang,
@@ -94,17 +113,13 @@ impl Bot {
             })
         };
         let sent = match self
-            .fetch_files(&session.user_id, &incoming.message_id, files)
+            .fetch_files(&speaker.user.id, &incoming.message_id, files)
             .await
         {
             Ok(files::Fetched { uploads, room }) => {
-                let sent = match self.owner(session).await {
-                    Ok(owner) => {
-                        self.submit_retrying(incoming, &owner, session, text, uploads)
-                            .await
-                    }
-                    Err(e) => Err(ApiError::internal(e)),
-                };
+                let sent = self
+                    .submit_retrying(incoming, speaker, session, text, uploads)
+                    .await;
                 // Stored (or refused) by now: the memory is free again.
                 drop(room);
                 sent
@@ -156,7 +171,7 @@ impl Bot {
     async fn submit_retrying(
         &self,
         incoming: &Incoming,
-        owner: &AuthUser,
+        speaker: &Speaker,
         session: &SessionRecord,
         text: String,
         files: Vec<crate::uploads::Upload>,
@@ -168,13 +183,14 @@ impl Bot {
         };
         let origin = Origin {
             idempotency_key: Some(format!("lark:{}", incoming.message_id)),
+            shared: speaker.shared.clone(),
             lark_message_id: Some(incoming.message_id.clone()),
             files,
         };
         let send = || {
             submit(
                 &self.state,
-                owner,
+                &speaker.user,
                 &session.id,
                 request.clone(),
                 origin.clone(),
@@ -284,10 +300,7 @@ impl Bot {
             }
             Command::Model(choice) => {
                 let text = match choice {
-                    Some(id) => match self
-                        .choose_for_both(user, &session, |u| self.state.resolve_model(u, Some(&id)))
-                        .await?
-                    {
+                    Some(id) => match self.state.resolve_model(user, Some(&id)) {
                         Ok(id) => {
                             store
                                 .update_session(owner, &session.id, None, Some(&id), None)
@@ -307,10 +320,7 @@ impl Bot {
             }
             Command::Mode(choice) => {
                 let text = match choice {
-                    Some(id) => match self
-                        .choose_for_both(user, &session, |u| self.state.resolve_mode(u, Some(&id)))
-                        .await?
-                    {
+                    Some(id) => match self.state.resolve_mode(user, Some(&id)) {
                         Ok(id) => {
                             store
                                 .update_session(owner, &session.id, None, None, Some(&id))
@@ -329,7 +339,13 @@ impl Bot {
                 ("Weft", CardState::Done, text)
             }
             Command::Undo => {
-                let text = match store.undo_turn(owner, &session.id).await? {
+                let text = match store
+                    .undo_turn(owner, &session.id, self.only_own_turns(&incoming, user))
+                    .await?
+                {
+                    weft_shared::store::TurnOutcome::NotYours { asked_by } => {
+                        self.not_yours(&asked_by, lang).await
+                    }
                     weft_shared::store::TurnOutcome::Done { .. } => lang
                         .pick(
                             "↩️ The last question and answer are out of the conversation.",
@@ -410,29 +426,33 @@ impl Bot {
         self.notice(incoming, title, state, &text).await
     }
 
-    /// The conversation's owner: its runs are theirs, so their access to the
-    /// session's agent and model is what counts.
-    async fn owner(&self, session: &SessionRecord) -> anyhow::Result<AuthUser> {
-        let store = &self.state.store;
-        Ok(retrying("lark session owner", || store.get_user(&session.user_id)).await?)
+    /// In a group, who may act on a turn only if they asked it: everyone
+    /// but a Weft admin (`None`: anyone may).
+    fn only_own_turns<'a>(&self, incoming: &Incoming, user: &'a AuthUser) -> Option<&'a UserId> {
+        (incoming.chat_type == ChatType::Group && user.role != Role::Admin).then_some(&user.id)
     }
 
-    /// `choose` for the sender of a command and, when someone else owns the
-    /// conversation, for its owner too (the runs are the owner's).
-    async fn choose_for_both(
-        &self,
-        sender: &AuthUser,
-        session: &SessionRecord,
-        choose: impl Fn(&AuthUser) -> Result<String, ApiError>,
-    ) -> anyhow::Result<Result<String, ApiError>> {
-        let id = match choose(sender) {
-            Ok(id) => id,
-            Err(e) => return Ok(Err(e)),
+    /// "Only Alice (who asked) or an admin can …".
+    async fn not_yours(&self, asked_by: &UserId, lang: Lang) -> String {
+        let name = match self.state.store.get_user(asked_by).await {
+            Ok(u) => self.display_name(&u).await,
+            Err(_) => lang.pick("whoever asked it", "提问的人").to_owned(),
         };
-        if sender.id == session.user_id {
-            return Ok(Ok(id));
+        match lang {
+            Lang::En => format!(
+                "Only {name}, who asked the last question, or a Weft admin can change that turn."
+            ),
+            Lang::Zh => format!("只有提出上一个问题的 {name} 或 Weft 管理员可以更改这一轮。"),
         }
-        Ok(choose(&self.owner(session).await?).map(|_| id))
+    }
+
+    /// A user's name as the group sees it: their Lark display name when they
+    /// have a Lark identity, else their username.
+    pub(super) async fn display_name(&self, user: &AuthUser) -> String {
+        match self.state.store.lark_open_id(&user.id).await {
+            Ok(Some(open_id)) => self.names.of(&self.sender, &open_id).await,
+            _ => user.username.clone(),
+        }
     }
 
     fn listing(

@@ -33,6 +33,7 @@ mod approve;
 mod commands;
 mod handle;
 mod inbound;
+mod names;
 mod turns;
 
 use std::sync::Arc;
@@ -119,6 +120,7 @@ pub async fn start(
         sender,
         me,
         chats: Arc::new(ChatLines::new(config.queued_messages_per_chat)),
+        names: Arc::default(),
         state,
     };
     Ok(Some(tokio::spawn(dispatch(bot, deliveries, connection))))
@@ -131,6 +133,8 @@ pub(crate) struct Bot {
     pub(crate) sender: RateAwareSender,
     pub(crate) me: BotIdentity,
     chats: Arc<ChatLines>,
+    /// Speakers' display names (see [`names`]).
+    names: Arc<names::Names>,
 }
 
 /// A message for the bot, in line in its conversation.

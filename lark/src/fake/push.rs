@@ -112,6 +112,12 @@ impl FakeLark {
         let m = &envelope["event"]["message"];
         let text = |k: &str| m[k].as_str().unwrap_or_default().to_owned();
         if !text("message_id").is_empty() {
+            let sender = envelope["event"]["sender"]["sender_id"]["open_id"]
+                .as_str()
+                .unwrap_or_default();
+            self.state()
+                .rest
+                .remember_pushed(&text("message_id"), m, sender);
             self.state().rest.remember_user_message(
                 &text("message_id"),
                 &text("chat_id"),

@@ -18,6 +18,7 @@ use super::{FakeConfig, FakeLark, State as FakeState};
 
 mod cardkit;
 mod im;
+mod lookup;
 mod resources;
 
 pub(crate) use im::check_card;
@@ -45,6 +46,14 @@ pub(crate) struct RestState {
     next: u64,
     /// Failures to answer the next authorised calls with (see `FakeLark::fail_next_calls`).
     pub(crate) failures: VecDeque<Injected>,
+    /// Messages users sent (pushed as events), for `GET …/messages/:id`.
+    pub(crate) pushed: HashMap<String, lookup::PushedMessage>,
+    /// Display names by open_id, for the contact API.
+    pub(crate) names: HashMap<String, String>,
+    /// The app lacks the contact (user name) scope.
+    pub(crate) contact_denied: bool,
+    /// The app lacks the message-reading scope.
+    pub(crate) message_read_denied: bool,
 }
 
 /// An answer forced on a coming call.
@@ -64,6 +73,12 @@ impl RestState {
 
     /// Registers a message a user sent (pushed as an event), so replies and
     /// reactions can target it as on real Lark.
+    /// Keeps what `GET …/messages/:id` answers for a pushed user message.
+    pub(crate) fn remember_pushed(&mut self, id: &str, message: &Value, sender_open_id: &str) {
+        self.pushed
+            .insert(id.to_owned(), lookup::pushed(message, sender_open_id));
+    }
+
     pub(crate) fn remember_user_message(
         &mut self,
         id: &str,
@@ -286,6 +301,12 @@ fn route(
         }
         (Method::DELETE, ["open-apis", "im", "v1", "messages", id, "reactions", rid]) => {
             im::remove_reaction(state, id, rid)
+        }
+        (Method::GET, ["open-apis", "im", "v1", "messages", id]) => {
+            lookup::get_message(config, state, id)
+        }
+        (Method::GET, ["open-apis", "contact", "v3", "users", id]) => {
+            lookup::user_name(state, id, req)
         }
         (Method::GET, ["open-apis", "im", "v1", "messages", id, "resources", key]) => {
             resources::get(state, id, key, req)

@@ -13,6 +13,7 @@
 mod bot;
 mod cardkit;
 mod error;
+mod lookup;
 mod messages;
 mod resources;
 mod token;
@@ -34,6 +35,7 @@ pub use error::{
     CODE_CARD_CONTENT_FAILED, CODE_RATE_LIMITED, ErrorClass, Fallback, LarkError,
     TOKEN_INVALID_CODES,
 };
+pub use lookup::{FetchedBody, FetchedMessage, FetchedSender};
 pub use messages::{MessageContent, Reaction, ReceiveIdType, ReplyMode, SentMessage};
 pub use resources::{Resource, ResourceType};
 

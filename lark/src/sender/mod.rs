@@ -8,6 +8,7 @@
 
 mod coalesce;
 mod limiter;
+mod lookup;
 
 use std::sync::Arc;
 use std::time::Duration;

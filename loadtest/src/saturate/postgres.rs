@@ -312,6 +312,8 @@ async fn one_run(
     let sent = store
         .send_message(&SendRequest {
             user: account.user.clone(),
+            session_owner: account.user.clone(),
+            author_name: None,
             session: session_id.clone(),
             text:
                 "What will the weather be like in Hangzhou tomorrow, and should I take an umbrella?"

@@ -144,6 +144,18 @@ impl Store {
             )))
     }
 
+    /// The Lark identity linked to (or behind) `user`, if any.
+    pub async fn lark_open_id(&self, user: &UserId) -> Result<Option<String>> {
+        let row = sqlx::query("select lark_open_id from users where id = $1")
+            .bind(&user.0)
+            .fetch_optional(&self.pool)
+            .await?;
+        Ok(row
+            .map(|r| get_opt_str(&r, "lark_open_id"))
+            .transpose()?
+            .flatten())
+    }
+
     async fn user_by_lark_id(&self, open_id: &str) -> Result<Option<AuthUser>> {
         let row =
             sqlx::query("select id, username, role, created_at from users where lark_open_id = $1")
@@ -190,6 +202,10 @@ impl Store {
                 "update idempotency_keys set user_id = $1 where user_id = $2",
                 // the files of the moved sessions' messages go with them
                 "update attachments set user_id = $1 where user_id = $2",
+                // what they said in shared conversations stays theirs
+                "update messages set author_id = $1 where author_id = $2",
+                // approvals they are asked for, pending or decided
+                "update approvals set user_id = $1 where user_id = $2",
             ] {
                 sqlx::query(sql)
                     .bind(&user.0)

@@ -26,6 +26,12 @@ pub struct Message {
     pub ord: String,
     /// Files sent with a user message (filled by the listing queries).
     pub attachments: Vec<Attachment>,
+    /// Who sent a user message (None on rows older than migration 0013: the
+    /// session's owner).
+    pub author_id: Option<UserId>,
+    /// The sender's name in a shared conversation (a Lark group), as the
+    /// model sees it: `[name] text`. None in one-person sessions.
+    pub author_name: Option<String>,
 }
 
 impl Message {
@@ -48,6 +54,8 @@ impl Message {
             created_at: get_i64(row, "created_at")?,
             ord: get_str(row, "ord")?,
             attachments: Vec::new(),
+            author_id: get_opt_str(row, "author_id")?.map(UserId),
+            author_name: get_opt_str(row, "author_name")?,
         })
     }
 
@@ -64,6 +72,8 @@ impl Message {
             call_id: (!self.call_id.is_empty()).then(|| self.call_id.clone()),
             name: self.name.clone(),
             attachments: self.attachments.iter().map(Attachment::to_dto).collect(),
+            author_id: self.author_id.as_ref().map(|u| u.0.clone()),
+            author_name: self.author_name.clone(),
         }
     }
 }
@@ -85,8 +95,7 @@ pub struct StepCheckpoint {
     pub results: Vec<ToolResult>,
 }
 
-const COLUMNS: &str =
-    "id, session_id, role, content, run_id, step, call_id, name, tool_calls, created_at, ord";
+const COLUMNS: &str = "id, session_id, role, content, run_id, step, call_id, name, tool_calls, created_at, ord, author_id, author_name";
 
 /// The conversation-order key of a message (see migration 0003): run, then user
 /// messages before steps, step, assistant before tool results, then the id.

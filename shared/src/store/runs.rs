@@ -222,10 +222,15 @@ pub enum RunEnd {
 
 pub(super) const ACTIVE: &str = "('queued', 'running', 'waiting_approval')";
 
+/// A run is yours (`$2`) when you started it or it is in your session: in a
+/// shared Lark conversation the session's owner sees and stops the runs of the
+/// others who speak there, and each speaker their own.
+const YOURS: &str = "(user_id = $2 or exists (select 1 from sessions s where s.id = runs.session_id and s.user_id = $2))";
+
 impl Store {
     pub async fn get_run(&self, user: &UserId, id: &RunId) -> Result<RunRecord> {
         let row = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "select {RUN_COLUMNS} from runs where id = $1 and user_id = $2"
+            "select {RUN_COLUMNS} from runs where id = $1 and {YOURS}"
         )))
         .bind(&id.0)
         .bind(&user.0)
@@ -452,12 +457,14 @@ impl Store {
         let mut tx = self.begin().await?;
         let now = now_ms();
         // The session's row first, then the run's (the send's order).
-        let session = sqlx::query("select session_id from runs where id = $1 and user_id = $2")
-            .bind(&id.0)
-            .bind(&user.0)
-            .fetch_optional(&mut **tx)
-            .await?
-            .ok_or(StoreError::NotFound)?;
+        let session = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "select session_id from runs where id = $1 and {YOURS}"
+        )))
+        .bind(&id.0)
+        .bind(&user.0)
+        .fetch_optional(&mut **tx)
+        .await?
+        .ok_or(StoreError::NotFound)?;
         lock_session(
             &mut tx,
             self.lock_suffix(),
@@ -465,7 +472,7 @@ impl Store {
         )
         .await?;
         let row = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "select status, session_id from runs where id = $1 and user_id = $2{}",
+            "select status, session_id from runs where id = $1 and {YOURS}{}",
             self.lock_suffix()
         )))
         .bind(&id.0)

@@ -23,7 +23,15 @@ use crate::time::now_ms;
 /// A send, already validated by the gateway.
 #[derive(Debug, Clone)]
 pub struct SendRequest {
+    /// Who speaks: the message's author and the user of the run it starts —
+    /// whose run limits, storage quota and idempotency keys count.
     pub user: UserId,
+    /// Who owns the session: `user`, except in a shared Lark conversation,
+    /// where the bot, having checked the chat's binding, sends every member's
+    /// message into the session of whoever spoke first.
+    pub session_owner: UserId,
+    /// The speaker's name in a shared conversation (see migration 0013).
+    pub author_name: Option<String>,
     pub session: SessionId,
     pub text: String,
     /// Files already stored (see `store::attachments`), in order.
@@ -216,7 +224,7 @@ impl Store {
                 "select id from sessions where id = $1 and user_id = $2{lock}"
             )))
             .bind(&req.session.0)
-            .bind(&req.user.0)
+            .bind(&req.session_owner.0)
             .fetch_optional(&mut **tx)
             .await?
             .ok_or(StoreError::NotFound)?;
@@ -228,11 +236,12 @@ impl Store {
              from sessions s
              left join idempotency_keys k on k.user_id = $2 and k.key = $3
              left join runs r on r.session_id = s.id and r.status in {ACTIVE}
-             where s.id = $1 and s.user_id = $2"
+             where s.id = $1 and s.user_id = $4"
         )))
         .bind(&req.session.0)
         .bind(&req.user.0)
         .bind(req.idempotency_key.as_deref())
+        .bind(&req.session_owner.0)
         .fetch_optional(&mut **tx)
         .await?
         .ok_or(StoreError::NotFound)?;
@@ -289,7 +298,7 @@ async fn insert_user_message(
 ) -> Result<MessageId> {
     let id = MessageId::new();
     sqlx::query(
-        "insert into messages (id, session_id, role, content, run_id, queued, created_at, ord, lark_message_id) values ($1, $2, 'user', $3, $4, $5, $6, $7, $8)",
+        "insert into messages (id, session_id, role, content, run_id, queued, created_at, ord, lark_message_id, author_id, author_name) values ($1, $2, 'user', $3, $4, $5, $6, $7, $8, $9, $10)",
     )
     .bind(&id.0)
     .bind(&req.session.0)
@@ -299,6 +308,8 @@ async fn insert_user_message(
     .bind(now)
     .bind(order_key(run, "user", 0, &id))
     .bind(req.lark_message_id.as_deref())
+    .bind(&req.user.0)
+    .bind(req.author_name.as_deref())
     .execute(&mut **tx)
     .await?;
     insert_attachments(tx, &req.user, &req.session, &id, &req.attachments, now).await?;

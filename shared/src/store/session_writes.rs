@@ -8,7 +8,7 @@
 use super::messages::order_key;
 use super::runs::ACTIVE;
 use super::user_limits::{LimitCheck, RunLimits, check_run_limits};
-use super::{Result, StoreError, get_i64, get_str};
+use super::{Result, StoreError, get_i64, get_opt_str, get_str};
 use crate::ids::{MessageId, RunId, SessionId, UserId};
 
 pub(super) async fn end_as_cancelled(
@@ -127,7 +127,22 @@ pub(super) async fn followup_for_waiting(
     .fetch_optional(&mut **tx)
     .await?;
     let Some(s) = s else { return Ok(None) };
-    let user = UserId(get_str(&s, "user_id")?);
+    // The run is its first waiting message's speaker's (in a shared Lark
+    // conversation not always the owner's): their limits, their instructions.
+    let first = sqlx::query(
+        "select author_id from messages where session_id = $1 and queued = 1 order by ord limit 1",
+    )
+    .bind(&session.0)
+    .fetch_optional(&mut **tx)
+    .await?;
+    let user = match first
+        .map(|r| get_opt_str(&r, "author_id"))
+        .transpose()?
+        .flatten()
+    {
+        Some(author) => UserId(author),
+        None => UserId(get_str(&s, "user_id")?),
+    };
     if check_run_limits(tx, lock, &user, limits, now).await? != LimitCheck::Within {
         // Not lost: the messages keep waiting for the reaper or the next send.
         tracing::info!(session.id = %session, "follow-up run deferred: the user is at a run limit");

@@ -29,6 +29,10 @@ pub enum TurnOutcome {
     },
     /// Nothing to undo / redo / regenerate.
     Nothing,
+    /// Undo in a shared conversation: the last turn was asked by someone else.
+    NotYours {
+        asked_by: UserId,
+    },
     TooManyActive,
     RateLimited {
         retry_after_secs: u64,
@@ -67,6 +71,16 @@ async fn last_shown_turn(
         }
         None => None,
     })
+}
+
+/// Who asked the turn `root` began: its run's user (in a shared conversation
+/// not always the session's owner).
+async fn asked_by(tx: &mut sqlx::Transaction<'static, sqlx::Any>, root: &RunId) -> Result<UserId> {
+    let row = sqlx::query("select user_id from runs where id = $1")
+        .bind(&root.0)
+        .fetch_one(&mut **tx)
+        .await?;
+    Ok(UserId(get_str(&row, "user_id")?))
 }
 
 async fn active_run(
@@ -119,16 +133,27 @@ async fn forget_summary_covering(
 
 impl Store {
     /// Hide the newest shown turn (the user's message and the agent's reply).
-    pub async fn undo_turn(&self, user: &UserId, session: &SessionId) -> Result<TurnOutcome> {
+    /// Takes the last shown turn out of `user`'s session. With `asker`, only
+    /// when that user asked it (a shared conversation: see ARCHITECTURE §9).
+    pub async fn undo_turn(
+        &self,
+        user: &UserId,
+        session: &SessionId,
+        asker: Option<&UserId>,
+    ) -> Result<TurnOutcome> {
         self.get_session(user, session).await?;
         let mut tx = self.begin().await?;
         lock_session(&mut tx, self.lock_suffix(), session).await?;
         if let Some(run) = active_run(&mut tx, session).await? {
             return Ok(TurnOutcome::RunActive { run });
         }
-        let Some((run, _)) = last_shown_turn(&mut tx, session).await? else {
+        let Some((run, root)) = last_shown_turn(&mut tx, session).await? else {
             return Ok(TurnOutcome::Nothing);
         };
+        let asked_by = asked_by(&mut tx, &root).await?;
+        if asker.is_some_and(|a| a != &asked_by) {
+            return Ok(TurnOutcome::NotYours { asked_by });
+        }
         forget_summary_covering(&mut tx, session, &run).await?;
         // The turn's own user messages, and the shown reply (whichever run of
         // its group that is); alternatives stay alternatives.
@@ -180,12 +205,15 @@ impl Store {
     }
 
     /// Answer the newest turn's question again (with `new_text`: after editing
-    /// it). The reply shown so far becomes an alternative.
+    /// it). The reply shown so far becomes an alternative. The new run is the
+    /// turn's asker's (their limits, their instructions); with `asker`, only
+    /// that user may do it.
     pub async fn regenerate_turn(
         &self,
         user: &UserId,
         session: &SessionId,
         new_text: Option<&str>,
+        asker: Option<&UserId>,
         limits: &RunLimits,
     ) -> Result<TurnOutcome> {
         let rec = self.get_session(user, session).await?;
@@ -208,6 +236,11 @@ impl Store {
         let Some(question) = question else {
             return Ok(TurnOutcome::Nothing);
         };
+        let asked_by = asked_by(&mut tx, &root).await?;
+        if asker.is_some_and(|a| a != &asked_by) {
+            return Ok(TurnOutcome::NotYours { asked_by });
+        }
+        let user = &asked_by;
         match check_run_limits(&mut tx, self.lock_suffix(), user, limits, now).await? {
             LimitCheck::Within => {}
             LimitCheck::TooManyActive => return Ok(TurnOutcome::TooManyActive),

@@ -170,6 +170,8 @@ pub async fn session(db: &Db, owner: &AuthUser) -> SessionRecord {
 pub fn req(user: &UserId, session: &SessionId, text: &str) -> SendRequest {
     SendRequest {
         user: user.clone(),
+        session_owner: user.clone(),
+        author_name: None,
         session: session.clone(),
         text: text.to_string(),
         attachments: Vec::new(),

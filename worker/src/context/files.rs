@@ -145,7 +145,11 @@ pub fn document_block(a: &Attachment, text: &str, cap: usize) -> String {
 
 /// A user message's text with its documents and notes after it, and its images.
 pub fn user_content(m: &Message, files: &Files) -> (String, Vec<Image>) {
-    let mut text = m.content.clone();
+    // In a shared conversation the model is told who is speaking.
+    let mut text = match &m.author_name {
+        Some(name) => format!("[{name}] {}", m.content),
+        None => m.content.clone(),
+    };
     let mut images = Vec::new();
     for a in &m.attachments {
         match files.get(&a.id) {

@@ -2,7 +2,7 @@
 //! an approval card with buttons while the reply card waits; a click is a
 //! `card.action.trigger` that the bot answers in its ack with the approval card
 //! redrawn (who decided, no buttons), and the run then finishes in the same
-//! reply card. Only the conversation's owner decides.
+//! reply card. Only the person whose message asked (or a Weft admin) decides.
 
 use serde_json::{Value, json};
 use weft_lark::fake::{PushOptions, SentMessage, card_action_event};
@@ -14,7 +14,7 @@ use crate::harness::*;
 both_backends!(
     approve_in_lark_and_the_reply_finishes_in_the_same_card,
     deny_in_lark_and_the_model_hears_it,
-    only_the_owner_decides_in_a_group,
+    only_the_requester_decides_in_a_group,
     stopping_a_waiting_reply_ends_its_card,
 );
 
@@ -127,10 +127,7 @@ async fn approve_in_lark_and_the_reply_finishes_in_the_same_card(b: Backend) {
     assert_eq!(answer["toast"]["type"], "success", "{answer}");
     assert_eq!(answer["card"]["type"], "raw");
     let answered = &answer["card"]["data"];
-    assert_eq!(
-        text_of(answered, "approval_answer"),
-        "✅ approved by lark:ou_alice"
-    );
+    assert_eq!(text_of(answered, "approval_answer"), "✅ approved by Alice");
     assert!(buttons(answered).is_empty(), "no buttons once decided");
     assert_eq!(&current(&w, &ask.message_id).content, answered);
 
@@ -144,7 +141,7 @@ async fn approve_in_lark_and_the_reply_finishes_in_the_same_card(b: Backend) {
     );
     let tools = element(&done, "tools");
     assert!(
-        tools.starts_with("✅ `current_time`") && tools.contains("approved by lark:ou_alice"),
+        tools.starts_with("✅ `current_time`") && tools.contains("approved by Alice"),
         "{tools}"
     );
     assert_eq!(
@@ -157,12 +154,12 @@ async fn approve_in_lark_and_the_reply_finishes_in_the_same_card(b: Backend) {
     let again = click_as_seen(&w, &ask, "ou_alice", "Deny");
     let answer = w.answer(&again).await;
     assert_eq!(
-        answer["toast"]["content"], "Already approved by lark:ou_alice.",
+        answer["toast"]["content"], "Already approved by Alice.",
         "{answer}"
     );
     assert_eq!(
         text_of(&answer["card"]["data"], "approval_answer"),
-        "✅ approved by lark:ou_alice"
+        "✅ approved by Alice"
     );
     assert_eq!(
         template(&w.final_card(&msg).await),
@@ -191,10 +188,7 @@ async fn deny_in_lark_and_the_model_hears_it(b: Backend) {
     assert_eq!(answer["toast"]["content"], "❌ Denied", "{answer}");
     let answered = &answer["card"]["data"];
     assert_eq!(answered["header"]["template"], "red");
-    assert_eq!(
-        text_of(answered, "approval_answer"),
-        "❌ denied by lark:ou_alice"
-    );
+    assert_eq!(text_of(answered, "approval_answer"), "❌ denied by Alice");
     let done = w.final_card(&msg).await;
     assert!(
         body(&done).contains("denied this call of current_time"),
@@ -203,13 +197,13 @@ async fn deny_in_lark_and_the_model_hears_it(b: Backend) {
     );
     let tools = element(&done, "tools");
     assert!(
-        tools.starts_with("❌ `current_time`") && tools.contains("denied by lark:ou_alice"),
+        tools.starts_with("❌ `current_time`") && tools.contains("denied by Alice"),
         "{tools}"
     );
     assert_eq!(w.replies(&msg).len(), 2);
 }
 
-async fn only_the_owner_decides_in_a_group(b: Backend) {
+async fn only_the_requester_decides_in_a_group(b: Backend) {
     let mut w = start(b).await;
     let ask_in_group = |w: &mut LarkWorld, text: &str| {
         let (event, message) = w.ids();
@@ -238,7 +232,7 @@ async fn only_the_owner_decides_in_a_group(b: Backend) {
     let answer = w.answer(&bob).await;
     assert_eq!(
         answer,
-        json!({"toast": {"type": "warning", "content": "Only lark:ou_alice can decide."}}),
+        json!({"toast": {"type": "warning", "content": "Only Alice, whose message asked for this, or a Weft admin can decide."}}),
         "a refusal changes no card"
     );
     assert_eq!(
@@ -262,7 +256,7 @@ async fn only_the_owner_decides_in_a_group(b: Backend) {
     );
     assert_eq!(
         text_of(&answer["card"]["data"], "approval_answer"),
-        "✅ approved by lark:ou_alice · always allowed in this conversation"
+        "✅ approved by Alice · always allowed in this conversation"
     );
     assert_eq!(template(&w.final_card(&msg).await), "green");
 
@@ -270,7 +264,7 @@ async fn only_the_owner_decides_in_a_group(b: Backend) {
     let late = click_as_seen(&w, &ask, "ou_bob", "Deny");
     assert_eq!(
         w.answer(&late).await["toast"]["content"],
-        "Already approved by lark:ou_alice."
+        "Already approved by Alice."
     );
     // Always: the next call in this conversation runs without asking.
     let next = ask_in_group(&mut w, "and now? @mock.tool current_time {}");

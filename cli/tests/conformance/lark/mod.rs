@@ -13,5 +13,6 @@ mod control;
 mod flood;
 mod replies;
 mod resilience;
+mod speakers;
 mod traces;
 mod world;

@@ -53,6 +53,10 @@ impl LarkWorld {
         extra: &[(&str, &str)],
     ) -> LarkWorld {
         let fake = FakeLark::spawn(config).await.expect("fake lark binds");
+        // The contact API knows the usual members by name.
+        for (open_id, name) in [("ou_alice", "Alice"), ("ou_bob", "Bob")] {
+            fake.set_user_name(open_id, name);
+        }
         let mut env = Env::new(b, extra).await;
         env.extra.extend(lark_env(&fake));
         let mut world = LarkWorld {
@@ -145,6 +149,58 @@ impl LarkWorld {
         message
     }
 
+    /// A message in group `chat` from `sender` that @mentions the bot; returns
+    /// its Lark message id.
+    pub(super) fn group(&mut self, chat: &str, sender: &str, text: &str) -> String {
+        let (event, message) = self.ids();
+        self.fake.push_event(
+            message_event(
+                &event,
+                &message,
+                chat,
+                "group",
+                "",
+                sender,
+                &format!("@_user_1 {text}"),
+                bot_mention(),
+            ),
+            PushOptions::default(),
+        );
+        message
+    }
+
+    /// A Weft account `name` linked to Lark identity `open_id`; its login token.
+    pub(super) async fn linked_account(&self, name: &str, open_id: &str) -> String {
+        let (s, user) = self
+            .admin(
+                reqwest::Method::POST,
+                "/v1/admin/users",
+                Some(json!({"username": name, "password": "password-123"})),
+            )
+            .await;
+        assert_eq!(s, 201, "{user}");
+        let path = format!("/v1/admin/users/{}/lark", user["id"].as_str().unwrap());
+        let (s, linked) = self
+            .admin(
+                reqwest::Method::PUT,
+                &path,
+                Some(json!({"open_id": open_id})),
+            )
+            .await;
+        assert_eq!(s, 200, "{linked}");
+        let login: Value = self
+            .http
+            .post(format!("{}/v1/auth/login", self.base()))
+            .json(&json!({"username": name, "password": "password-123"}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        login["token"].as_str().unwrap().to_owned()
+    }
+
     /// Waits until `check` finds something in what the fake holds.
     pub(super) async fn until<T>(&self, what: &str, check: impl Fn(&FakeLark) -> Option<T>) -> T {
         let deadline = Instant::now() + WAIT;
@@ -215,10 +271,21 @@ impl LarkWorld {
         path: &str,
         body: Option<Value>,
     ) -> (u16, Value) {
+        self.call(method, path, ADMIN_TOKEN, body).await
+    }
+
+    /// An API call with `token`: its status and JSON body (null when none).
+    pub(super) async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        token: &str,
+        body: Option<Value>,
+    ) -> (u16, Value) {
         let mut req = self
             .http
             .request(method, format!("{}{path}", self.base()))
-            .bearer_auth(ADMIN_TOKEN);
+            .bearer_auth(token);
         if let Some(body) = body {
             req = req.json(&body);
         }

@@ -1,0 +1,17 @@
+//! The reading calls ([`crate::rest::FetchedMessage`], user names) within the
+//! per-app limit, like every other call.
+
+use super::RateAwareSender;
+use crate::rest::{FetchedMessage, LarkError};
+
+impl RateAwareSender {
+    pub async fn get_message(&self, message_id: &str) -> Result<Option<FetchedMessage>, LarkError> {
+        let _permit = self.limiter.acquire(&[self.app_key()]).await;
+        self.rest.get_message(message_id).await
+    }
+
+    pub async fn user_name(&self, open_id: &str) -> Result<Option<String>, LarkError> {
+        let _permit = self.limiter.acquire(&[self.app_key()]).await;
+        self.rest.user_name(open_id).await
+    }
+}
