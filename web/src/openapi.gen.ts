@@ -1178,6 +1178,16 @@ export interface components {
         MessageDto: {
             /** @description Files sent with a user message, in the order they were attached. */
             attachments?: components["schemas"]["AttachmentDto"][];
+            /**
+             * @description Who sent a user message (absent on messages stored before speakers were
+             *     recorded, and on assistant and tool messages).
+             */
+            author_id?: string | null;
+            /**
+             * @description The sender's name in a shared conversation (a Lark group), e.g. "Alice";
+             *     absent in one-person sessions.
+             */
+            author_name?: string | null;
             call_id?: string | null;
             content: string;
             created_at: string;

@@ -140,6 +140,7 @@ async fn linking_moves_the_placeholder_over(db: Db) {
     );
     // A Lark redelivery after the link still replays.
     r.user = real.id.clone();
+    r.session_owner = real.id.clone();
     assert_eq!(
         s.send_message(&r).await.unwrap(),
         SendOutcome::Replayed {

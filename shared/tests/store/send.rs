@@ -4,7 +4,9 @@
 
 use weft_shared::api::Multitask;
 use weft_shared::ids::SessionId;
-use weft_shared::store::{ActiveRun, RunStatus, SendOutcome, StoreError};
+use weft_shared::store::{
+    ActiveRun, FinishOutcome, RunEnd, RunLimits, RunStatus, SendOutcome, StoreError,
+};
 
 use crate::both_backends;
 use crate::harness::{Db, claim, req, session, start, started, user};
@@ -18,6 +20,7 @@ both_backends!(
     sends_to_unknown_or_foreign_sessions_are_not_found,
     parallel_sends_to_one_session_start_one_run,
     parallel_retries_with_one_key_write_once,
+    a_shared_session_runs_as_each_speaker,
 );
 
 async fn messages_in(db: &Db, session: &SessionId) -> i64 {
@@ -373,4 +376,67 @@ async fn parallel_retries_with_one_key_write_once(db: Db) {
     assert_eq!(replayed, RETRIES - 1, "{outcomes:?}");
     assert_eq!(messages_in(&db, &sess.id).await, 1);
     assert_eq!(runs_in(&db, &sess.id).await, 1);
+}
+
+/// A Lark group (issue 21): members send into the session of whoever spoke
+/// first. Each message is its speaker's — the run, the author, the name — and
+/// messages that waited become a run of the first waiting speaker.
+async fn a_shared_session_runs_as_each_speaker(db: Db) {
+    let s = &db.store;
+    let (alice, bob) = (user(&db, "alice").await, user(&db, "bob").await);
+    let team = session(&db, &alice).await;
+    let as_in = |who: &weft_shared::ids::UserId, name: &str, text: &str| {
+        let mut r = req(who, &team.id, text);
+        r.session_owner = alice.id.clone();
+        r.author_name = Some(name.to_owned());
+        r
+    };
+    // Without the owner named, Bob's send into Alice's session finds nothing.
+    assert!(matches!(
+        s.send_message(&req(&bob.id, &team.id, "hi")).await,
+        Err(StoreError::NotFound)
+    ));
+    let bobs = started(s.send_message(&as_in(&bob.id, "Bob", "hi")).await.unwrap());
+    let run = s.get_run(&bob.id, &bobs.run_id).await.unwrap();
+    assert_eq!(run.user_id, bob.id);
+    // The session's owner sees the run; a stranger does not.
+    assert!(s.get_run(&alice.id, &bobs.run_id).await.is_ok());
+    let carol = user(&db, "carol").await;
+    assert!(matches!(
+        s.get_run(&carol.id, &bobs.run_id).await,
+        Err(StoreError::NotFound)
+    ));
+    let said = s.get_message(&bobs.message_id).await.unwrap().unwrap();
+    assert_eq!(
+        (said.author_id, said.author_name.as_deref()),
+        (Some(bob.id.clone()), Some("Bob"))
+    );
+    // Alice, then Bob, write while Bob's run is on: the follow-up is Alice's.
+    for (who, name) in [(&alice.id, "Alice"), (&bob.id, "Bob")] {
+        let out = s.send_message(&as_in(who, name, "more")).await.unwrap();
+        assert!(matches!(out, SendOutcome::Queued { .. }), "{out:?}");
+    }
+    let claimed = claim(&db, &bobs.run_id, "w1").await;
+    let out = s
+        .finish_run(
+            &claimed,
+            "w1",
+            &RunEnd::Succeeded {
+                content: "ok".into(),
+                step: 1,
+            },
+            Default::default(),
+            None,
+            &RunLimits::unlimited(),
+        )
+        .await
+        .unwrap();
+    let FinishOutcome::Finished {
+        followup: Some(next),
+        ..
+    } = out
+    else {
+        panic!("{out:?}");
+    };
+    assert_eq!(s.get_run(&alice.id, &next).await.unwrap().user_id, alice.id);
 }

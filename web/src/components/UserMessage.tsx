@@ -28,9 +28,11 @@ export interface UserMessageProps {
   onEdit?: (text: string) => Promise<boolean>
   /** a run is active: the ✎ button is shown but disabled */
   editDisabled?: boolean
+  /** who wrote it, in a conversation several people share (a Lark group) */
+  author?: string | null
 }
 
-export function UserMessage({ text, files, status, onEdit, editDisabled }: UserMessageProps) {
+export function UserMessage({ text, files, status, onEdit, editDisabled, author }: UserMessageProps) {
   const t = useT()
   const [draft, setDraft] = useState<string | null>(null)
   const [saving, setSaving] = useState(false)
@@ -107,6 +109,11 @@ export function UserMessage({ text, files, status, onEdit, editDisabled }: UserM
 
   return (
     <article className={`msg user ${status ?? ''}`} data-testid="user-message" data-status={status ?? 'sent'}>
+      {author && (
+        <p className="msg-author muted small" data-testid="message-author">
+          {author}
+        </p>
+      )}
       <MessageFiles files={files} />
       {(text.trim() || !files?.length) && (
         <div className="bubble md">

@@ -418,6 +418,7 @@ function ChatView({ sessionId }: { sessionId?: string }) {
                 <UserMessage
                   key={it.key}
                   text={it.message.content}
+                  author={it.message.author_name}
                   files={sent.shown(it.message)}
                   onEdit={editable ? turns.edit : undefined}
                   editDisabled={busy}

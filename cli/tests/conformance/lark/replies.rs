@@ -197,8 +197,8 @@ async fn groups_need_a_mention_and_threads_get_thread_replies(b: Backend) {
     let card = w.final_card(&asked).await;
     assert_eq!(
         body(&card),
-        "You said: what now?",
-        "the mention is stripped"
+        "You said: [Bob] what now?",
+        "the mention is stripped; in a group the model reads who spoke"
     );
     assert_eq!(card.thread_id, "omt_topic", "answered in the thread");
     w.until("the acks", |f| {
