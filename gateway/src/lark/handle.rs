@@ -6,6 +6,7 @@
 //! the worker's.
 
 mod files;
+mod quote;
 
 use std::future::Future;
 use std::time::Duration;
@@ -36,6 +37,12 @@ pub const THINKING_EMOJI: &str = "THINKING";
 
 impl Bot {
     pub(super) async fn handle(&self, incoming: Incoming) -> anyhow::Result<()> {
+        let quoted = self.quoted(&incoming).await;
+        if incoming.needs_reply_to_bot && !quoted.as_ref().is_some_and(|q| q.from_bot) {
+            metrics::counter!("weft_lark_events_total", "outcome" => "ignored").increment(1);
+            tracing::debug!(lark.message_id = %incoming.message_id, "a group reply to someone else's message, without a mention: not for the bot");
+            return Ok(());
+        }
         let store = &self.state.store;
         let user = retrying("lark user", || store.lark_user(&incoming.sender_open_id)).await?;
         // A conversation starts with the sender's default agent and model; an
@@ -53,7 +60,7 @@ impl Bot {
             store.lark_session(&incoming.chat, &user.id, &model, &mode)
         })
         .await?;
-        let (text, files) = match &incoming.body {
+        let (text, mut files) = match &incoming.body {
             Body::Message { text, files } => (text.clone(), files.clone()),
             Body::Unsupported(kind) => {
                 let note = format!(
@@ -80,6 +87,14 @@ impl Bot {
                     .await;
             }
         }
+        // What it replies to comes with it: the quote's words and its files.
+        let text = match &quoted {
+            Some(q) => {
+                files.extend(q.files.iter().cloned());
+                q.around(&text)
+            }
+            None => text,
+        };
         let speaker = Speaker {
             shared: match incoming.chat_type {
                 ChatType::Group => Some(Shared {

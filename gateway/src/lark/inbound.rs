@@ -41,6 +41,12 @@ pub struct Incoming {
     pub chat_type: ChatType,
     pub sender_open_id: String,
     pub body: Body,
+    /// The message this one replies to (quotes); empty when none.
+    pub parent_id: String,
+    /// Whether it must still prove it is for the bot: a group message without
+    /// a mention (where one is required) that replies to some message, which
+    /// addresses the bot only when that message is the bot's.
+    pub needs_reply_to_bot: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -55,6 +61,9 @@ pub enum Body {
 /// A file or image of a message, fetched from Lark by the message id and key.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LarkFile {
+    /// The message that carries it, when not the one being handled (a quoted
+    /// message's image or file).
+    pub message_id: Option<String>,
     pub key: String,
     pub kind: ResourceType,
     /// A `file` message's `file_name`; images have no name.
@@ -112,7 +121,10 @@ pub fn classify(
         .mentions
         .iter()
         .any(|m| m.key != MENTION_ALL && !me.open_id.is_empty() && m.id.open_id == me.open_id);
-    if chat_type == ChatType::Group && config.require_mention && !mentioned {
+    // A reply to one of the bot's messages addresses it without a mention;
+    // whose the quoted message is, the handler asks Lark.
+    let needs_reply_to_bot = chat_type == ChatType::Group && config.require_mention && !mentioned;
+    if needs_reply_to_bot && message.parent_id.is_empty() {
         return Ignore("group message without a mention of the bot");
     }
     let body = match readable(&message) {
@@ -134,6 +146,8 @@ pub fn classify(
         chat_type,
         sender_open_id,
         body,
+        parent_id: message.parent_id,
+        needs_reply_to_bot,
     })
 }
 
@@ -161,6 +175,7 @@ fn readable(message: &ReceivedMessage) -> Result<(String, Vec<LarkFile>), String
         "file" => content()
             .and_then(|v| {
                 let file = LarkFile {
+                    message_id: None,
                     key: key(&v, "file_key")?,
                     kind: ResourceType::File,
                     name: key(&v, "file_name"),
@@ -174,6 +189,7 @@ fn readable(message: &ReceivedMessage) -> Result<(String, Vec<LarkFile>), String
 
 fn image(key: String) -> LarkFile {
     LarkFile {
+        message_id: None,
         key,
         kind: ResourceType::Image,
         name: None,
@@ -182,7 +198,7 @@ fn image(key: String) -> LarkFile {
 
 /// A post's paragraphs as lines and its `img` elements as images; `None` when
 /// it carries a video (`media`) or is malformed.
-fn post(content: &str) -> Option<(String, Vec<LarkFile>)> {
+pub(super) fn post(content: &str) -> Option<(String, Vec<LarkFile>)> {
     let v: Value = serde_json::from_str(content).ok()?;
     // Posts may arrive wrapped in a locale key (`{"zh_cn": {…}}`).
     let post = if v.get("content").is_some() {
@@ -299,6 +315,7 @@ mod tests {
 
     fn file(key: &str, kind: ResourceType, name: Option<&str>) -> LarkFile {
         LarkFile {
+            message_id: None,
             key: key.into(),
             kind,
             name: name.map(Into::into),
@@ -314,6 +331,25 @@ mod tests {
             NOW,
         );
         assert_eq!(text_of(v), "hello");
+    }
+
+    #[test]
+    fn a_reply_without_a_mention_is_handled_once_it_proves_it_is_for_the_bot() {
+        let cfg = LarkConfig::default();
+        let mut reply = event("group", "and then?", json!([]));
+        reply.event["message"]["parent_id"] = json!("om_bot_card");
+        let Verdict::Handle(incoming) = classify(&reply, &me(), &cfg, NOW) else {
+            panic!("a reply is looked at");
+        };
+        assert!(incoming.needs_reply_to_bot);
+        assert_eq!(incoming.parent_id, "om_bot_card");
+        // With a mention it is for the bot whatever it replies to.
+        let mut mentioned = event("group", "@_user_1 and then?", bot_mention());
+        mentioned.event["message"]["parent_id"] = json!("om_other");
+        let Verdict::Handle(incoming) = classify(&mentioned, &me(), &cfg, NOW) else {
+            panic!("handled");
+        };
+        assert!(!incoming.needs_reply_to_bot);
     }
 
     #[test]

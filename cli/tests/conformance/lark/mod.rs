@@ -11,6 +11,7 @@ mod approvals;
 mod attachments;
 mod control;
 mod flood;
+mod gestures;
 mod replies;
 mod resilience;
 mod speakers;

@@ -74,8 +74,12 @@ impl Bot {
             };
             held.push(permit);
             let fetched = lark_retrying(|| {
-                self.sender
-                    .download_resource(message_id, &file.key, file.kind, room)
+                self.sender.download_resource(
+                    file.message_id.as_deref().unwrap_or(message_id),
+                    &file.key,
+                    file.kind,
+                    room,
+                )
             })
             .await;
             let resource = match fetched {
