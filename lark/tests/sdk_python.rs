@@ -268,3 +268,32 @@ async fn official_sdk_downloads_a_message_resource() {
     assert_eq!(answers, vec![(200, 0), (400, 234003)]);
     assert_eq!(downloads[0].query, "type=file");
 }
+
+/// The reading calls the bot makes for who is speaking and what a reply
+/// quotes: `im.v1.message.get` on a pushed user message and
+/// `contact.v3.user.get`, then the scope error when the contact scope is gone.
+#[tokio::test]
+async fn official_sdk_reads_a_message_and_a_user_name() {
+    let fake = fake(fast_config()).await;
+    fake.push_event(
+        sample_message_event("ev_lookup", "om_lookup", "oc_team", "the plan"),
+        PushOptions::default(),
+    );
+    fake.set_user_name("ou_fake", "Alice Wang");
+    let mut child = sdk(&fake, "rest_lookup.py")
+        .env("LARK_MESSAGE_ID", "om_lookup")
+        .env("LARK_OPEN_ID", "ou_fake")
+        .stdin(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot run {:?} (set WEFT_PYTHON): {e}", python()));
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = BufReader::new(stdout).lines();
+    let message = next_line_with(&mut lines, "MESSAGE ").await;
+    assert_eq!(message, r#"text user ou_fake {"text":"the plan"}"#);
+    assert_eq!(next_line_with(&mut lines, "USER ").await, "Alice Wang");
+    fake.deny_contact(true);
+    use tokio::io::AsyncWriteExt;
+    child.stdin.take().unwrap().write_all(b"go\n").await.unwrap();
+    assert_eq!(next_line_with(&mut lines, "DENIED ").await, "99991672");
+    let _ = child.wait().await;
+}
