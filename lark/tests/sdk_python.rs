@@ -293,7 +293,13 @@ async fn official_sdk_reads_a_message_and_a_user_name() {
     assert_eq!(next_line_with(&mut lines, "USER ").await, "Alice Wang");
     fake.deny_contact(true);
     use tokio::io::AsyncWriteExt;
-    child.stdin.take().unwrap().write_all(b"go\n").await.unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"go\n")
+        .await
+        .unwrap();
     assert_eq!(next_line_with(&mut lines, "DENIED ").await, "99991672");
     let _ = child.wait().await;
 }

@@ -44,8 +44,8 @@ pub enum Command {
     Model(Option<String>),
     /// `/agent [id]` (`/mode` is its older name).
     Mode(Option<String>),
-    /// Take the last turn out of the conversation.
-    Undo,
+    /// `/undo`, `/redo`, `/retry`, `/edit TEXT`: see `handle::turn_commands`.
+    Turn(TurnCommand),
     /// Summarise older turns before the next reply.
     Compact,
     Sessions,
@@ -55,19 +55,42 @@ pub enum Command {
     Unknown(String),
 }
 
+/// The commands that change a turn of the conversation.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum TurnCommand {
+    /// Take the last turn out of the conversation.
+    Undo,
+    /// Bring back the turn undone last.
+    Redo,
+    /// Answer the last question again.
+    Retry,
+    /// Replace the last question's text (everything after `/edit`) and answer it again.
+    Edit(Option<String>),
+}
+
 /// A command, when `text` starts with `/`.
 pub fn parse(text: &str) -> Option<Command> {
     let rest = text.trim().strip_prefix('/')?;
     let mut parts = rest.split_whitespace();
     let name = parts.next().unwrap_or_default().to_lowercase();
     let arg = parts.next().map(str::to_owned);
+    // `/edit` takes the whole rest of the message, lines and all.
+    let rest = rest
+        .trim_start()
+        .get(name.len()..)
+        .map(str::trim)
+        .filter(|r| !r.is_empty())
+        .map(str::to_owned);
     Some(match name.as_str() {
         "new" => Command::New,
         "stop" => Command::Stop,
         "flush" => Command::Flush,
         "model" => Command::Model(arg),
         "mode" | "agent" => Command::Mode(arg),
-        "undo" => Command::Undo,
+        "undo" => Command::Turn(TurnCommand::Undo),
+        "redo" => Command::Turn(TurnCommand::Redo),
+        "retry" | "regenerate" => Command::Turn(TurnCommand::Retry),
+        "edit" => Command::Turn(TurnCommand::Edit(rest)),
         "compact" => Command::Compact,
         "sessions" => Command::Sessions,
         "resume" => Command::Resume(arg.and_then(|a| a.parse().ok()).filter(|n| *n > 0)),
@@ -84,22 +107,33 @@ pub fn help(lang: Lang) -> &'static str {
          `/flush` stop it and answer everything you sent meanwhile at once\n\
          `/model [id]` show or switch the model\n\
          `/agent [id]` show or switch the agent (`/mode` works too)\n\
-         `/undo` take the last question and answer out of the conversation\n\
+         `/undo` take the last question and answer out of the conversation (in a group: your own turn)\n\
+         `/redo` bring back the turn undone last\n\
+         `/retry` answer the last question again\n\
+         `/edit TEXT` replace the last question with TEXT and answer again (in a group: your own)\n\
          `/compact` summarise the older turns before the next reply\n\
          `/sessions` this chat's conversations\n\
          `/resume N` go back to conversation N of `/sessions`\n\
-         `/help` this list",
+         `/help` this list\n\n\
+         In a group everyone speaks as themselves in one shared conversation; \
+         reply to one of my messages to talk to me without an @mention. \
+         `/stop` stops the current reply for anyone; approvals are decided by whoever asked.",
         "**命令**\n\
          `/new` 开始新对话\n\
          `/stop` 停止当前回复（也可以发：停、取消、stop …）\n\
          `/flush` 停止当前回复，并把期间发来的消息一起回答\n\
          `/model [id]` 查看或切换模型\n\
          `/agent [id]` 查看或切换智能体（也可用 `/mode`）\n\
-         `/undo` 把上一轮问答从对话中撤下\n\
+         `/undo` 把上一轮问答从对话中撤下（群聊中只能撤自己的）\n\
+         `/redo` 恢复刚撤下的一轮\n\
+         `/retry` 重新回答上一个问题\n\
+         `/edit 内容` 把上一个问题改成新内容并重新回答（群聊中只能改自己的）\n\
          `/compact` 在下一次回复前先总结较早的对话\n\
          `/sessions` 本聊天的对话列表\n\
          `/resume N` 回到 `/sessions` 中的第 N 个对话\n\
-         `/help` 显示本帮助",
+         `/help` 显示本帮助\n\n\
+         群聊中每个人以自己的身份参与同一个对话；回复我的消息即可与我对话，无需 @。\
+         任何人都可以用 `/stop` 停止当前回复；审批由提出请求的人决定。",
     )
 }
 
@@ -141,7 +175,15 @@ mod tests {
             parse("/agent chat"),
             Some(Command::Mode(Some("chat".into())))
         );
-        assert_eq!(parse("/undo"), Some(Command::Undo));
+        assert_eq!(parse("/undo"), Some(Command::Turn(TurnCommand::Undo)));
+        assert_eq!(parse("/retry"), Some(Command::Turn(TurnCommand::Retry)));
+        assert_eq!(
+            parse("/edit what about  Tuesday?\nand Wed"),
+            Some(Command::Turn(TurnCommand::Edit(Some(
+                "what about  Tuesday?\nand Wed".into()
+            ))))
+        );
+        assert_eq!(parse("/edit"), Some(Command::Turn(TurnCommand::Edit(None))));
         assert_eq!(parse("/compact"), Some(Command::Compact));
         assert_eq!(
             parse(" /Model gpt "),

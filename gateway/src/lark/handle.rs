@@ -7,6 +7,7 @@
 
 mod files;
 mod quote;
+mod turn_commands;
 
 use std::future::Future;
 use std::time::Duration;
@@ -14,8 +15,8 @@ use weft_lark::card::{CardState, notice_card};
 
 use weft_lark::rest::{ErrorClass, LarkError, MessageContent, ReplyMode};
 use weft_shared::api::{Multitask, SendMessageRequest};
-use weft_shared::ids::{RunId, UserId};
-use weft_shared::store::{AuthUser, CancelOutcome, ReactionRecord, Role, SessionRecord, retrying};
+use weft_shared::ids::RunId;
+use weft_shared::store::{AuthUser, CancelOutcome, ReactionRecord, SessionRecord, retrying};
 
 use super::Bot;
 use super::commands::{self, Command, Lang};
@@ -353,30 +354,10 @@ impl Bot {
                 };
                 ("Weft", CardState::Done, text)
             }
-            Command::Undo => {
-                let text = match store
-                    .undo_turn(owner, &session.id, self.only_own_turns(&incoming, user))
-                    .await?
-                {
-                    weft_shared::store::TurnOutcome::NotYours { asked_by } => {
-                        self.not_yours(&asked_by, lang).await
-                    }
-                    weft_shared::store::TurnOutcome::Done { .. } => lang
-                        .pick(
-                            "↩️ The last question and answer are out of the conversation.",
-                            "↩️ 上一轮问答已从对话中撤下。",
-                        )
-                        .to_owned(),
-                    weft_shared::store::TurnOutcome::RunActive { .. } => lang
-                        .pick(
-                            "A reply is still running: /stop it first.",
-                            "还有回复在进行中，请先 /stop。",
-                        )
-                        .to_owned(),
-                    _ => lang
-                        .pick("Nothing to undo.", "没有可撤销的内容。")
-                        .to_owned(),
-                };
+            Command::Turn(turn) => {
+                let text = self
+                    .turn_command(&incoming, user, &session, turn, lang)
+                    .await?;
                 ("Weft", CardState::Done, text)
             }
             Command::Compact => {
@@ -439,26 +420,6 @@ impl Bot {
             }
         };
         self.notice(incoming, title, state, &text).await
-    }
-
-    /// In a group, who may act on a turn only if they asked it: everyone
-    /// but a Weft admin (`None`: anyone may).
-    fn only_own_turns<'a>(&self, incoming: &Incoming, user: &'a AuthUser) -> Option<&'a UserId> {
-        (incoming.chat_type == ChatType::Group && user.role != Role::Admin).then_some(&user.id)
-    }
-
-    /// "Only Alice (who asked) or an admin can …".
-    async fn not_yours(&self, asked_by: &UserId, lang: Lang) -> String {
-        let name = match self.state.store.get_user(asked_by).await {
-            Ok(u) => self.display_name(&u).await,
-            Err(_) => lang.pick("whoever asked it", "提问的人").to_owned(),
-        };
-        match lang {
-            Lang::En => format!(
-                "Only {name}, who asked the last question, or a Weft admin can change that turn."
-            ),
-            Lang::Zh => format!("只有提出上一个问题的 {name} 或 Weft 管理员可以更改这一轮。"),
-        }
     }
 
     /// A user's name as the group sees it: their Lark display name when they

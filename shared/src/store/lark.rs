@@ -47,8 +47,8 @@ impl LarkChat {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct LarkTarget {
     pub chat: LarkChat,
-    /// The Lark message to reply to: the run's newest user message that came from
-    /// Lark. `None` when the run's messages were sent from another client.
+    /// The Lark message to reply to: the newest user message of the run's turn
+    /// (a retried or edited turn's first run holds them) that came from Lark. `None` when the run's messages were sent from another client.
     pub reply_to: Option<String>,
     /// Reply cards already sent for this run (the card, then continuations).
     pub cards: Vec<String>,
@@ -403,7 +403,7 @@ impl Store {
         let row = sqlx::query(
             "select c.chat_id, c.thread_id, r.lark_cards,
                  (select m.lark_message_id from messages m
-                  where m.run_id = r.id and m.role = 'user' and m.lark_message_id is not null
+                  where m.run_id = coalesce(r.turn_of, r.id) and m.role = 'user' and m.lark_message_id is not null
                   order by m.ord desc limit 1) as reply_to
              from runs r
              join sessions s on s.id = r.session_id

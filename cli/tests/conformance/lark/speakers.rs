@@ -162,4 +162,37 @@ async fn two_speakers_in_one_group_are_each_themselves(b: Backend) {
         })
         .await;
     assert!(notice(&yes).starts_with("↩️"), "{}", notice(&yes));
+
+    // The REPL's other turn commands: /redo and /retry for anyone, /edit for
+    // the asker only.
+    let said = |w: &mut LarkWorld, who: &str, text: &str| w.group(TEAM, who, text);
+    let redo = said(&mut w, "ou_alice", "/redo");
+    let back = w
+        .until("the /redo answer", |_| w.replies(&redo).into_iter().next())
+        .await;
+    assert!(notice(&back).starts_with("↪️"), "{}", notice(&back));
+    let edit = said(&mut w, "ou_alice", "/edit @mock.reply mine now");
+    let no = w
+        .until("alice's /edit answer", |_| {
+            w.replies(&edit).into_iter().next()
+        })
+        .await;
+    assert!(notice(&no).starts_with("Only Bob"), "{}", notice(&no));
+    let retry = said(&mut w, "ou_alice", "/retry");
+    let again = w
+        .until("the /retry answer", |_| {
+            w.replies(&retry).into_iter().next()
+        })
+        .await;
+    assert!(notice(&again).starts_with("🔁"), "{}", notice(&again));
+    // The retried turn is Bob's question answered again, in a new card to it.
+    w.until("a second reply card to bob's question", |_| {
+        (w.replies(&timed)
+            .iter()
+            .filter(|m| element(m, "approval_call").is_empty() && template(m) != "")
+            .count()
+            >= 2)
+            .then_some(())
+    })
+    .await;
 }
