@@ -144,6 +144,15 @@ impl Store {
             )))
     }
 
+    /// Whether any session talks to a Lark conversation (a worker without the
+    /// Lark settings must not start then: its cards could never be sent).
+    pub async fn has_lark_conversations(&self) -> Result<bool> {
+        let row = sqlx::query("select count(*) as n from (select 1 from lark_chats limit 1) t")
+            .fetch_one(&self.pool)
+            .await?;
+        Ok(super::get_i64(&row, "n")? > 0)
+    }
+
     /// The Lark identity linked to (or behind) `user`, if any.
     pub async fn lark_open_id(&self, user: &UserId) -> Result<Option<String>> {
         let row = sqlx::query("select lark_open_id from users where id = $1")

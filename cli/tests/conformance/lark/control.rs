@@ -374,3 +374,25 @@ async fn undo_agent_and_compact_from_the_chat(b: Backend) {
         "{system}"
     );
 }
+
+/// A worker without the Lark settings in a deployment with Lark conversations
+/// refuses to start, naming what is missing — never a run whose chat keeps
+/// the 🤔 and no answer. Distributed only: embedded Weft is one process with
+/// one configuration.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_without_lark_settings_refuses_to_start_once_lark_is_used() {
+    let mut w = LarkWorld::start(Backend::Distributed).await;
+    let hello = w.dm("ou_alice", "@mock.reply hi");
+    w.final_card(&hello).await;
+    let mut cmd = w.env.command(&["worker"]);
+    for key in ["WEFT_LARK__APP_ID", "WEFT_LARK__APP_SECRET", "WEFT_LARK__BASE_URL"] {
+        cmd.env_remove(key);
+    }
+    let out = cmd.output().expect("run weft worker");
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{said}");
+    assert!(
+        said.contains("has Lark conversations but this worker has no [lark] settings"),
+        "{said}"
+    );
+}
