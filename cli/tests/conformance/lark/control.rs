@@ -385,7 +385,11 @@ async fn a_worker_without_lark_settings_refuses_to_start_once_lark_is_used() {
     let hello = w.dm("ou_alice", "@mock.reply hi");
     w.final_card(&hello).await;
     let mut cmd = w.env.command(&["worker"]);
-    for key in ["WEFT_LARK__APP_ID", "WEFT_LARK__APP_SECRET", "WEFT_LARK__BASE_URL"] {
+    for key in [
+        "WEFT_LARK__APP_ID",
+        "WEFT_LARK__APP_SECRET",
+        "WEFT_LARK__BASE_URL",
+    ] {
         cmd.env_remove(key);
     }
     let out = cmd.output().expect("run weft worker");
