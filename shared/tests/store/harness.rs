@@ -17,8 +17,8 @@ use sqlx::{AnyPool, Row};
 use weft_shared::api::Multitask;
 use weft_shared::ids::{RunId, SessionId, UserId};
 use weft_shared::store::{
-    AuthUser, ClaimOutcome, ClaimedRun, NewRun, Role, RunLimits, SendOutcome, SendRequest,
-    SessionRecord, Store,
+    AuthUser, ClaimOutcome, ClaimedRun, FinishOutcome, NewRun, Role, RunEnd, RunLimits,
+    SendOutcome, SendRequest, SessionRecord, Store,
 };
 use weft_shared::time::now_ms;
 
@@ -210,6 +210,24 @@ pub async fn claim(db: &Db, run: &RunId, worker: &str) -> ClaimedRun {
         Ok(ClaimOutcome::Claimed(c)) => c,
         other => panic!("expected to claim {run}, got {other:?}"),
     }
+}
+
+/// Ends a claimed run as succeeded (reply "ok", step 1) by worker `w1`.
+pub async fn succeed_claimed(db: &Db, run: &ClaimedRun, limits: &RunLimits) -> FinishOutcome {
+    db.store
+        .finish_run(
+            run,
+            "w1",
+            &RunEnd::Succeeded {
+                content: "ok".into(),
+                step: 1,
+            },
+            Default::default(),
+            None,
+            limits,
+        )
+        .await
+        .expect("finish the run")
 }
 
 /// A `stale_before` that makes every current heartbeat stale.

@@ -5,12 +5,12 @@
 use weft_shared::api::Multitask;
 use weft_shared::ids::{RunId, SessionId};
 use weft_shared::store::{
-    ClaimedRun, FinishOutcome, RunEnd, RunLimits, RunStatus, SendOutcome, SessionRecord,
+    ClaimedRun, FinishOutcome, RunLimits, RunStatus, SendOutcome, SessionRecord,
 };
 use weft_shared::time::now_ms;
 
 use crate::both_backends;
-use crate::harness::{Db, claim, limits, req, session, start, started, user};
+use crate::harness::{Db, claim, limits, req, session, start, started, succeed_claimed, user};
 
 both_backends!(
     active_runs_are_capped,
@@ -35,20 +35,7 @@ async fn succeed(db: &Db, run: &RunId, limits: RunLimits) -> FinishOutcome {
 }
 
 async fn end(db: &Db, run: &ClaimedRun, limits: RunLimits) -> FinishOutcome {
-    db.store
-        .finish_run(
-            run,
-            "w1",
-            &RunEnd::Succeeded {
-                content: "ok".into(),
-                step: 1,
-            },
-            Default::default(),
-            None,
-            &limits,
-        )
-        .await
-        .unwrap()
+    succeed_claimed(db, run, &limits).await
 }
 
 async fn messages_in(db: &Db, session: &SessionId) -> i64 {

@@ -4,12 +4,10 @@
 
 use weft_shared::api::Multitask;
 use weft_shared::ids::SessionId;
-use weft_shared::store::{
-    ActiveRun, FinishOutcome, RunEnd, RunLimits, RunStatus, SendOutcome, StoreError,
-};
+use weft_shared::store::{ActiveRun, FinishOutcome, RunLimits, RunStatus, SendOutcome, StoreError};
 
 use crate::both_backends;
-use crate::harness::{Db, claim, req, session, start, started, user};
+use crate::harness::{Db, claim, req, session, start, started, succeed_claimed, user};
 
 both_backends!(
     a_send_starts_a_run,
@@ -417,20 +415,7 @@ async fn a_shared_session_runs_as_each_speaker(db: Db) {
         assert!(matches!(out, SendOutcome::Queued { .. }), "{out:?}");
     }
     let claimed = claim(&db, &bobs.run_id, "w1").await;
-    let out = s
-        .finish_run(
-            &claimed,
-            "w1",
-            &RunEnd::Succeeded {
-                content: "ok".into(),
-                step: 1,
-            },
-            Default::default(),
-            None,
-            &RunLimits::unlimited(),
-        )
-        .await
-        .unwrap();
+    let out = succeed_claimed(&db, &claimed, &RunLimits::unlimited()).await;
     let FinishOutcome::Finished {
         followup: Some(next),
         ..
