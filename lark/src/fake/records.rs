@@ -82,6 +82,8 @@ pub struct RestCall {
     pub body: Value,
     pub status: u16,
     pub code: i64,
+    /// What the fake answered (`{"code","msg","data"}`); `Null` for a file.
+    pub answer: Value,
     /// When the fake handled it.
     pub at: std::time::Instant,
 }
