@@ -337,7 +337,12 @@ impl ToolLine {
             status,
             args: self.args.clone(),
             result: self.ended.as_ref().map(|(_, _, output)| output.clone()),
-            duration_ms: self.ended.as_ref().map(|(_, ms, _)| *ms),
+            // A refused call did not run: no time to show.
+            duration_ms: self
+                .ended
+                .as_ref()
+                .filter(|_| !refused)
+                .map(|(_, ms, _)| *ms),
             approval: self.approval.clone(),
         }
     }

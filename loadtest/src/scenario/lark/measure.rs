@@ -105,25 +105,6 @@ fn card_of(call: &RestCall) -> Option<Value> {
     serde_json::from_str(call.body["content"].as_str()?).ok()
 }
 
-/// The card a CardKit create (`data`) or full update (`card.data`) carried.
-fn entity_doc(call: &RestCall) -> Option<Value> {
-    let data = call.body["data"]
-        .as_str()
-        .or_else(|| call.body["card"]["data"].as_str())?;
-    serde_json::from_str(data).ok()
-}
-
-/// `doc` with its answer's text replaced, as a streamed element update leaves it.
-fn with_body(mut doc: Value, text: &str) -> Value {
-    if let Some(element) = doc["body"]["elements"]
-        .as_array_mut()
-        .and_then(|els| els.iter_mut().find(|e| e["element_id"] == BODY_ELEMENT_ID))
-    {
-        element["content"] = Value::String(text.to_owned());
-    }
-    doc
-}
-
 /// Successful calls by path, oldest first.
 fn by_path(records: &Records) -> HashMap<&str, Vec<&RestCall>> {
     let mut map: HashMap<&str, Vec<&RestCall>> = HashMap::new();
@@ -192,7 +173,7 @@ pub fn phase(
                 if !matches!(first.outcome, AttemptOutcome::Acked(_)) {
                     out.redelivered += 1;
                 }
-                time_one(&mut times, first, (&calls, &creates), m, &cards, plan);
+                time_one(&mut times, first, (records, &calls), m, &cards, plan);
             }
             None => tracing::warn!(event.id = %m.event_id, "the fake has no record of a push"),
         }
@@ -215,7 +196,7 @@ pub fn phase(
 fn time_one(
     times: &mut Times,
     first: &PushAttempt,
-    (calls, creates): (&HashMap<&str, Vec<&RestCall>>, &HashMap<String, &RestCall>),
+    (records, calls): (&Records, &HashMap<&str, Vec<&RestCall>>),
     m: &Pushed,
     cards: &[&SentMessage],
     plan: &TurnPlan,
@@ -229,7 +210,7 @@ fn time_one(
     if let Some(c) = calls.get(reactions.as_str()).and_then(|v| v.first()) {
         times.reaction.push(since(c.at, t0));
     }
-    let contents = card_calls(calls, creates, &m.message_id, cards);
+    let contents = card_calls(records, calls, &m.message_id, cards);
     if let Some((at, _)) = contents.first() {
         times.card.push(since(*at, t0));
     }
@@ -253,8 +234,8 @@ fn time_one(
 /// is sent, then the document it was created with, each streamed text, and
 /// each full update.
 fn card_calls(
+    records: &Records,
     calls: &HashMap<&str, Vec<&RestCall>>,
-    creates: &HashMap<String, &RestCall>,
     message_id: &str,
     cards: &[&SentMessage],
 ) -> Vec<(Instant, Value)> {
@@ -270,36 +251,17 @@ fn card_calls(
         .filter_map(|c| Some((c.at, card_of(c)?)))
         .collect();
     for card_id in cards.iter().filter_map(|c| c.card_id.as_deref()) {
-        let reference = calls
-            .get(create.as_str())
-            .into_iter()
-            .flatten()
-            .find(|c| card_of(c).is_some_and(|content| content["data"]["card_id"] == card_id));
-        let (Some(sent), Some(mut doc)) =
-            (reference, creates.get(card_id).and_then(|c| entity_doc(c)))
-        else {
+        let reference = calls.get(create.as_str()).into_iter().flatten().find(|c| {
+            card_of(c).is_some_and(|content| content["data"]["card_id"] == card_id)
+        });
+        let Some(sent) = reference else {
             continue;
         };
-        out.push((sent.at, doc.clone()));
-        let updates = [
-            format!("/open-apis/cardkit/v1/cards/{card_id}"),
-            format!("/open-apis/cardkit/v1/cards/{card_id}/elements/{BODY_ELEMENT_ID}/content"),
-        ];
-        let mut later: Vec<&RestCall> = updates
-            .iter()
-            .filter_map(|path| calls.get(path.as_str()))
-            .flatten()
-            .copied()
-            .collect();
-        later.sort_by_key(|c| c.at);
-        for c in later {
-            doc = match (entity_doc(c), c.body["content"].as_str()) {
-                (Some(full), _) => full,
-                (None, Some(text)) => with_body(doc, text),
-                (None, None) => continue,
-            };
-            out.push((c.at.max(sent.at), doc.clone()));
-        }
+        // Nothing shows before the message referencing the entity is sent.
+        let docs = records.entity_documents(card_id);
+        let shown_at_send = docs.iter().rev().find(|(at, _)| *at <= sent.at).cloned();
+        out.extend(shown_at_send.map(|(_, doc)| (sent.at, doc)));
+        out.extend(docs.into_iter().filter(|(at, _)| *at > sent.at));
     }
     out.sort_by_key(|(at, _)| *at);
     out
