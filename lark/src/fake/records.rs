@@ -119,7 +119,10 @@ impl Records {
     pub fn entity_documents(&self, card_id: &str) -> Vec<(std::time::Instant, Value)> {
         let mut out: Vec<(std::time::Instant, Value)> = Vec::new();
         let path = format!("/open-apis/cardkit/v1/cards/{card_id}");
-        let parse = |v: &Value| v.as_str().and_then(|s| serde_json::from_str::<Value>(s).ok());
+        let parse = |v: &Value| {
+            v.as_str()
+                .and_then(|s| serde_json::from_str::<Value>(s).ok())
+        };
         for call in self.calls.iter().filter(|c| c.status == 200) {
             let doc = if call.path == "/open-apis/cardkit/v1/cards" {
                 if call.answer["data"]["card_id"] != card_id {
@@ -174,9 +177,12 @@ fn set_content(doc: &mut Value, element_id: &str, content: &Value) -> bool {
                 map.insert("content".into(), content.clone());
                 return true;
             }
-            map.values_mut().any(|v| set_content(v, element_id, content))
+            map.values_mut()
+                .any(|v| set_content(v, element_id, content))
         }
-        Value::Array(items) => items.iter_mut().any(|v| set_content(v, element_id, content)),
+        Value::Array(items) => items
+            .iter_mut()
+            .any(|v| set_content(v, element_id, content)),
         _ => false,
     }
 }

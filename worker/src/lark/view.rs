@@ -232,7 +232,7 @@ impl ReplyView {
                 self.thinking.reported(usage.reasoning);
                 self.done = Some(Ended {
                     model: model.clone(),
-                    usage: usage.clone(),
+                    usage: *usage,
                     ttft_ms: *ttft_ms,
                     duration_ms: *duration_ms,
                 });

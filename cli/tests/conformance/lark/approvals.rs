@@ -319,7 +319,11 @@ fn approval_id(card: &SentMessage) -> String {
         .iter()
         .flat_map(|e| e["columns"].as_array().cloned().unwrap_or_default())
         .flat_map(|c| c["elements"].as_array().cloned().unwrap_or_default())
-        .find_map(|b| b["behaviors"][0]["value"]["approval_id"].as_str().map(str::to_owned))
+        .find_map(|b| {
+            b["behaviors"][0]["value"]["approval_id"]
+                .as_str()
+                .map(str::to_owned)
+        })
         .expect("an approval button")
 }
 
@@ -348,9 +352,16 @@ async fn an_approval_decided_on_the_web_rewrites_its_card(b: Backend) {
     assert_eq!(status, 200, "{answer}");
     let answered = answered_card(&w, &ask.message_id).await;
     assert_eq!(template(&answered), "green");
-    assert_eq!(element(&answered, "approval_answer"), "✅ approved by admin");
+    assert_eq!(
+        element(&answered, "approval_answer"),
+        "✅ approved by admin"
+    );
     let done = w.final_card(&msg).await;
-    assert!(body(&done).starts_with("tool current_time said: "), "{}", body(&done));
+    assert!(
+        body(&done).starts_with("tool current_time said: "),
+        "{}",
+        body(&done)
+    );
     assert_eq!(tools(&done).split(" · ").nth(1), Some("approved by admin"));
 }
 

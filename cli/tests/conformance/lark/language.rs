@@ -48,9 +48,15 @@ async fn a_chinese_chat_gets_chinese_cards(b: Backend) {
         })
         .await;
     assert_eq!(tools(&waiting), "⏸ current_time · 等待审批");
-    assert!(body(&waiting).ends_with("_⏸ 等待审批_"), "{}", body(&waiting));
+    assert!(
+        body(&waiting).ends_with("_⏸ 等待审批_"),
+        "{}",
+        body(&waiting)
+    );
 
-    w.fake.click_button(&ask.message_id, "ou_li", "批准").unwrap();
+    w.fake
+        .click_button(&ask.message_id, "ou_li", "批准")
+        .unwrap();
     let done = w.final_card(&msg).await;
     assert_eq!(template(&done), "green");
     assert_eq!(
@@ -58,7 +64,10 @@ async fn a_chinese_chat_gets_chinese_cards(b: Backend) {
         ["✅ current_time", "lark:ou_li 已批准"]
     );
     let footer = element(&done, "footer");
-    assert!(footer.contains("秒 · ") && footer.contains("上下文 "), "{footer}");
+    assert!(
+        footer.contains("秒 · ") && footer.contains("上下文 "),
+        "{footer}"
+    );
     // The click's answer redrew the card; the worker says it in Chinese.
     w.until("the approval card in Chinese", |f| {
         f.sent_messages()
@@ -70,12 +79,18 @@ async fn a_chinese_chat_gets_chinese_cards(b: Backend) {
 
     // Stopped, in Chinese.
     let long = w.dm("ou_li", "慢慢数 @mock.tokens 400 @mock.delay 0 50");
-    w.until("the long reply's card", |_| w.replies(&long).into_iter().next())
-        .await;
+    w.until("the long reply's card", |_| {
+        w.replies(&long).into_iter().next()
+    })
+    .await;
     let stop = w.dm("ou_li", "停");
     let stopped = w.final_card(&long).await;
     assert_eq!(template(&stopped), "grey");
-    assert!(body(&stopped).ends_with("_🛑 已停止_"), "{}", body(&stopped));
+    assert!(
+        body(&stopped).ends_with("_🛑 已停止_"),
+        "{}",
+        body(&stopped)
+    );
     let notice_card = w
         .until("the stop notice", |_| w.replies(&stop).into_iter().next())
         .await;
@@ -83,17 +98,22 @@ async fn a_chinese_chat_gets_chinese_cards(b: Backend) {
 }
 
 async fn the_tenant_language_answers_words_without_a_language(b: Backend) {
-    let mut w =
-        LarkWorld::start_with(b, 1, fake_config(), &[("WEFT_LARK__LANGUAGE", "zh")]).await;
+    let mut w = LarkWorld::start_with(b, 1, fake_config(), &[("WEFT_LARK__LANGUAGE", "zh")]).await;
     // No letters of any language: the tenant's (Chinese).
     let digits = w.dm("ou_ann", "1 + 1 = ?");
     let card = w.final_card(&digits).await;
     assert_eq!(body(&card), "You said: 1 + 1 = ?");
     let footer = element(&card, "footer");
-    assert!(footer.contains("秒 · ") && footer.contains("上下文 "), "{footer}");
+    assert!(
+        footer.contains("秒 · ") && footer.contains("上下文 "),
+        "{footer}"
+    );
     // English words: English, whatever the tenant's language.
     let english = w.dm("ou_ann", "hello there");
     let card = w.final_card(&english).await;
     let footer = element(&card, "footer");
-    assert!(footer.contains("s · ") && footer.contains("% context"), "{footer}");
+    assert!(
+        footer.contains("s · ") && footer.contains("% context"),
+        "{footer}"
+    );
 }

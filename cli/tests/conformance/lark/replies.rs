@@ -45,10 +45,7 @@ async fn dm_streams_one_card_with_reaction_and_footer(b: Backend) {
         .filter(|c| c.path.starts_with(&ours) && c.status == 200)
         .map(|c| c.body["sequence"].as_i64().unwrap())
         .collect();
-    assert!(
-        sequences.windows(2).all(|w| w[0] < w[1]),
-        "{sequences:?}"
-    );
+    assert!(sequences.windows(2).all(|w| w[0] < w[1]), "{sequences:?}");
     let typed: Vec<&str> = records
         .calls_to("PUT", &format!("{ours}/elements/reply_body/content"))
         .iter()
@@ -61,7 +58,10 @@ async fn dm_streams_one_card_with_reaction_and_footer(b: Backend) {
     );
     assert!(
         records
-            .calls_to("PATCH", &format!("/open-apis/im/v1/messages/{}", card.message_id))
+            .calls_to(
+                "PATCH",
+                &format!("/open-apis/im/v1/messages/{}", card.message_id)
+            )
             .is_empty(),
         "no message patches"
     );
@@ -287,14 +287,19 @@ async fn failed_runs_end_the_card_red(b: Backend) {
 async fn a_thinking_model_shows_its_reasoning_then_the_answer(b: Backend) {
     let mut w = LarkWorld::start(b).await;
     // Two seconds of thinking (40 words, 50 ms apart), then the answer.
-    let msg = w.dm("ou_alice", "@mock.think 40 @mock.tokens 10 @mock.delay 0 50");
+    let msg = w.dm(
+        "ou_alice",
+        "@mock.think 40 @mock.tokens 10 @mock.delay 0 50",
+    );
     let card = w.final_card(&msg).await;
     assert_eq!(body(&card), words(10));
     let reasoning = find(&card.content, "reasoning").expect("the reasoning panel");
     assert_eq!(reasoning["expanded"], false, "folded at the end");
     let title = reasoning["header"]["title"]["content"].as_str().unwrap();
     assert!(
-        title.starts_with("💭 ") && title.ends_with(" s · 40 tokens") && !title.contains("Thinking"),
+        title.starts_with("💭 ")
+            && title.ends_with(" s · 40 tokens")
+            && !title.contains("Thinking"),
         "the thinking time and the provider's reasoning tokens: {title}"
     );
     let history = w.history(&card);
@@ -302,17 +307,30 @@ async fn a_thinking_model_shows_its_reasoning_then_the_answer(b: Backend) {
         .iter()
         .filter(|doc| find(doc, "reasoning").is_some_and(|r| r["expanded"] == true))
         .collect();
-    assert!(!thinking.is_empty(), "the reasoning showed while the model thought");
+    assert!(
+        !thinking.is_empty(),
+        "the reasoning showed while the model thought"
+    );
     for doc in &thinking {
         let preview = find(doc, "reasoning_text").unwrap()["content"]
             .as_str()
             .unwrap()
             .to_owned();
-        assert!(preview.starts_with("t1") || preview.starts_with('…'), "{preview}");
+        assert!(
+            preview.starts_with("t1") || preview.starts_with('…'),
+            "{preview}"
+        );
         assert!(preview.chars().count() <= 201, "a preview: {preview}");
         let title = find(doc, "reasoning").unwrap()["header"]["title"]["content"].clone();
-        assert!(title.as_str().unwrap().starts_with("💭 Thinking… "), "{title}");
-        assert_eq!(find(doc, "reply_body").unwrap()["content"], "…", "no answer yet");
+        assert!(
+            title.as_str().unwrap().starts_with("💭 Thinking… "),
+            "{title}"
+        );
+        assert_eq!(
+            find(doc, "reply_body").unwrap()["content"],
+            "…",
+            "no answer yet"
+        );
     }
     for doc in &history {
         let answer = find(doc, "reply_body").unwrap()["content"].clone();
@@ -328,8 +346,10 @@ async fn a_thinking_model_shows_its_reasoning_then_the_answer(b: Backend) {
 
 async fn cards_are_patched_where_cardkit_is_refused(b: Backend) {
     let mut w = LarkWorld::start(b).await;
-    w.fake
-        .refuse_cardkit(Some((99991672, "Access denied. One of the following scopes is required: [cardkit:card:write]")));
+    w.fake.refuse_cardkit(Some((
+        99991672,
+        "Access denied. One of the following scopes is required: [cardkit:card:write]",
+    )));
     let msg = w.dm("ou_alice", "@mock.tokens 40 @mock.delay 0 25");
     let card = w.final_card(&msg).await;
     assert_eq!(template(&card), "green");
@@ -342,11 +362,18 @@ async fn cards_are_patched_where_cardkit_is_refused(b: Backend) {
     );
     assert!(!patches.is_empty(), "the card grew in place");
     // Meanwhile the next reply does not ask CardKit again.
-    let refused_before = w.fake.records().calls_to("POST", "/open-apis/cardkit/").len();
+    let refused_before = w
+        .fake
+        .records()
+        .calls_to("POST", "/open-apis/cardkit/")
+        .len();
     let next = w.dm("ou_alice", "again");
     assert_eq!(body(&w.final_card(&next).await), "You said: again");
     assert_eq!(
-        w.fake.records().calls_to("POST", "/open-apis/cardkit/").len(),
+        w.fake
+            .records()
+            .calls_to("POST", "/open-apis/cardkit/")
+            .len(),
         refused_before
     );
 }

@@ -293,7 +293,10 @@ pub(super) fn find(card: &Value, id: &str) -> Option<Value> {
 /// The tool calls on a card, one line each: the older calls' lines, then each
 /// folded panel's title (`✅ current_time · 12 ms`).
 pub(super) fn tools(m: &SentMessage) -> String {
-    let elements = m.content["body"]["elements"].as_array().cloned().unwrap_or_default();
+    let elements = m.content["body"]["elements"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
     let mut lines: Vec<String> = element(m, "tools_more")
         .lines()
         .map(str::to_owned)
@@ -302,7 +305,11 @@ pub(super) fn tools(m: &SentMessage) -> String {
         elements
             .iter()
             .filter(|e| e["tag"] == "collapsible_panel")
-            .filter(|e| e["element_id"].as_str().is_some_and(|id| id.starts_with("tool_")))
+            .filter(|e| {
+                e["element_id"]
+                    .as_str()
+                    .is_some_and(|id| id.starts_with("tool_"))
+            })
             .filter_map(|e| e["header"]["title"]["content"].as_str().map(str::to_owned)),
     );
     lines.join("\n")

@@ -251,9 +251,11 @@ fn card_calls(
         .filter_map(|c| Some((c.at, card_of(c)?)))
         .collect();
     for card_id in cards.iter().filter_map(|c| c.card_id.as_deref()) {
-        let reference = calls.get(create.as_str()).into_iter().flatten().find(|c| {
-            card_of(c).is_some_and(|content| content["data"]["card_id"] == card_id)
-        });
+        let reference = calls
+            .get(create.as_str())
+            .into_iter()
+            .flatten()
+            .find(|c| card_of(c).is_some_and(|content| content["data"]["card_id"] == card_id));
         let Some(sent) = reference else {
             continue;
         };
