@@ -7,6 +7,8 @@
 //!   error classification.
 //! * [`sender`] — rate-aware, coalescing card updates within Lark's limits.
 //! * [`card`] — Card JSON 2.0 builders and the markdown sanitiser.
+//! * [`text`] — what the bot says, in Chinese and English, and which of the two
+//!   a chat gets.
 //! * [`fake`] — a Lark server that speaks the real wire protocol, for tests and by
 //!   hand (`weft-lark-fake`).
 //!
@@ -20,6 +22,7 @@ pub mod fake;
 pub mod frame;
 pub mod rest;
 pub mod sender;
+pub mod text;
 pub mod ws;
 
 pub use credentials::{AppCredentials, AppSecret};

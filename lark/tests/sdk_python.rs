@@ -1,6 +1,8 @@
 //! Proof that the fake speaks the real protocol: the official Python SDK
 //! (`lark-oapi`) talks to it. The interpreter comes from `WEFT_PYTHON`
 //! (default `python3`); a missing `lark_oapi` fails the test with a clear message.
+//! Each part of the protocol the bot uses is driven by the SDK: the long
+//! connection and clicks, messages and patches, downloads, CardKit entities.
 
 mod common;
 
@@ -302,4 +304,79 @@ async fn official_sdk_reads_a_message_and_a_user_name() {
         .unwrap();
     assert_eq!(next_line_with(&mut lines, "DENIED ").await, "99991672");
     let _ = child.wait().await;
+}
+
+#[tokio::test]
+async fn official_sdk_cardkit_client_streams_a_card_entity() {
+    let fake = fake(fast_config()).await;
+    let output = tokio::time::timeout(SDK_START, sdk(&fake, "cardkit_stream.py").output())
+        .await
+        .expect("SDK script finishes")
+        .unwrap_or_else(|e| {
+            panic!(
+                "cannot run Python interpreter {:?} (set WEFT_PYTHON): {e}",
+                python()
+            )
+        });
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    fail_if_sdk_missing(&stdout);
+    assert!(
+        output.status.success(),
+        "SDK CardKit script failed: {stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let line = |prefix: &str| {
+        stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(prefix))
+            .unwrap_or_else(|| panic!("no {prefix:?} in {stdout}"))
+            .to_owned()
+    };
+    let card_id = line("CREATED ");
+    let message_id = line("SENT ");
+    assert_eq!(line("STREAMED "), "3");
+    assert_eq!(
+        line("STALE "),
+        weft_lark::rest::CODE_CARDKIT_SEQUENCE.to_string(),
+        "the SDK reads the stale-sequence refusal"
+    );
+    assert!(stdout.contains("UPDATED\nSETTLED\n"), "{stdout}");
+    assert_ne!(line("CLOSED "), "0", "no streaming once it ended");
+
+    let entity = fake.card_entity(&card_id).expect("the entity");
+    assert!(!entity.streaming);
+    assert_eq!(entity.last_sequence, 6, "the refused stream still counts");
+    assert_eq!(entity.updates, 5);
+    assert_eq!(entity.updates_before_send, 0);
+    let shown = fake
+        .sent_messages()
+        .into_iter()
+        .find(|m| m.message_id == message_id)
+        .expect("the message");
+    assert_eq!(shown.card_id.as_deref(), Some(card_id.as_str()));
+    assert_eq!(
+        shown.content["body"]["elements"][0]["content"],
+        "Hello, world!"
+    );
+    let calls: Vec<(String, u16)> = fake
+        .records()
+        .calls
+        .iter()
+        .filter(|c| c.path.starts_with("/open-apis/cardkit/"))
+        .map(|c| (c.method.clone(), c.status))
+        .collect();
+    assert_eq!(
+        calls,
+        [
+            ("POST", 200),
+            ("PUT", 200),
+            ("PUT", 200),
+            ("PUT", 200),
+            ("PUT", 400),
+            ("PUT", 200),
+            ("PATCH", 200),
+            ("PUT", 400),
+        ]
+        .map(|(m, s)| (m.to_owned(), s))
+    );
 }

@@ -444,6 +444,7 @@ pub async fn run(
                 deps.store.clone(),
                 deps.bus.clone(),
                 shutdown.child_token(),
+                lark::tenant_lang(&cfg.lark),
             )
         }),
         mcp: (!cfg.mcp_servers.is_empty()).then(|| {

@@ -8,7 +8,8 @@
 //! table. Answered, it shows who decided and has no buttons; that version is what
 //! a callback's response puts in place of the clicked card, and it stays a small
 //! card of its own, so it never competes with a streaming reply card for Lark's
-//! per-message patch budget.
+//! per-message patch budget. Its words are in the chat's language
+//! ([`ApprovalCard::render_in`]).
 
 use std::time::Duration;
 
@@ -16,6 +17,8 @@ use serde_json::{Map, Value, json};
 
 use super::markdown::{self, MarkdownLimits};
 use super::{CardState, card, markdown as markdown_element};
+use crate::text::say::{self, Verdict};
+use crate::text::{Lang, Text};
 
 /// Characters of the arguments shown, at most (the card stays far below 30 KB).
 const ARGS_SHOWN: usize = 2_000;
@@ -107,70 +110,78 @@ impl ApprovalClick {
 }
 
 impl ApprovalCard {
+    /// The card in English (see [`Self::render_in`]).
     pub fn render(&self) -> Value {
+        self.render_in(Lang::En)
+    }
+
+    /// The card in `lang`.
+    pub fn render_in(&self, lang: Lang) -> Value {
         let (title, state) = match &self.answer {
             ApprovalAnswer::Open { .. } => (
-                format!("Approve {}?", self.tool),
+                say::approve_title(lang, &self.tool),
                 CardState::AwaitingApproval,
             ),
-            ApprovalAnswer::Approved { .. } => (format!("{} approved", self.tool), CardState::Done),
-            ApprovalAnswer::Denied { .. } => (format!("{} denied", self.tool), CardState::Failed),
-            ApprovalAnswer::Expired | ApprovalAnswer::Closed => {
-                (format!("{}: not decided", self.tool), CardState::Cancelled)
-            }
+            ApprovalAnswer::Approved { .. } => (
+                say::answered_title(lang, &self.tool, Some(Verdict::Approved)),
+                CardState::Done,
+            ),
+            ApprovalAnswer::Denied { .. } => (
+                say::answered_title(lang, &self.tool, Some(Verdict::Denied)),
+                CardState::Failed,
+            ),
+            ApprovalAnswer::Expired | ApprovalAnswer::Closed => (
+                say::answered_title(lang, &self.tool, None),
+                CardState::Cancelled,
+            ),
         };
         let mut elements = vec![
-            markdown_element("approval_call", &self.describe_call()),
-            markdown_element("approval_answer", &self.answer_line()),
+            markdown_element("approval_call", &self.describe_call(lang)),
+            markdown_element("approval_answer", &self.answer_line(lang)),
         ];
         if matches!(self.answer, ApprovalAnswer::Open { .. }) {
-            elements.push(self.buttons());
+            elements.push(self.buttons(lang));
         }
         card(&title, state.template(), false, &title, elements)
     }
 
-    fn describe_call(&self) -> String {
+    fn describe_call(&self, lang: Lang) -> String {
         let args = match &self.args {
             Value::Null => String::new(),
             Value::Object(map) if map.is_empty() => String::new(),
             args => serde_json::to_string_pretty(args).unwrap_or_default(),
         };
         let text = if args.is_empty() {
-            format!("**`{}`** wants to run (no arguments).", self.tool)
+            say::wants_to_run(lang, &self.tool)
         } else {
             let mut shown: String = args.chars().take(ARGS_SHOWN).collect();
             if args.chars().count() > ARGS_SHOWN {
                 shown.push('…');
             }
             format!(
-                "**`{}`** wants to run with:\n```json\n{}\n```",
-                self.tool,
+                "{}\n```json\n{}\n```",
+                say::wants_to_run_with(lang, &self.tool),
                 shown.replace("```", "'''")
             )
         };
         markdown::sanitize(&text, MarkdownLimits::default().max_tables)
     }
 
-    fn answer_line(&self) -> String {
+    fn answer_line(&self, lang: Lang) -> String {
         let line = match &self.answer {
-            ApprovalAnswer::Open { expires_in } => format!(
-                "**Approve** lets it run once, **Deny** refuses, **Always allow** also stops asking about `{}` in this conversation. Unanswered within {}, it counts as denied.",
-                self.tool,
-                span(*expires_in)
-            ),
-            ApprovalAnswer::Approved { by, always: false } => format!("✅ approved by {by}"),
-            ApprovalAnswer::Approved { by, always: true } => {
-                format!("✅ approved by {by} · always allowed in this conversation")
+            ApprovalAnswer::Open { expires_in } => {
+                say::approval_open(lang, &self.tool, *expires_in)
             }
-            ApprovalAnswer::Denied { by } => format!("❌ denied by {by}"),
-            ApprovalAnswer::Expired => "⌛ expired: nobody answered in time".to_owned(),
-            ApprovalAnswer::Closed => "🛑 the reply ended before anyone answered".to_owned(),
+            ApprovalAnswer::Approved { by, always } => say::approval_approved(lang, by, *always),
+            ApprovalAnswer::Denied { by } => say::approval_denied(lang, by),
+            ApprovalAnswer::Expired => lang.text(Text::ApprovalExpired).to_owned(),
+            ApprovalAnswer::Closed => lang.text(Text::ApprovalClosed).to_owned(),
         };
         markdown::neutralize_mentions(&line)
     }
 
-    fn buttons(&self) -> Value {
-        let button = |choice: ApprovalChoice, label: &str, kind: &str| {
+    fn buttons(&self, lang: Lang) -> Value {
+        let button = |choice: ApprovalChoice, label: Text, kind: &str| {
             let mut value = self.context.clone();
             value.insert("approval_id".into(), json!(self.approval_id));
             value.insert("decision".into(), json!(choice.as_str()));
@@ -180,7 +191,7 @@ impl ApprovalCard {
                 "elements": [{
                     "tag": "button",
                     "element_id": choice.as_str(),
-                    "text": {"tag": "plain_text", "content": label},
+                    "text": {"tag": "plain_text", "content": lang.text(label)},
                     "type": kind,
                     "behaviors": [{"type": "callback", "value": value}],
                 }],
@@ -191,23 +202,11 @@ impl ApprovalCard {
             "flex_mode": "none",
             "horizontal_spacing": "small",
             "columns": [
-                button(ApprovalChoice::Approve, "Approve", "primary_filled"),
-                button(ApprovalChoice::Deny, "Deny", "danger"),
-                button(ApprovalChoice::Always, "Always allow", "default"),
+                button(ApprovalChoice::Approve, Text::ApproveButton, "primary_filled"),
+                button(ApprovalChoice::Deny, Text::DenyButton, "danger"),
+                button(ApprovalChoice::Always, Text::AlwaysButton, "default"),
             ],
         })
-    }
-}
-
-/// `30 min`, `2 h`, `45 s`.
-fn span(d: Duration) -> String {
-    let secs = d.as_secs();
-    if secs >= 3600 && secs.is_multiple_of(3600) {
-        format!("{} h", secs / 3600)
-    } else if secs >= 60 {
-        format!("{} min", secs.div_ceil(60))
-    } else {
-        format!("{secs} s")
     }
 }
 
@@ -285,6 +284,41 @@ mod tests {
         .render();
         let line = always["body"]["elements"][1]["content"].as_str().unwrap();
         assert!(line.starts_with("✅ approved by &lt;at"), "{line}");
+    }
+
+    #[test]
+    fn a_chinese_chat_gets_a_chinese_card() {
+        let open = request(ApprovalAnswer::Open {
+            expires_in: Duration::from_secs(1800),
+        })
+        .render_in(Lang::Zh);
+        assert_eq!(
+            open["header"]["title"]["content"],
+            "允许运行 current_time？"
+        );
+        let labels: Vec<String> = buttons(&open)
+            .iter()
+            .map(|b| b["text"]["content"].as_str().unwrap().to_owned())
+            .collect();
+        assert_eq!(labels, ["批准", "拒绝", "总是允许"]);
+        let note = open["body"]["elements"][1]["content"].as_str().unwrap();
+        assert!(note.contains("30 分钟"), "{note}");
+        let approved = request(ApprovalAnswer::Approved {
+            by: "alice".into(),
+            always: false,
+        })
+        .render_in(Lang::Zh);
+        assert!(buttons(&approved).is_empty());
+        assert_eq!(
+            approved["body"]["elements"][1]["content"],
+            "✅ alice 已批准"
+        );
+        let expired = request(ApprovalAnswer::Expired).render_in(Lang::Zh);
+        assert_eq!(expired["header"]["template"], "grey");
+        assert_eq!(
+            expired["body"]["elements"][1]["content"],
+            "⌛ 已过期：无人及时回应"
+        );
     }
 
     #[test]

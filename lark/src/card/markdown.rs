@@ -11,7 +11,8 @@
 #[derive(Debug, Clone, Copy)]
 pub struct MarkdownLimits {
     pub max_tables: usize,
-    /// Bytes of markdown per card; leaves room for the rest of a 30 KB request.
+    /// Bytes of the answer's markdown per card; leaves room for the rest of a
+    /// 30 KB request (the reasoning and the calls take up to 6 KB more).
     pub max_element_bytes: usize,
 }
 
@@ -19,7 +20,7 @@ impl Default for MarkdownLimits {
     fn default() -> Self {
         Self {
             max_tables: 3,
-            max_element_bytes: 24_000,
+            max_element_bytes: 20_000,
         }
     }
 }

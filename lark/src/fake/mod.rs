@@ -9,7 +9,10 @@
 //! on what a real Lark would have seen. Button clicks ([`FakeLark::click_button`])
 //! arrive as `card.action.trigger` pushes, and the card in a callback's ack
 //! replaces the clicked card. Files and images users send are served from what
-//! the test registered ([`FakeLark::add_resource`]). Knobs ([`FakeLark::set_discovery`],
+//! the test registered ([`FakeLark::add_resource`]). CardKit card entities
+//! follow Lark's rules (sent once by reference, strictly increasing `sequence`,
+//! streaming mode, 10 calls/s per card) and read back as the messages that show
+//! them ([`FakeLark::sent_messages`], [`FakeLark::card_entity`]). Knobs ([`FakeLark::set_discovery`],
 //! [`FakeLark::silence_connections`], ...) inject the failures real Lark produces.
 //!
 //! Codes the reference does not pin down (e.g. for a stale ticket) are marked
@@ -38,7 +41,7 @@ pub use push::{FragmentOrder, PushOptions, sample_message_event};
 pub use records::{
     AckRecord, AttemptOutcome, FailReason, PingRecord, PushAttempt, Records, RestCall,
 };
-pub use rest::FakeResource;
+pub use rest::{CardEntityView, FakeResource};
 
 /// The `ClientConfig` the fake hands out (seconds, as on the wire).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -74,6 +77,11 @@ pub struct FakeConfig {
     pub patches_per_message: usize,
     pub cardkit_ops_per_card: usize,
     pub calls_per_app: usize,
+    /// A card entity's streaming mode closes by itself this long after it was
+    /// turned on (Lark: 10 minutes).
+    pub streaming_timeout: Duration,
+    /// How long a card entity can be updated (Lark: 14 days).
+    pub card_entity_ttl: Duration,
 }
 
 impl Default for FakeConfig {
@@ -102,6 +110,8 @@ impl Default for FakeConfig {
             patches_per_message: 5,
             cardkit_ops_per_card: 10,
             calls_per_app: 50,
+            streaming_timeout: Duration::from_secs(600),
+            card_entity_ttl: Duration::from_secs(14 * 24 * 3600),
         }
     }
 }
@@ -146,8 +156,11 @@ pub struct SentMessage {
     pub message_id: String,
     pub chat_id: String,
     pub msg_type: String,
-    /// The content document (a card, `{"text":…}`, …).
+    /// The content document (a card, `{"text":…}`, …); for a card entity sent
+    /// by reference, the entity's document as it is now.
     pub content: serde_json::Value,
+    /// The CardKit entity the message shows, when it was sent by reference.
+    pub card_id: Option<String>,
     /// The message it replies to; empty for a plain send.
     pub reply_to: String,
     pub thread_id: String,
@@ -338,7 +351,8 @@ impl FakeLark {
     }
 
     /// What the app has sent (replies and new messages), oldest first, with each
-    /// message's content as it is now (after patches).
+    /// message's content as it is now (after patches; a card entity as its
+    /// latest update made it).
     pub fn sent_messages(&self) -> Vec<SentMessage> {
         let state = self.state();
         let mut out: Vec<SentMessage> = state
@@ -346,18 +360,51 @@ impl FakeLark {
             .messages
             .iter()
             .filter(|(_, m)| !m.from_user)
-            .map(|(id, m)| SentMessage {
-                message_id: id.clone(),
-                chat_id: m.chat_id.clone(),
-                msg_type: m.msg_type.clone(),
-                content: serde_json::from_str(&m.content).unwrap_or(serde_json::Value::Null),
-                reply_to: m.reply_to.clone(),
-                thread_id: m.thread_id.clone(),
-                recalled: m.recalled,
+            .map(|(id, m)| {
+                let mut content: serde_json::Value =
+                    serde_json::from_str(&m.content).unwrap_or(serde_json::Value::Null);
+                let card_id = (content["type"] == "card")
+                    .then(|| content["data"]["card_id"].as_str().map(str::to_owned))
+                    .flatten();
+                if let Some(card) = card_id.as_ref().and_then(|c| state.rest.cards.get(c)) {
+                    content = card.document.clone();
+                }
+                SentMessage {
+                    message_id: id.clone(),
+                    chat_id: m.chat_id.clone(),
+                    msg_type: m.msg_type.clone(),
+                    content,
+                    card_id,
+                    reply_to: m.reply_to.clone(),
+                    thread_id: m.thread_id.clone(),
+                    recalled: m.recalled,
+                }
             })
             .collect();
         out.sort_by(|a, b| a.message_id.cmp(&b.message_id));
         out
+    }
+
+    /// A CardKit card entity as the fake holds it now.
+    pub fn card_entity(&self, card_id: &str) -> Option<CardEntityView> {
+        let config = self.inner.config.clone();
+        let mut state = self.state();
+        state
+            .rest
+            .cards
+            .get_mut(card_id)
+            .map(|card| card.view(&config, card_id))
+    }
+
+    /// Answers every CardKit call with `code` / `msg` (e.g. 99991672, the app
+    /// lacks the `cardkit:card:write` scope) from now on, or again normally
+    /// (`None`).
+    pub fn refuse_cardkit(&self, refusal: Option<(i64, &str)>) {
+        self.state().rest.cardkit_refusal = refusal.map(|(code, msg)| rest::Injected {
+            status: axum::http::StatusCode::BAD_REQUEST,
+            code,
+            msg: msg.to_owned(),
+        });
     }
 
     /// Reactions currently on messages, as `(message_id, reaction_id)`.

@@ -82,6 +82,8 @@ pub struct RestCall {
     pub body: Value,
     pub status: u16,
     pub code: i64,
+    /// What the fake answered (`{"code","msg","data"}`); `Null` for a file.
+    pub answer: Value,
     /// When the fake handled it.
     pub at: std::time::Instant,
 }
@@ -111,10 +113,76 @@ impl Records {
             })
     }
 
+    /// What CardKit entity `card_id` showed after its create and after each
+    /// update Lark took (a streamed element's text, settings, a whole new card),
+    /// with when. Built from the calls, so it is there for any past moment.
+    pub fn entity_documents(&self, card_id: &str) -> Vec<(std::time::Instant, Value)> {
+        let mut out: Vec<(std::time::Instant, Value)> = Vec::new();
+        let path = format!("/open-apis/cardkit/v1/cards/{card_id}");
+        let parse = |v: &Value| {
+            v.as_str()
+                .and_then(|s| serde_json::from_str::<Value>(s).ok())
+        };
+        for call in self.calls.iter().filter(|c| c.status == 200) {
+            let doc = if call.path == "/open-apis/cardkit/v1/cards" {
+                if call.answer["data"]["card_id"] != card_id {
+                    continue;
+                }
+                parse(&call.body["data"])
+            } else if call.path == path {
+                parse(&call.body["card"]["data"])
+            } else if let Some(rest) = call.path.strip_prefix(&format!("{path}/")) {
+                let Some((_, mut doc)) = out.last().cloned() else {
+                    continue;
+                };
+                match rest.split('/').collect::<Vec<_>>().as_slice() {
+                    ["settings"] => {
+                        if let Some(Value::Object(config)) =
+                            parse(&call.body["settings"]).map(|s| s["config"].clone())
+                        {
+                            for (k, v) in config {
+                                doc["config"][k] = v;
+                            }
+                        }
+                    }
+                    ["elements", element, "content"] => {
+                        set_content(&mut doc, element, &call.body["content"]);
+                    }
+                    _ => continue,
+                }
+                Some(doc)
+            } else {
+                continue;
+            };
+            if let Some(doc) = doc {
+                out.push((call.at, doc));
+            }
+        }
+        out
+    }
+
     pub fn calls_to(&self, method: &str, path_prefix: &str) -> Vec<&RestCall> {
         self.calls
             .iter()
             .filter(|c| c.method == method && c.path.starts_with(path_prefix))
             .collect()
+    }
+}
+
+/// Puts `content` into the element `element_id`, wherever it is in `doc`.
+fn set_content(doc: &mut Value, element_id: &str, content: &Value) -> bool {
+    match doc {
+        Value::Object(map) => {
+            if map.get("element_id").and_then(Value::as_str) == Some(element_id) {
+                map.insert("content".into(), content.clone());
+                return true;
+            }
+            map.values_mut()
+                .any(|v| set_content(v, element_id, content))
+        }
+        Value::Array(items) => items
+            .iter_mut()
+            .any(|v| set_content(v, element_id, content)),
+        _ => false,
     }
 }

@@ -21,6 +21,7 @@ mod im;
 mod lookup;
 mod resources;
 
+pub use cardkit::CardEntityView;
 pub(crate) use im::check_card;
 pub use resources::FakeResource;
 
@@ -54,6 +55,8 @@ pub(crate) struct RestState {
     pub(crate) contact_denied: bool,
     /// The app lacks the message-reading scope.
     pub(crate) message_read_denied: bool,
+    /// The answer to every CardKit call, when set (see `FakeLark::refuse_cardkit`).
+    pub(crate) cardkit_refusal: Option<Injected>,
 }
 
 /// An answer forced on a coming call.
@@ -230,6 +233,10 @@ async fn entry(
     }
     let mut state = fake.state();
     let reply = route(&fake, &mut state, &method, &segments, &headers, &req);
+    let answer = match &reply.body {
+        Body::Json(answer) => answer.clone(),
+        Body::File { .. } => Value::Null,
+    };
     state.records.calls.push(RestCall {
         method: method.to_string(),
         path: path.clone(),
@@ -237,6 +244,7 @@ async fn entry(
         body: json_body.clone(),
         status: reply.status.as_u16(),
         code: reply.code,
+        answer,
         at: Instant::now(),
     });
     drop(state);
@@ -285,6 +293,11 @@ fn route(
     }
     if !state.rest.admit("app".into(), config.calls_per_app) {
         return Reply::rate_limited();
+    }
+    if segments.get(1) == Some(&"cardkit")
+        && let Some(f) = &state.rest.cardkit_refusal
+    {
+        return Reply::err(f.status, f.code, &f.msg);
     }
     match (method.clone(), segments) {
         (Method::GET, ["open-apis", "bot", "v3", "info"]) => bot_info(config),

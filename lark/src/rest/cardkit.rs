@@ -1,10 +1,13 @@
 //! CardKit card entities: create, stream element text, update settings and cards.
 //!
 //! Every update of an entity carries a `sequence` that must strictly increase per
-//! card; [`CardEntity`] owns that counter (shared by clones) and derives the
-//! idempotency `uuid` from it, as the official channel module does. Updates to one
-//! card must still be sent one at a time — concurrent requests could arrive out of
-//! order — which [`crate::sender`] guarantees.
+//! card (a positive int32); [`CardEntity`] owns that counter (shared by clones)
+//! and derives the idempotency `uuid` from it, as the official channel module
+//! does. A caller that takes an entity over from another process cannot know
+//! the last number used there, so it can move the counter forward
+//! ([`CardEntity::advance_to`]) to a number that grows by itself, such as the
+//! milliseconds since the entity was created. Updates to one card must still be
+//! sent one at a time — concurrent requests could arrive out of order.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -34,6 +37,13 @@ impl CardEntity {
 
     fn next_sequence(&self) -> u64 {
         self.sequence.fetch_add(1, Ordering::SeqCst) + 1
+    }
+
+    /// Makes the next update's sequence at least `floor` (never lower than it
+    /// would have been).
+    pub fn advance_to(&self, floor: u64) {
+        self.sequence
+            .fetch_max(floor.saturating_sub(1), Ordering::SeqCst);
     }
 
     /// The last sequence number used.

@@ -14,6 +14,9 @@ pub const REPLY_TARGET_GONE_CODES: [i64; 2] = [230020, 230017];
 pub const FORMAT_ERROR_CODES: [i64; 2] = [230001, 230002];
 /// "Failed to create card content": too many tables, element limits, etc.
 pub const CODE_CARD_CONTENT_FAILED: i64 = 230099;
+/// A CardKit update whose `sequence` is not above the card's last one
+/// (inferred: the reference states the rule, not its code; the fake answers it).
+pub const CODE_CARDKIT_SEQUENCE: i64 = 300317;
 
 #[derive(Debug, thiserror::Error)]
 pub enum LarkError {

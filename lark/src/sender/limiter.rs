@@ -77,29 +77,26 @@ impl Limiter {
         }
     }
 
+    /// Waits until each `(key, limit)` has room, without taking a place: the
+    /// caller decides what to send once it may (the newest content, not what
+    /// was newest when it started waiting).
+    pub(crate) async fn wait_room(&self, keys: &[(String, u32)]) {
+        loop {
+            let wait = {
+                let mut inner = self.inner.lock().expect("limiter lock");
+                room(&mut inner, self.window, keys, Instant::now())
+            };
+            match wait {
+                Ok(()) => return,
+                Err(wait) => tokio::time::sleep(wait).await,
+            }
+        }
+    }
+
     /// `Ok(id)` when admitted, else how long to wait before trying again.
     fn try_acquire(&self, keys: &[(String, u32)], now: Instant) -> Result<u64, Duration> {
         let mut inner = self.inner.lock().expect("limiter lock");
-        let window = self.window;
-        let mut wait = Duration::ZERO;
-        for (key, limit) in keys {
-            let hits = inner.keys.entry(key.clone()).or_default();
-            hits.retain(|h| h.done.is_none_or(|t| now.duration_since(t) < window));
-            if hits.len() >= (*limit).max(1) as usize {
-                // Earliest moment a completed hit leaves the window; in-flight ones
-                // are re-checked shortly.
-                let soonest = hits
-                    .iter()
-                    .filter_map(|h| h.done)
-                    .map(|t| window - now.duration_since(t))
-                    .min()
-                    .unwrap_or(Duration::from_millis(20));
-                wait = wait.max(soonest.max(Duration::from_millis(1)));
-            }
-        }
-        if !wait.is_zero() {
-            return Err(wait);
-        }
+        room(&mut inner, self.window, keys, now)?;
         inner.next_id += 1;
         let id = inner.next_id;
         for (key, _) in keys {
@@ -112,6 +109,37 @@ impl Limiter {
         // Forget idle keys so per-message entries do not pile up forever.
         inner.keys.retain(|_, hits| !hits.is_empty());
         Ok(id)
+    }
+}
+
+/// `Ok` when every key has room now, else how long to wait before asking again.
+fn room(
+    inner: &mut Windows,
+    window: Duration,
+    keys: &[(String, u32)],
+    now: Instant,
+) -> Result<(), Duration> {
+    let mut wait = Duration::ZERO;
+    for (key, limit) in keys {
+        let hits = inner.keys.entry(key.clone()).or_default();
+        hits.retain(|h| h.done.is_none_or(|t| now.duration_since(t) < window));
+        if hits.len() >= (*limit).max(1) as usize {
+            // Earliest moment a completed hit leaves the window; in-flight ones
+            // are re-checked shortly.
+            let soonest = hits
+                .iter()
+                .filter_map(|h| h.done)
+                .map(|t| window - now.duration_since(t))
+                .min()
+                .unwrap_or(Duration::from_millis(20));
+            wait = wait.max(soonest.max(Duration::from_millis(1)));
+        }
+    }
+    if wait.is_zero() {
+        Ok(())
+    } else {
+        inner.keys.retain(|_, hits| !hits.is_empty());
+        Err(wait)
     }
 }
 

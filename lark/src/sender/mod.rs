@@ -2,11 +2,11 @@
 //!
 //! Lark limits card updates to 5 patches/s per message, 10 CardKit calls/s per
 //! card, and 50 calls/s per app for these APIs. [`RateAwareSender`] counts every
-//! call against its target and the app in one shared [`Limiter`], and exposes update
-//! streams ([`Coalescer`]) where the latest content wins, so a fast model never
-//! builds a backlog and never draws a 429.
+//! call against its target and the app in one shared [`Limiter`] and waits for
+//! room, so the bot never draws a 429. Streaming callers keep only their newest
+//! content while they wait ([`RateAwareSender::app_room`] tells them when a call
+//! would go out), so a fast model never builds a backlog either.
 
-mod coalesce;
 mod limiter;
 mod lookup;
 
@@ -20,7 +20,6 @@ use crate::rest::{
     ResourceType, RestClient, SentMessage,
 };
 
-pub use coalesce::{Coalescer, UpdateStats};
 use limiter::Limiter;
 
 /// Per-second limits (defaults are Lark's documented ones).
@@ -181,50 +180,30 @@ impl RateAwareSender {
         self.rest.create_card(document).await
     }
 
-    /// A stream of full-card patches for a sent interactive message.
-    pub fn patch_stream(&self, message_id: impl Into<String>) -> Coalescer<Value> {
-        let message_id = message_id.into();
-        let keys = Arc::new([
-            (format!("msg:{message_id}"), self.limits.patches_per_message),
-            self.app_key(),
-        ]);
-        let (rest, limiter) = (self.rest.clone(), self.limiter.clone());
-        Coalescer::spawn(Box::new(move |card: Value| {
-            let (rest, limiter, keys, message_id) = (
-                rest.clone(),
-                limiter.clone(),
-                keys.clone(),
-                message_id.clone(),
-            );
-            Box::pin(async move {
-                let _permit = limiter.acquire(&keys[..]).await;
-                rest.patch_card(&message_id, &card).await
-            })
-        }))
+    /// Streams the full text of a markdown element of a CardKit entity, within
+    /// the card's (10/s) and the app's windows. Calls on one card must be made
+    /// one after another: their `sequence` must arrive in order.
+    pub async fn stream_element_content(
+        &self,
+        card: &CardEntity,
+        element_id: &str,
+        content: &str,
+    ) -> Result<(), LarkError> {
+        let _permit = self
+            .limiter
+            .acquire(&[self.card_key(card), self.app_key()])
+            .await;
+        self.rest
+            .stream_element_content(card, element_id, content)
+            .await
     }
 
-    /// A stream of full-text updates of one markdown element of a CardKit entity.
-    pub fn element_stream(
-        &self,
-        card: CardEntity,
-        element_id: impl Into<String>,
-    ) -> Coalescer<String> {
-        let element_id = element_id.into();
-        let keys = Arc::new([self.card_key(&card), self.app_key()]);
-        let (rest, limiter) = (self.rest.clone(), self.limiter.clone());
-        Coalescer::spawn(Box::new(move |text: String| {
-            let (rest, limiter, keys, card, element_id) = (
-                rest.clone(),
-                limiter.clone(),
-                keys.clone(),
-                card.clone(),
-                element_id.clone(),
-            );
-            Box::pin(async move {
-                let _permit = limiter.acquire(&keys[..]).await;
-                rest.stream_element_content(&card, &element_id, &text).await
-            })
-        }))
+    /// Returns once a call would find room in the app's window, without making
+    /// one: a caller that streams waits here, then sends whatever is newest by
+    /// then, so while the app's budget is spent elsewhere its updates fold into
+    /// one instead of queueing stale ones.
+    pub async fn app_room(&self) {
+        self.limiter.wait_room(&[self.app_key()]).await;
     }
 
     /// Updates card settings (e.g. ends streaming mode) within the card's limit.

@@ -32,6 +32,22 @@ pub struct LarkConfig {
     /// first such is answered in the chat that the bot is busy, the rest only
     /// logged, until the line has room again. 0: no limit.
     pub queued_messages_per_chat: usize,
+    /// The language of a chat whose message shows none (an emoji, a number, a
+    /// picture): `zh`, `en`, or `auto` — the platform's, Chinese on Feishu
+    /// (`open.feishu.cn`), English elsewhere. A message with Chinese
+    /// characters is answered in Chinese, one with Latin letters only in
+    /// English, whatever this says.
+    pub language: LarkLanguage,
+}
+
+/// `[lark] language`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LarkLanguage {
+    #[default]
+    Auto,
+    Zh,
+    En,
 }
 
 impl Default for LarkConfig {
@@ -45,6 +61,7 @@ impl Default for LarkConfig {
             calls_per_second: 50,
             max_concurrent_messages: 256,
             queued_messages_per_chat: 32,
+            language: LarkLanguage::Auto,
         }
     }
 }

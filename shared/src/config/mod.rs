@@ -28,7 +28,7 @@ pub use agents::AgentConfig;
 pub use attachments::AttachmentsConfig;
 pub use files::FilesConfig;
 pub use http::{HttpConfig, Limits, LoginConfig, parse_proxy};
-pub use lark::LarkConfig;
+pub use lark::{LarkConfig, LarkLanguage};
 pub use mcp::{McpPathGrant, McpSandbox, McpServerConfig};
 pub use models::{ModelConfig, ProviderKind};
 pub use tools::{

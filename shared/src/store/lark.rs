@@ -7,6 +7,7 @@
 //! long connections of an app), and Lark redelivers an event for hours when it
 //! thinks an ack was lost.
 
+use super::lark_cards::{LarkCard, decode_cards};
 use super::sessions::{SELECT as SESSION_SELECT, SessionRecord};
 use super::users::AuthUser;
 use super::{Result, Store, StoreError, get_opt_str, get_str};
@@ -51,7 +52,10 @@ pub struct LarkTarget {
     /// (a retried or edited turn's first run holds them) that came from Lark. `None` when the run's messages were sent from another client.
     pub reply_to: Option<String>,
     /// Reply cards already sent for this run (the card, then continuations).
-    pub cards: Vec<String>,
+    pub cards: Vec<LarkCard>,
+    /// The start of the run's newest user message (its first 200 characters):
+    /// what the chat's language is read from.
+    pub text: String,
 }
 
 /// What recording a THINKING reaction found.
@@ -413,7 +417,10 @@ impl Store {
             "select c.chat_id, c.thread_id, r.lark_cards,
                  (select m.lark_message_id from messages m
                   where m.run_id = coalesce(r.turn_of, r.id) and m.role = 'user' and m.lark_message_id is not null
-                  order by m.ord desc limit 1) as reply_to
+                  order by m.ord desc limit 1) as reply_to,
+                 (select substr(m.content, 1, 200) from messages m
+                  where m.run_id = coalesce(r.turn_of, r.id) and m.role = 'user'
+                  order by m.ord desc limit 1) as text
              from runs r
              join sessions s on s.id = r.session_id
              join lark_chats c on c.chat_key = s.lark_chat_key
@@ -425,49 +432,14 @@ impl Store {
         let Some(row) = row else {
             return Ok(None);
         };
-        let cards = get_opt_str(&row, "lark_cards")?
-            .map(|json| serde_json::from_str::<Vec<String>>(&json))
-            .transpose()
-            .map_err(|e| StoreError::Other(format!("runs.lark_cards: {e}")))?
-            .unwrap_or_default();
         Ok(Some(LarkTarget {
             chat: LarkChat {
                 chat_id: get_str(&row, "chat_id")?,
                 thread_id: get_str(&row, "thread_id")?,
             },
             reply_to: get_opt_str(&row, "reply_to")?,
-            cards,
+            cards: decode_cards(get_opt_str(&row, "lark_cards")?.as_deref())?,
+            text: get_opt_str(&row, "text")?.unwrap_or_default(),
         }))
-    }
-
-    /// Records that `card` is the next reply card of `run`, if the cards are still
-    /// `known` (compare-and-set). Returns the cards on record afterwards, so a
-    /// caller that lost a race sees the winner's.
-    pub async fn add_lark_card(
-        &self,
-        run: &RunId,
-        known: &[String],
-        card: &str,
-    ) -> Result<Vec<String>> {
-        let mut next = known.to_vec();
-        next.push(card.to_owned());
-        let encode = |v: &[String]| serde_json::to_string(v).expect("strings encode");
-        let current = (!known.is_empty()).then(|| encode(known));
-        {
-            let _gate = self.write_gate().await;
-            sqlx::query(
-                "update runs set lark_cards = $1 where id = $2 and coalesce(lark_cards, '') = coalesce($3, '')",
-            )
-            .bind(encode(&next))
-            .bind(&run.0)
-            .bind(current)
-            .execute(&self.pool)
-            .await?;
-        }
-        Ok(self
-            .lark_target(run)
-            .await?
-            .map(|t| t.cards)
-            .unwrap_or(next))
     }
 }

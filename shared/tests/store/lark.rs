@@ -1,11 +1,11 @@
 //! What the Lark bot keeps in the database: the inbound dedupe claim, Lark users
 //! and linking them to accounts, the conversation → session binding, the reply
-//! target and cards of a run (compare-and-set), the THINKING reactions.
+//! target, words and cards of a run (compare-and-set), the THINKING reactions.
 
 use weft_shared::ids::{RunId, UserId};
 use weft_shared::store::{
-    InboundClaim, LarkChat, LinkOutcome, ReactionRecord, Role, RunEnd, RunLimits, SendOutcome,
-    StoreError, lark_username,
+    CardEntityRecord, Decision, InboundClaim, LarkCard, LarkChat, LinkOutcome, NewApproval,
+    PendingStep, ReactionRecord, Role, RunEnd, RunLimits, SendOutcome, StoreError, lark_username,
 };
 
 use crate::both_backends;
@@ -18,6 +18,8 @@ both_backends!(
     conversations_bind_to_sessions,
     reply_target_is_the_newest_lark_message,
     cards_are_compare_and_set,
+    the_target_carries_the_newest_words,
+    approval_cards_say_how_they_were_decided,
     reactions_are_taken_once_the_reply_ends,
 );
 
@@ -327,29 +329,48 @@ async fn cards_are_compare_and_set(db: Db) {
         .await
         .unwrap();
     let run = start(&db, &owner.id, &a.id, "hi").await.run_id;
-    let none: Vec<String> = Vec::new();
-    assert_eq!(
-        s.add_lark_card(&run, &none, "om_card1").await.unwrap(),
-        ["om_card1"]
-    );
+    let card1 = [LarkCard::plain("om_card1")];
+    assert_eq!(s.set_lark_cards(&run, &[], &card1).await.unwrap(), card1);
     // A stale writer (a previous attempt) loses and sees the winner's cards.
+    let late = [LarkCard::plain("om_late")];
+    assert_eq!(s.set_lark_cards(&run, &[], &late).await.unwrap(), card1);
+    // A CardKit entity is recorded before its message is sent, then completed.
+    let entity = CardEntityRecord {
+        card_id: "7e1".into(),
+        created_ms: 1_764_460_000_000,
+    };
+    let unsent = [
+        card1[0].clone(),
+        LarkCard {
+            message_id: None,
+            entity: Some(entity.clone()),
+        },
+    ];
     assert_eq!(
-        s.add_lark_card(&run, &none, "om_late").await.unwrap(),
-        ["om_card1"]
+        s.set_lark_cards(&run, &card1, &unsent).await.unwrap(),
+        unsent
     );
-    let one = vec!["om_card1".to_string()];
+    let mut sent = unsent.clone();
+    sent[1].message_id = Some("om_card2".into());
+    assert_eq!(s.set_lark_cards(&run, &unsent, &sent).await.unwrap(), sent);
     assert_eq!(
-        s.add_lark_card(&run, &one, "om_card2").await.unwrap(),
-        ["om_card1", "om_card2"]
+        s.set_lark_cards(&run, &unsent, &card1).await.unwrap(),
+        sent,
+        "a writer that did not see the message loses"
     );
-    assert_eq!(
-        s.add_lark_card(&run, &one, "om_other").await.unwrap(),
-        ["om_card1", "om_card2"]
-    );
-    assert_eq!(
-        s.lark_target(&run).await.unwrap().unwrap().cards,
-        ["om_card1", "om_card2"]
-    );
+    assert_eq!(s.lark_target(&run).await.unwrap().unwrap().cards, sent);
+
+    // Cards recorded before entities (bare message ids) still read, and can
+    // be added to.
+    db.exec(format!(
+        "update runs set lark_cards = '[\"om_old\"]' where id = '{}'",
+        run.0
+    ))
+    .await;
+    let old = s.lark_target(&run).await.unwrap().unwrap().cards;
+    assert_eq!(old, [LarkCard::plain("om_old")]);
+    let more = [LarkCard::plain("om_old"), LarkCard::plain("om_old2")];
+    assert_eq!(s.set_lark_cards(&run, &old, &more).await.unwrap(), more);
 
     // Two attempts racing for the first card: one card per run.
     let b = s
@@ -361,7 +382,10 @@ async fn cards_are_compare_and_set(db: Db) {
         .map(|i| {
             let s = s.clone();
             let run = run.clone();
-            tokio::spawn(async move { s.add_lark_card(&run, &[], &format!("om_{i}")).await })
+            tokio::spawn(async move {
+                s.set_lark_cards(&run, &[], &[LarkCard::plain(format!("om_{i}"))])
+                    .await
+            })
         })
         .collect();
     let mut seen = Vec::new();
@@ -371,6 +395,88 @@ async fn cards_are_compare_and_set(db: Db) {
     let stored = s.lark_target(&run).await.unwrap().unwrap().cards;
     assert_eq!(stored.len(), 1, "{stored:?}");
     assert!(seen.iter().all(|cards| *cards == stored), "{seen:?}");
+}
+
+async fn the_target_carries_the_newest_words(db: Db) {
+    let s = &db.store;
+    let owner = s.lark_user("ou_1").await.unwrap();
+    let sess = s
+        .lark_session(&chat("oc_lang"), &owner.id, "mock", "agent")
+        .await
+        .unwrap();
+    let run = start(
+        &db,
+        &owner.id,
+        &sess.id,
+        &format!("你好 {}", "x".repeat(500)),
+    )
+    .await
+    .run_id;
+    let text = s.lark_target(&run).await.unwrap().unwrap().text;
+    assert!(text.starts_with("你好 x"), "{text}");
+    assert_eq!(text.chars().count(), 200, "only the start is read");
+}
+
+async fn approval_cards_say_how_they_were_decided(db: Db) {
+    let s = &db.store;
+    let owner = s.lark_user("ou_1").await.unwrap();
+    let sess = s
+        .lark_session(&chat("oc_ap"), &owner.id, "mock", "agent")
+        .await
+        .unwrap();
+    let run = start(&db, &owner.id, &sess.id, "hi").await.run_id;
+    claim(&db, &run, "w1").await;
+    let call = |id: &str, tool: &str| NewApproval {
+        id: id.into(),
+        call_id: format!("c_{id}"),
+        name: tool.into(),
+        args: serde_json::json!({}),
+        expires_at: weft_shared::time::now_ms() + 60_000,
+    };
+    let pending = PendingStep {
+        step: 1,
+        content: String::new(),
+        tool_calls: Vec::new(),
+    };
+    let asked = [
+        call("ap_once", "a"),
+        call("ap_always", "b"),
+        call("ap_no", "c"),
+    ];
+    assert!(
+        s.request_approvals(&run, "w1", &pending, &asked)
+            .await
+            .unwrap()
+    );
+    for ap in &asked {
+        s.record_lark_approval_card(&ap.id, &format!("om_{}", ap.id))
+            .await
+            .unwrap();
+    }
+    let who = &owner.username;
+    for (id, decision) in [
+        ("ap_once", Decision::Approve),
+        ("ap_always", Decision::Always),
+        ("ap_no", Decision::Deny),
+    ] {
+        s.decide_approval(id, &owner.id, false, who, decision)
+            .await
+            .unwrap();
+    }
+    let mut cards = s.lark_approval_cards(&run).await.unwrap();
+    cards.sort_by(|a, b| a.approval_id.cmp(&b.approval_id));
+    let seen: Vec<(&str, &str, bool)> = cards
+        .iter()
+        .map(|c| (c.approval_id.as_str(), c.message_id.as_str(), c.always))
+        .collect();
+    assert_eq!(
+        seen,
+        [
+            ("ap_always", "om_ap_always", true),
+            ("ap_no", "om_ap_no", false),
+            ("ap_once", "om_ap_once", false),
+        ]
+    );
 }
 
 async fn reactions_are_taken_once_the_reply_ends(db: Db) {

@@ -1,55 +1,76 @@
-//! Sends a follower's views to Lark, newest first: the reply card's pages as
-//! full-card patches (new pages as new cards), then one approval card per open
-//! approval. Approval cards are only ever created here — their answer arrives
-//! through the click's ack (gateway `lark::approve`) — so the reply card and an
-//! approval card never share Lark's per-message patch budget.
+//! Sends a follower's views to Lark, newest first: the reply card's pages
+//! ([`pages`]: CardKit card entities that type the answer out, or plain cards
+//! patched whole where CardKit is refused), then the approval cards
+//! ([`approvals`]: one per approval, asked with buttons and rewritten without
+//! them once it is decided, expired or left open by a reply that ended).
+//!
+//! **Fewer calls, newest content.** A card is created with its first content
+//! (reasoning, text, a call), not as an empty "…" that a patch fills a moment
+//! later; only a reply that shows nothing for [`EMPTY_CARD_AFTER`] gets the
+//! empty card. After an update the next waits [`STREAM_INTERVAL`] — CardKit
+//! types the new text out on the client in between, so a few updates a second
+//! look like typing — and every update first waits for room in the app's
+//! 50 calls/s and only then takes the newest view: when the app's budget is
+//! spent elsewhere, a card's updates fold into one instead of queueing stale
+//! ones, and a reply that ended meanwhile is sent as its final card at once.
 
-use std::collections::HashSet;
+mod approvals;
+mod pages;
+
+use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
-use serde_json::{Map, Value, json};
 use tokio::sync::watch;
+use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
-use weft_lark::card::{ApprovalAnswer, ApprovalCard, MarkdownLimits, ReplyCard};
 use weft_lark::rest::{
     ErrorClass, Fallback, LarkError, MessageContent, ReceiveIdType, ReplyMode, SentMessage,
 };
+use weft_lark::text::Lang;
 use weft_shared::ids::RunId;
-use weft_shared::store::LarkTarget;
-use weft_shared::time::now_ms;
+use weft_shared::store::{LarkApprovalCard, LarkTarget};
 
 use super::LarkEgress;
-use super::view::{ApprovalRequest, ReplyView};
+use super::view::ReplyView;
+use pages::Page;
 
 /// Retries of one card update after a retryable error before it is given up.
 const MAX_RETRIES: u32 = 8;
 const BACKOFF_BASE: Duration = Duration::from_millis(500);
 const BACKOFF_CAP: Duration = Duration::from_secs(10);
-
-/// Keys of an approval button's callback value besides `approval_id` and
-/// `decision`; the gateway's click handler reads them back.
-pub const RUN_KEY: &str = "run_id";
-pub const STEP_KEY: &str = "step";
+/// The least time between two updates of a reply in progress (its end goes at
+/// once): ≤ 4 calls/s per card, inside Lark's 5 patches/s per message and 10
+/// CardKit calls/s per card.
+pub const STREAM_INTERVAL: Duration = Duration::from_millis(250);
+/// How long a reply with nothing to show waits before its card shows "…".
+pub const EMPTY_CARD_AFTER: Duration = Duration::from_secs(1);
 
 pub(super) struct Driver {
     pub egress: LarkEgress,
     pub run: RunId,
     pub target: LarkTarget,
-    /// What each card (by page) shows now.
-    pub sent: Vec<Value>,
+    /// The chat's language.
+    pub lang: Lang,
+    /// What each reply card (by page) shows now.
+    pages: Vec<Page>,
     /// 0: as rendered; 1: tables as text; 2: the whole reply as plain text.
-    pub fallback: u8,
-    /// Approvals whose card this driver has sent.
-    pub asked: HashSet<String>,
+    fallback: u8,
+    /// Approvals whose card this driver has sent, and the card's message.
+    asked: HashMap<String, String>,
+    /// Approvals whose card this driver has rewritten with their answer.
+    answered: HashSet<String>,
+    /// The run's approval cards as recorded (read when needed).
+    approval_cards: Option<Vec<LarkApprovalCard>>,
     /// The log's last seq before this attempt: approvals announced up to it
-    /// were asked by an earlier attempt's follower, and are asked again (same
-    /// `uuid`, same card) only if this attempt leaves them open.
-    pub before: Option<u64>,
+    /// were asked (and answers shown) by an earlier attempt's follower; they
+    /// are asked again (same `uuid`, same card) only if this attempt leaves
+    /// them open.
+    before: Option<u64>,
     /// The attempt left the run waiting.
-    pub settle: CancellationToken,
+    settle: CancellationToken,
     /// The follower is leaving: finish the call in flight, start no other.
-    pub leave: CancellationToken,
+    leave: CancellationToken,
 }
 
 enum SyncError {
@@ -60,15 +81,58 @@ enum SyncError {
 }
 
 impl Driver {
+    pub fn new(
+        egress: LarkEgress,
+        run: RunId,
+        target: LarkTarget,
+        lang: Lang,
+        before: Option<u64>,
+        settle: CancellationToken,
+        leave: CancellationToken,
+    ) -> Self {
+        let pages = target.cards.iter().map(Page::resumed).collect();
+        Driver {
+            egress,
+            run,
+            target,
+            lang,
+            pages,
+            fallback: 0,
+            asked: HashMap::new(),
+            answered: HashSet::new(),
+            approval_cards: None,
+            before,
+            settle,
+            leave,
+        }
+    }
+
     /// Shows every view it is handed until the final one is shown, the reader
     /// hangs up (after its last view is shown), or the follower leaves.
     pub async fn drive(mut self, mut latest: watch::Receiver<ReplyView>) {
+        let started = Instant::now();
         let mut retries = 0u32;
+        let mut last_sync: Option<Instant> = None;
         loop {
-            if self.leave.is_cancelled() {
+            if self.target.cards.is_empty() && !latest.borrow().has_content() {
+                // Nothing worth a card yet; the first content usually comes soon.
+                tokio::select! {
+                    _ = self.leave.cancelled() => return,
+                    _ = tokio::time::sleep_until(started + EMPTY_CARD_AFTER) => {}
+                    changed = latest.changed() => if changed.is_ok() { continue },
+                }
+            }
+            if let Some(at) = last_sync
+                && !self.pace(&mut latest, at + STREAM_INTERVAL).await
+            {
                 return;
             }
+            tokio::select! {
+                _ = self.leave.cancelled() => return,
+                _ = self.egress.sender.app_room() => {}
+            }
             let view = latest.borrow_and_update().clone();
+            last_sync = Some(Instant::now());
             match self.sync(&view).await {
                 Ok(()) => {
                     retries = 0;
@@ -93,18 +157,32 @@ impl Driver {
                     }
                 }
             }
-            // The sender already paced us; wait for something new to show.
+            // Wait for something new to show.
             if latest.changed().await.is_err() {
                 return;
             }
         }
     }
 
-    /// Makes the cards show `view`: the reply's pages, then its open approvals.
+    /// Waits until `until`, or less when the reply ends meanwhile (its end
+    /// goes at once). False: the follower is leaving.
+    async fn pace(&self, latest: &mut watch::Receiver<ReplyView>, until: Instant) -> bool {
+        loop {
+            if latest.borrow().is_final() {
+                return true;
+            }
+            tokio::select! {
+                _ = self.leave.cancelled() => return false,
+                _ = tokio::time::sleep_until(until) => return true,
+                changed = latest.changed() => if changed.is_err() { return true },
+            }
+        }
+    }
+
+    /// Makes the cards show `view`: the reply's pages, then its approvals.
     async fn sync(&mut self, view: &ReplyView) -> Result<(), SyncError> {
         loop {
-            let pages = self.render(view.card());
-            match self.push_pages(pages).await {
+            match self.push_pages(view).await {
                 Err(SyncError::GiveUp(e)) if refused_content(&e) && self.fallback < 2 => {
                     self.fallback += 1;
                     tracing::warn!(run.id = %self.run, error = %e, level = self.fallback, "lark refused the card; simplifying it");
@@ -113,103 +191,7 @@ impl Driver {
                 Ok(()) => break,
             }
         }
-        let settling = self.settle.is_cancelled();
-        for request in view.open_approvals() {
-            let inherited = self.before.is_some_and(|before| request.seq <= before);
-            if !self.asked.contains(&request.approval_id) && (settling || !inherited) {
-                self.ask(request).await?;
-                self.asked.insert(request.approval_id.clone());
-            }
-        }
-        Ok(())
-    }
-
-    fn render(&self, mut card: ReplyCard) -> Vec<Value> {
-        let mut limits = MarkdownLimits::default();
-        if self.fallback >= 1 {
-            limits.max_tables = 0;
-        }
-        if self.fallback >= 2 {
-            card.body = format!("```text\n{}\n```", card.body.replace("```", "'''"));
-        }
-        card.render(limits)
-    }
-
-    async fn push_pages(&mut self, pages: Vec<Value>) -> Result<(), SyncError> {
-        for (page, card) in pages.into_iter().enumerate() {
-            if self.sent.get(page) == Some(&card) {
-                continue;
-            }
-            match self.target.cards.get(page).cloned() {
-                Some(message) => self
-                    .egress
-                    .sender
-                    .patch_card(&message, &card)
-                    .instrument(lark_call("patch_card"))
-                    .await
-                    .map_err(classify)?,
-                None => self.create(page, &card).await?,
-            }
-            if page < self.sent.len() {
-                self.sent[page] = card;
-            } else {
-                self.sent.push(card);
-            }
-        }
-        Ok(())
-    }
-
-    /// Sends page `page` as a new card and records it on the run.
-    async fn create(&mut self, page: usize, card: &Value) -> Result<(), SyncError> {
-        let uuid = format!("weft-{}-{page}", self.run.0.replace('-', ""));
-        let sent = self
-            .send(&MessageContent::Interactive(card.clone()), &uuid)
-            .await?;
-        match self
-            .egress
-            .store
-            .add_lark_card(&self.run, &self.target.cards, &sent.message_id)
-            .await
-        {
-            Ok(cards) => self.target.cards = cards,
-            Err(e) => {
-                tracing::warn!(run.id = %self.run, error = %e, "recording the lark card failed");
-                self.target.cards.push(sent.message_id.clone());
-            }
-        }
-        // A card recorded by a racing attempt is patched to this content next time.
-        if self.target.cards.get(page) != Some(&sent.message_id) {
-            return Err(SyncError::Retry(LarkError::Decode {
-                status: 0,
-                detail: "another attempt recorded a card first".into(),
-            }));
-        }
-        Ok(())
-    }
-
-    /// Sends the approval card of `request`, once: its `uuid` derives from the
-    /// approval, so a follower of a later attempt that sends it again gets the
-    /// same message back instead of a second set of buttons.
-    async fn ask(&mut self, request: &ApprovalRequest) -> Result<(), SyncError> {
-        let card = ApprovalCard {
-            approval_id: request.approval_id.clone(),
-            tool: request.name.clone(),
-            args: request.args.clone(),
-            context: Map::from_iter([
-                (RUN_KEY.to_owned(), json!(self.run.0)),
-                (STEP_KEY.to_owned(), json!(request.step)),
-            ]),
-            answer: ApprovalAnswer::Open {
-                expires_in: Duration::from_millis((request.expires_at - now_ms()).max(0) as u64),
-            },
-        };
-        let uuid: String = format!("weft-a-{}", request.approval_id)
-            .chars()
-            .take(50)
-            .collect();
-        self.send(&MessageContent::Interactive(card.render()), &uuid)
-            .await?;
-        Ok(())
+        self.sync_approvals(view).await
     }
 
     /// A new message in the run's conversation: a reply to its newest Lark
@@ -218,7 +200,7 @@ impl Driver {
         &mut self,
         content: &MessageContent,
         uuid: &str,
-    ) -> Result<SentMessage, SyncError> {
+    ) -> Result<SentMessage, LarkError> {
         let chat = &self.target.chat;
         let sender = &self.egress.sender;
         if let Some(message) = &self.target.reply_to {
@@ -235,20 +217,32 @@ impl Driver {
                 Err(e) if e.class() == ErrorClass::Fallback(Fallback::ReplyTargetGone) => {
                     self.target.reply_to = None;
                 }
-                other => return other.map_err(classify),
+                other => return counted("send", other),
             }
         }
-        sender
+        let sent = sender
             .send_message_once(ReceiveIdType::ChatId, &chat.chat_id, content, uuid)
             .instrument(lark_call("send_message"))
-            .await
-            .map_err(classify)
+            .await;
+        counted("send", sent)
     }
 }
 
 /// A span per Lark API call of the card (a child of `lark.card`).
 fn lark_call(call: &'static str) -> tracing::Span {
     tracing::info_span!("lark.api", lark.call = call)
+}
+
+/// Counts a card's Lark call by kind and outcome (`weft_lark_card_calls_total`).
+fn counted<T>(call: &'static str, result: Result<T, LarkError>) -> Result<T, LarkError> {
+    let outcome = match &result {
+        Ok(_) => "ok",
+        Err(e) if e.class() == ErrorClass::Retryable => "retryable",
+        Err(_) => "refused",
+    };
+    metrics::counter!("weft_lark_card_calls_total", "call" => call, "outcome" => outcome)
+        .increment(1);
+    result
 }
 
 fn classify(e: LarkError) -> SyncError {

@@ -20,6 +20,7 @@ use futures::StreamExt;
 use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
+use weft_lark::text::Lang;
 use weft_shared::bus::{AttachItem, attach};
 use weft_shared::event::{EventKind, RunEvent};
 use weft_shared::ids::RunId;
@@ -130,17 +131,16 @@ impl LarkEgress {
             }
         };
         let (views, latest) = watch::channel(ReplyView::default());
-        let driver = Driver {
-            egress: self.clone(),
-            run: run.clone(),
+        let lang = Lang::of(&target.text, self.tenant);
+        let driver = Driver::new(
+            self.clone(),
+            run.clone(),
             target,
-            sent: Vec::new(),
-            fallback: 0,
-            asked: Default::default(),
+            lang,
             before,
-            settle: signals.settle.clone(),
-            leave: signals.leave.clone(),
-        };
+            signals.settle.clone(),
+            signals.leave.clone(),
+        );
         // In the card's span: its Lark calls are the card's children.
         let driving = tokio::spawn(tracing::Instrument::in_current_span(driver.drive(latest)));
         let mut events = std::pin::pin!(events);

@@ -10,13 +10,22 @@
 //! recording it gets the same message back on retry: one card per run, whatever
 //! crashes.
 //!
-//! Updates are full-card patches. Lark allows 5 per second per message and 50
-//! per second per app, so the driver keeps only the newest view while it waits
-//! for the rate-aware sender (latest content wins, nothing queues up); 429s and
-//! outages are retried with backoff. A card Lark refuses (230099: too many
-//! tables, bad markdown) is re-rendered in simpler forms — tables as text, then
-//! the whole reply as plain text — so the user never sees "thinking…" forever.
-//! When the reply ends, the THINKING reactions on its messages are removed.
+//! A card is a CardKit card entity (created with its first content, sent once
+//! by reference, its answer text streamed so Lark types it out, replaced whole
+//! when more than the text changes), or — where CardKit is refused, or when the
+//! reply has ended before its card is made — a plain card patched whole
+//! ([`driver`]). Lark allows 10 CardKit calls per second per card, 5 patches
+//! per second per message and 50 calls per second per app, so the driver keeps
+//! only the newest view while it waits for the rate-aware sender (latest
+//! content wins, nothing queues up); 429s and outages are retried with backoff.
+//! A card Lark refuses (230099: too many tables, bad markdown) is re-rendered in
+//! simpler forms — tables as text, then the whole reply as plain text — so the
+//! user never sees "thinking…" forever. When the reply ends, the THINKING
+//! reactions on its messages are removed.
+//!
+//! **Language.** A card speaks the chat's language: the one the run's newest
+//! user message is written in (the worker reads it with the run's Lark
+//! target), else the tenant's (`[lark] language`; see `weft_lark::text`).
 //!
 //! **One follower per card.** A follower belongs to one attempt. When the
 //! attempt leaves the run to a person (approvals), its follower *settles*: it
@@ -36,11 +45,15 @@ mod view;
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+use weft_lark::rest::LarkError;
 use weft_lark::sender::RateAwareSender;
+use weft_lark::text::Lang;
 use weft_shared::bus::SharedBus;
+use weft_shared::config::{LarkConfig, LarkLanguage};
 use weft_shared::ids::RunId;
 use weft_shared::store::{LarkTarget, Store, retrying};
 
@@ -55,6 +68,52 @@ pub struct LarkEgress {
     followers: Arc<Mutex<HashMap<RunId, Running>>>,
     /// The worker shuts down: followers that only watch a waiting run stop.
     shutdown: CancellationToken,
+    /// The language of a chat whose messages do not show one.
+    tenant: Lang,
+    cardkit: Arc<CardKit>,
+}
+
+/// Whether CardKit takes this app's cards. An app without the
+/// `cardkit:card:write` scope (or a Lark that refuses entities) would fail a
+/// call on every card, so once refused, cards are plain for a while.
+#[derive(Default)]
+struct CardKit {
+    refused_until: Mutex<Option<Instant>>,
+}
+
+impl CardKit {
+    /// How long cards stay plain after CardKit refused one.
+    const PAUSE: Duration = Duration::from_secs(600);
+
+    fn allowed(&self) -> bool {
+        let mut until = self.refused_until.lock().expect("cardkit lock");
+        match *until {
+            Some(t) if Instant::now() < t => false,
+            Some(_) => {
+                *until = None;
+                true
+            }
+            None => true,
+        }
+    }
+
+    fn refuse(&self, e: &LarkError) {
+        let mut until = self.refused_until.lock().expect("cardkit lock");
+        if until.is_none() {
+            tracing::warn!(error = %e, pause_s = Self::PAUSE.as_secs(), "lark refused a CardKit card; sending plain cards for a while");
+        }
+        *until = Some(Instant::now() + Self::PAUSE);
+    }
+}
+
+/// The tenant's language, as `[lark]` sets it.
+pub fn tenant_lang(config: &LarkConfig) -> Lang {
+    let fixed = match config.language {
+        LarkLanguage::Auto => None,
+        LarkLanguage::Zh => Some(Lang::Zh),
+        LarkLanguage::En => Some(Lang::En),
+    };
+    Lang::tenant(fixed, &config.base_url)
 }
 
 /// A follower at work in this process.
@@ -92,6 +151,7 @@ impl LarkEgress {
         store: Store,
         bus: SharedBus,
         shutdown: CancellationToken,
+        tenant: Lang,
     ) -> Self {
         LarkEgress {
             sender,
@@ -99,6 +159,8 @@ impl LarkEgress {
             bus,
             followers: Arc::default(),
             shutdown,
+            tenant,
+            cardkit: Arc::default(),
         }
     }
 

@@ -1,23 +1,27 @@
 //! A run's reply as a Lark card, folded from the run's events — the same
 //! protocol, and the same attempt rules, as every other client: `run_started
 //! {resume_step}` drops what earlier attempts showed for steps ≥ `resume_step`,
-//! `retrying {step}` drops that step's text so far. Pure, so a card rebuilt from
-//! the whole log by a new worker after a crash is the card the old one showed.
+//! `retrying {step}` drops that step's text and thinking so far. Pure (times
+//! come from the events' `ts`), so a card rebuilt from the whole log by a new
+//! worker after a crash is the card the old one showed.
 //!
-//! A call held for approval is a tool line that says so (and, once answered, who
-//! answered); the buttons live on a card of their own per approval
-//! ([`ReplyView::open_approvals`] lists the ones to show).
+//! A call held for approval is a tool line that says so (and, once answered,
+//! who answered); the buttons live on a card of their own per approval
+//! ([`ReplyView::approvals`] says what each of those cards must show).
+
+mod reasoning;
 
 use std::collections::BTreeMap;
 
-use weft_lark::card::markdown::neutralize_mentions;
-use weft_lark::card::{CardState, ReplyCard, ToolProgress, ToolStatus};
+use weft_lark::card::{CardState, ReplyCard, ToolApproval, ToolProgress, ToolStatus};
+use weft_lark::text::Lang;
+use weft_lark::text::say::{Footer, Verdict};
 use weft_shared::api::UsageDto;
 use weft_shared::event::{EventKind, RunEvent};
 
+use reasoning::Thinking;
+
 pub const CARD_TITLE: &str = "Weft";
-/// Arguments shown on a tool line, at most.
-const ARGS_PREVIEW: usize = 60;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Phase {
@@ -33,22 +37,21 @@ struct ToolLine {
     step: u32,
     call_id: String,
     name: String,
-    args: String,
-    /// `None` while running; then whether it succeeded and how long it took.
-    ended: Option<(bool, u64)>,
+    args: serde_json::Value,
+    /// `None` while running; then whether it succeeded, how long it took and
+    /// (a preview of) what it returned.
+    ended: Option<(bool, u64, String)>,
     /// Set when the call needed a person's approval.
-    approval: Option<Approval>,
+    approval: Option<ToolApproval>,
 }
 
-/// Where a call's approval stands.
+/// How an approval was answered, as `approval_decided` announced it.
 #[derive(Debug, Clone, PartialEq)]
-enum Approval {
-    Waiting,
-    /// `approved`, `denied` or `expired`, and by whom.
-    Answered {
-        decision: String,
-        by: Option<String>,
-    },
+pub struct Answer {
+    pub verdict: Verdict,
+    pub by: Option<String>,
+    /// The seq of its `approval_decided`.
+    pub seq: u64,
 }
 
 /// An approval a person is asked for, as `approval_required` announced it.
@@ -63,16 +66,36 @@ pub struct ApprovalRequest {
     pub args: serde_json::Value,
     /// Unix ms.
     pub expires_at: i64,
-    answered: bool,
+    pub answer: Option<Answer>,
+}
+
+/// What an approval's own card must show.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum ApprovalShown<'a> {
+    /// The buttons.
+    Open,
+    Answered(&'a Answer),
+    /// The reply ended before anyone answered.
+    Closed,
+}
+
+/// The end of a run, for the footer.
+#[derive(Debug, Clone, PartialEq)]
+struct Ended {
+    model: String,
+    usage: UsageDto,
+    ttft_ms: Option<u64>,
+    duration_ms: u64,
 }
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct ReplyView {
     pub phase: Phase,
     text: BTreeMap<u32, String>,
+    thinking: Thinking,
     tools: Vec<ToolLine>,
     approvals: Vec<ApprovalRequest>,
-    footer: Option<String>,
+    done: Option<Ended>,
     error: Option<String>,
 }
 
@@ -81,9 +104,10 @@ impl Default for ReplyView {
         ReplyView {
             phase: Phase::Thinking,
             text: BTreeMap::new(),
+            thinking: Thinking::default(),
             tools: Vec::new(),
             approvals: Vec::new(),
-            footer: None,
+            done: None,
             error: None,
         }
     }
@@ -91,36 +115,44 @@ impl Default for ReplyView {
 
 impl ReplyView {
     pub fn apply(&mut self, event: &RunEvent) {
+        let ts = event.ts;
         match &event.kind {
             EventKind::RunStarted { resume_step, .. } => {
                 self.text.retain(|step, _| step < resume_step);
+                self.thinking.drop_from(*resume_step);
                 self.tools.retain(|t| t.step < *resume_step);
                 self.approvals.retain(|a| a.step < *resume_step);
             }
+            EventKind::Thinking { step, delta } => self.thinking.think(*step, delta, ts),
             EventKind::Text { step, delta } => {
+                self.thinking.answered(*step, ts);
                 self.text.entry(*step).or_default().push_str(delta);
                 self.phase = Phase::Streaming;
             }
             EventKind::Retrying { step, .. } => {
                 self.text.remove(step);
+                self.thinking.drop_step(*step);
             }
             EventKind::ToolStart {
                 step,
                 call_id,
                 name,
                 args,
-            } => match self.tools.iter_mut().find(|t| &t.call_id == call_id) {
-                // The call was held for approval and now runs.
-                Some(line) => line.ended = None,
-                None => self.tools.push(ToolLine {
-                    step: *step,
-                    call_id: call_id.clone(),
-                    name: name.clone(),
-                    args: short(&args.to_string()),
-                    ended: None,
-                    approval: None,
-                }),
-            },
+            } => {
+                self.thinking.answered(*step, ts);
+                match self.tools.iter_mut().find(|t| &t.call_id == call_id) {
+                    // The call was held for approval and now runs.
+                    Some(line) => line.ended = None,
+                    None => self.tools.push(ToolLine {
+                        step: *step,
+                        call_id: call_id.clone(),
+                        name: name.clone(),
+                        args: args.clone(),
+                        ended: None,
+                        approval: None,
+                    }),
+                }
+            }
             EventKind::ApprovalRequired {
                 step,
                 approval_id,
@@ -129,14 +161,15 @@ impl ReplyView {
                 args,
                 expires_at,
             } => {
+                self.thinking.answered(*step, ts);
                 self.tools.retain(|t| &t.call_id != call_id);
                 self.tools.push(ToolLine {
                     step: *step,
                     call_id: call_id.clone(),
                     name: name.clone(),
-                    args: short(&args.to_string()),
+                    args: args.clone(),
                     ended: None,
-                    approval: Some(Approval::Waiting),
+                    approval: Some(ToolApproval::Waiting),
                 });
                 self.approvals.retain(|a| &a.approval_id != approval_id);
                 self.approvals.push(ApprovalRequest {
@@ -147,7 +180,7 @@ impl ReplyView {
                     name: name.clone(),
                     args: args.clone(),
                     expires_at: *expires_at,
-                    answered: false,
+                    answer: None,
                 });
             }
             EventKind::ApprovalDecided {
@@ -157,9 +190,10 @@ impl ReplyView {
                 by,
                 ..
             } => {
+                let verdict = Verdict::parse(decision).unwrap_or(Verdict::Denied);
                 if let Some(line) = self.tools.iter_mut().find(|t| &t.call_id == call_id) {
-                    line.approval = Some(Approval::Answered {
-                        decision: decision.clone(),
+                    line.approval = Some(ToolApproval::Decided {
+                        verdict,
                         by: by.clone(),
                     });
                 }
@@ -168,19 +202,25 @@ impl ReplyView {
                     .iter_mut()
                     .find(|a| &a.approval_id == approval_id)
                 {
-                    request.answered = true;
+                    request.answer = Some(Answer {
+                        verdict,
+                        by: by.clone(),
+                        seq: event.seq,
+                    });
                 }
             }
             EventKind::ToolEnd {
                 call_id,
                 ok,
+                output,
                 duration_ms,
                 ..
             } => {
                 if let Some(line) = self.tools.iter_mut().find(|t| &t.call_id == call_id) {
-                    line.ended = Some((*ok, *duration_ms));
+                    line.ended = Some((*ok, *duration_ms, output.clone()));
                 }
             }
+            EventKind::Usage(usage) => self.thinking.reported(usage.reasoning),
             EventKind::Done {
                 model,
                 usage,
@@ -189,14 +229,20 @@ impl ReplyView {
                 ..
             } => {
                 self.phase = Phase::Done;
-                self.footer = Some(footer(model, usage, *ttft_ms, *duration_ms));
+                self.thinking.reported(usage.reasoning);
+                self.done = Some(Ended {
+                    model: model.clone(),
+                    usage: *usage,
+                    ttft_ms: *ttft_ms,
+                    duration_ms: *duration_ms,
+                });
             }
             EventKind::Error(e) => {
                 self.phase = Phase::Failed;
                 self.error = Some(e.message.clone());
             }
             EventKind::Cancelled { .. } => self.phase = Phase::Cancelled,
-            EventKind::Thinking { .. } | EventKind::Usage(_) | EventKind::Heartbeat { .. } => {}
+            EventKind::Heartbeat { .. } => {}
         }
     }
 
@@ -205,13 +251,38 @@ impl ReplyView {
         matches!(self.phase, Phase::Done | Phase::Failed | Phase::Cancelled)
     }
 
+    /// Whether there is anything to show yet (a card with only "…" is worth
+    /// waiting a moment for: the first content usually comes soon).
+    pub fn has_content(&self) -> bool {
+        self.is_final()
+            || !self.body().is_empty()
+            || !self.tools.is_empty()
+            || self.thinking.shown(false).is_some()
+    }
+
     /// Approvals still waiting for a person while the reply goes on: the ones
     /// whose buttons must be on screen.
     pub fn open_approvals(&self) -> Vec<&ApprovalRequest> {
-        if self.is_final() {
-            return Vec::new();
-        }
-        self.approvals.iter().filter(|a| !a.answered).collect()
+        self.approvals()
+            .into_iter()
+            .filter(|(_, shown)| *shown == ApprovalShown::Open)
+            .map(|(request, _)| request)
+            .collect()
+    }
+
+    /// Every approval of the reply and what its card must show.
+    pub fn approvals(&self) -> Vec<(&ApprovalRequest, ApprovalShown<'_>)> {
+        self.approvals
+            .iter()
+            .map(|a| {
+                let shown = match &a.answer {
+                    Some(answer) => ApprovalShown::Answered(answer),
+                    None if self.is_final() => ApprovalShown::Closed,
+                    None => ApprovalShown::Open,
+                };
+                (a, shown)
+            })
+            .collect()
     }
 
     /// The reply's text so far, all steps in order.
@@ -224,111 +295,79 @@ impl ReplyView {
             .join("\n\n")
     }
 
-    pub fn card(&self) -> ReplyCard {
-        let mut body = self.body();
+    pub fn card(&self, lang: Lang) -> ReplyCard {
         let waiting = !self.open_approvals().is_empty();
         let state = match self.phase {
-            Phase::Thinking | Phase::Streaming if waiting => {
-                push_paragraph(&mut body, "_⏸ waiting for approval_");
-                CardState::AwaitingApproval
-            }
+            Phase::Thinking | Phase::Streaming if waiting => CardState::AwaitingApproval,
             Phase::Thinking => CardState::Thinking,
             Phase::Streaming => CardState::Streaming,
             Phase::Done => CardState::Done,
-            Phase::Failed => {
-                let message = self.error.as_deref().unwrap_or("the run failed");
-                push_paragraph(&mut body, &format!("**❌ {message}**"));
-                CardState::Failed
-            }
-            Phase::Cancelled => {
-                push_paragraph(&mut body, "_🛑 stopped_");
-                CardState::Cancelled
-            }
+            Phase::Failed => CardState::Failed,
+            Phase::Cancelled => CardState::Cancelled,
         };
+        let going_on = matches!(state, CardState::Thinking | CardState::Streaming);
         ReplyCard {
             title: CARD_TITLE.into(),
             state,
-            body,
+            lang,
+            body: self.body(),
+            error: self.error.clone(),
+            reasoning: self.thinking.shown(going_on),
             tools: self.tools.iter().map(ToolLine::progress).collect(),
-            footer: self.footer.clone(),
+            footer: self.done.as_ref().map(Ended::footer),
         }
     }
 }
 
 impl ToolLine {
     fn progress(&self) -> ToolProgress {
-        let note = self.approval.as_ref().map(|a| match a {
-            Approval::Waiting => "waiting for approval".to_owned(),
-            Approval::Answered { decision, by } => match by {
-                Some(by) => format!("{decision} by {by}"),
-                None => decision.clone(),
-            },
-        });
-        let refused = matches!(&self.approval, Some(Approval::Answered { decision, .. }) if decision != "approved");
-        let status = match (self.ended, &self.approval) {
-            (Some((true, _)), _) => ToolStatus::Succeeded,
-            (Some((false, _)), _) => ToolStatus::Failed,
-            (None, Some(Approval::Waiting)) => ToolStatus::AwaitingApproval,
+        let refused = matches!(
+            &self.approval,
+            Some(ToolApproval::Decided { verdict, .. }) if *verdict != Verdict::Approved
+        );
+        let status = match (&self.ended, &self.approval) {
+            (Some((true, ..)), _) => ToolStatus::Succeeded,
+            (Some((false, ..)), _) => ToolStatus::Failed,
+            (None, Some(ToolApproval::Waiting)) => ToolStatus::AwaitingApproval,
             (None, _) if refused => ToolStatus::Failed,
             (None, _) => ToolStatus::Running,
         };
-        let parts: Vec<String> = [
-            Some(self.args.clone()),
-            note,
-            self.ended.map(|(_, ms)| seconds(ms)),
-        ]
-        .into_iter()
-        .flatten()
-        .filter(|p| !p.is_empty())
-        .collect();
         ToolProgress {
             name: self.name.clone(),
             status,
-            detail: parts.join(" · "),
+            args: self.args.clone(),
+            result: self.ended.as_ref().map(|(_, _, output)| output.clone()),
+            // A refused call did not run: no time to show.
+            duration_ms: self
+                .ended
+                .as_ref()
+                .filter(|_| !refused)
+                .map(|(_, ms, _)| *ms),
+            approval: self.approval.clone(),
         }
     }
 }
 
-fn push_paragraph(body: &mut String, text: &str) {
-    if !body.is_empty() {
-        body.push_str("\n\n");
+impl Ended {
+    /// The rate counts output tokens over the time after the first token; the
+    /// context share rounds up (a sliver used shows as 1%).
+    fn footer(&self) -> Footer {
+        let u = &self.usage;
+        let generating = self
+            .duration_ms
+            .saturating_sub(self.ttft_ms.unwrap_or(0))
+            .max(1);
+        Footer {
+            duration_ms: self.duration_ms,
+            billed_input: u.input.saturating_sub(u.cache_read),
+            cached_input: u.cache_read.min(u.input),
+            output: u.output,
+            tokens_per_s: u.output as f64 * 1000.0 / generating as f64,
+            context_percent: (u.context_window > 0)
+                .then(|| (u.context_tokens * 100).div_ceil(u.context_window)),
+            model: self.model.clone(),
+        }
     }
-    body.push_str(text);
-}
-
-fn short(args: &str) -> String {
-    let args = if args == "{}" || args == "null" {
-        ""
-    } else {
-        args
-    };
-    let mut out: String = args.chars().take(ARGS_PREVIEW).collect();
-    if args.chars().count() > ARGS_PREVIEW {
-        out.push('…');
-    }
-    // Model-made arguments must not mention anyone (`<at id=all>`).
-    neutralize_mentions(&out.replace('`', "'"))
-}
-
-fn seconds(ms: u64) -> String {
-    if ms < 1000 {
-        format!("{ms} ms")
-    } else {
-        format!("{:.1} s", ms as f64 / 1000.0)
-    }
-}
-
-/// `3.2 s · 120 → 45 tokens · 14.1 tok/s · model`; the rate counts output tokens
-/// over the time after the first token.
-fn footer(model: &str, usage: &UsageDto, ttft_ms: Option<u64>, duration_ms: u64) -> String {
-    let generating = duration_ms.saturating_sub(ttft_ms.unwrap_or(0)).max(1);
-    let rate = usage.output as f64 * 1000.0 / generating as f64;
-    format!(
-        "{} · {} → {} tokens · {rate:.1} tok/s · {model}",
-        seconds(duration_ms),
-        usage.input,
-        usage.output
-    )
 }
 
 #[cfg(test)]

@@ -16,6 +16,8 @@ both_backends!(
     deny_in_lark_and_the_model_hears_it,
     only_the_requester_decides_in_a_group,
     stopping_a_waiting_reply_ends_its_card,
+    an_approval_decided_on_the_web_rewrites_its_card,
+    an_expired_approval_card_says_so,
 );
 
 const CONFIRM_TIME: (&str, &str) = ("WEFT_TOOLS__POLICIES__CURRENT_TIME", "confirm");
@@ -113,11 +115,7 @@ async fn approve_in_lark_and_the_reply_finishes_in_the_same_card(b: Backend) {
     assert_eq!(buttons(&ask.content), ["Approve", "Deny", "Always allow"]);
     assert!(element(&ask, "approval_call").contains("current_time"));
     let waiting = waiting_card(&w, &msg).await;
-    assert!(
-        element(&waiting, "tools").contains("waiting for approval"),
-        "{}",
-        element(&waiting, "tools")
-    );
+    assert_eq!(tools(&waiting), "⏸ current_time · waiting for approval");
 
     let click = w
         .fake
@@ -139,9 +137,9 @@ async fn approve_in_lark_and_the_reply_finishes_in_the_same_card(b: Backend) {
         "{}",
         body(&done)
     );
-    let tools = element(&done, "tools");
+    let tools = tools(&done);
     assert!(
-        tools.starts_with("✅ `current_time`") && tools.contains("approved by Alice"),
+        tools.starts_with("✅ current_time · approved by Alice · "),
         "{tools}"
     );
     assert_eq!(
@@ -195,11 +193,7 @@ async fn deny_in_lark_and_the_model_hears_it(b: Backend) {
         "the model was told: {}",
         body(&done)
     );
-    let tools = element(&done, "tools");
-    assert!(
-        tools.starts_with("❌ `current_time`") && tools.contains("denied by Alice"),
-        "{tools}"
-    );
+    assert_eq!(tools(&done), "❌ current_time · denied by Alice");
     assert_eq!(w.replies(&msg).len(), 2);
 }
 
@@ -288,10 +282,14 @@ async fn stopping_a_waiting_reply_ends_its_card(b: Backend) {
     assert!(body(&card).ends_with("_🛑 stopped_"), "{}", body(&card));
     w.until("the stop answer", |_| w.replies(&stop).into_iter().next())
         .await;
-    let click = w
-        .fake
-        .click_button(&ask.message_id, "ou_alice", "Approve")
-        .unwrap();
+    // The approval card loses its buttons too.
+    let closed = answered_card(&w, &ask.message_id).await;
+    assert_eq!(
+        element(&closed, "approval_answer"),
+        "🛑 the reply ended before anyone answered"
+    );
+    // A screen that still shows the buttons.
+    let click = click_as_seen(&w, &ask, "ou_alice", "Approve");
     let answer = w.answer(&click).await;
     assert_eq!(
         answer["toast"]["content"],
@@ -305,4 +303,78 @@ async fn stopping_a_waiting_reply_ends_its_card(b: Backend) {
         f.live_reactions().is_empty().then_some(())
     })
     .await;
+}
+
+/// The approval id a card's buttons carry.
+fn approval_id(card: &SentMessage) -> String {
+    card.content["body"]["elements"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|e| e["columns"].as_array().cloned().unwrap_or_default())
+        .flat_map(|c| c["elements"].as_array().cloned().unwrap_or_default())
+        .find_map(|b| {
+            b["behaviors"][0]["value"]["approval_id"]
+                .as_str()
+                .map(str::to_owned)
+        })
+        .expect("an approval button")
+}
+
+/// The approval card `message_id` once it has no buttons.
+async fn answered_card(w: &LarkWorld, message_id: &str) -> SentMessage {
+    w.until("the approval card rewritten without buttons", |_| {
+        let card = current(w, message_id);
+        buttons(&card.content).is_empty().then_some(card)
+    })
+    .await
+}
+
+async fn an_approval_decided_on_the_web_rewrites_its_card(b: Backend) {
+    let mut w = start(b).await;
+    let msg = w.dm("ou_alice", "@mock.tool current_time {}");
+    let ask = approval_card(&w, &msg).await;
+    let id = approval_id(&ask);
+    // Decided where Lark does not see it: the API (as the web and REPL do).
+    let (status, answer) = w
+        .admin(
+            reqwest::Method::POST,
+            &format!("/v1/approvals/{id}"),
+            Some(json!({"decision": "approve"})),
+        )
+        .await;
+    assert_eq!(status, 200, "{answer}");
+    let answered = answered_card(&w, &ask.message_id).await;
+    assert_eq!(template(&answered), "green");
+    assert_eq!(
+        element(&answered, "approval_answer"),
+        "✅ approved by admin"
+    );
+    let done = w.final_card(&msg).await;
+    assert!(
+        body(&done).starts_with("tool current_time said: "),
+        "{}",
+        body(&done)
+    );
+    assert_eq!(tools(&done).split(" · ").nth(1), Some("approved by admin"));
+}
+
+async fn an_expired_approval_card_says_so(b: Backend) {
+    let mut w = LarkWorld::start_with(
+        b,
+        1,
+        fake_config(),
+        &[CONFIRM_TIME, ("WEFT_TOOLS__APPROVAL_TTL_SECS", "1")],
+    )
+    .await;
+    let msg = w.dm("ou_alice", "@mock.tool current_time {}");
+    let ask = approval_card(&w, &msg).await;
+    let expired = answered_card(&w, &ask.message_id).await;
+    assert_eq!(template(&expired), "grey");
+    assert_eq!(
+        element(&expired, "approval_answer"),
+        "⌛ expired: nobody answered in time"
+    );
+    let done = w.final_card(&msg).await;
+    assert_eq!(tools(&done), "❌ current_time · expired");
 }

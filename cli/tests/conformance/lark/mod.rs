@@ -4,7 +4,8 @@
 //! official `lark-oapi` SDK in the lark crate's tests). Users are simulated by
 //! pushing `im.message.receive_v1` events and clicking card buttons
 //! (`card.action.trigger`); what they would see is read back from the messages
-//! the fake holds (cards as last patched or answered) and its records.
+//! the fake holds (cards as last patched or answered, CardKit entities as last
+//! updated) and its records.
 
 mod access;
 mod approvals;
@@ -12,6 +13,7 @@ mod attachments;
 mod control;
 mod flood;
 mod gestures;
+mod language;
 mod replies;
 mod resilience;
 mod speakers;

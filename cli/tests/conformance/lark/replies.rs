@@ -14,6 +14,8 @@ both_backends!(
     groups_need_a_mention_and_threads_get_thread_replies,
     long_and_awkward_replies_stay_readable,
     failed_runs_end_the_card_red,
+    a_thinking_model_shows_its_reasoning_then_the_answer,
+    cards_are_patched_where_cardkit_is_refused,
 );
 
 async fn dm_streams_one_card_with_reaction_and_footer(b: Backend) {
@@ -28,12 +30,41 @@ async fn dm_streams_one_card_with_reaction_and_footer(b: Backend) {
         "{footer}"
     );
     assert_eq!(w.replies(&msg).len(), 1, "exactly one card");
+    // A CardKit card entity, sent once by reference, the answer typed out in
+    // it, updated only after it was sent, with strictly increasing sequences,
+    // and no longer streaming at the end.
+    let card_id = card.card_id.clone().expect("a CardKit card");
+    let entity = w.fake.card_entity(&card_id).unwrap();
+    assert!(!entity.streaming, "streaming ended");
+    assert_eq!(entity.updates_before_send, 0);
     let records = w.fake.records();
-    let patches = records.calls_to(
-        "PATCH",
-        &format!("/open-apis/im/v1/messages/{}", card.message_id),
+    let ours = format!("/open-apis/cardkit/v1/cards/{card_id}");
+    let sequences: Vec<i64> = records
+        .calls
+        .iter()
+        .filter(|c| c.path.starts_with(&ours) && c.status == 200)
+        .map(|c| c.body["sequence"].as_i64().unwrap())
+        .collect();
+    assert!(sequences.windows(2).all(|w| w[0] < w[1]), "{sequences:?}");
+    let typed: Vec<&str> = records
+        .calls_to("PUT", &format!("{ours}/elements/reply_body/content"))
+        .iter()
+        .filter_map(|c| c.body["content"].as_str())
+        .collect();
+    assert!(!typed.is_empty(), "the answer was typed out");
+    assert!(
+        typed.iter().all(|t| words(40).starts_with(t.trim_end())),
+        "each update carries the whole text so far: {typed:?}"
     );
-    assert!(!patches.is_empty(), "the card grew in place");
+    assert!(
+        records
+            .calls_to(
+                "PATCH",
+                &format!("/open-apis/im/v1/messages/{}", card.message_id)
+            )
+            .is_empty(),
+        "no message patches"
+    );
     let added = records.calls_to(
         "POST",
         &format!("/open-apis/im/v1/messages/{msg}/reactions"),
@@ -251,4 +282,98 @@ async fn failed_runs_end_the_card_red(b: Backend) {
         f.live_reactions().is_empty().then_some(())
     })
     .await;
+}
+
+async fn a_thinking_model_shows_its_reasoning_then_the_answer(b: Backend) {
+    let mut w = LarkWorld::start(b).await;
+    // Two seconds of thinking (40 words, 50 ms apart), then the answer.
+    let msg = w.dm(
+        "ou_alice",
+        "@mock.think 40 @mock.tokens 10 @mock.delay 0 50",
+    );
+    let card = w.final_card(&msg).await;
+    assert_eq!(body(&card), words(10));
+    let reasoning = find(&card.content, "reasoning").expect("the reasoning panel");
+    assert_eq!(reasoning["expanded"], false, "folded at the end");
+    let title = reasoning["header"]["title"]["content"].as_str().unwrap();
+    assert!(
+        title.starts_with("💭 ")
+            && title.ends_with(" s · 40 tokens")
+            && !title.contains("Thinking"),
+        "the thinking time and the provider's reasoning tokens: {title}"
+    );
+    let history = w.history(&card);
+    let thinking: Vec<&serde_json::Value> = history
+        .iter()
+        .filter(|doc| find(doc, "reasoning").is_some_and(|r| r["expanded"] == true))
+        .collect();
+    assert!(
+        !thinking.is_empty(),
+        "the reasoning showed while the model thought"
+    );
+    for doc in &thinking {
+        let preview = find(doc, "reasoning_text").unwrap()["content"]
+            .as_str()
+            .unwrap()
+            .to_owned();
+        assert!(
+            preview.starts_with("t1") || preview.starts_with('…'),
+            "{preview}"
+        );
+        assert!(preview.chars().count() <= 201, "a preview: {preview}");
+        let title = find(doc, "reasoning").unwrap()["header"]["title"]["content"].clone();
+        assert!(
+            title.as_str().unwrap().starts_with("💭 Thinking… "),
+            "{title}"
+        );
+        assert_eq!(
+            find(doc, "reply_body").unwrap()["content"],
+            "…",
+            "no answer yet"
+        );
+    }
+    for doc in &history {
+        let answer = find(doc, "reply_body").unwrap()["content"].clone();
+        if answer != "…" {
+            assert_eq!(
+                find(doc, "reasoning").unwrap()["expanded"],
+                false,
+                "folded once the answer starts: {doc}"
+            );
+        }
+    }
+}
+
+async fn cards_are_patched_where_cardkit_is_refused(b: Backend) {
+    let mut w = LarkWorld::start(b).await;
+    w.fake.refuse_cardkit(Some((
+        99991672,
+        "Access denied. One of the following scopes is required: [cardkit:card:write]",
+    )));
+    let msg = w.dm("ou_alice", "@mock.tokens 40 @mock.delay 0 25");
+    let card = w.final_card(&msg).await;
+    assert_eq!(template(&card), "green");
+    assert_eq!(body(&card), words(40));
+    assert_eq!(card.card_id, None, "a plain card");
+    let records = w.fake.records();
+    let patches = records.calls_to(
+        "PATCH",
+        &format!("/open-apis/im/v1/messages/{}", card.message_id),
+    );
+    assert!(!patches.is_empty(), "the card grew in place");
+    // Meanwhile the next reply does not ask CardKit again.
+    let refused_before = w
+        .fake
+        .records()
+        .calls_to("POST", "/open-apis/cardkit/")
+        .len();
+    let next = w.dm("ou_alice", "again");
+    assert_eq!(body(&w.final_card(&next).await), "You said: again");
+    assert_eq!(
+        w.fake
+            .records()
+            .calls_to("POST", "/open-apis/cardkit/")
+            .len(),
+        refused_before
+    );
 }

@@ -345,6 +345,67 @@ pub(super) fn body(m: &SentMessage) -> String {
     element(m, "reply_body")
 }
 
+/// A card element by id, anywhere in a card document (panels included).
+pub(super) fn find(card: &Value, id: &str) -> Option<Value> {
+    match card {
+        Value::Object(map) if map.get("element_id").and_then(Value::as_str) == Some(id) => {
+            Some(card.clone())
+        }
+        Value::Object(map) => map.values().find_map(|v| find(v, id)),
+        Value::Array(items) => items.iter().find_map(|v| find(v, id)),
+        _ => None,
+    }
+}
+
+/// The tool calls on a card, one line each: the older calls' lines, then each
+/// folded panel's title (`✅ current_time · 12 ms`).
+pub(super) fn tools(m: &SentMessage) -> String {
+    let elements = m.content["body"]["elements"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    let mut lines: Vec<String> = element(m, "tools_more")
+        .lines()
+        .map(str::to_owned)
+        .collect();
+    lines.extend(
+        elements
+            .iter()
+            .filter(|e| e["tag"] == "collapsible_panel")
+            .filter(|e| {
+                e["element_id"]
+                    .as_str()
+                    .is_some_and(|id| id.starts_with("tool_"))
+            })
+            .filter_map(|e| e["header"]["title"]["content"].as_str().map(str::to_owned)),
+    );
+    lines.join("\n")
+}
+
+impl LarkWorld {
+    /// Every document card `m` showed, oldest first: a CardKit entity's create
+    /// and updates, or a plain card's send and patches.
+    pub(super) fn history(&self, m: &SentMessage) -> Vec<Value> {
+        let records = self.fake.records();
+        if let Some(card_id) = &m.card_id {
+            return records
+                .entity_documents(card_id)
+                .into_iter()
+                .map(|(_, doc)| doc)
+                .collect();
+        }
+        let patch = format!("/open-apis/im/v1/messages/{}", m.message_id);
+        let reply = format!("/open-apis/im/v1/messages/{}/reply", m.reply_to);
+        records
+            .calls
+            .iter()
+            .filter(|c| c.status == 200 && (c.path == patch || c.path == reply))
+            .filter(|c| c.path == patch || c.answer["data"]["message_id"] == m.message_id.as_str())
+            .filter_map(|c| serde_json::from_str(c.body["content"].as_str()?).ok())
+            .collect()
+    }
+}
+
 pub(super) fn notice(m: &SentMessage) -> String {
     element(m, "notice_text")
 }

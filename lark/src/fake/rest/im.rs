@@ -59,8 +59,45 @@ fn markdown_texts(value: &Value, out: &mut Vec<String>) {
     }
 }
 
+/// Every `element_id` anywhere in a card document.
+fn element_ids<'a>(value: &'a Value, out: &mut Vec<&'a str>) {
+    match value {
+        Value::Object(map) => {
+            if let Some(id) = map.get("element_id").and_then(Value::as_str) {
+                out.push(id);
+            }
+            map.values().for_each(|v| element_ids(v, out));
+        }
+        Value::Array(items) => items.iter().for_each(|v| element_ids(v, out)),
+        _ => {}
+    }
+}
+
+/// Lark's rule for an element id: a letter, then letters, digits or `_`, at
+/// most 20 characters.
+fn valid_element_id(id: &str) -> bool {
+    id.len() <= 20
+        && id.starts_with(|c: char| c.is_ascii_alphabetic())
+        && id.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+}
+
 /// Checks a full card document as Lark would; `None` when acceptable.
 pub(crate) fn check_card(config: &FakeConfig, card: &Value) -> Option<Reply> {
+    if card["schema"] == "2.0" {
+        let mut ids = Vec::new();
+        element_ids(card, &mut ids);
+        let mut seen = std::collections::HashSet::new();
+        if let Some(bad) = ids
+            .iter()
+            .find(|id| !valid_element_id(id) || !seen.insert(**id))
+        {
+            // Inferred code: Lark states the rule (format, unique in the card).
+            let msg = format!(
+                "Failed to create card content, ext=ErrCode: 200861; ErrMsg: element_id {bad:?} is invalid or repeated"
+            );
+            return Some(Reply::err(StatusCode::BAD_REQUEST, CODE_CARD_FAILED, &msg));
+        }
+    }
     let mut texts = Vec::new();
     markdown_texts(card, &mut texts);
     let tables: usize = texts.iter().map(|t| count_tables(t)).sum();
@@ -78,12 +115,28 @@ pub(crate) fn check_card(config: &FakeConfig, card: &Value) -> Option<Reply> {
     None
 }
 
-/// Validates `msg_type` + `content` (a JSON string). On success returns the parsed content.
-fn check_content(
-    config: &FakeConfig,
-    state: &mut State,
-    req: &Req<'_>,
-) -> Result<(String, Value), Reply> {
+/// A checked message body: its `msg_type` and, for a card entity sent by
+/// reference, the entity's id (the entity is the new message's once it is sent).
+struct Content {
+    msg_type: String,
+    card_id: Option<String>,
+}
+
+impl Content {
+    /// The message `id` was created with this content.
+    fn sent_as(&self, state: &mut State, id: &str) {
+        if let Some(card) = self
+            .card_id
+            .as_ref()
+            .and_then(|card_id| state.rest.cards.get_mut(card_id))
+        {
+            card.message_id = Some(id.to_owned());
+        }
+    }
+}
+
+/// Validates `msg_type` + `content` (a JSON string).
+fn check_content(config: &FakeConfig, state: &mut State, req: &Req<'_>) -> Result<Content, Reply> {
     let msg_type = req.body["msg_type"].as_str().unwrap_or_default().to_owned();
     if !MSG_TYPES.contains(&msg_type.as_str()) {
         return Err(Reply::validation("field validation failed: msg_type"));
@@ -119,10 +172,11 @@ fn check_content(
             "invalid message content",
         ));
     }
+    let mut card_id = None;
     if msg_type == "interactive" {
         if parsed["type"] == "card" {
-            let card_id = parsed["data"]["card_id"].as_str().unwrap_or_default();
-            match state.rest.cards.get_mut(card_id) {
+            let id = parsed["data"]["card_id"].as_str().unwrap_or_default();
+            match state.rest.cards.get(id) {
                 None => {
                     return Err(Reply::err(
                         StatusCode::BAD_REQUEST,
@@ -130,20 +184,20 @@ fn check_content(
                         "ErrCode: 11310; cardid is invalid",
                     ));
                 }
-                Some(card) if card.sent => {
+                Some(card) if card.message_id.is_some() => {
                     return Err(Reply::err(
                         StatusCode::BAD_REQUEST,
                         CODE_CARD_FAILED,
                         "card entity already sent",
                     ));
                 }
-                Some(card) => card.sent = true,
+                Some(_) => card_id = Some(id.to_owned()),
             }
         } else if let Some(reply) = check_card(config, &parsed) {
             return Err(reply);
         }
     }
-    Ok((msg_type, parsed))
+    Ok(Content { msg_type, card_id })
 }
 
 fn message_data(id: &str, msg: &FakeMessage) -> Value {
@@ -197,15 +251,16 @@ pub(crate) fn send(config: &FakeConfig, state: &mut State, req: &Req<'_>) -> Rep
     if let Some(reply) = replay_uuid(state, req) {
         return reply;
     }
-    let (msg_type, _) = match check_content(config, state, req) {
+    let content = match check_content(config, state, req) {
         Ok(ok) => ok,
         Err(reply) => return reply,
     };
     let id = state.rest.next_id("om_");
     remember_uuid(state, req, &id);
+    content.sent_as(state, &id);
     let msg = FakeMessage {
         chat_id,
-        msg_type,
+        msg_type: content.msg_type,
         content: req.body["content"].as_str().unwrap_or_default().to_owned(),
         root_id: String::new(),
         thread_id: String::new(),
@@ -238,7 +293,7 @@ pub(crate) fn reply(config: &FakeConfig, state: &mut State, target: &str, req: &
     if let Some(reply) = replay_uuid(state, req) {
         return reply;
     }
-    let (msg_type, _) = match check_content(config, state, req) {
+    let content = match check_content(config, state, req) {
         Ok(ok) => ok,
         Err(reply) => return reply,
     };
@@ -260,9 +315,10 @@ pub(crate) fn reply(config: &FakeConfig, state: &mut State, target: &str, req: &
     }
     let id = state.rest.next_id("om_");
     remember_uuid(state, req, &id);
+    content.sent_as(state, &id);
     let msg = FakeMessage {
         chat_id: parent.chat_id,
-        msg_type,
+        msg_type: content.msg_type,
         content: req.body["content"].as_str().unwrap_or_default().to_owned(),
         root_id,
         thread_id,

@@ -30,8 +30,9 @@ pub struct LarkPhase {
     /// Push → the THINKING reaction call reaches the fake (the gateway's share:
     /// dedupe, user, session, then the call).
     pub reaction_ms: Summary,
-    /// Push → the reply card is created, still "…" (send, queue, a worker's claim
-    /// and its first call).
+    /// Push → the reply card first shows (send, queue, a worker's claim and its
+    /// first calls; the card comes with its first content, or "…" when a reply
+    /// shows nothing for a second).
     #[serde(default)]
     pub card_ms: Summary,
     /// Push → the first card content showing reply text reaches the fake.
@@ -52,6 +53,10 @@ pub struct LarkPhase {
     pub wrong: u64,
     /// Messages whose first delivery was not acked (the fake redelivered them).
     pub redelivered: u64,
+    /// Lark calls made for each message, on average: its reaction, its reply
+    /// cards (sends, patches, CardKit calls) and the reaction's removal.
+    #[serde(default)]
+    pub calls_per_reply: f64,
 }
 
 /// The whole run.
@@ -65,6 +70,9 @@ pub struct LarkResult {
     pub peak_calls_per_s: u64,
     /// Authorised REST calls by kind.
     pub calls: BTreeMap<String, u64>,
+    /// Authorised REST calls (the token's aside) per message of both phases.
+    #[serde(default)]
+    pub calls_per_reply: f64,
     /// THINKING reactions still on messages at the end (each should go when its
     /// reply ends).
     pub reactions_left: u64,
@@ -131,7 +139,9 @@ pub fn phase(
     plan: &TurnPlan,
 ) -> LarkPhase {
     let calls = by_path(records);
+    let creates = entity_creates(records);
     let mut times = Times::default();
+    let mut made = 0usize;
     let mut out = LarkPhase {
         messages: pushed.len() as u64,
         ..LarkPhase::default()
@@ -141,6 +151,7 @@ pub fn phase(
             .iter()
             .filter(|s| s.reply_to == m.message_id && !s.recalled)
             .collect();
+        made += calls_for(records, &m.message_id, &cards, &creates);
         match cards.as_slice() {
             [] => out.lost += 1,
             [card] if !is_final(card) => out.lost += 1,
@@ -162,11 +173,12 @@ pub fn phase(
                 if !matches!(first.outcome, AttemptOutcome::Acked(_)) {
                     out.redelivered += 1;
                 }
-                time_one(&mut times, first, &calls, m, &cards, plan);
+                time_one(&mut times, first, (records, &calls), m, &cards, plan);
             }
             None => tracing::warn!(event.id = %m.event_id, "the fake has no record of a push"),
         }
     }
+    out.calls_per_reply = made as f64 / pushed.len().max(1) as f64;
     out.ack_ms = Summary::of_micros(&mut times.ack);
     out.reaction_ms = Summary::of_micros(&mut times.reaction);
     out.card_ms = Summary::of_micros(&mut times.card);
@@ -184,7 +196,7 @@ pub fn phase(
 fn time_one(
     times: &mut Times,
     first: &PushAttempt,
-    calls: &HashMap<&str, Vec<&RestCall>>,
+    (records, calls): (&Records, &HashMap<&str, Vec<&RestCall>>),
     m: &Pushed,
     cards: &[&SentMessage],
     plan: &TurnPlan,
@@ -198,7 +210,7 @@ fn time_one(
     if let Some(c) = calls.get(reactions.as_str()).and_then(|v| v.first()) {
         times.reaction.push(since(c.at, t0));
     }
-    let contents = card_calls(calls, &m.message_id, cards);
+    let contents = card_calls(records, calls, &m.message_id, cards);
     if let Some((at, _)) = contents.first() {
         times.card.push(since(*at, t0));
     }
@@ -216,9 +228,13 @@ fn time_one(
     }
 }
 
-/// Every card document the fake accepted for replies to `message_id`, with when:
-/// the create (`…/{message_id}/reply`) and the patches of each card.
+/// Every card document the reply cards of `message_id` showed, with when.
+/// A plain card shows what its create (`…/{message_id}/reply`) and each patch
+/// carried. A CardKit entity shows nothing before the message referencing it
+/// is sent, then the document it was created with, each streamed text, and
+/// each full update.
 fn card_calls(
+    records: &Records,
     calls: &HashMap<&str, Vec<&RestCall>>,
     message_id: &str,
     cards: &[&SentMessage],
@@ -227,15 +243,72 @@ fn card_calls(
     let patches = cards
         .iter()
         .map(|c| format!("/open-apis/im/v1/messages/{}", c.message_id));
-    let mut out: Vec<(Instant, Value)> = std::iter::once(create)
+    let mut out: Vec<(Instant, Value)> = std::iter::once(create.clone())
         .chain(patches)
         .filter_map(|path| calls.get(path.as_str()))
         .flatten()
         .filter(|c| matches!(c.method.as_str(), "POST" | "PATCH"))
         .filter_map(|c| Some((c.at, card_of(c)?)))
         .collect();
+    for card_id in cards.iter().filter_map(|c| c.card_id.as_deref()) {
+        let reference = calls
+            .get(create.as_str())
+            .into_iter()
+            .flatten()
+            .find(|c| card_of(c).is_some_and(|content| content["data"]["card_id"] == card_id));
+        let Some(sent) = reference else {
+            continue;
+        };
+        // Nothing shows before the message referencing the entity is sent.
+        let docs = records.entity_documents(card_id);
+        let shown_at_send = docs.iter().rev().find(|(at, _)| *at <= sent.at).cloned();
+        out.extend(shown_at_send.map(|(_, doc)| (sent.at, doc)));
+        out.extend(docs.into_iter().filter(|(at, _)| *at > sent.at));
+    }
     out.sort_by_key(|(at, _)| *at);
     out
+}
+
+/// The calls made for message `message_id` and its reply `cards`: anything on
+/// the message (reaction, reply), on a card's message (patch) or on a card's
+/// entity (its create and updates).
+fn calls_for(
+    records: &Records,
+    message_id: &str,
+    cards: &[&SentMessage],
+    creates: &HashMap<String, &RestCall>,
+) -> usize {
+    let under = format!("/open-apis/im/v1/messages/{message_id}/");
+    let mut card_paths = Vec::new();
+    let mut entities = 0;
+    for card in cards {
+        card_paths.push(format!("/open-apis/im/v1/messages/{}", card.message_id));
+        if let Some(id) = card.card_id.as_ref().filter(|id| creates.contains_key(*id)) {
+            card_paths.push(format!("/open-apis/cardkit/v1/cards/{id}"));
+            entities += 1;
+        }
+    }
+    let ours = |path: &str| {
+        path.starts_with(&under)
+            || card_paths.iter().any(|p| {
+                path.strip_prefix(p.as_str())
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with('/'))
+            })
+    };
+    // Each entity's create (`POST …/cards`) names no card in its path.
+    entities + records.calls.iter().filter(|c| ours(&c.path)).count()
+}
+
+/// Successful CardKit creates by the card id they answered.
+fn entity_creates(records: &Records) -> HashMap<String, &RestCall> {
+    records
+        .calls
+        .iter()
+        .filter(|c| {
+            c.status == 200 && c.method == "POST" && c.path == "/open-apis/cardkit/v1/cards"
+        })
+        .filter_map(|c| Some((c.answer["data"]["card_id"].as_str()?.to_owned(), c)))
+        .collect()
 }
 
 /// When the first card content whose reply text satisfies `shows` arrived.
@@ -328,14 +401,15 @@ impl LarkResult {
             }
             let _ = writeln!(
                 t,
-                "{name}: {} messages, {} complete, lost {}, duplicated {}, wrong {}, redelivered {}, last card {:.1} s after the first push",
+                "{name}: {} messages, {} complete, lost {}, duplicated {}, wrong {}, redelivered {}, last card {:.1} s after the first push, {:.2} Lark calls per reply",
                 phase.messages,
                 phase.complete,
                 phase.lost,
                 phase.duplicated,
                 phase.wrong,
                 phase.redelivered,
-                phase.span_s
+                phase.span_s,
+                phase.calls_per_reply
             );
         }
         let calls: Vec<String> = self.calls.iter().map(|(k, v)| format!("{k}={v}")).collect();
@@ -346,7 +420,8 @@ impl LarkResult {
         };
         let _ = writeln!(
             t,
-            "lark calls: rate-limited {}  peak {}/s (limit 50{share})  reactions left {}\n  {}",
+            "lark calls: {:.2} per reply  rate-limited {}  peak {}/s (limit 50{share})  reactions left {}\n  {}",
+            self.calls_per_reply,
             self.rate_limited_calls,
             self.peak_calls_per_s,
             self.reactions_left,

@@ -136,6 +136,8 @@ pub async fn run(fake: &FakeLark, p: &LarkParams) -> anyhow::Result<LarkResult> 
         ..measure::whole_run(&records)
     };
     result.reactions_left = fake.live_reactions().len() as u64;
+    let replies = result.probes.messages + result.burst.messages;
+    result.calls_per_reply = result.calls.values().sum::<u64>() as f64 / replies.max(1) as f64;
     Ok(result)
 }
 
@@ -195,7 +197,11 @@ impl EndedCards {
         let mut cards = self.cards.lock().unwrap_or_else(|e| e.into_inner());
         let from = self.scanned.swap(records.calls.len(), Ordering::Relaxed);
         for call in records.calls.iter().skip(from) {
-            let content = call.body["content"].as_str().unwrap_or_default();
+            // A plain card's create or patch, or a CardKit entity's full update.
+            let content = call.body["content"]
+                .as_str()
+                .or_else(|| call.body["card"]["data"].as_str())
+                .unwrap_or_default();
             if call.status == 200 && ENDED.iter().any(|t| content.contains(t)) {
                 cards.insert(call.path.clone());
             }

@@ -1,16 +1,22 @@
 //! The card view folded from event sequences a user would see.
 
 use serde_json::json;
+use weft_lark::text::say;
 use weft_shared::api::ErrorBody;
 use weft_shared::ids::{MessageId, RunId, SessionId};
 
 use super::*;
 
 fn ev(seq: u64, kind: EventKind) -> RunEvent {
+    at(seq, 0, kind)
+}
+
+/// An event published at `ts` (unix ms).
+fn at(seq: u64, ts: i64, kind: EventKind) -> RunEvent {
     RunEvent {
         run_id: RunId("r".into()),
         seq,
-        ts: 0,
+        ts,
         kind,
     }
 }
@@ -35,7 +41,8 @@ fn text(step: u32, delta: &str) -> EventKind {
 fn a_reply_streams_shows_tools_and_ends_with_a_footer() {
     let mut v = ReplyView::default();
     v.apply(&ev(1, started(1, 1)));
-    assert_eq!(v.card().state, CardState::Thinking);
+    assert_eq!(v.card(Lang::En).state, CardState::Thinking);
+    assert!(!v.has_content(), "nothing to show yet");
     v.apply(&ev(
         2,
         EventKind::ToolStart {
@@ -45,7 +52,8 @@ fn a_reply_streams_shows_tools_and_ends_with_a_footer() {
             args: json!({"tz": "UTC"}),
         },
     ));
-    assert_eq!(v.card().tools[0].status, ToolStatus::Running);
+    assert_eq!(v.card(Lang::En).tools[0].status, ToolStatus::Running);
+    assert!(v.has_content());
     v.apply(&ev(
         3,
         EventKind::ToolEnd {
@@ -60,8 +68,11 @@ fn a_reply_streams_shows_tools_and_ends_with_a_footer() {
     v.apply(&ev(4, text(2, "Hello ")));
     v.apply(&ev(5, text(2, "world")));
     let usage = UsageDto {
-        input: 10,
+        input: 1_500,
         output: 20,
+        cache_read: 1_000,
+        context_tokens: 640,
+        context_window: 32_000,
         ..UsageDto::default()
     };
     v.apply(&ev(
@@ -74,15 +85,18 @@ fn a_reply_streams_shows_tools_and_ends_with_a_footer() {
             duration_ms: 2000,
         },
     ));
-    let card = v.card();
+    let card = v.card(Lang::En);
     assert!(v.is_final());
     assert_eq!(card.state, CardState::Done);
     assert_eq!(card.body, "Hello world");
     assert_eq!(card.tools[0].status, ToolStatus::Succeeded);
-    assert_eq!(card.tools[0].detail, r#"{"tz":"UTC"} · 12 ms"#);
+    assert_eq!(card.tools[0].args, json!({"tz": "UTC"}));
+    assert_eq!(card.tools[0].result.as_deref(), Some("x"));
+    assert_eq!(card.tools[0].duration_ms, Some(12));
+    let footer = card.footer.expect("a footer");
     assert_eq!(
-        card.footer.as_deref(),
-        Some("2.0 s · 10 → 20 tokens · 10.0 tok/s · mock")
+        say::footer(Lang::En, &footer),
+        "2.0 s · 500 (+1.0K cached) → 20 tokens · 10.0 tok/s · 2% context · mock"
     );
 }
 
@@ -120,11 +134,12 @@ fn failures_and_cancels_keep_the_partial_text() {
             message: "boom".into(),
         }),
     ));
-    assert_eq!(failed.card().state, CardState::Failed);
-    assert_eq!(failed.card().body, "partial\n\n**❌ boom**");
+    assert_eq!(failed.card(Lang::En).state, CardState::Failed);
+    assert_eq!(failed.card(Lang::En).error.as_deref(), Some("boom"));
+    assert_eq!(failed.card(Lang::En).body, "partial");
     v.apply(&ev(2, EventKind::Cancelled { by: "lark".into() }));
-    assert_eq!(v.card().state, CardState::Cancelled);
-    assert_eq!(v.card().body, "partial\n\n_🛑 stopped_");
+    assert_eq!(v.card(Lang::En).state, CardState::Cancelled);
+    assert_eq!(v.card(Lang::En).body, "partial");
 }
 
 fn required(seq: u64, call: &str) -> RunEvent {
@@ -161,16 +176,11 @@ fn a_held_call_waits_then_says_who_answered_and_runs() {
     v.apply(&ev(1, started(1, 1)));
     v.apply(&ev(2, text(1, "Let me check.")));
     v.apply(&required(3, "c1"));
-    let card = v.card();
+    let card = v.card(Lang::En);
     assert_eq!(card.state, CardState::AwaitingApproval);
-    assert_eq!(card.body, "Let me check.\n\n_⏸ waiting for approval_");
+    assert_eq!(card.body, "Let me check.");
     assert_eq!(card.tools[0].status, ToolStatus::AwaitingApproval);
-    assert!(
-        card.tools[0].detail.contains("&lt;at id=all>")
-            && card.tools[0].detail.ends_with("waiting for approval"),
-        "{}",
-        card.tools[0].detail
-    );
+    assert_eq!(card.tools[0].approval, Some(ToolApproval::Waiting));
     let open = v.open_approvals();
     assert_eq!(open.len(), 1);
     assert_eq!(open[0].approval_id, "ap_c1");
@@ -179,9 +189,9 @@ fn a_held_call_waits_then_says_who_answered_and_runs() {
     v.apply(&decided(4, "c1", "approved", Some("alice")));
     v.apply(&ev(5, started(1, 2)));
     assert!(v.open_approvals().is_empty());
-    assert_eq!(v.card().state, CardState::Streaming, "blue again");
+    assert_eq!(v.card(Lang::En).state, CardState::Streaming, "blue again");
     assert_eq!(
-        v.card().body,
+        v.card(Lang::En).body,
         "Let me check.",
         "the waiting step's text stays"
     );
@@ -194,7 +204,7 @@ fn a_held_call_waits_then_says_who_answered_and_runs() {
             args: json!({}),
         },
     ));
-    assert_eq!(v.card().tools.len(), 1, "one line per call");
+    assert_eq!(v.card(Lang::En).tools.len(), 1, "one line per call");
     v.apply(&ev(
         7,
         EventKind::ToolEnd {
@@ -206,13 +216,16 @@ fn a_held_call_waits_then_says_who_answered_and_runs() {
             duration_ms: 3,
         },
     ));
-    let line = &v.card().tools[0];
+    let line = &v.card(Lang::En).tools[0];
     assert_eq!(line.status, ToolStatus::Succeeded);
-    assert!(
-        line.detail.ends_with("approved by alice · 3 ms"),
-        "{}",
-        line.detail
+    assert_eq!(
+        line.approval,
+        Some(ToolApproval::Decided {
+            verdict: Verdict::Approved,
+            by: Some("alice".into())
+        })
     );
+    assert_eq!(line.duration_ms, Some(3));
 }
 
 #[test]
@@ -222,16 +235,99 @@ fn denied_and_expired_calls_read_as_refused() {
     v.apply(&required(2, "c2"));
     v.apply(&decided(3, "c1", "denied", Some("bob")));
     assert_eq!(v.open_approvals().len(), 1, "c2 still waits");
-    assert_eq!(v.card().state, CardState::AwaitingApproval);
+    assert_eq!(v.card(Lang::En).state, CardState::AwaitingApproval);
     v.apply(&decided(4, "c2", "expired", None));
-    let card = v.card();
+    let card = v.card(Lang::En);
     assert_eq!(card.state, CardState::Thinking);
     assert_eq!(card.tools[0].status, ToolStatus::Failed);
-    assert!(card.tools[0].detail.ends_with("denied by bob"));
-    assert!(card.tools[1].detail.ends_with("expired"));
-    // A cancelled run shows no buttons, whatever was pending.
+    let answers: Vec<Option<(Verdict, Option<&str>, u64)>> = v
+        .approvals()
+        .iter()
+        .map(|(_, shown)| match shown {
+            ApprovalShown::Answered(a) => Some((a.verdict, a.by.as_deref(), a.seq)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        answers,
+        [
+            Some((Verdict::Denied, Some("bob"), 3)),
+            Some((Verdict::Expired, None, 4))
+        ]
+    );
+    // A cancelled run shows no buttons, whatever was pending: the card closes.
     let mut cancelled = ReplyView::default();
     cancelled.apply(&required(1, "c1"));
     cancelled.apply(&ev(2, EventKind::Cancelled { by: "lark".into() }));
     assert!(cancelled.open_approvals().is_empty());
+    assert_eq!(cancelled.approvals()[0].1, ApprovalShown::Closed);
+}
+
+fn think(step: u32, delta: &str) -> EventKind {
+    EventKind::Thinking {
+        step,
+        delta: delta.into(),
+    }
+}
+
+#[test]
+fn reasoning_shows_while_thinking_then_folds_with_its_time_and_tokens() {
+    let mut v = ReplyView::default();
+    v.apply(&at(1, 1_000, started(1, 1)));
+    v.apply(&at(2, 1_000, think(1, "Let me think ")));
+    assert!(v.has_content(), "thoughts are worth a card");
+    v.apply(&at(3, 3_000, think(1, "about this carefully.")));
+    let r = v.card(Lang::En).reasoning.expect("reasoning shown");
+    assert!(r.thinking, "open while thinking");
+    assert_eq!(r.text, "Let me think about this carefully.");
+    assert_eq!(r.ms, 2_000);
+    assert_eq!(r.tokens, 9, "estimated: 34 ASCII characters");
+    assert_eq!(v.card(Lang::En).state, CardState::Thinking);
+
+    v.apply(&at(4, 4_300, text(1, "Answer")));
+    v.apply(&at(
+        5,
+        4_400,
+        EventKind::Usage(UsageDto {
+            reasoning: 1_200,
+            ..UsageDto::default()
+        }),
+    ));
+    let r = v.card(Lang::En).reasoning.unwrap();
+    assert!(!r.thinking, "folded once the answer starts");
+    assert_eq!(
+        (r.ms, r.tokens),
+        (3_300, 1_200),
+        "the provider's count wins"
+    );
+
+    // A retried step thinks again from scratch.
+    v.apply(&at(
+        6,
+        5_000,
+        EventKind::Retrying {
+            step: 1,
+            attempt: 1,
+            reason: "503".into(),
+            delay_ms: 1,
+        },
+    ));
+    assert!(v.card(Lang::En).reasoning.is_none());
+    v.apply(&at(7, 6_000, think(1, "again")));
+    v.apply(&at(8, 6_500, text(1, "A")));
+    v.apply(&at(9, 7_000, EventKind::Cancelled { by: "u".into() }));
+    let r = v.card(Lang::En).reasoning.unwrap();
+    assert!(!r.thinking);
+    assert_eq!(r.ms, 500);
+}
+
+#[test]
+fn a_thinking_reply_waiting_for_approval_folds_its_reasoning() {
+    let mut v = ReplyView::default();
+    v.apply(&at(1, 0, think(1, "I need the time")));
+    v.apply(&required(2, "c1"));
+    let card = v.card(Lang::Zh);
+    assert_eq!(card.state, CardState::AwaitingApproval);
+    assert_eq!(card.lang, Lang::Zh);
+    assert!(!card.reasoning.unwrap().thinking);
 }

@@ -1,0 +1,320 @@
+//! Texts with values in them: durations, counts, who decided, the reply
+//! footer. Each takes the [`Lang`] first.
+
+use std::time::Duration;
+
+use super::Lang;
+
+/// How an approval was answered (what a card or toast reports).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Verdict {
+    Approved,
+    Denied,
+    Expired,
+}
+
+impl Verdict {
+    /// `approved`, `denied` or `expired`, as `approval_decided.decision` says it.
+    pub fn parse(decision: &str) -> Option<Verdict> {
+        match decision {
+            "approved" => Some(Verdict::Approved),
+            "denied" => Some(Verdict::Denied),
+            "expired" => Some(Verdict::Expired),
+            _ => None,
+        }
+    }
+}
+
+/// `12 ms`, `3.2 s` (`12 毫秒`, `3.2 秒`).
+pub fn duration(lang: Lang, ms: u64) -> String {
+    match (ms < 1000, lang) {
+        (true, Lang::En) => format!("{ms} ms"),
+        (true, Lang::Zh) => format!("{ms} 毫秒"),
+        (false, Lang::En) => format!("{:.1} s", ms as f64 / 1000.0),
+        (false, Lang::Zh) => format!("{:.1} 秒", ms as f64 / 1000.0),
+    }
+}
+
+/// `30 min`, `2 h`, `45 s`: how long an approval waits.
+pub fn span(lang: Lang, d: Duration) -> String {
+    let secs = d.as_secs();
+    let (n, en, zh) = if secs >= 3600 && secs.is_multiple_of(3600) {
+        (secs / 3600, "h", "小时")
+    } else if secs >= 60 {
+        (secs.div_ceil(60), "min", "分钟")
+    } else {
+        (secs, "s", "秒")
+    };
+    format!("{n} {}", lang.pick(en, zh))
+}
+
+/// A token count, compact: `850`, `1.2K`, `3.4M`.
+pub fn count(n: u64) -> String {
+    match n {
+        0..1_000 => n.to_string(),
+        1_000..1_000_000 => format!("{:.1}K", n as f64 / 1e3),
+        _ => format!("{:.1}M", n as f64 / 1e6),
+    }
+}
+
+/// The reasoning panel's title: `💭 Thinking… 4.3 s · 1.2K tokens` while the
+/// model thinks, `💭 4.3 s · 1.2K tokens` once the answer started.
+pub fn reasoning_title(lang: Lang, thinking: bool, ms: u64, tokens: u64) -> String {
+    let took = format!("{} · {} tokens", duration(lang, ms), count(tokens));
+    if thinking {
+        format!("💭 {} {took}", lang.text(super::Text::Thinking))
+    } else {
+        format!("💭 {took}")
+    }
+}
+
+/// `Weft (continued 2/3)`.
+pub fn continued(lang: Lang, title: &str, page: usize, pages: usize) -> String {
+    match lang {
+        Lang::En => format!("{title} (continued {page}/{pages})"),
+        Lang::Zh => format!("{title}（续 {page}/{pages}）"),
+    }
+}
+
+/// The line that stands for tool calls too many to show one by one.
+pub fn earlier_calls(lang: Lang, n: usize) -> String {
+    match lang {
+        Lang::En => format!("… and {n} earlier calls"),
+        Lang::Zh => format!("… 之前还有 {n} 次调用"),
+    }
+}
+
+/// Who answered an approval, on its tool line: `approved by alice`.
+pub fn decided_by(lang: Lang, verdict: Verdict, by: Option<&str>) -> String {
+    let (en, zh) = match verdict {
+        Verdict::Approved => ("approved", "已批准"),
+        Verdict::Denied => ("denied", "已拒绝"),
+        Verdict::Expired => return lang.text(super::Text::Expired).to_owned(),
+    };
+    match (by, lang) {
+        (Some(by), Lang::En) => format!("{en} by {by}"),
+        (Some(by), Lang::Zh) => format!("{by} {zh}"),
+        (None, _) => lang.pick(en, zh).to_owned(),
+    }
+}
+
+/// The reply's numbers, for its footer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Footer {
+    pub duration_ms: u64,
+    /// Input tokens billed at the full rate (not read from a cache).
+    pub billed_input: u64,
+    /// Input tokens read from the provider's cache.
+    pub cached_input: u64,
+    pub output: u64,
+    /// Output tokens per second after the first token.
+    pub tokens_per_s: f64,
+    /// How full the model's context window was, when the window is known.
+    pub context_percent: Option<u64>,
+    pub model: String,
+}
+
+/// `3.2 s · 1.2K (+4.0K cached) → 345 tokens · 14.1 tok/s · 3% context · model`.
+pub fn footer(lang: Lang, f: &Footer) -> String {
+    let mut input = count(f.billed_input);
+    if f.cached_input > 0 {
+        let cached = count(f.cached_input);
+        input.push_str(&match lang {
+            Lang::En => format!(" (+{cached} cached)"),
+            Lang::Zh => format!("（+{cached} 缓存）"),
+        });
+    }
+    let mut parts = vec![
+        duration(lang, f.duration_ms),
+        format!("{input} → {} tokens", count(f.output)),
+        format!("{:.1} tok/s", f.tokens_per_s),
+    ];
+    if let Some(pct) = f.context_percent {
+        parts.push(match lang {
+            Lang::En => format!("{pct}% context"),
+            Lang::Zh => format!("上下文 {pct}%"),
+        });
+    }
+    parts.push(f.model.clone());
+    parts.join(" · ")
+}
+
+// --- The approval card ---
+
+/// The title of a card asking for `tool`.
+pub fn approve_title(lang: Lang, tool: &str) -> String {
+    match lang {
+        Lang::En => format!("Approve {tool}?"),
+        Lang::Zh => format!("允许运行 {tool}？"),
+    }
+}
+
+/// The title of a card once answered, or `None` (expired, closed): not decided.
+pub fn answered_title(lang: Lang, tool: &str, verdict: Option<Verdict>) -> String {
+    match (verdict, lang) {
+        (Some(Verdict::Approved), Lang::En) => format!("{tool} approved"),
+        (Some(Verdict::Approved), Lang::Zh) => format!("已批准 {tool}"),
+        (Some(Verdict::Denied), Lang::En) => format!("{tool} denied"),
+        (Some(Verdict::Denied), Lang::Zh) => format!("已拒绝 {tool}"),
+        (_, Lang::En) => format!("{tool}: not decided"),
+        (_, Lang::Zh) => format!("{tool}：未决定"),
+    }
+}
+
+/// `**`tool`** wants to run (no arguments).`
+pub fn wants_to_run(lang: Lang, tool: &str) -> String {
+    match lang {
+        Lang::En => format!("**`{tool}`** wants to run (no arguments)."),
+        Lang::Zh => format!("**`{tool}`** 请求运行（无参数）。"),
+    }
+}
+
+/// `**`tool`** wants to run with:` (the arguments follow).
+pub fn wants_to_run_with(lang: Lang, tool: &str) -> String {
+    match lang {
+        Lang::En => format!("**`{tool}`** wants to run with:"),
+        Lang::Zh => format!("**`{tool}`** 请求以如下参数运行："),
+    }
+}
+
+/// What the buttons of an open approval do, and when it expires.
+pub fn approval_open(lang: Lang, tool: &str, expires_in: Duration) -> String {
+    let within = span(lang, expires_in);
+    match lang {
+        Lang::En => format!(
+            "**Approve** lets it run once, **Deny** refuses, **Always allow** also stops asking about `{tool}` in this conversation. Unanswered within {within}, it counts as denied."
+        ),
+        Lang::Zh => format!(
+            "**批准**：允许运行这一次；**拒绝**：不运行；**总是允许**：本对话中不再询问 `{tool}`。{within}内无人回应则视为拒绝。"
+        ),
+    }
+}
+
+/// `✅ approved by alice` (and, for always, that it stops asking).
+pub fn approval_approved(lang: Lang, by: &str, always: bool) -> String {
+    match (lang, always) {
+        (Lang::En, false) => format!("✅ approved by {by}"),
+        (Lang::En, true) => {
+            format!("✅ approved by {by} · always allowed in this conversation")
+        }
+        (Lang::Zh, false) => format!("✅ {by} 已批准"),
+        (Lang::Zh, true) => format!("✅ {by} 已批准 · 本对话中不再询问"),
+    }
+}
+
+/// `❌ denied by alice`.
+pub fn approval_denied(lang: Lang, by: &str) -> String {
+    match lang {
+        Lang::En => format!("❌ denied by {by}"),
+        Lang::Zh => format!("❌ {by} 已拒绝"),
+    }
+}
+
+// --- Gateway notices and toasts ---
+
+/// A message of a kind the bot does not read (`audio`, `sticker`, …).
+pub fn unsupported(lang: Lang, kind: &str) -> String {
+    match lang {
+        Lang::En => format!("I can read text, images and files, not {kind} messages."),
+        Lang::Zh => format!("我能读文字、图片和文件，暂不支持 {kind} 消息。"),
+    }
+}
+
+/// `try again in 12 s`, after a rate-limit refusal.
+pub fn try_again_in(lang: Lang, secs: u64) -> String {
+    match lang {
+        Lang::En => format!("try again in {secs} s"),
+        Lang::Zh => format!("请 {secs} 秒后再试"),
+    }
+}
+
+/// The toast of an approval decided "always".
+pub fn approved_always(lang: Lang, tool: &str) -> String {
+    match lang {
+        Lang::En => format!("✅ Approved; {tool} no longer asks in this conversation"),
+        Lang::Zh => format!("✅ 已批准；本对话中 {tool} 不再询问"),
+    }
+}
+
+/// A click by someone else than `owner`.
+pub fn only_owner_decides(lang: Lang, owner: &str) -> String {
+    match lang {
+        Lang::En => format!("Only {owner} can decide."),
+        Lang::Zh => format!("只有 {owner} 可以决定。"),
+    }
+}
+
+/// A click on an approval already decided: what stands.
+pub fn already(lang: Lang, verdict: Verdict, by: Option<&str>) -> String {
+    if verdict == Verdict::Expired {
+        return lang.text(super::Text::AlreadyExpired).to_owned();
+    }
+    match lang {
+        Lang::En => format!("Already {}.", decided_by(lang, verdict, by)),
+        Lang::Zh => format!("已经是：{}。", decided_by(lang, verdict, by)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn numbers_read_well_in_both_languages() {
+        assert_eq!(duration(Lang::En, 12), "12 ms");
+        assert_eq!(duration(Lang::Zh, 4300), "4.3 秒");
+        assert_eq!(count(850), "850");
+        assert_eq!(count(1234), "1.2K");
+        assert_eq!(count(3_400_000), "3.4M");
+        assert_eq!(span(Lang::En, Duration::from_secs(1800)), "30 min");
+        assert_eq!(span(Lang::Zh, Duration::from_secs(7200)), "2 小时");
+        assert_eq!(
+            reasoning_title(Lang::En, true, 4300, 1200),
+            "💭 Thinking… 4.3 s · 1.2K tokens"
+        );
+        assert_eq!(
+            reasoning_title(Lang::Zh, false, 4300, 1200),
+            "💭 4.3 秒 · 1.2K tokens"
+        );
+    }
+
+    #[test]
+    fn the_footer_says_what_was_billed() {
+        let mut f = Footer {
+            duration_ms: 3200,
+            billed_input: 1200,
+            cached_input: 0,
+            output: 345,
+            tokens_per_s: 14.06,
+            context_percent: Some(3),
+            model: "mock".into(),
+        };
+        assert_eq!(
+            footer(Lang::En, &f),
+            "3.2 s · 1.2K → 345 tokens · 14.1 tok/s · 3% context · mock"
+        );
+        f.cached_input = 4000;
+        f.context_percent = None;
+        assert_eq!(
+            footer(Lang::Zh, &f),
+            "3.2 秒 · 1.2K（+4.0K 缓存） → 345 tokens · 14.1 tok/s · mock"
+        );
+    }
+
+    #[test]
+    fn who_decided_reads_naturally() {
+        let by = Some("alice");
+        assert_eq!(
+            decided_by(Lang::En, Verdict::Approved, by),
+            "approved by alice"
+        );
+        assert_eq!(decided_by(Lang::Zh, Verdict::Denied, by), "alice 已拒绝");
+        assert_eq!(decided_by(Lang::Zh, Verdict::Expired, None), "已过期");
+        assert_eq!(
+            already(Lang::En, Verdict::Approved, Some("lark:ou_a")),
+            "Already approved by lark:ou_a."
+        );
+        assert_eq!(Verdict::parse("denied"), Some(Verdict::Denied));
+        assert_eq!(Verdict::parse("maybe"), None);
+    }
+}
