@@ -61,7 +61,7 @@ async fn a_chinese_chat_gets_chinese_cards(b: Backend) {
     assert_eq!(template(&done), "green");
     assert_eq!(
         tools(&done).split(" · ").take(2).collect::<Vec<_>>(),
-        ["✅ current_time", "lark:ou_li 已批准"]
+        ["✅ current_time", "李雷 已批准"]
     );
     let footer = element(&done, "footer");
     assert!(
@@ -73,7 +73,7 @@ async fn a_chinese_chat_gets_chinese_cards(b: Backend) {
         f.sent_messages()
             .into_iter()
             .find(|m| m.message_id == ask.message_id)
-            .filter(|m| element(m, "approval_answer") == "✅ lark:ou_li 已批准")
+            .filter(|m| element(m, "approval_answer") == "✅ 李雷 已批准")
     })
     .await;
 

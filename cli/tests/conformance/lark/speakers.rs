@@ -21,7 +21,7 @@ async fn two_speakers_in_one_group_are_each_themselves(b: Backend) {
         1,
         fake_config(),
         &[
-            ("WEFT_LIMITS__RUNS_PER_MINUTE_PER_USER", "3"),
+            ("WEFT_LIMITS__RUNS_PER_MINUTE_PER_USER", "4"),
             ("WEFT_TOOLS__POLICIES__CURRENT_TIME", "confirm"),
         ],
     )
@@ -104,12 +104,12 @@ async fn two_speakers_in_one_group_are_each_themselves(b: Backend) {
         assert_eq!(run["status"], "succeeded");
     }
 
-    // Limits count against the speaker: Bob's run did not use Alice's three.
-    for text in ["two", "three"] {
+    // Limits count against the speaker: Bob's run did not use Alice's four.
+    for text in ["two", "three", "four"] {
         let m = w.group(TEAM, "ou_alice", &format!("@mock.reply {text}"));
         assert_eq!(body(&w.final_card(&m).await), text, "{}", w.logs());
     }
-    let over = w.group(TEAM, "ou_alice", "@mock.reply four");
+    let over = w.group(TEAM, "ou_alice", "@mock.reply five");
     let refused = w
         .until("the limit card", |_| w.replies(&over).into_iter().next())
         .await;
@@ -143,6 +143,9 @@ async fn two_speakers_in_one_group_are_each_themselves(b: Backend) {
         "{}",
         body(&done)
     );
+
+    let last = w.group(TEAM, "ou_bob", "@mock.reply last words");
+    assert_eq!(body(&w.final_card(&last).await), "last words");
 
     // The last turn is Bob's: Alice may not undo it, Bob may.
     let undo = w.group(TEAM, "ou_alice", "/undo");
@@ -186,10 +189,10 @@ async fn two_speakers_in_one_group_are_each_themselves(b: Backend) {
         .await;
     assert!(notice(&again).starts_with("🔁"), "{}", notice(&again));
     // The retried turn is Bob's question answered again, in a new card to it.
-    w.until("a second reply card to bob's question", |_| {
-        (w.replies(&timed)
+    w.until("a second reply card to bob's last question", |_| {
+        (w.replies(&last)
             .iter()
-            .filter(|m| element(m, "approval_call").is_empty() && !template(m).is_empty())
+            .filter(|m| template(m) == "green" && body(m) == "last words")
             .count()
             >= 2)
             .then_some(())

@@ -54,7 +54,7 @@ impl LarkWorld {
     ) -> LarkWorld {
         let fake = FakeLark::spawn(config).await.expect("fake lark binds");
         // The contact API knows the usual members by name.
-        for (open_id, name) in [("ou_alice", "Alice"), ("ou_bob", "Bob")] {
+        for (open_id, name) in [("ou_alice", "Alice"), ("ou_bob", "Bob"), ("ou_li", "李雷")] {
             fake.set_user_name(open_id, name);
         }
         let mut env = Env::new(b, extra).await;

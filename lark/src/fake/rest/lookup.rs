@@ -36,12 +36,19 @@ pub(super) fn get_message(config: &FakeConfig, state: &State, id: &str) -> Reply
             "body": {"content": m.content}, "mentions": [],
         })
     } else if let Some(m) = rest.messages.get(id).filter(|m| !m.from_user) {
+        // A card sent by reference reads back as its entity's card now.
+        let sent: Value = serde_json::from_str(&m.content).unwrap_or(Value::Null);
+        let entity = (sent["type"] == "card")
+            .then(|| sent["data"]["card_id"].as_str())
+            .flatten()
+            .and_then(|c| rest.cards.get(c));
+        let content = entity.map_or_else(|| m.content.clone(), |c| c.document.to_string());
         json!({
             "message_id": id, "root_id": m.root_id, "parent_id": m.reply_to, "thread_id": m.thread_id,
             "msg_type": m.msg_type, "chat_id": m.chat_id, "deleted": m.recalled, "updated": false,
             "create_time": "0", "update_time": "0",
             "sender": {"id": config.app_id, "id_type": "app_id", "sender_type": "app", "tenant_key": "tenant_fake"},
-            "body": {"content": m.content}, "mentions": [],
+            "body": {"content": content}, "mentions": [],
         })
     } else {
         return Reply::err(StatusCode::BAD_REQUEST, CODE_NOT_FOUND, "message not found");
