@@ -85,6 +85,10 @@ pub struct ReplyCard {
     pub reasoning: Option<Reasoning>,
     pub tools: Vec<ToolProgress>,
     pub footer: Option<Footer>,
+    /// The question, when it was asked outside Lark (typed into this
+    /// conversation in the web UI or the terminal): quoted at the top, so the
+    /// chat sees what the answer answers.
+    pub asked_elsewhere: Option<String>,
 }
 
 impl ReplyCard {
@@ -99,6 +103,7 @@ impl ReplyCard {
             reasoning: None,
             tools: Vec::new(),
             footer: None,
+            asked_elsewhere: None,
         }
     }
 
@@ -122,6 +127,10 @@ impl ReplyCard {
             .map(|(i, piece)| {
                 let mut elements = Vec::new();
                 if i == 0 {
+                    elements.extend(self.asked_elsewhere.as_deref().map(|q| {
+                        let q = markdown::neutralize_mentions(&q.replace('\n', " "));
+                        notation("asked_elsewhere", &say::asked_elsewhere(lang, q.trim()))
+                    }));
                     elements.extend(self.reasoning.as_ref().map(|r| reasoning_panel(r, lang)));
                     elements.extend(tool_elements(&self.tools, lang));
                 }

@@ -48,6 +48,15 @@ pub fn span(lang: Lang, d: Duration) -> String {
     format!("{n} {}", lang.pick(en, zh))
 }
 
+/// The question of a reply asked outside Lark, quoted over the answer:
+/// `💬 From the web UI: "…"`.
+pub fn asked_elsewhere(lang: Lang, question: &str) -> String {
+    match lang {
+        Lang::En => format!("💬 Asked in the web UI or terminal: “{question}”"),
+        Lang::Zh => format!("💬 来自网页或终端的提问：“{question}”"),
+    }
+}
+
 /// A token count, compact: `850`, `1.2K`, `3.4M`.
 pub fn count(n: u64) -> String {
     match n {

@@ -315,6 +315,7 @@ impl ReplyView {
             reasoning: self.thinking.shown(going_on),
             tools: self.tools.iter().map(ToolLine::progress).collect(),
             footer: self.done.as_ref().map(Ended::footer),
+            asked_elsewhere: None,
         }
     }
 }

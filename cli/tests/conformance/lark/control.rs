@@ -14,6 +14,7 @@ both_backends!(
     limits_answer_with_a_friendly_card,
     linked_user_sees_the_lark_session_live,
     undo_agent_and_compact_from_the_chat,
+    a_question_from_the_web_is_quoted_over_its_lark_answer,
 );
 
 async fn stop_word_cancels_and_the_card_says_stopped(b: Backend) {
@@ -398,5 +399,44 @@ async fn a_worker_without_lark_settings_refuses_to_start_once_lark_is_used() {
     assert!(
         said.contains("has Lark conversations but this worker has no [lark] settings"),
         "{said}"
+    );
+}
+
+/// A question typed into a Lark conversation from the web UI: the chat never
+/// saw it, so its answer card shows it first.
+async fn a_question_from_the_web_is_quoted_over_its_lark_answer(b: Backend) {
+    let mut w = LarkWorld::start(b).await;
+    let alice = w.linked_account("alice", "ou_alice").await;
+    let hello = w.dm("ou_alice", "@mock.reply hi from lark");
+    let first = w.final_card(&hello).await;
+    assert!(
+        element(&first, "asked_elsewhere").is_empty(),
+        "asked in the chat"
+    );
+    let sessions = w.get_json("/v1/sessions", &alice).await;
+    let session = sessions["sessions"][0]["id"].as_str().unwrap().to_owned();
+    let (s, sent) = w
+        .call(
+            reqwest::Method::POST,
+            &format!("/v1/sessions/{session}/messages"),
+            &alice,
+            Some(json!({"text": "@mock.reply answered from the web"})),
+        )
+        .await;
+    assert!(s == 200 || s == 202, "{s} {sent}");
+    let card = w
+        .until("the card of the web question", |f| {
+            f.sent_messages()
+                .into_iter()
+                .find(|m| body(m) == "answered from the web" && matches!(template(m), "green"))
+        })
+        .await;
+    assert_eq!(
+        card.reply_to, "",
+        "a new message, not a reply to a Lark one"
+    );
+    assert_eq!(
+        element(&card, "asked_elsewhere"),
+        "💬 Asked in the web UI or terminal: “@mock.reply answered from the web”"
     );
 }

@@ -60,7 +60,13 @@ impl Driver {
     }
 
     pub(super) async fn push_pages(&mut self, view: &ReplyView) -> Result<(), SyncError> {
-        let docs = self.render(view.card(self.lang));
+        let mut card = view.card(self.lang);
+        // A question typed elsewhere: nobody in the chat saw it, so the card
+        // shows it over its answer.
+        if self.target.reply_to.is_none() && !self.target.text.trim().is_empty() {
+            card.asked_elsewhere = Some(self.target.text.clone());
+        }
+        let docs = self.render(card);
         for (page, doc) in docs.into_iter().enumerate() {
             if self.pages.get(page).and_then(|p| p.shown.as_ref()) == Some(&doc) {
                 continue;
