@@ -32,6 +32,11 @@ pub struct LarkConfig {
     /// first such is answered in the chat that the bot is busy, the rest only
     /// logged, until the line has room again. 0: no limit.
     pub queued_messages_per_chat: usize,
+    /// How long a gateway's hold on a stored, not yet handled message lasts
+    /// without renewal (it renews every quarter of it while it lives). When a
+    /// gateway dies, another takes its messages over once this has run out, so
+    /// it is also how late those answers come.
+    pub inbox_lease_ms: u64,
 }
 
 impl Default for LarkConfig {
@@ -45,6 +50,7 @@ impl Default for LarkConfig {
             calls_per_second: 50,
             max_concurrent_messages: 256,
             queued_messages_per_chat: 32,
+            inbox_lease_ms: 20_000,
         }
     }
 }
@@ -92,6 +98,9 @@ impl LarkConfig {
         }
         if self.max_concurrent_messages == 0 {
             return bad("max_concurrent_messages must be at least 1".into());
+        }
+        if self.inbox_lease_ms < 400 {
+            return bad("inbox_lease_ms must be at least 400".into());
         }
         Ok(())
     }

@@ -11,6 +11,7 @@ mod agents;
 mod approvals;
 mod attachments;
 mod lark;
+mod lark_inbox;
 mod mcp_status;
 mod messages;
 mod purge;
@@ -40,6 +41,7 @@ pub use approvals::{
 };
 pub use attachments::{Attachment, NewAttachment};
 pub use lark::{InboundClaim, LarkChat, LarkTarget, LinkOutcome, ReactionRecord, lark_username};
+pub use lark_inbox::{InboxEntry, InboxState, LeasedInbound, MAX_KEEP_BATCH};
 pub use messages::{Message, StepCheckpoint, ToolResult, valid_cursor};
 pub use purge::Purged;
 pub use runs::{
