@@ -16,7 +16,7 @@ use weft_lark::rest::{
     ErrorClass, Fallback, LarkError, MessageContent, ReceiveIdType, ReplyMode, SentMessage,
 };
 use weft_shared::ids::RunId;
-use weft_shared::store::LarkTarget;
+use weft_shared::store::{LarkTarget, retrying};
 use weft_shared::time::now_ms;
 
 use super::LarkEgress;
@@ -69,7 +69,16 @@ impl Driver {
                 return;
             }
             let view = latest.borrow_and_update().clone();
-            match self.sync(&view).await {
+            // Leaving drops a call still waiting (for the rate limiter, or a
+            // retry's backoff): landing seconds later, it would overwrite what
+            // the follower that took over has shown since, the final card too.
+            let leave = self.leave.clone();
+            let synced = tokio::select! {
+                biased;
+                _ = leave.cancelled() => return,
+                synced = self.sync(&view) => synced,
+            };
+            match synced {
                 Ok(()) => {
                     retries = 0;
                     if view.is_final() {
@@ -165,12 +174,11 @@ impl Driver {
         let sent = self
             .send(&MessageContent::Interactive(card.clone()), &uuid)
             .await?;
-        match self
-            .egress
-            .store
-            .add_lark_card(&self.run, &self.target.cards, &sent.message_id)
-            .await
-        {
+        let store = &self.egress.store;
+        let recorded = retrying("lark card", || {
+            store.add_lark_card(&self.run, &self.target.cards, &sent.message_id)
+        });
+        match recorded.await {
             Ok(cards) => self.target.cards = cards,
             Err(e) => {
                 tracing::warn!(run.id = %self.run, error = %e, "recording the lark card failed");
@@ -183,6 +191,17 @@ impl Driver {
                 status: 0,
                 detail: "another attempt recorded a card first".into(),
             }));
+        }
+        // After an earlier attempt, its follower may have sent this card (same
+        // `uuid`) after we read the run's cards: Lark then answers with that
+        // message and keeps its older content. Show ours.
+        if self.before.is_some_and(|before| before > 0) {
+            self.egress
+                .sender
+                .patch_card(&sent.message_id, card)
+                .instrument(lark_call("patch_card"))
+                .await
+                .map_err(classify)?;
         }
         Ok(())
     }

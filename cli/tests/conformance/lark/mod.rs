@@ -10,6 +10,7 @@ mod access;
 mod approvals;
 mod attachments;
 mod control;
+mod durability;
 mod flood;
 mod replies;
 mod resilience;

@@ -53,7 +53,14 @@ impl LarkWorld {
         extra: &[(&str, &str)],
     ) -> LarkWorld {
         let fake = FakeLark::spawn(config).await.expect("fake lark binds");
-        let mut env = Env::new(b, extra).await;
+        let env = Env::new(b, extra).await;
+        LarkWorld::start_in(fake, env, replicas).await
+    }
+
+    /// [`Self::start_with`] in a prepared `env` (one whose settings need its
+    /// database name, say).
+    pub(super) async fn start_in(fake: FakeLark, mut env: Env, replicas: usize) -> LarkWorld {
+        let b = env.backend;
         env.extra.extend(lark_env(&fake));
         let mut world = LarkWorld {
             fake,
