@@ -12,7 +12,7 @@ use weft_lark::fake::{
     AttemptOutcome, ClientConfigJson, CloseKind, DiscoveryBehaviour, FailReason, FakeConfig,
     FragmentOrder, HandshakeBehaviour, PushOptions, sample_card_action, sample_message_event,
 };
-use weft_lark::ws::{self, Delivery, ServerConfig, WsError};
+use weft_lark::ws::{self, AckSent, Delivery, ServerConfig, WsError};
 
 fn message(event_id: &str, text: &str) -> serde_json::Value {
     sample_message_event(event_id, &format!("om_{event_id}"), "oc_chat", text)
@@ -38,6 +38,7 @@ async fn delivers_and_acks_an_event_with_valid_frames() {
             assert_eq!(event.envelope.header.event_id, id);
             let msg = event.envelope.message_receive().unwrap().unwrap();
             assert_eq!(msg.message.text().as_deref(), Some("hello"));
+            assert_eq!(event.ack.send(), AckSent::Queued);
         }
         other => panic!("unexpected {other:?}"),
     }
@@ -213,7 +214,7 @@ async fn connection_limit_handshake_is_fatal() {
 }
 
 #[tokio::test]
-async fn acks_within_deadline_while_the_consumer_is_slow() {
+async fn an_event_is_acked_when_the_consumer_says_so_and_not_before() {
     let fake = fake(fast_config()).await;
     let cancel = CancellationToken::new();
     let (mut rx, _task) = ws::start(ws_config(&fake), cancel.clone());
@@ -221,37 +222,65 @@ async fn acks_within_deadline_while_the_consumer_is_slow() {
         .await
         .unwrap();
 
-    // Nobody reads the channel until all acks are in: acks must not wait for us.
-    let ids: Vec<String> = (0..5)
-        .map(|i| {
-            fake.push_event(
-                message(&format!("ev_slow_{i}"), "busy"),
-                PushOptions::default(),
-            )
-        })
-        .collect();
+    // Held past Lark's deadline (1 s here), as while the database is down.
+    let id = fake.push_event(message("ev_held", "keep me"), PushOptions::default());
+    let Delivery::Event(held) = next_delivery(&mut rx, "the event").await else {
+        panic!("expected an event");
+    };
     let records = fake
         .wait_until(WAIT, |r| {
-            ids.iter().all(|id| {
-                r.attempts_of(id)
-                    .iter()
-                    .all(|a| a.outcome != AttemptOutcome::Pending)
-            })
+            r.attempts_of(&id)
+                .iter()
+                .any(|a| a.outcome != AttemptOutcome::Pending)
         })
         .await
         .unwrap();
-    for id in &ids {
-        let attempts = records.attempts_of(id);
-        assert_eq!(attempts.len(), 1, "no redelivery for {id}");
-        assert!(
-            records.acked(id),
-            "{id} acked in time: {:?}",
-            attempts[0].outcome
-        );
-    }
-    for id in &ids {
-        assert_eq!(&next_event_id(&mut rx).await, id);
-    }
+    assert_eq!(
+        records.attempts_of(&id)[0].outcome,
+        AttemptOutcome::Failed(FailReason::Timeout),
+        "no ack went out on its own"
+    );
+    // The late ack is ignored; the redelivery is acked in time.
+    assert_eq!(held.ack.send(), AckSent::Queued);
+    assert_eq!(next_event_id(&mut rx).await, id, "redelivered");
+    let records = fake.wait_until(WAIT, |r| r.acked(&id)).await.unwrap();
+    assert_eq!(records.late_acks, 1, "{:?}", records.bad_frames);
+    assert!(records.bad_frames.is_empty(), "{:?}", records.bad_frames);
+
+    // An ack dropped unsent is no ack: Lark delivers the event again.
+    let dropped = fake.push_event(message("ev_dropped", "again"), PushOptions::default());
+    let Delivery::Event(event) = next_delivery(&mut rx, "the event").await else {
+        panic!("expected an event");
+    };
+    drop(event);
+    assert_eq!(next_event_id(&mut rx).await, dropped);
+    let records = fake.wait_until(WAIT, |r| r.acked(&dropped)).await.unwrap();
+    assert_eq!(records.attempts_of(&dropped).len(), 2);
+    cancel.cancel();
+}
+
+#[tokio::test]
+async fn an_ack_after_its_connection_closed_is_dropped() {
+    let fake = fake(fast_config()).await;
+    let cancel = CancellationToken::new();
+    let (mut rx, _task) = ws::start(ws_config(&fake), cancel.clone());
+    fake.wait_until(WAIT, |r| r.connections_opened == 1)
+        .await
+        .unwrap();
+    let id = fake.push_event(message("ev_orphan", "x"), PushOptions::default());
+    let Delivery::Event(event) = next_delivery(&mut rx, "the event").await else {
+        panic!("expected an event");
+    };
+    fake.drop_connections(CloseKind::Abrupt);
+    fake.wait_until(WAIT, |r| r.connections_opened == 2)
+        .await
+        .expect("reconnected");
+    assert_eq!(event.ack.send(), AckSent::ConnectionClosed);
+    assert_eq!(
+        next_event_id(&mut rx).await,
+        id,
+        "redelivered on the new one"
+    );
     cancel.cancel();
 }
 
@@ -357,16 +386,18 @@ async fn cluster_mode_delivers_each_event_to_one_connection() {
             )
         })
         .collect();
+    let mut seen = Vec::new();
+    while seen.len() < ids.len() {
+        let id = tokio::select! {
+            id = next_event_id(&mut rx_a) => id,
+            id = next_event_id(&mut rx_b) => id,
+        };
+        seen.push(id);
+    }
     fake.wait_until(WAIT, |r| ids.iter().all(|id| r.acked(id)))
         .await
         .unwrap();
-    let mut seen = Vec::new();
-    while let Ok(Delivery::Event(e)) = rx_a.try_recv() {
-        seen.push(e.envelope.header.event_id);
-    }
-    while let Ok(Delivery::Event(e)) = rx_b.try_recv() {
-        seen.push(e.envelope.header.event_id);
-    }
+    assert!(rx_a.try_recv().is_err() && rx_b.try_recv().is_err());
     seen.sort();
     assert_eq!(
         seen, ids,

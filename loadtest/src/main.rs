@@ -14,6 +14,7 @@ use weft_loadtest::runner::{RunContext, WeftTarget, run_weft};
 use weft_loadtest::saturate::{self, SaturateOpts};
 use weft_loadtest::scenario::approvals::ApprovalParams;
 use weft_loadtest::scenario::lark::LarkParams;
+use weft_loadtest::scenario::lark::groups::GroupParams;
 use weft_loadtest::scenario::lark::launch::{self, LarkWeft};
 use weft_loadtest::scenario::{self, Params, Scenario};
 use weft_loadtest::stack::{Mode, Stack, StackOpts};
@@ -149,6 +150,18 @@ struct RunArgs {
     /// within each process's share of Lark's 50 calls/s.
     #[arg(long, default_value_t = 1000)]
     probe_interval_ms: u64,
+    /// `lark`: group chats of the groups phase (issue 21; 0: no groups phase).
+    #[arg(long, default_value_t = 20)]
+    lark_groups: usize,
+    /// `lark`: people speaking in each group.
+    #[arg(long, default_value_t = 5)]
+    lark_speakers: usize,
+    /// `lark`: messages each speaker sends.
+    #[arg(long, default_value_t = 10)]
+    lark_messages: usize,
+    /// `lark`: seconds over which every group message is pushed.
+    #[arg(long, default_value_t = 10)]
+    lark_group_spread: u64,
     /// `lark` without --weft-bin: the fake Lark listens here (loopback); start weft
     /// with WEFT_LARK__BASE_URL=http://ADDR and the app id and secret it prints.
     /// The run waits for --gateways-to-start long connections.
@@ -336,6 +349,7 @@ async fn lark(a: RunArgs) -> anyhow::Result<()> {
         a.ttft_ms.unwrap_or(ttft),
         a.itl_ms.unwrap_or(itl),
     );
+    let group_plan = LarkParams::probe_plan(&plan);
     let p = LarkParams {
         probes: a.probes,
         probe_interval: Duration::from_millis(a.probe_interval_ms),
@@ -345,6 +359,14 @@ async fn lark(a: RunArgs) -> anyhow::Result<()> {
         ramp: Duration::from_secs(a.ramp),
         timeout: Duration::from_secs(a.turn_timeout.unwrap_or(120)),
         connections: a.gateways_to_start,
+        groups: (a.lark_groups > 0).then(|| GroupParams {
+            groups: a.lark_groups,
+            speakers: a.lark_speakers.max(1),
+            messages: a.lark_messages.max(1),
+            spread: Duration::from_secs(a.lark_group_spread),
+            plan: group_plan,
+        }),
+        database_url: None,
     };
     let (weft, label) = match a.weft_bin {
         Some(_) => (LarkWeft::Stack(stack_opts(&a)?), a.mode.name()),

@@ -53,6 +53,8 @@ pub struct Stack {
     pub gateways: Vec<Proc>,
     pub workers: Vec<Proc>,
     database: Option<(String, String)>,
+    /// Where the processes keep their data (SQLite file or Postgres URL).
+    database_url: Option<String>,
     redis: Option<(String, String)>,
 }
 
@@ -114,6 +116,7 @@ impl Stack {
             gateways: Vec::new(),
             workers: Vec::new(),
             database: None,
+            database_url: None,
             redis: None,
         };
         match o.mode {
@@ -128,10 +131,15 @@ impl Stack {
                 let p = start_pinned(spec("weft-up", "up", &args, "listening on http://"), &o.dir)
                     .await?;
                 stack.gateways.push(p);
+                stack.database_url = Some(format!(
+                    "sqlite://{}?mode=ro",
+                    data.join("weft.db").display()
+                ));
             }
             Mode::Distributed => {
                 let db_url = create_database(&o.postgres_admin_url, &tag).await?;
                 stack.database = Some((o.postgres_admin_url.clone(), tag.clone()));
+                stack.database_url = Some(db_url.clone());
                 let prefix = format!("{tag}:");
                 stack.redis = Some((o.redis_url.clone(), prefix.clone()));
                 let urls = [
@@ -162,6 +170,11 @@ impl Stack {
             }
         }
         Ok(stack)
+    }
+
+    /// The database the stack's processes use (SQLite read-only), for checks.
+    pub fn database_url(&self) -> Option<&str> {
+        self.database_url.as_deref()
     }
 
     pub fn gateway_urls(&self) -> Vec<String> {

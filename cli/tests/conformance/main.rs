@@ -3,6 +3,7 @@
 //! processes on Postgres and Redis, a fresh database and key prefix per test).
 
 mod harness;
+mod pgproxy;
 mod sse;
 
 mod access;

@@ -256,7 +256,8 @@ impl Bot {
                 ),
                 lang.pick("try again in", "请稍后再试："),
             ),
-            ApiError::Internal(_) => return Err(anyhow::anyhow!("send failed: {error:#}")),
+            // Kept typed: `held` retries a database error.
+            ApiError::Internal(_) => return Err(anyhow::Error::new(error).context("send failed")),
             other => other.to_string(),
         };
         self.notice(incoming, "Weft", CardState::AwaitingApproval, &text)

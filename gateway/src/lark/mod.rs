@@ -1,19 +1,22 @@
 //! The Lark (Feishu) ingress (ARCHITECTURE §9): the gateway's second front door.
 //!
 //! Every gateway replica with `[lark] app_id` holds one long connection; Lark
-//! spreads events over all of an app's connections. The protocol crate acks each
-//! data frame before handing it over (Lark redelivers anything not acked in 3 s),
-//! so nothing here can delay an ack. Each event then goes:
+//! spreads events over all of an app's connections, and redelivers anything not
+//! acked in 3 s. Each event goes:
 //!
 //! 1. [`inbound::classify`] — pure rules: other apps, the bot's own messages,
 //!    stale redeliveries (> 30 min), groups without a mention, `allowed_chats`;
-//! 2. the dedupe claim in the database (`lark_inbound`, one row per Lark
-//!    message, shared by every replica, surviving restarts) — so any number of
-//!    replicas and redeliveries yield one reply;
+//!    what is not for the bot is acked at once;
+//! 2. the inbox ([`inbox`]): the event is stored in `lark_inbound` (one row per
+//!    Lark message, shared by every replica, surviving restarts) and only then
+//!    acked — so any number of replicas and redeliveries yield one reply, and no
+//!    database error or crash after the ack loses the message ([`sweep`] takes
+//!    over what a dead gateway held);
 //! 3. the sender's Weft user and the conversation's session;
 //! 4. a command, a stop word, or the ordinary send path ([`crate::sessions::submit`]:
 //!    the same transaction, limits and idempotency as the HTTP API, with the Lark
-//!    message id as the idempotency key and multitask `enqueue`).
+//!    message id as the idempotency key and multitask `enqueue`), retried through
+//!    database errors ([`held`]); then the row is marked handled.
 //!
 //! Messages of one conversation are handled one at a time in arrival order (a
 //! place in the conversation's line, taken as the event comes off the
@@ -32,8 +35,11 @@ pub(crate) mod admin;
 mod approve;
 mod commands;
 mod handle;
+mod held;
 mod inbound;
+mod inbox;
 mod names;
+mod sweep;
 mod turns;
 
 use std::sync::Arc;
@@ -46,15 +52,17 @@ use weft_lark::AppCredentials;
 use weft_lark::event::EventEnvelope;
 use weft_lark::rest::{RestClient, RestConfig};
 use weft_lark::sender::{RateAwareSender, RateLimits};
-use weft_lark::ws::{self, Delivery, WsConfig, WsError};
+use weft_lark::ws::{self, Delivery, EventAck, InboundEvent, WsConfig, WsError};
 use weft_shared::config::LarkConfig;
-use weft_shared::store::{InboundClaim, retrying};
+use weft_shared::store::{InboundClaim, InboxEntry};
 use weft_shared::time::now_ms;
 
 use crate::AppState;
+use held::Held;
 pub use inbound::BotIdentity;
 use inbound::Incoming;
-use turns::{Busy, ChatLines, ChatTurn};
+use inbox::Inbox;
+use turns::{Busy, ChatLines};
 
 /// How long inbound message ids are remembered (Lark redelivers for hours; the
 /// design asks for at least 12).
@@ -116,11 +124,17 @@ pub async fn start(
         state.shutdown.child_token(),
     );
     tokio::spawn(purge_dedupe(state.clone()));
+    let inbox = Inbox::start(
+        state.store.clone(),
+        Duration::from_millis(config.inbox_lease_ms),
+        state.shutdown.child_token(),
+    );
     let bot = Bot {
         sender,
         me,
         chats: Arc::new(ChatLines::new(config.queued_messages_per_chat)),
         names: Arc::default(),
+        inbox,
         state,
     };
     Ok(Some(tokio::spawn(dispatch(bot, deliveries, connection))))
@@ -135,13 +149,14 @@ pub(crate) struct Bot {
     chats: Arc<ChatLines>,
     /// Speakers' display names (see [`names`]).
     names: Arc<names::Names>,
+    inbox: Arc<Inbox>,
 }
 
-/// A message for the bot, in line in its conversation.
+/// A message for the bot, in line in its conversation, not stored yet.
 struct Admitted {
-    event_id: String,
-    incoming: Incoming,
-    turn: ChatTurn,
+    held: Held,
+    /// Its inbox row.
+    entry: InboxEntry,
 }
 
 /// What becomes of an event as it comes off the connection.
@@ -163,6 +178,7 @@ async fn dispatch(
     let handlers = bot.state.config.lark.max_concurrent_messages;
     let slots = Arc::new(Semaphore::new(handlers));
     let click_slots = Arc::new(Semaphore::new(handlers));
+    tokio::spawn(sweep::run(bot.clone(), slots.clone()));
     // Nothing in this loop waits: a chat's line or a full house must not hold
     // up the events behind it.
     while let Some(delivery) = deliveries.recv().await {
@@ -171,19 +187,23 @@ async fn dispatch(
             // A message takes its place in its conversation's line here, in
             // arrival order, not in its task: a task spawned later may well
             // start first.
-            Delivery::Event(event) => match bot.admit(event.envelope) {
+            Delivery::Event(InboundEvent { envelope, ack, .. }) => match bot.admit(envelope) {
                 Admission::InLine(message) => {
                     let slots = slots.clone();
-                    tokio::spawn(async move { bot.on_message(message, &slots).await });
+                    tokio::spawn(async move { bot.on_message(message, ack, &slots).await });
                 }
                 Admission::Busy { incoming, busy } => {
+                    // Refused on purpose (and said so): nothing to keep.
+                    let _ = ack.send();
                     metrics::counter!("weft_lark_events_total", "outcome" => "busy").increment(1);
                     tracing::warn!(lark.message_id = %incoming.message_id, lark.chat_id = %incoming.chat.chat_id, "a lark chat has too many messages waiting; this one is not handled");
                     if busy.first {
                         tokio::spawn(async move { bot.tell_busy(&incoming).await });
                     }
                 }
-                Admission::Ignored => {}
+                Admission::Ignored => {
+                    let _ = ack.send();
+                }
             },
             Delivery::CardAction(action) => match click_slots.clone().try_acquire_owned() {
                 Ok(slot) => {
@@ -215,11 +235,23 @@ impl Bot {
     fn admit(&self, envelope: EventEnvelope) -> Admission {
         match inbound::classify(&envelope, &self.me, &self.state.config.lark, now_ms()) {
             inbound::Verdict::Handle(incoming) => match self.chats.join(&incoming.chat.key()) {
-                Ok(turn) => Admission::InLine(Admitted {
-                    turn,
-                    event_id: envelope.header.event_id,
-                    incoming,
-                }),
+                Ok(turn) => {
+                    let entry = InboxEntry {
+                        message_id: incoming.message_id.clone(),
+                        chat_key: incoming.chat.key(),
+                        payload: serde_json::to_string(&envelope).expect("an envelope encodes"),
+                        arrived_us: self.inbox.arrival(),
+                        delivery: uuid::Uuid::new_v4().simple().to_string(),
+                    };
+                    Admission::InLine(Admitted {
+                        held: Held {
+                            turn,
+                            event_id: envelope.header.event_id,
+                            incoming,
+                        },
+                        entry,
+                    })
+                }
                 Err(busy) => Admission::Busy { incoming, busy },
             },
             inbound::Verdict::Ignore(why) => {
@@ -230,50 +262,24 @@ impl Bot {
         }
     }
 
-    /// Handles a message once the ones before it in its conversation are done
-    /// and one of the handler `slots` is free.
-    async fn on_message(&self, message: Admitted, slots: &Semaphore) {
-        let Admitted {
-            event_id,
-            incoming,
-            mut turn,
-        } = message;
-        // The turn is held until this message is handled (dropped at the end).
-        turn.wait().await;
-        let Ok(_slot) = slots.acquire().await else {
+    /// Stores a message, then acks it, then handles it in its turn. Stored by
+    /// another delivery first, it is only acked.
+    async fn on_message(&self, message: Admitted, ack: EventAck, slots: &Semaphore) {
+        let Admitted { held, entry } = message;
+        let Some(claim) = self.inbox.keep(entry).await else {
+            // Shutting down before it was stored: unacked, Lark delivers it again.
             return;
         };
-        let store = &self.state.store;
-        let claim = retrying("lark dedupe", || {
-            store.claim_lark_inbound(&incoming.message_id)
-        });
-        match claim.await {
-            Ok(InboundClaim::New) => {}
-            Ok(InboundClaim::Duplicate) => {
-                metrics::counter!("weft_lark_events_total", "outcome" => "duplicate").increment(1);
-                tracing::debug!(event.id = %event_id, lark.message_id = %incoming.message_id, "lark message seen before");
-                return;
-            }
-            Err(e) => {
-                tracing::error!(event.id = %event_id, error = %e, "lark dedupe failed; message dropped");
-                return;
-            }
+        metrics::histogram!("weft_lark_ack_seconds").record(ack.waited().as_secs_f64());
+        if ack.send() == ws::AckSent::ConnectionClosed {
+            tracing::debug!(event.id = %held.event_id, "lark connection closed before the ack; Lark redelivers (a duplicate)");
         }
-        metrics::counter!("weft_lark_events_total", "outcome" => "handled").increment(1);
-        let message_id = incoming.message_id.clone();
-        // A trace per message: the run it starts stores this span's context
-        // (`sessions::submit`), so the worker's run span continues the trace.
-        let span = tracing::info_span!(
-            parent: None,
-            "lark.message",
-            lark.message_id = %message_id,
-            lark.chat_id = %incoming.chat.chat_id,
-            trace_id = tracing::field::Empty,
-        );
-        weft_shared::telemetry::join_trace(&span, None, None);
-        if let Err(e) = tracing::Instrument::instrument(self.handle(incoming), span).await {
-            tracing::warn!(event.id = %event_id, lark.message_id = %message_id, error = %format!("{e:#}"), "handling a lark message failed");
+        if claim == InboundClaim::Duplicate {
+            metrics::counter!("weft_lark_events_total", "outcome" => "duplicate").increment(1);
+            tracing::debug!(event.id = %held.event_id, lark.message_id = %held.incoming.message_id, "lark message seen before");
+            return;
         }
+        self.handle_held(held, slots).await;
     }
 }
 

@@ -106,6 +106,38 @@ impl ChatLines {
         })
     }
 
+    /// Takes the next place in the line of `key` whatever its length: for a
+    /// stored message taken over from another gateway, which was accepted long
+    /// ago (a sweep takes a bounded number at a time).
+    pub(super) fn rejoin(self: &Arc<Self>, key: &str) -> ChatTurn {
+        let done = CancellationToken::new();
+        let mut lines = self.lines.lock().expect("chat lines");
+        let before = match lines.by_chat.get_mut(key) {
+            Some(line) => {
+                line.len += 1;
+                Some(std::mem::replace(&mut line.last_done, done.clone()))
+            }
+            None => {
+                lines.by_chat.insert(
+                    key.to_owned(),
+                    Line {
+                        last_done: done.clone(),
+                        len: 1,
+                        refused: false,
+                    },
+                );
+                None
+            }
+        };
+        lines.total += 1;
+        ChatTurn {
+            owner: self.clone(),
+            key: key.to_owned(),
+            before,
+            done,
+        }
+    }
+
     #[cfg(test)]
     fn waiting(&self) -> usize {
         self.lines.lock().expect("chat lines").by_chat.len()
@@ -215,5 +247,28 @@ mod tests {
         drop(first);
         let _third = lines.join("oc_a").expect("room again");
         assert_eq!(lines.join("oc_a").err(), Some(Busy { first: true }));
+    }
+
+    #[tokio::test]
+    async fn a_taken_over_message_gets_in_line_even_when_it_is_full() {
+        let lines = Arc::new(ChatLines::new(1));
+        let first = lines.join("oc_a").unwrap();
+        assert!(lines.join("oc_a").is_err(), "full");
+        let mut rejoined = lines.rejoin("oc_a");
+        let (went, mut gone) = tokio::sync::oneshot::channel();
+        let waiting = tokio::spawn(async move {
+            rejoined.wait().await;
+            let _ = went.send(());
+            rejoined
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        assert!(gone.try_recv().is_err(), "it waits its turn");
+        drop(first);
+        let rejoined = tokio::time::timeout(Duration::from_secs(5), waiting)
+            .await
+            .expect("then it goes")
+            .unwrap();
+        drop(rejoined);
+        assert_eq!(lines.waiting(), 0);
     }
 }

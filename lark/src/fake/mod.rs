@@ -25,7 +25,7 @@ mod rest;
 mod serve;
 mod ws;
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
@@ -226,6 +226,8 @@ pub(crate) struct State {
     pub conns: HashMap<u64, ConnEntry>,
     pub next_id: u64,
     pub pending_acks: HashMap<String, PendingAck>,
+    /// Frame `message_id`s of attempts whose ack deadline passed.
+    pub timed_out: HashSet<String>,
     pub acks_to_lose: usize,
     pub tokens: HashMap<String, Instant>,
     pub rest: rest::RestState,
@@ -242,6 +244,7 @@ impl FakeLark {
             conns: HashMap::new(),
             next_id: 1,
             pending_acks: HashMap::new(),
+            timed_out: HashSet::new(),
             acks_to_lose: 0,
             tokens: HashMap::new(),
             rest: rest::RestState::default(),

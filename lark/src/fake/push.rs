@@ -242,7 +242,11 @@ impl FakeLark {
             .rev()
             .find(|p| p.event_id == event_id && p.attempt == attempt)
         {
-            state.pending_acks.remove(&record.message_id);
+            if state.pending_acks.remove(&record.message_id).is_some()
+                && outcome == AttemptOutcome::Failed(FailReason::Timeout)
+            {
+                state.timed_out.insert(record.message_id.clone());
+            }
             record.outcome = outcome;
         }
         drop(guard);
@@ -295,10 +299,15 @@ pub(super) fn handle_ack(fake: &FakeLark, frame: Frame) {
         .unwrap_or_default()
         .to_owned();
     if !state.pending_acks.contains_key(&message_id) {
-        state
-            .records
-            .bad_frames
-            .push(format!("ack for unknown message_id {message_id:?}"));
+        if state.timed_out.contains(&message_id) {
+            // Acked after the deadline: Lark ignores it (and redelivers).
+            state.records.late_acks += 1;
+        } else {
+            state
+                .records
+                .bad_frames
+                .push(format!("ack for unknown message_id {message_id:?}"));
+        }
         return;
     }
     if state.acks_to_lose > 0 {

@@ -17,6 +17,9 @@ pub struct Records {
     pub pushes: Vec<PushAttempt>,
     /// Acks the fake pretended to lose (see `FakeLark::lose_next_acks`).
     pub acks_lost: usize,
+    /// Valid-looking acks that arrived after their attempt's deadline (the
+    /// attempt is failed and the event redelivered, as Lark does).
+    pub late_acks: usize,
     /// Frames that failed strict decoding, with the reason.
     pub bad_frames: Vec<String>,
     pub calls: Vec<RestCall>,

@@ -6,11 +6,17 @@
 //! reconnects with the server's jitter and intervals, and stops with a
 //! [`WsError`] only on fatal errors (bad credentials, 403, connection limit).
 //!
-//! Lark redelivers any event not acked within 3 s, so every completed data frame is
-//! acked **before** it is handed to the caller through an unbounded channel: a slow
-//! consumer can never delay an ack. The one exception is `card.action.trigger`,
-//! whose ack carries the callback response; it is acked when the caller answers or
-//! when [`WsConfig::card_response_deadline`] passes, whichever comes first.
+//! Lark redelivers any event not acked within 3 s. An ack is a promise that the
+//! event will not be lost, so the caller decides when to make it: each event comes
+//! with an [`EventAck`], and the ack goes out when the caller sends it (the gateway
+//! does once the event is stored durably, one database insert — about a
+//! millisecond). An event whose ack is dropped unsent is not acked, and Lark
+//! redelivers it; an ack sent after its connection closed is dropped (Lark
+//! redelivers then too). Deliveries travel through an unbounded channel and acks
+//! through the connection's writer task, so nothing here waits for the caller.
+//! `card.action.trigger` is different: its ack carries the callback response; it
+//! is acked when the caller answers or when [`WsConfig::card_response_deadline`]
+//! passes, whichever comes first.
 
 mod client;
 mod config;
@@ -18,7 +24,7 @@ mod discovery;
 mod reassembly;
 mod session;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -26,6 +32,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::credentials::AppCredentials;
 use crate::event::{CardAction, CardActionResponse, EventEnvelope};
+use crate::frame::Frame;
 
 pub use config::ServerConfig;
 
@@ -76,17 +83,70 @@ impl WsConfig {
     reason = "moved once per event; boxing buys nothing"
 )]
 pub enum Delivery {
-    /// An event; it has already been acked.
+    /// An event, acked when the caller sends its [`InboundEvent::ack`].
     Event(InboundEvent),
     /// A `card.action.trigger` callback awaiting [`CardActionDelivery::respond`].
     CardAction(CardActionDelivery),
 }
 
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub struct InboundEvent {
     pub envelope: EventEnvelope,
     /// The frame's `trace_id` header, for correlating with Lark support.
     pub trace_id: String,
+    /// Send it once the event is safe (stored, or deliberately ignored).
+    pub ack: EventAck,
+}
+
+/// The ack of one event, to be sent by whoever makes the event safe. Dropped
+/// unsent, the event is not acked and Lark delivers it again.
+#[must_use = "an event whose ack is never sent is redelivered"]
+pub struct EventAck {
+    frame: Frame,
+    received: Instant,
+    out: mpsc::UnboundedSender<Frame>,
+}
+
+/// What became of an ack.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AckSent {
+    /// Handed to the connection's writer.
+    Queued,
+    /// The connection the event came on has closed; Lark redelivers the event.
+    ConnectionClosed,
+}
+
+impl EventAck {
+    pub(crate) fn new(frame: Frame, received: Instant, out: mpsc::UnboundedSender<Frame>) -> Self {
+        EventAck {
+            frame,
+            received,
+            out,
+        }
+    }
+
+    /// Acks the event (code 200), with `biz_rt` the time since it was read.
+    pub fn send(self) -> AckSent {
+        let frame = session::ack(self.frame, self.received, 200, None);
+        match self.out.send(frame) {
+            Ok(()) => AckSent::Queued,
+            Err(_) => AckSent::ConnectionClosed,
+        }
+    }
+
+    /// Time since the event's last frame was read off the connection.
+    pub fn waited(&self) -> Duration {
+        self.received.elapsed()
+    }
+}
+
+impl std::fmt::Debug for EventAck {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EventAck")
+            .field("seq_id", &self.frame.seq_id)
+            .field("waited", &self.received.elapsed())
+            .finish()
+    }
 }
 
 /// A card callback. Dropping it without responding acks with no response body.

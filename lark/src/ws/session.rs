@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use super::config::{ClientConfigWire, ServerConfig};
 use super::discovery::{Endpoint, Socket};
 use super::reassembly::{Fragment, FragmentCache};
-use super::{CardActionDelivery, Delivery, InboundEvent, WsConfig};
+use super::{CardActionDelivery, Delivery, EventAck, InboundEvent, WsConfig};
 use crate::event::EventEnvelope;
 use crate::frame::{Frame, METHOD_CONTROL, METHOD_DATA, header, kind};
 
@@ -212,11 +212,14 @@ impl Session<'_> {
                 let _ = out.send(ack(frame, received, 500, None));
             }
             None => {
-                // Ack first: a slow consumer must never make Lark redeliver.
-                let _ = out.send(ack(frame, received, 200, None));
-                let _ = self
-                    .deliveries
-                    .send(Delivery::Event(InboundEvent { envelope, trace_id }));
+                // The consumer acks once the event is safe; until then Lark
+                // would deliver it again.
+                let ack = EventAck::new(frame, received, out.clone());
+                let _ = self.deliveries.send(Delivery::Event(InboundEvent {
+                    envelope,
+                    trace_id,
+                    ack,
+                }));
             }
         }
     }
@@ -224,7 +227,7 @@ impl Session<'_> {
 
 /// The ack: the same frame with every header echoed, `biz_rt` added, and a JSON
 /// response payload. `data` is the handler's JSON result, base64-encoded.
-fn ack(mut frame: Frame, received: Instant, code: u16, data: Option<Vec<u8>>) -> Frame {
+pub(super) fn ack(mut frame: Frame, received: Instant, code: u16, data: Option<Vec<u8>>) -> Frame {
     let biz_rt = received.elapsed().as_millis();
     frame.set_header(header::BIZ_RT, biz_rt.to_string());
     let body = match data {

@@ -58,10 +58,13 @@ pub async fn next_delivery(rx: &mut mpsc::UnboundedReceiver<Delivery>, what: &st
         .unwrap_or_else(|| panic!("delivery channel closed while waiting for {what}"))
 }
 
-/// The next plain event's id.
+/// The next plain event's id, after acking it.
 pub async fn next_event_id(rx: &mut mpsc::UnboundedReceiver<Delivery>) -> String {
     match next_delivery(rx, "an event").await {
-        Delivery::Event(event) => event.envelope.header.event_id,
+        Delivery::Event(event) => {
+            let _ = event.ack.send();
+            event.envelope.header.event_id
+        }
         Delivery::CardAction(_) => panic!("expected an event, got a card action"),
     }
 }

@@ -17,6 +17,17 @@ pub struct Weft {
     _dir: tempfile::TempDir,
 }
 
+impl Weft {
+    /// Its SQLite database, read-only.
+    #[allow(dead_code)]
+    pub fn database_url(&self) -> String {
+        format!(
+            "sqlite://{}?mode=ro",
+            self._dir.path().join("weft.db").display()
+        )
+    }
+}
+
 impl Drop for Weft {
     fn drop(&mut self) {
         self.shutdown.cancel();

@@ -32,6 +32,11 @@ pub struct LarkConfig {
     /// first such is answered in the chat that the bot is busy, the rest only
     /// logged, until the line has room again. 0: no limit.
     pub queued_messages_per_chat: usize,
+    /// How long a gateway's hold on a stored, not yet handled message lasts
+    /// without renewal (it renews every quarter of it while it lives). When a
+    /// gateway dies, another takes its messages over once this has run out, so
+    /// it is also how late those answers come.
+    pub inbox_lease_ms: u64,
     /// The language of a chat whose message shows none (an emoji, a number, a
     /// picture): `zh`, `en`, or `auto` — the platform's, Chinese on Feishu
     /// (`open.feishu.cn`), English elsewhere. A message with Chinese
@@ -62,6 +67,7 @@ impl Default for LarkConfig {
             max_concurrent_messages: 256,
             queued_messages_per_chat: 32,
             language: LarkLanguage::Auto,
+            inbox_lease_ms: 20_000,
         }
     }
 }
@@ -109,6 +115,9 @@ impl LarkConfig {
         }
         if self.max_concurrent_messages == 0 {
             return bad("max_concurrent_messages must be at least 1".into());
+        }
+        if self.inbox_lease_ms < 400 {
+            return bad("inbox_lease_ms must be at least 400".into());
         }
         Ok(())
     }

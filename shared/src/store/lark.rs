@@ -1,4 +1,5 @@
-//! What the Lark bot keeps in the database (ARCHITECTURE §9): inbound dedupe,
+//! What the Lark bot keeps in the database (ARCHITECTURE §9): inbound dedupe
+//! (the inbox itself is [`super::lark_inbox`]),
 //! which Weft user a Lark sender is, which session a Lark conversation talks to,
 //! the THINKING reaction on each user message, and the reply cards of each run.
 //!
@@ -20,6 +21,7 @@ const REACTION_ENDED: &str = "-";
 /// Whether an inbound Lark message is new to every replica.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum InboundClaim {
+    /// Stored by this delivery: its holder handles it.
     New,
     /// Seen before (a redelivery, or another replica's event): do nothing.
     Duplicate,
@@ -86,30 +88,15 @@ pub fn lark_username(open_id: &str) -> String {
 const NO_PASSWORD: &str = "!lark-no-password";
 
 impl Store {
-    /// Takes an inbound message id for good, or says another delivery already did.
-    pub async fn claim_lark_inbound(&self, message_id: &str) -> Result<InboundClaim> {
-        let _gate = self.write_gate().await;
-        let done = sqlx::query(
-            "insert into lark_inbound (message_id, received_at) values ($1, $2) on conflict (message_id) do nothing",
-        )
-        .bind(message_id)
-        .bind(now_ms())
-        .execute(&self.pool)
-        .await?;
-        Ok(if done.rows_affected() == 1 {
-            InboundClaim::New
-        } else {
-            InboundClaim::Duplicate
-        })
-    }
-
-    /// Forgets inbound ids received before `before` (unix ms).
+    /// Forgets inbound ids received before `before` (unix ms) that are done
+    /// with; a pending one stays until it is handled (see `lark_inbox`).
     pub async fn purge_lark_inbound(&self, before: i64) -> Result<u64> {
         let _gate = self.write_gate().await;
-        let done = sqlx::query("delete from lark_inbound where received_at < $1")
-            .bind(before)
-            .execute(&self.pool)
-            .await?;
+        let done =
+            sqlx::query("delete from lark_inbound where received_at < $1 and state <> 'pending'")
+                .bind(before)
+                .execute(&self.pool)
+                .await?;
         Ok(done.rows_affected())
     }
 

@@ -12,6 +12,7 @@ mod approvals;
 mod attachments;
 mod lark;
 mod lark_cards;
+mod lark_inbox;
 mod mcp_status;
 mod messages;
 mod purge;
@@ -42,6 +43,7 @@ pub use approvals::{
 pub use attachments::{Attachment, NewAttachment};
 pub use lark::{InboundClaim, LarkChat, LarkTarget, LinkOutcome, ReactionRecord, lark_username};
 pub use lark_cards::{CardEntityRecord, LarkApprovalCard, LarkCard};
+pub use lark_inbox::{InboxEntry, InboxState, LeasedInbound, MAX_KEEP_BATCH};
 pub use messages::{Message, StepCheckpoint, ToolResult, valid_cursor};
 pub use purge::Purged;
 pub use runs::{

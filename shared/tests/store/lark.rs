@@ -1,18 +1,17 @@
-//! What the Lark bot keeps in the database: the inbound dedupe claim, Lark users
+//! What the Lark bot keeps in the database (the inbox is `lark_inbox`): Lark users
 //! and linking them to accounts, the conversation → session binding, the reply
 //! target, words and cards of a run (compare-and-set), the THINKING reactions.
 
 use weft_shared::ids::{RunId, UserId};
 use weft_shared::store::{
-    CardEntityRecord, Decision, InboundClaim, LarkCard, LarkChat, LinkOutcome, NewApproval,
-    PendingStep, ReactionRecord, Role, RunEnd, RunLimits, SendOutcome, StoreError, lark_username,
+    CardEntityRecord, Decision, LarkCard, LarkChat, LinkOutcome, NewApproval, PendingStep,
+    ReactionRecord, Role, RunEnd, RunLimits, SendOutcome, StoreError, lark_username,
 };
 
 use crate::both_backends;
 use crate::harness::{Db, claim, req, session, start, started, user};
 
 both_backends!(
-    inbound_ids_are_claimed_once,
     lark_users_are_created_once,
     linking_moves_the_placeholder_over,
     conversations_bind_to_sessions,
@@ -35,36 +34,6 @@ fn thread(id: &str, thread: &str) -> LarkChat {
         chat_id: id.into(),
         thread_id: thread.into(),
     }
-}
-
-async fn inbound_ids_are_claimed_once(db: Db) {
-    let s = &db.store;
-    assert_eq!(
-        s.claim_lark_inbound("om_1").await.unwrap(),
-        InboundClaim::New
-    );
-    assert_eq!(
-        s.claim_lark_inbound("om_1").await.unwrap(),
-        InboundClaim::Duplicate
-    );
-    assert_eq!(
-        s.claim_lark_inbound("om_2").await.unwrap(),
-        InboundClaim::New
-    );
-    // Every replica receives the same redelivery at once: one takes it.
-    let tasks: Vec<_> = (0..10)
-        .map(|_| {
-            let s = s.clone();
-            tokio::spawn(async move { s.claim_lark_inbound("om_race").await })
-        })
-        .collect();
-    let mut new = 0;
-    for t in tasks {
-        if t.await.unwrap().unwrap() == InboundClaim::New {
-            new += 1;
-        }
-    }
-    assert_eq!(new, 1);
 }
 
 async fn lark_users_are_created_once(db: Db) {

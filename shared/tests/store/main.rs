@@ -7,6 +7,7 @@ mod harness;
 mod agents;
 mod attachments;
 mod lark;
+mod lark_inbox;
 mod limits;
 mod messages;
 mod purge;

@@ -1,7 +1,7 @@
 //! Purging what nobody can use any more: expired login tokens, idempotency keys
 //! past their retention, Lark inbound ids past the redelivery window.
 
-use weft_shared::store::{InboundClaim, Purged, SendOutcome, TokenKind};
+use weft_shared::store::{InboundClaim, InboxEntry, InboxState, Purged, SendOutcome, TokenKind};
 use weft_shared::time::now_ms;
 
 use crate::both_backends;
@@ -97,33 +97,34 @@ async fn old_idempotency_keys_are_purged(db: Db) {
 
 async fn old_lark_inbound_ids_are_purged(db: Db) {
     let s = &db.store;
-    assert_eq!(
-        s.claim_lark_inbound("om_old").await.unwrap(),
-        InboundClaim::New
-    );
+    let keep = |id: &str| {
+        let e = InboxEntry {
+            message_id: id.into(),
+            chat_key: "oc_1".into(),
+            payload: "{}".into(),
+            arrived_us: 1,
+            delivery: uuid::Uuid::new_v4().to_string(),
+        };
+        async move { s.keep_lark_inbound(&[e], "gw1", now_ms()).await.unwrap()[0] }
+    };
+    assert_eq!(keep("om_old").await, InboundClaim::New);
+    s.finish_lark_inbound("om_old", InboxState::Handled)
+        .await
+        .unwrap();
     let received = db
         .count("select received_at from lark_inbound where message_id = 'om_old'".into())
         .await;
     assert_eq!(s.purge_lark_inbound(received).await.unwrap(), 0);
-    assert_eq!(
-        s.claim_lark_inbound("om_old").await.unwrap(),
-        InboundClaim::Duplicate
-    );
+    assert_eq!(keep("om_old").await, InboundClaim::Duplicate);
     db.exec("update lark_inbound set received_at = 5 where message_id = 'om_old'".into())
         .await;
-    assert_eq!(
-        s.claim_lark_inbound("om_new").await.unwrap(),
-        InboundClaim::New
-    );
+    assert_eq!(keep("om_new").await, InboundClaim::New);
+    s.finish_lark_inbound("om_new", InboxState::Handled)
+        .await
+        .unwrap();
     assert_eq!(s.purge_lark_inbound(10).await.unwrap(), 1);
     assert_eq!(s.purge_lark_inbound(10).await.unwrap(), 0);
     // Forgotten: a delivery that late would be taken again; the new one stays taken.
-    assert_eq!(
-        s.claim_lark_inbound("om_old").await.unwrap(),
-        InboundClaim::New
-    );
-    assert_eq!(
-        s.claim_lark_inbound("om_new").await.unwrap(),
-        InboundClaim::Duplicate
-    );
+    assert_eq!(keep("om_old").await, InboundClaim::New);
+    assert_eq!(keep("om_new").await, InboundClaim::Duplicate);
 }

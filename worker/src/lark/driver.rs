@@ -133,7 +133,16 @@ impl Driver {
             }
             let view = latest.borrow_and_update().clone();
             last_sync = Some(Instant::now());
-            match self.sync(&view).await {
+            // Leaving drops a call still waiting (for the rate limiter, or a
+            // retry's backoff): landing seconds later, it would overwrite what
+            // the follower that took over has shown since, the final card too.
+            let leave = self.leave.clone();
+            let synced = tokio::select! {
+                biased;
+                _ = leave.cancelled() => return,
+                synced = self.sync(&view) => synced,
+            };
+            match synced {
                 Ok(()) => {
                     retries = 0;
                     if view.is_final() {

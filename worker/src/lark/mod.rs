@@ -33,9 +33,12 @@
 //! approval card with buttons is sent — and from then on only watches, holding
 //! no claim and no slot, for an end nobody else would show (a cancel while
 //! waiting). The attempt that resumes the run starts a new follower, which
-//! rebuilds the same view from the log and goes on patching the same card. In
-//! one process a new follower first waits until the previous one of its run has
-//! finished its call in flight; a follower that meets a later attempt's
+//! rebuilds the same view from the log and goes on patching the same card. A
+//! follower told to leave drops a call still waiting for the rate limiter or a
+//! retry (landing seconds later, it would overwrite the newer follower's card,
+//! the final one too). In one process a new follower first waits until the
+//! previous one of its run has stopped, then reads the run's cards again (the
+//! old one may just have created the card); a follower that meets a later attempt's
 //! `run_started` in the log stops there, so across processes too the old one
 //! leaves the card to the new one ([`follow`]).
 
@@ -211,8 +214,15 @@ impl LarkEgress {
         let span = tracing::info_span!("lark.card", run.id = %run);
         tasks.spawn(tracing::Instrument::instrument(
             async move {
+                let mut target = target;
                 if let Some(prior) = prior {
                     prior.finished.cancelled().await;
+                    // The prior follower's last call may have created the card
+                    // since `target` was read: read it again, or this one would
+                    // create it "again" and get the old card back unchanged.
+                    if let Some(now) = egress.target(&run).await {
+                        target = now;
+                    }
                 }
                 let signals = Signals {
                     leave,

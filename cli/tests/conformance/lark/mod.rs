@@ -11,6 +11,7 @@ mod access;
 mod approvals;
 mod attachments;
 mod control;
+mod durability;
 mod flood;
 mod gestures;
 mod language;

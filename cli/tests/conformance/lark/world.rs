@@ -53,11 +53,18 @@ impl LarkWorld {
         extra: &[(&str, &str)],
     ) -> LarkWorld {
         let fake = FakeLark::spawn(config).await.expect("fake lark binds");
+        let env = Env::new(b, extra).await;
+        LarkWorld::start_in(fake, env, replicas).await
+    }
+
+    /// [`Self::start_with`] in a prepared `env` (one whose settings need its
+    /// database name, say).
+    pub(super) async fn start_in(fake: FakeLark, mut env: Env, replicas: usize) -> LarkWorld {
+        let b = env.backend;
         // The contact API knows the usual members by name.
         for (open_id, name) in [("ou_alice", "Alice"), ("ou_bob", "Bob"), ("ou_li", "李雷")] {
             fake.set_user_name(open_id, name);
         }
-        let mut env = Env::new(b, extra).await;
         env.extra.extend(lark_env(&fake));
         let mut world = LarkWorld {
             fake,

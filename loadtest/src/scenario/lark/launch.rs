@@ -52,6 +52,7 @@ pub async fn run(p: &LarkParams, weft: LarkWeft, label: &str) -> anyhow::Result<
             opts.env = env;
             let stack = Stack::start(&opts).await?;
             p.connections = stack.gateways.len();
+            p.database_url = stack.database_url().map(str::to_owned);
             (Some(stack), calls_per_second(&opts.env).unwrap_or(share))
         }
         LarkWeft::External { replicas, .. } => {

@@ -78,6 +78,9 @@ pub struct LarkResult {
     pub reactions_left: u64,
     /// `lark.calls_per_second` of each Weft process (0: not started here, unknown).
     pub calls_per_second_per_process: u32,
+    /// Group chats with several speakers (issue 21).
+    #[serde(default)]
+    pub groups: Option<super::groups::LarkGroups>,
 }
 
 /// A card showing an ended reply (done, failed or stopped).
@@ -411,6 +414,9 @@ impl LarkResult {
                 phase.span_s,
                 phase.calls_per_reply
             );
+        }
+        if let Some(g) = &self.groups {
+            g.write_table(t);
         }
         let calls: Vec<String> = self.calls.iter().map(|(k, v)| format!("{k}={v}")).collect();
         // 0: a weft started by hand, whose setting the load tester does not know.

@@ -17,10 +17,15 @@
 //!   the rate limiter;
 //! * **burst** — `conversations` messages pushed together (spread over `ramp`),
 //!   each reply streaming for a few seconds: exactly one complete card per
-//!   message while every card shares the app's 50 calls/s, and no 429 provoked.
+//!   message while every card shares the app's 50 calls/s, and no 429 provoked;
+//! * **groups** — group chats where several people talk at once (20 groups × 5
+//!   speakers × 10 messages by default): the acks with the inbox insert in front
+//!   of them at the busiest, and every message answered once, checked in the
+//!   database the stack wrote ([`groups`]).
 //!
 //! Every wait is bounded; the fake listens on 127.0.0.1 only.
 
+pub mod groups;
 pub mod launch;
 pub mod measure;
 
@@ -59,6 +64,10 @@ pub struct LarkParams {
     pub timeout: Duration,
     /// Long connections (gateway replicas) to wait for before pushing.
     pub connections: usize,
+    /// The groups phase, if any.
+    pub groups: Option<groups::GroupParams>,
+    /// The stack's database (read-only), to check the groups phase against.
+    pub database_url: Option<String>,
 }
 
 impl LarkParams {
@@ -128,11 +137,26 @@ pub async fn run(fake: &FakeLark, p: &LarkParams) -> anyhow::Result<LarkResult> 
         tracing::warn!("not every burst message got a final card in time");
     }
     tokio::time::sleep(GRACE).await;
-    wait_reactions_gone(fake).await;
     let (records, sent) = (fake.records(), fake.sent_messages());
+    let probes = measure::phase(&records, &sent, &probes, &p.probe_plan);
+    let burst = measure::phase(&records, &sent, &burst, &p.plan);
+    let groups = match &p.groups {
+        Some(g) => {
+            let pushed = groups::push(fake, &tag, g).await;
+            let timeout = p.timeout.max(Duration::from_secs(180));
+            let measured = groups::measure(fake, p.database_url.as_deref(), g, &pushed, timeout);
+            let measured = measured.await?;
+            tokio::time::sleep(GRACE).await;
+            Some(measured)
+        }
+        None => None,
+    };
+    wait_reactions_gone(fake).await;
+    let records = fake.records();
     let mut result = LarkResult {
-        probes: measure::phase(&records, &sent, &probes, &p.probe_plan),
-        burst: measure::phase(&records, &sent, &burst, &p.plan),
+        probes,
+        burst,
+        groups,
         ..measure::whole_run(&records)
     };
     result.reactions_left = fake.live_reactions().len() as u64;
