@@ -16,7 +16,7 @@ use serde_json::Value;
 use tracing::Instrument;
 use weft_lark::card::{MarkdownLimits, ReplyCard, body_change};
 use weft_lark::rest::{CODE_CARDKIT_SEQUENCE, CardEntity, ErrorClass, LarkError, MessageContent};
-use weft_shared::store::{CardEntityRecord, LarkCard};
+use weft_shared::store::{CardEntityRecord, LarkCard, retrying};
 use weft_shared::time::now_ms;
 
 use super::{Driver, SyncError, classify, counted, lark_call, refused_content};
@@ -260,16 +260,23 @@ impl Driver {
         } else {
             next.push(card.clone());
         }
-        match self
-            .egress
-            .store
-            .set_lark_cards(&self.run, &known, &next)
-            .await
+        // The card must be on record before it is sent: an attempt that takes
+        // the run over reads the record, and a card it does not find it would
+        // create again — Lark hands back the first message for the same
+        // `uuid`, still showing the first entity, which nobody updates then.
+        let store = &self.egress.store;
+        match retrying("lark card", || {
+            store.set_lark_cards(&self.run, &known, &next)
+        })
+        .await
         {
             Ok(cards) => self.target.cards = cards,
             Err(e) => {
-                tracing::warn!(run.id = %self.run, error = %e, "recording the lark card failed");
-                self.target.cards = next;
+                tracing::warn!(run.id = %self.run, error = %e, "recording the lark card failed; not sending it yet");
+                return Err(SyncError::Retry(LarkError::Decode {
+                    status: 0,
+                    detail: format!("recording the card failed: {e}"),
+                }));
             }
         }
         if self.target.cards.get(page) != Some(&card) {
