@@ -168,7 +168,12 @@ describe('attachments in the web UI', () => {
     await tab.waitForLoadState()
     assert.equal(tab.url(), new URL(src, weft.baseUrl).href)
     await tab.waitForFunction(() => document.querySelector('img')?.naturalWidth > 0)
-    const bytes = await tab.evaluate(async () => Array.from(new Uint8Array(await (await fetch(location.href)).arrayBuffer())))
+    // The file is served sandboxed (an opaque origin, issue 20), so its own tab
+    // cannot fetch it: read the same URL from the app's page.
+    const bytes = await page.evaluate(
+      async (href) => Array.from(new Uint8Array(await (await fetch(href)).arrayBuffer())),
+      tab.url(),
+    )
     assert.equal(sha256(Buffer.from(bytes)), sha256(png))
     await tab.close()
   })
