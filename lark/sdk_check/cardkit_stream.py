@@ -8,7 +8,6 @@ refused. Prints one line per step (`CREATED <card_id>`, `SENT <message_id>`,
 with Lark's code and message when a step that should succeed does not.
 """
 import json
-import os
 import sys
 
 try:
@@ -29,6 +28,8 @@ except ImportError as e:
     print(f"LARK_OAPI_MISSING {e}", flush=True)
     sys.exit(3)
 
+from fake_client import rest_client  # noqa: E402  (after the SDK check)
+
 
 def card(text: str, streaming: bool) -> str:
     return json.dumps({
@@ -46,13 +47,7 @@ def must(response, what: str):
     return response
 
 
-client = (
-    lark.Client.builder()
-    .app_id(os.environ["LARK_APP_ID"])
-    .app_secret(os.environ["LARK_APP_SECRET"])
-    .domain(os.environ["LARK_BASE_URL"])
-    .build()
-)
+client = rest_client(lark)
 
 created = must(client.cardkit.v1.card.create(
     CreateCardRequest.builder()

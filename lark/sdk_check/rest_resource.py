@@ -15,14 +15,10 @@ except ImportError as e:
     print(f"LARK_OAPI_MISSING {e}", flush=True)
     sys.exit(3)
 
+from fake_client import rest_client  # noqa: E402  (after the SDK check)
 
-client = (
-    lark.Client.builder()
-    .app_id(os.environ["LARK_APP_ID"])
-    .app_secret(os.environ["LARK_APP_SECRET"])
-    .domain(os.environ["LARK_BASE_URL"])
-    .build()
-)
+
+client = rest_client(lark)
 
 
 def get(file_key: str):

@@ -5,7 +5,6 @@ Exits 0 and prints `SENT <message_id>` / `PATCHED` on success; exits 1 with the
 Lark code and message otherwise.
 """
 import json
-import os
 import sys
 
 try:
@@ -20,6 +19,8 @@ except ImportError as e:
     print(f"LARK_OAPI_MISSING {e}", flush=True)
     sys.exit(3)
 
+from fake_client import rest_client  # noqa: E402  (after the SDK check)
+
 
 def card(text: str) -> str:
     return json.dumps({
@@ -30,13 +31,7 @@ def card(text: str) -> str:
     })
 
 
-client = (
-    lark.Client.builder()
-    .app_id(os.environ["LARK_APP_ID"])
-    .app_secret(os.environ["LARK_APP_SECRET"])
-    .domain(os.environ["LARK_BASE_URL"])
-    .build()
-)
+client = rest_client(lark)
 
 sent = client.im.v1.message.create(
     CreateMessageRequest.builder()

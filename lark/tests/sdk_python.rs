@@ -58,6 +58,28 @@ fn sdk(fake: &FakeLark, name: &str) -> Command {
     command
 }
 
+/// Runs an SDK script to its end and answers what it printed; fails the test
+/// when the interpreter or the SDK is missing or the script fails.
+async fn run_to_end(mut command: Command, what: &str) -> String {
+    let output = tokio::time::timeout(SDK_START, command.output())
+        .await
+        .expect("SDK script finishes")
+        .unwrap_or_else(|e| {
+            panic!(
+                "cannot run Python interpreter {:?} (set WEFT_PYTHON): {e}",
+                python()
+            )
+        });
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    fail_if_sdk_missing(&stdout);
+    assert!(
+        output.status.success(),
+        "SDK {what} script failed: {stdout}\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    stdout
+}
+
 /// The next line the SDK script prints that starts with `prefix` (without it).
 async fn next_line_with(
     lines: &mut tokio::io::Lines<BufReader<tokio::process::ChildStdout>>,
@@ -187,22 +209,7 @@ async fn official_sdk_websocket_receives_events_and_answers_clicks() {
 #[tokio::test]
 async fn official_sdk_rest_client_sends_and_patches_a_card() {
     let fake = fake(fast_config()).await;
-    let output = tokio::time::timeout(SDK_START, sdk(&fake, "rest_send_patch.py").output())
-        .await
-        .expect("SDK script finishes")
-        .unwrap_or_else(|e| {
-            panic!(
-                "cannot run Python interpreter {:?} (set WEFT_PYTHON): {e}",
-                python()
-            )
-        });
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    fail_if_sdk_missing(&stdout);
-    assert!(
-        output.status.success(),
-        "SDK REST script failed: {stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let stdout = run_to_end(sdk(&fake, "rest_send_patch.py"), "REST").await;
     assert!(stdout.contains("PATCHED"), "{stdout}");
     let records = fake.records();
     assert_eq!(
@@ -232,29 +239,12 @@ async fn official_sdk_downloads_a_message_resource() {
         "file_v3_sdk",
         FakeResource::file("季度报告.pdf", pdf.clone()),
     );
-    let output = tokio::time::timeout(
-        SDK_START,
-        sdk(&fake, "rest_resource.py")
-            .env("LARK_MESSAGE_ID", "om_sdk_file")
-            .env("LARK_FILE_KEY", "file_v3_sdk")
-            .env("LARK_RESOURCE_TYPE", "file")
-            .output(),
-    )
-    .await
-    .expect("SDK script finishes")
-    .unwrap_or_else(|e| {
-        panic!(
-            "cannot run Python interpreter {:?} (set WEFT_PYTHON): {e}",
-            python()
-        )
-    });
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    fail_if_sdk_missing(&stdout);
-    assert!(
-        output.status.success(),
-        "SDK resource script failed: {stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let mut command = sdk(&fake, "rest_resource.py");
+    command
+        .env("LARK_MESSAGE_ID", "om_sdk_file")
+        .env("LARK_FILE_KEY", "file_v3_sdk")
+        .env("LARK_RESOURCE_TYPE", "file");
+    let stdout = run_to_end(command, "resource").await;
     let hex: String = pdf.iter().map(|b| format!("{b:02x}")).collect();
     assert!(
         stdout.contains(&format!("DOWNLOADED {hex} 季度报告.pdf")),
@@ -309,22 +299,7 @@ async fn official_sdk_reads_a_message_and_a_user_name() {
 #[tokio::test]
 async fn official_sdk_cardkit_client_streams_a_card_entity() {
     let fake = fake(fast_config()).await;
-    let output = tokio::time::timeout(SDK_START, sdk(&fake, "cardkit_stream.py").output())
-        .await
-        .expect("SDK script finishes")
-        .unwrap_or_else(|e| {
-            panic!(
-                "cannot run Python interpreter {:?} (set WEFT_PYTHON): {e}",
-                python()
-            )
-        });
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    fail_if_sdk_missing(&stdout);
-    assert!(
-        output.status.success(),
-        "SDK CardKit script failed: {stdout}\n{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
+    let stdout = run_to_end(sdk(&fake, "cardkit_stream.py"), "CardKit").await;
     let line = |prefix: &str| {
         stdout
             .lines()

@@ -409,15 +409,7 @@ pub async fn run(
     orphan_all_at_start: bool,
 ) -> anyhow::Result<()> {
     let cfg = deps.config.clone();
-    // A Lark run claimed here could never show its card: its chat would keep
-    // the 🤔 reaction and no answer. Say so at start, loudly, instead.
-    if deps.lark.is_none() && deps.store.has_lark_conversations().await? {
-        anyhow::bail!(
-            "this deployment has Lark conversations but this worker has no [lark] settings: \
-             set lark.app_id and lark.app_secret (WEFT_LARK__APP_ID, WEFT_LARK__APP_SECRET) on every worker, \
-             as on the gateways, or its Lark replies could never be sent"
-        );
-    }
+    lark::check_settings(&deps.store, deps.lark.is_some()).await?;
     let providers = Providers::from_config(&cfg.effective_models())?;
     let inner = Arc::new(Inner {
         id: format!("w-{}", uuid::Uuid::now_v7()),

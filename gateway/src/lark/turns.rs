@@ -71,12 +71,26 @@ impl ChatLines {
     /// Takes the next place in the line of conversation `key`, at once, or
     /// says the line is full.
     pub(super) fn join(self: &Arc<Self>, key: &str) -> Result<ChatTurn, Busy> {
+        self.take_place(key, true)
+    }
+
+    /// Takes the next place in the line of `key` whatever its length: for a
+    /// stored message taken over from another gateway, which was accepted long
+    /// ago (a sweep takes a bounded number at a time).
+    pub(super) fn rejoin(self: &Arc<Self>, key: &str) -> ChatTurn {
+        self.take_place(key, false)
+            .expect("a place taken without limits is never refused")
+    }
+
+    /// The next place in the line of `key`; with `bounded`, refused past
+    /// `per_chat` in the line or [`MAX_IN_LINE`] in all lines.
+    fn take_place(self: &Arc<Self>, key: &str, bounded: bool) -> Result<ChatTurn, Busy> {
         let done = CancellationToken::new();
         let mut lines = self.lines.lock().expect("chat lines");
-        let full = lines.total >= MAX_IN_LINE;
+        let full = bounded && lines.total >= MAX_IN_LINE;
         let before = match lines.by_chat.get_mut(key) {
             Some(line) => {
-                if full || (self.per_chat > 0 && line.len >= self.per_chat) {
+                if full || (bounded && self.per_chat > 0 && line.len >= self.per_chat) {
                     let first = !line.refused;
                     line.refused = true;
                     return Err(Busy { first });
@@ -104,38 +118,6 @@ impl ChatLines {
             before,
             done,
         })
-    }
-
-    /// Takes the next place in the line of `key` whatever its length: for a
-    /// stored message taken over from another gateway, which was accepted long
-    /// ago (a sweep takes a bounded number at a time).
-    pub(super) fn rejoin(self: &Arc<Self>, key: &str) -> ChatTurn {
-        let done = CancellationToken::new();
-        let mut lines = self.lines.lock().expect("chat lines");
-        let before = match lines.by_chat.get_mut(key) {
-            Some(line) => {
-                line.len += 1;
-                Some(std::mem::replace(&mut line.last_done, done.clone()))
-            }
-            None => {
-                lines.by_chat.insert(
-                    key.to_owned(),
-                    Line {
-                        last_done: done.clone(),
-                        len: 1,
-                        refused: false,
-                    },
-                );
-                None
-            }
-        };
-        lines.total += 1;
-        ChatTurn {
-            owner: self.clone(),
-            key: key.to_owned(),
-            before,
-            done,
-        }
     }
 
     #[cfg(test)]

@@ -495,24 +495,6 @@ impl FakeLark {
     }
 
     /// Invalidates every issued tenant token (as if they expired).
-    /// The display name the contact API answers for `open_id`.
-    pub fn set_user_name(&self, open_id: &str, name: &str) {
-        self.state()
-            .rest
-            .names
-            .insert(open_id.to_owned(), name.to_owned());
-    }
-
-    /// Takes the contact scope away (or gives it back): user names answer 99991672.
-    pub fn deny_contact(&self, denied: bool) {
-        self.state().rest.contact_denied = denied;
-    }
-
-    /// Takes the message-reading scope away (or gives it back).
-    pub fn deny_message_read(&self, denied: bool) {
-        self.state().rest.message_read_denied = denied;
-    }
-
     pub fn revoke_tokens(&self) {
         self.state().tokens.clear();
     }

@@ -62,6 +62,20 @@ use weft_shared::store::{LarkTarget, Store, retrying};
 
 use follow::Signals;
 
+/// Refuses a worker without the `[lark]` settings once the database has Lark
+/// conversations: a Lark run it claimed could never show its card, and its
+/// chat would keep the 🤔 reaction and no answer.
+pub(crate) async fn check_settings(store: &Store, configured: bool) -> anyhow::Result<()> {
+    if !configured && store.has_lark_conversations().await? {
+        anyhow::bail!(
+            "this deployment has Lark conversations but this worker has no [lark] settings: \
+             set lark.app_id and lark.app_secret (WEFT_LARK__APP_ID, WEFT_LARK__APP_SECRET) on every worker, \
+             as on the gateways, or its Lark replies could never be sent"
+        );
+    }
+    Ok(())
+}
+
 /// What the egress needs; cheap to clone.
 #[derive(Clone)]
 pub struct LarkEgress {

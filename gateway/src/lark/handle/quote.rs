@@ -7,10 +7,10 @@
 //! and an unmentioned reply is not taken as addressing the bot.
 
 use serde_json::Value;
-use weft_lark::rest::ResourceType;
+use weft_lark::event::ReceivedMessage;
 
 use super::super::Bot;
-use super::super::inbound::{Incoming, LarkFile, post};
+use super::super::inbound::{Incoming, LarkFile, readable};
 
 /// A quote is cut to this many characters: context, not a second message.
 const QUOTE_CHARS: usize = 2_000;
@@ -77,49 +77,25 @@ impl Bot {
     }
 }
 
-/// The readable text and files of a fetched message's content.
+/// The readable text and files of a fetched message's content: read as an
+/// incoming message is ([`readable`]), and a card by its words.
 fn content_of(msg_type: &str, content: &str) -> (String, Vec<LarkFile>) {
-    let v: Value = serde_json::from_str(content).unwrap_or(Value::Null);
-    let key = |field: &str| {
-        v[field]
-            .as_str()
-            .filter(|k| !k.is_empty())
-            .map(str::to_owned)
+    let message = ReceivedMessage {
+        message_type: msg_type.to_owned(),
+        content: content.to_owned(),
+        ..ReceivedMessage::default()
     };
-    match msg_type {
-        "text" => (key("text").unwrap_or_default(), Vec::new()),
-        "post" => post(content).unwrap_or_default(),
-        "image" => (
-            String::new(),
-            key("image_key")
-                .map(|k| LarkFile {
-                    message_id: None,
-                    key: k,
-                    kind: ResourceType::Image,
-                    name: None,
-                })
-                .into_iter()
-                .collect(),
-        ),
-        "file" => (
-            String::new(),
-            key("file_key")
-                .map(|k| LarkFile {
-                    message_id: None,
-                    key: k,
-                    kind: ResourceType::File,
-                    name: key("file_name"),
-                })
-                .into_iter()
-                .collect(),
-        ),
-        // A card: its words, wherever they sit in the document.
-        "interactive" => {
+    match readable(&message) {
+        Ok(read) => read,
+        Err(_) if msg_type == "interactive" => {
             let mut words = Vec::new();
-            card_words(&v, &mut words);
+            card_words(
+                &serde_json::from_str(content).unwrap_or(Value::Null),
+                &mut words,
+            );
             (words.join("\n"), Vec::new())
         }
-        _ => (String::new(), Vec::new()),
+        Err(_) => (String::new(), Vec::new()),
     }
 }
 

@@ -7,7 +7,7 @@ use axum::http::StatusCode;
 use serde_json::{Value, json};
 
 use super::{CODE_NOT_FOUND, Reply, Req};
-use crate::fake::{FakeConfig, State};
+use crate::fake::{FakeConfig, FakeLark, State};
 
 /// Lark's "the app lacks a scope this call needs" (contact, message reading).
 pub(crate) const CODE_SCOPE_MISSING: i64 = 99991672;
@@ -90,5 +90,25 @@ pub(crate) fn pushed(message: &Value, sender_open_id: &str) -> PushedMessage {
         content: text("content"),
         parent_id: text("parent_id"),
         chat_id: text("chat_id"),
+    }
+}
+
+impl FakeLark {
+    /// The display name the contact API answers for `open_id`.
+    pub fn set_user_name(&self, open_id: &str, name: &str) {
+        self.state()
+            .rest
+            .names
+            .insert(open_id.to_owned(), name.to_owned());
+    }
+
+    /// Takes the contact scope away (or gives it back): user names answer 99991672.
+    pub fn deny_contact(&self, denied: bool) {
+        self.state().rest.contact_denied = denied;
+    }
+
+    /// Takes the message-reading scope away (or gives it back).
+    pub fn deny_message_read(&self, denied: bool) {
+        self.state().rest.message_read_denied = denied;
     }
 }
