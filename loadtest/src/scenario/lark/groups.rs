@@ -121,7 +121,11 @@ pub struct LarkGroups {
     pub checked: bool,
     pub runs: u64,
     pub failed_runs: u64,
+    /// Not answered (once) when the wait ended: see `pending`.
     pub lost: u64,
+    /// Of those, still stored and waiting in the inbox at the end (slow, not
+    /// gone: answered after the report).
+    pub pending: u64,
     pub duplicated: u64,
     /// First push → everything settled (or the timeout), seconds.
     pub span_s: f64,
@@ -204,6 +208,10 @@ pub async fn measure(
             }
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
+        let pending = sqlx::query("select count(*) as n from lark_inbound where state = 'pending'")
+            .fetch_one(&db)
+            .await?;
+        out.pending = pending.try_get::<i64, _>("n")? as u64;
         db.close().await;
         out.checked = true;
         let mut runs = BTreeMap::new();
@@ -347,8 +355,8 @@ impl LarkGroups {
         );
         let verdict = if self.checked {
             format!(
-                "{} runs ({} not succeeded), lost {}, duplicated {}",
-                self.runs, self.failed_runs, self.lost, self.duplicated
+                "{} runs ({} not succeeded), lost {} ({} still pending in the inbox), duplicated {}",
+                self.runs, self.failed_runs, self.lost, self.pending, self.duplicated
             )
         } else {
             "not checked (no database: a weft started by hand)".to_owned()
