@@ -16,7 +16,7 @@
 //!   process SIGKILLed and started again: each is answered once, by the sweep —
 //!   Lark never delivered them again. Both backends.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
