@@ -72,7 +72,11 @@ async fn ten_conversations_get_one_complete_card_each() {
     assert!(groups.checked, "{table}");
     assert_eq!(groups.messages, 18, "{table}");
     assert_eq!(groups.fates.len(), 18, "{table}");
-    assert_eq!((groups.lost, groups.duplicated), (0, 0), "{table}");
+    assert_eq!(
+        (groups.lost, groups.duplicated, groups.refused),
+        (0, 0, 0),
+        "{table}"
+    );
     assert_eq!(
         groups.ack_ms.count, 18,
         "one ack sample per message:\n{table}"

@@ -9,13 +9,19 @@
 //! Postgres (the issue allows a p50 of 5 ms); in exchange an acked message is
 //! never only in memory, and the sweeper ([`super::sweep`]) finds it after any crash.
 //!
-//! **One writer, natural batches.** The dispatch loop never waits: each message's
-//! task hands its row to this gateway's one writer task and waits for the answer.
-//! The writer takes whatever has queued up meanwhile (up to
-//! [`MAX_KEEP_BATCH`] = 200 rows) into one multi-row insert: an idle bot writes one
-//! row per statement, with no added delay; a burst of 200 messages in a second
-//! costs a handful of statements and commits (each a WAL flush on Postgres)
-//! instead of 200 competing for the pool while the workers start runs.
+//! **One writer, natural batches, its own connection.** The dispatch loop never
+//! waits: each message's task hands its row to this gateway's one writer task
+//! and waits for the answer. The writer takes whatever has queued up meanwhile
+//! (up to [`MAX_KEEP_BATCH`] = 200 rows) into one multi-row insert: an idle bot
+//! writes one row per statement, with no added delay; a burst of 200 messages in
+//! a second costs a handful of statements and commits (each a WAL flush on
+//! Postgres) instead of 200. It writes on a connection it keeps
+//! ([`weft_shared::store::InboxWriter`]): on the shared pool, the acks of a burst
+//! queued behind the handlers of its first messages (20 connections, 100
+//! handlers each running a few statements). A 200-message burst, 2 gateways and
+//! 2 workers on one busy 2-core VM, alternating runs: ack p50 15–30 ms, p99
+//! 91–93 ms on the shared pool; 5–10 ms and 31–43 ms on its own connection
+//! (0.9 ms and 8.3 ms on the same VM when quiet; BENCHMARKS.md).
 //!
 //! **When the database is down** the writer retries the batch with backoff (50 ms
 //! doubling to 2 s) for as long as it takes, and the messages stay unacked in
@@ -184,6 +190,7 @@ impl Inbox {
 
 /// The writer: one insert for everything queued, retried until it lands.
 async fn write(inbox: Arc<Inbox>, mut queue: mpsc::UnboundedReceiver<Keep>) {
+    let mut writer = inbox.store.inbox_writer();
     loop {
         let first = tokio::select! {
             _ = inbox.shutdown.cancelled() => return,
@@ -202,9 +209,8 @@ async fn write(inbox: Arc<Inbox>, mut queue: mpsc::UnboundedReceiver<Keep>) {
         let entries: Vec<InboxEntry> = batch.iter().map(|k| k.entry.clone()).collect();
         let mut delay = STORE_RETRY.0;
         let claims = loop {
-            let kept = inbox
-                .store
-                .keep_lark_inbound(&entries, &inbox.owner, inbox.lease_until())
+            let kept = writer
+                .keep(&entries, &inbox.owner, inbox.lease_until())
                 .await;
             match kept {
                 Ok(claims) => break claims,

@@ -70,72 +70,25 @@ pub struct LeasedInbound {
 
 impl Store {
     /// Stores `entries` as pending rows leased to `owner` until `lease_until`,
-    /// in one statement. Each answer, in order, is `New` (stored now, or by an
-    /// earlier try of this same delivery whose answer was lost) or `Duplicate`
-    /// (another delivery of that message was stored first: leave it to its holder).
+    /// in one statement; see [`InboxWriter::keep`] (this takes a connection
+    /// from the pool for the one call).
     pub async fn keep_lark_inbound(
         &self,
         entries: &[InboxEntry],
         owner: &str,
         lease_until: i64,
     ) -> Result<Vec<InboundClaim>> {
-        assert!(entries.len() <= MAX_KEEP_BATCH, "batch too large");
-        // One row per message in one statement (Postgres refuses to touch a row
-        // twice); a second delivery in the same batch is a duplicate.
-        let mut seen = std::collections::HashSet::new();
-        let firsts: Vec<&InboxEntry> = entries
-            .iter()
-            .filter(|e| seen.insert(e.message_id.as_str()))
-            .collect();
-        if firsts.is_empty() {
-            return Ok(Vec::new());
+        self.inbox_writer().keep(entries, owner, lease_until).await
+    }
+
+    /// The inbox writer's handle: a connection of its own, so storing a
+    /// message before its ack never queues for the pool behind the handlers of
+    /// the messages before it (a burst of 200 keeps every connection busy).
+    pub fn inbox_writer(&self) -> InboxWriter {
+        InboxWriter {
+            store: self.clone(),
+            conn: None,
         }
-        let rows: Vec<String> = (0..firsts.len())
-            .map(|i| {
-                let p: Vec<String> = (1..=8).map(|k| format!("${}", i * 8 + k)).collect();
-                format!("({}, 'pending', 1)", p.join(", "))
-            })
-            .collect();
-        let sql = format!(
-            "insert into lark_inbound (message_id, received_at, chat_key, payload, arrived_us, delivery, lease_owner, lease_until, state, attempts)
-             values {}
-             on conflict (message_id) do update set delivery = excluded.delivery
-                 where lark_inbound.delivery = excluded.delivery
-             returning message_id",
-            rows.join(", ")
-        );
-        let now = now_ms();
-        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
-        for e in &firsts {
-            query = query
-                .bind(&e.message_id)
-                .bind(now)
-                .bind(&e.chat_key)
-                .bind(&e.payload)
-                .bind(e.arrived_us)
-                .bind(&e.delivery)
-                .bind(owner)
-                .bind(lease_until);
-        }
-        let kept = {
-            let _gate = self.write_gate().await;
-            query.fetch_all(&self.pool).await?
-        };
-        let mut ours = std::collections::HashSet::new();
-        for row in &kept {
-            ours.insert(get_str(row, "message_id")?);
-        }
-        let mut answered = std::collections::HashSet::new();
-        Ok(entries
-            .iter()
-            .map(|e| {
-                if ours.contains(&e.message_id) && answered.insert(e.message_id.as_str()) {
-                    InboundClaim::New
-                } else {
-                    InboundClaim::Duplicate
-                }
-            })
-            .collect())
     }
 
     /// Extends the lease of every pending row `owner` holds; returns how many.
@@ -264,5 +217,93 @@ impl Store {
                 )));
             }
         }))
+    }
+}
+
+/// Stores inbox rows on a connection it keeps (taken from the pool on first
+/// use, and again after an error, which may have broken it).
+pub struct InboxWriter {
+    store: Store,
+    conn: Option<sqlx::pool::PoolConnection<sqlx::Any>>,
+}
+
+impl InboxWriter {
+    /// Stores `entries` as pending rows leased to `owner` until `lease_until`,
+    /// in one statement. Each answer, in order, is `New` (stored now, or by an
+    /// earlier try of this same delivery whose answer was lost) or `Duplicate`
+    /// (another delivery of that message was stored first: leave it to its holder).
+    pub async fn keep(
+        &mut self,
+        entries: &[InboxEntry],
+        owner: &str,
+        lease_until: i64,
+    ) -> Result<Vec<InboundClaim>> {
+        assert!(entries.len() <= MAX_KEEP_BATCH, "batch too large");
+        // One row per message in one statement (Postgres refuses to touch a row
+        // twice); a second delivery in the same batch is a duplicate.
+        let mut seen = std::collections::HashSet::new();
+        let firsts: Vec<&InboxEntry> = entries
+            .iter()
+            .filter(|e| seen.insert(e.message_id.as_str()))
+            .collect();
+        if firsts.is_empty() {
+            return Ok(Vec::new());
+        }
+        let rows: Vec<String> = (0..firsts.len())
+            .map(|i| {
+                let p: Vec<String> = (1..=8).map(|k| format!("${}", i * 8 + k)).collect();
+                format!("({}, 'pending', 1)", p.join(", "))
+            })
+            .collect();
+        let sql = format!(
+            "insert into lark_inbound (message_id, received_at, chat_key, payload, arrived_us, delivery, lease_owner, lease_until, state, attempts)
+             values {}
+             on conflict (message_id) do update set delivery = excluded.delivery
+                 where lark_inbound.delivery = excluded.delivery
+             returning message_id",
+            rows.join(", ")
+        );
+        let now = now_ms();
+        // Batches of one are the common case: only theirs is worth caching.
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).persistent(firsts.len() == 1);
+        for e in &firsts {
+            query = query
+                .bind(&e.message_id)
+                .bind(now)
+                .bind(&e.chat_key)
+                .bind(&e.payload)
+                .bind(e.arrived_us)
+                .bind(&e.delivery)
+                .bind(owner)
+                .bind(lease_until);
+        }
+        let kept = {
+            let _gate = self.store.write_gate().await;
+            let conn = match &mut self.conn {
+                Some(conn) => conn,
+                None => self.conn.insert(self.store.pool.acquire().await?),
+            };
+            let kept = query.fetch_all(&mut **conn).await;
+            if kept.is_err() {
+                // Back to the pool, which tests it before lending it again.
+                self.conn = None;
+            }
+            kept?
+        };
+        let mut ours = std::collections::HashSet::new();
+        for row in &kept {
+            ours.insert(get_str(row, "message_id")?);
+        }
+        let mut answered = std::collections::HashSet::new();
+        Ok(entries
+            .iter()
+            .map(|e| {
+                if ours.contains(&e.message_id) && answered.insert(e.message_id.as_str()) {
+                    InboundClaim::New
+                } else {
+                    InboundClaim::Duplicate
+                }
+            })
+            .collect())
     }
 }

@@ -43,7 +43,7 @@ pub use approvals::{
 pub use attachments::{Attachment, NewAttachment};
 pub use lark::{InboundClaim, LarkChat, LarkTarget, LinkOutcome, ReactionRecord, lark_username};
 pub use lark_cards::{CardEntityRecord, LarkApprovalCard, LarkCard};
-pub use lark_inbox::{InboxEntry, InboxState, LeasedInbound, MAX_KEEP_BATCH};
+pub use lark_inbox::{InboxEntry, InboxState, InboxWriter, LeasedInbound, MAX_KEEP_BATCH};
 pub use messages::{Message, StepCheckpoint, ToolResult, valid_cursor};
 pub use purge::Purged;
 pub use runs::{

@@ -8,7 +8,11 @@
 //! (a folded message gets no card of its own: its run's card replies to the
 //! run's newest message), so the verdict joins the fake's cards with the
 //! database the stack wrote (read-only; a Weft started by hand is checked from
-//! the fake's acks only). Each message's [`MessageFate`] is kept — who sent it,
+//! the fake's acks only). A message acked but never stored was refused on
+//! purpose — its chat's line on that gateway was full
+//! (`lark.queued_messages_per_chat`, 32: one `weft up` gets all 50 of a group's
+//! messages in 10 s) — and is counted apart from the lost. Each message's
+//! [`MessageFate`] is kept — who sent it,
 //! its stored copies, its runs with their owner, status and cards — and the
 //! counts are derived from those, so a new rule (say, every run owned by its
 //! speaker) is one more predicate over the fates.
@@ -60,6 +64,10 @@ pub struct MessageFate {
     pub runs: Vec<RunFate>,
     /// Cards and notices in reply to this very message.
     pub replies: u32,
+    /// In the inbox (stored before its ack). Not there but acked: refused on
+    /// purpose, its chat's line being full (`lark.queued_messages_per_chat`).
+    pub kept: bool,
+    pub acked: bool,
 }
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
@@ -74,9 +82,19 @@ pub struct RunFate {
 }
 
 impl MessageFate {
+    /// Refused on purpose: acked without being kept, as its chat's line was
+    /// full (told so once, in the chat).
+    pub fn refused(&self) -> bool {
+        !self.kept && self.acked
+    }
+
     /// Not answered: never stored, in no run, or a run that did not succeed
-    /// with an ended card.
+    /// with an ended card (a refused message is not lost: the chat was told).
     pub fn lost(&self) -> bool {
+        !self.refused() && self.lost_unless_refused()
+    }
+
+    fn lost_unless_refused(&self) -> bool {
         self.stored == 0
             || self.runs.is_empty()
             || self
@@ -95,6 +113,10 @@ impl MessageFate {
     }
 
     fn settled(&self) -> bool {
+        self.refused() || self.answered()
+    }
+
+    fn answered(&self) -> bool {
         self.stored > 0
             && !self.runs.is_empty()
             && self.runs.iter().all(|r| {
@@ -121,7 +143,14 @@ pub struct LarkGroups {
     pub checked: bool,
     pub runs: u64,
     pub failed_runs: u64,
+    /// Not answered (once) when the wait ended: see `pending`.
     pub lost: u64,
+    /// Of those, still stored and waiting in the inbox at the end (slow, not
+    /// gone: answered after the report).
+    pub pending: u64,
+    /// Acked without being kept: their chat's line on that gateway was full
+    /// (`lark.queued_messages_per_chat`); the chat was told once.
+    pub refused: u64,
     pub duplicated: u64,
     /// First push → everything settled (or the timeout), seconds.
     pub span_s: f64,
@@ -195,7 +224,7 @@ pub async fn measure(
             let over = started.elapsed() >= timeout;
             // Read the fake (under its lock) only once the database is done.
             if over || rows.all_ended(sent) {
-                let fates = rows.fates(fake, sent);
+                let fates = rows.fates(fake, &fake.records(), sent);
                 let settled = fates.iter().all(MessageFate::settled);
                 out.fates = fates;
                 if settled || over {
@@ -204,6 +233,10 @@ pub async fn measure(
             }
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
+        let pending = sqlx::query("select count(*) as n from lark_inbound where state = 'pending'")
+            .fetch_one(&db)
+            .await?;
+        out.pending = pending.try_get::<i64, _>("n")? as u64;
         db.close().await;
         out.checked = true;
         let mut runs = BTreeMap::new();
@@ -215,6 +248,7 @@ pub async fn measure(
         out.runs = runs.len() as u64;
         out.failed_runs = runs.values().filter(|s| **s != "succeeded").count() as u64;
         out.lost = out.fates.iter().filter(|f| f.lost()).count() as u64;
+        out.refused = out.fates.iter().filter(|f| f.refused()).count() as u64;
         out.duplicated = out.fates.iter().filter(|f| f.duplicated()).count() as u64;
     }
     out.span_s = started.elapsed().as_secs_f64();
@@ -244,6 +278,8 @@ fn acks(out: &mut LarkGroups, records: &Records, sent: &[GroupMessage]) {
 #[derive(Default)]
 struct Stored {
     copies: BTreeMap<String, u32>,
+    /// Message ids in the inbox.
+    kept: std::collections::BTreeSet<String>,
     /// Message → its runs, as (run, status, owner).
     runs_of: BTreeMap<String, Vec<(String, String, String)>>,
     /// Run → its messages.
@@ -261,6 +297,12 @@ async fn stored(db: &sqlx::AnyPool) -> anyhow::Result<Stored> {
     .fetch_all(db)
     .await?;
     let mut out = Stored::default();
+    for row in sqlx::query("select message_id from lark_inbound")
+        .fetch_all(db)
+        .await?
+    {
+        out.kept.insert(row.try_get("message_id")?);
+    }
     for row in &rows {
         let message: String = row.try_get("lark_message_id")?;
         *out.copies.entry(message.clone()).or_default() += 1;
@@ -290,18 +332,20 @@ fn replies_to<'a>(cards: &'a [SentMessage], messages: &[String]) -> Vec<&'a Sent
 }
 
 impl Stored {
-    /// Every message stored and each of its runs over.
+    /// Every message kept is stored and each of its runs over (one not kept
+    /// may have been refused: the fake's acks tell).
     fn all_ended(&self, sent: &[GroupMessage]) -> bool {
         sent.iter().all(|m| {
-            self.runs_of.get(&m.pushed.message_id).is_some_and(|runs| {
-                runs.iter()
-                    .all(|(_, s, _)| matches!(s.as_str(), "succeeded" | "failed" | "cancelled"))
-            })
+            !self.kept.contains(&m.pushed.message_id)
+                || self.runs_of.get(&m.pushed.message_id).is_some_and(|runs| {
+                    runs.iter()
+                        .all(|(_, s, _)| matches!(s.as_str(), "succeeded" | "failed" | "cancelled"))
+                })
         })
     }
 
     /// Every message's fate, with the cards the fake holds for its runs.
-    fn fates(&self, fake: &FakeLark, sent: &[GroupMessage]) -> Vec<MessageFate> {
+    fn fates(&self, fake: &FakeLark, records: &Records, sent: &[GroupMessage]) -> Vec<MessageFate> {
         let cards = fake.sent_messages();
         sent.iter()
             .map(|m| {
@@ -329,6 +373,8 @@ impl Stored {
                     stored: self.copies.get(id).copied().unwrap_or(0),
                     runs,
                     replies: replies_to(&cards, std::slice::from_ref(id)).len() as u32,
+                    kept: self.kept.contains(id),
+                    acked: records.acked(&m.pushed.event_id),
                 }
             })
             .collect()
@@ -347,8 +393,8 @@ impl LarkGroups {
         );
         let verdict = if self.checked {
             format!(
-                "{} runs ({} not succeeded), lost {}, duplicated {}",
-                self.runs, self.failed_runs, self.lost, self.duplicated
+                "{} runs ({} not succeeded), lost {} ({} still pending in the inbox), duplicated {}, refused as busy {}",
+                self.runs, self.failed_runs, self.lost, self.pending, self.duplicated, self.refused
             )
         } else {
             "not checked (no database: a weft started by hand)".to_owned()
