@@ -6,8 +6,9 @@ use std::time::{Duration, Instant};
 use weft_llm::Usage;
 use weft_shared::api::UsageDto;
 use weft_shared::event::EventKind;
+use weft_shared::ids::MessageId;
 use weft_shared::job::RunJob;
-use weft_shared::store::{ClaimedRun, FinishOutcome, RunEnd};
+use weft_shared::store::{ClaimedRun, FinishOutcome, RunEnd, RunStatus, retrying};
 
 use super::Execution;
 use crate::Inner;
@@ -44,24 +45,17 @@ pub(super) async fn finish(
 ) -> Execution {
     em.flush().await;
     let usage = usage_dto(totals.usage, totals.context);
-    let outcome = match inner
-        .deps
-        .store
-        .finish_run(
-            run,
-            &inner.id,
-            &end,
-            usage,
-            totals.ttft_ms,
-            &inner.deps.config.limits.run_limits(),
-        )
-        .await
-    {
+    let (store, limits) = (&inner.deps.store, inner.deps.config.limits.run_limits());
+    let finish_run = || store.finish_run(run, &inner.id, &end, usage, totals.ttft_ms, &limits);
+    let outcome = match finish_run().await {
         Ok(o) => o,
-        Err(e) => {
-            tracing::error!(run.id = %run.id, error = %e, "finishing run failed; leaving it to the reaper");
-            return Execution::Abandoned;
-        }
+        Err(e) => match after_a_failed_finish(inner, run, &end, finish_run).await {
+            Some(o) => o,
+            None => {
+                tracing::error!(run.id = %run.id, error = %e, "finishing run failed; leaving it to the reaper");
+                return Execution::Abandoned;
+            }
+        },
     };
     let retention = Duration::from_secs(inner.deps.config.events.retention_secs);
     let (message_id, followup) = match outcome {
@@ -118,6 +112,42 @@ pub(super) async fn finish(
         inner.enqueue(RunJob::new(next)).await;
     }
     Execution::Ended
+}
+
+/// A finish that failed with a database error may still have committed (the
+/// answer lost with the connection): then the run already shows this end and
+/// its reply, and nobody else would announce it — its clients and its Lark card
+/// would wait for an end that never comes. Else, while the run is still this
+/// attempt's, the finish is tried again (retried through database errors).
+async fn after_a_failed_finish<F, Fut>(
+    inner: &Inner,
+    run: &ClaimedRun,
+    end: &RunEnd,
+    finish_run: F,
+) -> Option<FinishOutcome>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = weft_shared::store::Result<FinishOutcome>>,
+{
+    let store = &inner.deps.store;
+    let now = retrying("reading a run after its finish failed", || {
+        store.get_run_unscoped(&run.id)
+    })
+    .await
+    .ok()?;
+    let ended_as = match end {
+        RunEnd::Succeeded { .. } => RunStatus::Succeeded,
+        RunEnd::Failed { .. } => RunStatus::Failed,
+        RunEnd::Cancelled { .. } => RunStatus::Cancelled,
+    };
+    match now.status {
+        s if s == ended_as => Some(FinishOutcome::Finished {
+            message_id: now.final_message_id.map(MessageId),
+            followup: None,
+        }),
+        RunStatus::Running => retrying("finishing the run", finish_run).await.ok(),
+        _ => None,
+    }
 }
 
 /// Give the run back so another worker resumes it (shutdown past its grace, or

@@ -186,7 +186,8 @@ async fn acked_messages_survive_a_restart_of_every_process(b: Backend) {
     })
     .await;
     for m in &stuck {
-        assert!(w.replies(m).is_empty(), "{m} is not answered yet");
+        let early = w.replies(m);
+        assert!(early.is_empty(), "{m} is not answered yet: {early:?}");
     }
 
     for p in w.gateways.iter_mut().chain(w.workers.iter_mut()) {
