@@ -261,8 +261,9 @@ async fn official_sdk_downloads_a_message_resource() {
     assert_eq!(downloads[0].query, "type=file");
 }
 
-/// The reading calls the bot makes for who is speaking and what a reply
-/// quotes: `im.v1.message.get` on a pushed user message and
+/// The reading calls the bot makes for who is speaking, what a reply
+/// quotes and a group's background: `im.v1.message.get` on a pushed user
+/// message, `im.v1.message.list` of its chat (paged, newest first) and
 /// `contact.v3.user.get`, then the scope error when the contact scope is gone.
 #[tokio::test]
 async fn official_sdk_reads_a_message_and_a_user_name() {
@@ -271,9 +272,13 @@ async fn official_sdk_reads_a_message_and_a_user_name() {
         sample_message_event("ev_lookup", "om_lookup", "oc_team", "the plan"),
         PushOptions::default(),
     );
+    let mut later = sample_message_event("ev_later", "om_later", "oc_team", "and then");
+    later["event"]["sender"]["sender_id"]["open_id"] = "ou_bob".into();
+    fake.push_event(later, PushOptions::default());
     fake.set_user_name("ou_fake", "Alice Wang");
     let mut child = sdk(&fake, "rest_lookup.py")
         .env("LARK_MESSAGE_ID", "om_lookup")
+        .env("LARK_CHAT_ID", "oc_team")
         .env("LARK_OPEN_ID", "ou_fake")
         .stdin(Stdio::piped())
         .spawn()
@@ -282,6 +287,15 @@ async fn official_sdk_reads_a_message_and_a_user_name() {
     let mut lines = BufReader::new(stdout).lines();
     let message = next_line_with(&mut lines, "MESSAGE ").await;
     assert_eq!(message, r#"text user ou_fake {"text":"the plan"}"#);
+    // Newest first, a page at a time, with the SDK's page token.
+    assert_eq!(
+        next_line_with(&mut lines, "LISTED ").await,
+        "True om_later ou_bob"
+    );
+    assert_eq!(
+        next_line_with(&mut lines, "LISTED ").await,
+        "False om_lookup ou_fake"
+    );
     assert_eq!(next_line_with(&mut lines, "USER ").await, "Alice Wang");
     fake.deny_contact(true);
     use tokio::io::AsyncWriteExt;

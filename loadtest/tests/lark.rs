@@ -82,6 +82,16 @@ async fn ten_conversations_get_one_complete_card_each() {
         "one ack sample per message:\n{table}"
     );
     assert!(groups.runs > 0 && groups.runs <= 18, "{table}");
+    // Every run is its first message's speaker's, and each carries its owner.
+    assert_eq!(groups.misowned_runs, 0, "{table}");
+    assert!(
+        groups
+            .fates
+            .iter()
+            .flat_map(|f| &f.runs)
+            .all(|r| r.owner.starts_with("lark:ou_") && !r.first_speaker.is_empty()),
+        "{table}"
+    );
     assert_eq!(r.rate_limited_calls, 0, "{table}");
     assert_eq!(r.reactions_left, 0, "{table}");
     assert!(r.peak_calls_per_s > 0, "{table}");

@@ -21,6 +21,8 @@ use serde_json::{Map, Value};
 use tokio::sync::oneshot;
 use weft_lark::card::{ApprovalAnswer, ApprovalCard, ApprovalChoice, ApprovalClick};
 use weft_lark::event::{CardAction, CardActionResponse};
+use weft_lark::text::say::{self, Verdict};
+use weft_lark::text::{Lang, Text};
 use weft_lark::ws::CardActionDelivery;
 use weft_shared::ids::RunId;
 use weft_shared::store::{
@@ -35,6 +37,8 @@ const ANSWER_WITHIN: Duration = Duration::from_millis(2000);
 /// Callback value keys written by the worker's card driver (`RUN_KEY`, `STEP_KEY`).
 const RUN_KEY: &str = "run_id";
 const STEP_KEY: &str = "step";
+/// The card's language (`LANG_KEY` there).
+const LANG_KEY: &str = "lang";
 
 impl Bot {
     /// Answers one click in its ack. The decision itself runs to the end even
@@ -45,35 +49,43 @@ impl Bot {
         tokio::spawn(async move {
             let _ = done.send(bot.answer_click(&action).await);
         });
+        let lang = self.click_lang(&delivery.action);
         let response = match tokio::time::timeout(ANSWER_WITHIN, answer).await {
             Ok(Ok(response)) => response,
-            Ok(Err(_)) => toast("error", TRY_AGAIN),
+            Ok(Err(_)) => toast("error", lang.text(Text::ClickTryAgain)),
             Err(_) => {
                 metrics::counter!("weft_lark_card_actions_total", "outcome" => "late").increment(1);
-                toast(
-                    "info",
-                    "⏳ Got it; this takes a moment. The reply card shows the outcome.",
-                )
+                toast("info", lang.text(Text::ClickLate))
             }
         };
         delivery.respond(response);
     }
 
+    /// The language of the clicked card: the chat's, as the worker drew it
+    /// (`lang` in the button's value), else the tenant's.
+    fn click_lang(&self, action: &CardAction) -> Lang {
+        action.action.value[LANG_KEY]
+            .as_str()
+            .and_then(Lang::parse)
+            .unwrap_or(self.tenant)
+    }
+
     async fn answer_click(&self, action: &CardAction) -> CardActionResponse {
+        let lang = self.click_lang(action);
         let Some(click) = ApprovalClick::parse(&action.action.value) else {
             metrics::counter!("weft_lark_card_actions_total", "outcome" => "unknown").increment(1);
-            return toast("info", "This button is not handled by this Weft version.");
+            return toast("info", lang.text(Text::ClickUnknown));
         };
         let open_id = action.operator.open_id.as_str();
         if open_id.is_empty() {
-            return toast("error", "Lark did not say who clicked.");
+            return toast("error", lang.text(Text::ClickNoUser));
         }
         let store = &self.state.store;
         let clicker = match retrying("lark user", || store.lark_user(open_id)).await {
             Ok(user) => user,
             Err(e) => {
                 tracing::warn!(error = %e, "looking up the lark user of a click failed");
-                return toast("error", TRY_AGAIN);
+                return toast("error", lang.text(Text::ClickTryAgain));
             }
         };
         let decision = match click.choice {
@@ -101,40 +113,45 @@ impl Bot {
                 metrics::counter!("weft_approvals_decided_total", "decision" => approval.status.as_str())
                     .increment(1);
                 let text = match (approval.status, always) {
-                    (ApprovalStatus::Approved, true) => format!(
-                        "✅ Approved; {} no longer asks in this conversation",
-                        approval.name
-                    ),
-                    (ApprovalStatus::Approved, false) => "✅ Approved".to_owned(),
-                    _ => "❌ Denied".to_owned(),
+                    (ApprovalStatus::Approved, true) => say::approved_always(lang, &approval.name),
+                    (ApprovalStatus::Approved, false) => lang.text(Text::ClickApproved).to_owned(),
+                    _ => lang.text(Text::ClickDenied).to_owned(),
                 };
                 (
                     "decided",
-                    answered(toast("success", text), &approval, always),
+                    answered(toast("success", text), &approval, always, lang),
                 )
             }
             Ok(DecideOutcome::AlreadyDecided(approval)) => (
                 "already_decided",
-                answered(toast("info", standing(&approval)), &approval, false),
+                answered(
+                    toast("info", standing(&approval, lang)),
+                    &approval,
+                    false,
+                    lang,
+                ),
             ),
             Ok(DecideOutcome::Expired { approval, resume }) => {
                 if resume {
                     crate::runs::requeue(&self.state, approval.run_id.clone()).await;
                 }
-                let text = "⌛ Too late: this approval expired and counts as denied.";
+                let text = lang.text(Text::ClickExpired);
                 (
                     "expired",
-                    answered(toast("warning", text), &approval, false),
+                    answered(toast("warning", text), &approval, false, lang),
                 )
             }
             Ok(DecideOutcome::RunEnded(approval)) => {
-                let text = "The reply already ended; there is nothing to decide.";
-                ("run_ended", answered(toast("info", text), &approval, false))
+                let text = lang.text(Text::ClickRunEnded);
+                (
+                    "run_ended",
+                    answered(toast("info", text), &approval, false, lang),
+                )
             }
-            Err(StoreError::NotFound) => ("refused", self.refusal(&click).await),
+            Err(StoreError::NotFound) => ("refused", self.refusal(&click, lang).await),
             Err(e) => {
                 tracing::warn!(approval.id = %click.approval_id, error = %e, "deciding an approval from lark failed");
-                ("failed", toast("error", TRY_AGAIN))
+                ("failed", toast("error", lang.text(Text::ClickTryAgain)))
             }
         };
         metrics::counter!("weft_lark_card_actions_total", "outcome" => label).increment(1);
@@ -142,7 +159,7 @@ impl Bot {
     }
 
     /// The clicker does not own the approval: say who does (or what stands).
-    async fn refusal(&self, click: &ApprovalClick) -> CardActionResponse {
+    async fn refusal(&self, click: &ApprovalClick, lang: Lang) -> CardActionResponse {
         let store = &self.state.store;
         let run = click
             .context
@@ -159,35 +176,30 @@ impl Bot {
             _ => None,
         };
         let Some(approval) = approval else {
-            return toast("error", "This approval no longer exists.");
+            return toast("error", lang.text(Text::ClickGone));
         };
         if approval.status != ApprovalStatus::Pending {
-            return answered(toast("info", standing(&approval)), &approval, false);
+            return answered(
+                toast("info", standing(&approval, lang)),
+                &approval,
+                false,
+                lang,
+            );
         }
         match store.get_user(&approval.user_id).await {
             Ok(asker) => toast(
                 "warning",
-                format!(
-                    "Only {}, whose message asked for this, or a Weft admin can decide.",
-                    self.display_name(&asker).await
-                ),
+                say::only_owner_decides(lang, &self.display_name(&asker).await),
             ),
-            Err(_) => toast(
-                "warning",
-                "Only the person who asked, or a Weft admin, can decide.",
-            ),
+            Err(_) => toast("warning", lang.text(Text::ClickNotYours)),
         }
     }
-}
 
-const TRY_AGAIN: &str = "Could not record your decision; please try again.";
-
-/// Answers a click that found every click slot taken, at once (nothing was decided).
-pub(super) fn answer_busy(delivery: CardActionDelivery) {
-    delivery.respond(toast(
-        "warning",
-        "⏳ Busy right now; nothing was decided. Please click again in a moment.",
-    ));
+    /// Answers a click that found every click slot taken, at once (nothing was decided).
+    pub(super) fn answer_busy(&self, delivery: CardActionDelivery) {
+        let lang = self.click_lang(&delivery.action);
+        delivery.respond(toast("warning", lang.text(Text::ClickBusy)));
+    }
 }
 
 fn toast(kind: &str, text: impl Into<String>) -> CardActionResponse {
@@ -195,16 +207,23 @@ fn toast(kind: &str, text: impl Into<String>) -> CardActionResponse {
 }
 
 /// What stands: "Already approved by alice".
-fn standing(approval: &Approval) -> String {
-    match (&approval.status, &approval.decided_by) {
-        (ApprovalStatus::Expired, _) => "⌛ Already expired (counts as denied).".to_owned(),
-        (status, Some(by)) => format!("Already {} by {by}.", status.as_str()),
-        (status, None) => format!("Already {}.", status.as_str()),
-    }
+fn standing(approval: &Approval, lang: Lang) -> String {
+    let verdict = match approval.status {
+        ApprovalStatus::Approved => Verdict::Approved,
+        ApprovalStatus::Denied => Verdict::Denied,
+        // Not decided (only called for decided ones): say what a lapse says.
+        ApprovalStatus::Expired | ApprovalStatus::Pending => Verdict::Expired,
+    };
+    say::already(lang, verdict, approval.decided_by.as_deref())
 }
 
 /// `response` with the approval card redrawn as it stands, without buttons.
-fn answered(response: CardActionResponse, approval: &Approval, always: bool) -> CardActionResponse {
+fn answered(
+    response: CardActionResponse,
+    approval: &Approval,
+    always: bool,
+    lang: Lang,
+) -> CardActionResponse {
     let by = approval.decided_by.clone().unwrap_or_default();
     let answer = match approval.status {
         ApprovalStatus::Approved => ApprovalAnswer::Approved { by, always },
@@ -219,7 +238,7 @@ fn answered(response: CardActionResponse, approval: &Approval, always: bool) -> 
         context: Map::new(),
         answer,
     };
-    response.with_card(card.render())
+    response.with_card(card.render_in(lang))
 }
 
 #[cfg(test)]
@@ -251,12 +270,18 @@ mod tests {
     #[test]
     fn what_stands_is_said_and_drawn_without_buttons() {
         let denied = approval(ApprovalStatus::Denied, Some("alice"));
-        assert_eq!(standing(&denied), "Already denied by alice.");
+        assert_eq!(standing(&denied, Lang::En), "Already denied by alice.");
+        assert_eq!(standing(&denied, Lang::Zh), "已经是：alice 已拒绝。");
         assert_eq!(
-            standing(&approval(ApprovalStatus::Expired, None)),
+            standing(&approval(ApprovalStatus::Expired, None), Lang::En),
             "⌛ Already expired (counts as denied)."
         );
-        let response = answered(toast("info", standing(&denied)), &denied, false);
+        let response = answered(
+            toast("info", standing(&denied, Lang::En)),
+            &denied,
+            false,
+            Lang::En,
+        );
         let card = &response.card.expect("a card")["data"];
         assert_eq!(card["header"]["template"], "red");
         let text = card.to_string();
@@ -264,8 +289,15 @@ mod tests {
         assert!(!text.contains("\"button\""), "{text}");
         // A run that ended while waiting: closed, still without buttons.
         let open = approval(ApprovalStatus::Pending, None);
-        let closed = answered(toast("info", "x"), &open, false).card.unwrap();
+        let closed = answered(toast("info", "x"), &open, false, Lang::En)
+            .card
+            .unwrap();
         assert!(closed.to_string().contains("the reply ended"));
         assert!(!closed.to_string().contains("\"button\""));
+        // In a Chinese chat the redrawn card is Chinese.
+        let zh = answered(toast("info", "x"), &denied, false, Lang::Zh)
+            .card
+            .unwrap();
+        assert!(zh.to_string().contains("alice 已拒绝"), "{zh}");
     }
 }

@@ -1,32 +1,7 @@
 //! Slash commands and stop words: parsing and the texts the bot answers with.
 //! Pure, so the exact-match rules ("停" stops, "停下来一下" does not) are unit tests.
 
-/// The language the bot answers a chat in, guessed from what was written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Lang {
-    En,
-    Zh,
-}
-
-impl Lang {
-    /// Chinese when the text has any CJK ideograph, else English.
-    pub fn of(text: &str) -> Lang {
-        if text.chars().any(|c| {
-            ('\u{4e00}'..='\u{9fff}').contains(&c) || ('\u{3400}'..='\u{4dbf}').contains(&c)
-        }) {
-            Lang::Zh
-        } else {
-            Lang::En
-        }
-    }
-
-    pub fn pick(self, en: &'static str, zh: &'static str) -> &'static str {
-        match self {
-            Lang::En => en,
-            Lang::Zh => zh,
-        }
-    }
-}
+pub use weft_lark::text::Lang;
 
 const STOP_WORDS: [&str; 7] = ["停", "停下", "不用了", "取消", "stop", "中止", "停止"];
 
@@ -202,7 +177,8 @@ mod tests {
 
     #[test]
     fn language_follows_the_text() {
-        assert_eq!(Lang::of("停"), Lang::Zh);
-        assert_eq!(Lang::of("stop"), Lang::En);
+        assert_eq!(Lang::of("停", Lang::En), Lang::Zh);
+        assert_eq!(Lang::of("stop", Lang::Zh), Lang::En);
+        assert_eq!(Lang::of("👍", Lang::Zh), Lang::Zh);
     }
 }

@@ -55,7 +55,7 @@ impl Bot {
         ) {
             (Ok(model), Ok(mode)) => (model, mode),
             (Err(e), _) | (_, Err(e)) => {
-                return self.refused(&incoming, e, Lang::of("")).await;
+                return self.refused(&incoming, e, self.tenant).await;
             }
         };
         let session = retrying("lark session", || {
@@ -73,7 +73,7 @@ impl Bot {
                     .await;
             }
         };
-        let lang = Lang::of(&text);
+        let lang = Lang::of(&text, self.tenant);
         // With files it is a message for the agent, whatever its text says.
         if files.is_empty() {
             if let Some(command) = commands::parse(&text) {
@@ -283,7 +283,7 @@ impl Bot {
                 &session.user_id,
                 run,
                 "lark",
-                &self.state.config.limits.run_limits(),
+                &self.state.config().limits.run_limits(),
             )
             .await?
         else {

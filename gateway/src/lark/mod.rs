@@ -38,7 +38,6 @@ mod handle;
 mod held;
 mod inbound;
 mod inbox;
-mod names;
 mod sweep;
 mod turns;
 
@@ -51,7 +50,8 @@ use tokio::task::JoinHandle;
 use weft_lark::AppCredentials;
 use weft_lark::event::EventEnvelope;
 use weft_lark::rest::{RestClient, RestConfig};
-use weft_lark::sender::{RateAwareSender, RateLimits};
+use weft_lark::sender::{Names, RateAwareSender, RateLimits};
+use weft_lark::text::Lang;
 use weft_lark::ws::{self, Delivery, EventAck, InboundEvent, WsConfig, WsError};
 use weft_shared::config::LarkConfig;
 use weft_shared::store::{InboundClaim, InboxEntry};
@@ -113,7 +113,7 @@ pub async fn start(
     state: AppState,
     sender: Option<RateAwareSender>,
 ) -> anyhow::Result<Option<JoinHandle<()>>> {
-    let config = state.config.lark.clone();
+    let config = state.config().lark.clone();
     let Some(sender) = sender.filter(|_| config.enabled()) else {
         return Ok(None);
     };
@@ -135,6 +135,7 @@ pub async fn start(
         chats: Arc::new(ChatLines::new(config.queued_messages_per_chat)),
         names: Arc::default(),
         inbox,
+        tenant: tenant_lang(&config),
         state,
     };
     Ok(Some(tokio::spawn(dispatch(bot, deliveries, connection))))
@@ -147,9 +148,17 @@ pub(crate) struct Bot {
     pub(crate) sender: RateAwareSender,
     pub(crate) me: BotIdentity,
     chats: Arc<ChatLines>,
-    /// Speakers' display names (see [`names`]).
-    names: Arc<names::Names>,
+    /// Speakers' display names (see [`Names`]).
+    names: Arc<Names>,
     inbox: Arc<Inbox>,
+    /// The language of a chat whose message shows none (`[lark] language`).
+    tenant: Lang,
+}
+
+/// The tenant's language, as `[lark] language` sets it (the workers' cards
+/// read it the same way).
+fn tenant_lang(config: &LarkConfig) -> Lang {
+    Lang::tenant(Lang::parse(config.language.code()), &config.base_url)
 }
 
 /// A message for the bot, in line in its conversation, not stored yet.
@@ -175,7 +184,7 @@ async fn dispatch(
     mut deliveries: mpsc::UnboundedReceiver<Delivery>,
     connection: JoinHandle<Result<(), WsError>>,
 ) {
-    let handlers = bot.state.config.lark.max_concurrent_messages;
+    let handlers = bot.state.config().lark.max_concurrent_messages;
     let slots = Arc::new(Semaphore::new(handlers));
     let click_slots = Arc::new(Semaphore::new(handlers));
     tokio::spawn(sweep::run(bot.clone(), slots.clone()));
@@ -215,7 +224,7 @@ async fn dispatch(
                 Err(_) => {
                     metrics::counter!("weft_lark_card_actions_total", "outcome" => "busy")
                         .increment(1);
-                    approve::answer_busy(action);
+                    bot.answer_busy(action);
                 }
             },
         }
@@ -233,7 +242,7 @@ impl Bot {
     /// Classifies an event as it arrives; a message for the bot takes its
     /// place in its conversation's line.
     fn admit(&self, envelope: EventEnvelope) -> Admission {
-        match inbound::classify(&envelope, &self.me, &self.state.config.lark, now_ms()) {
+        match inbound::classify(&envelope, &self.me, &self.state.config().lark, now_ms()) {
             inbound::Verdict::Handle(incoming) => match self.chats.join(&incoming.chat.key()) {
                 Ok(turn) => {
                     let entry = InboxEntry {

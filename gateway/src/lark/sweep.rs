@@ -93,7 +93,7 @@ impl Bot {
             return self.finish_later(message_id, InboxState::Failed);
         }
         // Judged as when it arrived: an outage must not make it "too old".
-        let config = &self.state.config.lark;
+        let config = &self.state.config().lark;
         match inbound::classify(&envelope, &self.me, config, received_at) {
             inbound::Verdict::Handle(incoming) => {
                 let held = Held {

@@ -49,6 +49,11 @@ pub(crate) struct RestState {
     pub(crate) failures: VecDeque<Injected>,
     /// Messages users sent (pushed as events), for `GET …/messages/:id`.
     pub(crate) pushed: HashMap<String, lookup::PushedMessage>,
+    /// Every message (pushed or sent by the app) in the order it was made,
+    /// for `GET …/messages?container_id=…`.
+    pub(crate) timeline: Vec<(String, u128)>,
+    /// The app lacks the scope to read a group's messages (`im:message.group_msg`).
+    pub(crate) group_history_denied: bool,
     /// Display names by open_id, for the contact API.
     pub(crate) names: HashMap<String, String>,
     /// The app lacks the contact (user name) scope.
@@ -78,8 +83,16 @@ impl RestState {
     /// reactions can target it as on real Lark.
     /// Keeps what `GET …/messages/:id` answers for a pushed user message.
     pub(crate) fn remember_pushed(&mut self, id: &str, message: &Value, sender_open_id: &str) {
-        self.pushed
-            .insert(id.to_owned(), lookup::pushed(message, sender_open_id));
+        let pushed = lookup::pushed(message, sender_open_id);
+        if self.pushed.insert(id.to_owned(), pushed).is_none() {
+            self.timeline.push((id.to_owned(), now_ms()));
+        }
+    }
+
+    /// A message the app sent (or replied with).
+    pub(crate) fn add_sent(&mut self, id: String, message: im::FakeMessage) {
+        self.timeline.push((id.clone(), now_ms()));
+        self.messages.insert(id, message);
     }
 
     pub(crate) fn remember_user_message(
@@ -124,6 +137,12 @@ impl RestState {
         hits.push_back(now);
         true
     }
+}
+
+fn now_ms() -> u128 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_millis())
 }
 
 /// A handler's answer: HTTP status, Lark code, and the body.
@@ -314,6 +333,9 @@ fn route(
         }
         (Method::DELETE, ["open-apis", "im", "v1", "messages", id, "reactions", rid]) => {
             im::remove_reaction(state, id, rid)
+        }
+        (Method::GET, ["open-apis", "im", "v1", "messages"]) => {
+            lookup::list_messages(config, state, req)
         }
         (Method::GET, ["open-apis", "im", "v1", "messages", id]) => {
             lookup::get_message(config, state, id)

@@ -6,6 +6,9 @@
 
 /// Tenant / app / user access token invalid: refresh the token and retry once.
 pub const TOKEN_INVALID_CODES: [i64; 3] = [99991663, 99991664, 99991671];
+/// "Access denied. One of the following scopes is required: […]": the app
+/// lacks a permission the call needs (a tenant admin grants it).
+pub const CODE_SCOPE_MISSING: i64 = 99991672;
 /// "request trigger frequency limit", sent with HTTP 429.
 pub const CODE_RATE_LIMITED: i64 = 99991400;
 /// The message replied to was recalled or deleted.

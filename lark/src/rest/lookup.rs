@@ -1,8 +1,10 @@
 //! Reading, not writing: a message by id (what a reply quotes, and whether the
-//! message replied to is the bot's) and a user's display name (who is speaking
-//! in a group). Both need permissions a tenant admin may not have granted
-//! (`im:message:readonly` / `contact:user.base:readonly`); callers treat an
-//! error as "not known" and fall back.
+//! message replied to is the bot's), a chat's latest messages (a group's
+//! background, `[lark] group_context_messages`) and a user's display name (who
+//! is speaking in a group). Each needs a permission a tenant admin may not have
+//! granted (`im:message:readonly`, `im:message.group_msg`,
+//! `contact:user.base:readonly`); callers treat an error as "not known" and
+//! fall back.
 
 use reqwest::Method;
 use serde::Deserialize;
@@ -26,6 +28,22 @@ pub struct FetchedMessage {
     pub body: FetchedBody,
     #[serde(default)]
     pub deleted: bool,
+    /// Milliseconds since the epoch, as a string.
+    #[serde(default)]
+    pub create_time: String,
+    #[serde(default)]
+    pub mentions: Vec<FetchedMention>,
+}
+
+/// Someone a fetched message @mentions (`id` is an open_id for users).
+#[derive(Debug, Clone, Default, Deserialize, PartialEq)]
+pub struct FetchedMention {
+    #[serde(default)]
+    pub key: String,
+    #[serde(default)]
+    pub id: String,
+    #[serde(default)]
+    pub name: String,
 }
 
 #[derive(Debug, Clone, Default, Deserialize, PartialEq)]
@@ -86,6 +104,30 @@ impl RestClient {
             })
             .await?;
         Ok(items.items.into_iter().next())
+    }
+
+    /// The newest `count` messages of chat `chat_id` (at most 50, Lark's page
+    /// size limit), newest first.
+    pub async fn chat_messages(
+        &self,
+        chat_id: &str,
+        count: u32,
+    ) -> Result<Vec<FetchedMessage>, LarkError> {
+        let page_size = count.clamp(1, 50).to_string();
+        let items: Items = self
+            .send(Call {
+                method: Method::GET,
+                path: "/open-apis/im/v1/messages".to_owned(),
+                query: &[
+                    ("container_id_type", "chat"),
+                    ("container_id", chat_id),
+                    ("sort_type", "ByCreateTimeDesc"),
+                    ("page_size", &page_size),
+                ],
+                body: None,
+            })
+            .await?;
+        Ok(items.items)
     }
 
     /// A user's display name (`name`, else `en_name`) by `open_id`; `None`

@@ -32,10 +32,10 @@ use crate::credentials::AppCredentials;
 pub use bot::BotInfo;
 pub use cardkit::CardEntity;
 pub use error::{
-    CODE_CARD_CONTENT_FAILED, CODE_CARDKIT_SEQUENCE, CODE_RATE_LIMITED, ErrorClass, Fallback,
-    LarkError, TOKEN_INVALID_CODES,
+    CODE_CARD_CONTENT_FAILED, CODE_CARDKIT_SEQUENCE, CODE_RATE_LIMITED, CODE_SCOPE_MISSING,
+    ErrorClass, Fallback, LarkError, TOKEN_INVALID_CODES,
 };
-pub use lookup::{FetchedBody, FetchedMessage, FetchedSender};
+pub use lookup::{FetchedBody, FetchedMention, FetchedMessage, FetchedSender};
 pub use messages::{MessageContent, Reaction, ReceiveIdType, ReplyMode, SentMessage};
 pub use resources::{Resource, ResourceType};
 

@@ -9,6 +9,7 @@
 
 mod limiter;
 mod lookup;
+mod names;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,6 +22,7 @@ use crate::rest::{
 };
 
 use limiter::Limiter;
+pub use names::{Names, short_id};
 
 /// Per-second limits (defaults are Lark's documented ones).
 #[derive(Debug, Clone, Copy)]

@@ -245,11 +245,13 @@ pub fn approved_always(lang: Lang, tool: &str) -> String {
     }
 }
 
-/// A click by someone else than `owner`.
+/// A click by someone else than `owner`, whose message asked for the approval.
 pub fn only_owner_decides(lang: Lang, owner: &str) -> String {
     match lang {
-        Lang::En => format!("Only {owner} can decide."),
-        Lang::Zh => format!("只有 {owner} 可以决定。"),
+        Lang::En => {
+            format!("Only {owner}, whose message asked for this, or a Weft admin can decide.")
+        }
+        Lang::Zh => format!("只有发起这条请求的 {owner} 或 Weft 管理员可以决定。"),
     }
 }
 

@@ -50,6 +50,10 @@ texts! {
     /// An approval nobody answered in time (tool line).
     Expired => "expired", "已过期";
 
+    /// The app may not read a group's messages, though `[lark] group_context_messages` asks for them (title and text).
+    BackgroundDeniedTitle => "Group background unavailable", "无法读取群消息";
+    BackgroundDenied => "⚠️ I am set to read this group's recent messages as background, but the app lacks the permission to read group messages (`im:message.group_msg`), so I answer without them. An admin can grant it in the developer console, or set `[lark] group_context_messages = 0`.", "⚠️ 我被设置为读取本群最近的消息作为背景，但应用没有读取群消息的权限（`im:message.group_msg`），所以只能不带背景回答。管理员可以在开发者后台开通该权限，或设置 `[lark] group_context_messages = 0`。";
+
     // --- The approval card ---
     ApproveButton => "Approve", "批准";
     DenyButton => "Deny", "拒绝";
@@ -72,7 +76,7 @@ texts! {
     ClickRunEnded => "The reply already ended; there is nothing to decide.", "回复已经结束，无需再决定。";
     ClickGone => "This approval no longer exists.", "此审批已不存在。";
     /// Someone else clicked, and the owner is unknown.
-    ClickNotYours => "Only the person who asked can decide.", "只有提问的人可以决定。";
+    ClickNotYours => "Only the person who asked, or a Weft admin, can decide.", "只有提问的人或 Weft 管理员可以决定。";
     ClickTryAgain => "Could not record your decision; please try again.", "未能记录你的决定，请重试。";
     /// Every click slot was taken; nothing was decided.
     ClickBusy => "⏳ Busy right now; nothing was decided. Please click again in a moment.", "⏳ 现在有点忙，没有做出决定，请稍后再点一次。";

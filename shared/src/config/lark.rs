@@ -43,6 +43,12 @@ pub struct LarkConfig {
     /// characters is answered in Chinese, one with Latin letters only in
     /// English, whatever this says.
     pub language: LarkLanguage,
+    /// A group's background: the last N messages of the group (who wrote
+    /// what) go with each reply's context, read when the reply starts with
+    /// the app's permission to read group messages (`im:message.group_msg`).
+    /// 0 (the default) turns it off; at most 50. One more Lark call per reply
+    /// in a group; a missing permission is one warning card per chat per hour.
+    pub group_context_messages: u32,
 }
 
 /// `[lark] language`.
@@ -68,6 +74,18 @@ impl Default for LarkConfig {
             queued_messages_per_chat: 32,
             language: LarkLanguage::Auto,
             inbox_lease_ms: 20_000,
+            group_context_messages: 0,
+        }
+    }
+}
+
+impl LarkLanguage {
+    /// `auto`, `zh` or `en`, as written in the setting.
+    pub fn code(self) -> &'static str {
+        match self {
+            LarkLanguage::Auto => "auto",
+            LarkLanguage::Zh => "zh",
+            LarkLanguage::En => "en",
         }
     }
 }
@@ -115,6 +133,12 @@ impl LarkConfig {
         }
         if self.max_concurrent_messages == 0 {
             return bad("max_concurrent_messages must be at least 1".into());
+        }
+        if self.group_context_messages > 50 {
+            return bad(format!(
+                "group_context_messages is at most 50 (Lark's page size), got {}",
+                self.group_context_messages
+            ));
         }
         if self.inbox_lease_ms < 400 {
             return bad("inbox_lease_ms must be at least 400".into());

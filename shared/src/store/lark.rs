@@ -11,7 +11,7 @@
 use super::lark_cards::{LarkCard, decode_cards};
 use super::sessions::{SELECT as SESSION_SELECT, SessionRecord};
 use super::users::AuthUser;
-use super::{Result, Store, StoreError, get_opt_str, get_str};
+use super::{Result, Store, StoreError, get_i64, get_opt_str, get_str};
 use crate::ids::{MessageId, RunId, SessionId, UserId};
 use crate::time::now_ms;
 
@@ -58,6 +58,9 @@ pub struct LarkTarget {
     /// The start of the run's newest user message (its first 200 characters):
     /// what the chat's language is read from.
     pub text: String,
+    /// A conversation several people share (a group): its user messages
+    /// carry their speakers' names.
+    pub shared: bool,
 }
 
 /// What recording a THINKING reaction found.
@@ -141,7 +144,7 @@ impl Store {
         let row = sqlx::query("select count(*) as n from (select 1 from lark_chats limit 1) t")
             .fetch_one(&self.pool)
             .await?;
-        Ok(super::get_i64(&row, "n")? > 0)
+        Ok(get_i64(&row, "n")? > 0)
     }
 
     /// The Lark identity linked to (or behind) `user`, if any.
@@ -407,7 +410,10 @@ impl Store {
                   order by m.ord desc limit 1) as reply_to,
                  (select substr(m.content, 1, 200) from messages m
                   where m.run_id = coalesce(r.turn_of, r.id) and m.role = 'user'
-                  order by m.ord desc limit 1) as text
+                  order by m.ord desc limit 1) as text,
+                 (select count(*) from messages m
+                  where m.run_id = coalesce(r.turn_of, r.id) and m.role = 'user'
+                    and m.author_name is not null) as shared
              from runs r
              join sessions s on s.id = r.session_id
              join lark_chats c on c.chat_key = s.lark_chat_key
@@ -427,6 +433,7 @@ impl Store {
             reply_to: get_opt_str(&row, "reply_to")?,
             cards: decode_cards(get_opt_str(&row, "lark_cards")?.as_deref())?,
             text: get_opt_str(&row, "text")?.unwrap_or_default(),
+            shared: get_i64(&row, "shared")? > 0,
         }))
     }
 }

@@ -42,6 +42,7 @@
 //! `run_started` in the log stops there, so across processes too the old one
 //! leaves the card to the new one ([`follow`]).
 
+mod background;
 mod driver;
 mod follow;
 mod view;
@@ -53,10 +54,10 @@ use std::time::{Duration, Instant};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use weft_lark::rest::LarkError;
-use weft_lark::sender::RateAwareSender;
+use weft_lark::sender::{Names, RateAwareSender};
 use weft_lark::text::Lang;
 use weft_shared::bus::SharedBus;
-use weft_shared::config::{LarkConfig, LarkLanguage};
+use weft_shared::config::LarkConfig;
 use weft_shared::ids::RunId;
 use weft_shared::store::{LarkTarget, Store, retrying};
 
@@ -88,6 +89,11 @@ pub struct LarkEgress {
     /// The language of a chat whose messages do not show one.
     tenant: Lang,
     cardkit: Arc<CardKit>,
+    /// Group members' names, for a group's background ([`background`]).
+    names: Arc<Names>,
+    /// The bot's own open_id, read once.
+    bot: Arc<tokio::sync::OnceCell<String>>,
+    warned: Arc<background::Warned>,
 }
 
 /// Whether CardKit takes this app's cards. An app without the
@@ -123,14 +129,9 @@ impl CardKit {
     }
 }
 
-/// The tenant's language, as `[lark]` sets it.
+/// The tenant's language, as `[lark] language` sets it.
 pub fn tenant_lang(config: &LarkConfig) -> Lang {
-    let fixed = match config.language {
-        LarkLanguage::Auto => None,
-        LarkLanguage::Zh => Some(Lang::Zh),
-        LarkLanguage::En => Some(Lang::En),
-    };
-    Lang::tenant(fixed, &config.base_url)
+    Lang::tenant(Lang::parse(config.language.code()), &config.base_url)
 }
 
 /// A follower at work in this process.
@@ -178,6 +179,9 @@ impl LarkEgress {
             shutdown,
             tenant,
             cardkit: Arc::default(),
+            names: Arc::default(),
+            bot: Arc::default(),
+            warned: Arc::default(),
         }
     }
 

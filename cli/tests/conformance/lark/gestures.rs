@@ -1,7 +1,9 @@
 //! Natural gestures in a group (issue 21): replying to one of the bot's
 //! messages addresses it without an @mention; what a message replies to — its
 //! words, its image — reaches the model with the turn; replies among people,
-//! and images nobody addressed to the bot, stay unanswered.
+//! and images nobody addressed to the bot, stay unanswered. With `[lark]
+//! group_context_messages`, the group's latest messages go with a reply as its
+//! background.
 
 use serde_json::{Value, json};
 use weft_files::samples;
@@ -11,7 +13,10 @@ use super::world::*;
 use crate::both_backends;
 use crate::harness::*;
 
-both_backends!(replies_to_the_bot_and_quoted_messages_reach_the_model);
+both_backends!(
+    replies_to_the_bot_and_quoted_messages_reach_the_model,
+    a_groups_background_reaches_the_model,
+);
 
 const TEAM: &str = "oc_team";
 
@@ -126,4 +131,91 @@ async fn replies_to_the_bot_and_quoted_messages_reach_the_model(b: Backend) {
     let turn = said.iter().rev().find(|m| m["role"] == "user").unwrap();
     assert_eq!(turn["author_name"], "Bob");
     assert_eq!(turn["attachments"][0]["kind"], "image", "{turn}");
+}
+
+/// A group message from `sender` addressed to nobody (no mention).
+fn chatter(w: &mut LarkWorld, sender: &str, text: &str) {
+    let (event, message) = w.ids();
+    let envelope = message_event(&event, &message, TEAM, "group", "", sender, text, json!([]));
+    w.fake.push_event(envelope, PushOptions::default());
+}
+
+/// The newest user turn as the model read it (`@mock.context` answers it).
+fn newest_turn(messages: &[Value]) -> String {
+    let picture: Value = serde_json::from_str(
+        messages
+            .iter()
+            .rev()
+            .find(|m| m["role"] == "assistant")
+            .and_then(|m| m["content"].as_str())
+            .unwrap(),
+    )
+    .unwrap();
+    let users = picture["users"].as_array().unwrap();
+    users.last().and_then(Value::as_str).unwrap().to_owned()
+}
+
+async fn a_groups_background_reaches_the_model(b: Backend) {
+    let mut w = LarkWorld::start_with(
+        b,
+        1,
+        fake_config(),
+        &[("WEFT_LARK__GROUP_CONTEXT_MESSAGES", "3")],
+    )
+    .await;
+    let alice = w.linked_account("alice", "ou_alice").await;
+    for (who, text) in [
+        ("ou_alice", "one"),
+        ("ou_bob", "two"),
+        ("ou_alice", "three"),
+        ("ou_bob", "four"),
+    ] {
+        chatter(&mut w, who, text);
+    }
+    let asked = w.group(TEAM, "ou_alice", "what did they say @mock.context");
+    w.final_card(&asked).await;
+    // The last three, oldest first, with their speakers; the chatter itself
+    // was not answered and is not stored.
+    let seen = newest_turn(&messages(&w, &alice).await);
+    assert_eq!(
+        seen,
+        "[Recent messages in this group, oldest first: background only, not addressed to you]\n\
+         [Bob] two\n[Alice] three\n[Bob] four\n[End of the background]\n\n\
+         [Alice] what did they say @mock.context"
+    );
+    let stored = messages(&w, &alice).await;
+    assert_eq!(stored.iter().filter(|m| m["role"] == "user").count(), 1);
+
+    // The bot's reply and the question to it are the conversation, not its
+    // background.
+    chatter(&mut w, "ou_bob", "five");
+    let again = w.group(TEAM, "ou_alice", "and now @mock.context");
+    w.final_card(&again).await;
+    let seen = newest_turn(&messages(&w, &alice).await);
+    assert!(
+        seen.contains(
+            "\n[Alice] three\n[Bob] four\n[Bob] five\n[End of the background]\n\n[Alice] and now"
+        ),
+        "{seen}"
+    );
+
+    // Without the permission: answered without a background, and one warning
+    // card for the chat however many replies follow.
+    w.fake.deny_group_history(true);
+    let warnings = |f: &weft_lark::fake::FakeLark| {
+        f.sent_messages()
+            .into_iter()
+            .filter(|m| m.chat_id == TEAM && m.reply_to.is_empty())
+            .filter(|m| m.content.to_string().contains("im:message.group_msg"))
+            .count()
+    };
+    for text in ["third @mock.context", "fourth @mock.context"] {
+        let m = w.group(TEAM, "ou_alice", text);
+        w.final_card(&m).await;
+        let seen = newest_turn(&messages(&w, &alice).await);
+        assert_eq!(seen, format!("[Alice] {text}"));
+    }
+    w.until("the warning card", |f| (warnings(f) > 0).then_some(()))
+        .await;
+    assert_eq!(warnings(&w.fake), 1, "{}", w.logs());
 }

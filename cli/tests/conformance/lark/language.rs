@@ -54,9 +54,26 @@ async fn a_chinese_chat_gets_chinese_cards(b: Backend) {
         body(&waiting)
     );
 
-    w.fake
+    // Someone else's click is refused in Chinese; the asker's is answered in Chinese.
+    let other = w
+        .fake
+        .click_button(&ask.message_id, "ou_wang", "批准")
+        .unwrap();
+    let refused = w.answer(&other).await;
+    assert_eq!(
+        refused["toast"]["content"], "只有发起这条请求的 李雷 或 Weft 管理员可以决定。",
+        "{refused}"
+    );
+    let click = w
+        .fake
         .click_button(&ask.message_id, "ou_li", "批准")
         .unwrap();
+    let answer = w.answer(&click).await;
+    assert_eq!(answer["toast"]["content"], "✅ 已批准", "{answer}");
+    assert!(
+        answer["card"]["data"].to_string().contains("李雷 已批准"),
+        "{answer}"
+    );
     let done = w.final_card(&msg).await;
     assert_eq!(template(&done), "green");
     assert_eq!(

@@ -46,7 +46,7 @@ impl Bot {
         message_id: &str,
         files: &[LarkFile],
     ) -> ApiResult<Fetched> {
-        let caps = Caps::of(&self.state.config);
+        let caps = Caps::of(&self.state.config());
         let (mut total, mut images) = (0u64, 0);
         let mut uploads = Vec::with_capacity(files.len());
         let mut held = Vec::with_capacity(files.len());

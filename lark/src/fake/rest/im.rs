@@ -269,7 +269,7 @@ pub(crate) fn send(config: &FakeConfig, state: &mut State, req: &Req<'_>) -> Rep
         reply_to: String::new(),
     };
     let data = message_data(&id, &msg);
-    state.rest.messages.insert(id, msg);
+    state.rest.add_sent(id, msg);
     Reply::ok(data)
 }
 
@@ -327,7 +327,7 @@ pub(crate) fn reply(config: &FakeConfig, state: &mut State, target: &str, req: &
         reply_to: target.to_owned(),
     };
     let data = message_data(&id, &msg);
-    state.rest.messages.insert(id, msg);
+    state.rest.add_sent(id, msg);
     Reply::ok(data)
 }
 

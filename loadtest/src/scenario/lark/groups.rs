@@ -14,8 +14,9 @@
 //! messages in 10 s) — and is counted apart from the lost. Each message's
 //! [`MessageFate`] is kept — who sent it,
 //! its stored copies, its runs with their owner, status and cards — and the
-//! counts are derived from those, so a new rule (say, every run owned by its
-//! speaker) is one more predicate over the fates.
+//! counts are derived from those: lost, duplicated, and runs not owned by
+//! their speaker (a run is the Weft user's who sent its first message —
+//! `lark:<open_id>` — whoever else's messages folded into it).
 
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
@@ -76,9 +77,17 @@ pub struct RunFate {
     pub status: String,
     /// The run owner's username (`lark:<open_id>` for a Lark sender).
     pub owner: String,
+    /// Who sent the run's first message (its Lark `open_id`): whose the run is.
+    pub first_speaker: String,
     /// Cards in reply to any of the run's messages, and how many show an end.
     pub cards: u32,
     pub ended_cards: u32,
+}
+
+impl RunFate {
+    pub fn misowned(&self) -> bool {
+        self.owner != format!("lark:{}", self.first_speaker)
+    }
 }
 
 impl MessageFate {
@@ -110,6 +119,11 @@ impl MessageFate {
             || self.runs.len() > 1
             || self.runs.iter().any(|r| r.cards > 1)
             || self.replies > 1
+    }
+
+    /// In a run that is not its first message's speaker's.
+    pub fn misowned(&self) -> bool {
+        self.runs.iter().any(RunFate::misowned)
     }
 
     fn settled(&self) -> bool {
@@ -152,6 +166,9 @@ pub struct LarkGroups {
     /// (`lark.queued_messages_per_chat`); the chat was told once.
     pub refused: u64,
     pub duplicated: u64,
+    /// Runs not owned by the speaker of their first message.
+    #[serde(default)]
+    pub misowned_runs: u64,
     /// First push → everything settled (or the timeout), seconds.
     pub span_s: f64,
     #[serde(skip)]
@@ -247,6 +264,11 @@ pub async fn measure(
         }
         out.runs = runs.len() as u64;
         out.failed_runs = runs.values().filter(|s| **s != "succeeded").count() as u64;
+        let mut misowned = std::collections::BTreeSet::new();
+        for f in &out.fates {
+            misowned.extend(f.runs.iter().filter(|r| r.misowned()).map(|r| &r.run_id));
+        }
+        out.misowned_runs = misowned.len() as u64;
         out.lost = out.fates.iter().filter(|f| f.lost()).count() as u64;
         out.refused = out.fates.iter().filter(|f| f.refused()).count() as u64;
         out.duplicated = out.fates.iter().filter(|f| f.duplicated()).count() as u64;
@@ -282,7 +304,7 @@ struct Stored {
     kept: std::collections::BTreeSet<String>,
     /// Message → its runs, as (run, status, owner).
     runs_of: BTreeMap<String, Vec<(String, String, String)>>,
-    /// Run → its messages.
+    /// Run → its messages, in order.
     messages_of: BTreeMap<String, Vec<String>>,
 }
 
@@ -292,7 +314,8 @@ async fn stored(db: &sqlx::AnyPool) -> anyhow::Result<Stored> {
          from messages m
          left join runs r on r.id = m.run_id
          left join users u on u.id = r.user_id
-         where m.role = 'user' and m.lark_message_id is not null",
+         where m.role = 'user' and m.lark_message_id is not null
+         order by m.ord",
     )
     .fetch_all(db)
     .await?;
@@ -347,6 +370,10 @@ impl Stored {
     /// Every message's fate, with the cards the fake holds for its runs.
     fn fates(&self, fake: &FakeLark, records: &Records, sent: &[GroupMessage]) -> Vec<MessageFate> {
         let cards = fake.sent_messages();
+        let speaker_of: BTreeMap<&str, &str> = sent
+            .iter()
+            .map(|m| (m.pushed.message_id.as_str(), m.speaker.as_str()))
+            .collect();
         sent.iter()
             .map(|m| {
                 let id = &m.pushed.message_id;
@@ -356,11 +383,18 @@ impl Stored {
                     .into_iter()
                     .flatten()
                     .map(|(run, status, owner)| {
-                        let run_cards = replies_to(&cards, &self.messages_of[run]);
+                        let messages = &self.messages_of[run];
+                        let run_cards = replies_to(&cards, messages);
+                        let first = messages.first().map(String::as_str).unwrap_or_default();
                         RunFate {
                             run_id: run.clone(),
                             status: status.clone(),
                             owner: owner.clone(),
+                            first_speaker: speaker_of
+                                .get(first)
+                                .copied()
+                                .unwrap_or_default()
+                                .to_owned(),
                             cards: run_cards.len() as u32,
                             ended_cards: run_cards.iter().filter(|c| is_final(c)).count() as u32,
                         }
@@ -393,8 +427,14 @@ impl LarkGroups {
         );
         let verdict = if self.checked {
             format!(
-                "{} runs ({} not succeeded), lost {} ({} still pending in the inbox), duplicated {}, refused as busy {}",
-                self.runs, self.failed_runs, self.lost, self.pending, self.duplicated, self.refused
+                "{} runs ({} not succeeded, {} not their speaker's), lost {} ({} still pending in the inbox), duplicated {}, refused as busy {}",
+                self.runs,
+                self.failed_runs,
+                self.misowned_runs,
+                self.lost,
+                self.pending,
+                self.duplicated,
+                self.refused
             )
         } else {
             "not checked (no database: a weft started by hand)".to_owned()

@@ -27,6 +27,8 @@ use crate::lark::view::{ApprovalRequest, ApprovalShown, ReplyView};
 /// `decision`; the gateway's click handler reads them back.
 pub const RUN_KEY: &str = "run_id";
 pub const STEP_KEY: &str = "step";
+/// The chat's language, so the click's toast and redrawn card speak it.
+pub const LANG_KEY: &str = "lang";
 
 impl Driver {
     /// Asks for the approvals `view` leaves open, and rewrites the cards of
@@ -83,6 +85,7 @@ impl Driver {
         let context = Map::from_iter([
             (RUN_KEY.to_owned(), json!(self.run.0)),
             (STEP_KEY.to_owned(), json!(request.step)),
+            (LANG_KEY.to_owned(), json!(self.lang.code())),
         ]);
         let answer = ApprovalAnswer::Open {
             expires_in: Duration::from_millis((request.expires_at - now_ms()).max(0) as u64),

@@ -3,7 +3,7 @@
 //! (`GET /open-apis/contact/v3/users/:open_id`), which needs a scope
 //! (`contact:user.base:readonly`) a tenant admin may not have granted; without
 //! it a speaker is a short, stable id (`user-3f9a1c`, the open_id's tail), and
-//! the gateway logs one warning an hour rather than one per message.
+//! the process logs one warning an hour rather than one per message.
 //!
 //! Names are cached in memory per replica for an hour (a renamed colleague is
 //! seen within the hour); a failed lookup is not retried for that open_id for
@@ -14,7 +14,7 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use weft_lark::sender::RateAwareSender;
+use super::RateAwareSender;
 
 const KEEP: Duration = Duration::from_secs(3600);
 const MAX_ENTRIES: usize = 10_000;
@@ -22,14 +22,14 @@ const MAX_ENTRIES: usize = 10_000;
 const LOOKUP_WITHIN: Duration = Duration::from_secs(3);
 
 #[derive(Default)]
-pub(crate) struct Names {
+pub struct Names {
     known: Mutex<HashMap<String, (Option<String>, Instant)>>,
     warned_at: Mutex<Option<Instant>>,
 }
 
 impl Names {
     /// The display name of `open_id`, or its short id.
-    pub(crate) async fn of(&self, sender: &RateAwareSender, open_id: &str) -> String {
+    pub async fn of(&self, sender: &RateAwareSender, open_id: &str) -> String {
         if let Some((name, _)) = self
             .known
             .lock()
@@ -72,7 +72,7 @@ impl Names {
 
 /// `user-` and the last six characters of an open_id: stable, short, and
 /// distinct enough within one group.
-pub(crate) fn short_id(open_id: &str) -> String {
+pub fn short_id(open_id: &str) -> String {
     let tail: String = open_id
         .chars()
         .rev()
