@@ -216,13 +216,17 @@ fn run_server_command(command: Command) -> std::process::ExitCode {
 fn configured(
     server: &ServerArgs,
     listen: Option<&ListenArgs>,
+    metrics: Option<&MetricsArgs>,
     default_host: &str,
     process: Process,
     telemetry: &mut Option<Telemetry>,
-) -> anyhow::Result<weft_shared::config::Config> {
-    let cfg = server::load_config(server, listen, default_host)?;
-    *telemetry = Some(weft_shared::telemetry::init(&cfg.log_format, process)?);
-    Ok(cfg)
+) -> anyhow::Result<weft_shared::config::LiveConfig> {
+    let live = server::load_config(server, listen, metrics, default_host)?;
+    *telemetry = Some(weft_shared::telemetry::init(
+        &live.get().log_format,
+        process,
+    )?);
+    Ok(live)
 }
 
 async fn run_server(command: Command, telemetry: &mut Option<Telemetry>) -> anyhow::Result<()> {
@@ -233,30 +237,42 @@ async fn run_server(command: Command, telemetry: &mut Option<Telemetry>) -> anyh
             listen,
             metrics,
         } => {
-            let mut cfg = configured(&server, Some(&listen), "127.0.0.1", Process::Up, t)?;
-            metrics.apply(&mut cfg);
-            server::up(cfg).await
+            let live = configured(
+                &server,
+                Some(&listen),
+                Some(&metrics),
+                "127.0.0.1",
+                Process::Up,
+                t,
+            )?;
+            server::up(live).await
         }
         Command::Serve {
             server,
             listen,
             metrics,
         } => {
-            let mut cfg = configured(&server, Some(&listen), "0.0.0.0", Process::Gateway, t)?;
-            metrics.apply(&mut cfg);
-            server::serve(cfg).await
+            let live = configured(
+                &server,
+                Some(&listen),
+                Some(&metrics),
+                "0.0.0.0",
+                Process::Gateway,
+                t,
+            )?;
+            server::serve(live).await
         }
         Command::Worker { server, metrics } => {
-            let mut cfg = configured(&server, None, "0.0.0.0", Process::Worker, t)?;
-            metrics.apply(&mut cfg);
-            server::worker(cfg).await
+            let live = configured(&server, None, Some(&metrics), "0.0.0.0", Process::Worker, t)?;
+            server::worker(live).await
         }
         Command::Migrate { server } => {
-            server::migrate(configured(&server, None, "0.0.0.0", Process::Command, t)?).await
+            let live = configured(&server, None, None, "0.0.0.0", Process::Command, t)?;
+            server::migrate((*live.get()).clone()).await
         }
         Command::Admin { server, command } => {
-            let cfg = configured(&server, None, "0.0.0.0", Process::Command, t)?;
-            server::admin(cfg, command).await
+            let live = configured(&server, None, None, "0.0.0.0", Process::Command, t)?;
+            server::admin(live, command).await
         }
         Command::Chat { .. }
         | Command::Login { .. }

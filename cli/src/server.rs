@@ -2,13 +2,15 @@
 //! runs for client commands, so `weft -p` and `weft --help` stay fast.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use anyhow::Context;
 use clap::{Args, Subcommand};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use weft_server::Server;
-use weft_shared::config::{Config, Secret};
+use weft_shared::config::live::Flags;
+use weft_shared::config::{Config, LiveConfig, Secret};
 use weft_shared::store::{Role, Store, TokenKind};
 
 /// Flags shared by every server command (they override `weft.toml` and `WEFT_*`).
@@ -37,14 +39,6 @@ pub struct MetricsArgs {
     pub metrics_listen: Option<String>,
 }
 
-impl MetricsArgs {
-    pub fn apply(&self, cfg: &mut Config) {
-        if let Some(m) = &self.metrics_listen {
-            cfg.metrics_listen = Some(m.clone());
-        }
-    }
-}
-
 #[derive(Debug, Clone, Default, Args)]
 pub struct ListenArgs {
     /// Address to listen on (e.g. 127.0.0.1:8900). Also `WEFT_LISTEN`.
@@ -63,6 +57,11 @@ pub enum AdminCommand {
     /// Manage API tokens.
     #[command(subcommand)]
     Token(TokenCommand),
+    /// Make every running gateway and worker read its config again (within
+    /// 2 s): this checks the config it would read here first and changes
+    /// nothing if that is invalid. `POST /v1/admin/reload` does the same and
+    /// answers with what changed; so does `kill -HUP` of a weft process.
+    Reload,
 }
 
 #[derive(Debug, Subcommand)]
@@ -97,33 +96,85 @@ pub enum TokenCommand {
     },
 }
 
+/// The config of a server command: `weft.toml` (`--config`), the
+/// environment, then the command line's flags over them. The flags come back
+/// too: a reload reads the file and the environment again and applies the
+/// same flags over them.
 pub fn load_config(
     args: &ServerArgs,
     listen: Option<&ListenArgs>,
+    metrics: Option<&MetricsArgs>,
     default_host: &str,
-) -> anyhow::Result<Config> {
+) -> anyhow::Result<LiveConfig> {
+    let flags = command_line(args, listen, metrics, default_host);
     let mut cfg = Config::load(args.config.as_deref())?;
-    if let Some(u) = &args.database_url {
-        cfg.database_url = Some(Secret(u.clone()));
-    }
-    if let Some(u) = &args.redis_url {
-        cfg.redis_url = Some(Secret(u.clone()));
-    }
-    if let Some(d) = &args.data_dir {
-        cfg.data_dir = Some(d.clone());
-    }
-    if let Some(l) = listen {
-        if let Some(addr) = &l.listen {
-            cfg.listen = Some(addr.clone());
-        } else if let Some(port) = l.port {
-            cfg.listen = Some(format!("{default_host}:{port}"));
-        }
-    }
-    if cfg.listen.is_none() {
-        cfg.listen = Some(format!("{default_host}:8900"));
-    }
+    flags(&mut cfg);
     cfg.validate()?;
-    Ok(cfg)
+    Ok(LiveConfig::new(cfg, args.config.clone(), flags))
+}
+
+fn command_line(
+    args: &ServerArgs,
+    listen: Option<&ListenArgs>,
+    metrics: Option<&MetricsArgs>,
+    default_host: &str,
+) -> Flags {
+    let args = args.clone();
+    let listen = listen.cloned();
+    let metrics_listen = metrics.and_then(|m| m.metrics_listen.clone());
+    let default_host = default_host.to_owned();
+    Arc::new(move |cfg: &mut Config| {
+        if let Some(u) = &args.database_url {
+            cfg.database_url = Some(Secret(u.clone()));
+        }
+        if let Some(u) = &args.redis_url {
+            cfg.redis_url = Some(Secret(u.clone()));
+        }
+        if let Some(d) = &args.data_dir {
+            cfg.data_dir = Some(d.clone());
+        }
+        if let Some(l) = &listen {
+            if let Some(addr) = &l.listen {
+                cfg.listen = Some(addr.clone());
+            } else if let Some(port) = l.port {
+                cfg.listen = Some(format!("{default_host}:{port}"));
+            }
+        }
+        if cfg.listen.is_none() {
+            cfg.listen = Some(format!("{default_host}:8900"));
+        }
+        if let Some(m) = &metrics_listen {
+            cfg.metrics_listen = Some(m.clone());
+        }
+    })
+}
+
+/// `SIGHUP` reads the config again (as `POST /v1/admin/reload` does) and
+/// makes every replica do the same; the outcome is logged.
+fn reload_on_sighup(server: &Server) {
+    #[cfg(unix)]
+    {
+        let (store, live) = (server.store().clone(), server.live().clone());
+        tokio::spawn(async move {
+            let Ok(mut hup) =
+                tokio::signal::unix::signal(tokio::signal::unix::SignalKind::hangup())
+            else {
+                tracing::warn!("no SIGHUP handler: reload with POST /v1/admin/reload");
+                return;
+            };
+            while hup.recv().await.is_some() {
+                match weft_shared::reload::reload(&store, &live, "SIGHUP").await {
+                    Ok(changes) => {
+                        let list: Vec<String> = changes.iter().map(ToString::to_string).collect();
+                        tracing::info!(changes = %list.join("; "), "SIGHUP: config reloaded");
+                    }
+                    Err(e) => tracing::error!(error = %e, "SIGHUP: config not reloaded"),
+                }
+            }
+        });
+    }
+    #[cfg(not(unix))]
+    let _ = server;
 }
 
 /// ctrl-c or SIGTERM.
@@ -169,10 +220,12 @@ fn announce_metrics(role: &str, running: &weft_server::Running) {
 }
 
 /// `weft up`: gateway and worker in one process.
-pub async fn up(cfg: Config) -> anyhow::Result<()> {
+pub async fn up(live: LiveConfig) -> anyhow::Result<()> {
+    let cfg = live.get();
     let listener = bind(cfg.listen.as_deref().unwrap_or_default()).await?;
     let metrics = bind_metrics(&cfg).await?;
-    let server = Server::open(cfg).await?;
+    let server = Server::open_live(live).await?;
+    reload_on_sighup(&server);
     let addr = listener.local_addr()?;
     let mode = if server.embedded() {
         "embedded"
@@ -190,13 +243,15 @@ pub async fn up(cfg: Config) -> anyhow::Result<()> {
 }
 
 /// `weft serve`: gateway only (distributed mode).
-pub async fn serve(cfg: Config) -> anyhow::Result<()> {
+pub async fn serve(live: LiveConfig) -> anyhow::Result<()> {
+    let cfg = live.get();
     weft_server::require_distributed(&cfg, "serve")?;
     let listener = bind(cfg.listen.as_deref().unwrap_or_default()).await?;
     let addr = listener.local_addr()?;
     let metrics = bind_metrics(&cfg).await?;
-    let running = Server::open(cfg)
-        .await?
+    let server = Server::open_live(live).await?;
+    reload_on_sighup(&server);
+    let running = server
         .gateway(listener, metrics, shutdown_on_signals())
         .await?;
     announce_metrics("gateway", &running);
@@ -209,14 +264,14 @@ pub async fn serve(cfg: Config) -> anyhow::Result<()> {
 
 /// `weft worker`: worker only (distributed mode), with `/metrics` and `/health` on
 /// `metrics_listen` when given.
-pub async fn worker(cfg: Config) -> anyhow::Result<()> {
+pub async fn worker(live: LiveConfig) -> anyhow::Result<()> {
+    let cfg = live.get();
     weft_server::require_distributed(&cfg, "worker")?;
     let metrics = bind_metrics(&cfg).await?;
     let concurrency = cfg.worker.concurrency;
-    let running = Server::open(cfg)
-        .await?
-        .worker(metrics, shutdown_on_signals())
-        .await?;
+    let server = Server::open_live(live).await?;
+    reload_on_sighup(&server);
+    let running = server.worker(metrics, shutdown_on_signals()).await?;
     announce_metrics("worker", &running);
     eprintln!(
         "weft {} worker started (concurrency {concurrency})",
@@ -233,7 +288,8 @@ pub async fn migrate(cfg: Config) -> anyhow::Result<()> {
 }
 
 /// `weft admin …`.
-pub async fn admin(cfg: Config, cmd: AdminCommand) -> anyhow::Result<()> {
+pub async fn admin(live: LiveConfig, cmd: AdminCommand) -> anyhow::Result<()> {
+    let cfg = live.get();
     let store = Store::connect(&weft_server::database_url(&cfg)?).await?;
     store.migrate().await?;
     match cmd {
@@ -281,6 +337,17 @@ pub async fn admin(cfg: Config, cmd: AdminCommand) -> anyhow::Result<()> {
                     anyhow::bail!("{open_id} is already linked to {other:?}")
                 }
             }
+        }
+        AdminCommand::Reload => {
+            // What the replicas will read: this file and environment with the
+            // saved settings over them (each replica checks its own again).
+            let saved = store.config_settings().await?;
+            Config::load_with(live.file(), saved.as_ref().map(|s| &s.document))?;
+            let version = store.bump_config_version("weft admin reload").await?;
+            println!(
+                "config version {version}: every gateway and worker reads its config again within 2 s \
+                 (each logs what changed, or why it keeps its config)"
+            );
         }
         AdminCommand::User(UserCommand::List) => {
             for u in store.list_users().await? {

@@ -34,7 +34,7 @@ impl AppState {
     /// marked `default`).
     pub fn models_for(&self, user: &AuthUser) -> Vec<ModelDto> {
         let who = requester(user);
-        self.models
+        self.models()
             .iter()
             .filter(|m| m.allows_user(who))
             .enumerate()
@@ -52,12 +52,12 @@ impl AppState {
         let who = requester(user);
         match id {
             None => self
-                .models
+                .models()
                 .iter()
                 .find(|m| m.allows_user(who))
                 .map(|m| m.id.clone())
                 .ok_or_else(|| ApiError::NotAllowed("no model is open to you".into())),
-            Some(id) => match self.models.iter().find(|m| m.id == id) {
+            Some(id) => match self.models().iter().find(|m| m.id == id) {
                 Some(m) if m.allows_user(who) => Ok(m.id.clone()),
                 Some(_) => Err(not_allowed("model", id)),
                 None => Err(ApiError::Validation(format!(
@@ -108,7 +108,7 @@ impl AppState {
     /// Whether some agent or model is limited to some users or roles (else
     /// every choice is open to everyone and nothing needs checking).
     fn any_restricted(&self) -> bool {
-        self.models.iter().any(|m| m.is_restricted())
+        self.models().iter().any(|m| m.is_restricted())
             || self.agents.read().expect("agent ids lock").any_restricted()
     }
 
@@ -130,7 +130,7 @@ impl AppState {
         let s = self.store.get_session(owner, session).await?;
         let who = requester(user);
         if model.is_none()
-            && let Some(m) = self.models.iter().find(|m| m.id == s.model)
+            && let Some(m) = self.models().iter().find(|m| m.id == s.model)
             && !m.allows_user(who)
         {
             return Err(ApiError::NotAllowed(format!(

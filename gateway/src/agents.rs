@@ -150,7 +150,7 @@ impl AgentIds {
 
 pub type SharedAgentIds = Arc<RwLock<AgentIds>>;
 
-async fn reload(store: &Store, ids: &SharedAgentIds) {
+pub(crate) async fn reload(store: &Store, ids: &SharedAgentIds) {
     match store.list_agents().await {
         Ok(list) => {
             if let Some(fresh) = AgentIds::from_records(&list) {
@@ -277,7 +277,7 @@ pub async fn put_agent(
         )));
     }
     if let Some(model) = &req.model
-        && !state.models.iter().any(|m| &m.id == model)
+        && !state.models().iter().any(|m| &m.id == model)
     {
         return Err(ApiError::Validation(format!(
             "unknown model {model:?}; see GET /v1/models"
@@ -394,7 +394,10 @@ pub async fn system_prompt(
     };
     let mine = state.store.user_instructions(&user.id).await?;
     let today = weft_shared::time::rfc3339(weft_shared::time::now_ms());
-    let skills = state.store.skills(Some(&state.config.skills_dir())).await?;
+    let skills = state
+        .store
+        .skills(Some(&state.config().skills_dir()))
+        .await?;
     let lines = weft_shared::prompt::skill_lines(&skills, &agent.spec);
     let mut spec = agent.spec;
     if user.role != weft_shared::store::Role::Admin {
@@ -420,7 +423,10 @@ pub async fn list_skills(
     State(state): State<AppState>,
     _caller: Caller,
 ) -> ApiResult<Json<weft_shared::api::SkillList>> {
-    let skills = state.store.skills(Some(&state.config.skills_dir())).await?;
+    let skills = state
+        .store
+        .skills(Some(&state.config().skills_dir()))
+        .await?;
     Ok(Json(weft_shared::api::SkillList {
         skills: skills
             .into_iter()

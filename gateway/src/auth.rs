@@ -290,7 +290,7 @@ pub async fn logout(
 #[utoipa::path(get, path = "/v1/me", responses((status = 200, body = UserDto), (status = 401, body = weft_shared::api::ErrorEnvelope)))]
 pub async fn me(State(state): State<AppState>, Caller(user): Caller) -> ApiResult<Json<UserDto>> {
     let usage = state.store.storage_use(&user.id, &[]).await?;
-    let limit = state.config.limits.storage_bytes_per_user;
+    let limit = state.config().limits.storage_bytes_per_user;
     Ok(Json(UserDto {
         storage: Some(StorageDto {
             used_bytes: usage.used_bytes,

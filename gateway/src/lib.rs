@@ -24,6 +24,7 @@ mod openapi;
 mod passwords;
 mod runs;
 mod sessions;
+mod settings;
 mod sse;
 mod storage_quota;
 mod stream_limit;
@@ -41,8 +42,7 @@ use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
 use weft_shared::bus::SharedBus;
-use weft_shared::config::Config;
-use weft_shared::config::ModelConfig;
+use weft_shared::config::{Config, LiveConfig, ModelConfig};
 use weft_shared::login_limit::{MemoryLoginAttempts, SharedLoginAttempts};
 use weft_shared::queue::SharedQueue;
 use weft_shared::store::Store;
@@ -56,10 +56,10 @@ pub struct AppState {
     pub store: Store,
     pub bus: SharedBus,
     pub queue: SharedQueue,
-    pub config: Arc<Config>,
-    /// The models served, the default first (`Config::effective_models`);
-    /// who may choose which: `access`.
-    pub models: Arc<[ModelConfig]>,
+    /// The config, reloaded live (`weft_shared::reload`): read it with
+    /// [`AppState::config`] for each request; what is built from it at start
+    /// (listeners, pools, the stream and memory limits) needs a restart.
+    pub live: LiveConfig,
     pub metrics: PrometheusHandle,
     /// Whether the API listener serves `/metrics` too.
     pub metrics_at: MetricsAt,
@@ -89,12 +89,12 @@ impl AppState {
         store: Store,
         bus: SharedBus,
         queue: SharedQueue,
-        config: Arc<Config>,
+        live: LiveConfig,
         blobs: weft_shared::blobs::Blobs,
         extractor: weft_files::Extractor,
         shutdown: CancellationToken,
     ) -> AppState {
-        let models = config.effective_models().into();
+        let config = live.get();
         let login_limiter: SharedLoginAttempts = Arc::new(MemoryLoginAttempts::new(&config.login));
         let trusted_proxies = Arc::new(client::TrustedProxies::from_config(&config));
         let streams = Arc::new(stream_limit::StreamLimits::new(
@@ -105,7 +105,6 @@ impl AppState {
             store,
             bus,
             queue,
-            models,
             metrics: metrics_handle(),
             metrics_at: MetricsAt::Api,
             login_limiter,
@@ -121,13 +120,24 @@ impl AppState {
                 config.attachments.upload_memory_per_user(),
             ),
             extractor,
-            config,
+            live,
             shutdown,
         };
         if tokio::runtime::Handle::try_current().is_ok() {
             agents::spawn_refresh(&state);
         }
         state
+    }
+
+    /// The config now (keep the `Arc` for the request at hand).
+    pub fn config(&self) -> Arc<Config> {
+        self.live.get()
+    }
+
+    /// The models served now, the default first (`Config::effective_models`);
+    /// who may choose which: `access`.
+    pub fn models(&self) -> Arc<[ModelConfig]> {
+        self.live.current().models.clone()
     }
 
     /// Share sign-in counts through `attempts` (Redis, in distributed mode).
@@ -175,8 +185,8 @@ fn metrics_handle() -> PrometheusHandle {
 }
 
 pub fn router(state: AppState) -> Router {
-    let body_limit = state.config.limits.body_bytes as usize;
-    let upload_limit = uploads::send_body_limit(&state.config);
+    let body_limit = state.config().limits.body_bytes as usize;
+    let upload_limit = uploads::send_body_limit(&state.config());
     let trusted = state.trusted_proxies.clone();
     let metrics = match state.metrics_at {
         MetricsAt::Api => axum::routing::get(meta::metrics),
@@ -187,6 +197,7 @@ pub fn router(state: AppState) -> Router {
         .merge(meta::router())
         .merge(auth::router())
         .merge(account::router())
+        .merge(settings::router())
         .merge(sessions::router(upload_limit))
         .merge(runs::router())
         .merge(approvals::router())
@@ -249,7 +260,7 @@ fn no_delay(listener: TcpListener) -> TapIo<TcpListener, fn(&mut TcpStream)> {
 /// Connection timeouts and the connection cap are `transport`'s.
 pub async fn serve(listener: TcpListener, state: AppState) -> std::io::Result<()> {
     let shutdown = state.shutdown.clone();
-    let http = state.config.http.clone();
+    let http = state.config().http.clone();
     let proxies = state.trusted_proxies.clone();
     transport::serve(listener, router(state), &http, proxies, shutdown).await
 }

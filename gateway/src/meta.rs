@@ -131,7 +131,7 @@ pub async fn mcp(
         .collect();
     Ok(Json(weft_shared::api::McpStatusList {
         configured: state
-            .config
+            .config()
             .mcp_servers
             .iter()
             .map(|s| s.name.clone())

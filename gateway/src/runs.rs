@@ -70,7 +70,7 @@ pub async fn cancel(
     let id = parse_run_id(&id)?;
     if let CancelOutcome::Cancelled { run, followup } = state
         .store
-        .cancel_run(&user.id, &id, "user", &state.config.limits.run_limits())
+        .cancel_run(&user.id, &id, "user", &state.config().limits.run_limits())
         .await?
     {
         announce_cancel(&state, &run).await;
@@ -101,7 +101,7 @@ pub async fn announce_cancel(state: &AppState, run: &ActiveRun) {
             .bus
             .retire(
                 &run.id,
-                std::time::Duration::from_secs(state.config.events.retention_secs),
+                std::time::Duration::from_secs(state.config().events.retention_secs),
             )
             .await;
     }
@@ -113,7 +113,7 @@ pub async fn announce_cancel(state: &AppState, run: &ActiveRun) {
 /// row gone); for any other run nobody would, so it is published here. Either
 /// way the log is retired now, so it expires even if that worker dies first.
 pub async fn end_deleted_runs(state: &AppState, runs: &[ActiveRun]) {
-    let retention = std::time::Duration::from_secs(state.config.events.retention_secs);
+    let retention = std::time::Duration::from_secs(state.config().events.retention_secs);
     for run in runs {
         if run.was_queued {
             let seq = state.bus.last_seq(&run.id).await.unwrap_or(0) + 1;

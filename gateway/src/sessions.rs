@@ -388,7 +388,7 @@ pub async fn submit(
 ) -> ApiResult<Submitted> {
     let user = &owner.id;
     let session_owner = origin.shared.as_ref().map_or(user, |s| &s.owner);
-    let limits = &state.config.limits;
+    let limits = &state.config().limits;
     let mut uploads = std::mem::take(&mut origin.files);
     uploads.extend(uploads::from_json(std::mem::take(&mut req.attachments))?);
     if req.text.trim().is_empty() && uploads.is_empty() {

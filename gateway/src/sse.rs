@@ -145,7 +145,7 @@ pub async fn event_stream(
         opener,
         checked_at: Instant::now(),
     };
-    let recheck = Duration::from_millis(state.config.http.stream_recheck_ms);
+    let recheck = Duration::from_millis(state.config().http.stream_recheck_ms);
     let shutdown = state.shutdown.clone();
     let stream = futures::stream::unfold(st, move |mut st| async move {
         if st.done {

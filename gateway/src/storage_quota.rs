@@ -14,7 +14,7 @@ use crate::uploads::Upload;
 /// Refuses `uploads` if they cannot fit in `user`'s quota. Only a message that
 /// might not fit even before deduplication has its files hashed.
 pub async fn precheck(state: &AppState, user: &UserId, uploads: &[Upload]) -> ApiResult<()> {
-    let limit = state.config.limits.storage_bytes_per_user;
+    let limit = state.config().limits.storage_bytes_per_user;
     if limit == 0 || uploads.is_empty() {
         return Ok(());
     }

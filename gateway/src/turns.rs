@@ -36,7 +36,7 @@ async fn answer(
     outcome: TurnOutcome,
     nothing: &'static str,
 ) -> ApiResult<(StatusCode, Json<TurnResult>)> {
-    let limits = &state.config.limits;
+    let limits = &state.config().limits;
     match outcome {
         TurnOutcome::Done { run } => Ok((StatusCode::OK, Json(TurnResult { run_id: run.0 }))),
         TurnOutcome::Started { run } => {
@@ -124,7 +124,7 @@ pub async fn regenerate(
             &session,
             None,
             None,
-            &state.config.limits.run_limits(),
+            &state.config().limits.run_limits(),
         )
         .await?;
     answer(&state, outcome, "nothing_to_regenerate").await
@@ -141,7 +141,7 @@ pub async fn edit(
     Path(id): Path<String>,
     ApiJson(req): ApiJson<EditRequest>,
 ) -> ApiResult<(StatusCode, Json<TurnResult>)> {
-    let max = state.config.limits.message_chars as usize;
+    let max = state.config().limits.message_chars as usize;
     if req.text.trim().is_empty() || req.text.chars().count() > max {
         return Err(ApiError::Validation(format!(
             "text must be 1 to {max} characters"
@@ -158,7 +158,7 @@ pub async fn edit(
             &session,
             Some(&req.text),
             None,
-            &state.config.limits.run_limits(),
+            &state.config().limits.run_limits(),
         )
         .await?;
     answer(&state, outcome, "nothing_to_edit").await

@@ -113,8 +113,8 @@ pub async fn accept(state: &AppState, uploads: Vec<Upload>) -> ApiResult<Accepte
     if uploads.is_empty() {
         return Ok(Accepted::default());
     }
-    let cfg = &state.config.attachments;
-    let total_cap = state.config.limits.attachments_bytes;
+    let cfg = &state.config().attachments;
+    let total_cap = state.config().limits.attachments_bytes;
     let total: u64 = uploads.iter().map(|u| u.bytes.len() as u64).sum();
     if total > total_cap {
         return Err(ApiError::PayloadTooLarge(format!(
@@ -295,8 +295,8 @@ async fn upload_room(
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok())
         // Chunked: as large as the route allows.
-        .unwrap_or(send_body_limit(&state.config) as u64);
-    if length <= state.config.limits.body_bytes {
+        .unwrap_or(send_body_limit(&state.config()) as u64);
+    if length <= state.config().limits.body_bytes {
         return Ok(None);
     }
     let user = extensions

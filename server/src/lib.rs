@@ -15,7 +15,7 @@ use anyhow::Context;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
-use weft_shared::config::Config;
+use weft_shared::config::{Config, LiveConfig};
 use weft_shared::store::Store;
 
 pub mod backends;
@@ -33,7 +33,10 @@ pub fn extract_limits(cfg: &Config) -> weft_files::Limits {
 
 /// A process's configuration and connected backends, before any role starts.
 pub struct Server {
+    /// The config as the process started; what is built at start reads it.
     cfg: Arc<Config>,
+    /// The config reloaded live (`weft_shared::reload`), for what follows it.
+    live: LiveConfig,
     backends: Backends,
     /// Reads untrusted documents (uploads, Lark files, web_fetch bodies).
     extractor: weft_files::Extractor,
@@ -62,15 +65,54 @@ impl Server {
     /// ([`Server::up`], [`Server::gateway`]): a worker has no use for it, so one
     /// started without `WEFT_ADMIN_TOKEN` must not revoke it.
     pub async fn open(cfg: Config) -> anyhow::Result<Server> {
+        Self::open_live(LiveConfig::fixed(cfg)).await
+    }
+
+    /// [`Server::open`] with a config that reloads (`weft serve --config …`):
+    /// the admins' saved settings from the database go over it first, and
+    /// every role started follows reloads from any replica.
+    pub async fn open_live(live: LiveConfig) -> anyhow::Result<Server> {
+        let cfg = live.get();
         let backends = Backends::connect(&cfg).await?;
+        // Saved web settings apply from the start (a reload that fails here
+        // leaves the file's config: the process still starts).
+        match backends.store.config_settings().await? {
+            Some(saved) => {
+                if let Err(e) = live.reload(Some(&saved.document)) {
+                    tracing::error!(error = %e, "the saved settings do not apply to this config; starting without them");
+                }
+                live.set_version(saved.version);
+            }
+            None => live.set_version(0),
+        }
+        let cfg = live.get();
+        if !backends.embedded() {
+            warn_cluster_defaults(&cfg);
+        }
         backends.store.seed_agents(&cfg.agents).await?;
         let extractor = weft_files::Extractor::this_binary(extract_limits(&cfg))
             .context("locating this binary for `weft extract`")?;
         Ok(Server {
-            cfg: Arc::new(cfg),
+            cfg,
+            live,
             backends,
             extractor,
         })
+    }
+
+    /// The live config (reload it with `weft_shared::reload::reload`).
+    pub fn live(&self) -> &LiveConfig {
+        &self.live
+    }
+
+    /// Follows reloads from other replicas until `shutdown` (see
+    /// `weft_shared::reload::follow`).
+    fn follow_reloads(&self, shutdown: &CancellationToken) {
+        tokio::spawn(weft_shared::reload::follow(
+            self.backends.store.clone(),
+            self.live.clone(),
+            shutdown.child_token(),
+        ));
     }
 
     /// Read documents with `extractor` instead of `weft extract` children of
@@ -124,7 +166,7 @@ impl Server {
             b.store.clone(),
             b.bus.clone(),
             b.queue.clone(),
-            self.cfg.clone(),
+            self.live.clone(),
             b.blobs.clone(),
             self.extractor.clone(),
             shutdown,
@@ -142,7 +184,7 @@ impl Server {
             store: b.store.clone(),
             bus: b.bus.clone(),
             queue: b.queue.clone(),
-            config: self.cfg.clone(),
+            live: self.live.clone(),
             blobs: b.blobs.clone(),
             extractor: self.extractor.clone(),
             lark,
@@ -164,6 +206,7 @@ impl Server {
             bootstrap::first_boot(&self.backends.store, &self.cfg, addr).await?;
         }
         let lark = self.lark_sender();
+        self.follow_reloads(&shutdown);
         let state = self.gateway_state(&metrics, shutdown.clone());
         let metrics = serve_metrics(metrics, &shutdown)?;
         let ingress = weft_gateway::lark::start(state.clone(), lark.clone()).await?;
@@ -203,6 +246,7 @@ impl Server {
         require_distributed(&self.cfg, "serve")?;
         let addr = listener.local_addr()?;
         self.bootstrap_admin().await?;
+        self.follow_reloads(&shutdown);
         let state = self.gateway_state(&metrics, shutdown.clone());
         let metrics = serve_metrics(metrics, &shutdown)?;
         let ingress = weft_gateway::lark::start(state.clone(), self.lark_sender()).await?;
@@ -231,6 +275,7 @@ impl Server {
         shutdown: CancellationToken,
     ) -> anyhow::Result<Running> {
         require_distributed(&self.cfg, "worker")?;
+        self.follow_reloads(&shutdown);
         let metrics = serve_metrics(metrics, &shutdown)?;
         let deps = self.worker_deps(self.lark_sender());
         let store = self.backends.store.clone();
@@ -244,6 +289,26 @@ impl Server {
             metrics,
             task,
         })
+    }
+}
+
+/// Defaults that suit one machine but not a cluster of 1,000+ users (the
+/// sizing in BENCHMARKS.md and deploy/README.md): said once at start-up.
+fn warn_cluster_defaults(cfg: &Config) {
+    const HOUR: u64 = 3600;
+    if cfg.events.retention_secs > HOUR {
+        tracing::warn!(
+            events.retention_secs = cfg.events.retention_secs,
+            "event logs stay in Redis this long after a run ends: Redis memory is runs/s × ~58 KB × retention, \
+             165 GB at 1,000 users with 24 h; set events.retention_secs = 600 (WEFT_EVENTS__RETENTION_SECS) unless clients re-attach later than that"
+        );
+    }
+    if cfg.worker.concurrency == weft_shared::config::WorkerConfig::default().concurrency {
+        tracing::warn!(
+            worker.concurrency = cfg.worker.concurrency,
+            "each worker runs at most this many runs at once (the default); at 1,000 users that is fewer than the runs in flight: \
+             give each worker 512 (WEFT_WORKER__CONCURRENCY) or run more workers (deploy/README.md, Sizing)"
+        );
     }
 }
 

@@ -15,6 +15,7 @@ pub mod memory_room;
 pub mod private_fs;
 pub mod prompt;
 pub mod queue;
+pub mod reload;
 pub mod skills;
 pub mod store;
 pub mod telemetry;

@@ -872,3 +872,62 @@ async fn a_sandboxed_server_cannot_reach_the_workers_secrets_processes_or_networ
     drop(listener);
     stop(&hub, &shutdown).await;
 }
+
+/// A config reload (`McpHub::reconfigure`): a server whose settings are the
+/// same keeps its process; a changed one is a new process with the new
+/// settings; a new one starts; one no longer listed stops and its tools go.
+#[tokio::test]
+async fn a_reload_restarts_only_the_servers_it_changed() {
+    use weft_tools::mcp::Reconfigured;
+    let (hub, shutdown) = settled_hub(vec![stdio("kept", &[]), stdio("changed", &[])]).await;
+    ready(&hub, "kept").await;
+    ready(&hub, "changed").await;
+    // Its pid and the PID namespace of its sandbox: one process, told apart.
+    let process = |out: String| {
+        let parts: Vec<&str> = out.split(' ').collect();
+        (parts[0].to_string(), parts[2].to_string())
+    };
+    let kept = process(call(&hub, "kept__pids", json!({})).await.unwrap());
+    let changed = process(call(&hub, "changed__pids", json!({})).await.unwrap());
+
+    let mut fewer = stdio("changed", &[]);
+    fewer.deny = vec!["fail".into()];
+    let done = hub.reconfigure(vec![stdio("kept", &[]), fewer, stdio("added", &[])]);
+    assert_eq!(
+        done,
+        [
+            ("kept".to_owned(), Reconfigured::Kept),
+            ("changed".to_owned(), Reconfigured::Restarted),
+            ("added".to_owned(), Reconfigured::Added),
+        ]
+    );
+    ready(&hub, "changed").await;
+    ready(&hub, "added").await;
+    assert_eq!(
+        process(call(&hub, "kept__pids", json!({})).await.unwrap()),
+        kept,
+        "an unchanged server keeps its process"
+    );
+    assert_ne!(
+        process(call(&hub, "changed__pids", json!({})).await.unwrap()),
+        changed,
+        "a changed server is a new process"
+    );
+    let names: Vec<String> = hub.tools().iter().map(|t| t.spec().name).collect();
+    assert!(!names.contains(&"changed__fail".to_owned()), "{names:?}");
+    assert!(names.contains(&"added__add".to_owned()), "{names:?}");
+
+    let done = hub.reconfigure(vec![stdio("kept", &[])]);
+    assert_eq!(
+        done,
+        [
+            ("kept".to_owned(), Reconfigured::Kept),
+            ("changed".to_owned(), Reconfigured::Stopped),
+            ("added".to_owned(), Reconfigured::Stopped),
+        ]
+    );
+    let names: Vec<String> = hub.tools().iter().map(|t| t.spec().name).collect();
+    assert!(names.iter().all(|n| n.starts_with("kept__")), "{names:?}");
+    assert_eq!(hub.status().len(), 1);
+    stop(&hub, &shutdown).await;
+}

@@ -330,4 +330,33 @@ describe('agents and turns in the web UI', () => {
     assert.equal(await page.getByTestId('compact-asked').count(), 0)
     await shot(page, 'agents-5-summary')
   })
+
+  test('an admin adds a model and changes a rate limit in the settings, without a restart', T, async () => {
+    await signIn(ADMIN)
+    await page.goto(`${weft.baseUrl}/settings`)
+    const section = page.getByTestId('config')
+    const limits = section.getByTestId('config-limits').locator('textarea')
+    await limits.waitFor()
+    const text = await limits.inputValue()
+    const current = JSON.parse(text).runs_per_minute_per_user
+    await limits.fill(text.replace(`"runs_per_minute_per_user": ${current}`, '"runs_per_minute_per_user": 7'))
+    await section.getByTestId('config-limits').getByRole('button').click()
+    const changes = section.getByTestId('config-changes')
+    await changes.waitFor()
+    assert.match(await changes.textContent(), new RegExp(`limits.runs_per_minute_per_user: ${current} → 7`))
+    // Invalid JSON is refused in the page; a model the server refuses changes nothing.
+    const models = section.getByTestId('config-models').locator('textarea')
+    await models.fill('[{"id": "e2e-extra", "provider": "mock"}, {"id": "mock", "provider": "mock", "default": true}]')
+    await section.getByTestId('config-models').getByRole('button').click()
+    await page.waitForFunction(() => /models\.e2e-extra: added/.test(document.querySelector('[data-testid=config-changes]')?.textContent ?? ''))
+    const served = await adminRequest(weft, 'GET', '/v1/models')
+    assert.ok(served.models.some((m) => m.id === 'e2e-extra'), JSON.stringify(served))
+    const limitsNow = await adminRequest(weft, 'GET', '/v1/admin/limits')
+    assert.equal(limitsNow.runs_per_minute_per_user, 7)
+    await shot(page, 'agents-6-config')
+    // Back to what it was, so the other tests keep their runs.
+    await limits.fill((await limits.inputValue()).replace('"runs_per_minute_per_user": 7', `"runs_per_minute_per_user": ${current}`))
+    await section.getByTestId('config-limits').getByRole('button').click()
+    await page.waitForFunction((c) => new RegExp(`→ ${c}`).test(document.querySelector('[data-testid=config-changes]')?.textContent ?? ''), current)
+  })
 })

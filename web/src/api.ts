@@ -24,12 +24,14 @@ import type {
   MessageList,
   Model,
   PutAgentRequest,
+  ReloadResponse,
   Role,
   Run,
   SendMessageRequest,
   SendResult,
   Session,
   SessionList,
+  SettingsView,
   Summary,
   SystemPrompt,
   TokenList,
@@ -209,6 +211,13 @@ export function createApi(opts: ApiOptions = {}) {
     deleteUser: (id: string) => del(`/v1/admin/users/${seg(id)}`),
     limits: () => get<Limits>('/v1/admin/limits'),
     mcpStatus: () => get<McpStatusList>('/v1/mcp'),
+    /** The live config's editable sections, secrets masked. */
+    settings: () => get<SettingsView>('/v1/admin/settings'),
+    /** Saves sections (each whole); 422/409 name what is wrong, and nothing changed. */
+    saveSettings: (settings: Record<string, unknown>) =>
+      put<ReloadResponse>('/v1/admin/settings', { settings }),
+    /** Reads the config file again on every replica. */
+    reloadConfig: () => post<ReloadResponse>('/v1/admin/reload'),
     /** Create or replace an agent; 422 names what is wrong. */
     putAgent: (id: string, body: PutAgentRequest) => put<Agent>(`/v1/admin/agents/${seg(id)}`, body),
     /** 409 for the built-in `agent` (the fallback). */

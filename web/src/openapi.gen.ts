@@ -77,6 +77,51 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/admin/reload": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Reads the config again — the file, the environment and the saved
+         *     settings — validates it, and applies it here and (within 2 s) on every
+         *     replica. Runs in flight keep the config they started with. 400 names what
+         *     is wrong and 409 `needs_restart` what only a restart changes; either way
+         *     nothing changed.
+         */
+        post: operations["reload_config"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/admin/settings": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The settings the web UI edits, as this replica runs them; secrets masked. */
+        get: operations["settings"];
+        /**
+         * Saves sections of the settings (each replaced whole) over the file and the
+         *     environment, and applies them everywhere as a reload does. A secret sent
+         *     back as `••••••` keeps its value.
+         */
+        put: operations["save_settings"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/admin/skills/{name}": {
         parameters: {
             query?: never;
@@ -924,6 +969,14 @@ export interface components {
             content: string;
             role: string;
         };
+        /**
+         * @description One thing a reload changed: `models.gpt-4o: added`,
+         *     `limits.runs_per_minute_per_user: 60 → 120`, `mcp.files: restarted`.
+         */
+        ConfigChangeDto: {
+            change: string;
+            key: string;
+        };
         CreateSessionRequest: {
             /** @description The agent (`GET /v1/agents`); `mode` is the older name for it. */
             agent?: string | null;
@@ -1257,6 +1310,18 @@ export interface components {
             };
             skill_md: string;
         };
+        /**
+         * @description A reload or a save that was applied: what changed on the replica that
+         *     answered (empty: nothing did); every other replica applies it within 2 s.
+         */
+        ReloadResponse: {
+            changes: components["schemas"]["ConfigChangeDto"][];
+            /**
+             * Format: int64
+             * @description The config version every replica now reads its config for.
+             */
+            version: number;
+        };
         RunDto: {
             /** Format: int32 */
             attempt: number;
@@ -1308,6 +1373,13 @@ export interface components {
             usage: components["schemas"]["UsageDto"];
         };
         /**
+         * @description `PUT /v1/admin/settings`: the sections to replace (any of `models`,
+         *     `limits`, `tools`, `mcp_servers`), each whole, as `GET` shows them.
+         */
+        SaveSettingsRequest: {
+            settings: Record<string, never>;
+        };
+        /**
          * @description 202 body of a send: a run was created (`status` is the run's), or the message
          *     was queued behind `active_run_id` (`status` = `queued`, no `run_id`).
          */
@@ -1350,6 +1422,23 @@ export interface components {
         SessionList: {
             next_cursor?: string | null;
             sessions: components["schemas"]["SessionDto"][];
+        };
+        /**
+         * @description The settings admins may edit in the web UI, as this replica runs them:
+         *     `models`, `limits`, `tools` (policies and the web tools) and
+         *     `mcp_servers`. Secrets show as `••••••`; sent back unchanged they keep
+         *     their value.
+         */
+        SettingsDto: {
+            settings: Record<string, never>;
+            updated_at?: string | null;
+            /** @description Who saved or reloaded last, and when (RFC 3339). */
+            updated_by?: string | null;
+            /**
+             * Format: int64
+             * @description The config version (0 before the first save or reload).
+             */
+            version: number;
         };
         /** @description A skill as listed to people (the model sees names and descriptions only). */
         SkillDto: {
@@ -1643,6 +1732,126 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["LimitsDto"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    reload_config: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReloadResponse"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    settings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SettingsDto"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    save_settings: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SaveSettingsRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ReloadResponse"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An error: `{"error":{"code","message"}}` (see the status) */

@@ -50,6 +50,9 @@ export type ApprovalList = Schemas['ApprovalList']
 export type ApprovalDecision = Schemas['ApprovalDecision']
 /** `GET /v1/mcp` (admin): the configured MCP servers, and each reporting worker's view of them. */
 export type McpStatusList = Schemas['McpStatusList']
+export type SettingsView = Schemas['SettingsDto']
+export type ReloadResponse = Schemas['ReloadResponse']
+export type ConfigChange = Schemas['ConfigChangeDto']
 export type McpWorkerStatus = Schemas['McpWorkerStatus']
 /** `state` is `starting`, `ready`, `error` or `stopped`; `policy` `auto`, `confirm` or `deny`. */
 export type McpServer = Schemas['McpServerDto']

@@ -6,9 +6,11 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 mod agents;
+mod settings;
 mod tools;
 
 pub use agents::*;
+pub use settings::*;
 pub use tools::*;
 
 /// `{"error":{"code","message"}}` — the one error envelope.

@@ -25,7 +25,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use weft_shared::api::ErrorBody;
 use weft_shared::bus::SharedBus;
-use weft_shared::config::Config;
+use weft_shared::config::{Config, LiveConfig};
 use weft_shared::event::{EventKind, Frame, RunEvent};
 use weft_shared::ids::RunId;
 use weft_shared::job::RunJob;
@@ -43,7 +43,8 @@ pub struct WorkerDeps {
     pub store: Store,
     pub bus: SharedBus,
     pub queue: SharedQueue,
-    pub config: Arc<Config>,
+    /// The config, reloaded live: an attempt keeps the one it started with.
+    pub live: LiveConfig,
     /// Attachment bytes (images for the model, documents' text).
     pub blobs: weft_shared::blobs::Blobs,
     /// Where fetched pages and PDFs are read (`weft extract` children).
@@ -51,6 +52,13 @@ pub struct WorkerDeps {
     /// The Lark REST side, when `[lark]` is configured: runs of Lark conversations
     /// stream their replies into cards.
     pub lark: Option<weft_lark::sender::RateAwareSender>,
+}
+
+impl WorkerDeps {
+    /// The config now.
+    pub fn config(&self) -> Arc<Config> {
+        self.live.get()
+    }
 }
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -96,11 +104,13 @@ pub(crate) struct Inner {
     pub(crate) deps: WorkerDeps,
     /// Unique per process: the lease owner written into claimed runs.
     pub(crate) id: String,
-    pub(crate) providers: Providers,
-    /// Built-in tools (MCP tools join them per run, see [`Inner::tools`]).
-    tools: ToolRegistry,
-    /// The configured MCP servers (none configured: `None`).
-    mcp: Option<Arc<weft_tools::mcp::McpHub>>,
+    /// The model clients of the config now (rebuilt on reload).
+    providers: std::sync::RwLock<Arc<Providers>>,
+    /// Built-in tools (MCP tools join them per run, see [`Inner::tools`]),
+    /// rebuilt on reload (the web tools' settings).
+    tools: std::sync::RwLock<ToolRegistry>,
+    /// The configured MCP servers (reconfigured on reload).
+    mcp: Arc<weft_tools::mcp::McpHub>,
     lark: Option<lark::LarkEgress>,
     slots: Arc<Semaphore>,
     /// Room for images held for models (`attachments.worker_image_memory_bytes`).
@@ -113,13 +123,16 @@ impl Inner {
     /// The tools available now: built-in ones and those of the MCP servers that
     /// are up (a server that is down simply offers none until it is back).
     pub(crate) fn tools(&self) -> ToolRegistry {
-        let mut tools = self.tools.clone();
-        if let Some(hub) = &self.mcp {
-            for tool in hub.tools() {
-                tools.add(tool);
-            }
+        let mut tools = self.tools.read().expect("tools lock").clone();
+        for tool in self.mcp.tools() {
+            tools.add(tool);
         }
         tools
+    }
+
+    /// The model clients now; an attempt keeps the ones it started with.
+    pub(crate) fn providers(&self) -> Arc<Providers> {
+        self.providers.read().expect("providers lock").clone()
     }
 
     pub(crate) async fn enqueue(&self, job: RunJob) {
@@ -130,7 +143,7 @@ impl Inner {
     }
 
     fn stale_before(&self) -> i64 {
-        now_ms() - self.deps.config.worker.stale_after_ms as i64
+        now_ms() - self.deps.config().worker.stale_after_ms as i64
     }
 
     /// Starts the Lark card of `run` when it belongs to a Lark conversation
@@ -138,6 +151,16 @@ impl Inner {
     /// the attempt left the run.
     async fn follow_in_lark(&self, run: &RunId) -> Option<lark::CardFollower> {
         self.lark.as_ref()?.start(&self.tasks, run).await
+    }
+
+    /// The background of `run`'s Lark group, when `[lark]
+    /// group_context_messages` asks for one (see `lark::background`).
+    pub(crate) async fn group_background(&self, run: &RunId) -> Option<String> {
+        let count = self.deps.config().lark.group_context_messages;
+        if count == 0 {
+            return None;
+        }
+        self.lark.as_ref()?.background(run, count).await
     }
 }
 
@@ -155,7 +178,7 @@ impl JobHandler for Handler {
             metrics::histogram!("weft_queue_wait_seconds")
                 .record((picked - job.enqueued_at).max(0) as f64 / 1000.0);
         }
-        let cfg = &inner.deps.config.worker;
+        let cfg = &inner.deps.config().worker;
         let claim = inner
             .deps
             .store
@@ -275,7 +298,7 @@ async fn exhausted(inner: &Inner, run: ClaimedRun) {
     match inner
         .deps
         .store
-        .fail_exhausted(&run, &error, &inner.deps.config.limits.run_limits())
+        .fail_exhausted(&run, &error, &inner.deps.config().limits.run_limits())
         .await
     {
         Ok(followup) => {
@@ -299,7 +322,7 @@ async fn exhausted(inner: &Inner, run: ClaimedRun) {
                 .bus
                 .retire(
                     &run.id,
-                    Duration::from_secs(inner.deps.config.events.retention_secs),
+                    Duration::from_secs(inner.deps.config().events.retention_secs),
                 )
                 .await;
             metrics::counter!("weft_runs_finished_total", "status" => "failed").increment(1);
@@ -318,7 +341,7 @@ async fn heartbeat(
     stop: Arc<RunStop>,
     seq: tokio::sync::oneshot::Receiver<Arc<AtomicU64>>,
 ) {
-    let every = Duration::from_millis(inner.deps.config.worker.heartbeat_ms);
+    let every = Duration::from_millis(inner.deps.config().worker.heartbeat_ms);
     let Ok(seq) = seq.await else { return };
     loop {
         tokio::time::sleep(every).await;
@@ -370,19 +393,68 @@ async fn listen_for_cancels(inner: Arc<Inner>, shutdown: CancellationToken) {
     }
 }
 
+/// The built-in tools and the web tools of `cfg`.
+fn builtin_tools(cfg: &Config, deps: &WorkerDeps) -> ToolRegistry {
+    let mut tools = ToolRegistry::builtin();
+    for tool in weft_tools::web_tools(&cfg.tools, &deps.extractor) {
+        tools.add(tool);
+    }
+    tools.add(Arc::new(agent::UseSkill {
+        store: deps.store.clone(),
+        dir: cfg.skills_dir(),
+    }));
+    tools.add(Arc::new(agent::ReadOutput {
+        store: deps.store.clone(),
+        blobs: deps.blobs.clone(),
+        page: cfg.tools.output_cap_bytes,
+    }));
+    tools
+}
+
+/// A reloaded config reaches what the worker built from it: model clients,
+/// tools, and the MCP servers whose settings changed (the others keep
+/// running). Attempts in flight keep what they started with.
+async fn follow_config(inner: Arc<Inner>, stop: CancellationToken) {
+    let mut changes = inner.deps.live.subscribe();
+    loop {
+        tokio::select! {
+            _ = stop.cancelled() => return,
+            changed = changes.changed() => if changed.is_err() { return },
+        }
+        let current = changes.borrow_and_update().clone();
+        match Providers::from_config(&current.models) {
+            Ok(p) => *inner.providers.write().expect("providers lock") = Arc::new(p),
+            Err(e) => {
+                tracing::error!(error = %e, "the reloaded models could not be set up; keeping the previous ones")
+            }
+        }
+        *inner.tools.write().expect("tools lock") = builtin_tools(&current.config, &inner.deps);
+        for (server, what) in inner.mcp.reconfigure(current.config.mcp_servers.clone()) {
+            if what != weft_tools::mcp::Reconfigured::Kept {
+                tracing::info!(mcp.server = %server, change = ?what, "mcp server reconfigured");
+            }
+        }
+    }
+}
+
 /// Every 5 s (and once the servers settled), this worker's view of its MCP
-/// servers goes to the database, where `GET /v1/mcp` on any gateway reads it.
+/// servers goes to the database, where `GET /v1/mcp` on any gateway reads it
+/// (a worker that never had a server reports nothing).
 async fn report_mcp(inner: Arc<Inner>, hub: Arc<weft_tools::mcp::McpHub>, stop: CancellationToken) {
     let mut settled = false;
+    let mut reported = false;
     loop {
         let servers: Vec<serde_json::Value> = hub
             .status()
             .into_iter()
             .filter_map(|s| serde_json::to_value(s).ok())
             .collect();
-        let json = serde_json::Value::Array(servers).to_string();
-        if let Err(e) = inner.deps.store.put_mcp_status(&inner.id, &json).await {
-            tracing::warn!(error = %e, "reporting MCP status failed");
+        if reported || !servers.is_empty() {
+            reported = true;
+            let json = serde_json::Value::Array(servers).to_string();
+            if let Err(e) = inner.deps.store.put_mcp_status(&inner.id, &json).await {
+                tracing::warn!(error = %e, "reporting MCP status failed");
+            }
         }
         // The first report after start-up waits only until the servers settled.
         let wait = async {
@@ -408,28 +480,13 @@ pub async fn run(
     shutdown: CancellationToken,
     orphan_all_at_start: bool,
 ) -> anyhow::Result<()> {
-    let cfg = deps.config.clone();
+    let cfg = deps.config().clone();
     lark::check_settings(&deps.store, deps.lark.is_some()).await?;
     let providers = Providers::from_config(&cfg.effective_models())?;
     let inner = Arc::new(Inner {
         id: format!("w-{}", uuid::Uuid::now_v7()),
-        providers,
-        tools: {
-            let mut tools = ToolRegistry::builtin();
-            for tool in weft_tools::web_tools(&cfg.tools, &deps.extractor) {
-                tools.add(tool);
-            }
-            tools.add(Arc::new(agent::UseSkill {
-                store: deps.store.clone(),
-                dir: cfg.skills_dir(),
-            }));
-            tools.add(Arc::new(agent::ReadOutput {
-                store: deps.store.clone(),
-                blobs: deps.blobs.clone(),
-                page: cfg.tools.output_cap_bytes,
-            }));
-            tools
-        },
+        providers: std::sync::RwLock::new(Arc::new(providers)),
+        tools: std::sync::RwLock::new(builtin_tools(&cfg, &deps)),
         lark: deps.lark.clone().map(|sender| {
             lark::LarkEgress::new(
                 sender,
@@ -439,9 +496,7 @@ pub async fn run(
                 lark::tenant_lang(&cfg.lark),
             )
         }),
-        mcp: (!cfg.mcp_servers.is_empty()).then(|| {
-            weft_tools::mcp::McpHub::start(cfg.mcp_servers.clone(), shutdown.child_token())
-        }),
+        mcp: weft_tools::mcp::McpHub::start(cfg.mcp_servers.clone(), shutdown.child_token()),
         slots: Arc::new(Semaphore::new(cfg.worker.concurrency)),
         image_room: weft_shared::memory_room::MemoryRoom::new(
             cfg.attachments.worker_image_memory_bytes,
@@ -458,10 +513,12 @@ pub async fn run(
         consume_stop.clone(),
         orphan_all_at_start,
     ));
-    let mcp_report = inner
-        .mcp
-        .clone()
-        .map(|hub| tokio::spawn(report_mcp(inner.clone(), hub, consume_stop.clone())));
+    let mcp_report = tokio::spawn(report_mcp(
+        inner.clone(),
+        inner.mcp.clone(),
+        consume_stop.clone(),
+    ));
+    let reloads = tokio::spawn(follow_config(inner.clone(), consume_stop.clone()));
     let handler: Arc<dyn JobHandler> = Arc::new(Handler(inner.clone()));
     inner
         .deps
@@ -494,8 +551,7 @@ pub async fn run(
     }
     cancels.abort();
     reaper.abort();
-    if let Some(report) = mcp_report {
-        report.abort();
-    }
+    mcp_report.abort();
+    reloads.abort();
     Ok(())
 }

@@ -37,6 +37,8 @@ pub struct ModelEntry {
 #[derive(Clone, Default)]
 pub struct Providers {
     models: HashMap<String, ModelEntry>,
+    /// The first of the models given: the default.
+    default: Option<String>,
 }
 
 impl Providers {
@@ -74,10 +76,18 @@ impl Providers {
                 },
             );
         }
-        Ok(Providers { models: out })
+        Ok(Providers {
+            models: out,
+            default: models.first().map(|m| m.id.clone()),
+        })
     }
 
     pub fn get(&self, id: &str) -> Option<&ModelEntry> {
         self.models.get(id)
+    }
+
+    /// The default model's id (the first one configured with `default`).
+    pub fn default_id(&self) -> Option<&str> {
+        self.default.as_deref()
     }
 }

@@ -17,11 +17,11 @@ use weft_shared::time::now_ms;
 use crate::Inner;
 
 pub(crate) async fn run(inner: Arc<Inner>, shutdown: CancellationToken, orphan_all_at_start: bool) {
-    let cfg = inner.deps.config.worker.clone();
+    let cfg = inner.deps.config().worker.clone();
     let every = Duration::from_millis(cfg.reaper_interval_ms);
     let mut first = true;
     let mut next_purge = 0;
-    let limits = inner.deps.config.limits.run_limits();
+    let limits = inner.deps.config().limits.run_limits();
     loop {
         let now = now_ms();
         if now >= next_purge {
@@ -90,7 +90,7 @@ pub(crate) async fn run(inner: Arc<Inner>, shutdown: CancellationToken, orphan_a
 
 async fn purge(inner: &Inner, now: i64) {
     sweep_files(inner, now).await;
-    let retention_ms = inner.deps.config.limits.idempotency_key_retention_secs as i64 * 1000;
+    let retention_ms = inner.deps.config().limits.idempotency_key_retention_secs as i64 * 1000;
     match inner
         .deps
         .store

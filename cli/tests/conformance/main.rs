@@ -23,6 +23,7 @@ mod mcp;
 mod multitask;
 mod otel;
 mod providers;
+mod reload;
 mod security;
 mod signin;
 mod streaming;

@@ -1,8 +1,10 @@
 //! Layered configuration: defaults → `weft.toml` (`--config` / `WEFT_CONFIG`) →
 //! `WEFT_*` environment (`__` nests: `WEFT_LIMITS__BODY_BYTES`; `WEFT_<KEY>_FILE`
 //! reads a setting from a file, see `secret_files`) → command-line flags.
-//! Validated once at start-up ([`Config::validate`]); secrets are wrapped in
-//! [`Secret`] so `Debug` output and logs never show them.
+//! Then the admins' settings saved from the web (`config_settings` in the
+//! database) over all of it. Validated completely before it is used
+//! ([`Config::validate`]), at start-up and on every reload ([`live`]); secrets
+//! are wrapped in [`Secret`] so `Debug` output and logs never show them.
 
 use std::path::{Path, PathBuf};
 
@@ -16,6 +18,7 @@ mod attachments;
 mod files;
 mod http;
 mod lark;
+pub mod live;
 mod mcp;
 mod models;
 mod secret_files;
@@ -29,6 +32,7 @@ pub use attachments::AttachmentsConfig;
 pub use files::FilesConfig;
 pub use http::{HttpConfig, Limits, LoginConfig, parse_proxy};
 pub use lark::{LarkConfig, LarkLanguage};
+pub use live::{Change, LiveConfig, ReloadError};
 pub use mcp::{McpPathGrant, McpSandbox, McpServerConfig};
 pub use models::{ModelConfig, ProviderKind};
 pub use tools::{
@@ -220,6 +224,17 @@ pub enum ConfigError {
 impl Config {
     /// Defaults → file (if any) → `WEFT_*` env.
     pub fn load(file: Option<&Path>) -> Result<Config, ConfigError> {
+        Self::load_with(file, None)
+    }
+
+    /// [`Self::load`] with the admins' settings from the database (the web
+    /// settings: `models`, `limits`, `tools`, `mcp_servers`, …) over
+    /// everything else: what an admin saved there wins over the file and the
+    /// environment.
+    pub fn load_with(
+        file: Option<&Path>,
+        settings: Option<&serde_json::Value>,
+    ) -> Result<Config, ConfigError> {
         let mut fig = Figment::from(Serialized::defaults(Config::default()));
         if let Some(path) = file {
             if !path.exists() {
@@ -241,6 +256,9 @@ impl Config {
                 std::env::vars_os()
                     .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?))),
             )?));
+        if let Some(settings) = settings {
+            fig = fig.merge(Serialized::defaults(settings));
+        }
         let cfg: Config = fig.extract().map_err(Box::new)?;
         cfg.validate()?;
         Ok(cfg)

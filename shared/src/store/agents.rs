@@ -1,5 +1,6 @@
 //! Agents and users' own instructions. Agents live in the database: the two
-//! built-in ones and `[[agents]]` are written at start-up when missing, admins
+//! built-in ones are written at start-up when missing, `[[agents]]` are brought
+//! up to date at start-up and on every reload ([`Store::seed_agents`]), admins
 //! edit them at run time, and every run reads the one its session names.
 
 use std::collections::BTreeMap;
@@ -107,6 +108,13 @@ impl Store {
     /// with the config (an operator who adds `allowed_users` to one expects it to
     /// hold after the restart; an agent edited by an admin keeps the admin's
     /// version). A configured default becomes the default.
+    /// Writes the built-in agents when missing and brings the `[[agents]]` of
+    /// the file up to date (at start-up and on every reload). An agent the
+    /// file defines is created when missing; one already there takes each
+    /// field the file changed since it last defined it, and keeps the others —
+    /// so an admin's edit in the web editor stays until the file changes that
+    /// same field. (An agent from before the file's definitions were kept
+    /// takes the file's fields only while nobody edited it.)
     pub async fn seed_agents(&self, configured: &[AgentConfig]) -> Result<()> {
         let now = now_ms();
         let mut tx = self.begin().await?;
@@ -114,7 +122,35 @@ impl Store {
             write_agent(&mut tx, &a, AgentOrigin::Builtin, now, Upsert::IfMissing).await?;
         }
         for a in configured {
-            write_agent(&mut tx, a, AgentOrigin::Config, now, Upsert::UnlessEdited).await?;
+            let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+                "select {COLUMNS}, from_file from agents where id = $1"
+            )))
+            .bind(&a.id)
+            .fetch_optional(&mut **tx)
+            .await?;
+            let file = serde_json::to_string(a).map_err(|e| StoreError::Other(e.to_string()))?;
+            match row {
+                None => write_agent(&mut tx, a, AgentOrigin::Config, now, Upsert::Always).await?,
+                Some(row) => {
+                    let now_there = AgentRecord::from_row(&row)?;
+                    let base = match get_opt_str(&row, "from_file")? {
+                        Some(json) => serde_json::from_str(&json)
+                            .map_err(|e| StoreError::Other(format!("agents.from_file: {e}")))?,
+                        None if now_there.origin == AgentOrigin::Config => now_there.spec.clone(),
+                        None => a.clone(),
+                    };
+                    let merged = merge_fields(&base, a, &now_there.spec)?;
+                    if merged != now_there.spec {
+                        write_agent(&mut tx, &merged, now_there.origin, now, Upsert::Always)
+                            .await?;
+                    }
+                }
+            }
+            sqlx::query("update agents set from_file = $1 where id = $2")
+                .bind(file)
+                .bind(&a.id)
+                .execute(&mut **tx)
+                .await?;
         }
         if let Some(default) = configured.iter().find(|a| a.default) {
             set_default(&mut tx, &default.id).await?;
@@ -203,13 +239,30 @@ impl Store {
     }
 }
 
+/// `stored` with every field the file changed from `base` to `file`.
+fn merge_fields(
+    base: &AgentConfig,
+    file: &AgentConfig,
+    stored: &AgentConfig,
+) -> Result<AgentConfig> {
+    let value =
+        |a: &AgentConfig| serde_json::to_value(a).map_err(|e| StoreError::Other(e.to_string()));
+    let (base, file, mut out) = (value(base)?, value(file)?, value(stored)?);
+    if let (Some(file), Some(out)) = (file.as_object(), out.as_object_mut()) {
+        for (k, v) in file {
+            if base.get(k) != Some(v) {
+                out.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    serde_json::from_value(out).map_err(|e| StoreError::Other(e.to_string()))
+}
+
 /// What writing an agent does to the row already there.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Upsert {
     /// Leave it alone (the built-in agents: admins may have edited them).
     IfMissing,
-    /// Replace it while it is still the config's own (`origin = 'config'`).
-    UnlessEdited,
     /// Replace it (an admin's write).
     Always,
 }
@@ -234,7 +287,6 @@ async fn write_agent(
              updated_at = excluded.updated_at";
     let conflict = match upsert {
         Upsert::IfMissing => "do nothing".to_string(),
-        Upsert::UnlessEdited => format!("{REPLACE} where agents.origin = 'config'"),
         Upsert::Always => REPLACE.to_string(),
     };
     let people = |v: &Vec<String>| serde_json::to_string(v).unwrap_or_else(|_| "[]".into());

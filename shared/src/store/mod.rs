@@ -10,6 +10,7 @@
 mod agents;
 mod approvals;
 mod attachments;
+mod config_settings;
 mod lark;
 mod lark_cards;
 mod lark_inbox;
@@ -41,6 +42,7 @@ pub use approvals::{
     Approval, ApprovalStatus, DecideOutcome, Decision, NewApproval, PendingStep, WaitOutcome,
 };
 pub use attachments::{Attachment, NewAttachment};
+pub use config_settings::ConfigSettings;
 pub use lark::{InboundClaim, LarkChat, LarkTarget, LinkOutcome, ReactionRecord, lark_username};
 pub use lark_cards::{CardEntityRecord, LarkApprovalCard, LarkCard};
 pub use lark_inbox::{InboxEntry, InboxState, InboxWriter, LeasedInbound, MAX_KEEP_BATCH};

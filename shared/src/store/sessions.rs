@@ -205,6 +205,31 @@ impl Store {
         self.get_session(user, id).await
     }
 
+    /// Run `run` (and its session, while it still names `gone`) with model
+    /// `to`: `gone` is no longer configured.
+    pub async fn fall_back_model(
+        &self,
+        run: &crate::ids::RunId,
+        session: &SessionId,
+        gone: &str,
+        to: &str,
+    ) -> Result<()> {
+        let mut tx = self.begin().await?;
+        sqlx::query("update sessions set model = $1 where id = $2 and model = $3")
+            .bind(to)
+            .bind(&session.0)
+            .bind(gone)
+            .execute(&mut **tx)
+            .await?;
+        sqlx::query("update runs set model = $1 where id = $2")
+            .bind(to)
+            .bind(&run.0)
+            .execute(&mut **tx)
+            .await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
     /// Delete a session with its messages and runs, in one transaction. Returns
     /// the runs that were still active: they end `cancelled` (by `"deleted"`), which
     /// the caller announces — to their workers, or to their streams when no worker

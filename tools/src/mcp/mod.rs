@@ -38,11 +38,33 @@ use tool::McpTool;
 
 /// The configured MCP servers and their tools.
 pub struct McpHub {
-    slots: Vec<Arc<Slot>>,
+    served: std::sync::RwLock<Vec<Served>>,
     changes: watch::Receiver<u64>,
+    notify: watch::Sender<u64>,
     tasks: TaskTracker,
+    backoff: Backoff,
+    /// The hub's own token: every server's is a child of it.
+    stop: CancellationToken,
     /// Dropping the hub stops its servers too.
     _stop: DropGuard,
+}
+
+/// One server as it runs now.
+struct Served {
+    slot: Arc<Slot>,
+    /// Stops this server alone (a reload that changed or removed it).
+    stop: CancellationToken,
+    /// Its settings, to tell a changed server from one left as it was.
+    settings: serde_json::Value,
+}
+
+/// What [`McpHub::reconfigure`] did to a server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Reconfigured {
+    Added,
+    Restarted,
+    Kept,
+    Stopped,
 }
 
 impl McpHub {
@@ -59,28 +81,70 @@ impl McpHub {
         shutdown: CancellationToken,
     ) -> Arc<McpHub> {
         let stop = shutdown.child_token();
-        let (tx, changes) = watch::channel(0);
-        let tasks = TaskTracker::new();
-        let slots: Vec<Arc<Slot>> = configs
-            .into_iter()
-            .map(|config| Slot::new(config, tx.clone()))
-            .collect();
-        for slot in &slots {
-            tasks.spawn(supervise(slot.clone(), backoff, stop.clone()));
-        }
-        tasks.close();
-        Arc::new(McpHub {
-            slots,
+        let (notify, changes) = watch::channel(0);
+        let hub = McpHub {
+            served: std::sync::RwLock::default(),
             changes,
-            tasks,
-            _stop: stop.drop_guard(),
-        })
+            notify,
+            tasks: TaskTracker::new(),
+            backoff,
+            _stop: stop.clone().drop_guard(),
+            stop,
+        };
+        hub.reconfigure(configs);
+        Arc::new(hub)
+    }
+
+    /// Serves `configs` from now on (a config reload): a server whose
+    /// settings did not change keeps running, connection and all; a changed
+    /// one restarts; one no longer listed stops; a new one starts. Calls in
+    /// flight on a server that stops get an error for the model.
+    pub fn reconfigure(&self, configs: Vec<McpServerConfig>) -> Vec<(String, Reconfigured)> {
+        let mut served = self.served.write().expect("mcp hub lock");
+        let mut old: Vec<Served> = std::mem::take(&mut *served);
+        let mut done = Vec::new();
+        for config in configs {
+            let settings = serde_json::to_value(&config).unwrap_or_default();
+            let name = config.name.clone();
+            match old.iter().position(|s| s.slot.name() == name) {
+                Some(at) if old[at].settings == settings => {
+                    served.push(old.remove(at));
+                    done.push((name, Reconfigured::Kept));
+                    continue;
+                }
+                Some(at) => {
+                    old.remove(at).stop.cancel();
+                    done.push((name, Reconfigured::Restarted));
+                }
+                None => done.push((name, Reconfigured::Added)),
+            }
+            let slot = Slot::new(config, self.notify.clone());
+            let stop = self.stop.child_token();
+            self.tasks
+                .spawn(supervise(slot.clone(), self.backoff, stop.clone()));
+            served.push(Served {
+                slot,
+                stop,
+                settings,
+            });
+        }
+        for gone in old {
+            gone.stop.cancel();
+            done.push((gone.slot.name().to_owned(), Reconfigured::Stopped));
+        }
+        self.notify.send_modify(|n| *n += 1);
+        done
+    }
+
+    fn slots(&self) -> Vec<Arc<Slot>> {
+        let served = self.served.read().expect("mcp hub lock");
+        served.iter().map(|s| s.slot.clone()).collect()
     }
 
     /// The tools of the servers that are ready now, sorted by name.
     pub fn tools(&self) -> Vec<Arc<dyn Tool>> {
         let mut tools: Vec<Arc<dyn Tool>> = Vec::new();
-        for slot in &self.slots {
+        for slot in &self.slots() {
             for entry in slot.tools() {
                 tools.push(Arc::new(McpTool {
                     slot: slot.clone(),
@@ -98,7 +162,7 @@ impl McpHub {
     /// show in its status); refusing the call is the tool runner's part.
     pub fn policy(&self, name: &str) -> Option<ToolPolicy> {
         let (server, _) = name.split_once("__")?;
-        self.slots
+        self.slots()
             .iter()
             .find(|s| s.name() == server)
             .map(|s| s.config.policy)
@@ -106,14 +170,14 @@ impl McpHub {
 
     /// Every server, in config order.
     pub fn status(&self) -> Vec<McpServerStatus> {
-        self.slots.iter().map(|s| s.status()).collect()
+        self.slots().iter().map(|s| s.status()).collect()
     }
 
     /// Resolves once every server has finished its first attempt (ready or
     /// error), for start-up logs and tests; it does not wait for retries.
     pub async fn settled(&self) {
         let mut changes = self.changes.clone();
-        while !self.slots.iter().all(|s| s.settled()) {
+        while !self.slots().iter().all(|s| s.settled()) {
             if changes.changed().await.is_err() {
                 return;
             }
@@ -138,6 +202,7 @@ impl McpHub {
     /// Resolves once shutdown has closed every connection and stopped every
     /// child process.
     pub async fn closed(&self) {
+        self.tasks.close();
         self.tasks.wait().await;
     }
 }

@@ -1,7 +1,7 @@
 // /settings: language, your own instructions and the agents (`Agents.tsx`: admins
 // create, edit and delete them), your password, sign-ins and file storage (`Account.tsx`),
 // personal API tokens, the models; for admins also users, a read-only view of the
-// limits and the MCP servers (`Mcp.tsx`).
+// limits, the live configuration (`Config.tsx`) and the MCP servers (`Mcp.tsx`).
 
 import { useEffect, useReducer, useState, type FormEvent } from 'react'
 import { api } from '../api'
@@ -12,6 +12,7 @@ import { fmtBytes, fmtDate } from '../format'
 import { useI18n, type MessageKey } from '../i18n'
 import { PasswordSection, SignInsSection, StorageSection } from './Account'
 import { AgentsSection, InstructionsSection } from './Agents'
+import { ConfigSection } from './Config'
 import { McpSection } from './Mcp'
 import type { ApiToken, CreatedToken, Limits, Model, Role, User } from '../types'
 
@@ -38,6 +39,7 @@ export function SettingsPage() {
       <Tokens />
       <Catalogue />
       {admin && <Users me={user!} />}
+      {admin && <ConfigSection />}
       {admin && <LimitsView />}
       {admin && <McpSection />}
     </div>

@@ -21,7 +21,7 @@ pub(super) async fn suspend(
     text: String,
     disposed: Vec<(ToolCall, Disposition)>,
 ) -> Flow {
-    let ttl_ms = a.inner.deps.config.tools.approval_ttl_secs as i64 * 1000;
+    let ttl_ms = a.cfg.tools.approval_ttl_secs as i64 * 1000;
     let expires_at = now_ms() + ttl_ms;
     let approvals: Vec<NewApproval> = disposed
         .iter()

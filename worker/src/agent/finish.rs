@@ -45,7 +45,7 @@ pub(super) async fn finish(
 ) -> Execution {
     em.flush().await;
     let usage = usage_dto(totals.usage, totals.context);
-    let (store, limits) = (&inner.deps.store, inner.deps.config.limits.run_limits());
+    let (store, limits) = (&inner.deps.store, inner.deps.config().limits.run_limits());
     let finish_run = || store.finish_run(run, &inner.id, &end, usage, totals.ttft_ms, &limits);
     let outcome = match finish_run().await {
         Ok(o) => o,
@@ -57,7 +57,7 @@ pub(super) async fn finish(
             }
         },
     };
-    let retention = Duration::from_secs(inner.deps.config.events.retention_secs);
+    let retention = Duration::from_secs(inner.deps.config().events.retention_secs);
     let (message_id, followup) = match outcome {
         FinishOutcome::Finished {
             message_id,

@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use tracing::Instrument;
 use weft_llm::{ChatMessage, ChatRequest, ToolCall, ToolSpec, Usage};
 use weft_shared::api::{ErrorBody, ToolCallDto};
-use weft_shared::config::AgentConfig;
+use weft_shared::config::{AgentConfig, Config};
 use weft_shared::event::EventKind;
 use weft_shared::store::{ClaimedRun, RunEnd, StepCheckpoint, ToolResult};
 use weft_tools::ToolContext;
@@ -37,7 +37,7 @@ pub(crate) use skills::UseSkill;
 
 use crate::context::{self, window::ContextUse};
 use crate::emitter::Emitter;
-use crate::providers::ModelEntry;
+use crate::providers::{ModelEntry, Providers};
 use crate::{Inner, RunStop, StopReason};
 use step::{StepOutcome, Timing};
 use toolrun::{Disposition, ToolRunner};
@@ -83,7 +83,7 @@ pub(crate) async fn execute(
         Ok(a) => a,
         Err(exec) => return exec,
     };
-    let limit = Duration::from_secs(inner.deps.config.worker.max_run_secs);
+    let limit = Duration::from_secs(inner.deps.config().worker.max_run_secs);
     let timer = attempt.stop.clone();
     let deadline = tokio::spawn(async move {
         tokio::time::sleep(limit).await;
@@ -112,6 +112,10 @@ struct Attempt<'a> {
     context: ContextUse,
     /// The session's agent: its tools, policies and step limit apply.
     agent: AgentConfig,
+    /// The config this attempt started with: a reload meanwhile does not
+    /// change a run half-way.
+    cfg: Arc<Config>,
+    providers: Arc<Providers>,
     tools: Vec<ToolSpec>,
     /// Room in the worker's image budget for the images in `messages`.
     _images_held: Option<tokio::sync::OwnedSemaphorePermit>,
@@ -126,7 +130,7 @@ impl<'a> Attempt<'a> {
         stop: Arc<RunStop>,
         seq_out: tokio::sync::oneshot::Sender<Arc<std::sync::atomic::AtomicU64>>,
     ) -> Result<Attempt<'a>, Execution> {
-        let cfg = &inner.deps.config;
+        let cfg = inner.deps.config();
         // An earlier attempt (or an earlier stretch before an approval) may have
         // published events and checkpointed steps.
         let resumed = run.attempt > 1 || run.last_seq > 0;
@@ -155,7 +159,7 @@ impl<'a> Attempt<'a> {
         let (agent, system, has_skills) = match context::system_for(
             &inner.deps.store,
             &run,
-            &inner.deps.config.skills_dir(),
+            &cfg.skills_dir(),
         )
         .await
         {
@@ -191,7 +195,30 @@ impl<'a> Attempt<'a> {
             step,
             agent,
             tools,
+            cfg,
+            providers: inner.providers(),
         })
+    }
+
+    /// A run whose model a reload removed goes on with the default one, and so
+    /// does its session from now on; the model it named, when it fell back.
+    async fn fall_back_if_gone(&mut self) -> Option<String> {
+        if self.providers.get(&self.run.model).is_some() {
+            return None;
+        }
+        let default = self.providers.default_id()?.to_owned();
+        let gone = std::mem::replace(&mut self.run.model, default);
+        tracing::warn!(model = %gone, fallback = %self.run.model, "the run's model is no longer configured; using the default");
+        if let Err(e) = self
+            .inner
+            .deps
+            .store
+            .fall_back_model(&self.run.id, &self.run.session_id, &gone, &self.run.model)
+            .await
+        {
+            tracing::warn!(error = %e, "recording the model fallback failed");
+        }
+        Some(gone)
     }
 
     /// Until the run ends or this attempt leaves it.
@@ -206,6 +233,7 @@ impl<'a> Attempt<'a> {
             }
         };
         let resume_step = pending.as_ref().map_or(self.step, |p| p.step + 1);
+        let fell_back = self.fall_back_if_gone().await;
         self.em
             .emit(EventKind::RunStarted {
                 session_id: self.run.session_id.clone(),
@@ -220,7 +248,19 @@ impl<'a> Attempt<'a> {
                 step: self.step,
             });
         }
-        let Some(model) = self.inner.providers.get(&self.run.model).cloned() else {
+        if let Some(gone) = fell_back {
+            let notice = format!(
+                "_The model {gone} is no longer configured; this conversation now uses {}._\n\n",
+                self.run.model
+            );
+            self.em
+                .emit(EventKind::Text {
+                    step: self.step,
+                    delta: notice,
+                })
+                .await;
+        }
+        let Some(model) = self.providers.get(&self.run.model).cloned() else {
             return Flow::End(RunEnd::Failed {
                 error: ErrorBody {
                     code: "unknown_model".into(),
@@ -234,7 +274,7 @@ impl<'a> Attempt<'a> {
             Ok(()) => {}
             Err(flow) => return flow,
         }
-        match context::window::build(self.inner, &self.run, &model, &self.system).await {
+        match context::window::build(self.inner, &self.cfg, &self.run, &model, &self.system).await {
             Ok(built) => {
                 self.messages = built.messages;
                 self.context = built.used;
@@ -244,6 +284,9 @@ impl<'a> Attempt<'a> {
                 tracing::error!(error = %e, "loading context failed; leaving the run to the reaper");
                 return Flow::Leave(Leave::Abandon);
             }
+        }
+        if let Some(background) = self.inner.group_background(&self.run.id).await {
+            context::before_the_question(&mut self.messages, &background);
         }
         if let Some(pending) = pending {
             self.step = pending.step;
@@ -307,10 +350,7 @@ impl<'a> Attempt<'a> {
 
     /// One agent step: the model's answer, then its tool calls.
     async fn step(&mut self, model: &ModelEntry) -> Flow {
-        let max_steps = self
-            .agent
-            .max_steps
-            .unwrap_or(self.inner.deps.config.worker.max_steps);
+        let max_steps = self.agent.max_steps.unwrap_or(self.cfg.worker.max_steps);
         if self.step > max_steps {
             return Flow::End(RunEnd::Failed {
                 error: ErrorBody {
@@ -392,7 +432,13 @@ impl<'a> Attempt<'a> {
             session_id: self.run.session_id.0.clone(),
             user_id: self.run.user_id.0.clone(),
         };
-        Ok(ToolRunner::new(self.inner, ctx, grants, self.agent.clone()))
+        Ok(ToolRunner::new(
+            self.inner,
+            ctx,
+            grants,
+            self.agent.clone(),
+            self.cfg.clone(),
+        ))
     }
 
     /// Run a step's disposed calls, checkpoint the step, extend the context.
@@ -466,7 +512,7 @@ impl<'a> Attempt<'a> {
                     code: "max_duration".into(),
                     message: format!(
                         "the run passed its time limit of {} s and was stopped",
-                        self.inner.deps.config.worker.max_run_secs
+                        self.cfg.worker.max_run_secs
                     ),
                 },
                 partial,

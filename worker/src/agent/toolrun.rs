@@ -7,13 +7,14 @@
 
 use std::collections::HashSet;
 use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::FutureExt;
 use tracing::field::Empty;
 use tracing::{Instrument, Span};
 use weft_llm::ToolCall;
-use weft_shared::config::{AgentConfig, MAX_CALL_TIMEOUT_SECS, ToolPolicy};
+use weft_shared::config::{AgentConfig, Config, MAX_CALL_TIMEOUT_SECS, ToolPolicy};
 use weft_shared::event::EventKind;
 use weft_shared::store::ToolResult;
 use weft_tools::ToolContext;
@@ -39,6 +40,8 @@ pub(super) struct ToolRunner<'a> {
     grants: HashSet<String>,
     /// Which tools the session's agent may use, and its own policies.
     agent: AgentConfig,
+    /// The attempt's config (tool policies, timeouts, caps).
+    cfg: Arc<Config>,
 }
 
 impl<'a> ToolRunner<'a> {
@@ -47,12 +50,14 @@ impl<'a> ToolRunner<'a> {
         ctx: ToolContext,
         grants: HashSet<String>,
         agent: AgentConfig,
+        cfg: Arc<Config>,
     ) -> Self {
         ToolRunner {
             inner,
             ctx,
             grants,
             agent,
+            cfg,
         }
     }
 
@@ -63,7 +68,7 @@ impl<'a> ToolRunner<'a> {
     /// tightened, nor the other way round. When none speaks, the tool's own
     /// default (`confirm` for tools with side effects, else `auto`).
     fn policy(&self, name: &str) -> ToolPolicy {
-        let cfg = &self.inner.deps.config;
+        let cfg = &self.cfg;
         let server = name.split_once("__").map(|(s, _)| s);
         let server_key = server.map(|s| format!("mcp:{s}"));
         let server_policy = server
@@ -103,7 +108,7 @@ impl<'a> ToolRunner<'a> {
         calls: Vec<ToolCall>,
         decided: impl Fn(&ToolCall) -> Option<Result<(), String>>,
     ) -> Vec<(ToolCall, Disposition)> {
-        let cap = self.inner.deps.config.tools.max_calls_per_step as usize;
+        let cap = self.cfg.tools.max_calls_per_step as usize;
         unique_ids(calls)
             .into_iter()
             .enumerate()
@@ -234,9 +239,7 @@ impl<'a> ToolRunner<'a> {
     /// One call with its timeout; a panic inside the tool is its error, not the run's.
     async fn call(&self, c: &ToolCall) -> Result<String, String> {
         let secs = self
-            .inner
-            .deps
-            .config
+            .cfg
             .tools
             .call_timeout_secs
             .clamp(1, MAX_CALL_TIMEOUT_SECS);
@@ -256,7 +259,7 @@ impl<'a> ToolRunner<'a> {
 
     /// Output over the cap is stored whole; the model gets the head and a pointer.
     async fn cap(&self, c: &ToolCall, content: String) -> String {
-        let cap = self.inner.deps.config.tools.output_cap_bytes as usize;
+        let cap = self.cfg.tools.output_cap_bytes as usize;
         if content.len() <= cap {
             return content;
         }

@@ -37,6 +37,18 @@ pub async fn system_for(
     Ok((agent, prompt, !lines.is_empty()))
 }
 
+/// Puts `background` (a Lark group's recent messages) before the newest
+/// user turn, for this run only: nothing is stored.
+pub fn before_the_question(messages: &mut [ChatMessage], background: &str) {
+    if let Some(ChatMessage::User { content, .. }) = messages
+        .iter_mut()
+        .rev()
+        .find(|m| matches!(m, ChatMessage::User { .. }))
+    {
+        *content = format!("{background}\n\n{content}");
+    }
+}
+
 /// The model's view of `history`, with the attachments `files` loaded for it.
 pub fn to_chat_messages(
     system: String,

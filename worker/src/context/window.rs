@@ -45,12 +45,13 @@ const SUMMARY_TIMEOUT: Duration = Duration::from_secs(120);
 /// The context for this run, summarising older turns when needed.
 pub async fn build(
     inner: &Inner,
+    config: &weft_shared::config::Config,
     run: &ClaimedRun,
     model: &ModelEntry,
     system: &str,
 ) -> weft_shared::store::Result<Built> {
     let store = &inner.deps.store;
-    let cfg = &inner.deps.config.context;
+    let cfg = &config.context;
     let window = u64::from(model.config.window());
     let budget = window * u64::from(cfg.threshold_percent) / 100;
     let compact = store.take_compact_request(&run.session_id).await?;
@@ -67,7 +68,7 @@ pub async fn build(
         &inner.deps.blobs,
         &msgs,
         &model.config,
-        &inner.deps.config.attachments,
+        &config.attachments,
         &inner.image_room,
     )
     .await;
@@ -221,14 +222,14 @@ async fn summarise(
     older: &[Message],
     window: u64,
 ) -> anyhow::Result<(String, String)> {
-    let by = inner
-        .deps
-        .config
+    let config = inner.deps.config();
+    let by = config
         .context
         .summariser_model
         .as_deref()
         .unwrap_or(&run.model);
-    let entry = inner.providers.get(by).unwrap_or(model);
+    let providers = inner.providers();
+    let entry = providers.get(by).unwrap_or(model);
     let mut lines: Vec<String> = older
         .iter()
         .map(|m| match m.role.as_str() {

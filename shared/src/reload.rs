@@ -1,0 +1,155 @@
+//! Reloading the config on every replica (ARCHITECTURE §12, "Config reload").
+//!
+//! One replica is asked (`POST /v1/admin/reload`, `SIGHUP`, a save of the web
+//! settings): it reads its config again, validates it completely and checks
+//! what would need a restart before anything changes ([`LiveConfig`]); on
+//! success it brings the file's agents up to date in the database and bumps
+//! the config version (`config_settings.version`). Every replica — gateways
+//! and workers alike — reads that one-row version every [`POLL`] and, when it
+//! moved, reads its own config again the same way. So a change reaches every
+//! replica within a poll and a reload (well inside the 2 s the operators are
+//! promised), with no message to lose: a Redis pub/sub notice would be missed
+//! by a replica that is reconnecting, a version in the database is not.
+//!
+//! A replica whose own copy of the config does not load keeps the config it
+//! runs with and logs why, once per version; the others go on. Runs in flight
+//! keep the config their attempt started with (they hold its `Arc`).
+
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+use tokio_util::sync::CancellationToken;
+
+use crate::config::live::{masked, unmask};
+use crate::config::{Change, LiveConfig, ReloadError};
+use crate::store::Store;
+
+/// How often every replica reads the config version.
+pub const POLL: Duration = Duration::from_secs(1);
+
+/// The sections of the config the web settings may set.
+pub const SETTABLE: &[&str] = &["models", "limits", "tools", "mcp_servers"];
+
+/// Reads the config again on this replica and, when that worked, makes every
+/// other replica do the same; what changed here. `by` is recorded with the
+/// new version (`admin`, `SIGHUP`).
+pub async fn reload(
+    store: &Store,
+    live: &LiveConfig,
+    by: &str,
+) -> Result<Vec<Change>, ReloadError> {
+    let settings = store
+        .config_settings()
+        .await
+        .map_err(|e| ReloadError::Invalid(format!("reading the saved settings failed: {e}")))?;
+    let changed = live.reload(settings.as_ref().map(|s| &s.document))?;
+    after_change(store, live, by).await;
+    Ok(changed)
+}
+
+/// Saves `edited` (some of [`SETTABLE`], a secret sent back as its mask kept as it
+/// are) over the saved settings, when the config that makes is valid and
+/// needs no restart, and applies it here and on every replica.
+pub async fn save_settings(
+    store: &Store,
+    live: &LiveConfig,
+    edited: Map<String, Value>,
+    by: &str,
+) -> Result<Vec<Change>, ReloadError> {
+    if let Some(other) = edited.keys().find(|k| !SETTABLE.contains(&k.as_str())) {
+        return Err(ReloadError::Invalid(format!(
+            "{other} cannot be set here; the settings are {}",
+            SETTABLE.join(", ")
+        )));
+    }
+    let saved = store
+        .config_settings()
+        .await
+        .map_err(|e| ReloadError::Invalid(format!("reading the saved settings failed: {e}")))?;
+    let mut document = match saved.map(|s| s.document) {
+        Some(Value::Object(map)) => map,
+        _ => Map::new(),
+    };
+    let now = serde_json::to_value(&*live.get()).unwrap_or(Value::Null);
+    for (key, mut value) in edited {
+        unmask(&mut value, &now[&key]);
+        document.insert(key, value);
+    }
+    let document = Value::Object(document);
+    let (next, changed) = live.prepare(Some(&document))?;
+    store
+        .put_config_settings(&document, by)
+        .await
+        .map_err(|e| ReloadError::Invalid(format!("saving the settings failed: {e}")))?;
+    live.apply(next)?;
+    after_change(store, live, by).await;
+    Ok(changed)
+}
+
+/// The settings as admins see them: the sections they may set, from the
+/// config this replica runs with, secrets masked.
+pub fn settings_view(live: &LiveConfig) -> Value {
+    let all = masked(&live.get());
+    Value::Object(
+        SETTABLE
+            .iter()
+            .map(|k| ((*k).to_owned(), all[*k].clone()))
+            .collect(),
+    )
+}
+
+/// The file's agents into the database, and a new version for the others.
+async fn after_change(store: &Store, live: &LiveConfig, by: &str) {
+    if let Err(e) = store.seed_agents(&live.get().agents).await {
+        tracing::warn!(error = %e, "bringing the file's agents up to date failed; the next reload tries again");
+    }
+    match store.bump_config_version(by).await {
+        Ok(version) => live.set_version(version),
+        Err(e) => {
+            tracing::warn!(error = %e, "bumping the config version failed: other replicas keep their config until the next reload")
+        }
+    }
+}
+
+/// Follows the config version until `shutdown`: whenever another replica
+/// bumped it, this one reads its config again (see the module docs).
+pub async fn follow(store: Store, live: LiveConfig, shutdown: CancellationToken) {
+    match store.config_version().await {
+        Ok(v) => live.set_version(v),
+        Err(e) => tracing::warn!(error = %e, "reading the config version failed"),
+    }
+    loop {
+        tokio::select! {
+            _ = shutdown.cancelled() => return,
+            _ = tokio::time::sleep(POLL) => {}
+        }
+        let version = match store.config_version().await {
+            Ok(v) => v,
+            Err(e) => {
+                tracing::debug!(error = %e, "reading the config version failed");
+                continue;
+            }
+        };
+        if version == live.version() {
+            continue;
+        }
+        live.set_version(version);
+        let settings = match store.config_settings().await {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::warn!(error = %e, "reading the saved settings failed");
+                continue;
+            }
+        };
+        match live.reload(settings.as_ref().map(|s| &s.document)) {
+            Ok(changed) if changed.is_empty() => {}
+            Ok(changed) => {
+                let list: Vec<String> = changed.iter().map(ToString::to_string).collect();
+                tracing::info!(config.version = version, changes = %list.join("; "), "config reloaded");
+            }
+            Err(e) => {
+                tracing::error!(config.version = version, error = %e, "the new config could not be applied here; this replica keeps the config it runs with");
+            }
+        }
+    }
+}
