@@ -5,6 +5,7 @@
 
 mod client;
 mod server;
+mod update;
 
 use clap::{Parser, Subcommand};
 use weft_shared::telemetry::{Process, Telemetry};
@@ -117,6 +118,11 @@ enum Command {
         #[command(flatten)]
         connect: ConnectArgs,
     },
+    /// Update this binary to the latest signed release, or roll it back.
+    #[command(
+        after_help = "Examples:\n  weft update --check          is there a newer release? (changes nothing)\n  weft update                  install it: signature and checksum verified, the old binary kept as weft.old\n  weft update --to 0.1.0       install exactly this version (also to go back to an older one)\n  weft update --rollback       put the previous binary back\n\nExit codes: 0 done (or nothing to do), 1 refused or failed (nothing was replaced),\n2 settings missing or wrong, 3 the release server could not be reached."
+    )]
+    Update(update::UpdateArgs),
     /// Read a document from stdin and print its text: how Weft reads every
     /// untrusted file (uploads, Lark files, web_fetch pages), one limited child
     /// process per file. Exit 0: the text; 65: why it cannot be read.
@@ -186,6 +192,8 @@ fn main() -> std::process::ExitCode {
             };
             return weft_files::isolate::serve_child(kind, limits);
         }
+        // Its own: no gateway, no config beyond `[update]`, its own runtime.
+        Some(Command::Update(args)) => return std::process::ExitCode::from(update::run(args)),
         Some(server_command) => return run_server_command(server_command),
     };
     std::process::ExitCode::from(client::run(connect, command))
@@ -263,6 +271,7 @@ async fn run_server(command: Command, telemetry: &mut Option<Telemetry>) -> anyh
         | Command::Logout { .. }
         | Command::Sessions { .. }
         | Command::Models { .. }
-        | Command::Extract { .. } => unreachable!("client commands are dispatched in main"),
+        | Command::Extract { .. }
+        | Command::Update(_) => unreachable!("client commands are dispatched in main"),
     }
 }
