@@ -119,9 +119,7 @@ enum Command {
         connect: ConnectArgs,
     },
     /// Update this binary to the latest signed release, or roll it back.
-    #[command(
-        after_help = "Examples:\n  weft update --check          is there a newer release? (changes nothing)\n  weft update                  install it: signature and checksum verified, the old binary kept as weft.old\n  weft update --to 0.1.0       install exactly this version (also to go back to an older one)\n  weft update --rollback       put the previous binary back\n\nExit codes: 0 done (or nothing to do), 1 refused or failed (nothing was replaced),\n2 settings missing or wrong, 3 the release server could not be reached."
-    )]
+    #[command(after_help = update::after_help())]
     Update(update::UpdateArgs),
     /// Read a document from stdin and print its text: how Weft reads every
     /// untrusted file (uploads, Lark files, web_fetch pages), one limited child

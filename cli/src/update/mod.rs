@@ -69,11 +69,30 @@ impl UpdateError {
     }
 }
 
-/// What the flags ask for, resolved once.
-enum Action {
-    Check(Wanted),
-    Install(Wanted),
-    RollBack,
+/// `weft update --help`'s epilogue: examples, exit codes, and what this build
+/// trusts and where it looks unless told otherwise.
+pub fn after_help() -> String {
+    let built_in = |v: Option<&str>| {
+        v.map(str::trim)
+            .filter(|v| !v.is_empty())
+            .map(str::to_owned)
+    };
+    let url = built_in(source::BUILT_IN_URL).unwrap_or_else(|| "none (set [update] url)".into());
+    let key =
+        built_in(source::BUILT_IN_KEY).unwrap_or_else(|| "none (set [update] public_key)".into());
+    format!(
+        "Examples:
+  weft update --check          is there a newer release? (changes nothing)
+  weft update                  install it: signature and checksum verified, the old binary kept as weft.old
+  weft update --to 0.1.0       install exactly this version (also to go back to an older one)
+  weft update --rollback       put the previous binary back
+
+Exit codes: 0 done (or nothing to do), 1 refused or failed (nothing was replaced),
+2 settings missing or wrong, 3 the release server could not be reached.
+
+Built in: release folder {url}
+          public key     {key}"
+    )
 }
 
 /// Runs `weft update`; the answer is the exit code.
@@ -88,22 +107,13 @@ pub fn run(args: UpdateArgs) -> u8 {
 }
 
 fn update(args: UpdateArgs) -> Result<(), UpdateError> {
-    let wanted = args.to.clone().map_or(Wanted::Latest, Wanted::Version);
-    let action = match (args.rollback, args.check) {
-        (true, _) => Action::RollBack,
-        (false, true) => Action::Check(wanted),
-        (false, false) => Action::Install(wanted),
-    };
     let binary = install::running_binary()?;
-    let (wanted, check_only) = match action {
-        Action::RollBack => {
-            let restored = install::roll_back(&binary)?;
-            println!("rolled back: {} is {restored} again", binary.display());
-            return Ok(());
-        }
-        Action::Check(wanted) => (wanted, true),
-        Action::Install(wanted) => (wanted, false),
-    };
+    if args.rollback {
+        let restored = install::roll_back(&binary)?;
+        println!("rolled back: {} is {restored} again", binary.display());
+        return Ok(());
+    }
+    let wanted = args.to.clone().map_or(Wanted::Latest, Wanted::Version);
     let file = match weft_client::config::config_path() {
         Some(path) => {
             weft_client::config::load(&path).map_err(|e| UpdateError::Usage(e.to_string()))?
@@ -121,8 +131,8 @@ fn update(args: UpdateArgs) -> Result<(), UpdateError> {
         .map_err(|e| UpdateError::Local(format!("tokio runtime: {e}")))?;
     let offer = runtime.block_on(offer(&source, &wanted))?;
     match offer {
-        Offer::UpToDate(ref reason) | Offer::NotDowngrading(ref reason) => println!("{reason}"),
-        Offer::Available(ref release) if check_only => println!(
+        Offer::Nothing(ref reason) => println!("{reason}"),
+        Offer::Available(ref release) if args.check => println!(
             "weft {} is available (this is {}; signature verified): run `weft update{}`",
             release.version,
             release.current,
@@ -140,8 +150,8 @@ fn update(args: UpdateArgs) -> Result<(), UpdateError> {
 
 /// What the release folder offers against this binary.
 enum Offer {
-    UpToDate(String),
-    NotDowngrading(String),
+    /// Up to date, or the latest is older than this binary: why, for the user.
+    Nothing(String),
     Available(Release),
 }
 
@@ -159,12 +169,12 @@ async fn offer(source: &ReleaseSource, wanted: &Wanted) -> Result<Offer, UpdateE
     let (manifest, manifest_url) = source.manifest(wanted).await?;
     let offered = manifest.version.clone();
     if offered == current {
-        return Ok(Offer::UpToDate(format!(
+        return Ok(Offer::Nothing(format!(
             "weft {current} is up to date (the release at {manifest_url} is {offered}, signature verified)"
         )));
     }
     if matches!(wanted, Wanted::Latest) && offered < current {
-        return Ok(Offer::NotDowngrading(format!(
+        return Ok(Offer::Nothing(format!(
             "weft {current} is newer than the latest release ({offered}); not downgrading (to go back to it: weft update --to {offered})"
         )));
     }

@@ -16,8 +16,8 @@ use weft_client::config::UpdateSection;
 use super::UpdateError;
 use super::manifest::{Artifact, MANIFEST_FILE, Manifest, SIGNATURE_FILE, TrustedKey};
 
-const BUILT_IN_URL: Option<&str> = option_env!("WEFT_RELEASE_URL");
-const BUILT_IN_KEY: Option<&str> = option_env!("WEFT_RELEASE_PUBKEY");
+pub(super) const BUILT_IN_URL: Option<&str> = option_env!("WEFT_RELEASE_URL");
+pub(super) const BUILT_IN_KEY: Option<&str> = option_env!("WEFT_RELEASE_PUBKEY");
 const MAX_MANIFEST_BYTES: usize = 256 * 1024;
 
 /// Which release to look at.
