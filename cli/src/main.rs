@@ -5,6 +5,7 @@
 
 mod client;
 mod server;
+mod update;
 
 use clap::{Parser, Subcommand};
 use weft_shared::telemetry::{Process, Telemetry};
@@ -117,6 +118,9 @@ enum Command {
         #[command(flatten)]
         connect: ConnectArgs,
     },
+    /// Update this binary to the latest signed release, or roll it back.
+    #[command(after_help = update::after_help())]
+    Update(update::UpdateArgs),
     /// Read a document from stdin and print its text: how Weft reads every
     /// untrusted file (uploads, Lark files, web_fetch pages), one limited child
     /// process per file. Exit 0: the text; 65: why it cannot be read.
@@ -186,6 +190,8 @@ fn main() -> std::process::ExitCode {
             };
             return weft_files::isolate::serve_child(kind, limits);
         }
+        // Its own: no gateway, no config beyond `[update]`, its own runtime.
+        Some(Command::Update(args)) => return std::process::ExitCode::from(update::run(args)),
         Some(server_command) => return run_server_command(server_command),
     };
     std::process::ExitCode::from(client::run(connect, command))
@@ -279,6 +285,7 @@ async fn run_server(command: Command, telemetry: &mut Option<Telemetry>) -> anyh
         | Command::Logout { .. }
         | Command::Sessions { .. }
         | Command::Models { .. }
-        | Command::Extract { .. } => unreachable!("client commands are dispatched in main"),
+        | Command::Extract { .. }
+        | Command::Update(_) => unreachable!("client commands are dispatched in main"),
     }
 }

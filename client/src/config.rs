@@ -20,6 +20,21 @@ pub const DEFAULT_GATEWAY: &str = "http://127.0.0.1:8900";
 pub struct FileConfig {
     pub gateway: Option<String>,
     pub token: Option<String>,
+    /// `[update]`: where `weft update` looks for releases and whose signature it
+    /// trusts. Kept here so `weft login`/`logout` rewriting the file keep it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub update: Option<UpdateSection>,
+}
+
+/// `[update]` in `config.toml`; each key overrides what the binary was built with.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UpdateSection {
+    /// The release folder: `<url>/weft-manifest.json` is the latest release,
+    /// `<url>/<VERSION>/weft-manifest.json` each one.
+    pub url: Option<String>,
+    /// The minisign public key release manifests must be signed with (the
+    /// `RW…` line of a `minisign.pub`).
+    pub public_key: Option<String>,
 }
 
 /// A gateway URL and the token to present there. `Debug` hides the token.
@@ -174,6 +189,7 @@ mod tests {
         let file = FileConfig {
             gateway: Some("http://a:1/".into()),
             token: Some("weft_x".into()),
+            ..FileConfig::default()
         };
         let c = resolve_with(None, None, &file).unwrap();
         assert_eq!(
@@ -193,6 +209,10 @@ mod tests {
         let cfg = FileConfig {
             gateway: Some("http://h:1".into()),
             token: Some("weft_t".into()),
+            update: Some(UpdateSection {
+                url: Some("https://releases.example/weft".into()),
+                public_key: None,
+            }),
         };
         save(&path, &cfg).unwrap();
         assert_eq!(load(&path).unwrap(), cfg);
