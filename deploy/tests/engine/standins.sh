@@ -137,6 +137,8 @@ build_standins() {
   standin "$(compose_image postgres)" "$s/postgres.Dockerfile" "$s" "$s/postgres-entrypoint.sh"
   standin "$(compose_image redis)" "$s/redis.Dockerfile" "$s" "$s/redis-entrypoint.sh"
   standin "$(compose_image nginx)" "$s/nginx.Dockerfile" "$s"
+  standin "$(compose_image otel-collector)" "$s/otel-collector.Dockerfile" "$s" "$s/otlp_standin.py"
+  standin "$(compose_image jaeger)" "$s/jaeger.Dockerfile" "$s" "$s/otlp_standin.py"
 }
 
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
