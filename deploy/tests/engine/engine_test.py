@@ -102,9 +102,9 @@ class Stack:
                      env=env, timeout=UP_TIMEOUT_S + 60)
         return time.monotonic() - start
 
-    def containers(self):
-        """service -> container id, every container of the project (running or not)."""
-        out = docker("ps", "-a", "--filter", f"label=com.docker.compose.project={PROJECT}",
+    def containers(self, running=False):
+        """service -> container id, of every container of the project (or the running ones)."""
+        out = docker("ps", *([] if running else ["-a"]), "--filter", f"label=com.docker.compose.project={PROJECT}",
                      "--format", '{{.ID}} {{.Label "com.docker.compose.service"}}').stdout
         return {svc: cid for cid, svc in (line.split() for line in out.splitlines() if line.strip())}
 
@@ -151,19 +151,34 @@ def confinement(stack, check):
     weft = [n for n, s in services.items() if s.get("image") == IMAGE and n != "migrate" and not s.get("profiles")]
     for name in weft:
         info = stack.inspect(name)
-        with open(f"/proc/{info['State']['Pid']}/status") as f:
-            uid = re.search(r"^Uid:\s+(\d+)", f.read(), re.M).group(1)
-        # The container's pid 1 is docker-init (init: true): its child is weft.
-        children = open(f"/proc/{info['State']['Pid']}/task/{info['State']['Pid']}/children").read().split()
-        with open(f"/proc/{children[0]}/status") as f:
-            weft_uid = re.search(r"^Uid:\s+(\d+)", f.read(), re.M).group(1)
-        check(weft_uid == "65532", f"{name}: weft runs as uid {weft_uid} (init {uid})")
+        # The container's pid 1 is docker-init (init: true), weft its child.
+        init = info["State"]["Pid"]
+        uids = {pid: status_field(pid, "Uid") for pid in [init] + children_of(init)}
+        names = {pid: status_field(pid, "Name") for pid in uids}
+        weft_uid = next((uid for pid, uid in uids.items() if names[pid] == "weft"), None)
+        check(weft_uid == "65532", f"{name}: the weft process runs as uid {weft_uid} ({names})")
         check(info["HostConfig"]["ReadonlyRootfs"] is True, f"{name}: read-only root filesystem")
     name = weft[0]
     r = stack.exec(name, "wget", "-q", "-O", "/probe", "http://127.0.0.1:8900/health", check=False)
     check(r.returncode != 0, f"{name}: writing to / fails ({(r.stderr or r.stdout).strip()[:80]})")
     r = stack.exec(name, "wget", "-q", "-O", "/var/lib/weft/files/.probe", "http://127.0.0.1:8900/health", check=False)
     check(r.returncode == 0, f"{name}: the weft-files volume is writable by 65532")
+
+
+def status_field(pid, field):
+    with open(f"/proc/{pid}/status") as f:
+        return re.search(rf"^{field}:\s+(\S+)", f.read(), re.M).group(1)
+
+
+def children_of(parent):
+    out = []
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            if status_field(pid, "PPid") == str(parent):
+                out.append(int(pid))
+        except (OSError, AttributeError):
+            pass
+    return out
 
 
 def pool_fits(stack, check):
@@ -240,12 +255,16 @@ def failover(stack, check):
     stored = [m["content"] for m in edge.json("GET", f"/v1/sessions/{session['id']}/messages")["messages"]
               if m["role"] == "assistant"]
     check(stored and stored[-1].strip() == text.strip(), "the stored reply equals what was streamed")
+    # The access log names the upstreams tried for the re-attach, the one that
+    # answered last. The killed gateway comes back (restart: unless-stopped),
+    # at the same address, but not within the few milliseconds before the
+    # client re-attaches: the answer is the survivor's.
     survivor_ip = stack.inspect(survivor)["NetworkSettings"]["Networks"][f"{PROJECT}_edge"]["IPAddress"]
     logs = docker("logs", stack.containers()["nginx"]).stdout
     tried = [m.group(1).split(", ") for line in logs.splitlines() if f"/v1/runs/{run_id}/events" in line
              for m in [re.search(r"upstream=(.*) rt=", line)] if m]
     check(tried and tried[-1][-1] == f"{survivor_ip}:8900",
-          f"nginx sent the re-attach to {survivor} ({survivor_ip}; tried {tried[-1:] or 'nothing logged'})")
+          f"nginx sent the re-attach to {survivor} ({survivor_ip}:8900; tried {tried[-1:] or 'nothing logged'})")
     # restart: unless-stopped brings the killed gateway back; wait for it before going on.
     wait_healthy(stack, victim)
     return session["id"]
@@ -275,7 +294,7 @@ def persisted(stack, check, sessions):
 
 
 def memory(stack):
-    out = docker("stats", "--no-stream", "--format", "{{.Name}}\t{{.MemUsage}}", *stack.containers().values()).stdout
+    out = docker("stats", "--no-stream", "--format", "{{.Name}}\t{{.MemUsage}}", *stack.containers(running=True).values()).stdout
     return {name.replace(f"{PROJECT}-", "").rsplit("-", 1)[0]: usage.split(" / ")[0]
             for name, usage in (line.split("\t") for line in out.splitlines() if line.strip())}
 
@@ -319,7 +338,8 @@ def main():
     report["image_bytes"] = image_checks(check)
     with tempfile.TemporaryDirectory(prefix="weft-engine-") as work:
         stack = Stack(work)
-        stack.compose("down", "-v", "--remove-orphans", "--profile", "observability", check=False)
+        # What a run that was stopped half-way left behind.
+        stack.compose("--profile", "observability", "down", "-v", "--remove-orphans", check=False, timeout=180)
         try:
             print("engine: compose up (fresh volumes)", flush=True)
             report["cold_start_s"] = round(stack.up(), 1)
