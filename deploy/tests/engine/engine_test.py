@@ -29,6 +29,8 @@ import sys
 import tempfile
 import time
 
+import yaml
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 from sse import EventStream, Http  # noqa: E402
@@ -90,9 +92,37 @@ class Stack:
             f.write(re.sub(r"(?m)^WEFT_ADMIN_TOKEN=.*$", f"WEFT_ADMIN_TOKEN={self.token}", example))
             f.write(f"\nWEFT_PUBLISH=127.0.0.1:{self.port}\nWEFT_JAEGER_PUBLISH=127.0.0.1:{self.jaeger_port}\n")
             f.write(f"WEFT_IMAGE={IMAGE}\n")
+        self.files = [os.path.join(DEPLOY, "compose.yaml")]
+        if os.environ.get("ENGINE_SECRETS_AS_FILES", "1") == "1":
+            self.files.append(self.secrets_as_files(workdir))
+
+    def secrets_as_files(self, workdir):
+        """Docker Compose v2 refuses `secrets: environment:` for a read-only
+        service ("`file` is the sole supported option": it would have to write
+        the value into the container). Until compose.yaml's secrets are files,
+        an override gives each secret its value from .env as a file, which is
+        what `file:` in compose.yaml would do; the services stay as written."""
+        from compose_native import read_env_file
+
+        env = read_env_file(self.env_file)
+        with open(os.path.join(DEPLOY, "compose.yaml")) as f:
+            declared = yaml.safe_load(f)["secrets"]
+        os.makedirs(os.path.join(workdir, "secrets"))
+        lines = ["secrets:"]
+        for name, spec in declared.items():
+            path = os.path.join(workdir, "secrets", name)
+            with open(path, "w") as f:
+                f.write(env.get(spec["environment"], ""))
+            os.chmod(path, 0o644)
+            lines += [f"  {name}: !override", f"    file: {path}"]
+        override = os.path.join(workdir, "secrets.override.yaml")
+        with open(override, "w") as f:
+            f.write("\n".join(lines) + "\n")
+        return override
 
     def compose(self, *args, env=None, timeout=600, check=True):
-        argv = [COMPOSE_BIN, "--project-directory", DEPLOY, "-f", os.path.join(DEPLOY, "compose.yaml"),
+        files = [a for path in self.files for a in ("-f", path)]
+        argv = [COMPOSE_BIN, "--project-directory", DEPLOY, *files,
                 "--env-file", self.env_file, "-p", PROJECT, *args]
         return run(argv, timeout=timeout, check=check, env={**os.environ, **(env or {})})
 
