@@ -142,15 +142,7 @@ fn chatter(w: &mut LarkWorld, sender: &str, text: &str) {
 
 /// The newest user turn as the model read it (`@mock.context` answers it).
 fn newest_turn(messages: &[Value]) -> String {
-    let picture: Value = serde_json::from_str(
-        messages
-            .iter()
-            .rev()
-            .find(|m| m["role"] == "assistant")
-            .and_then(|m| m["content"].as_str())
-            .unwrap(),
-    )
-    .unwrap();
+    let picture = picture(messages);
     let users = picture["users"].as_array().unwrap();
     users.last().and_then(Value::as_str).unwrap().to_owned()
 }

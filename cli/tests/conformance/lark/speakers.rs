@@ -68,15 +68,7 @@ async fn two_speakers_in_one_group_are_each_themselves(b: Backend) {
         ]
     );
     // The model saw both names, and Bob's instructions, not Alice's.
-    let picture: Value = serde_json::from_str(
-        messages
-            .iter()
-            .rev()
-            .find(|m| m["role"] == "assistant")
-            .and_then(|m| m["content"].as_str())
-            .unwrap(),
-    )
-    .unwrap();
+    let picture = picture(messages);
     assert_eq!(
         picture["users"],
         json!([

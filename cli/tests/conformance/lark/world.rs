@@ -416,3 +416,17 @@ impl LarkWorld {
 pub(super) fn notice(m: &SentMessage) -> String {
     element(m, "notice_text")
 }
+
+/// What the model was sent, as the newest `@mock.context` reply among a
+/// session's `messages` shows it (`{"system", "users", "tools"}`).
+pub(super) fn picture(messages: &[Value]) -> Value {
+    serde_json::from_str(
+        messages
+            .iter()
+            .rev()
+            .find(|m| m["role"] == "assistant")
+            .and_then(|m| m["content"].as_str())
+            .expect("a reply"),
+    )
+    .expect("a @mock.context picture")
+}
