@@ -89,7 +89,7 @@ export interface paths {
         /**
          * Reads the config again — the file, the environment and the saved
          *     settings — validates it, and applies it here and (within 2 s) on every
-         *     replica. Runs in flight keep the config they started with. 400 names what
+         *     replica. Runs in flight keep the config they started with. 422 names what
          *     is wrong and 409 `needs_restart` what only a restart changes; either way
          *     nothing changed.
          */
@@ -1762,7 +1762,7 @@ export interface operations {
                     "application/json": components["schemas"]["ReloadResponse"];
                 };
             };
-            400: {
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1770,7 +1770,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            409: {
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1838,7 +1838,7 @@ export interface operations {
                     "application/json": components["schemas"]["ReloadResponse"];
                 };
             };
-            400: {
+            409: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -1846,7 +1846,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
-            409: {
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -8,7 +8,7 @@ use weft_shared::config::AgentConfig;
 use crate::both_backends;
 use crate::harness::Db;
 
-both_backends!(configured_agents_follow_the_file_until_an_admin_edits_them);
+both_backends!(configured_agents_take_what_the_file_changes_and_keep_admin_edits);
 
 fn club(instructions: &str, allowed_users: &[&str]) -> AgentConfig {
     AgentConfig {
@@ -20,7 +20,7 @@ fn club(instructions: &str, allowed_users: &[&str]) -> AgentConfig {
     }
 }
 
-async fn configured_agents_follow_the_file_until_an_admin_edits_them(db: Db) {
+async fn configured_agents_take_what_the_file_changes_and_keep_admin_edits(db: Db) {
     let s = &db.store;
     s.seed_agents(&[club("v1", &[])]).await.unwrap();
     let a = s.get_agent("club").await.unwrap().spec;
@@ -33,13 +33,21 @@ async fn configured_agents_follow_the_file_until_an_admin_edits_them(db: Db) {
     assert_eq!(a.allowed_users, ["vip"]);
     assert!(a.allowed_roles.is_empty());
 
-    // An admin's edit is the admin's from then on.
+    // An admin's edit stays through a restart with the same file.
     let mut edited = club("admin's", &["vip", "bob"]);
     edited.allowed_roles = vec!["admin".into()];
     s.put_agent(&edited).await.unwrap();
-    s.seed_agents(&[club("v3", &[])]).await.unwrap();
+    s.seed_agents(&[club("v2", &["vip"])]).await.unwrap();
     let a = s.get_agent("club").await.unwrap().spec;
     assert_eq!(a.instructions, "admin's");
     assert_eq!(a.allowed_users, ["vip", "bob"]);
+    assert_eq!(a.allowed_roles, ["admin"]);
+
+    // A file that changes some fields: those are the file's again, the
+    // field only the admin changed stays the admin's.
+    s.seed_agents(&[club("v3", &[])]).await.unwrap();
+    let a = s.get_agent("club").await.unwrap().spec;
+    assert_eq!(a.instructions, "v3");
+    assert!(a.allowed_users.is_empty());
     assert_eq!(a.allowed_roles, ["admin"]);
 }
