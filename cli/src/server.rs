@@ -165,8 +165,7 @@ fn reload_on_sighup(server: &Server) {
             while hup.recv().await.is_some() {
                 match weft_shared::reload::reload(&store, &live, "SIGHUP").await {
                     Ok(changes) => {
-                        let list: Vec<String> = changes.iter().map(ToString::to_string).collect();
-                        tracing::info!(changes = %list.join("; "), "SIGHUP: config reloaded");
+                        tracing::info!(changes = %weft_shared::config::Change::list(&changes), "SIGHUP: config reloaded");
                     }
                     Err(e) => tracing::error!(error = %e, "SIGHUP: config not reloaded"),
                 }

@@ -261,24 +261,25 @@ pub async fn delete_user(
 /// The limits in force (admin only, read-only).
 #[utoipa::path(get, path = "/v1/admin/limits", responses((status = 200, body = LimitsDto)))]
 pub async fn limits(State(state): State<AppState>, _admin: Admin) -> Json<LimitsDto> {
-    let l = &state.config().limits;
+    let cfg = state.config();
+    let l = &cfg.limits;
     Json(LimitsDto {
         body_bytes: l.body_bytes,
         message_chars: l.message_chars,
         attachments_bytes: l.attachments_bytes,
-        images_per_message: state.config().attachments.images_per_message,
-        image_bytes: state.config().attachments.image_bytes,
-        documents_per_message: state.config().attachments.documents_per_message,
-        document_bytes: state.config().attachments.document_bytes,
+        images_per_message: cfg.attachments.images_per_message,
+        image_bytes: cfg.attachments.image_bytes,
+        documents_per_message: cfg.attachments.documents_per_message,
+        document_bytes: cfg.attachments.document_bytes,
         active_runs_per_user: l.active_runs_per_user,
         runs_per_minute_per_user: l.runs_per_minute_per_user,
         streams_per_user: l.streams_per_user,
         streams_per_run: l.streams_per_run,
         queued_messages_per_session: l.queued_messages_per_session,
         storage_bytes_per_user: l.storage_bytes_per_user,
-        tool_call_timeout_secs: state.config().tools.call_timeout_secs,
-        tool_output_cap_bytes: state.config().tools.output_cap_bytes,
-        approval_ttl_secs: state.config().tools.approval_ttl_secs,
-        max_steps: state.config().worker.max_steps,
+        tool_call_timeout_secs: cfg.tools.call_timeout_secs,
+        tool_output_cap_bytes: cfg.tools.output_cap_bytes,
+        approval_ttl_secs: cfg.tools.approval_ttl_secs,
+        max_steps: cfg.worker.max_steps,
     })
 }

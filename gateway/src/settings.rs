@@ -109,6 +109,5 @@ async fn refresh_agents(state: &AppState) {
 }
 
 fn log_changes(by: &str, changes: &[Change]) {
-    let list: Vec<String> = changes.iter().map(ToString::to_string).collect();
-    tracing::info!(by, changes = %list.join("; "), "config reloaded");
+    tracing::info!(by, changes = %Change::list(changes), "config reloaded");
 }

@@ -20,7 +20,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
 
-use crate::config::live::{masked, unmask};
+use crate::config::masking::{masked, unmask};
 use crate::config::{Change, LiveConfig, ReloadError};
 use crate::store::Store;
 
@@ -144,8 +144,7 @@ pub async fn follow(store: Store, live: LiveConfig, shutdown: CancellationToken)
         match live.reload(settings.as_ref().map(|s| &s.document)) {
             Ok(changed) if changed.is_empty() => {}
             Ok(changed) => {
-                let list: Vec<String> = changed.iter().map(ToString::to_string).collect();
-                tracing::info!(config.version = version, changes = %list.join("; "), "config reloaded");
+                tracing::info!(config.version = version, changes = %Change::list(&changed), "config reloaded");
             }
             Err(e) => {
                 tracing::error!(config.version = version, error = %e, "the new config could not be applied here; this replica keeps the config it runs with");

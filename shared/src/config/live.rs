@@ -24,6 +24,7 @@ use std::sync::Arc;
 use serde_json::Value;
 use tokio::sync::watch;
 
+use super::masking::is_secret;
 use super::{Config, ConfigError, ModelConfig};
 
 /// The config a process runs with, and the models derived from it.
@@ -170,6 +171,14 @@ pub struct Change {
     pub change: String,
 }
 
+impl Change {
+    /// `changes` on one line, for logs: `a: x → y; b: added`.
+    pub fn list(changes: &[Change]) -> String {
+        let lines: Vec<String> = changes.iter().map(ToString::to_string).collect();
+        lines.join("; ")
+    }
+}
+
 impl std::fmt::Display for Change {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}: {}", self.key, self.change)
@@ -212,20 +221,6 @@ const RESTART_ONLY: &[&str] = &[
     "attachments.worker_image_memory_bytes",
 ];
 
-/// Keys whose values are never shown (a change says only `changed`).
-const SECRET_KEYS: &[&str] = &[
-    "api_key",
-    "app_secret",
-    "admin_token",
-    "database_url",
-    "redis_url",
-    "secret_access_key",
-    "password",
-    "token",
-    "env",
-    "headers",
-];
-
 /// Lists whose items are told apart by a field (`models` by `id`), so a change
 /// reads `models.gpt-4o: added` rather than by position; `mcp_servers` are
 /// shown as `mcp.<name>`.
@@ -263,19 +258,13 @@ pub fn changes(old: &Config, new: &Config) -> Result<Vec<Change>, ReloadError> {
     Ok(out)
 }
 
-fn to_value(config: &Config) -> Value {
+pub(super) fn to_value(config: &Config) -> Value {
     serde_json::to_value(config).unwrap_or(Value::Null)
 }
 
 /// The value at a dotted path.
 fn at<'a>(v: &'a Value, path: &str) -> &'a Value {
     path.split('.').fold(v, |v, k| &v[k])
-}
-
-fn is_secret(key: &str) -> bool {
-    key.rsplit('.')
-        .next()
-        .is_some_and(|last| SECRET_KEYS.contains(&last))
 }
 
 fn keyed_changes(old: &Value, new: &Value, id: &str, shown: &str, out: &mut Vec<Change>) {
@@ -371,71 +360,10 @@ fn shown(v: &Value) -> String {
     }
 }
 
-/// `config` as admins may see it: every secret replaced by [`MASK`] (an
-/// empty one stays empty, so "not set" still shows).
-pub fn masked(config: &Config) -> Value {
-    let mut v = to_value(config);
-    mask(&mut v, "");
-    v
-}
-
-/// What a secret shows as; sent back unchanged, it means "keep the current one".
-pub const MASK: &str = "••••••";
-
-fn mask(v: &mut Value, key: &str) {
-    if is_secret(key) {
-        match v {
-            Value::String(s) if !s.is_empty() => *s = MASK.to_owned(),
-            Value::Object(map) => map.values_mut().for_each(|x| {
-                if let Value::String(s) = x {
-                    *s = MASK.to_owned();
-                }
-            }),
-            _ => {}
-        }
-        return;
-    }
-    match v {
-        Value::Object(map) => {
-            for (k, x) in map.iter_mut() {
-                mask(x, k);
-            }
-        }
-        Value::Array(items) => items.iter_mut().for_each(|x| mask(x, key)),
-        _ => {}
-    }
-}
-
-/// `edited` with every [`MASK`] put back to the secret it stands for in
-/// `current` (the same path; list items matched by their `id` or `name`).
-pub fn unmask(edited: &mut Value, current: &Value) {
-    match (edited, current) {
-        (Value::String(s), Value::String(now)) if s == MASK => *s = now.clone(),
-        (Value::Object(map), Value::Object(now)) => {
-            for (k, x) in map.iter_mut() {
-                if let Some(n) = now.get(k) {
-                    unmask(x, n);
-                }
-            }
-        }
-        (Value::Array(items), Value::Array(now)) => {
-            for item in items.iter_mut() {
-                let key = ["id", "name"]
-                    .into_iter()
-                    .find_map(|k| item[k].as_str().map(|v| (k, v.to_owned())));
-                let matched = key.and_then(|(k, v)| now.iter().find(|n| n[k] == v.as_str()));
-                if let Some(n) = matched {
-                    unmask(item, n);
-                }
-            }
-        }
-        _ => {}
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::config::masking::{MASK, masked, unmask};
     use crate::config::{McpServerConfig, Secret};
 
     fn model(id: &str) -> ModelConfig {

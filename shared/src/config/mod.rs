@@ -19,6 +19,7 @@ mod files;
 mod http;
 mod lark;
 pub mod live;
+pub mod masking;
 mod mcp;
 mod models;
 mod secret_files;
