@@ -29,6 +29,7 @@ import os
 import re
 import shlex
 import socket
+import subprocess
 
 import yaml
 
@@ -36,6 +37,7 @@ DEPLOY = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 COMPOSE = os.path.join(DEPLOY, "compose.yaml")
 ENV_EXAMPLE = os.path.join(DEPLOY, ".env.example")
 DOCKERFILE = os.path.join(DEPLOY, "Dockerfile")
+MAKE_SECRETS = os.path.join(DEPLOY, "make-secrets")
 # Where the image keeps state (WEFT_DATA_DIR); a container's own unless mounted.
 IMAGE_STATE = "/var/lib/weft"
 
@@ -76,6 +78,17 @@ def read_env_file(path):
                 value = value[1:-1]
             env[key.strip()] = interpolate(value, env)
     return env
+
+
+def make_secrets(directory):
+    """deploy/make-secrets into `directory`, as an operator runs it: the
+    secrets' values by file name (without the file's trailing newline)."""
+    subprocess.run(["sh", MAKE_SECRETS, directory], check=True, capture_output=True, text=True, timeout=60)
+    out = {}
+    for name in os.listdir(directory):
+        with open(os.path.join(directory, name)) as f:
+            out[name] = f.read().removesuffix("\n")
+    return out
 
 
 def deep_map(node, fn):
@@ -207,13 +220,15 @@ class NativePlan:
     def write_secrets(self):
         os.makedirs(self.secrets_dir, exist_ok=True)
         for name, spec in self.compose.get("secrets", {}).items():
+            # Compose mounts a `file:` secret as it is (relative to the
+            # project directory, deploy/), an `environment:` one as the value.
             if "environment" in spec:
-                value = self.env[spec["environment"]]
+                value = self.env[spec["environment"]] + "\n"
             else:
                 with open(os.path.join(DEPLOY, spec["file"])) as f:
                     value = f.read()
             with open(os.path.join(self.secrets_dir, name), "w") as f:
-                f.write(self.native(name, value) + "\n")
+                f.write(self.native(name, value))
 
     def weft_services(self):
         """The services running the Weft image (they have a `build`)."""

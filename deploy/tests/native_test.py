@@ -28,7 +28,7 @@ def attachment(topo, check):
     process, with its own container filesystem) reads the text back for the
     model, and the mock model's echo shows it did. Works only if every gateway
     and worker is given the same store: in compose, the shared volume."""
-    token = topo.env["WEFT_ADMIN_TOKEN"]
+    token = topo.token
     edge = Http(topo.port("nginx"), token, timeout=DEADLINE_S)
     stores = {}
     for name in topo.services_of("serve") + topo.services_of("worker"):
@@ -70,7 +70,7 @@ def streams_active(metrics_port, token):
 
 
 def failover(topo, check):
-    token = topo.env["WEFT_ADMIN_TOKEN"]
+    token = topo.token
     edge = Http(topo.port("nginx"), token)
     gateways = topo.services_of("serve")
     check(len(gateways) >= 2, f"compose.yaml runs {len(gateways)} gateways (want 2 or more)")
@@ -142,7 +142,7 @@ def admin_token_placement(topo, check):
             check(has, f"{name} is given the admin token")
         else:
             check(not has, f"{name} is not given the admin token")
-    me = Http(topo.port("nginx"), topo.env["WEFT_ADMIN_TOKEN"]).json("GET", "/v1/me")
+    me = Http(topo.port("nginx"), topo.token).json("GET", "/v1/me")
     check(me.get("username") == "admin", f"the admin token works with the workers running: {me}")
 
 

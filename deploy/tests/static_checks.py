@@ -8,14 +8,13 @@ import copy
 import json
 import os
 import re
-import secrets
 import subprocess
 import tempfile
 
 import jsonschema
 import yaml
 
-from compose_native import COMPOSE, DEPLOY, ENV_EXAMPLE, read_env_file
+from compose_native import COMPOSE, DEPLOY, ENV_EXAMPLE, make_secrets, read_env_file
 
 ROOT = os.path.dirname(DEPLOY)
 SCHEMAS = os.path.join(DEPLOY, "tests", "schemas")
@@ -187,15 +186,20 @@ def ingress_hides_metrics(check, docs, label):
 
 
 def example_tokens_refused(check, weft):
-    """The admin tokens deploy/ ships as examples (.env.example, the k8s example
-    overlay) stop a gateway at start-up with a clear error, and a generated one
-    passes the same validation (`weft serve` then fails only later, at a
-    database that is not there)."""
-    examples = {".env.example": read_env_file(ENV_EXAMPLE)["WEFT_ADMIN_TOKEN"]}
+    """The admin token deploy/ ships as an example (the k8s example overlay)
+    stops a gateway at start-up with a clear error, and the one
+    deploy/make-secrets generates for compose passes the same validation
+    (`weft serve` then fails only later, at a database that is not there).
+    Compose ships no example secrets: .env.example holds none."""
+    examples = {}
     with open(os.path.join(K8S, "overlays", "example", "weft-secrets.env")) as f:
         for line in f:
             if line.startswith("admin-token="):
                 examples["k8s overlay"] = line.split("=", 1)[1].strip()
+    env_example = read_env_file(ENV_EXAMPLE)
+    check(not any(k.startswith(("WEFT_ADMIN_TOKEN", "POSTGRES_PASSWORD", "REDIS_PASSWORD", "WEFT_DATABASE_URL",
+                                "WEFT_REDIS_URL", "WEFT_LARK_APP_SECRET")) for k in env_example),
+          f".env.example holds no secret (they are files made by make-secrets): {sorted(env_example)}")
 
     def serve(token):
         env = {"PATH": os.environ.get("PATH", ""), "HOME": tempfile.gettempdir(), "WEFT_ADMIN_TOKEN": token,
@@ -203,13 +207,21 @@ def example_tokens_refused(check, weft):
         r = subprocess.run([weft, "serve", "--listen", "127.0.0.1:0"], env=env, capture_output=True, text=True, timeout=60)
         return r.returncode, r.stderr
 
-    check(len(examples) == 2, f"found the example tokens of {sorted(examples)}")
+    check(len(examples) == 1, f"found the example tokens of {sorted(examples)}")
     for where, token in examples.items():
         code, err = serve(token)
         check(code != 0 and "WEFT_ADMIN_TOKEN" in err and "refused" in err,
               f"weft serve refuses the {where} admin token: exit {code}, {err.strip()[-160:]!r}")
-    code, err = serve(secrets.token_hex(32))
-    check("WEFT_ADMIN_TOKEN" not in err, f"a generated admin token passes validation ({err.strip()[-160:]!r})")
+    with tempfile.TemporaryDirectory(prefix="weft-secrets-") as work:
+        made = make_secrets(os.path.join(work, "secrets"))
+        again = make_secrets(os.path.join(work, "secrets"))
+        mode = os.stat(os.path.join(work, "secrets")).st_mode & 0o777
+    check(made == again and mode == 0o700, f"make-secrets keeps what it made (a second run changes nothing), in a 0700 directory ({mode:o})")
+    check(f":{made['postgres_password']}@postgres:5432/" in made["weft_database_url"]
+          and f":{made['redis_password']}@redis:6379" in made["weft_redis_url"],
+          "make-secrets' URLs carry its passwords")
+    code, err = serve(made["weft_admin_token"])
+    check("WEFT_ADMIN_TOKEN" not in err, f"the admin token make-secrets generates passes validation ({err.strip()[-160:]!r})")
 
 
 def dockerfile(check, hadolint):

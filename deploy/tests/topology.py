@@ -7,14 +7,13 @@ as met the way Compose decides it: by the dependency's own health check as
 written, or by its exit code."""
 
 import os
-import secrets
 import subprocess
 import sys
 import threading
 import time
 import uuid
 
-from compose_native import DEPLOY, NativePlan, load_compose, read_env_file, ENV_EXAMPLE
+from compose_native import DEPLOY, NativePlan, load_compose, make_secrets, read_env_file, ENV_EXAMPLE
 
 # Services the machine provides instead of containers.
 MACHINE = {"postgres"}
@@ -51,9 +50,11 @@ class Child:
 class Topology:
     def __init__(self, weft_bin, nginx_bin, workdir):
         self.env = read_env_file(ENV_EXAMPLE)
-        # What the operator does with .env: a generated admin token (Weft
-        # refuses the example one).
-        self.env["WEFT_ADMIN_TOKEN"] = secrets.token_hex(32)
+        # What the operator does: ./make-secrets, here into the run's own
+        # directory (WEFT_SECRETS_DIR, as .env may say).
+        secret_files = os.path.join(workdir, "secret-files")
+        self.token = make_secrets(secret_files)["weft_admin_token"]
+        self.env["WEFT_SECRETS_DIR"] = secret_files
         self.raw, self.compose = load_compose(self.env)
         tag = uuid.uuid4().hex[:10]
         self.database = f"weft_deploy_{tag}"

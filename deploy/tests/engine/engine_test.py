@@ -3,9 +3,9 @@
 runs this after building the image and the stand-in images).
 
 The files are used as they are: compose reads deploy/compose.yaml with an env
-file made from deploy/.env.example (a generated admin token, the published
-ports moved to free 127.0.0.1 ports). What is checked, as a user would notice:
-the image runs `weft --version`, as 65532 with a read-only root where compose
+file made from deploy/.env.example (the published ports moved to free
+127.0.0.1 ports) and the secret files deploy/make-secrets writes. What is
+checked, as a user would notice: the image runs `weft --version`, as 65532 with a read-only root where compose
 says so; `up --wait` brings migrate, 2 gateways, 2 workers, nginx, Postgres and
 Redis to healthy; a document sent through nginx reaches the model; a reply
 streamed through nginx survives `docker kill` of the gateway serving it (every
@@ -22,17 +22,15 @@ import base64
 import json
 import os
 import re
-import secrets
 import socket
 import subprocess
 import sys
 import tempfile
 import time
 
-import yaml
-
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
+from compose_native import make_secrets  # noqa: E402
 from sse import EventStream, Http  # noqa: E402
 
 DEPLOY = os.path.dirname(os.path.dirname(HERE))
@@ -83,42 +81,20 @@ class Stack:
 
     def __init__(self, workdir):
         self.env_file = os.path.join(workdir, ".env")
-        self.token = secrets.token_hex(32)
+        # What the operator does: ./make-secrets (here into the run's own
+        # directory, named by WEFT_SECRETS_DIR) and .env from .env.example.
+        secret_files = os.path.join(workdir, "secrets")
+        self.token = make_secrets(secret_files)["weft_admin_token"]
         self.port = free_port()
         self.jaeger_port = free_port()
         with open(os.path.join(DEPLOY, ".env.example")) as f:
             example = f.read()
         with open(self.env_file, "w") as f:
-            f.write(re.sub(r"(?m)^WEFT_ADMIN_TOKEN=.*$", f"WEFT_ADMIN_TOKEN={self.token}", example))
-            f.write(f"\nWEFT_PUBLISH=127.0.0.1:{self.port}\nWEFT_JAEGER_PUBLISH=127.0.0.1:{self.jaeger_port}\n")
+            f.write(example)
+            f.write(f"\nWEFT_SECRETS_DIR={secret_files}\n")
+            f.write(f"WEFT_PUBLISH=127.0.0.1:{self.port}\nWEFT_JAEGER_PUBLISH=127.0.0.1:{self.jaeger_port}\n")
             f.write(f"WEFT_IMAGE={IMAGE}\n")
         self.files = [os.path.join(DEPLOY, "compose.yaml")]
-        if os.environ.get("ENGINE_SECRETS_AS_FILES", "1") == "1":
-            self.files.append(self.secrets_as_files(workdir))
-
-    def secrets_as_files(self, workdir):
-        """Docker Compose v2 refuses `secrets: environment:` for a read-only
-        service ("`file` is the sole supported option": it would have to write
-        the value into the container). Until compose.yaml's secrets are files,
-        an override gives each secret its value from .env as a file, which is
-        what `file:` in compose.yaml would do; the services stay as written."""
-        from compose_native import read_env_file
-
-        env = read_env_file(self.env_file)
-        with open(os.path.join(DEPLOY, "compose.yaml")) as f:
-            declared = yaml.safe_load(f)["secrets"]
-        os.makedirs(os.path.join(workdir, "secrets"))
-        lines = ["secrets:"]
-        for name, spec in declared.items():
-            path = os.path.join(workdir, "secrets", name)
-            with open(path, "w") as f:
-                f.write(env.get(spec["environment"], ""))
-            os.chmod(path, 0o644)
-            lines += [f"  {name}: !override", f"    file: {path}"]
-        override = os.path.join(workdir, "secrets.override.yaml")
-        with open(override, "w") as f:
-            f.write("\n".join(lines) + "\n")
-        return override
 
     def compose(self, *args, env=None, timeout=600, check=True):
         files = [a for path in self.files for a in ("-f", path)]
@@ -324,9 +300,30 @@ def persisted(stack, check, sessions):
 
 
 def memory(stack):
-    out = docker("stats", "--no-stream", "--format", "{{.Name}}\t{{.MemUsage}}", *stack.containers(running=True).values()).stdout
-    return {name.replace(f"{PROJECT}-", "").rsplit("-", 1)[0]: usage.split(" / ")[0]
-            for name, usage in (line.split("\t") for line in out.splitlines() if line.strip())}
+    """service -> (docker stats' MEM USAGE, the RSS of the container's processes
+    in MiB), one `docker stats` per container."""
+    out = {}
+    for service, cid in sorted(stack.containers(running=True).items()):
+        r = docker("stats", "--no-stream", "--format", "{{.MemUsage}}", cid, check=False)
+        usage = r.stdout.strip().split(" / ")[0] if r.returncode == 0 and r.stdout.strip() else "n/a"
+        pid = stack.inspect(service)["State"]["Pid"]
+        rss_kb = 0
+        for p in [pid] + descendants_of(pid):
+            try:
+                rss_kb += int(status_field(p, "VmRSS"))
+            except (OSError, AttributeError, ValueError):
+                pass
+        out[service] = {"docker_stats": usage, "rss_mib": round(rss_kb / 1024, 1)}
+    return out
+
+
+def descendants_of(parent):
+    out, todo = [], [parent]
+    while todo:
+        kids = children_of(todo.pop())
+        out += kids
+        todo += kids
+    return out
 
 
 def observability(stack, check):
