@@ -234,7 +234,8 @@ def dockerfile(check, hadolint):
     r = subprocess.run([hadolint, path], capture_output=True, text=True)
     check(r.returncode == 0, "hadolint passes deploy/Dockerfile " + (r.stdout + r.stderr).strip())
     with open(path) as f:
-        runs = " ".join(re.findall(r"^RUN\b(.*)$", f.read(), re.M))
+        # A RUN's continuation lines are part of it (RUN --mount=… \ on its own line).
+        runs = " ".join(re.findall(r"^RUN\b(.*)$", re.sub(r"\\\n", " ", f.read()), re.M))
     with open(os.path.join(ROOT, "scripts", "run")) as f:
         run_script = f.read()
     check("scripts/build web" in runs and "scripts/build rust" in runs,
