@@ -13,7 +13,7 @@
 # a DROP rule keeps every compose network's traffic off the machine's own
 # interfaces, and the test counts what it drops.
 #
-# Usage: deploy/tests/engine.sh   (as root; CI runs it from scripts/check-deploy)
+# Usage: deploy/tests/engine.sh   (as root; CI runs it as a step of scripts/test)
 # Environment: WEFT_ENGINE_CACHE (default ~/.cache/weft-engine), WEFT_IMAGE
 # (default weft:local), ENGINE_OBSERVABILITY=0 to skip the observability profile.
 set -euo pipefail
@@ -86,5 +86,5 @@ say "image built in ${t_build} s (log: $CACHE/build.log)"
 "$DOCKER" builder prune -f --keep-storage 30GB >/dev/null
 
 t2=$SECONDS
-ENGINE_REPORT="$CACHE/report.json" python3 "$HERE/engine/engine_test.py"
+ENGINE_REPORT="$CACHE/report.json" python3 "$ROOT/deploy/tests/engine/engine_test.py"
 say "timings: stand-ins ${t_standins} s, image build ${t_build} s, compose checks $((SECONDS - t2)) s, all $((SECONDS - t0)) s"
