@@ -291,6 +291,11 @@ impl Extractor {
             .arg("--memory-bytes")
             .arg(self.limits.memory_bytes.to_string())
             .env_clear()
+            // `weft` allocates with mimalloc, which reserves address space 1 GiB
+            // at a time by default: under the child's `RLIMIT_AS` that
+            // reservation fails and small allocations with it. 8 MiB steps keep
+            // the limit what it says (glibc's malloc ignores the variable).
+            .env("MIMALLOC_ARENA_RESERVE", "8M")
             .current_dir("/")
             .process_group(0)
             .stdin(Stdio::piped())
