@@ -117,6 +117,9 @@ pub(crate) struct Inner {
     pub(crate) image_room: weft_shared::memory_room::MemoryRoom,
     running: Mutex<HashMap<RunId, Arc<RunStop>>>,
     tasks: TaskTracker,
+    /// Copies of the histories of sessions this worker served (see
+    /// [`context::history`]).
+    pub(crate) histories: context::history::Histories,
 }
 
 impl Inner {
@@ -497,6 +500,7 @@ pub async fn run(
             )
         }),
         mcp: weft_tools::mcp::McpHub::start(cfg.mcp_servers.clone(), shutdown.child_token()),
+        histories: context::history::Histories::default(),
         slots: Arc::new(Semaphore::new(cfg.worker.concurrency)),
         image_room: weft_shared::memory_room::MemoryRoom::new(
             cfg.attachments.worker_image_memory_bytes,

@@ -5,6 +5,7 @@
 use sqlx::any::AnyRow;
 
 use super::Attachment;
+use super::session_writes::{count_writes, lock_session};
 use super::{Result, Store, StoreError, get_i64, get_opt_i64, get_opt_str, get_str};
 use crate::api::{MessageDto, ToolCallDto};
 use crate::ids::{MessageId, RunId, SessionId, UserId};
@@ -32,6 +33,20 @@ pub struct Message {
     /// The sender's name in a shared conversation (a Lark group), as the
     /// model sees it: `[name] text`. None in one-person sessions.
     pub author_name: Option<String>,
+    /// The session's write count when this message was written (migration
+    /// 0017; 0 on older rows): what a reader that saw up to N has not seen is
+    /// `seq > N`.
+    pub seq: i64,
+}
+
+/// What a reader of a session's history checks its copy against (migration
+/// 0017), with the session's summary and `/compact` request: one query.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct HistoryState {
+    pub compact_requested: bool,
+    /// Bumped by every change to messages already written.
+    pub history_rev: i64,
+    pub summary: Option<super::Summary>,
 }
 
 impl Message {
@@ -56,6 +71,7 @@ impl Message {
             attachments: Vec::new(),
             author_id: get_opt_str(row, "author_id")?.map(UserId),
             author_name: get_opt_str(row, "author_name")?,
+            seq: get_i64(row, "seq")?,
         })
     }
 
@@ -95,7 +111,11 @@ pub struct StepCheckpoint {
     pub results: Vec<ToolResult>,
 }
 
-const COLUMNS: &str = "id, session_id, role, content, run_id, step, call_id, name, tool_calls, created_at, ord, author_id, author_name";
+const COLUMNS: &str = "id, session_id, role, content, run_id, step, call_id, name, tool_calls, created_at, ord, author_id, author_name, seq";
+
+/// A new message's `seq`: one past the session's write count, which the
+/// writing transaction bumps after its inserts (it holds the session's row).
+pub(super) const NEXT_SEQ: &str = "(select msg_seq + 1 from sessions where id = $2)";
 
 /// The conversation-order key of a message (see migration 0003): run, then user
 /// messages before steps, step, assistant before tool results, then the id.
@@ -223,6 +243,62 @@ impl Store {
         Ok(msgs)
     }
 
+    /// The session's [`HistoryState`]; `None` when the session is gone.
+    pub async fn history_state(&self, session: &SessionId) -> Result<Option<HistoryState>> {
+        let row = sqlx::query(
+            "select s.compact_requested, s.history_rev, m.upto_ord, m.summary, m.messages, m.model, m.created_at
+             from sessions s left join session_summaries m on m.session_id = s.id
+             where s.id = $1",
+        )
+        .bind(&session.0)
+        .fetch_optional(&self.pool)
+        .await?;
+        let Some(row) = row else {
+            return Ok(None);
+        };
+        let summary = match get_opt_str(&row, "upto_ord")? {
+            Some(upto_ord) => Some(super::Summary {
+                upto_ord,
+                text: get_str(&row, "summary")?,
+                messages: get_i64(&row, "messages")? as u64,
+                model: get_str(&row, "model")?,
+                created_at: get_i64(&row, "created_at")?,
+            }),
+            None => None,
+        };
+        Ok(Some(HistoryState {
+            compact_requested: get_i64(&row, "compact_requested")? != 0,
+            history_rev: get_i64(&row, "history_rev")?,
+            summary,
+        }))
+    }
+
+    /// The shown, unqueued messages after `after` (an order key) written after
+    /// the session's write `seq`, in conversation order, attachments filled: what
+    /// a reader whose copy has seen up to `seq` lacks.
+    pub async fn context_since(
+        &self,
+        session: &SessionId,
+        after: Option<&str>,
+        seq: i64,
+    ) -> Result<Vec<Message>> {
+        let sql = format!(
+            "select {COLUMNS} from messages where session_id = $1 and seq > $2 and queued = 0 and hidden = 0 and ord > $3 order by ord"
+        );
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(&session.0)
+            .bind(seq)
+            .bind(after.unwrap_or_default())
+            .fetch_all(&self.pool)
+            .await?;
+        let mut msgs = rows
+            .iter()
+            .map(Message::from_row)
+            .collect::<Result<Vec<_>>>()?;
+        self.fill_attachments(&mut msgs).await?;
+        Ok(msgs)
+    }
+
     /// The last checkpointed step of a run (0 when none).
     pub async fn last_checkpoint(&self, run: &RunId) -> Result<u32> {
         let row = sqlx::query(
@@ -246,6 +322,11 @@ impl Store {
     ) -> Result<bool> {
         let mut tx = self.begin().await?;
         let now = now_ms();
+        // The session's row first (the send's lock order): its write count
+        // stamps the step's messages (migration 0017).
+        if self.dialect == super::Dialect::Postgres {
+            lock_session(&mut tx, self.lock_suffix(), session).await?;
+        }
         let owned = sqlx::query(
             "update runs set heartbeat_at = $1, last_seq = case when last_seq > $4 then last_seq else $4 end,
                  pending_step = null
@@ -290,6 +371,7 @@ impl Store {
             )
             .await?;
         }
+        count_writes(&mut tx, session).await?;
         tx.commit().await?;
         Ok(true)
     }
@@ -312,10 +394,10 @@ pub(super) async fn insert_step_message(
 ) -> Result<MessageId> {
     let id = MessageId::new();
     let inserted = sqlx::query(
-        "insert into messages (id, session_id, role, content, run_id, step, call_id, name, tool_calls, queued, created_at, ord)
-         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, 0, $10, $11)
+        sqlx::AssertSqlSafe(format!("insert into messages (id, session_id, role, content, run_id, step, call_id, name, tool_calls, queued, created_at, ord, seq)
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, 0, $10, $11, {NEXT_SEQ})
          on conflict (run_id, step, role, call_id) where role <> 'user' do nothing
-         returning id",
+         returning id")),
     )
     .bind(&id.0)
     .bind(&session.0)

@@ -10,7 +10,7 @@
 //! (`storage_quota`).
 
 use super::attachments::{NewAttachment, insert_attachments};
-use super::messages::order_key;
+use super::messages::{NEXT_SEQ, order_key};
 use super::runs::{ACTIVE, ActiveRun, RunStatus};
 use super::session_writes::{attach_queued, end_as_cancelled, insert_run, touch_session};
 use super::storage_quota::{StorageUse, check_storage};
@@ -297,9 +297,11 @@ async fn insert_user_message(
     now: i64,
 ) -> Result<MessageId> {
     let id = MessageId::new();
-    sqlx::query(
-        "insert into messages (id, session_id, role, content, run_id, queued, created_at, ord, lark_message_id, author_id, author_name) values ($1, $2, 'user', $3, $4, $5, $6, $7, $8, $9, $10)",
-    )
+    // `seq`: the send's transaction holds the session's row and bumps its
+    // write count after this (`touch_session`).
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "insert into messages (id, session_id, role, content, run_id, queued, created_at, ord, lark_message_id, author_id, author_name, seq) values ($1, $2, 'user', $3, $4, $5, $6, $7, $8, $9, $10, {NEXT_SEQ})"
+    )))
     .bind(&id.0)
     .bind(&req.session.0)
     .bind(&req.text)

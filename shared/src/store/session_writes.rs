@@ -63,6 +63,9 @@ pub(super) async fn attach_queued(
         .bind(&session.0)
         .fetch_all(&mut **tx)
         .await?;
+    if !waiting.is_empty() {
+        rewrite_history(tx, session).await?;
+    }
     for row in &waiting {
         let id = MessageId(get_str(row, "id")?);
         sqlx::query("update messages set run_id = $1, queued = 0, ord = $2 where id = $3")
@@ -172,7 +175,7 @@ pub(super) async fn touch_session_counting_waiting(
     now: i64,
 ) -> Result<i64> {
     let row = sqlx::query(
-        "update sessions set updated_at = $1 where id = $2
+        "update sessions set updated_at = $1, msg_seq = msg_seq + 1 where id = $2
          returning (select count(*) from messages m where m.session_id = $2 and m.queued = 1) as waiting",
     )
     .bind(now)
@@ -187,12 +190,39 @@ pub(super) async fn touch_session(
     session: &SessionId,
     now: i64,
 ) -> Result<()> {
-    sqlx::query("update sessions set updated_at = $1 where id = $2")
+    sqlx::query("update sessions set updated_at = $1, msg_seq = msg_seq + 1 where id = $2")
         .bind(now)
         .bind(&session.0)
         .execute(&mut **tx)
         .await?;
     Ok(())
+}
+
+/// Count a transaction's message inserts in the session's `msg_seq`
+/// (migration 0017); the transaction holds the session's row.
+pub(super) async fn count_writes(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    session: &SessionId,
+) -> Result<()> {
+    sqlx::query("update sessions set msg_seq = msg_seq + 1 where id = $1")
+        .bind(&session.0)
+        .execute(&mut **tx)
+        .await?;
+    Ok(())
+}
+
+/// A change to messages already written (migration 0017): readers' copies of
+/// the session's history are stale. Takes the session's row (on Postgres the
+/// update locks it): `false` when the session is gone.
+pub(super) async fn rewrite_history(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    session: &SessionId,
+) -> Result<bool> {
+    let done = sqlx::query("update sessions set history_rev = history_rev + 1 where id = $1")
+        .bind(&session.0)
+        .execute(&mut **tx)
+        .await?;
+    Ok(done.rows_affected() == 1)
 }
 
 /// Lock a session's row (Postgres; SQLite's writer lock covers it). Transactions

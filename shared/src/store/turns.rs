@@ -6,7 +6,7 @@
 //! operation is one transaction under the session's lock, so two clients (or two
 //! gateways) cannot interleave.
 
-use super::session_writes::{insert_run, lock_session};
+use super::session_writes::{insert_run, lock_session, rewrite_history};
 use super::user_limits::{LimitCheck, RunLimits, check_run_limits};
 use super::{Result, Store, StoreError, get_opt_str, get_str};
 use crate::ids::{RunId, SessionId, UserId};
@@ -144,6 +144,7 @@ impl Store {
         self.get_session(user, session).await?;
         let mut tx = self.begin().await?;
         lock_session(&mut tx, self.lock_suffix(), session).await?;
+        rewrite_history(&mut tx, session).await?;
         if let Some(run) = active_run(&mut tx, session).await? {
             return Ok(TurnOutcome::RunActive { run });
         }
@@ -175,6 +176,7 @@ impl Store {
         self.get_session(user, session).await?;
         let mut tx = self.begin().await?;
         lock_session(&mut tx, self.lock_suffix(), session).await?;
+        rewrite_history(&mut tx, session).await?;
         if let Some(run) = active_run(&mut tx, session).await? {
             return Ok(TurnOutcome::RunActive { run });
         }
@@ -220,6 +222,7 @@ impl Store {
         let now = now_ms();
         let mut tx = self.begin().await?;
         lock_session(&mut tx, self.lock_suffix(), session).await?;
+        rewrite_history(&mut tx, session).await?;
         if let Some(run) = active_run(&mut tx, session).await? {
             return Ok(TurnOutcome::RunActive { run });
         }
@@ -327,6 +330,7 @@ impl Store {
         self.get_session(user, session).await?;
         let mut tx = self.begin().await?;
         lock_session(&mut tx, self.lock_suffix(), session).await?;
+        rewrite_history(&mut tx, session).await?;
         if let Some(run) = active_run(&mut tx, session).await? {
             return Ok(TurnOutcome::RunActive { run });
         }

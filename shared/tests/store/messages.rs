@@ -18,6 +18,7 @@ both_backends!(
     context_skips_waiting_messages,
     context_window_never_starts_with_a_tool_result,
     messages_are_scoped_to_the_session_owner,
+    a_reader_of_what_changed_sees_what_a_full_read_sees,
 );
 
 /// A conversation: "hello" → step 1 asks two tools → final reply, and "also
@@ -296,4 +297,115 @@ async fn messages_are_scoped_to_the_session_owner(db: Db) {
         .list_messages(&c.user, &SessionId::new(), 50, None)
         .await;
     assert!(matches!(gone, Err(StoreError::NotFound)), "{gone:?}");
+}
+
+/// Migration 0017's contract, which a worker's copy of a session relies on:
+/// after every write, the copy plus `context_since(its newest seq)` is the full
+/// read, as long as `history_rev` did not move; every rewrite moves it.
+async fn a_reader_of_what_changed_sees_what_a_full_read_sees(db: Db) {
+    let s = &db.store;
+    let alice = user(&db, "alice").await;
+    let sess = session(&db, &alice).await;
+    let mut copy: Vec<Message> = Vec::new();
+    let mut rev = s
+        .history_state(&sess.id)
+        .await
+        .unwrap()
+        .unwrap()
+        .history_rev;
+    // Brings `copy` up to date the way a worker does; true when it had to start over.
+    async fn catch_up(
+        s: &weft_shared::store::Store,
+        sess: &SessionId,
+        copy: &mut Vec<Message>,
+        rev: &mut i64,
+    ) -> bool {
+        let state = s.history_state(sess).await.unwrap().unwrap();
+        let full = s.context_after(sess, None, 1000).await.unwrap();
+        let again = state.history_rev != *rev;
+        if again {
+            *copy = full.clone();
+            *rev = state.history_rev;
+        } else {
+            let seen = copy.iter().map(|m| m.seq).max().unwrap_or(0);
+            copy.extend(s.context_since(sess, None, seen).await.unwrap());
+            copy.sort_by(|a, b| a.ord.cmp(&b.ord));
+        }
+        assert_eq!(shape(copy), shape(&full));
+        again
+    }
+    let first = start(&db, &alice.id, &sess.id, "first").await;
+    assert!(!catch_up(s, &sess.id, &mut copy, &mut rev).await);
+    // Sent while the run is busy: waits, unseen by both reads.
+    let out = s
+        .send_message(&req(&alice.id, &sess.id, "second"))
+        .await
+        .unwrap();
+    assert!(matches!(out, SendOutcome::Queued { .. }), "{out:?}");
+    assert!(!catch_up(s, &sess.id, &mut copy, &mut rev).await);
+    let claimed = claim(&db, &first.run_id, "w1").await;
+    let cp = StepCheckpoint {
+        step: 1,
+        content: "checking".into(),
+        tool_calls: tool_calls(),
+        results: vec![ToolResult {
+            call_id: "call_1".into(),
+            name: "current_time".into(),
+            content: "noon".into(),
+        }],
+    };
+    assert!(
+        s.checkpoint_step(&claimed.id, "w1", &sess.id, &cp, 3)
+            .await
+            .unwrap()
+    );
+    assert!(!catch_up(s, &sess.id, &mut copy, &mut rev).await);
+    assert_eq!(copy.len(), 3, "{:?}", shape(&copy));
+    // The end writes the reply and the waiting message joins the follow-up run:
+    // a change to a message already written.
+    let end = |content: &str| RunEnd::Succeeded {
+        content: content.into(),
+        step: 2,
+    };
+    let out = s
+        .finish_run(
+            &claimed,
+            "w1",
+            &end("it is noon"),
+            Default::default(),
+            None,
+            &RunLimits::unlimited(),
+        )
+        .await
+        .unwrap();
+    let FinishOutcome::Finished {
+        followup: Some(followup),
+        ..
+    } = out
+    else {
+        panic!("no follow-up run: {out:?}");
+    };
+    assert!(catch_up(s, &sess.id, &mut copy, &mut rev).await);
+    assert_eq!(shape(&copy).last().unwrap().1, "second");
+    let claimed = claim(&db, &followup, "w1").await;
+    s.finish_run(
+        &claimed,
+        "w1",
+        &end("got it"),
+        Default::default(),
+        None,
+        &RunLimits::unlimited(),
+    )
+    .await
+    .unwrap();
+    assert!(!catch_up(s, &sess.id, &mut copy, &mut rev).await);
+    assert_eq!(shape(&copy).len(), 6);
+    // An undo hides messages: the copy starts over too.
+    let undone = s.undo_turn(&alice.id, &sess.id, None).await.unwrap();
+    assert!(
+        matches!(undone, weft_shared::store::TurnOutcome::Done { .. }),
+        "{undone:?}"
+    );
+    assert!(catch_up(s, &sess.id, &mut copy, &mut rev).await);
+    assert_eq!(shape(&copy).len(), 4);
 }

@@ -64,7 +64,7 @@ fn note(a: &Attachment, why: &str) -> Loaded {
 /// `image_room` (KiB) for the images first; the room is held until the permit drops.
 pub async fn load(
     blobs: &Blobs,
-    msgs: &[Message],
+    msgs: &[std::sync::Arc<Message>],
     model: &ModelConfig,
     cfg: &AttachmentsConfig,
     image_room: &MemoryRoom,

@@ -3,6 +3,7 @@
 //! to the provider-neutral `weft_llm::ChatMessage`.
 
 pub mod files;
+pub mod history;
 pub mod window;
 
 use weft_llm::{ChatMessage, ToolCall};
@@ -52,7 +53,7 @@ pub fn before_the_question(messages: &mut [ChatMessage], background: &str) {
 /// The model's view of `history`, with the attachments `files` loaded for it.
 pub fn to_chat_messages(
     system: String,
-    history: &[Message],
+    history: &[std::sync::Arc<Message>],
     files: &files::Files,
 ) -> Vec<ChatMessage> {
     let mut out = Vec::with_capacity(history.len() + 1);

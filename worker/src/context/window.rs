@@ -10,6 +10,7 @@
 //! their head. A summariser failure never fails the run: the oldest turns are
 //! dropped instead. The stored messages and the event log are never rewritten.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -54,34 +55,47 @@ pub async fn build(
     let cfg = &config.context;
     let window = u64::from(model.config.window());
     let budget = window * u64::from(cfg.threshold_percent) / 100;
-    let compact = store.take_compact_request(&run.session_id).await?;
-    let mut summary = store.session_summary(&run.session_id).await?;
-    let mut msgs = store
-        .context_after(
-            &run.session_id,
-            summary.as_ref().map(|s| s.upto_ord.as_str()),
-            cfg.max_messages,
-        )
-        .await?;
+    // One row of session state, then only what this worker's copy lacks
+    // (`history`): a run's reads no longer grow with the session's length.
+    let (state, all) = match store.history_state(&run.session_id).await? {
+        Some(state) => {
+            let all = inner
+                .histories
+                .read(store, &run.session_id, &state, cfg.max_messages)
+                .await?;
+            (state, all)
+        }
+        // Deleted meanwhile: nothing of it goes to the model (the run's end
+        // finds it gone and writes nothing).
+        None => {
+            inner.histories.forget(&run.session_id);
+            (Default::default(), Vec::new())
+        }
+    };
+    let compact = state.compact_requested && store.take_compact_request(&run.session_id).await?;
+    let mut summary = state.summary.clone();
+    // The view starts at `all[start]`: older turns summarised or dropped below.
+    let mut start = 0;
     let shrink = cfg.old_tool_output_chars;
     let (files, images_held) = super::files::load(
         &inner.deps.blobs,
-        &msgs,
+        &all,
         &model.config,
         &config.attachments,
         &inner.image_room,
     )
     .await;
-    let view = |summary: &Option<Summary>, msgs: &[Message]| {
-        to_chat_messages(
-            with_summary(system, summary.as_ref()),
-            &shrunk(msgs, run, shrink),
-            &files,
-        )
+    let view = |summary: &Option<Summary>, msgs: &[Arc<Message>]| {
+        let mut out = to_chat_messages(with_summary(system, summary.as_ref()), msgs, &files);
+        shrink_old_outputs(&mut out[1..], msgs, run, shrink);
+        out
     };
-    if compact || estimate_all(&view(&summary, &msgs)) > budget {
+    let mut messages = view(&summary, &all);
+    let mut tokens = estimate_all(&messages);
+    if compact || tokens > budget {
+        let msgs = &all[start..];
         let recent = window * u64::from(cfg.recent_percent) / 100;
-        let cut = cut_point(&msgs, run, recent, compact, &files);
+        let cut = cut_point(msgs, run, recent, compact, &files);
         if cut > 0 {
             match summarise(inner, run, model, summary.as_ref(), &msgs[..cut], window).await {
                 Ok((text, by)) => {
@@ -97,7 +111,9 @@ pub async fn build(
                     }
                     metrics::counter!("weft_context_summaries_total").increment(1);
                     summary = Some(s);
-                    msgs.drain(..cut);
+                    start += cut;
+                    messages = view(&summary, &all[start..]);
+                    tokens = estimate_all(&messages);
                 }
                 Err(e) => {
                     tracing::warn!(error = %e, "summarising failed; the oldest turns are left out instead");
@@ -108,19 +124,20 @@ pub async fn build(
     }
     // Still too long (no summariser, or one huge turn): drop the oldest turns,
     // never the one being answered.
-    while estimate_all(&view(&summary, &msgs)) > budget {
-        let next = cut_point(&msgs, run, 0, true, &files);
-        let first_turn_end = turn_starts(&msgs, run)
+    while tokens > budget {
+        let msgs = &all[start..];
+        let next = cut_point(msgs, run, 0, true, &files);
+        let first_turn_end = turn_starts(msgs, run)
             .into_iter()
             .find(|&i| i > 0)
             .unwrap_or(next);
         if first_turn_end == 0 || first_turn_end > next {
             break;
         }
-        msgs.drain(..first_turn_end);
+        start += first_turn_end;
+        messages = view(&summary, &all[start..]);
+        tokens = estimate_all(&messages);
     }
-    let messages = view(&summary, &msgs);
-    let tokens = estimate_all(&messages);
     Ok(Built {
         messages,
         used: ContextUse { tokens, window },
@@ -138,22 +155,22 @@ fn with_summary(system: &str, summary: Option<&Summary>) -> String {
     }
 }
 
-/// Tool outputs of earlier runs cut to their head (the model saw them then).
-fn shrunk(msgs: &[Message], run: &ClaimedRun, keep: usize) -> Vec<Message> {
-    msgs.iter()
-        .map(|m| {
-            if m.role == "tool"
-                && m.run_id.as_ref() != Some(&run.id)
-                && m.content.chars().count() > keep
-            {
-                let mut m = m.clone();
-                m.content = shorten(&m.content, keep);
-                m
-            } else {
-                m.clone()
-            }
-        })
-        .collect()
+/// Tool outputs of earlier runs cut to their head (the model saw them then);
+/// `view` is the model's view of `msgs`, one for one.
+fn shrink_old_outputs(
+    view: &mut [ChatMessage],
+    msgs: &[Arc<Message>],
+    run: &ClaimedRun,
+    keep: usize,
+) {
+    for (out, m) in view.iter_mut().zip(msgs) {
+        if let ChatMessage::Tool { content, .. } = out
+            && m.run_id.as_ref() != Some(&run.id)
+            && content.chars().count() > keep
+        {
+            *content = shorten(content, keep);
+        }
+    }
 }
 
 /// An earlier run's tool output cut to its head; a pointer to the whole stored
@@ -171,7 +188,7 @@ fn shorten(content: &str, keep: usize) -> String {
 }
 
 /// Where each turn starts: a user message of a run other than the one before it.
-fn turn_starts(msgs: &[Message], run: &ClaimedRun) -> Vec<usize> {
+fn turn_starts(msgs: &[Arc<Message>], run: &ClaimedRun) -> Vec<usize> {
     let _ = run;
     (0..msgs.len())
         .filter(|&i| msgs[i].role == "user" && (i == 0 || msgs[i - 1].run_id != msgs[i].run_id))
@@ -182,7 +199,7 @@ fn turn_starts(msgs: &[Message], run: &ClaimedRun) -> Vec<usize> {
 /// under `recent` tokens (all earlier turns with `all_but_last`), never after
 /// the start of the run being answered.
 fn cut_point(
-    msgs: &[Message],
+    msgs: &[Arc<Message>],
     run: &ClaimedRun,
     recent: u64,
     all_but_last: bool,
@@ -219,7 +236,7 @@ async fn summarise(
     run: &ClaimedRun,
     model: &ModelEntry,
     earlier: Option<&Summary>,
-    older: &[Message],
+    older: &[Arc<Message>],
     window: u64,
 ) -> anyhow::Result<(String, String)> {
     let config = inner.deps.config();

@@ -1,0 +1,203 @@
+//! A worker's copy of the histories of the sessions it served (issue 23).
+//!
+//! Every run used to read its whole session (up to `context.max_messages`,
+//! 1,000, through `sqlx::Any`): in the throughput profile that read was two
+//! thirds of the worker's CPU per run, growing with the session's length. Now a
+//! run reads one row of session state ([`Store::history_state`]) and, when this
+//! worker's copy is still good, only the messages written since
+//! ([`Store::context_since`]: usually the one user message of this run).
+//!
+//! Why a copy can be trusted (migration 0017): every transaction that inserts
+//! messages holds the session's row, stamps them with the session's write
+//! count plus one and bumps the count, so "written after the copy" is
+//! `seq > the copy's newest seq`; every change to messages already written
+//! bumps `history_rev`, and a copy of another revision (or another summary
+//! boundary) is read again from scratch. Changes of that kind (undo, redo,
+//! retry, edit) are refused while a run is active, so none lands between a
+//! run's two reads.
+//!
+//! Bounded: at most [`MAX_MESSAGES_HELD`] messages over all copies; past that,
+//! copies are dropped (any, not the oldest: a dropped copy costs one full read).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+
+use weft_shared::ids::SessionId;
+use weft_shared::store::{HistoryState, Message, Store};
+
+/// The most messages all copies hold together (a few tens of MiB at the sizes
+/// chats have).
+pub const MAX_MESSAGES_HELD: usize = 200_000;
+
+struct Copy {
+    history_rev: i64,
+    /// The summary boundary the copy starts after.
+    after: Option<String>,
+    /// The newest write seen.
+    seq: i64,
+    msgs: Vec<Arc<Message>>,
+}
+
+/// The copies, by session.
+#[derive(Default)]
+pub struct Histories {
+    copies: Mutex<HashMap<SessionId, Arc<Copy>>>,
+}
+
+impl Histories {
+    /// The session's shown messages after the summary in `state`, oldest first,
+    /// the newest `limit` of them, never starting with a tool result.
+    pub async fn read(
+        &self,
+        store: &Store,
+        session: &SessionId,
+        state: &HistoryState,
+        limit: usize,
+    ) -> weft_shared::store::Result<Vec<Arc<Message>>> {
+        let after = state.summary.as_ref().map(|s| s.upto_ord.clone());
+        let held = self
+            .copies
+            .lock()
+            .expect("histories lock")
+            .get(session)
+            .cloned()
+            .filter(|c| c.history_rev == state.history_rev && c.after == after);
+        let (mut msgs, mut seq) = match held {
+            Some(copy) => {
+                let new = store
+                    .context_since(session, after.as_deref(), copy.seq)
+                    .await?;
+                metrics::counter!("weft_context_copy_hits_total").increment(1);
+                if new.is_empty() {
+                    return Ok(copy.msgs.clone());
+                }
+                let mut msgs = copy.msgs.clone();
+                merge(&mut msgs, new);
+                (msgs, copy.seq)
+            }
+            None => {
+                metrics::counter!("weft_context_copy_misses_total").increment(1);
+                let all = store
+                    .context_after(session, after.as_deref(), limit)
+                    .await?;
+                (all.into_iter().map(Arc::new).collect(), 0)
+            }
+        };
+        seq = msgs.iter().map(|m| m.seq).fold(seq, i64::max);
+        keep_newest(&mut msgs, limit);
+        let copy = Arc::new(Copy {
+            history_rev: state.history_rev,
+            after,
+            seq,
+            msgs: msgs.clone(),
+        });
+        self.keep(session.clone(), copy);
+        Ok(msgs)
+    }
+
+    /// Drop the copy of a session that is gone.
+    pub fn forget(&self, session: &SessionId) {
+        self.copies.lock().expect("histories lock").remove(session);
+    }
+
+    fn keep(&self, session: SessionId, copy: Arc<Copy>) {
+        let mut copies = self.copies.lock().expect("histories lock");
+        copies.insert(session.clone(), copy);
+        let mut held: usize = copies.values().map(|c| c.msgs.len()).sum();
+        if held > MAX_MESSAGES_HELD {
+            let drop: Vec<SessionId> = copies
+                .iter()
+                .filter(|(s, _)| **s != session)
+                .take_while(|(_, c)| {
+                    let over = held > MAX_MESSAGES_HELD;
+                    held = held.saturating_sub(c.msgs.len());
+                    over
+                })
+                .map(|(s, _)| s.clone())
+                .collect();
+            for s in drop {
+                copies.remove(&s);
+            }
+        }
+    }
+}
+
+/// `new` (written after everything in `msgs`, though not always later in the
+/// conversation: an interrupted run's partial reply sorts before the run that
+/// interrupted it) into `msgs`, in conversation order.
+fn merge(msgs: &mut Vec<Arc<Message>>, new: Vec<Message>) {
+    let in_order = match (msgs.last(), new.first()) {
+        (Some(last), Some(first)) => first.ord > last.ord,
+        _ => true,
+    };
+    msgs.extend(new.into_iter().map(Arc::new));
+    if !in_order {
+        msgs.sort_by(|a, b| a.ord.cmp(&b.ord));
+    }
+}
+
+/// The newest `limit`, never starting with a tool result (its call was cut).
+fn keep_newest(msgs: &mut Vec<Arc<Message>>, limit: usize) {
+    let extra = msgs.len().saturating_sub(limit);
+    let first_non_tool = msgs[extra..]
+        .iter()
+        .position(|m| m.role != "tool")
+        .map_or(msgs.len(), |i| extra + i);
+    msgs.drain(..first_non_tool);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use weft_shared::ids::MessageId;
+
+    fn msg(ord: &str, role: &str) -> Message {
+        Message {
+            id: MessageId::new(),
+            session_id: SessionId("s".into()),
+            role: role.into(),
+            content: ord.into(),
+            run_id: None,
+            step: None,
+            call_id: String::new(),
+            name: None,
+            tool_calls: Vec::new(),
+            created_at: 0,
+            ord: ord.into(),
+            attachments: Vec::new(),
+            author_id: None,
+            author_name: None,
+            seq: 0,
+        }
+    }
+
+    fn ords(msgs: &[Arc<Message>]) -> Vec<&str> {
+        msgs.iter().map(|m| m.ord.as_str()).collect()
+    }
+
+    #[test]
+    fn messages_written_later_but_earlier_in_the_conversation_take_their_place() {
+        let mut msgs = vec![Arc::new(msg("a", "user")), Arc::new(msg("c", "user"))];
+        merge(&mut msgs, vec![msg("d", "user")]);
+        assert_eq!(ords(&msgs), ["a", "c", "d"]);
+        merge(&mut msgs, vec![msg("b", "assistant"), msg("e", "user")]);
+        assert_eq!(ords(&msgs), ["a", "b", "c", "d", "e"]);
+    }
+
+    #[test]
+    fn the_newest_are_kept_and_never_an_orphaned_tool_result_first() {
+        let mut msgs: Vec<Arc<Message>> = [
+            ("a", "user"),
+            ("b", "assistant"),
+            ("c", "tool"),
+            ("d", "user"),
+        ]
+        .into_iter()
+        .map(|(o, r)| Arc::new(msg(o, r)))
+        .collect();
+        keep_newest(&mut msgs, 10);
+        assert_eq!(ords(&msgs), ["a", "b", "c", "d"]);
+        keep_newest(&mut msgs, 2);
+        assert_eq!(ords(&msgs), ["d"]);
+    }
+}
