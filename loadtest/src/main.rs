@@ -167,6 +167,14 @@ struct RunArgs {
     /// The run waits for --gateways-to-start long connections.
     #[arg(long, default_value = "127.0.0.1:18090")]
     lark_listen: String,
+    /// Turns each user's session gets before the measured phase (unmeasured,
+    /// its CPU not counted): what a run costs in a long conversation.
+    #[arg(long, default_value_t = 0)]
+    prefill_turns: usize,
+    /// End the measured phase after this many turns per user instead of after
+    /// --duration (so the sessions stay near --prefill-turns long).
+    #[arg(long)]
+    turns_per_user: Option<usize>,
     /// `attach`: idle SSE clients.
     #[arg(long, default_value_t = 10_000)]
     clients: usize,
@@ -269,6 +277,8 @@ async fn run(a: RunArgs) -> anyhow::Result<()> {
         ramp: Duration::from_secs(a.ramp),
         turn_timeout: Duration::from_secs(a.turn_timeout.unwrap_or(60)),
         attach_clients: a.clients,
+        prefill_turns: a.prefill_turns,
+        turns_per_user: a.turns_per_user,
     };
     let report = if let Some(url) = &a.langgraph {
         Gateways::new(vec![url.clone()])?;

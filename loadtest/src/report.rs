@@ -25,6 +25,9 @@ pub struct Report {
     pub reply_tokens: u32,
     pub mock_ttft_ms: u64,
     pub mock_itl_ms: u64,
+    /// Turns in each user's session before the measured phase began.
+    #[serde(default)]
+    pub prefill_turns: usize,
     pub runs_ok: u64,
     pub runs_failed: u64,
     pub runs_per_s: f64,

@@ -85,6 +85,17 @@ pub async fn run_weft(p: &Params, t: &WeftTarget, ctx: &RunContext) -> anyhow::R
         None => Vec::new(),
     };
     pids.extend(ctx.extra_pids.iter().cloned());
+    // Sessions made long before the watch starts: their cost is not counted.
+    let seats: Vec<scenario::Seat> = if p.prefill_turns > 0 && p.scenario != Scenario::Attach {
+        eprintln!(
+            "prefilling {} sessions with {} turns each",
+            clients.len(),
+            p.prefill_turns
+        );
+        scenario::prefill(clients, p).await
+    } else {
+        clients.into_iter().map(scenario::Seat::from).collect()
+    };
     let watch = ProcWatch::start(&pids);
     let rec = Arc::new(Recorder::default());
     let gauge = Arc::new(Gauge::default());
@@ -92,8 +103,9 @@ pub async fn run_weft(p: &Params, t: &WeftTarget, ctx: &RunContext) -> anyhow::R
     let logs = match p.scenario {
         Scenario::Attach => {
             let gateway_pid = pids.first().map(|(_, pid)| *pid);
-            let a = scenario::attach::run(&clients[0], p.attach_clients, p.duration, gateway_pid)
-                .await?;
+            let a =
+                scenario::attach::run(&seats[0].client, p.attach_clients, p.duration, gateway_pid)
+                    .await?;
             rep.attach = Some(a);
             Vec::new()
         }
@@ -103,12 +115,18 @@ pub async fn run_weft(p: &Params, t: &WeftTarget, ctx: &RunContext) -> anyhow::R
                     "chaos needs processes the load tester started itself: pass --weft-bin"
                 );
             };
-            let (logs, timeline) =
-                scenario::chaos::run(clients, p, rec.clone(), gauge.clone(), stack).await;
+            let (logs, timeline) = scenario::chaos::run(
+                seats.into_iter().map(|s| s.client).collect(),
+                p,
+                rec.clone(),
+                gauge.clone(),
+                stack,
+            )
+            .await;
             rep.timeline = timeline;
             logs
         }
-        _ => scenario::closed_loop(clients, p, rec.clone(), gauge.clone()).await,
+        _ => scenario::closed_loop(seats, p, rec.clone(), gauge.clone()).await,
     };
     rep.duration_s = started.elapsed().as_secs_f64();
     if p.scenario.verifies() && !logs.is_empty() {

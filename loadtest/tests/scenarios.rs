@@ -23,6 +23,8 @@ fn params(scenario: Scenario, users: usize, secs: u64, plan: TurnPlan) -> Params
         ramp: Duration::from_millis(200),
         turn_timeout: Duration::from_secs(20),
         attach_clients: 200,
+        prefill_turns: 0,
+        turns_per_user: None,
     }
 }
 

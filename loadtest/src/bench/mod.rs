@@ -59,6 +59,14 @@ pub struct BenchOpts {
     pub soak_users: usize,
     #[arg(long, default_value_t = 10_000)]
     pub attach_clients: usize,
+    /// Users of the side by side's extra `throughput` rows (every system,
+    /// besides the scenario's own 50); `none` for no extra rows.
+    #[arg(long, default_value = "20")]
+    pub side_users: String,
+    /// Session lengths (turns before a measured phase of 25 turns per user, 20
+    /// users) at which a run's server CPU is measured in both modes; `none` to skip.
+    #[arg(long, default_value = "10,100,500")]
+    pub session_lengths: String,
     /// Multiply every scenario's duration (0.2 for a smoke run).
     #[arg(long, default_value_t = 1.0)]
     pub duration_scale: f64,
@@ -88,6 +96,39 @@ pub fn fast_recovery_env() -> Vec<(String, String)> {
     .collect()
 }
 
+/// A run besides the suite's scenarios: `throughput` at other user counts
+/// (key `throughput-u20`) and the session-length runs (key `sessions-100`).
+pub struct Extra {
+    pub mode: String,
+    pub key: String,
+    pub result: Result<Report, String>,
+}
+
+/// Users, measured turns per user and reply tokens of the session-length runs.
+pub const SESSION_RUN: (usize, usize, u32) = (20, 25, 10);
+
+/// A comma-separated list of numbers; `none` or nothing is an empty list.
+fn numbers(list: &str) -> anyhow::Result<Vec<usize>> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|x| !x.is_empty() && *x != "none")
+        .map(|x| x.parse().with_context(|| format!("not a number: {x:?}")))
+        .collect()
+}
+
+/// The session-length run at `turns` turns.
+fn session_params(o: &BenchOpts, turns: usize) -> Params {
+    let (users, measured, tokens) = SESSION_RUN;
+    Params {
+        users,
+        prefill_turns: turns,
+        turns_per_user: Some(measured),
+        plan: TurnPlan::mock(tokens, 0, 0),
+        duration: Duration::from_secs(600),
+        ..params(o, Scenario::Throughput)
+    }
+}
+
 /// One row of the suite: what ran and what came out (or why it did not).
 pub struct Outcome {
     pub mode: String,
@@ -114,6 +155,8 @@ pub fn params(o: &BenchOpts, s: Scenario) -> Params {
             60
         }),
         attach_clients: o.attach_clients,
+        prefill_turns: 0,
+        turns_per_user: None,
     }
 }
 
@@ -154,7 +197,7 @@ pub async fn run(o: BenchOpts) -> anyhow::Result<()> {
         for &s in &o.scenarios {
             let env = scenario_env(s);
             eprintln!("== {} / {}", mode.name(), s.name());
-            let result = run_one(&o, mode, s, &env, &work)
+            let result = run_one(&o, mode, &params(&o, s), &env, &work, s.name())
                 .await
                 .map_err(|e| format!("{e:#}"));
             match &result {
@@ -184,7 +227,7 @@ pub async fn run(o: BenchOpts) -> anyhow::Result<()> {
         Some(venv) => {
             for s in [Scenario::Latency, Scenario::Throughput] {
                 eprintln!("== langgraph / {}", s.name());
-                let result = run_langgraph_one(&o, venv, s, &work)
+                let result = run_langgraph_one(&o, venv, &params(&o, s), &work, s.name())
                     .await
                     .map_err(|e| format!("{e:#}"));
                 match &result {
@@ -208,6 +251,7 @@ pub async fn run(o: BenchOpts) -> anyhow::Result<()> {
                 Some("no LangGraph virtualenv was found (pass --langgraph-venv)".to_owned())
         }
     }
+    let extras = run_extras(&o, &modes, venv.as_deref(), &work, &json_dir).await?;
     if o.reuse_json || o.render_only {
         let weft = [Mode::Embedded, Mode::Distributed].map(|m| (m.name(), &ALL[..]));
         let lg = [("langgraph", &[Scenario::Latency, Scenario::Throughput][..])];
@@ -249,7 +293,7 @@ pub async fn run(o: BenchOpts) -> anyhow::Result<()> {
         &before,
         &after,
         &versions,
-        &outcomes,
+        (&outcomes, &extras),
         langgraph_note.as_deref(),
         &json_dir,
     );
@@ -305,24 +349,107 @@ pub async fn start_mock(work: &std::path::Path, name: &str) -> anyhow::Result<Pr
     Proc::start(spec, work).await
 }
 
+/// The extra runs ([`Extra`]): run now for `modes` (and LangGraph when its
+/// virtualenv is there), else taken from earlier JSON reports with
+/// --reuse-json or --render-only.
+async fn run_extras(
+    o: &BenchOpts,
+    modes: &[Mode],
+    venv: Option<&std::path::Path>,
+    work: &std::path::Path,
+    json_dir: &std::path::Path,
+) -> anyhow::Result<Vec<Extra>> {
+    let mut runs: Vec<(String, String, Params)> = Vec::new();
+    let systems: Vec<&str> = [Mode::Embedded, Mode::Distributed]
+        .iter()
+        .map(|m| m.name())
+        .chain(["langgraph"])
+        .collect();
+    if o.scenarios.contains(&Scenario::Throughput) {
+        for users in numbers(&o.side_users)? {
+            for sys in &systems {
+                let p = Params {
+                    users,
+                    ..params(o, Scenario::Throughput)
+                };
+                runs.push((sys.to_string(), format!("throughput-u{users}"), p));
+            }
+        }
+    }
+    for turns in numbers(&o.session_lengths)? {
+        for sys in &systems[..2] {
+            runs.push((
+                sys.to_string(),
+                format!("sessions-{turns}"),
+                session_params(o, turns),
+            ));
+        }
+    }
+    let mut extras = Vec::new();
+    for (sys, key, p) in runs {
+        let path = json_dir.join(format!("{sys}-{key}.json"));
+        let mode = modes.iter().find(|m| m.name() == sys);
+        let fresh = if o.render_only {
+            None
+        } else if let Some(&mode) = mode {
+            eprintln!("== {sys} / {key}");
+            Some(run_one(o, mode, &p, &[], work, &key).await)
+        } else if sys == "langgraph" && p.prefill_turns == 0 {
+            match venv {
+                Some(venv) => {
+                    eprintln!("== {sys} / {key}");
+                    Some(run_langgraph_one(o, venv, &p, work, &key).await)
+                }
+                None => None,
+            }
+        } else {
+            None
+        };
+        let result = match fresh {
+            Some(r) => {
+                let r = r.map_err(|e| format!("{e:#}"));
+                match &r {
+                    Ok(rep) => {
+                        eprint!("{}", rep.table());
+                        std::fs::write(&path, serde_json::to_string_pretty(rep)?)?;
+                    }
+                    Err(e) => eprintln!("failed: {e}"),
+                }
+                r
+            }
+            None if o.reuse_json || o.render_only => match load_json(&path) {
+                Some(r) => Ok(r),
+                None => continue,
+            },
+            None => continue,
+        };
+        extras.push(Extra {
+            mode: sys,
+            key,
+            result,
+        });
+    }
+    Ok(extras)
+}
+
 async fn run_one(
     o: &BenchOpts,
     mode: Mode,
-    s: Scenario,
+    p: &Params,
     env: &[(String, String)],
     work: &std::path::Path,
+    name: &str,
 ) -> anyhow::Result<Report> {
-    let p = params(o, s);
-    let mut mock = start_mock(work, &format!("{}-{}", mode.name(), s.name())).await?;
+    let mut mock = start_mock(work, &format!("{}-{name}", mode.name())).await?;
     let mock_url = format!("http://{}", mock.addr.clone().unwrap_or_default());
     let opts = StackOpts {
         weft_bin: o.weft_bin.clone(),
         mode,
         llm_base_url: Some(format!("{mock_url}/v1")),
         gateways: 1,
-        workers: if s == Scenario::Chaos { 2 } else { 1 },
+        workers: if p.scenario == Scenario::Chaos { 2 } else { 1 },
         env: env.to_vec(),
-        dir: work.join(format!("{}-{}", mode.name(), s.name())),
+        dir: work.join(format!("{}-{name}", mode.name())),
         postgres_admin_url: o.postgres_admin_url.clone(),
         redis_url: o.redis_url.clone(),
     };
@@ -344,7 +471,7 @@ async fn run_one(
         mock_url: Some(mock_url),
         label: mode.name().into(),
     };
-    let report = run_weft(&p, &target, &ctx).await;
+    let report = run_weft(p, &target, &ctx).await;
     drop(ctx);
     if let Ok(stack) = Arc::try_unwrap(stack) {
         stack.into_inner().shutdown().await;
@@ -356,18 +483,18 @@ async fn run_one(
 async fn run_langgraph_one(
     o: &BenchOpts,
     venv: &std::path::Path,
-    s: Scenario,
+    p: &Params,
     work: &std::path::Path,
+    name: &str,
 ) -> anyhow::Result<Report> {
-    let p = params(o, s);
-    let mut mock = start_mock(work, &format!("langgraph-{}", s.name())).await?;
+    let mut mock = start_mock(work, &format!("langgraph-{name}")).await?;
     let mock_url = format!("http://{}", mock.addr.clone().unwrap_or_default());
     let port = {
         let l = std::net::TcpListener::bind("127.0.0.1:0")?;
         l.local_addr()?.port()
     };
     let spec = ProcSpec {
-        name: format!("langgraph-{}", s.name()),
+        name: format!("langgraph-{name}"),
         program: venv.join("bin/langgraph"),
         args: [
             "dev",
@@ -422,7 +549,7 @@ async fn run_langgraph_one(
                 mock_url: Some(mock_url),
                 label: "langgraph dev (in-memory runtime), n-jobs-per-worker 256".into(),
             };
-            run_langgraph(&p, &url, "agent", &ctx).await
+            run_langgraph(p, &url, "agent", &ctx).await
         }
         Err(e) => Err(e.context(format!(
             "LangGraph did not come up; see {}",

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Mutex;
 
-use super::{Gauge, Params, SessionLog, closed_loop};
+use super::{Gauge, Params, Seat, SessionLog, closed_loop};
 use crate::client::WeftClient;
 use crate::stack::Stack;
 use crate::stats::Recorder;
@@ -71,7 +71,8 @@ pub async fn run(
             timeline
         })
     };
-    let logs = closed_loop(clients, p, rec, gauge).await;
+    let seats = clients.into_iter().map(Seat::from).collect();
+    let logs = closed_loop(seats, p, rec, gauge).await;
     let timeline = chaos.await.unwrap_or_default();
     (logs, timeline)
 }

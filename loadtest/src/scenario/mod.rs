@@ -63,7 +63,7 @@ impl Scenario {
     pub fn defaults(self) -> (usize, u64, u32, u64, u64) {
         match self {
             Scenario::Latency => (50, 20, 50, 100, 25),
-            Scenario::Throughput => (64, 15, 10, 0, 0),
+            Scenario::Throughput => (50, 15, 10, 0, 0),
             Scenario::Soak => (2000, 60, 400, 100, 25),
             Scenario::Attach => (1, 20, 1, 0, 0),
             Scenario::Reconnect => (20, 15, 50, 50, 10),
@@ -101,6 +101,13 @@ pub struct Params {
     pub turn_timeout: Duration,
     /// `attach`: idle clients to open, and how long to hold them.
     pub attach_clients: usize,
+    /// Turns each user's session is given before the measured phase (not
+    /// measured, its CPU not counted): how a run's cost grows with the
+    /// session's length.
+    pub prefill_turns: usize,
+    /// The measured phase ends after this many turns per user instead of at
+    /// `duration` (the session then stays near `prefill_turns` long).
+    pub turns_per_user: Option<usize>,
 }
 
 /// One virtual user's session and what it sent.
@@ -131,27 +138,81 @@ impl Gauge {
     }
 }
 
-/// Closed loop: each user creates a session and sends turns until `stop_at`.
+/// A virtual user before the measured phase: its client, and its session if
+/// [`prefill`] made one.
+pub struct Seat {
+    pub client: WeftClient,
+    pub session: Option<String>,
+}
+
+impl From<WeftClient> for Seat {
+    fn from(client: WeftClient) -> Seat {
+        Seat {
+            client,
+            session: None,
+        }
+    }
+}
+
+/// Every user's session with `p.prefill_turns` turns in it, all users at once
+/// (a user whose turn fails keeps the turns it has). Nothing is recorded.
+pub async fn prefill(clients: Vec<WeftClient>, p: &Params) -> Vec<Seat> {
+    let deadline = Instant::now() + p.turn_timeout * (p.prefill_turns.max(1) as u32);
+    let tasks: Vec<_> = clients
+        .into_iter()
+        .map(|mut client| {
+            let (plan, timeout, turns) = (p.plan.clone(), p.turn_timeout, p.prefill_turns);
+            tokio::spawn(async move {
+                let quiet = Recorder::default();
+                let session = create_session(&mut client, &quiet, deadline).await;
+                if let Some(s) = &session {
+                    for _ in 0..turns {
+                        let r = run_turn(&mut client, s, &plan, Drops::default(), timeout, &quiet)
+                            .await;
+                        if matches!(r.end, TurnEnd::Abandoned | TurnEnd::NotSent) {
+                            break;
+                        }
+                    }
+                }
+                Seat { client, session }
+            })
+        })
+        .collect();
+    let mut seats = Vec::with_capacity(tasks.len());
+    for t in tasks {
+        if let Ok(seat) = t.await {
+            seats.push(seat);
+        }
+    }
+    seats
+}
+
+/// Closed loop: each user (with a session of its own, made here unless
+/// [`prefill`] made it) sends turns until `stop_at`, or `p.turns_per_user`.
 /// A user whose turn is abandoned stops, so its session stays checkable.
 pub async fn closed_loop(
-    clients: Vec<WeftClient>,
+    seats: Vec<Seat>,
     p: &Params,
     rec: Arc<Recorder>,
     gauge: Arc<Gauge>,
 ) -> Vec<SessionLog> {
     let start = Instant::now();
     let stop_at = start + p.ramp + p.duration;
-    let n = clients.len().max(1);
+    let n = seats.len().max(1);
     let mut tasks = Vec::with_capacity(n);
-    for (i, mut client) in clients.into_iter().enumerate() {
+    for (i, seat) in seats.into_iter().enumerate() {
         let (rec, gauge, plan) = (rec.clone(), gauge.clone(), p.plan.clone());
         let delay = p.ramp.mul_f64(i as f64 / n as f64);
-        let (drops, timeout) = (p.scenario.drops(), p.turn_timeout);
+        let (drops, timeout, turns) = (p.scenario.drops(), p.turn_timeout, p.turns_per_user);
         tasks.push(tokio::spawn(async move {
             tokio::time::sleep(delay).await;
-            let session = match create_session(&mut client, &rec, stop_at).await {
+            let Seat {
+                mut client,
+                session,
+            } = seat;
+            let session = match session {
                 Some(s) => s,
-                None => return None,
+                None => create_session(&mut client, &rec, stop_at).await?,
             };
             let mut log = SessionLog {
                 client,
@@ -159,7 +220,11 @@ pub async fn closed_loop(
                 accepted: 0,
                 sent: 0,
             };
-            while Instant::now() < stop_at {
+            let more = |sent: u64| match turns {
+                Some(t) => sent < t as u64,
+                None => Instant::now() < stop_at,
+            };
+            while more(log.sent) {
                 gauge.enter();
                 let r = run_turn(&mut log.client, &log.session, &plan, drops, timeout, &rec).await;
                 gauge.leave();
@@ -209,6 +274,7 @@ pub fn report_head(p: &Params, target: &str, label: &str) -> Report {
         reply_tokens: p.plan.tokens,
         mock_ttft_ms: p.plan.ttft.as_millis() as u64,
         mock_itl_ms: p.plan.itl.as_millis() as u64,
+        prefill_turns: p.prefill_turns,
         ..Report::default()
     }
 }
