@@ -271,8 +271,14 @@ def failover(stack, check):
              for m in [re.search(r"upstream=(.*) rt=", line)] if m]
     check(tried and tried[-1][-1] == f"{survivor_ip}:8900",
           f"nginx sent the re-attach to {survivor} ({survivor_ip}:8900; tried {tried[-1:] or 'nothing logged'})")
-    # restart: unless-stopped brings the killed gateway back; wait for it before going on.
-    wait_healthy(stack, victim)
+    # Docker counts `docker kill` as stopping the container by hand, so its
+    # restart policy leaves it stopped (a crash of weft inside would restart
+    # it): start it again, as an operator would, before going on.
+    docker("start", stack.containers()[victim])
+    back = wait_healthy(stack, victim)
+    state = stack.inspect(victim)["State"]
+    check(back, f"{victim}, started again after the kill, is healthy: "
+                f"{state['Status']}, health {(state.get('Health') or {}).get('Status')}")
     return session["id"]
 
 
