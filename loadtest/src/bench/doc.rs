@@ -4,7 +4,8 @@
 use std::fmt::Write;
 use std::path::Path;
 
-use super::{BenchOpts, Extra, Outcome, SESSION_RUN};
+use super::extras::{sessions_table, side_by_side};
+use super::{BenchOpts, Extra, Outcome};
 use crate::report::Report;
 use crate::scenario::Scenario;
 
@@ -136,7 +137,7 @@ fn command_line(cmd: &str, args: &[&str]) -> String {
         .unwrap_or_else(|| "unknown".into())
 }
 
-fn find<'a>(
+pub(super) fn find<'a>(
     outcomes: &'a [Outcome],
     mode: &str,
     s: Scenario,
@@ -345,186 +346,10 @@ pub fn render(
     t
 }
 
-fn system_name(mode: &str) -> &'static str {
+pub(super) fn system_name(mode: &str) -> &'static str {
     match mode {
         "embedded" => "Weft embedded (`weft up`)",
         "distributed" => "Weft distributed (1 gateway + 1 worker, Postgres, Redis)",
         _ => "LangGraph (`langgraph dev`, in-memory runtime)",
-    }
-}
-
-/// The Weft processes of a report (not the mock LLM).
-fn server_cpu_s(r: &Report) -> f64 {
-    r.processes
-        .iter()
-        .filter(|p| !p.name.starts_with("mock"))
-        .map(|p| p.cpu_s)
-        .sum()
-}
-
-/// Server CPU per finished run, in ms (`None` without runs or CPU readings).
-fn cpu_ms_per_run(r: &Report) -> Option<f64> {
-    let cpu = server_cpu_s(r);
-    (r.runs_ok > 0 && cpu > 0.0).then(|| 1000.0 * cpu / r.runs_ok as f64)
-}
-
-/// The side by side rows: `latency` and `throughput` from the suite, and the
-/// extra `throughput` runs at other user counts; then the ratios the targets
-/// are stated in.
-fn side_by_side(t: &mut String, outcomes: &[Outcome], extras: &[Extra]) {
-    let _ = writeln!(
-        t,
-        "| scenario | users | system | runs/s | TTFT p50 / p99 ms | TTFT overhead p50 / p90 / p99 / max ms | stream lag p50 / p99 ms | errors | server RSS peak MiB | server CPU s | CPU ms / run | runs per CPU-s |"
-    );
-    let _ = writeln!(t, "|---|---|---|---|---|---|---|---|---|---|---|---|");
-    let mut rows: Vec<(String, &str, &Result<Report, String>)> = Vec::new();
-    for s in [Scenario::Latency, Scenario::Throughput] {
-        if s == Scenario::Throughput {
-            for e in extras.iter().filter(|e| e.key.starts_with("throughput-u")) {
-                rows.push((s.name().to_owned(), e.mode.as_str(), &e.result));
-            }
-        }
-        for mode in ["embedded", "distributed", "langgraph"] {
-            if let Some(r) = find(outcomes, mode, s) {
-                rows.push((s.name().to_owned(), mode, r));
-            }
-        }
-    }
-    let order = |m: &str| {
-        ["embedded", "distributed", "langgraph"]
-            .iter()
-            .position(|x| *x == m)
-    };
-    rows.sort_by_key(|(s, m, r)| {
-        let users = r.as_ref().map_or(0, |r| r.users);
-        (s.clone(), users, order(m))
-    });
-    for (s, mode, result) in &rows {
-        match result {
-            Ok(r) => {
-                let server: Vec<_> = r
-                    .processes
-                    .iter()
-                    .filter(|p| !p.name.starts_with("mock"))
-                    .collect();
-                let rss: f64 = server.iter().map(|p| p.rss_peak_mib).sum();
-                let cpu = server_cpu_s(r);
-                let per_run = cpu_ms_per_run(r).map_or("–".into(), |x| format!("{x:.2}"));
-                let per_cpu = if cpu > 0.0 {
-                    format!("{:.0}", r.runs_ok as f64 / cpu)
-                } else {
-                    "–".into()
-                };
-                let _ = writeln!(
-                    t,
-                    "| {} | {} | {} | {:.1} | {:.1} / {:.1} | {:.1} / {:.1} / {:.1} / {:.1} | {:.1} / {:.1} | {} | {:.0} | {:.1} | {} | {} |",
-                    s,
-                    r.users,
-                    system_name(mode),
-                    r.runs_per_s,
-                    r.ttft_ms.p50,
-                    r.ttft_ms.p99,
-                    r.ttft_overhead_ms.p50,
-                    r.ttft_overhead_ms.p90,
-                    r.ttft_overhead_ms.p99,
-                    r.ttft_overhead_ms.max,
-                    r.stream_lag_ms.p50,
-                    r.stream_lag_ms.p99,
-                    r.errors.values().sum::<u64>() + r.runs_failed,
-                    rss,
-                    cpu,
-                    per_run,
-                    per_cpu
-                );
-            }
-            Err(e) => {
-                let _ = writeln!(
-                    t,
-                    "| {} | | {} | failed: {} | | | | | | | | |",
-                    s,
-                    system_name(mode),
-                    e.lines().next().unwrap_or("")
-                );
-            }
-        }
-    }
-    // The targets of issue 23, as ratios of one run on one machine.
-    let pick = |mode: &str, users: usize| {
-        rows.iter().find_map(|(s, m, r)| match r {
-            Ok(r) if s == "throughput" && *m == mode && r.users == users => Some(r),
-            _ => None,
-        })
-    };
-    let mut lines = Vec::new();
-    for mode in ["embedded", "distributed"] {
-        if let (Some(w), Some(l)) = (pick(mode, 50), pick("langgraph", 50)) {
-            let (wc, lc) = (server_cpu_s(w), server_cpu_s(l));
-            if wc > 0.0 && lc > 0.0 {
-                let ratio = (w.runs_ok as f64 / wc) / (l.runs_ok as f64 / lc);
-                lines.push(format!(
-                    "- {mode}, 50 users: {ratio:.1}× LangGraph's runs per server CPU-second (target ≥ 20×), {:.1}× its runs/s",
-                    w.runs_per_s / l.runs_per_s.max(f64::MIN_POSITIVE)
-                ));
-            }
-        }
-        if let (Some(w), Some(l)) = (pick(mode, 20), pick("langgraph", 20))
-            && w.ttft_ms.p99 > 0.0
-        {
-            lines.push(format!(
-                "- {mode}, 20 users: first token p99 {:.1} ms against LangGraph's {:.1} ms, {:.0}× lower (target ≥ 50×)",
-                w.ttft_ms.p99,
-                l.ttft_ms.p99,
-                l.ttft_ms.p99 / w.ttft_ms.p99
-            ));
-        }
-    }
-    if !lines.is_empty() {
-        let _ = writeln!(t, "\n{}", lines.join("\n"));
-    }
-}
-
-/// What a run costs as its session grows: the same closed loop after every
-/// user's session was given N turns (their cost not counted).
-fn sessions_table(t: &mut String, extras: &[Extra]) {
-    let mut lengths: Vec<usize> = extras
-        .iter()
-        .filter_map(|e| e.key.strip_prefix("sessions-")?.parse().ok())
-        .collect();
-    if lengths.is_empty() {
-        return;
-    }
-    lengths.sort_unstable();
-    lengths.dedup();
-    let (users, turns, tokens) = SESSION_RUN;
-    let _ = writeln!(
-        t,
-        "\n### Cost of a run by session length\n\n{users} users, each with a session of N turns made before the measured phase (not counted), then {turns} more turns each, {tokens}-token replies, no mock delay. CPU is every Weft process's (embedded: `weft up`; distributed: gateway + worker).\n"
-    );
-    let _ = writeln!(
-        t,
-        "| session turns | embedded runs/s | embedded CPU ms / run | embedded TTFT p50 / p99 ms | distributed runs/s | distributed CPU ms / run | distributed TTFT p50 / p99 ms |"
-    );
-    let _ = writeln!(t, "|---|---|---|---|---|---|---|");
-    for n in lengths {
-        let key = format!("sessions-{n}");
-        let cell = |mode: &str| match extras.iter().find(|e| e.mode == mode && e.key == key) {
-            Some(Extra { result: Ok(r), .. }) => format!(
-                "{:.1} | {} | {:.1} / {:.1}",
-                r.runs_per_s,
-                cpu_ms_per_run(r).map_or("–".into(), |x| format!("{x:.2}")),
-                r.ttft_ms.p50,
-                r.ttft_ms.p99
-            ),
-            Some(Extra { result: Err(e), .. }) => {
-                format!("failed: {} | | ", e.lines().next().unwrap_or(""))
-            }
-            None => "not run | | ".into(),
-        };
-        let _ = writeln!(
-            t,
-            "| {n} | {} | {} |",
-            cell("embedded"),
-            cell("distributed")
-        );
     }
 }

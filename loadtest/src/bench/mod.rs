@@ -6,6 +6,10 @@
 
 pub mod doc;
 mod doc_notes;
+mod extras;
+
+use extras::run_extras;
+pub use extras::{Extra, SESSION_RUN};
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -94,39 +98,6 @@ pub fn fast_recovery_env() -> Vec<(String, String)> {
     .iter()
     .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
     .collect()
-}
-
-/// A run besides the suite's scenarios: `throughput` at other user counts
-/// (key `throughput-u20`) and the session-length runs (key `sessions-100`).
-pub struct Extra {
-    pub mode: String,
-    pub key: String,
-    pub result: Result<Report, String>,
-}
-
-/// Users, measured turns per user and reply tokens of the session-length runs.
-pub const SESSION_RUN: (usize, usize, u32) = (20, 25, 10);
-
-/// A comma-separated list of numbers; `none` or nothing is an empty list.
-fn numbers(list: &str) -> anyhow::Result<Vec<usize>> {
-    list.split(',')
-        .map(str::trim)
-        .filter(|x| !x.is_empty() && *x != "none")
-        .map(|x| x.parse().with_context(|| format!("not a number: {x:?}")))
-        .collect()
-}
-
-/// The session-length run at `turns` turns.
-fn session_params(o: &BenchOpts, turns: usize) -> Params {
-    let (users, measured, tokens) = SESSION_RUN;
-    Params {
-        users,
-        prefill_turns: turns,
-        turns_per_user: Some(measured),
-        plan: TurnPlan::mock(tokens, 0, 0),
-        duration: Duration::from_secs(600),
-        ..params(o, Scenario::Throughput)
-    }
 }
 
 /// One row of the suite: what ran and what came out (or why it did not).
@@ -322,7 +293,7 @@ const ALL: [Scenario; 6] = [
     Scenario::Chaos,
 ];
 
-fn load_json(path: &std::path::Path) -> Option<Report> {
+pub(crate) fn load_json(path: &std::path::Path) -> Option<Report> {
     serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
 }
 
@@ -349,90 +320,7 @@ pub async fn start_mock(work: &std::path::Path, name: &str) -> anyhow::Result<Pr
     Proc::start(spec, work).await
 }
 
-/// The extra runs ([`Extra`]): run now for `modes` (and LangGraph when its
-/// virtualenv is there), else taken from earlier JSON reports with
-/// --reuse-json or --render-only.
-async fn run_extras(
-    o: &BenchOpts,
-    modes: &[Mode],
-    venv: Option<&std::path::Path>,
-    work: &std::path::Path,
-    json_dir: &std::path::Path,
-) -> anyhow::Result<Vec<Extra>> {
-    let mut runs: Vec<(String, String, Params)> = Vec::new();
-    let systems: Vec<&str> = [Mode::Embedded, Mode::Distributed]
-        .iter()
-        .map(|m| m.name())
-        .chain(["langgraph"])
-        .collect();
-    if o.scenarios.contains(&Scenario::Throughput) {
-        for users in numbers(&o.side_users)? {
-            for sys in &systems {
-                let p = Params {
-                    users,
-                    ..params(o, Scenario::Throughput)
-                };
-                runs.push((sys.to_string(), format!("throughput-u{users}"), p));
-            }
-        }
-    }
-    for turns in numbers(&o.session_lengths)? {
-        for sys in &systems[..2] {
-            runs.push((
-                sys.to_string(),
-                format!("sessions-{turns}"),
-                session_params(o, turns),
-            ));
-        }
-    }
-    let mut extras = Vec::new();
-    for (sys, key, p) in runs {
-        let path = json_dir.join(format!("{sys}-{key}.json"));
-        let mode = modes.iter().find(|m| m.name() == sys);
-        let fresh = if o.render_only {
-            None
-        } else if let Some(&mode) = mode {
-            eprintln!("== {sys} / {key}");
-            Some(run_one(o, mode, &p, &[], work, &key).await)
-        } else if sys == "langgraph" && p.prefill_turns == 0 {
-            match venv {
-                Some(venv) => {
-                    eprintln!("== {sys} / {key}");
-                    Some(run_langgraph_one(o, venv, &p, work, &key).await)
-                }
-                None => None,
-            }
-        } else {
-            None
-        };
-        let result = match fresh {
-            Some(r) => {
-                let r = r.map_err(|e| format!("{e:#}"));
-                match &r {
-                    Ok(rep) => {
-                        eprint!("{}", rep.table());
-                        std::fs::write(&path, serde_json::to_string_pretty(rep)?)?;
-                    }
-                    Err(e) => eprintln!("failed: {e}"),
-                }
-                r
-            }
-            None if o.reuse_json || o.render_only => match load_json(&path) {
-                Some(r) => Ok(r),
-                None => continue,
-            },
-            None => continue,
-        };
-        extras.push(Extra {
-            mode: sys,
-            key,
-            result,
-        });
-    }
-    Ok(extras)
-}
-
-async fn run_one(
+pub(crate) async fn run_one(
     o: &BenchOpts,
     mode: Mode,
     p: &Params,
@@ -480,7 +368,7 @@ async fn run_one(
     report
 }
 
-async fn run_langgraph_one(
+pub(crate) async fn run_langgraph_one(
     o: &BenchOpts,
     venv: &std::path::Path,
     p: &Params,

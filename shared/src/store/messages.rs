@@ -229,17 +229,14 @@ impl Store {
             .bind(limit as i64)
             .fetch_all(&self.pool)
             .await?;
-        let mut msgs = rows
-            .iter()
-            .map(Message::from_row)
-            .collect::<Result<Vec<_>>>()?;
+        // Only user messages carry files: the tool results dropped below have none.
+        let mut msgs = self.with_attachments(&rows).await?;
         msgs.reverse();
         let first_non_tool = msgs
             .iter()
             .position(|m| m.role != "tool")
             .unwrap_or(msgs.len());
         msgs.drain(..first_non_tool);
-        self.fill_attachments(&mut msgs).await?;
         Ok(msgs)
     }
 
@@ -291,6 +288,11 @@ impl Store {
             .bind(after.unwrap_or_default())
             .fetch_all(&self.pool)
             .await?;
+        self.with_attachments(&rows).await
+    }
+
+    /// Messages of `rows` with their files.
+    async fn with_attachments(&self, rows: &[AnyRow]) -> Result<Vec<Message>> {
         let mut msgs = rows
             .iter()
             .map(Message::from_row)

@@ -104,19 +104,12 @@ impl Histories {
         let mut copies = self.copies.lock().expect("histories lock");
         copies.insert(session.clone(), copy);
         let mut held: usize = copies.values().map(|c| c.msgs.len()).sum();
-        if held > MAX_MESSAGES_HELD {
-            let drop: Vec<SessionId> = copies
-                .iter()
-                .filter(|(s, _)| **s != session)
-                .take_while(|(_, c)| {
-                    let over = held > MAX_MESSAGES_HELD;
-                    held = held.saturating_sub(c.msgs.len());
-                    over
-                })
-                .map(|(s, _)| s.clone())
-                .collect();
-            for s in drop {
-                copies.remove(&s);
+        while held > MAX_MESSAGES_HELD {
+            let Some(other) = copies.keys().find(|s| **s != session).cloned() else {
+                break;
+            };
+            if let Some(c) = copies.remove(&other) {
+                held -= c.msgs.len();
             }
         }
     }
