@@ -82,8 +82,11 @@ pub struct ToolSpec {
 pub struct ChatRequest {
     /// The provider-side model name (e.g. `gpt-4o-mini`).
     pub model: String,
-    pub messages: Vec<ChatMessage>,
-    pub tools: Vec<ToolSpec>,
+    /// Shared, not copied: the worker sends the same conversation in every
+    /// step and every retry, and appends to it after the call (`Arc::make_mut`
+    /// finds it unshared then).
+    pub messages: std::sync::Arc<Vec<ChatMessage>>,
+    pub tools: std::sync::Arc<Vec<ToolSpec>>,
     pub max_tokens: Option<u32>,
     /// 1-based attempt of this step within the worker's retry loop. Only the in-process
     /// mock uses it (for `@mock.fail … times=k`).

@@ -97,8 +97,9 @@ mod tests {
             messages: vec![ChatMessage::User {
                 content: text.into(),
                 images: Vec::new(),
-            }],
-            tools: vec![],
+            }]
+            .into(),
+            tools: vec![].into(),
             max_tokens: None,
             attempt,
         }

@@ -36,8 +36,9 @@ fn user(text: &str) -> ChatRequest {
                 content: text.into(),
                 images: Vec::new(),
             },
-        ],
-        tools: vec![],
+        ]
+        .into(),
+        tools: vec![].into(),
         max_tokens: None,
         attempt: 1,
     }
@@ -101,11 +102,11 @@ async fn tool_use_round_trip() {
         })
     ));
 
-    req.messages.push(ChatMessage::Assistant {
+    std::sync::Arc::make_mut(&mut req.messages).push(ChatMessage::Assistant {
         content: String::new(),
         tool_calls: vec![call.clone()],
     });
-    req.messages.push(ChatMessage::Tool {
+    std::sync::Arc::make_mut(&mut req.messages).push(ChatMessage::Tool {
         call_id: call.id.clone(),
         name: call.name.clone(),
         content: "18C".into(),
@@ -219,7 +220,7 @@ const DESCRIBED: &str = "image 1: image/png, 70 bytes, sha256 c414cd0e204de974f7
 async fn images_reach_the_model_as_base64_image_blocks() {
     let (server, provider) = setup().await;
     let mut req = user("unused");
-    req.messages[1] = ChatMessage::User {
+    std::sync::Arc::make_mut(&mut req.messages)[1] = ChatMessage::User {
         content: "what are these? @mock.describe_images".into(),
         images: vec![
             Image {

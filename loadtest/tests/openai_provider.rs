@@ -33,8 +33,8 @@ fn config(base_url: String, idle_timeout: Duration) -> OpenAiConfig {
 fn request(messages: Vec<ChatMessage>) -> ChatRequest {
     ChatRequest {
         model: String::new(),
-        messages,
-        tools: vec![],
+        messages: messages.into(),
+        tools: vec![].into(),
         max_tokens: None,
         attempt: 1,
     }
@@ -123,7 +123,8 @@ async fn fragmented_tool_call_is_assembled_and_answered() {
         name: "get_weather".into(),
         description: "Weather".into(),
         parameters: json!({}),
-    }];
+    }]
+    .into();
     let events = run(&provider, req.clone()).await.unwrap();
     let calls: Vec<_> = events
         .iter()
@@ -143,11 +144,11 @@ async fn fragmented_tool_call_is_assembled_and_answered() {
     assert_eq!(finished(&events).0, StopReason::ToolUse);
 
     let call = calls[0].clone();
-    req.messages.push(ChatMessage::Assistant {
+    std::sync::Arc::make_mut(&mut req.messages).push(ChatMessage::Assistant {
         content: String::new(),
         tool_calls: vec![call.clone()],
     });
-    req.messages.push(ChatMessage::Tool {
+    std::sync::Arc::make_mut(&mut req.messages).push(ChatMessage::Tool {
         call_id: call.id,
         name: call.name,
         content: "18C, cloudy".into(),

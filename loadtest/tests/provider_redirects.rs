@@ -59,8 +59,9 @@ fn request() -> ChatRequest {
         messages: vec![ChatMessage::User {
             content: "a private conversation".into(),
             images: Vec::new(),
-        }],
-        tools: vec![],
+        }]
+        .into(),
+        tools: vec![].into(),
         max_tokens: None,
         attempt: 1,
     }

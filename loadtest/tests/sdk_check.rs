@@ -108,12 +108,14 @@ fn conversation_with_images() -> ChatRequest {
                 content: "and these? @mock.describe_images".into(),
                 images: vec![image("image/png", PNG), image("image/gif", GIF)],
             },
-        ],
+        ]
+        .into(),
         tools: vec![ToolSpec {
             name: "zoom".into(),
             description: "Zoom into the screenshot".into(),
             parameters: json!({"type": "object", "properties": {"factor": {"type": "number"}}}),
-        }],
+        }]
+        .into(),
         max_tokens: Some(256),
         attempt: 1,
     }

@@ -112,6 +112,31 @@ pub fn load_dir(dir: &Path) -> Vec<Skill> {
     out
 }
 
+/// What [`load_dir`] would read, by name, size and modification time, without
+/// reading it: equal fingerprints mean the folder's skills did not change (a
+/// file rewritten with the same size within the file system's time resolution
+/// aside). A worker compares it instead of reading every skill for every run.
+pub fn dir_fingerprint(
+    dir: &Path,
+) -> Vec<(std::path::PathBuf, u64, Option<std::time::SystemTime>)> {
+    let mut out = Vec::new();
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return out;
+    };
+    for entry in entries.flatten() {
+        let Ok(list) = std::fs::read_dir(entry.path()) else {
+            continue;
+        };
+        for f in list.flatten() {
+            if let Ok(meta) = f.metadata() {
+                out.push((f.path(), meta.len(), meta.modified().ok()));
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -120,6 +120,8 @@ pub(crate) struct Inner {
     /// Copies of the histories of sessions this worker served (see
     /// [`context::history`]).
     pub(crate) histories: context::history::Histories,
+    /// Agents, instructions and skills of the prompt (see [`context::prompt`]).
+    pub(crate) prompt_inputs: context::prompt::PromptInputs,
 }
 
 impl Inner {
@@ -501,6 +503,7 @@ pub async fn run(
         }),
         mcp: weft_tools::mcp::McpHub::start(cfg.mcp_servers.clone(), shutdown.child_token()),
         histories: context::history::Histories::default(),
+        prompt_inputs: context::prompt::PromptInputs::default(),
         slots: Arc::new(Semaphore::new(cfg.worker.concurrency)),
         image_room: weft_shared::memory_room::MemoryRoom::new(
             cfg.attachments.worker_image_memory_bytes,

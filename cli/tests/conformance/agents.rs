@@ -10,7 +10,8 @@ use crate::harness::*;
 crate::both_backends!(
     agents_choose_the_prompt_and_the_tools,
     a_configured_agent_is_the_default,
-    skills_are_listed_and_loaded_on_demand
+    skills_are_listed_and_loaded_on_demand,
+    every_edit_of_the_prompt_reaches_the_next_run
 );
 
 /// What the mock model was sent (`@mock.context`).
@@ -347,5 +348,122 @@ async fn skills_are_listed_and_loaded_on_demand(b: Backend) {
         rendered_text(&events).contains("there is no skill"),
         "{}",
         rendered_text(&events)
+    );
+}
+
+/// Workers keep a run's agent, instructions and skills between runs (issue 23):
+/// each kind of edit must still reach the very next run — the agent's own
+/// instructions, its deletion (back to the default), the user's instructions,
+/// an uploaded skill and its deletion, a skill folder added and edited on disk.
+async fn every_edit_of_the_prompt_reaches_the_next_run(b: Backend) {
+    let skills = tempfile::tempdir().unwrap();
+    let dir = skills.path().to_str().unwrap().to_string();
+    let app = App::start_with(b, &[("WEFT_SKILLS_DIR", &dir)]).await;
+    let alice = app.user("alice").await;
+    let put_agent = |instructions: &'static str| {
+        app.call(
+            reqwest::Method::PUT,
+            "/v1/admin/agents/helper",
+            ADMIN_TOKEN,
+            Some(json!({"name": "Helper", "instructions": instructions, "tools": []})),
+        )
+    };
+    assert_eq!(put_agent("HELPER-V1.").await.0, 200);
+    let (st, s) = app
+        .post("/v1/sessions", &alice, json!({"agent": "helper"}))
+        .await;
+    assert_eq!(st, 201, "{s}");
+    let s = s["id"].as_str().unwrap().to_string();
+    let system = |seen: Value| seen["system"][0].as_str().unwrap().to_string();
+
+    let first = system(context(&app, &alice, &s).await);
+    assert!(first.starts_with("HELPER-V1."), "{first}");
+    assert!(!first.contains("Call me Ana."), "{first}");
+    // Twice: the second run is served what the worker kept.
+    assert_eq!(system(context(&app, &alice, &s).await), first);
+
+    assert_eq!(put_agent("HELPER-V2.").await.0, 200);
+    let now = system(context(&app, &alice, &s).await);
+    assert!(now.starts_with("HELPER-V2."), "the agent's edit: {now}");
+
+    let (st, v) = app
+        .call(
+            reqwest::Method::PUT,
+            "/v1/me/instructions",
+            &alice,
+            Some(json!({"instructions": "Call me Ana."})),
+        )
+        .await;
+    assert_eq!(st, 200, "{v}");
+    let now = system(context(&app, &alice, &s).await);
+    assert!(
+        now.contains("Call me Ana."),
+        "the user's instructions: {now}"
+    );
+
+    let skill =
+        json!({"skill_md": "---\nname: uploaded-one\ndescription: An uploaded skill\n---\nBody."});
+    let (st, v) = app
+        .call(
+            reqwest::Method::PUT,
+            "/v1/admin/skills/uploaded-one",
+            ADMIN_TOKEN,
+            Some(skill),
+        )
+        .await;
+    assert_eq!(st, 204, "{v}");
+    let now = system(context(&app, &alice, &s).await);
+    assert!(
+        now.contains("- uploaded-one: An uploaded skill"),
+        "an upload: {now}"
+    );
+    let (st, _) = app
+        .call(
+            reqwest::Method::DELETE,
+            "/v1/admin/skills/uploaded-one",
+            ADMIN_TOKEN,
+            None,
+        )
+        .await;
+    assert_eq!(st, 204);
+    let now = system(context(&app, &alice, &s).await);
+    assert!(!now.contains("uploaded-one"), "a deleted upload: {now}");
+
+    // The folder is not in the database: a skill added there, then edited.
+    let folder = skills.path().join("on-disk");
+    std::fs::create_dir(&folder).unwrap();
+    let write = |description: &str| {
+        std::fs::write(
+            folder.join("SKILL.md"),
+            format!("---\nname: on-disk\ndescription: {description}\n---\nBody."),
+        )
+        .unwrap()
+    };
+    write("First words");
+    let now = system(context(&app, &alice, &s).await);
+    assert!(
+        now.contains("- on-disk: First words"),
+        "a folder added: {now}"
+    );
+    write("Second words, longer");
+    let now = system(context(&app, &alice, &s).await);
+    assert!(
+        now.contains("- on-disk: Second words, longer"),
+        "a folder edited: {now}"
+    );
+
+    let (st, _) = app
+        .call(
+            reqwest::Method::DELETE,
+            "/v1/admin/agents/helper",
+            ADMIN_TOKEN,
+            None,
+        )
+        .await;
+    assert_eq!(st, 204);
+    let now = system(context(&app, &alice, &s).await);
+    assert!(
+        !now.contains("HELPER-V2."),
+        "a deleted agent: back to the default: {now}"
     );
 }

@@ -135,12 +135,14 @@ mod tests {
                     content: "and?".into(),
                     images: Vec::new(),
                 },
-            ],
+            ]
+            .into(),
             tools: vec![ToolSpec {
                 name: "f".into(),
                 description: "d".into(),
                 parameters: json!({"type": "object"}),
-            }],
+            }]
+            .into(),
             max_tokens: None,
             attempt: 1,
         };
@@ -206,8 +208,9 @@ mod tests {
                     content: String::new(),
                     images: vec![image("image/webp", "UklGRg==")],
                 },
-            ],
-            tools: vec![],
+            ]
+            .into(),
+            tools: vec![].into(),
             max_tokens: None,
             attempt: 1,
         };

@@ -142,12 +142,14 @@ mod tests {
                     name: "f".into(),
                     content: "ok".into(),
                 },
-            ],
+            ]
+            .into(),
             tools: vec![ToolSpec {
                 name: "f".into(),
                 description: "d".into(),
                 parameters: json!({}),
-            }],
+            }]
+            .into(),
             max_tokens: Some(50),
             attempt: 1,
         };
@@ -184,8 +186,9 @@ mod tests {
             messages: vec![ChatMessage::User {
                 content: content.into(),
                 images,
-            }],
-            tools: vec![],
+            }]
+            .into(),
+            tools: vec![].into(),
             max_tokens: None,
             attempt: 1,
         }

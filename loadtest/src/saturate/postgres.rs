@@ -341,10 +341,9 @@ async fn one_run(
         ClaimOutcome::Claimed(c) => c,
         other => bail!("the claim failed: {other:?}"),
     };
-    store.get_agent(&claimed.mode).await?;
-    store.user_instructions(&claimed.user_id).await?;
-    store.skills(None).await?;
-    store.pending_step(&claimed.id).await?;
+    // The agent, the instructions and the skills are kept by the worker between
+    // runs (the claim returns the revision they are valid for), and the claim
+    // returns the pending step.
     store.take_compact_request(&session_id).await?;
     store.session_summary(&session_id).await?;
     store

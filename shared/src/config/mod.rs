@@ -154,8 +154,8 @@ impl Default for Config {
 /// network, so it must not be guessable.
 pub const MIN_ADMIN_TOKEN_CHARS: usize = 32;
 
-/// The example tokens shipped in `deploy/` (`.env.example`, the k8s example
-/// overlay): long enough, and public. A deployment that kept one is refused.
+/// The example tokens shipped in `deploy/` (the k8s example overlay; compose's
+/// `.env.example` carried it before `make-secrets`): long enough, and public. A deployment that kept one is refused.
 const EXAMPLE_ADMIN_TOKENS: &[&str] = &["change-me-admin-token-0123456789abcdef0123456789"];
 
 /// Words that mark a value someone was meant to replace.
@@ -527,7 +527,7 @@ mod tests {
             ..Config::default()
         };
         let refused = [
-            // deploy/.env.example and deploy/k8s/overlays/example/weft-secrets.env
+            // deploy/k8s/overlays/example/weft-secrets.env (and the old deploy/.env.example)
             "change-me-admin-token-0123456789abcdef0123456789",
             "CHANGE_ME_please_0123456789abcdefghijklmnopqrstuvwxyz",
             "changeme-7f3a9c1e5b2d8f4a6c0e9b7d5f3a1c8e",

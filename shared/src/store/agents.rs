@@ -155,6 +155,7 @@ impl Store {
         if let Some(default) = configured.iter().find(|a| a.default) {
             set_default(&mut tx, &default.id).await?;
         }
+        super::revisions::bump_prompt(&mut **tx).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -198,6 +199,7 @@ impl Store {
         if agent.default {
             set_default(&mut tx, &agent.id).await?;
         }
+        super::revisions::bump_prompt(&mut **tx).await?;
         tx.commit().await?;
         self.get_agent(&agent.id).await
     }
@@ -208,11 +210,13 @@ impl Store {
         if id == "agent" {
             return Err(StoreError::Conflict("builtin_agent"));
         }
-        let _gate = self.write_gate().await;
+        let mut tx = self.begin().await?;
         let done = sqlx::query("delete from agents where id = $1")
             .bind(id)
-            .execute(&self.pool)
+            .execute(&mut **tx)
             .await?;
+        super::revisions::bump_prompt(&mut **tx).await?;
+        tx.commit().await?;
         Ok(done.rows_affected() == 1)
     }
 
@@ -226,15 +230,17 @@ impl Store {
     }
 
     pub async fn set_user_instructions(&self, user: &UserId, text: &str) -> Result<()> {
-        let _gate = self.write_gate().await;
+        let mut tx = self.begin().await?;
         let done = sqlx::query("update users set instructions = $1 where id = $2")
             .bind(text)
             .bind(&user.0)
-            .execute(&self.pool)
+            .execute(&mut **tx)
             .await?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound);
         }
+        super::revisions::bump_prompt(&mut **tx).await?;
+        tx.commit().await?;
         Ok(())
     }
 }

@@ -244,23 +244,6 @@ impl Store {
         Ok(outcome)
     }
 
-    pub async fn pending_step(&self, run: &RunId) -> Result<Option<PendingStep>> {
-        let row = sqlx::query("select pending_step from runs where id = $1")
-            .bind(&run.0)
-            .fetch_optional(&self.pool)
-            .await?;
-        match row
-            .map(|r| get_opt_str(&r, "pending_step"))
-            .transpose()?
-            .flatten()
-        {
-            Some(json) => serde_json::from_str(&json)
-                .map(Some)
-                .map_err(|e| StoreError::Other(format!("pending_step: {e}"))),
-            None => Ok(None),
-        }
-    }
-
     pub async fn step_approvals(&self, run: &RunId, step: u32) -> Result<Vec<Approval>> {
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
             "select {COLUMNS} from approvals where run_id = $1 and step = $2 order by created_at, id"
@@ -479,4 +462,12 @@ async fn load(tx: &mut sqlx::Transaction<'static, sqlx::Any>, id: &str) -> Resul
     .fetch_one(&mut **tx)
     .await?;
     Approval::from_row(&row)
+}
+
+/// `runs.pending_step` (JSON) as the step it names.
+pub(super) fn parse_pending_step(json: Option<String>) -> Result<Option<PendingStep>> {
+    json.map(|j| {
+        serde_json::from_str(&j).map_err(|e| StoreError::Other(format!("pending_step: {e}")))
+    })
+    .transpose()
 }

@@ -18,6 +18,7 @@ mod mcp_status;
 mod messages;
 mod purge;
 mod recovery;
+mod revisions;
 mod runs;
 mod send;
 mod session_writes;
@@ -53,6 +54,7 @@ pub use runs::{
 };
 pub use send::{NewRun, SendOutcome, SendRequest};
 pub use sessions::{SessionCursor, SessionRecord};
+pub use skills::merge_skills;
 pub use storage_quota::StorageUse;
 pub use summaries::Summary;
 pub use turns::{Alternative, TurnOutcome};

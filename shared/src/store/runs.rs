@@ -21,7 +21,9 @@ use super::session_writes::{
     touch_session_counting_waiting,
 };
 use super::user_limits::RunLimits;
-use super::{Result, Store, StoreError, get_enum, get_i64, get_opt_i64, get_opt_str, get_str};
+use super::{
+    Dialect, Result, Store, StoreError, get_enum, get_i64, get_opt_i64, get_opt_str, get_str,
+};
 use crate::api::{ErrorBody, RunDto, UsageDto};
 use crate::ids::{MessageId, RunId, SessionId, UserId};
 use crate::time::{now_ms, rfc3339};
@@ -169,6 +171,13 @@ pub struct ClaimedRun {
     pub last_seq: u64,
     /// The W3C trace context of the request that created the run.
     pub traceparent: Option<String>,
+    /// The step whose tool calls waited for approvals, when the run resumes
+    /// after them (read by the claim: a fresh run has none).
+    pub pending_step: Option<super::PendingStep>,
+    /// The store's `prompt` revision at the claim: what a worker kept of agents,
+    /// instructions and skills at this revision or later is current
+    /// (`store::revisions`).
+    pub prompt_rev: i64,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -263,12 +272,14 @@ impl Store {
     ) -> Result<ClaimOutcome> {
         let now = now_ms();
         let _gate = self.write_gate().await;
-        let row = sqlx::query(
+        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
             "update runs set status = 'running', attempt = attempt + 1, worker_id = $2, heartbeat_at = $3,
                  started_at = coalesce(started_at, $3)
              where id = $1 and (status = 'queued' or (status = 'running' and heartbeat_at < $4))
-             returning id, session_id, user_id, model, mode, attempt, cancel_requested, started_at, created_at, last_seq, traceparent",
-        )
+             returning id, session_id, user_id, model, mode, attempt, cancel_requested, started_at, created_at, last_seq,
+                 traceparent, pending_step, {}",
+            super::revisions::PROMPT_REV
+        )))
         .bind(&id.0)
         .bind(worker)
         .bind(now)
@@ -290,6 +301,8 @@ impl Store {
             created_at: get_i64(&row, "created_at")?,
             last_seq: get_i64(&row, "last_seq")? as u64,
             traceparent: get_opt_str(&row, "traceparent")?,
+            pending_step: super::approvals::parse_pending_step(get_opt_str(&row, "pending_step")?)?,
+            prompt_rev: get_i64(&row, "prompt_rev")?,
         };
         if claimed.attempt > max_attempts {
             return Ok(ClaimOutcome::Exhausted(claimed));
@@ -332,15 +345,29 @@ impl Store {
         // Deleted with its session (or user) meanwhile: there is nowhere to write
         // the reply. Locked (session, then run: the send's order), so a concurrent
         // delete either waits for this end or has already won.
-        let lock = self.lock_suffix();
-        let exists = lock_session(&mut tx, lock, &run.session_id).await?
-            && sqlx::query(sqlx::AssertSqlSafe(format!(
-                "select id from runs where id = $1{lock}"
-            )))
+        let exists = match self.dialect {
+            Dialect::Postgres => {
+                let lock = self.lock_suffix();
+                lock_session(&mut tx, lock, &run.session_id).await?
+                    && sqlx::query(sqlx::AssertSqlSafe(format!(
+                        "select id from runs where id = $1{lock}"
+                    )))
+                    .bind(&run.id.0)
+                    .fetch_optional(&mut **tx)
+                    .await?
+                    .is_some()
+            }
+            // `begin immediate` holds the whole database: one statement asks
+            // both (each statement is a hop to SQLite's thread under the write gate).
+            Dialect::Sqlite => sqlx::query(
+                "select 1 as found from sessions s, runs r where s.id = $1 and r.id = $2",
+            )
+            .bind(&run.session_id.0)
             .bind(&run.id.0)
             .fetch_optional(&mut **tx)
             .await?
-            .is_some();
+            .is_some(),
+        };
         if !exists {
             return Ok(FinishOutcome::Deleted);
         }

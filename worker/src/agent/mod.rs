@@ -106,7 +106,8 @@ struct Attempt<'a> {
     /// The first step this attempt executes.
     step: u32,
     /// Built by [`Attempt::run`] once the model (and so its window) is known.
-    messages: Vec<ChatMessage>,
+    /// Shared with the step's request (no copy per step); appended to after it.
+    messages: Arc<Vec<ChatMessage>>,
     system: String,
     /// How full the model's window is (reported in `usage`).
     context: ContextUse,
@@ -116,7 +117,7 @@ struct Attempt<'a> {
     /// change a run half-way.
     cfg: Arc<Config>,
     providers: Arc<Providers>,
-    tools: Vec<ToolSpec>,
+    tools: Arc<Vec<ToolSpec>>,
     /// Room in the worker's image budget for the images in `messages`.
     _images_held: Option<tokio::sync::OwnedSemaphorePermit>,
 }
@@ -157,6 +158,7 @@ impl<'a> Attempt<'a> {
             }
         };
         let (agent, system, has_skills) = match context::system_for(
+            &inner.prompt_inputs,
             &inner.deps.store,
             &run,
             &cfg.skills_dir(),
@@ -176,14 +178,15 @@ impl<'a> Attempt<'a> {
             .into_iter()
             .filter(|t| agent.allows_tool(&t.name))
             .filter(|t| has_skills || t.name != "use_skill")
-            .collect();
+            .collect::<Vec<_>>()
+            .into();
         Ok(Attempt {
             inner,
             timing: Timing {
                 ttft_ms: None,
                 created_at: run.created_at,
             },
-            messages: Vec::new(),
+            messages: Default::default(),
             system,
             context: ContextUse::default(),
             _images_held: None,
@@ -225,13 +228,8 @@ impl<'a> Attempt<'a> {
     async fn run(&mut self) -> Flow {
         // A step that waited for approvals resumes where it stopped: its text
         // was streamed, so clients keep it (`resume_step` is the step after it).
-        let pending = match self.inner.deps.store.pending_step(&self.run.id).await {
-            Ok(p) => p,
-            Err(e) => {
-                tracing::error!(error = %e, "loading the pending step failed; leaving the run to the reaper");
-                return Flow::Leave(Leave::Abandon);
-            }
-        };
+        // The claim read it.
+        let pending = self.run.pending_step.take();
         let resume_step = pending.as_ref().map_or(self.step, |p| p.step + 1);
         let fell_back = self.fall_back_if_gone().await;
         self.em
@@ -276,7 +274,7 @@ impl<'a> Attempt<'a> {
         }
         match context::window::build(self.inner, &self.cfg, &self.run, &model, &self.system).await {
             Ok(built) => {
-                self.messages = built.messages;
+                self.messages = Arc::new(built.messages);
                 self.context = built.used;
                 self._images_held = built.images_held;
             }
@@ -286,7 +284,10 @@ impl<'a> Attempt<'a> {
             }
         }
         if let Some(background) = self.inner.group_background(&self.run.id).await {
-            context::before_the_question(&mut self.messages, &background);
+            context::before_the_question(
+                Arc::make_mut(&mut self.messages).as_mut_slice(),
+                &background,
+            );
         }
         if let Some(pending) = pending {
             self.step = pending.step;
@@ -457,16 +458,16 @@ impl<'a> Attempt<'a> {
             Flow::Next => {}
             other => return other,
         }
-        self.messages.push(ChatMessage::Assistant {
+        let messages = Arc::make_mut(&mut self.messages);
+        messages.push(ChatMessage::Assistant {
             content: text,
             tool_calls: calls,
         });
-        self.messages
-            .extend(results.into_iter().map(|r| ChatMessage::Tool {
-                call_id: r.call_id,
-                name: r.name,
-                content: r.content,
-            }));
+        messages.extend(results.into_iter().map(|r| ChatMessage::Tool {
+            call_id: r.call_id,
+            name: r.name,
+            content: r.content,
+        }));
         Flow::Next
     }
 

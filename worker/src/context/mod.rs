@@ -4,35 +4,26 @@
 
 pub mod files;
 pub mod history;
+pub mod prompt;
 pub mod window;
 
 use weft_llm::{ChatMessage, ToolCall};
 use weft_shared::config::AgentConfig;
-use weft_shared::store::{ClaimedRun, Message, Store, StoreError};
+use weft_shared::store::{ClaimedRun, Message, Store};
 
 /// The session's agent (the default one when it names none that exists) and
-/// the system prompt for this run: see `weft_shared::prompt`.
+/// the system prompt for this run: see `weft_shared::prompt`. What it is made
+/// of comes from `inputs`, read again only when it changed ([`prompt`]).
 pub async fn system_for(
+    inputs: &prompt::PromptInputs,
     store: &Store,
     run: &ClaimedRun,
     skills_dir: &std::path::Path,
 ) -> weft_shared::store::Result<(AgentConfig, String, bool)> {
-    let agent = match store.get_agent(&run.mode).await {
-        Ok(a) => a.spec,
-        Err(StoreError::NotFound) => match store.default_agent().await {
-            Ok(a) => a.spec,
-            // A database nobody seeded (a bare store in a test): the built-in one.
-            Err(StoreError::NotFound) => weft_shared::store::builtin_agents().remove(0),
-            Err(e) => return Err(e),
-        },
-        Err(e) => return Err(e),
-    };
-    let mine = store
-        .user_instructions(&run.user_id)
-        .await
-        .unwrap_or_default();
+    let agent = inputs.agent(store, run).await?;
+    let mine = inputs.instructions(store, run).await;
     let today = weft_shared::time::rfc3339(weft_shared::time::now_ms());
-    let skills = store.skills(Some(skills_dir)).await?;
+    let skills = inputs.skills(store, run, skills_dir).await?;
     let lines = weft_shared::prompt::skill_lines(&skills, &agent);
     let prompt = weft_shared::prompt::system_prompt(&agent, &mine, &lines, &today[..10]);
     Ok((agent, prompt, !lines.is_empty()))

@@ -290,8 +290,9 @@ async fn summarise(
                 content: lines.join("\n"),
                 images: Vec::new(),
             },
-        ],
-        tools: Vec::new(),
+        ]
+        .into(),
+        tools: Default::default(),
         // A summary may take a seventh of the window, so that after it the
         // conversation has room to grow before the next one.
         max_tokens: Some((window / 7).clamp(64, 4096) as u32),
