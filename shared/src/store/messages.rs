@@ -279,8 +279,13 @@ impl Store {
         after: Option<&str>,
         seq: i64,
     ) -> Result<Vec<Message>> {
+        // Ordered by `seq` first, then sorted by `ord` here: with `order by ord`
+        // SQLite's planner walked `messages_session_ord` from `$3` — every
+        // message of the session, each run — instead of the few rows past `seq`
+        // (`messages_session_seq`); a run in a 500-turn session cost 10.3 ms of
+        // CPU against 2.7 ms in a 10-turn one (BENCHMARKS.md, issue 23).
         let sql = format!(
-            "select {COLUMNS} from messages where session_id = $1 and seq > $2 and queued = 0 and hidden = 0 and ord > $3 order by ord"
+            "select {COLUMNS} from messages where session_id = $1 and seq > $2 and queued = 0 and hidden = 0 and ord > $3 order by seq, ord"
         );
         let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(&session.0)
@@ -288,7 +293,9 @@ impl Store {
             .bind(after.unwrap_or_default())
             .fetch_all(&self.pool)
             .await?;
-        self.with_attachments(&rows).await
+        let mut msgs = self.with_attachments(&rows).await?;
+        msgs.sort_by(|a, b| a.ord.cmp(&b.ord));
+        Ok(msgs)
     }
 
     /// Messages of `rows` with their files.
