@@ -112,13 +112,14 @@ pub fn load_dir(dir: &Path) -> Vec<Skill> {
     out
 }
 
+/// Each file of a skills folder: path, size, modification time.
+pub type DirFingerprint = Vec<(std::path::PathBuf, u64, Option<std::time::SystemTime>)>;
+
 /// What [`load_dir`] would read, by name, size and modification time, without
 /// reading it: equal fingerprints mean the folder's skills did not change (a
 /// file rewritten with the same size within the file system's time resolution
 /// aside). A worker compares it instead of reading every skill for every run.
-pub fn dir_fingerprint(
-    dir: &Path,
-) -> Vec<(std::path::PathBuf, u64, Option<std::time::SystemTime>)> {
+pub fn dir_fingerprint(dir: &Path) -> DirFingerprint {
     let mut out = Vec::new();
     let Ok(entries) = std::fs::read_dir(dir) else {
         return out;

@@ -191,6 +191,21 @@ impl Store {
         AgentRecord::from_row(&row)
     }
 
+    /// The agent a session naming `id` runs with: that one, or the default one
+    /// when it names none that exists (the built-in one in a database nobody
+    /// seeded, such as a bare store in a test).
+    pub async fn agent_or_default(&self, id: &str) -> Result<AgentConfig> {
+        match self.get_agent(id).await {
+            Ok(a) => Ok(a.spec),
+            Err(StoreError::NotFound) => match self.default_agent().await {
+                Ok(a) => Ok(a.spec),
+                Err(StoreError::NotFound) => Ok(builtin_agents().remove(0)),
+                Err(e) => Err(e),
+            },
+            Err(e) => Err(e),
+        }
+    }
+
     /// An admin creates or replaces an agent (it is then the admin's).
     pub async fn put_agent(&self, agent: &AgentConfig) -> Result<AgentRecord> {
         let now = now_ms();

@@ -23,11 +23,7 @@ impl UseSkill {
                 &SessionId(ctx.session_id.clone()),
             )
             .await?;
-        let agent = match self.store.get_agent(&session.mode).await {
-            Ok(a) => a.spec,
-            Err(StoreError::NotFound) => self.store.default_agent().await?.spec,
-            Err(e) => return Err(e),
-        };
+        let agent = self.store.agent_or_default(&session.mode).await?;
         Ok(agent.allows_skill(name))
     }
 }

@@ -19,17 +19,14 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
-use std::time::SystemTime;
 
 use weft_shared::config::AgentConfig;
-use weft_shared::skills::{Skill, dir_fingerprint, load_dir};
-use weft_shared::store::{ClaimedRun, Store, StoreError, merge_skills};
+use weft_shared::skills::{DirFingerprint, Skill, dir_fingerprint, load_dir};
+use weft_shared::store::{ClaimedRun, Store, merge_skills};
 
 /// Users whose instructions are kept; past it the map starts over (a worker
 /// serving more people than this reads instructions again, nothing worse).
 const MAX_USERS: usize = 10_000;
-
-type Fingerprint = Vec<(PathBuf, u64, Option<SystemTime>)>;
 
 #[derive(Default)]
 pub struct PromptInputs {
@@ -45,7 +42,7 @@ struct Kept {
     instructions: HashMap<String, String>,
     uploads: Option<Vec<Skill>>,
     /// The skills folder, its fingerprint and what it held (not revisioned).
-    folder: Option<(PathBuf, Fingerprint, Vec<Skill>)>,
+    folder: Option<(PathBuf, DirFingerprint, Vec<Skill>)>,
 }
 
 impl PromptInputs {
@@ -83,16 +80,7 @@ impl PromptInputs {
             return Ok(a.clone());
         }
         metrics::counter!("weft_prompt_inputs_misses_total").increment(1);
-        let agent = match store.get_agent(&run.mode).await {
-            Ok(a) => a.spec,
-            Err(StoreError::NotFound) => match store.default_agent().await {
-                Ok(a) => a.spec,
-                // A database nobody seeded (a bare store in a test): the built-in one.
-                Err(StoreError::NotFound) => weft_shared::store::builtin_agents().remove(0),
-                Err(e) => return Err(e),
-            },
-            Err(e) => return Err(e),
-        };
+        let agent = store.agent_or_default(&run.mode).await?;
         self.keep(rev, |k| {
             k.agents.insert(run.mode.clone(), agent.clone());
         });
