@@ -1,5 +1,6 @@
-//! Typed HTTP calls to a gateway (ARCHITECTURE §6) and the mapping of failures to
-//! [`ClientError`]s a person can act on: unreachable, bad token, gateway too old.
+//! Typed HTTP calls to a gateway (docs/protocol.md, "HTTP API") and the mapping of
+//! failures to [`ClientError`]s a person can act on: unreachable, bad token,
+//! gateway too old.
 
 use std::time::Duration;
 

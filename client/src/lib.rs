@@ -1,6 +1,6 @@
 //! weft-client: the terminal client of Weft, as a library the `weft` binary calls.
 //!
-//! It speaks only HTTP + SSE to a gateway (ARCHITECTURE §5–6) using the wire types
+//! It speaks only HTTP + SSE to a gateway (docs/protocol.md) using the wire types
 //! of `weft-shared`, so it works the same against `weft up` on this laptop and a
 //! gateway on another continent. Layers, bottom up:
 //!

@@ -1,4 +1,4 @@
-//! Folding run events into a reply (ARCHITECTURE §5 semantics).
+//! Folding run events into a reply (docs/protocol.md, "Run events").
 //!
 //! The stream already removed duplicates; this applies the two rules that make
 //! earlier output void: `retrying{step}` discards that step's partial text, and a

@@ -1,4 +1,4 @@
-//! Who may choose which agent and which model (ARCHITECTURE §8, "Who may use
+//! Who may choose which agent and which model (docs/agent.md, "Who may use
 //! an agent or a model"). Both are limited by `allowed_users` and
 //! `allowed_roles` (`weft_shared::config::access`); a user sees only the ones
 //! open to them, and naming another — or sending in a session that still names

@@ -254,7 +254,7 @@ pub async fn delete_user(
         return Err(ApiError::Validation("you cannot delete yourself".into()));
     }
     let ended = state.store.delete_user(&id).await?;
-    crate::runs::end_deleted_runs(&state, &ended).await;
+    state.runs.end_deleted(&ended).await;
     Ok(StatusCode::NO_CONTENT)
 }
 

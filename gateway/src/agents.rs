@@ -1,6 +1,6 @@
-//! Agents (ARCHITECTURE §8): everyone lists them, admins create, change and
-//! delete them at run time; users keep their own instructions; a session's
-//! owner previews the exact system prompt its model gets.
+//! Agents (docs/agent.md, "Agents and instructions"): everyone lists them, admins
+//! create, change and delete them at run time; users keep their own instructions; a
+//! session's owner previews the exact system prompt its model gets.
 //!
 //! Each gateway keeps the agent ids in memory ([`AgentIds`]) so that choosing
 //! one for a session needs no query; it reloads them after its own writes and

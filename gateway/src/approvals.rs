@@ -1,5 +1,5 @@
-//! Approvals (ARCHITECTURE §7): the pending tool calls of a session and the
-//! decision on one. A decision re-enqueues the waiting run; the worker that
+//! Approvals (docs/protocol.md, "Approvals"): the pending tool calls of a session
+//! and the decision on one. A decision re-enqueues the waiting run; the worker that
 //! claims it publishes `approval_decided` and carries on. Only the session's
 //! owner (or an admin) may decide; to anyone else an approval does not exist.
 
@@ -60,18 +60,11 @@ pub async fn decide_approval(
         return Err(ApiError::NotFound);
     }
     let outcome = state
-        .store
-        .decide_approval(&id, &user.id, user.is_admin(), &user.username, decision)
+        .runs
+        .decide(&id, &user.id, user.is_admin(), &user.username, decision)
         .await?;
     match outcome {
-        DecideOutcome::Decided { approval, resume } => {
-            if resume {
-                crate::runs::requeue(&state, approval.run_id.clone()).await;
-            }
-            metrics::counter!("weft_approvals_decided_total", "decision" => approval.status.as_str())
-                .increment(1);
-            Ok(Json(approval.to_dto()))
-        }
+        DecideOutcome::Decided { approval, .. } => Ok(Json(approval.to_dto())),
         DecideOutcome::AlreadyDecided(approval) => Err(ApiError::ConflictWith {
             code: "already_decided",
             message: match &approval.decided_by {
@@ -79,15 +72,10 @@ pub async fn decide_approval(
                 None => format!("already {}", approval.status.as_str()),
             },
         }),
-        DecideOutcome::Expired { approval, resume } => {
-            if resume {
-                crate::runs::requeue(&state, approval.run_id.clone()).await;
-            }
-            Err(ApiError::ConflictWith {
-                code: "expired",
-                message: "this approval expired and counts as denied".into(),
-            })
-        }
+        DecideOutcome::Expired { .. } => Err(ApiError::ConflictWith {
+            code: "expired",
+            message: "this approval expired and counts as denied".into(),
+        }),
         DecideOutcome::RunEnded(_) => Err(ApiError::ConflictWith {
             code: "run_ended",
             message: "the run ended before a decision".into(),

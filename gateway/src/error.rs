@@ -5,7 +5,7 @@
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use weft_shared::api::{ErrorBody, ErrorEnvelope};
-use weft_shared::store::StoreError;
+use weft_shared::store::{Conflict, StoreError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -116,15 +116,39 @@ impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
         match e {
             StoreError::NotFound => ApiError::NotFound,
-            StoreError::Conflict("username_taken") => {
+            StoreError::Conflict(Conflict::UsernameTaken) => {
                 ApiError::Conflict("that username is taken".into())
             }
-            StoreError::Conflict("run_active") => {
+            StoreError::Conflict(Conflict::RunActive) => {
                 ApiError::RunActive("the session already has an active run".into())
             }
-            StoreError::Conflict(what) => ApiError::Conflict(what.replace('_', " ")),
+            StoreError::Conflict(what) => ApiError::Conflict(what.as_str().replace('_', " ")),
             StoreError::Invalid(why) => ApiError::Validation(why),
             other => ApiError::Internal(other.into()),
+        }
+    }
+}
+
+/// The run service's refusals, as the API states them (only the gateway knows
+/// HTTP status codes).
+impl From<weft_runs::Refusal> for ApiError {
+    fn from(r: weft_runs::Refusal) -> Self {
+        use weft_runs::Refusal;
+        let message = r.to_string();
+        let retry_after_secs = r.retry_after_secs();
+        match r {
+            Refusal::Invalid(_) => ApiError::Validation(message),
+            Refusal::TooLong { .. } | Refusal::OverStorage { .. } => {
+                ApiError::PayloadTooLarge(message)
+            }
+            Refusal::RunActive { .. } => ApiError::RunActive(message),
+            Refusal::TooManyActive { .. }
+            | Refusal::RateLimited { .. }
+            | Refusal::QueueFull { .. } => ApiError::RateLimited {
+                message,
+                retry_after_secs: retry_after_secs.unwrap_or(5),
+            },
+            Refusal::Store(e) => e.into(),
         }
     }
 }
@@ -155,3 +179,126 @@ impl IntoResponse for ApiError {
 }
 
 pub type ApiResult<T> = Result<T, ApiError>;
+
+#[cfg(test)]
+mod tests {
+    use weft_runs::Refusal;
+    use weft_shared::ids::RunId;
+    use weft_shared::store::{Conflict, StorageUse, StoreError};
+
+    use super::*;
+
+    /// What a client sees of an error: status, `error.code`, `Retry-After`, and
+    /// the message.
+    async fn seen(e: ApiError) -> (u16, String, Option<String>, String) {
+        let resp = e.into_response();
+        let status = resp.status().as_u16();
+        let retry = resp
+            .headers()
+            .get(header::RETRY_AFTER)
+            .map(|v| v.to_str().unwrap().to_string());
+        let body = axum::body::to_bytes(resp.into_body(), 1 << 16)
+            .await
+            .unwrap();
+        let v: serde_json::Value = serde_json::from_slice(&body).unwrap();
+        (
+            status,
+            v["error"]["code"].as_str().unwrap().to_string(),
+            retry,
+            v["error"]["message"].as_str().unwrap().to_string(),
+        )
+    }
+
+    /// The run service's refusals are domain words; this is the one place they
+    /// become statuses, codes and `Retry-After` (the table the API documents).
+    #[tokio::test]
+    async fn every_refusal_has_its_status_code_and_retry_after() {
+        let run = RunId("r-1".into());
+        let cases: Vec<(Refusal, u16, &str, Option<&str>)> = vec![
+            (
+                Refusal::Invalid("text must not be empty".into()),
+                422,
+                "validation_failed",
+                None,
+            ),
+            (
+                Refusal::TooLong { limit: 10 },
+                413,
+                "payload_too_large",
+                None,
+            ),
+            (
+                Refusal::RunActive {
+                    active_run_id: run.clone(),
+                },
+                409,
+                "run_active",
+                None,
+            ),
+            (
+                Refusal::TooManyActive { limit: 4 },
+                429,
+                "rate_limited",
+                Some("5"),
+            ),
+            (
+                Refusal::RateLimited {
+                    per_minute: 60,
+                    retry_after_secs: 17,
+                },
+                429,
+                "rate_limited",
+                Some("17"),
+            ),
+            (
+                Refusal::QueueFull {
+                    active_run_id: run,
+                    limit: 3,
+                },
+                429,
+                "rate_limited",
+                Some("5"),
+            ),
+            (
+                Refusal::OverStorage {
+                    usage: StorageUse {
+                        used_bytes: 900,
+                        adding_bytes: 200,
+                    },
+                    limit: 1000,
+                },
+                413,
+                "payload_too_large",
+                None,
+            ),
+            (Refusal::Store(StoreError::NotFound), 404, "not_found", None),
+            (
+                Refusal::Store(StoreError::Conflict(Conflict::RunActive)),
+                409,
+                "run_active",
+                None,
+            ),
+            (
+                Refusal::Store(StoreError::Other("disk on fire".into())),
+                500,
+                "internal",
+                None,
+            ),
+        ];
+        for (refusal, status, code, retry) in cases {
+            let said = refusal.to_string();
+            let from_store = matches!(refusal, Refusal::Store(_));
+            let (s, c, r, message) = seen(refusal.into()).await;
+            assert_eq!(
+                (s, c.as_str(), r.as_deref()),
+                (status, code, retry),
+                "{said}"
+            );
+            if status == 500 {
+                assert_eq!(message, "internal error", "no internals leave: {said}");
+            } else if !from_store {
+                assert_eq!(message, said, "the refusal's own words reach the client");
+            }
+        }
+    }
+}

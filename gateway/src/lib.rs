@@ -54,6 +54,8 @@ pub use openapi::spec as openapi_spec;
 #[derive(Clone)]
 pub struct AppState {
     pub store: Store,
+    /// Sends, cancels, decides and ends runs (the one run service).
+    pub runs: weft_runs::Runs,
     pub bus: SharedBus,
     pub queue: SharedQueue,
     /// The config, reloaded live (`weft_shared::reload`): read it with
@@ -102,6 +104,7 @@ impl AppState {
             config.limits.streams_per_run,
         ));
         let state = AppState {
+            runs: weft_runs::Runs::new(store.clone(), bus.clone(), queue.clone(), live.clone()),
             store,
             bus,
             queue,

@@ -1,5 +1,5 @@
-//! Runs: status, event streams (re-attach), cancel — and the helpers the send
-//! paths share (enqueue, announce a cancel, wait for the end).
+//! Runs over HTTP: status, event streams (re-attach), cancel (through the run
+//! service, `weft_runs`), and waiting for a run's end (`wait: true`).
 
 use axum::extract::{Path, State};
 use axum::http::{HeaderMap, StatusCode};
@@ -9,17 +9,14 @@ use axum::{Json, Router};
 use futures::StreamExt;
 use weft_shared::api::{RunDto, RunResult};
 use weft_shared::bus::{AttachItem, attach};
-use weft_shared::event::{EventKind, Frame, RunEvent};
 use weft_shared::ids::{MessageId, RunId, UserId};
-use weft_shared::job::RunJob;
-use weft_shared::store::{ActiveRun, CancelOutcome};
 
 use crate::AppState;
 use crate::auth::Caller;
 use crate::auth::PresentedToken;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiQuery;
-use crate::sse::{AfterQuery, IDLE, attach_to_run, resume_point, terminal_from_record};
+use crate::sse::{AfterQuery, IDLE, attach_to_run, resume_point};
 
 pub fn router() -> Router<AppState> {
     Router::new()
@@ -68,97 +65,9 @@ pub async fn cancel(
     Path(id): Path<String>,
 ) -> ApiResult<(StatusCode, Json<RunDto>)> {
     let id = parse_run_id(&id)?;
-    if let CancelOutcome::Cancelled { run, followup } = state
-        .store
-        .cancel_run(&user.id, &id, "user", &state.config().limits.run_limits())
-        .await?
-    {
-        announce_cancel(&state, &run).await;
-        if let Some(next) = followup {
-            enqueue(&state, next).await;
-        }
-    }
+    state.runs.cancel(&user.id, &id, "user").await?;
     let run = state.store.get_run(&user.id, &id).await?;
     Ok((StatusCode::ACCEPTED, Json(run.to_dto())))
-}
-
-/// Tell the world a run was cancelled: its worker (which then emits `cancelled`),
-/// or — for a run no worker had claimed — its stream directly.
-pub async fn announce_cancel(state: &AppState, run: &ActiveRun) {
-    if !run.was_queued {
-        if let Err(e) = state.bus.request_cancel(&run.id).await {
-            tracing::warn!(run.id = %run.id, error = %e, "publishing cancel failed; the worker sees it at its next heartbeat");
-        }
-        return;
-    }
-    let Ok(rec) = state.store.get_run_unscoped(&run.id).await else {
-        return;
-    };
-    let seq = state.bus.last_seq(&run.id).await.unwrap_or(0) + 1;
-    if let Some(ev) = terminal_from_record(&rec, seq) {
-        let _ = state.bus.publish(&run.id, &Frame::encode(&ev)).await;
-        let _ = state
-            .bus
-            .retire(
-                &run.id,
-                std::time::Duration::from_secs(state.config().events.retention_secs),
-            )
-            .await;
-    }
-}
-
-/// Runs deleted with their session or user while active end `cancelled`
-/// (`by: "deleted"`). A running run's worker is told to stop and emits the
-/// terminal event itself (it alone numbers the run's events; its end finds the
-/// row gone); for any other run nobody would, so it is published here. Either
-/// way the log is retired now, so it expires even if that worker dies first.
-pub async fn end_deleted_runs(state: &AppState, runs: &[ActiveRun]) {
-    let retention = std::time::Duration::from_secs(state.config().events.retention_secs);
-    for run in runs {
-        if run.was_queued {
-            let seq = state.bus.last_seq(&run.id).await.unwrap_or(0) + 1;
-            let ev = RunEvent {
-                run_id: run.id.clone(),
-                seq,
-                ts: weft_shared::time::now_ms(),
-                kind: EventKind::Cancelled {
-                    by: "deleted".into(),
-                },
-            };
-            if let Err(e) = state.bus.publish(&run.id, &Frame::encode(&ev)).await {
-                tracing::warn!(run.id = %run.id, error = %e, "publishing the end of a deleted run failed");
-            }
-        } else if let Err(e) = state.bus.request_cancel(&run.id).await {
-            tracing::warn!(run.id = %run.id, error = %e, "publishing cancel failed; the worker sees it at its next heartbeat");
-        }
-        if let Err(e) = state.bus.retire(&run.id, retention).await {
-            tracing::warn!(run.id = %run.id, error = %e, "retiring a deleted run's log failed");
-        }
-    }
-}
-
-/// Enqueue a run's job; a failure is not fatal (the reaper re-enqueues queued runs).
-pub async fn enqueue(state: &AppState, run_id: RunId) {
-    metrics::counter!("weft_runs_created_total").increment(1);
-    if let Err(e) = state.queue.enqueue(traced_job(&run_id)).await {
-        tracing::warn!(run.id = %run_id, error = %e, "enqueue failed; the reaper will enqueue the run");
-    }
-}
-
-/// Enqueue an existing run again (a decided approval): no new run is counted.
-pub async fn requeue(state: &AppState, run_id: RunId) {
-    if let Err(e) = state.queue.enqueue(traced_job(&run_id)).await {
-        tracing::warn!(run.id = %run_id, error = %e, "enqueue failed; the reaper will enqueue the run");
-    }
-}
-
-/// A job carrying the current request's trace context: the worker continues
-/// the run's trace (stored with the run) and links the request that resumed it.
-fn traced_job(run_id: &RunId) -> RunJob {
-    RunJob {
-        traceparent: weft_shared::telemetry::current_traceparent(),
-        ..RunJob::new(run_id.clone())
-    }
 }
 
 /// Wait for a run to end and return its reply (`wait: true`, `/v1/chat`).
@@ -200,7 +109,7 @@ pub async fn wait_for_result(
         run_id: rec.id.0.clone(),
         message_id: rec.final_message_id.clone(),
         session_id: rec.session_id.0.clone(),
-        status: rec.status.as_str().into(),
+        status: rec.status,
         content,
         model: rec.model.clone(),
         usage: rec.usage,

@@ -13,17 +13,18 @@ use weft_shared::api::{
     UpdateSessionRequest,
 };
 use weft_shared::ids::{MessageId, RunId, SessionId, UserId};
-use weft_shared::store::{AuthUser, SendOutcome, SendRequest, SessionCursor};
+use weft_shared::store::{AuthUser, NewMessage, RunStatus, SessionCursor};
 
 use crate::AppState;
 use crate::auth::Caller;
 use crate::auth::PresentedToken;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiQuery, page_limit};
-use crate::runs::{announce_cancel, end_deleted_runs, enqueue, wait_for_result};
+use crate::runs::wait_for_result;
 use crate::sse::{AfterQuery, Opener, attach_to_run, resume_point, run_events};
 use crate::storage_quota;
 use crate::uploads::{self, SendBody, Upload};
+use weft_runs::Sent;
 
 /// `upload_limit`: the body limit of a send, which may carry attachments
 /// (see `uploads::send_body_limit`); every other route keeps `limits.body_bytes`.
@@ -188,7 +189,7 @@ pub async fn remove(
     state.store.get_session(&user.id, &id).await?;
     let files = state.store.session_blobs(&id).await?;
     let ended = state.store.delete_session(&user.id, &id).await?;
-    end_deleted_runs(&state, &ended).await;
+    state.runs.end_deleted(&ended).await;
     // Files no other message names go with the session (an upload of the same
     // bytes in the last moment keeps them: see `store::attachments`).
     let now = weft_shared::time::now_ms();
@@ -288,20 +289,7 @@ pub(crate) fn idempotency_key(headers: &HeaderMap) -> ApiResult<Option<String>> 
     Ok(Some(key.to_string()))
 }
 
-/// What a send did, for callers that answer in their own way (HTTP, Lark).
-#[derive(Debug, Clone, PartialEq)]
-pub enum Submitted {
-    /// A run was started (or found again by its idempotency key).
-    Run {
-        run_id: RunId,
-        message_id: MessageId,
-    },
-    /// The message waits behind the session's active run (double texting).
-    Queued {
-        message_id: MessageId,
-        active_run_id: Option<String>,
-    },
-}
+pub use weft_runs::Submitted;
 
 /// Where a message comes from, beyond its text.
 #[derive(Debug, Clone, Default)]
@@ -369,16 +357,17 @@ pub async fn send_message(
     let body = SendAccepted {
         run_id: Some(run_id.0),
         message_id: message_id.0,
-        status: run.status.as_str().into(),
+        status: run.status,
         active_run_id: None,
         session_id: session.0,
     };
     Ok((StatusCode::ACCEPTED, Json(body)).into_response())
 }
 
-/// The send transaction and what follows it (announce an interrupted run,
-/// enqueue the new one), with every limit checked; the one path that creates runs
-/// from messages, whatever the channel.
+/// A message from any of the gateway's doors (the API, the Lark bot): who may
+/// use which model and agent, and its files, checked and stored here; then the
+/// run service sends it (`weft_runs::Runs::send`, the one path that creates runs
+/// from messages).
 pub async fn submit(
     state: &AppState,
     owner: &AuthUser,
@@ -388,27 +377,18 @@ pub async fn submit(
 ) -> ApiResult<Submitted> {
     let user = &owner.id;
     let session_owner = origin.shared.as_ref().map_or(user, |s| &s.owner);
-    let limits = &state.config().limits;
     let mut uploads = std::mem::take(&mut origin.files);
     uploads.extend(uploads::from_json(std::mem::take(&mut req.attachments))?);
-    if req.text.trim().is_empty() && uploads.is_empty() {
-        return Err(ApiError::Validation("text must not be empty".into()));
-    }
-    if req.text.chars().count() as u64 > limits.message_chars {
-        return Err(ApiError::PayloadTooLarge(format!(
-            "text is longer than {} characters",
-            limits.message_chars
-        )));
-    }
+    state.runs.check_text(&req.text, !uploads.is_empty())?;
     let model = state.model_override(owner, req.model.as_deref())?;
-    let mode = state.mode_override(owner, req.agent.as_deref().or(req.mode.as_deref()))?;
+    let agent = state.mode_override(owner, req.agent.as_deref().or(req.mode.as_deref()))?;
     state
         .check_session_choice(
             owner,
             session_owner,
             session,
             model.as_deref(),
-            mode.as_deref(),
+            agent.as_deref(),
         )
         .await?;
     // The session must exist before any file is stored for it.
@@ -417,9 +397,9 @@ pub async fn submit(
     }
     storage_quota::precheck(state, user, &uploads).await?;
     let accepted = uploads::accept(state, uploads).await?;
-    let outcome = state
-        .store
-        .send_message(&SendRequest {
+    let sent = state
+        .runs
+        .send(NewMessage {
             user: user.clone(),
             session_owner: session_owner.clone(),
             author_name: origin.shared.as_ref().map(|s| s.speaker_name.clone()),
@@ -427,90 +407,24 @@ pub async fn submit(
             text: req.text,
             attachments: accepted.files.clone(),
             model,
-            mode,
+            mode: agent,
             multitask: req.multitask,
             idempotency_key: origin.idempotency_key,
             lark_message_id: origin.lark_message_id,
-            limits: limits.run_limits(),
-            queued_messages_per_session: limits.queued_messages_per_session,
-            storage_bytes_per_user: limits.storage_bytes_per_user,
-            traceparent: weft_shared::telemetry::current_traceparent(),
         })
         .await;
     // A refused (or replayed) send wrote no attachment rows: its files go again.
-    if !matches!(
-        outcome,
-        Ok(SendOutcome::Started { .. } | SendOutcome::Queued { .. })
-    ) {
+    if !matches!(sent, Ok(Sent { written: true, .. })) {
         uploads::forget(state, &accepted).await;
     }
-    match outcome? {
-        SendOutcome::Started { run, interrupted } => {
-            if let Some(active) = interrupted {
-                announce_cancel(state, &active).await;
-            }
-            enqueue(state, run.run_id.clone()).await;
-            Ok(Submitted::Run {
-                run_id: run.run_id,
-                message_id: run.message_id,
-            })
-        }
-        SendOutcome::Replayed {
-            message_id,
-            run_id: Some(run_id),
-        } => Ok(Submitted::Run { run_id, message_id }),
-        SendOutcome::Replayed {
-            message_id,
-            run_id: None,
-        } => {
-            let s = state.store.get_session(session_owner, session).await?;
-            Ok(Submitted::Queued {
-                message_id,
-                active_run_id: s.active_run_id,
-            })
-        }
-        SendOutcome::Queued {
-            message_id,
-            active_run_id,
-        } => Ok(Submitted::Queued {
-            message_id,
-            active_run_id: Some(active_run_id.0),
-        }),
-        SendOutcome::Rejected { active_run_id } => Err(ApiError::RunActive(format!(
-            "the session has an active run ({active_run_id}); cancel it or send with multitask \"enqueue\" or \"interrupt\""
-        ))),
-        SendOutcome::TooManyActive => Err(ApiError::RateLimited {
-            message: format!(
-                "you already have {} active runs; wait for one to finish",
-                limits.active_runs_per_user
-            ),
-            retry_after_secs: 5,
-        }),
-        SendOutcome::RateLimited { retry_after_secs } => Err(ApiError::RateLimited {
-            message: format!(
-                "at most {} runs per minute",
-                limits.runs_per_minute_per_user
-            ),
-            retry_after_secs,
-        }),
-        SendOutcome::QueueFull { active_run_id } => Err(ApiError::RateLimited {
-            message: format!(
-                "{} messages already wait behind the active run ({active_run_id}); wait for it to finish or send with multitask \"interrupt\"",
-                limits.queued_messages_per_session
-            ),
-            retry_after_secs: 5,
-        }),
-        SendOutcome::OverStorage(usage) => {
-            Err(storage_quota::refusal(usage, limits.storage_bytes_per_user))
-        }
-    }
+    Ok(sent?.submitted)
 }
 
 fn queued(session: SessionId, message_id: MessageId, active: Option<String>) -> Response {
     let body = SendAccepted {
         run_id: None,
         message_id: message_id.0,
-        status: "queued".into(),
+        status: RunStatus::Queued,
         active_run_id: active,
         session_id: session.0,
     };

@@ -1,4 +1,4 @@
-//! Config reload and the web settings (admins only; ARCHITECTURE §12, "Config
+//! Config reload and the web settings (admins only; docs/configuration.md, "Config
 //! reload"): `POST /v1/admin/reload` reads the config again here and on every
 //! replica; `GET/PUT /v1/admin/settings` show and save the sections the web UI
 //! edits (models, limits, tool policies and web tools, MCP servers), secrets

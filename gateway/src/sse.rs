@@ -1,4 +1,5 @@
-//! SSE attach: replay-then-live event streams of one run (ARCHITECTURE §5).
+//! SSE attach: replay-then-live event streams of one run (docs/protocol.md,
+//! "Re-attach").
 //!
 //! The merge itself is `weft_shared::bus::attach`; this module turns it into
 //! `text/event-stream` (`id` = seq, `event` = type), sends `: ping` comments when
@@ -20,11 +21,10 @@ use std::time::{Duration, Instant};
 use axum::response::sse::{Event, Sse};
 use axum::response::{IntoResponse, Response};
 use futures::{Stream, StreamExt};
-use weft_shared::api::ErrorBody;
 use weft_shared::bus::{AttachItem, attach};
 use weft_shared::event::{EventKind, Frame, RunEvent};
-use weft_shared::ids::{MessageId, RunId, UserId};
-use weft_shared::store::{RunRecord, RunStatus, StoreError};
+use weft_shared::ids::{RunId, UserId};
+use weft_shared::store::StoreError;
 use weft_shared::time::now_ms;
 
 use crate::AppState;
@@ -56,33 +56,6 @@ fn to_event(frame: &Frame) -> Event {
         .id(frame.seq.to_string())
         .event(&*frame.ty)
         .data(&*frame.json)
-}
-
-/// A terminal event for a finished run, from its database row.
-pub fn terminal_from_record(run: &RunRecord, seq: u64) -> Option<RunEvent> {
-    let kind = match run.status {
-        RunStatus::Succeeded => EventKind::Done {
-            message_id: MessageId(run.final_message_id.clone().unwrap_or_default()),
-            model: run.model.clone(),
-            usage: run.usage,
-            ttft_ms: run.ttft_ms,
-            duration_ms: run.duration_ms.unwrap_or(0),
-        },
-        RunStatus::Failed => EventKind::Error(run.error.clone().unwrap_or(ErrorBody {
-            code: "failed".into(),
-            message: "the run failed".into(),
-        })),
-        RunStatus::Cancelled => EventKind::Cancelled {
-            by: run.cancelled_by.clone().unwrap_or_else(|| "user".into()),
-        },
-        _ => return None,
-    };
-    Some(RunEvent {
-        run_id: run.id.clone(),
-        seq,
-        ts: now_ms(),
-        kind,
-    })
 }
 
 /// Who opened a stream: counted against the caps by `permit`, re-checked by
@@ -170,7 +143,7 @@ pub async fn event_stream(
                         let over_for = rec.finished_at.map(|t| now_ms() - t).unwrap_or(0);
                         if rec.status.is_terminal()
                             && over_for > TERMINAL_GRACE_MS
-                            && let Some(ev) = terminal_from_record(&rec, st.last + 1)
+                            && let Some(ev) = weft_runs::terminal_event(&rec, st.last + 1)
                         {
                             st.done = true;
                             return Some((to_event(&Frame::encode(&ev)), st));

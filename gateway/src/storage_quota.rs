@@ -4,8 +4,6 @@
 //! `payload_too_large` naming the quota, the usage and what the files need.
 
 use weft_shared::ids::UserId;
-use weft_shared::memory_room::human_size;
-use weft_shared::store::StorageUse;
 
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
@@ -37,16 +35,6 @@ pub async fn precheck(state: &AppState, user: &UserId, uploads: &[Upload]) -> Ap
     if usage.fits(limit) {
         Ok(())
     } else {
-        Err(refusal(usage, limit))
+        Err(weft_runs::Refusal::OverStorage { usage, limit }.into())
     }
-}
-
-/// 413 naming the quota and the usage.
-pub fn refusal(usage: StorageUse, limit: u64) -> ApiError {
-    ApiError::PayloadTooLarge(format!(
-        "storage_bytes_per_user: your files take {} of your {}, and this message's files need {} more; delete sessions you no longer need to free space",
-        human_size(usage.used_bytes),
-        human_size(limit),
-        human_size(usage.adding_bytes)
-    ))
 }

@@ -40,7 +40,7 @@ async fn answer(
     match outcome {
         TurnOutcome::Done { run } => Ok((StatusCode::OK, Json(TurnResult { run_id: run.0 }))),
         TurnOutcome::Started { run } => {
-            crate::runs::enqueue(state, run.clone()).await;
+            state.runs.enqueue(run.clone()).await;
             Ok((StatusCode::ACCEPTED, Json(TurnResult { run_id: run.0 })))
         }
         TurnOutcome::RunActive { run } => Err(ApiError::RunActive(format!(

@@ -5,6 +5,7 @@
 //!   fragment reassembly, immediate acks, reconnect.
 //! * [`rest`] — the OpenAPI client: tenant token, messages, reactions, CardKit, and
 //!   error classification.
+//! * [`content`] — what a message says: its text and the files to fetch, by kind.
 //! * [`sender`] — rate-aware, coalescing card updates within Lark's limits.
 //! * [`card`] — Card JSON 2.0 builders and the markdown sanitiser.
 //! * [`text`] — what the bot says, in Chinese and English, and which of the two
@@ -16,6 +17,7 @@
 //! build the bot on top of it.
 
 pub mod card;
+pub mod content;
 pub mod credentials;
 pub mod event;
 pub mod fake;

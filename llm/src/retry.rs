@@ -1,6 +1,6 @@
 //! The backoff policy for transient LLM failures, used by the worker's retry loop
-//! around one step (ARCHITECTURE §4). It lives here, beside the classifier, so every
-//! provider is retried the same way.
+//! around one step (docs/runs.md, "Crash semantics"). It lives here, beside the
+//! classifier, so every provider is retried the same way.
 //!
 //! It follows the official SDKs' contract (`llm-wire.md` §1.3): exponential backoff
 //! `min(0.5·2ⁿ, 8) s × (1 − 0.25·rand)`, a server hint (`retry-after`) honoured when it

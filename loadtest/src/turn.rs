@@ -224,7 +224,8 @@ fn on_event(
         // A retried attempt whose predecessor's event log was lost (an embedded
         // restart, a Redis flush) continues seq past anything that attempt could
         // have sent, and says so with `run_started {attempt > 1}`: the protocol's
-        // one allowed jump (ARCHITECTURE §5). Anywhere else a jump is a lost event.
+        // one allowed jump (docs/protocol.md, "Bus layout"). Anywhere else a jump is
+        // a lost event.
         let new_attempt =
             matches!(event.kind, EventKind::RunStarted { attempt, .. } if attempt > 1);
         if new_attempt {

@@ -23,4 +23,4 @@ pub mod telemetry;
 /// Version reported by `/health` and the CLI.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
-pub use weft_wire::{api, event, ids, job, mode, time};
+pub use weft_wire::{api, event, ids, job, mode, states, time};

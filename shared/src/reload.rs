@@ -1,4 +1,4 @@
-//! Reloading the config on every replica (ARCHITECTURE §12, "Config reload").
+//! Reloading the config on every replica (docs/configuration.md, "Config reload").
 //!
 //! One replica is asked (`POST /v1/admin/reload`, `SIGHUP`, a save of the web
 //! settings): it reads its config again, validates it completely and checks

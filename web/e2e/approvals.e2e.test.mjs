@@ -1,6 +1,6 @@
-// End-to-end: tool calls that wait for a person (ARCHITECTURE.md §7), against a
-// real `weft up` whose `current_time` tool has the policy `confirm`, and the
-// admin's MCP servers section. The mock model calls the tool when asked with
+// End-to-end: tool calls that wait for a person (docs/protocol.md, "Approvals"),
+// against a real `weft up` whose `current_time` tool has the policy `confirm`, and
+// the admin's MCP servers section. The mock model calls the tool when asked with
 // `@mock.tool current_time {}` and, given the result, answers
 // `tool current_time said: <output>`.
 

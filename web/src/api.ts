@@ -1,4 +1,4 @@
-// The one place the web UI talks HTTP to the gateway (ARCHITECTURE.md §6).
+// The one place the web UI talks HTTP to the gateway (docs/protocol.md, "HTTP API").
 //
 // Same-origin requests are authenticated by the HttpOnly session cookie set at
 // login. Cookie-authenticated writes must carry a JSON body or the CSRF header, so

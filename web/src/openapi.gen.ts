@@ -1322,6 +1322,11 @@ export interface components {
              */
             version: number;
         };
+        /**
+         * @description What a user may do: `admin` manages users, agents and settings.
+         * @enum {string}
+         */
+        Role: "admin" | "user";
         RunDto: {
             /** Format: int32 */
             attempt: number;
@@ -1333,8 +1338,7 @@ export interface components {
             id: string;
             model: string;
             session_id: string;
-            /** @description `queued`, `running`, `waiting_approval`, `succeeded`, `failed`, `cancelled`. */
-            status: string;
+            status: components["schemas"]["RunStatus"];
             /** Format: int64 */
             ttft_ms?: number | null;
             usage: components["schemas"]["UsageDto"];
@@ -1369,9 +1373,15 @@ export interface components {
             model: string;
             run_id: string;
             session_id: string;
-            status: string;
+            status: components["schemas"]["RunStatus"];
             usage: components["schemas"]["UsageDto"];
         };
+        /**
+         * @description Where a run stands. `queued`, `running` and `waiting_approval` are active
+         *     (one per session at most); the other three are terminal.
+         * @enum {string}
+         */
+        RunStatus: "queued" | "running" | "waiting_approval" | "succeeded" | "failed" | "cancelled";
         /**
          * @description `PUT /v1/admin/settings`: the sections to replace (any of `models`,
          *     `limits`, `tools`, `mcp_servers`), each whole, as `GET` shows them.
@@ -1388,7 +1398,7 @@ export interface components {
             message_id: string;
             run_id?: string | null;
             session_id: string;
-            status: string;
+            status: components["schemas"]["RunStatus"];
         };
         SendMessageRequest: {
             /** @description Switch the session to this agent first; `mode` is the older name for it. */
@@ -1542,8 +1552,7 @@ export interface components {
         UserDto: {
             created_at: string;
             id: string;
-            /** @description `admin` or `user`. */
-            role: string;
+            role: components["schemas"]["Role"];
             storage?: null | components["schemas"]["StorageDto"];
             username: string;
         };

@@ -1,4 +1,4 @@
-// Wire types of the Weft HTTP API and run events (ARCHITECTURE.md §5, §6).
+// Wire types of the Weft HTTP API and run events (docs/protocol.md).
 //
 // They are aliases of `openapi.gen.ts`, which `npm run gen:api` generates from the
 // checked-in `openapi.json` (itself generated from the gateway's Rust types), so the
@@ -25,6 +25,8 @@ export type Usage = Schemas['UsageDto']
 export type ErrorBody = Schemas['ErrorBody']
 export type ErrorEnvelope = Schemas['ErrorEnvelope']
 export type Run = Schemas['RunDto']
+/** Where a run stands (generated: a status the server adds fails tsc wherever one is matched exhaustively). */
+export type RunStatus = Schemas['RunStatus']
 export type Model = Schemas['ModelDto']
 export type LoginResponse = Schemas['LoginResponse']
 /** One of your tokens: `kind` is `api`, `login` (a web sign-in) or `bootstrap`; `current` marks this browser's. */
@@ -41,7 +43,7 @@ export type Multitask = Schemas['Multitask']
 export type SendMessageRequest = Schemas['SendMessageRequest']
 /** 202 of a send: a run was created (`run_id`), or the message waits behind `active_run_id` (`status` = `queued`). */
 export type SendResult = Schemas['SendAccepted']
-/** A run event (§5); narrow on `type`. */
+/** A run event (docs/protocol.md, "Run events"); narrow on `type`. */
 export type RunEvent = Schemas['RunEvent']
 export type RunEventType = RunEvent['type']
 /** A tool call waiting for (or given) a decision; `status` is `pending`, `approved`, `denied` or `expired`. */

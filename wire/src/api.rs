@@ -1,6 +1,7 @@
-//! HTTP API bodies (ARCHITECTURE §6). The gateway serialises these, the CLI, the
-//! load tester and the web UI's types read them; `utoipa` derives the OpenAPI
-//! description from the same structs, so the spec cannot drift from the code.
+//! HTTP API bodies (docs/protocol.md, "HTTP API"). The gateway serialises these,
+//! the CLI, the load tester and the web UI's types read them; `utoipa` derives the
+//! OpenAPI description from the same structs, so the spec cannot drift from the
+//! code.
 
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
@@ -62,8 +63,7 @@ pub struct LoginResponse {
 pub struct UserDto {
     pub id: String,
     pub username: String,
-    /// `admin` or `user`.
-    pub role: String,
+    pub role: crate::states::Role,
     pub created_at: String,
     /// The user's attachment storage; only in `GET /v1/me`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -327,7 +327,7 @@ pub struct SendAccepted {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub run_id: Option<String>,
     pub message_id: String,
-    pub status: String,
+    pub status: crate::states::RunStatus,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub active_run_id: Option<String>,
     pub session_id: String,
@@ -339,7 +339,7 @@ pub struct RunResult {
     pub run_id: String,
     pub message_id: Option<String>,
     pub session_id: String,
-    pub status: String,
+    pub status: crate::states::RunStatus,
     pub content: String,
     pub model: String,
     pub usage: UsageDto,
@@ -351,8 +351,7 @@ pub struct RunResult {
 pub struct RunDto {
     pub id: String,
     pub session_id: String,
-    /// `queued`, `running`, `waiting_approval`, `succeeded`, `failed`, `cancelled`.
-    pub status: String,
+    pub status: crate::states::RunStatus,
     pub attempt: u32,
     pub model: String,
     pub usage: UsageDto,

@@ -1,4 +1,5 @@
-//! Run events: the one protocol every client speaks (ARCHITECTURE §5).
+//! Run events: the one protocol every client speaks (docs/protocol.md,
+//! "Run events").
 //!
 //! An event is `{"type", "run_id", "seq", "ts", …fields}`. `seq` starts at 1, has
 //! no gaps and continues across attempts; it doubles as the SSE `id`. Events are

@@ -10,4 +10,5 @@ pub mod event;
 pub mod ids;
 pub mod job;
 pub mod mode;
+pub mod states;
 pub mod time;

@@ -11,6 +11,7 @@
 mod agent;
 mod context;
 mod emitter;
+mod intake;
 mod lark;
 pub mod providers;
 mod reaper;
@@ -23,15 +24,11 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use weft_shared::api::ErrorBody;
 use weft_shared::bus::SharedBus;
 use weft_shared::config::{Config, LiveConfig};
-use weft_shared::event::{EventKind, Frame, RunEvent};
 use weft_shared::ids::RunId;
-use weft_shared::job::RunJob;
 use weft_shared::queue::{JobHandler, SharedQueue};
-use weft_shared::store::{ClaimOutcome, ClaimedRun, Store};
-use weft_shared::telemetry;
+use weft_shared::store::Store;
 use weft_shared::time::now_ms;
 
 use crate::providers::Providers;
@@ -102,6 +99,9 @@ impl RunStop {
 
 pub(crate) struct Inner {
     pub(crate) deps: WorkerDeps,
+    /// The run service: a run put back on the queue (reaped, released, resumed)
+    /// and a follow-up goes through it, as the gateway's sends do.
+    pub(crate) runs: weft_runs::Runs,
     /// Unique per process: the lease owner written into claimed runs.
     pub(crate) id: String,
     /// The model clients of the config now (rebuilt on reload).
@@ -140,13 +140,6 @@ impl Inner {
         self.providers.read().expect("providers lock").clone()
     }
 
-    pub(crate) async fn enqueue(&self, job: RunJob) {
-        if let Err(e) = self.deps.queue.enqueue(job.clone()).await {
-            // The run is queued in the database: the reaper enqueues it again.
-            tracing::warn!(run.id = %job.run_id, error = %e, "enqueue failed; the reaper will retry");
-        }
-    }
-
     fn stale_before(&self) -> i64 {
         now_ms() - self.deps.config().worker.stale_after_ms as i64
     }
@@ -169,178 +162,8 @@ impl Inner {
     }
 }
 
-struct Handler(Arc<Inner>);
-
-#[async_trait::async_trait]
-impl JobHandler for Handler {
-    async fn handle(&self, job: RunJob) {
-        let inner = self.0.clone();
-        let Ok(slot) = inner.slots.clone().acquire_owned().await else {
-            return;
-        };
-        let picked = now_ms();
-        if job.enqueued_at > 0 {
-            metrics::histogram!("weft_queue_wait_seconds")
-                .record((picked - job.enqueued_at).max(0) as f64 / 1000.0);
-        }
-        let cfg = &inner.deps.config().worker;
-        let claim = inner
-            .deps
-            .store
-            .claim_run(
-                &job.run_id,
-                &inner.id,
-                inner.stale_before(),
-                cfg.max_attempts,
-            )
-            .await;
-        tracing::debug!(run.id = %job.run_id, queue_wait_ms = picked - job.enqueued_at, claim_ms = now_ms() - picked, "job picked up");
-        match claim {
-            Ok(ClaimOutcome::Claimed(run)) => {
-                let span = run_span(&run, job.traceparent.as_deref());
-                let card =
-                    tracing::Instrument::instrument(inner.follow_in_lark(&run.id), span.clone())
-                        .await;
-                let stop = Arc::new(RunStop::new());
-                inner
-                    .running
-                    .lock()
-                    .expect("running lock")
-                    .insert(run.id.clone(), stop.clone());
-                let task_inner = inner.clone();
-                inner.tasks.spawn(async move {
-                    let _slot = slot;
-                    metrics::gauge!("weft_runs_executing").increment(1.0);
-                    let (seq_tx, seq_rx) = tokio::sync::oneshot::channel();
-                    let beat = tokio::spawn(heartbeat(
-                        task_inner.clone(),
-                        run.id.clone(),
-                        stop.clone(),
-                        seq_rx,
-                    ));
-                    let id = run.id.clone();
-                    // A panic fails this attempt, never the worker: the lease
-                    // stops, the run goes back to the queue and is retried like
-                    // any other failure (until `max_attempts`).
-                    let execution = futures::FutureExt::catch_unwind(std::panic::AssertUnwindSafe(
-                        tracing::Instrument::instrument(
-                            agent::execute(task_inner.clone(), run, stop, seq_tx),
-                            span.clone(),
-                        ),
-                    ))
-                    .await;
-                    beat.abort();
-                    let execution = match execution {
-                        Ok(e) => e,
-                        Err(panic) => {
-                            let what = panic
-                                .downcast_ref::<&str>()
-                                .map(|s| s.to_string())
-                                .or_else(|| panic.downcast_ref::<String>().cloned())
-                                .unwrap_or_default();
-                            tracing::error!(run.id = %id, panic = %what, "run attempt panicked; retrying it");
-                            metrics::counter!("weft_run_panics_total").increment(1);
-                            agent::release(&task_inner, &id).await;
-                            agent::Execution::Abandoned
-                        }
-                    };
-                    span.in_scope(|| tracing::info!(outcome = ?execution, "run attempt over"));
-                    match (execution, card) {
-                        (agent::Execution::Abandoned, Some(card)) => card.abandon(),
-                        // Buttons up; then the card only watches the waiting run.
-                        (agent::Execution::Waiting, Some(card)) => card.settle(),
-                        (agent::Execution::Ended, _) | (_, None) => {}
-                    }
-                    task_inner.running.lock().expect("running lock").remove(&id);
-                    metrics::gauge!("weft_runs_executing").decrement(1.0);
-                });
-            }
-            Ok(ClaimOutcome::Exhausted(run)) => {
-                inner.follow_in_lark(&run.id).await;
-                exhausted(&inner, run).await
-            }
-            Ok(ClaimOutcome::NotClaimable) => {}
-            Err(e) => {
-                tracing::warn!(run.id = %job.run_id, error = %e, "claim failed; the reaper will retry")
-            }
-        }
-    }
-}
-
-/// The span of one attempt at `run`: a child of the request that created the
-/// run (its stored `traceparent`), whichever worker runs it and however often it
-/// resumes; linked to the request that resumed it (an approval decided), when
-/// the job carries another context.
-fn run_span(run: &ClaimedRun, job_traceparent: Option<&str>) -> tracing::Span {
-    let span = tracing::info_span!(
-        parent: None,
-        "run",
-        run.id = %run.id,
-        session.id = %run.session_id,
-        attempt = run.attempt,
-        model = %run.model,
-        trace_id = tracing::field::Empty,
-    );
-    let parent = run.traceparent.as_deref().or(job_traceparent);
-    telemetry::join_trace(&span, parent, None);
-    if let Some(resumer) = job_traceparent
-        && parent != Some(resumer)
-    {
-        telemetry::link_trace(&span, resumer);
-    }
-    span
-}
-
-/// The attempt budget is spent: fail the run and say so on its stream.
-async fn exhausted(inner: &Inner, run: ClaimedRun) {
-    let error = ErrorBody {
-        code: "attempts_exhausted".into(),
-        message: format!(
-            "the run failed {} times (its worker kept dying)",
-            run.attempt - 1
-        ),
-    };
-    match inner
-        .deps
-        .store
-        .fail_exhausted(&run, &error, &inner.deps.config().limits.run_limits())
-        .await
-    {
-        Ok(followup) => {
-            let seq = inner
-                .deps
-                .bus
-                .last_seq(&run.id)
-                .await
-                .unwrap_or(0)
-                .max(run.last_seq)
-                + 1;
-            let ev = RunEvent {
-                run_id: run.id.clone(),
-                seq,
-                ts: now_ms(),
-                kind: EventKind::Error(error),
-            };
-            let _ = inner.deps.bus.publish(&run.id, &Frame::encode(&ev)).await;
-            let _ = inner
-                .deps
-                .bus
-                .retire(
-                    &run.id,
-                    Duration::from_secs(inner.deps.config().events.retention_secs),
-                )
-                .await;
-            metrics::counter!("weft_runs_finished_total", "status" => "failed").increment(1);
-            if let Some(next) = followup {
-                inner.enqueue(RunJob::new(next)).await;
-            }
-        }
-        Err(e) => tracing::error!(run.id = %run.id, error = %e, "failing an exhausted run failed"),
-    }
-}
-
 /// Refresh the lease every `heartbeat_ms`; a refused refresh stops the run.
-async fn heartbeat(
+pub(crate) async fn heartbeat(
     inner: Arc<Inner>,
     run: RunId,
     stop: Arc<RunStop>,
@@ -510,8 +333,17 @@ pub async fn run(
         ),
         running: Mutex::default(),
         tasks: TaskTracker::new(),
+        runs: weft_runs::Runs::new(
+            deps.store.clone(),
+            deps.bus.clone(),
+            deps.queue.clone(),
+            deps.live.clone(),
+        ),
         deps,
     });
+    if orphan_all_at_start {
+        reaper::requeue_orphans(&inner).await;
+    }
     tracing::info!(worker.id = %inner.id, concurrency = cfg.worker.concurrency, "worker started");
     let consume_stop = shutdown.child_token();
     let cancels = tokio::spawn(listen_for_cancels(inner.clone(), consume_stop.clone()));
@@ -526,7 +358,7 @@ pub async fn run(
         consume_stop.clone(),
     ));
     let reloads = tokio::spawn(follow_config(inner.clone(), consume_stop.clone()));
-    let handler: Arc<dyn JobHandler> = Arc::new(Handler(inner.clone()));
+    let handler: Arc<dyn JobHandler> = Arc::new(intake::Handler(inner.clone()));
     inner
         .deps
         .queue

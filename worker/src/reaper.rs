@@ -11,7 +11,6 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
-use weft_shared::job::RunJob;
 use weft_shared::time::now_ms;
 
 use crate::Inner;
@@ -28,14 +27,10 @@ pub(crate) async fn run(inner: Arc<Inner>, shutdown: CancellationToken, orphan_a
             next_purge = now + cfg.purge_interval_ms as i64;
             purge(&inner, now).await;
         }
-        // At start-up, embedded mode knows every running run is an orphan, and every
-        // queued run's in-process job died with the previous process.
+        // At start-up in embedded mode every queued run's in-process job died with
+        // the previous process (its running runs were put back to `queued` before
+        // this process claimed anything: `requeue_orphans`).
         let (stale_before, requeue_before) = if first && orphan_all_at_start {
-            match inner.deps.store.requeue_all_running().await {
-                Ok(n) if n > 0 => tracing::info!(runs = n, "runs of the previous process requeued"),
-                Ok(_) => {}
-                Err(e) => tracing::warn!(error = %e, "requeueing orphaned runs failed"),
-            }
             (now - cfg.stale_after_ms as i64, now + 1)
         } else {
             (
@@ -56,7 +51,7 @@ pub(crate) async fn run(inner: Arc<Inner>, shutdown: CancellationToken, orphan_a
                     metrics::counter!("weft_runs_reaped_total").increment(ids.len() as u64);
                 }
                 for run_id in ids {
-                    inner.enqueue(RunJob::new(run_id)).await;
+                    inner.runs.requeue(run_id).await;
                 }
             }
             Err(e) => tracing::warn!(error = %e, "reaper sweep failed"),
@@ -65,7 +60,7 @@ pub(crate) async fn run(inner: Arc<Inner>, shutdown: CancellationToken, orphan_a
         match inner.deps.store.expire_approvals(now).await {
             Ok(ids) => {
                 for run_id in ids {
-                    inner.enqueue(RunJob::new(run_id)).await;
+                    inner.runs.requeue(run_id).await;
                 }
             }
             Err(e) => tracing::warn!(error = %e, "expiring approvals failed"),
@@ -131,5 +126,19 @@ async fn sweep_files(inner: &Inner, now: i64) {
     }
     if removed > 0 {
         tracing::info!(files = removed, "removed files no message names");
+    }
+}
+
+/// Embedded mode's start: this is the only worker, so every `running` run
+/// belongs to the previous process; back to `queued` with them. It must happen
+/// before this process claims anything: done in the reaper's first sweep (after
+/// a purge, while jobs were already being claimed), it could put a run this
+/// process had just claimed back on the queue, and the run was claimed again
+/// beside its live attempt (a reply printed twice).
+pub(crate) async fn requeue_orphans(inner: &Inner) {
+    match inner.deps.store.requeue_all_running().await {
+        Ok(n) if n > 0 => tracing::info!(runs = n, "runs of the previous process requeued"),
+        Ok(_) => {}
+        Err(e) => tracing::warn!(error = %e, "requeueing orphaned runs failed"),
     }
 }

@@ -1,4 +1,4 @@
-//! Who may use which agent and model (ARCHITECTURE §8, issue 20): `allowed_users`
+//! Who may use which agent and model (docs/agent.md, issue 20): `allowed_users`
 //! and `allowed_roles` on `[[agents]]`, `[[models]]` and agents admins write. A
 //! user sees only what is open to them, choosing anything else is 403
 //! `forbidden` on every path (session create and patch, a send's `model` or

@@ -1,7 +1,8 @@
-//! Agents and instructions (ARCHITECTURE §8): admins define agents at run time,
-//! a session names one (`agent`, or the older `mode`), its instructions and the
-//! user's own reach the model's system prompt exactly as the preview shows, and
-//! a tool the agent may not use is never offered and refused when called.
+//! Agents and instructions (docs/agent.md, "Agents and instructions"): admins
+//! define agents at run time, a session names one (`agent`, or the older `mode`),
+//! its instructions and the user's own reach the model's system prompt exactly as
+//! the preview shows, and a tool the agent may not use is never offered and refused
+//! when called.
 
 use serde_json::{Value, json};
 

@@ -30,24 +30,20 @@ async fn log_format_comes_from_the_config_file() {
         ]),
         "listening on http://",
     );
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        let json_lines = proc
-            .logs()
-            .lines()
-            .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
-            .filter(|v| v["level"].is_string())
-            .count();
-        if json_lines > 0 {
-            break;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "no JSON log line:\n{}",
-            proc.logs()
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    }
+    eventually(
+        std::time::Duration::from_secs(10),
+        "a JSON log line",
+        async || {
+            let logs = proc.logs();
+            let json_lines = logs
+                .lines()
+                .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+                .filter(|v| v["level"].is_string())
+                .count();
+            if json_lines > 0 { Ok(()) } else { Err(logs) }
+        },
+    )
+    .await;
 }
 
 async fn operational_endpoints(b: Backend) {

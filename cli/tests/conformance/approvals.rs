@@ -1,5 +1,5 @@
-//! Tools with approvals (ARCHITECTURE §7): a `confirm` call suspends the run
-//! without holding a worker, the owner's decision resumes it on any worker,
+//! Tools with approvals (docs/protocol.md, "Approvals"): a `confirm` call suspends
+//! the run without holding a worker, the owner's decision resumes it on any worker,
 //! decisions survive restarts, unanswered approvals expire as denials.
 
 use std::time::Duration;
@@ -31,6 +31,19 @@ async fn run_status(app: &App, token: &str, run: &str) -> String {
     v["status"].as_str().unwrap().to_string()
 }
 
+/// Waits until `run` has `status` (a run suspends a moment after its event).
+async fn wait_status(app: &App, token: &str, run: &str, status: &str) {
+    eventually(
+        Duration::from_secs(10),
+        &format!("run {run} {status}"),
+        async || {
+            let now = run_status(app, token, run).await;
+            if now == status { Ok(()) } else { Err(now) }
+        },
+    )
+    .await
+}
+
 async fn decide(app: &App, token: &str, approval: &str, decision: &str) -> (u16, Value) {
     app.post(
         &format!("/v1/approvals/{approval}"),
@@ -58,11 +71,7 @@ async fn approval_suspends_without_a_worker_and_the_owner_decides(b: Backend) {
     // The tool has not run.
     assert!(tool_message(&before, "tool_start").is_empty());
 
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while run_status(&app, &alice, &run).await != "waiting_approval" {
-        assert!(std::time::Instant::now() < deadline, "run never waited");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_status(&app, &alice, &run, "waiting_approval").await;
     let (st, list) = app
         .get(&format!("/v1/sessions/{s}/approvals"), &alice)
         .await;
@@ -167,14 +176,7 @@ async fn several_calls_are_decided_separately_and_always_sticks(b: Backend) {
     assert_eq!(decide(&app, &alice, &ids[0], "deny").await.0, 200);
     events.extend(sse.until(|e| e.ty == "approval_decided").await);
     let run = events[0].data["run_id"].as_str().unwrap().to_string();
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while run_status(&app, &alice, &run).await != "waiting_approval" {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "run did not wait for the second"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_status(&app, &alice, &run, "waiting_approval").await;
     assert_eq!(decide(&app, &alice, &ids[1], "always").await.0, 200);
     events.extend(sse.until_terminal().await);
     assert_contiguous(&events);
@@ -237,11 +239,7 @@ async fn a_decision_survives_restarting_every_process(b: Backend) {
         .unwrap()
         .to_string();
     let run = events[0].data["run_id"].as_str().unwrap().to_string();
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while run_status(&app, &alice, &run).await != "waiting_approval" {
-        assert!(std::time::Instant::now() < deadline, "run never waited");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    wait_status(&app, &alice, &run, "waiting_approval").await;
     drop(sse);
     // Every process goes (SIGKILL) and comes back.
     for w in &mut app.workers {

@@ -10,7 +10,8 @@ use crate::harness::*;
 both_backends!(
     killed_worker_run_completes_once,
     lost_queue_runs_still_complete,
-    attempts_run_out
+    attempts_run_out,
+    a_worker_never_takes_over_a_run_it_is_executing
 );
 
 /// Step 1 calls a tool (checkpointed); step 2 waits 3 s before replying: the
@@ -29,14 +30,11 @@ async fn killed_worker_run_completes_once(b: Backend) {
         .unwrap()
         .to_string();
     // Let the checkpoint land (the tool_end event precedes it by a moment).
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
-    while app.messages(&alice, &s).await.len() < 3 {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "step 1 never checkpointed"
-        );
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
+    eventually(Duration::from_secs(10), "step 1 checkpointed", async || {
+        let n = app.messages(&alice, &s).await.len();
+        if n >= 3 { Ok(()) } else { Err(n) }
+    })
+    .await;
 
     let after = match b {
         Backend::Distributed => {
@@ -178,19 +176,72 @@ async fn attempts_run_out(b: Backend) {
         (last.ty.as_str(), last.data["code"].as_str()),
         ("error", Some("attempts_exhausted"))
     );
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    loop {
-        let msgs = app.messages(&alice, &s).await;
-        if msgs
-            .last()
-            .is_some_and(|m| m["role"] == "assistant" && m["content"] == "next")
-        {
-            break;
+    eventually(
+        Duration::from_secs(20),
+        "the waiting message answered",
+        async || {
+            let msgs = app.messages(&alice, &s).await;
+            let answered = msgs
+                .last()
+                .is_some_and(|m| m["role"] == "assistant" && m["content"] == "next");
+            if answered { Ok(()) } else { Err(msgs) }
+        },
+    )
+    .await;
+}
+
+/// Heartbeats that never land (what a terminated database connection does to
+/// them) make the lease of a live attempt look stale, and the reaper queues the
+/// run again. The worker executing it must not take it over from itself: the
+/// run ends once, on its first attempt, instead of being claimed again beside
+/// the live attempt until its attempts run out.
+async fn a_worker_never_takes_over_a_run_it_is_executing(b: Backend) {
+    let app = App::start(b).await;
+    let alice = app.user("alice").await;
+    let s = app.session(&alice).await;
+    // Every refresh of a running attempt's lease is undone; a claim (a new
+    // attempt) and the run's end still change the row.
+    let freeze = match b {
+        Backend::Distributed => {
+            "create function freeze_heartbeat() returns trigger language plpgsql as $$
+             begin
+               if new.attempt = old.attempt and new.status = 'running' and old.status = 'running' then
+                 new.heartbeat_at := old.heartbeat_at;
+               end if;
+               return new;
+             end $$;
+             create trigger freeze_heartbeat before update on runs
+               for each row execute function freeze_heartbeat();"
         }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "the waiting message was never answered: {msgs:?}"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+        Backend::Embedded => {
+            "create trigger freeze_heartbeat after update of heartbeat_at on runs
+             when new.attempt = old.attempt and new.status = 'running' and old.status = 'running'
+               and new.heartbeat_at <> old.heartbeat_at
+             begin update runs set heartbeat_at = old.heartbeat_at where id = new.id; end;"
+        }
+    };
+    app.execute_sql(freeze).await;
+    // The lease goes stale after 1.5 s and the reaper looks every 250 ms: the
+    // run is queued again about ten times while its reply streams.
+    let mut stream = app
+        .send_stream(&alice, &s, "@mock.tokens 40 @mock.delay 100 100")
+        .await;
+    let events = stream.until_terminal().await;
+    let run = events[0].data["run_id"].as_str().unwrap().to_string();
+    let starts: Vec<_> = events.iter().filter(|e| e.ty == "run_started").collect();
+    assert_eq!(starts.len(), 1, "one attempt: {starts:?}");
+    assert_eq!(events.last().unwrap().ty, "done", "{:?}", events.last());
+    assert_contiguous(&events);
+    let words: Vec<String> = (1..=40).map(|i| format!("w{i}")).collect();
+    assert_eq!(rendered_text(&events), words.join(" "));
+    let r = app.wait_run(&alice, &run, Duration::from_secs(20)).await;
+    assert_eq!(
+        (r["status"].as_str(), r["attempt"].as_i64()),
+        (Some("succeeded"), Some(1)),
+        "{r}"
+    );
+    assert!(
+        app.logs().contains("reaper re-enqueued runs"),
+        "the lease never looked stale: the test proved nothing"
+    );
 }

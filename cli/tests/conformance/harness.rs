@@ -27,6 +27,28 @@ pub enum Backend {
     Distributed,
 }
 
+/// Waits until `probe` finds what it looks for (`Ok`), asking again every 50 ms;
+/// after `within` the test fails naming `what` it waited for and what the probe
+/// saw last (`Err`). The suite's one polling loop: a test never sleeps to
+/// synchronise, it waits for a state with a deadline.
+pub async fn eventually<T, E: std::fmt::Debug>(
+    within: Duration,
+    what: &str,
+    mut probe: impl AsyncFnMut() -> Result<T, E>,
+) -> T {
+    let deadline = Instant::now() + within;
+    loop {
+        match probe().await {
+            Ok(found) => return found,
+            Err(last) => assert!(
+                Instant::now() < deadline,
+                "{what}: not within {within:?}; last seen: {last:?}"
+            ),
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
 /// One test's isolated world: a temp dir, and for distributed mode a fresh
 /// Postgres database and Redis prefix, dropped at the end.
 pub struct Env {
@@ -333,6 +355,45 @@ impl App {
         self.base = format!("http://{}", self.gateway.addr.clone().unwrap());
     }
 
+    /// A connection to this test's database, beside the running processes
+    /// (embedded: the SQLite file, which WAL lets another connection write).
+    pub async fn database(&self) -> sqlx::AnyPool {
+        sqlx::any::install_default_drivers();
+        let url = match self.env.backend {
+            Backend::Distributed => self.env.db_url(),
+            Backend::Embedded => {
+                let path = self.env.dir.path().join("data").join("weft.db");
+                format!("sqlite://{}", path.display())
+            }
+        };
+        sqlx::pool::PoolOptions::new()
+            .max_connections(1)
+            .connect(&url)
+            .await
+            .expect("the test's database")
+    }
+
+    /// A count read straight from the test's database.
+    pub async fn count_rows(&self, sql: &str) -> i64 {
+        let pool = self.database().await;
+        let n: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(sql.to_string()))
+            .fetch_one(&pool)
+            .await
+            .unwrap();
+        pool.close().await;
+        n
+    }
+
+    /// A statement run straight on the test's database.
+    pub async fn execute_sql(&self, sql: &str) {
+        let pool = self.database().await;
+        sqlx::raw_sql(sqlx::AssertSqlSafe(sql.to_string()))
+            .execute(&pool)
+            .await
+            .unwrap();
+        pool.close().await;
+    }
+
     pub fn url(&self, path: &str) -> String {
         format!("{}{}", self.base, path)
     }
@@ -440,28 +501,23 @@ impl App {
 
     /// Poll the run until it is terminal.
     pub async fn wait_run(&self, token: &str, run: &str, within: Duration) -> Value {
-        let deadline = Instant::now() + within;
-        loop {
+        /// What a run that never ended showed, with every process's log
+        /// (rendered only when the test fails).
+        struct Unfinished<'a>(Value, &'a App);
+        impl std::fmt::Debug for Unfinished<'_> {
+            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                write!(f, "{}\n{}", self.0, self.1.logs())
+            }
+        }
+        eventually(within, &format!("run {run} finished"), async || {
             let (s, v) = self.get(&format!("/v1/runs/{run}"), token).await;
             assert_eq!(s, 200, "{v}");
-            if matches!(
-                v["status"].as_str(),
-                Some("succeeded" | "failed" | "cancelled")
-            ) {
-                return v;
+            match v["status"].as_str() {
+                Some("succeeded" | "failed" | "cancelled") => Ok(v),
+                _ => Err(Unfinished(v, self)),
             }
-            assert!(
-                Instant::now() < deadline,
-                "run {run} not finished: {v}\n--- gateway ---\n{}\n--- workers ---\n{}",
-                self.gateway.logs(),
-                self.workers
-                    .iter()
-                    .map(|w| w.logs())
-                    .collect::<Vec<_>>()
-                    .join("\n")
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        })
+        .await
     }
 
     pub async fn messages(&self, token: &str, session: &str) -> Vec<Value> {

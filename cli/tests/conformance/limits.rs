@@ -2,7 +2,7 @@
 //! sends of one user), the cap on messages waiting in a session, and the purge of
 //! expired login tokens and old idempotency keys.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -77,15 +77,14 @@ async fn interrupts_count_against_the_run_rate(b: Backend) {
 
 /// Waits until the session's active run is a run other than `not`; returns it.
 async fn next_active_run(app: &App, token: &str, session: &str, not: &str) -> String {
-    let deadline = Instant::now() + Duration::from_secs(20);
-    loop {
+    eventually(Duration::from_secs(20), "a follow-up run", async || {
         let (_, v) = app.get(&format!("/v1/sessions/{session}"), token).await;
-        if let Some(id) = v["active_run_id"].as_str().filter(|id| *id != not) {
-            return id.to_string();
+        match v["active_run_id"].as_str().filter(|id| *id != not) {
+            Some(id) => Ok(id.to_string()),
+            None => Err(v),
         }
-        assert!(Instant::now() < deadline, "no follow-up run: {v}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    })
+    .await
 }
 
 async fn followups_over_the_rate_wait(b: Backend) {
@@ -191,57 +190,6 @@ async fn queued_messages_are_capped(b: Backend) {
         .await;
 }
 
-/// Rows of `table` matching `cond`, read straight from the test's database.
-async fn count_rows(app: &App, sql: &str) -> i64 {
-    match app.env.backend {
-        Backend::Distributed => {
-            let pool = sqlx::PgPool::connect(&app.env.db_url()).await.unwrap();
-            let n: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(sql.to_string()))
-                .fetch_one(&pool)
-                .await
-                .unwrap();
-            pool.close().await;
-            n
-        }
-        Backend::Embedded => {
-            let path = app.env.dir.path().join("data").join("weft.db");
-            let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", path.display()))
-                .await
-                .unwrap();
-            let n: i64 = sqlx::query_scalar(sqlx::AssertSqlSafe(sql.to_string()))
-                .fetch_one(&pool)
-                .await
-                .unwrap();
-            pool.close().await;
-            n
-        }
-    }
-}
-
-async fn execute(app: &App, sql: &str) {
-    match app.env.backend {
-        Backend::Distributed => {
-            let pool = sqlx::PgPool::connect(&app.env.db_url()).await.unwrap();
-            sqlx::query(sqlx::AssertSqlSafe(sql.to_string()))
-                .execute(&pool)
-                .await
-                .unwrap();
-            pool.close().await;
-        }
-        Backend::Embedded => {
-            let path = app.env.dir.path().join("data").join("weft.db");
-            let pool = sqlx::SqlitePool::connect(&format!("sqlite://{}", path.display()))
-                .await
-                .unwrap();
-            sqlx::query(sqlx::AssertSqlSafe(sql.to_string()))
-                .execute(&pool)
-                .await
-                .unwrap();
-            pool.close().await;
-        }
-    }
-}
-
 async fn expired_tokens_and_old_idempotency_keys_are_purged(b: Backend) {
     let app = App::start_with(
         b,
@@ -256,14 +204,11 @@ async fn expired_tokens_and_old_idempotency_keys_are_purged(b: Backend) {
     let uid = me["id"].as_str().unwrap();
     // A login session that expired a minute ago (logins last 30 days: this one
     // is written as the database would hold it then).
-    execute(
-        &app,
-        &format!(
-            "insert into tokens (id, user_id, name, kind, hash, created_at, expires_at)
+    app.execute_sql(&format!(
+        "insert into tokens (id, user_id, name, kind, hash, created_at, expires_at)
              values ('old-login', '{uid}', 'login', 'login', 'old-login-hash', 1, {})",
-            now_ms() - 60_000
-        ),
-    )
+        now_ms() - 60_000
+    ))
     .await;
     let s = app.session(&alice).await;
     let send = || async {
@@ -286,19 +231,24 @@ async fn expired_tokens_and_old_idempotency_keys_are_purged(b: Backend) {
         Duration::from_secs(20),
     )
     .await;
-    let deadline = Instant::now() + Duration::from_secs(15);
-    loop {
-        let keys = count_rows(&app, "select count(*) from idempotency_keys").await;
-        let tokens = count_rows(&app, "select count(*) from tokens where id = 'old-login'").await;
-        if keys == 0 && tokens == 0 {
-            break;
-        }
-        assert!(
-            Instant::now() < deadline,
-            "never purged: {keys} idempotency keys, {tokens} expired tokens"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    eventually(
+        Duration::from_secs(15),
+        "idempotency keys and expired tokens purged",
+        async || {
+            let keys = app
+                .count_rows("select count(*) from idempotency_keys")
+                .await;
+            let tokens = app
+                .count_rows("select count(*) from tokens where id = 'old-login'")
+                .await;
+            if keys == 0 && tokens == 0 {
+                Ok(())
+            } else {
+                Err(format!("{keys} idempotency keys, {tokens} expired tokens"))
+            }
+        },
+    )
+    .await;
     // Live tokens stay; a retry past the key's retention is a new message.
     assert_eq!(app.get("/v1/me", &alice).await.0, 200);
     let again = send().await;

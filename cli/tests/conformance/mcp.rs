@@ -62,21 +62,21 @@ fn python_grants() -> Vec<String> {
 /// Waits (30 s at most) until the first worker reports its first MCP server
 /// ready, and answers that server's entry of `GET /v1/mcp`.
 pub(crate) async fn first_server_ready(app: &App) -> Value {
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    loop {
-        let (st, v) = app.get("/v1/mcp", ADMIN_TOKEN).await;
-        assert_eq!(st, 200, "{v}");
-        let server = &v["workers"][0]["servers"][0];
-        if server["state"] == "ready" {
-            return server.clone();
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "{} never ready: {v}",
-            server["name"]
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    eventually(
+        Duration::from_secs(30),
+        "the MCP server ready",
+        async || {
+            let (st, v) = app.get("/v1/mcp", ADMIN_TOKEN).await;
+            assert_eq!(st, 200, "{v}");
+            let server = &v["workers"][0]["servers"][0];
+            if server["state"] == "ready" {
+                Ok(server.clone())
+            } else {
+                Err(v)
+            }
+        },
+    )
+    .await
 }
 
 /// A config file naming the demo server, which may write to the config's own
@@ -204,15 +204,15 @@ async fn a_slow_mcp_tool_hits_the_timeout(b: Backend) {
         end.data
     );
     // The server was told to stop (the call's cancellation reached it).
-    let deadline = std::time::Instant::now() + Duration::from_secs(15);
-    while std::fs::read_to_string(&marker).unwrap_or_default() != "cancelled" {
-        assert!(
-            std::time::Instant::now() < deadline,
-            "marker: {:?}",
-            std::fs::read_to_string(&marker)
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    eventually(
+        Duration::from_secs(15),
+        "the server told to stop",
+        async || match std::fs::read_to_string(&marker) {
+            Ok(m) if m == "cancelled" => Ok(()),
+            other => Err(other),
+        },
+    )
+    .await;
 }
 
 /// The "done when": an admin configured an MCP server and `web_fetch`; a
@@ -296,23 +296,24 @@ fn tool_data(events: &[Ev], ty: &str) -> Vec<serde_json::Value> {
 /// `GET /v1/mcp` until every server the first worker reports is past
 /// `starting`; returns those servers.
 async fn settled_servers(app: &App, count: usize) -> Vec<Value> {
-    let deadline = std::time::Instant::now() + Duration::from_secs(60);
-    loop {
-        let (st, v) = app.get("/v1/mcp", ADMIN_TOKEN).await;
-        assert_eq!(st, 200, "{v}");
-        let servers = v["workers"][0]["servers"]
-            .as_array()
-            .cloned()
-            .unwrap_or_default();
-        if servers.len() == count && servers.iter().all(|s| s["state"] != "starting") {
-            return servers;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "MCP servers never settled: {v}"
-        );
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    eventually(
+        Duration::from_secs(60),
+        "the MCP servers settled",
+        async || {
+            let (st, v) = app.get("/v1/mcp", ADMIN_TOKEN).await;
+            assert_eq!(st, 200, "{v}");
+            let servers = v["workers"][0]["servers"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default();
+            if servers.len() == count && servers.iter().all(|s| s["state"] != "starting") {
+                Ok(servers)
+            } else {
+                Err(v)
+            }
+        },
+    )
+    .await
 }
 
 /// The text a tool call returned to the model.

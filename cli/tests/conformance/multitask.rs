@@ -41,18 +41,19 @@ async fn enqueue_runs_waiting_messages_after(b: Backend) {
     let rest = first.until_terminal().await;
     assert_eq!(rest.last().unwrap().ty, "done");
     // Both waiting messages became ONE follow-up run.
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    let msgs = loop {
-        let msgs = app.messages(&alice, &s).await;
-        if msgs.len() >= 5 && msgs.last().unwrap()["role"] == "assistant" {
-            break msgs;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "follow-up never answered: {msgs:?}"
-        );
-        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-    };
+    let msgs = eventually(
+        std::time::Duration::from_secs(20),
+        "the follow-up answered",
+        async || {
+            let msgs = app.messages(&alice, &s).await;
+            if msgs.len() >= 5 && msgs.last().unwrap()["role"] == "assistant" {
+                Ok(msgs)
+            } else {
+                Err(msgs)
+            }
+        },
+    )
+    .await;
     let roles: Vec<_> = msgs.iter().map(|m| m["role"].as_str().unwrap()).collect();
     assert_eq!(roles, ["user", "assistant", "user", "user", "assistant"]);
     assert_eq!(

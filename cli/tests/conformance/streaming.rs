@@ -181,16 +181,16 @@ async fn events_expire_after_retention(b: Backend) {
         .until_terminal()
         .await;
     let run = events[0].data["run_id"].as_str().unwrap().to_string();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        let (status, body) = app.get(&format!("/v1/runs/{run}/events"), &alice).await;
-        if status == 410 {
-            assert_eq!(body["error"]["code"], "events_expired");
-            break;
-        }
-        assert!(std::time::Instant::now() < deadline, "log never expired");
-        tokio::time::sleep(std::time::Duration::from_millis(200)).await;
-    }
+    let body = eventually(
+        std::time::Duration::from_secs(10),
+        "the log expired (410)",
+        async || {
+            let (status, body) = app.get(&format!("/v1/runs/{run}/events"), &alice).await;
+            if status == 410 { Ok(body) } else { Err(status) }
+        },
+    )
+    .await;
+    assert_eq!(body["error"]["code"], "events_expired");
     // The reply itself is safe in the database.
     assert_eq!(app.messages(&alice, &s).await[1]["content"], words(3));
 }

@@ -1,4 +1,4 @@
-//! How a step's tool calls are disposed of (ARCHITECTURE §8 "Tool guards",
+//! How a step's tool calls are disposed of (docs/agent.md, "Tool guards",
 //! issue 20): the strictest of the agent's, the global and an MCP server's
 //! policy wins; at most `tools.max_calls_per_step` calls of a step run and the
 //! rest are answered "skipped"; a call id repeated in one step (here from a

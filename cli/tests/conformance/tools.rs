@@ -1,6 +1,6 @@
-//! The guards every tool call gets (ARCHITECTURE §8): bad calls go back to the
-//! model as text, `max_steps` and `max_run_secs` end a run, long outputs are
-//! capped and paged, and a panic fails one attempt, never the session.
+//! The guards every tool call gets (docs/agent.md, "Tool guards"): bad calls go
+//! back to the model as text, `max_steps` and `max_run_secs` end a run, long
+//! outputs are capped and paged, and a panic fails one attempt, never the session.
 
 use std::io::{Read, Write};
 use std::time::Duration;

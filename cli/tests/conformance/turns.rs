@@ -1,8 +1,8 @@
-//! Undo, redo, regenerate, edit and alternatives (ARCHITECTURE §8), and long
-//! conversations: a summary of older turns keeps a 200-turn conversation inside
-//! a small window and still carries what was said first; it is computed when
-//! needed, not per run; `/compact` forces it; a failing summariser drops the
-//! oldest turns instead of failing the run.
+//! Undo, redo, regenerate, edit and alternatives (docs/agent.md, "Undo, redo,
+//! regenerate, edit"), and long conversations: a summary of older turns keeps a
+//! 200-turn conversation inside a small window and still carries what was said
+//! first; it is computed when needed, not per run; `/compact` forces it; a failing
+//! summariser drops the oldest turns instead of failing the run.
 
 use std::time::Duration;
 

@@ -1,8 +1,8 @@
-//! Approval buttons (ARCHITECTURE §7, §9). A click on an approval card arrives
-//! as a `card.action.trigger` callback on the long connection and is answered
-//! in its ack — Lark wants that within 3 s — with a toast and, when there is a
-//! decision to show, the approval card redrawn with it and without buttons
-//! (Lark puts that card in place of the clicked one).
+//! Approval buttons (docs/protocol.md, "Approvals"; docs/lark.md, "Approvals in
+//! Lark"). A click on an approval card arrives as a `card.action.trigger` callback
+//! on the long connection and is answered in its ack — Lark wants that within 3 s —
+//! with a toast and, when there is a decision to show, the approval card redrawn
+//! with it and without buttons (Lark puts that card in place of the clicked one).
 //!
 //! The click decides as the clicking Lark user — `lark:<open_id>`, or the
 //! account linked to that identity — through the same store call, rules and
@@ -95,8 +95,10 @@ impl Bot {
         };
         // The person whose message caused the run decides, or a Weft admin.
         let by = self.display_name(&clicker).await;
-        let outcome = store
-            .decide_approval(
+        let outcome = self
+            .state
+            .runs
+            .decide(
                 &click.approval_id,
                 &clicker.id,
                 clicker.role == Role::Admin,
@@ -106,12 +108,7 @@ impl Bot {
             .await;
         let always = click.choice == ApprovalChoice::Always;
         let (label, response) = match outcome {
-            Ok(DecideOutcome::Decided { approval, resume }) => {
-                if resume {
-                    crate::runs::requeue(&self.state, approval.run_id.clone()).await;
-                }
-                metrics::counter!("weft_approvals_decided_total", "decision" => approval.status.as_str())
-                    .increment(1);
+            Ok(DecideOutcome::Decided { approval, .. }) => {
                 let text = match (approval.status, always) {
                     (ApprovalStatus::Approved, true) => say::approved_always(lang, &approval.name),
                     (ApprovalStatus::Approved, false) => lang.text(Text::ClickApproved).to_owned(),
@@ -131,10 +128,7 @@ impl Bot {
                     lang,
                 ),
             ),
-            Ok(DecideOutcome::Expired { approval, resume }) => {
-                if resume {
-                    crate::runs::requeue(&self.state, approval.run_id.clone()).await;
-                }
+            Ok(DecideOutcome::Expired { approval, .. }) => {
                 let text = lang.text(Text::ClickExpired);
                 (
                     "expired",

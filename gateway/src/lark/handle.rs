@@ -23,7 +23,6 @@ use super::Bot;
 use super::commands::{self, Lang};
 use super::inbound::{Body, ChatType, Incoming, LarkFile};
 use crate::error::ApiError;
-use crate::runs::{announce_cancel, enqueue};
 use crate::sessions::{Origin, Shared, Submitted, submit};
 
 /// Who sends a message for the agent: the run is theirs (limits,
@@ -276,26 +275,16 @@ impl Bot {
     /// Cancels the session's active run (stop word, `/stop`, `/flush`); messages
     /// queued behind it become the next run.
     async fn cancel(&self, session: &SessionRecord, run: &RunId) -> anyhow::Result<()> {
-        let CancelOutcome::Cancelled { run, followup } = self
+        let outcome = self
             .state
-            .store
-            .cancel_run(
-                &session.user_id,
-                run,
-                "lark",
-                &self.state.config().limits.run_limits(),
-            )
-            .await?
-        else {
-            return Ok(());
-        };
-        announce_cancel(&self.state, &run).await;
-        if run.was_queued {
+            .runs
+            .cancel(&session.user_id, run, "lark")
+            .await?;
+        if let CancelOutcome::Cancelled { run, .. } = outcome
+            && run.was_queued
+        {
             // No worker will end this reply, so its reactions are ours to remove.
             self.end_reactions(&run.id).await;
-        }
-        if let Some(next) = followup {
-            enqueue(&self.state, next).await;
         }
         Ok(())
     }

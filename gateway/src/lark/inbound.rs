@@ -7,18 +7,15 @@
 //! image, a `file` message one file, a `post` its text and its `img` elements.
 //! Only their keys are known here; the bytes are fetched when it is handled.
 
-use serde_json::Value;
-use weft_lark::event::{EventEnvelope, MESSAGE_RECEIVE, Mention, ReceivedMessage};
-use weft_lark::rest::ResourceType;
+pub use weft_lark::content::LarkFile;
+use weft_lark::content::{MENTION_ALL, readable, strip_mentions};
+use weft_lark::event::{EventEnvelope, MESSAGE_RECEIVE};
 use weft_shared::config::LarkConfig;
 use weft_shared::store::LarkChat;
 
 /// Messages older than this are dropped: Lark redelivers for hours, and a reply
 /// to something said half an hour ago only confuses.
 pub const MAX_AGE_MS: i64 = 30 * 60 * 1000;
-
-/// The key Lark uses for an @everyone mention.
-const MENTION_ALL: &str = "@_all";
 
 /// Who the bot is.
 #[derive(Debug, Clone)]
@@ -56,18 +53,6 @@ pub enum Body {
     Message { text: String, files: Vec<LarkFile> },
     /// Something the bot cannot read (audio, video, a sticker, …): its kind.
     Unsupported(String),
-}
-
-/// A file or image of a message, fetched from Lark by the message id and key.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LarkFile {
-    /// The message that carries it, when not the one being handled (a quoted
-    /// message's image or file).
-    pub message_id: Option<String>,
-    pub key: String,
-    pub kind: ResourceType,
-    /// A `file` message's `file_name`; images have no name.
-    pub name: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -127,7 +112,7 @@ pub fn classify(
     if needs_reply_to_bot && message.parent_id.is_empty() {
         return Ignore("group message without a mention of the bot");
     }
-    let body = match readable(&message) {
+    let body = match readable(&message.message_type, &message.content) {
         Ok((text, files)) => {
             let text = strip_mentions(&text, &message.mentions, &me.open_id);
             if text.is_empty() && files.is_empty() {
@@ -149,118 +134,6 @@ pub fn classify(
         parent_id: message.parent_id,
         needs_reply_to_bot,
     })
-}
-
-/// The text and files of a `text`, `post`, `image` or `file` message; otherwise
-/// the kind of content that cannot be read.
-pub(super) fn readable(message: &ReceivedMessage) -> Result<(String, Vec<LarkFile>), String> {
-    let content = || serde_json::from_str::<Value>(&message.content).ok();
-    let key = |v: &Value, field: &str| {
-        v[field]
-            .as_str()
-            .filter(|k| !k.is_empty())
-            .map(str::to_owned)
-    };
-    let kind = message.message_type.as_str();
-    match kind {
-        "text" => message
-            .text()
-            .map(|text| (text, Vec::new()))
-            .ok_or_else(|| kind.to_owned()),
-        "post" => post(&message.content).ok_or_else(|| "post with video".to_owned()),
-        "image" => content()
-            .and_then(|v| key(&v, "image_key"))
-            .map(|key| (String::new(), vec![image(key)]))
-            .ok_or_else(|| kind.to_owned()),
-        "file" => content()
-            .and_then(|v| {
-                let file = LarkFile {
-                    message_id: None,
-                    key: key(&v, "file_key")?,
-                    kind: ResourceType::File,
-                    name: key(&v, "file_name"),
-                };
-                Some((String::new(), vec![file]))
-            })
-            .ok_or_else(|| kind.to_owned()),
-        other => Err(other.to_owned()),
-    }
-}
-
-fn image(key: String) -> LarkFile {
-    LarkFile {
-        message_id: None,
-        key,
-        kind: ResourceType::Image,
-        name: None,
-    }
-}
-
-/// A post's paragraphs as lines and its `img` elements as images; `None` when
-/// it carries a video (`media`) or is malformed.
-fn post(content: &str) -> Option<(String, Vec<LarkFile>)> {
-    let v: Value = serde_json::from_str(content).ok()?;
-    // Posts may arrive wrapped in a locale key (`{"zh_cn": {…}}`).
-    let post = if v.get("content").is_some() {
-        &v
-    } else {
-        v.as_object()?
-            .values()
-            .find(|x| x.get("content").is_some())?
-    };
-    let mut lines = Vec::new();
-    let mut images = Vec::new();
-    if let Some(title) = post["title"].as_str().filter(|t| !t.is_empty()) {
-        lines.push(title.to_owned());
-    }
-    for paragraph in post["content"].as_array()? {
-        let mut line = String::new();
-        for node in paragraph.as_array()? {
-            match node["tag"].as_str().unwrap_or_default() {
-                "text" | "a" | "md" | "code_block" => {
-                    line.push_str(node["text"].as_str().unwrap_or_default())
-                }
-                "at" => {
-                    line.push_str(&format!(
-                        "@_at_{}",
-                        node["user_id"].as_str().unwrap_or_default()
-                    ));
-                }
-                "img" => {
-                    if let Some(key) = node["image_key"].as_str().filter(|k| !k.is_empty()) {
-                        images.push(image(key.to_owned()));
-                    }
-                }
-                "media" => return None,
-                _ => {}
-            }
-        }
-        lines.push(line);
-    }
-    Some((lines.join("\n"), images))
-}
-
-/// Removes the bot's mention placeholder; other mentions become `@name`.
-fn strip_mentions(text: &str, mentions: &[Mention], bot_open_id: &str) -> String {
-    let mut out = text.to_owned();
-    for m in mentions.iter().filter(|m| !m.key.is_empty()) {
-        let replacement = if m.id.open_id == bot_open_id && !bot_open_id.is_empty() {
-            String::new()
-        } else if m.key == MENTION_ALL {
-            "@all".to_owned()
-        } else {
-            format!("@{}", m.name)
-        };
-        // Posts spell mentions by user id instead of by key.
-        let by_user = (!m.id.user_id.is_empty()).then(|| format!("@_at_{}", m.id.user_id));
-        for key in std::iter::once(m.key.clone()).chain(by_user) {
-            if replacement.is_empty() {
-                out = out.replace(&format!("{key} "), "");
-            }
-            out = out.replace(&key, &replacement);
-        }
-    }
-    out.trim().to_owned()
 }
 
 #[cfg(test)]

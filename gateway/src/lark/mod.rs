@@ -1,4 +1,5 @@
-//! The Lark (Feishu) ingress (ARCHITECTURE §9): the gateway's second front door.
+//! The Lark (Feishu) ingress (docs/lark.md, "Ingress"): the gateway's second front
+//! door.
 //!
 //! Every gateway replica with `[lark] app_id` holds one long connection; Lark
 //! spreads events over all of an app's connections, and redelivers anything not

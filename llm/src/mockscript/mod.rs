@@ -1,13 +1,13 @@
-//! The `@mock.*` directive language (ARCHITECTURE §8), shared by the in-process
-//! [`crate::mock::MockProvider`] and `weft-loadtest`'s mock LLM server so both
-//! behave identically.
+//! The `@mock.*` directive language (docs/agent.md, "The mock provider"), shared by
+//! the in-process [`crate::mock::MockProvider`] and `weft-loadtest`'s mock LLM
+//! server so both behave identically.
 //!
 //! Directives are read from the last user message. Each starts at `@mock.` and runs
 //! to the next `@mock.` or the end of its line, so several may share a line:
 //! `@mock.tokens 300 @mock.delay 0 50`. A typo is an error (the mock answers it
 //! like a provider answers a bad request) rather than silently ignored.
 //!
-//! Beyond the table in ARCHITECTURE §8 the grammar has a few knobs for the wire
+//! Beyond the table in docs/agent.md the grammar has a few knobs for the wire
 //! tests and chaos runs: `@mock.fail <status> [times=k] [after=n] [retry_after=s]`
 //! (`after=n`: fail mid-stream after `n` tokens; `retry_after`: the delay hint) and
 //! `@mock.cut <n> [times=k]` (the stream stops after `n` tokens without its end marker).

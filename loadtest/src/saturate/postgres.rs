@@ -25,8 +25,8 @@ use weft_shared::api::{Multitask, ToolCallDto, UsageDto};
 use weft_shared::auth::{new_token, token_hash};
 use weft_shared::ids::{SessionId, UserId};
 use weft_shared::store::{
-    ClaimOutcome, FinishOutcome, Role, RunEnd, RunLimits, SendOutcome, SendRequest, StepCheckpoint,
-    Store, TokenKind, ToolResult,
+    ClaimOutcome, FinishOutcome, NewMessage, Role, RunEnd, RunLimits, SendOutcome, SendRequest,
+    StepCheckpoint, Store, TokenKind, ToolResult,
 };
 use weft_shared::time::now_ms;
 
@@ -311,19 +311,21 @@ async fn one_run(
         .context("the token did not authenticate")?;
     let sent = store
         .send_message(&SendRequest {
-            user: account.user.clone(),
-            session_owner: account.user.clone(),
-            author_name: None,
-            session: session_id.clone(),
-            text:
-                "What will the weather be like in Hangzhou tomorrow, and should I take an umbrella?"
-                    .into(),
-            attachments: Vec::new(),
-            model: None,
-            mode: None,
-            multitask: Multitask::Enqueue,
-            idempotency_key: Some(uuid::Uuid::new_v4().to_string()),
-            lark_message_id: None,
+            message: NewMessage {
+                user: account.user.clone(),
+                session_owner: account.user.clone(),
+                author_name: None,
+                session: session_id.clone(),
+                text:
+                    "What will the weather be like in Hangzhou tomorrow, and should I take an umbrella?"
+                        .into(),
+                attachments: Vec::new(),
+                model: None,
+                mode: None,
+                multitask: Multitask::Enqueue,
+                idempotency_key: Some(uuid::Uuid::new_v4().to_string()),
+                lark_message_id: None,
+            },
             limits: RunLimits::unlimited(),
             queued_messages_per_session: 10,
             storage_bytes_per_user: 0,

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use sqlx::any::AnyRow;
 
-use super::{Result, Store, StoreError, get_i64, get_opt_i64, get_opt_str, get_str};
+use super::{Conflict, Result, Store, StoreError, get_i64, get_opt_i64, get_opt_str, get_str};
 use crate::config::{AgentConfig, ToolPolicy};
 use crate::ids::UserId;
 use crate::time::now_ms;
@@ -223,7 +223,7 @@ impl Store {
     /// that named a deleted agent run with the default one.
     pub async fn delete_agent(&self, id: &str) -> Result<bool> {
         if id == "agent" {
-            return Err(StoreError::Conflict("builtin_agent"));
+            return Err(StoreError::Conflict(Conflict::BuiltinAgent));
         }
         let mut tx = self.begin().await?;
         let done = sqlx::query("delete from agents where id = $1")

@@ -1,4 +1,4 @@
-//! Approvals (human in the loop, ARCHITECTURE §7).
+//! Approvals (human in the loop, docs/protocol.md, "Approvals").
 //!
 //! Every transaction that changes a waiting run's fate takes the run's row first
 //! (`update runs …` or `select … for update`): the worker suspending it, a

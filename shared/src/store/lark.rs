@@ -1,4 +1,4 @@
-//! What the Lark bot keeps in the database (ARCHITECTURE §9): inbound dedupe
+//! What the Lark bot keeps in the database (docs/lark.md): inbound dedupe
 //! (the inbox itself is [`super::lark_inbox`]),
 //! which Weft user a Lark sender is, which session a Lark conversation talks to,
 //! the THINKING reaction on each user message, and the reply cards of each run.
@@ -11,7 +11,7 @@
 use super::lark_cards::{LarkCard, decode_cards};
 use super::sessions::{SELECT as SESSION_SELECT, SessionRecord};
 use super::users::AuthUser;
-use super::{Result, Store, StoreError, get_i64, get_opt_str, get_str};
+use super::{Conflict, Result, Store, StoreError, get_i64, get_opt_str, get_str};
 use crate::ids::{MessageId, RunId, SessionId, UserId};
 use crate::time::now_ms;
 
@@ -302,7 +302,7 @@ impl Store {
         .bind(now)
         .execute(&mut **tx)
         .await
-        .map_err(|e| StoreError::unique(e, "lark_chat_bound"))?;
+        .map_err(|e| StoreError::unique(e, Conflict::LarkChatBound))?;
         tx.commit().await?;
         self.get_session(owner, &id).await
     }

@@ -1,4 +1,4 @@
-//! The Lark cards a run's reply lives in (ARCHITECTURE §9 "Egress"): its reply
+//! The Lark cards a run's reply lives in (docs/lark.md, "Egress"): its reply
 //! cards, on the run (`runs.lark_cards`), and the card each approval asked
 //! with (`approvals.lark_message_id`).
 //!

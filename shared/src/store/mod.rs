@@ -52,7 +52,7 @@ pub use purge::Purged;
 pub use runs::{
     ActiveRun, CancelOutcome, ClaimOutcome, ClaimedRun, FinishOutcome, RunEnd, RunRecord, RunStatus,
 };
-pub use send::{NewRun, SendOutcome, SendRequest};
+pub use send::{NewMessage, NewRun, SendOutcome, SendRequest};
 pub use sessions::{SessionCursor, SessionRecord};
 pub use skills::merge_skills;
 pub use storage_quota::StorageUse;
@@ -72,8 +72,8 @@ pub enum StoreError {
     #[error("not found")]
     NotFound,
     /// A uniqueness rule said no (e.g. a username that exists).
-    #[error("conflict: {0}")]
-    Conflict(&'static str),
+    #[error("conflict: {}", .0.as_str())]
+    Conflict(Conflict),
     /// The value breaks a rule of what may be stored (a new username outside the
     /// safe set); the message says which.
     #[error("{0}")]
@@ -84,9 +84,37 @@ pub enum StoreError {
     Other(String),
 }
 
+/// Which uniqueness rule said no: callers branch on the kind, never on a string.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Conflict {
+    UsernameTaken,
+    TokenExists,
+    /// The session already has an active run (the partial unique index).
+    RunActive,
+    /// Built-in agents cannot be deleted or renamed.
+    BuiltinAgent,
+    /// Two sends with one idempotency key raced; the loser reads the winner's.
+    IdempotencyKeyRace,
+    /// The Lark chat got its session from another message first.
+    LarkChatBound,
+}
+
+impl Conflict {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Conflict::UsernameTaken => "username_taken",
+            Conflict::TokenExists => "token_exists",
+            Conflict::RunActive => "run_active",
+            Conflict::BuiltinAgent => "builtin_agent",
+            Conflict::IdempotencyKeyRace => "idempotency_key_race",
+            Conflict::LarkChatBound => "lark_chat_bound",
+        }
+    }
+}
+
 impl StoreError {
     /// Map a unique violation to `Conflict(what)`; anything else stays a database error.
-    fn unique(err: sqlx::Error, what: &'static str) -> StoreError {
+    fn unique(err: sqlx::Error, what: Conflict) -> StoreError {
         if let sqlx::Error::Database(db) = &err
             && db.is_unique_violation()
         {

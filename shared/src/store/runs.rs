@@ -11,8 +11,6 @@
 //! session never has two active runs. Claims are compare-and-set updates, so a
 //! duplicate job delivery can never run a run twice at once.
 
-use std::str::FromStr;
-
 use sqlx::any::AnyRow;
 
 use super::messages::insert_step_message;
@@ -28,49 +26,7 @@ use crate::api::{ErrorBody, RunDto, UsageDto};
 use crate::ids::{MessageId, RunId, SessionId, UserId};
 use crate::time::{now_ms, rfc3339};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RunStatus {
-    Queued,
-    Running,
-    WaitingApproval,
-    Succeeded,
-    Failed,
-    Cancelled,
-}
-
-impl RunStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RunStatus::Queued => "queued",
-            RunStatus::Running => "running",
-            RunStatus::WaitingApproval => "waiting_approval",
-            RunStatus::Succeeded => "succeeded",
-            RunStatus::Failed => "failed",
-            RunStatus::Cancelled => "cancelled",
-        }
-    }
-    pub fn is_terminal(self) -> bool {
-        matches!(
-            self,
-            RunStatus::Succeeded | RunStatus::Failed | RunStatus::Cancelled
-        )
-    }
-}
-
-impl FromStr for RunStatus {
-    type Err = ();
-    fn from_str(s: &str) -> std::result::Result<Self, ()> {
-        Ok(match s {
-            "queued" => RunStatus::Queued,
-            "running" => RunStatus::Running,
-            "waiting_approval" => RunStatus::WaitingApproval,
-            "succeeded" => RunStatus::Succeeded,
-            "failed" => RunStatus::Failed,
-            "cancelled" => RunStatus::Cancelled,
-            _ => return Err(()),
-        })
-    }
-}
+pub use crate::states::RunStatus;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunRecord {
@@ -135,7 +91,7 @@ impl RunRecord {
         RunDto {
             id: self.id.0.clone(),
             session_id: self.session_id.0.clone(),
-            status: self.status.as_str().into(),
+            status: self.status,
             attempt: self.attempt,
             model: self.model.clone(),
             usage: self.usage,
@@ -328,8 +284,8 @@ impl Store {
     }
 
     /// End a run in one transaction: final message, status, totals, and the
-    /// follow-up run for messages that waited behind it (ARCHITECTURE §4 step 5),
-    /// if the user's `limits` allow it now.
+    /// follow-up run for messages that waited behind it (docs/runs.md, "One chat
+    /// turn, in full", step 5), if the user's `limits` allow it now.
     #[allow(clippy::too_many_arguments)]
     pub async fn finish_run(
         &self,

@@ -1,13 +1,13 @@
-//! The send transaction (ARCHITECTURE §4 step 1): validate against the session's
-//! active run and the user's limits, then write the user message and — unless it
-//! waits behind an active run — the new run, atomically. The session row is the
-//! serialisation point for the session (locked `for update` on Postgres; SQLite's
-//! `begin immediate` serialises all writers); the user's row, locked last, for the
-//! user's run limits (`user_limits`), which every run a send creates is checked
-//! against — an interrupt's too. A message that would wait behind an active run is
-//! refused when `queued_messages_per_session` already wait. A message with files
-//! is checked against its user's storage quota under the same lock
-//! (`storage_quota`).
+//! The send transaction (docs/runs.md, "One chat turn, in full", step 1): validate
+//! against the session's active run and the user's limits, then write the user
+//! message and — unless it waits behind an active run — the new run, atomically.
+//! The session row is the serialisation point for the session (locked `for update`
+//! on Postgres; SQLite's `begin immediate` serialises all writers); the user's row,
+//! locked last, for the user's run limits (`user_limits`), which every run a send
+//! creates is checked against — an interrupt's too. A message that would wait
+//! behind an active run is refused when `queued_messages_per_session` already wait.
+//! A message with files is checked against its user's storage quota under the same
+//! lock (`storage_quota`).
 
 use super::attachments::{NewAttachment, insert_attachments};
 use super::messages::{NEXT_SEQ, order_key};
@@ -15,14 +15,19 @@ use super::runs::{ACTIVE, ActiveRun, RunStatus};
 use super::session_writes::{attach_queued, end_as_cancelled, insert_run, touch_session};
 use super::storage_quota::{StorageUse, check_storage};
 use super::user_limits::{LimitCheck, RunLimits, check_run_limits};
-use super::{Dialect, Result, Store, StoreError, get_enum, get_i64, get_opt_str, get_str};
+use super::{
+    Conflict, Dialect, Result, Store, StoreError, get_enum, get_i64, get_opt_str, get_str,
+};
 use crate::api::Multitask;
 use crate::ids::{MessageId, RunId, SessionId, UserId};
 use crate::time::now_ms;
 
-/// A send, already validated by the gateway.
+/// A message as its front door checked it (who may use which model and agent,
+/// which files were accepted): what the run service sends
+/// (`weft_runs::Runs::send`), and the part of a [`SendRequest`] the caller
+/// decides.
 #[derive(Debug, Clone)]
-pub struct SendRequest {
+pub struct NewMessage {
     /// Who speaks: the message's author and the user of the run it starts —
     /// whose run limits, storage quota and idempotency keys count.
     pub user: UserId,
@@ -42,6 +47,12 @@ pub struct SendRequest {
     pub idempotency_key: Option<String>,
     /// The Lark message this one came from (the bot replies to it).
     pub lark_message_id: Option<String>,
+}
+
+/// A send: the message, and the limits and trace context it is sent under.
+#[derive(Debug, Clone)]
+pub struct SendRequest {
+    pub message: NewMessage,
     /// The user's run limits, checked whenever the send creates a run.
     pub limits: RunLimits,
     /// Messages that may wait behind a session's active run; 0 disables.
@@ -90,7 +101,7 @@ pub enum SendOutcome {
 }
 
 impl Store {
-    /// The send transaction (ARCHITECTURE §4 step 1).
+    /// The send transaction (docs/runs.md, "One chat turn, in full", step 1).
     pub async fn send_message(&self, req: &SendRequest) -> Result<SendOutcome> {
         let mut tx = self.begin().await?;
         let now = now_ms();
@@ -102,7 +113,7 @@ impl Store {
 
         let mut interrupted = None;
         if let Some((active_id, status)) = look.active {
-            match req.multitask {
+            match req.message.multitask {
                 Multitask::Reject => {
                     return Ok(SendOutcome::Rejected {
                         active_run_id: active_id,
@@ -120,7 +131,7 @@ impl Store {
                     }
                     let message_id = insert_user_message(&mut tx, req, None, now).await?;
                     remember_key(&mut tx, req, &message_id, None, now).await?;
-                    touch_session(&mut tx, &req.session, now).await?;
+                    touch_session(&mut tx, &req.message.session, now).await?;
                     tx.commit().await?;
                     return Ok(SendOutcome::Queued {
                         message_id,
@@ -138,7 +149,15 @@ impl Store {
         }
         // Counted after the interrupt above: the run it ended is no longer active
         // (and a refusal rolls the cancel back with everything else).
-        match check_run_limits(&mut tx, self.lock_suffix(), &req.user, &req.limits, now).await? {
+        match check_run_limits(
+            &mut tx,
+            self.lock_suffix(),
+            &req.message.user,
+            &req.limits,
+            now,
+        )
+        .await?
+        {
             LimitCheck::Within => {}
             LimitCheck::TooManyActive => return Ok(SendOutcome::TooManyActive),
             LimitCheck::RateLimited { retry_after_secs } => {
@@ -149,14 +168,22 @@ impl Store {
             return Ok(SendOutcome::OverStorage(usage));
         }
         let session = look.session;
-        let model = req.model.clone().unwrap_or(get_str(&session, "model")?);
-        let mode = req.mode.clone().unwrap_or(get_str(&session, "mode")?);
+        let model = req
+            .message
+            .model
+            .clone()
+            .unwrap_or(get_str(&session, "model")?);
+        let mode = req
+            .message
+            .mode
+            .clone()
+            .unwrap_or(get_str(&session, "mode")?);
         let run_id = RunId::new();
         insert_run(
             &mut tx,
             &run_id,
-            &req.session,
-            &req.user,
+            &req.message.session,
+            &req.message.user,
             &model,
             &mode,
             req.traceparent.as_deref(),
@@ -166,19 +193,19 @@ impl Store {
         // Messages that were waiting behind the interrupted run (or stranded by a
         // run that ended without its worker) join this one.
         if look.waiting > 0 {
-            attach_queued(&mut tx, &req.session, &run_id).await?;
+            attach_queued(&mut tx, &req.message.session, &run_id).await?;
         }
         let message_id = insert_user_message(&mut tx, req, Some(&run_id), now).await?;
         remember_key(&mut tx, req, &message_id, Some(&run_id), now).await?;
         if get_str(&session, "title")?.is_empty() {
             sqlx::query("update sessions set title = $1, title_lower = $2 where id = $3")
-                .bind(auto_title(&req.text))
-                .bind(auto_title(&req.text).to_lowercase())
-                .bind(&req.session.0)
+                .bind(auto_title(&req.message.text))
+                .bind(auto_title(&req.message.text).to_lowercase())
+                .bind(&req.message.session.0)
                 .execute(&mut **tx)
                 .await?;
         }
-        touch_session(&mut tx, &req.session, now).await?;
+        touch_session(&mut tx, &req.message.session, now).await?;
         tx.commit().await?;
         Ok(SendOutcome::Started {
             run: NewRun { run_id, message_id },
@@ -195,8 +222,8 @@ impl Store {
         check_storage(
             tx,
             self.lock_suffix(),
-            &req.user,
-            &req.attachments,
+            &req.message.user,
+            &req.message.attachments,
             req.storage_bytes_per_user,
         )
         .await
@@ -223,8 +250,8 @@ impl Store {
             sqlx::query(sqlx::AssertSqlSafe(format!(
                 "select id from sessions where id = $1 and user_id = $2{lock}"
             )))
-            .bind(&req.session.0)
-            .bind(&req.session_owner.0)
+            .bind(&req.message.session.0)
+            .bind(&req.message.session_owner.0)
             .fetch_optional(&mut **tx)
             .await?
             .ok_or(StoreError::NotFound)?;
@@ -238,10 +265,10 @@ impl Store {
              left join runs r on r.session_id = s.id and r.status in {ACTIVE}
              where s.id = $1 and s.user_id = $4"
         )))
-        .bind(&req.session.0)
-        .bind(&req.user.0)
-        .bind(req.idempotency_key.as_deref())
-        .bind(&req.session_owner.0)
+        .bind(&req.message.session.0)
+        .bind(&req.message.user.0)
+        .bind(req.message.idempotency_key.as_deref())
+        .bind(&req.message.session_owner.0)
         .fetch_optional(&mut **tx)
         .await?
         .ok_or(StoreError::NotFound)?;
@@ -303,18 +330,26 @@ async fn insert_user_message(
         "insert into messages (id, session_id, role, content, run_id, queued, created_at, ord, lark_message_id, author_id, author_name, seq) values ($1, $2, 'user', $3, $4, $5, $6, $7, $8, $9, $10, {NEXT_SEQ})"
     )))
     .bind(&id.0)
-    .bind(&req.session.0)
-    .bind(&req.text)
+    .bind(&req.message.session.0)
+    .bind(&req.message.text)
     .bind(run.map(|r| r.0.clone()))
     .bind(i64::from(run.is_none()))
     .bind(now)
     .bind(order_key(run, "user", 0, &id))
-    .bind(req.lark_message_id.as_deref())
-    .bind(&req.user.0)
-    .bind(req.author_name.as_deref())
+    .bind(req.message.lark_message_id.as_deref())
+    .bind(&req.message.user.0)
+    .bind(req.message.author_name.as_deref())
     .execute(&mut **tx)
     .await?;
-    insert_attachments(tx, &req.user, &req.session, &id, &req.attachments, now).await?;
+    insert_attachments(
+        tx,
+        &req.message.user,
+        &req.message.session,
+        &id,
+        &req.message.attachments,
+        now,
+    )
+    .await?;
     Ok(id)
 }
 
@@ -325,19 +360,19 @@ async fn remember_key(
     run: Option<&RunId>,
     now: i64,
 ) -> Result<()> {
-    let Some(key) = &req.idempotency_key else {
+    let Some(key) = &req.message.idempotency_key else {
         return Ok(());
     };
     sqlx::query("insert into idempotency_keys (user_id, key, session_id, message_id, run_id, created_at) values ($1, $2, $3, $4, $5, $6)")
-        .bind(&req.user.0)
+        .bind(&req.message.user.0)
         .bind(key)
-        .bind(&req.session.0)
+        .bind(&req.message.session.0)
         .bind(&message.0)
         .bind(run.map(|r| r.0.clone()))
         .bind(now)
         .execute(&mut **tx)
         .await
-        .map_err(|e| StoreError::unique(e, "idempotency_key_race"))?;
+        .map_err(|e| StoreError::unique(e, Conflict::IdempotencyKeyRace))?;
     Ok(())
 }
 

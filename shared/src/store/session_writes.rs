@@ -8,7 +8,7 @@
 use super::messages::order_key;
 use super::runs::ACTIVE;
 use super::user_limits::{LimitCheck, RunLimits, check_run_limits};
-use super::{Result, StoreError, get_i64, get_opt_str, get_str};
+use super::{Conflict, Result, StoreError, get_i64, get_opt_str, get_str};
 use crate::ids::{MessageId, RunId, SessionId, UserId};
 
 pub(super) async fn end_as_cancelled(
@@ -50,7 +50,7 @@ pub(super) async fn insert_run(
     .bind(traceparent)
     .execute(&mut **tx)
     .await
-    .map_err(|e| StoreError::unique(e, "run_active"))?;
+    .map_err(|e| StoreError::unique(e, Conflict::RunActive))?;
     Ok(())
 }
 

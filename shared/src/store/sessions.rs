@@ -231,9 +231,10 @@ impl Store {
     }
 
     /// Delete a session with its messages and runs, in one transaction. Returns
-    /// the runs that were still active: they end `cancelled` (by `"deleted"`), which
-    /// the caller announces — to their workers, or to their streams when no worker
-    /// had claimed them (ARCHITECTURE §7).
+    /// the runs that were still active: they end `cancelled` (by `"deleted"`),
+    /// which the caller announces — to their workers, or to their streams when no
+    /// worker had claimed them (docs/protocol.md, "Sessions, double texting,
+    /// cancel, deleting").
     pub async fn delete_session(&self, user: &UserId, id: &SessionId) -> Result<Vec<ActiveRun>> {
         let mut tx = self.begin().await?;
         let owned = sqlx::query(sqlx::AssertSqlSafe(format!(

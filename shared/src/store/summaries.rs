@@ -1,7 +1,7 @@
-//! Summaries of long conversations (ARCHITECTURE §8): one per session, covering
-//! its shown messages up to an order key, written by the worker that needed it
-//! and reused by every later run until the unsummarised part grows too long.
-//! Messages are never rewritten; only the model's view changes.
+//! Summaries of long conversations (docs/agent.md, "Long conversations"): one per
+//! session, covering its shown messages up to an order key, written by the worker
+//! that needed it and reused by every later run until the unsummarised part grows
+//! too long. Messages are never rewritten; only the model's view changes.
 
 use super::{Result, Store, get_i64, get_str};
 use crate::ids::SessionId;

@@ -1,10 +1,10 @@
-//! Undo, redo, regenerate, edit (ARCHITECTURE §8). A turn is a run and the
-//! messages it carries (the user's message(s) and everything the agent did).
-//! Nothing is deleted: undone messages are hidden (`hidden = 1`) until a redo,
-//! replaced replies are kept as alternatives (`hidden = 2`) the owner can switch
-//! back to. All of it is refused while the session has an active run, and each
-//! operation is one transaction under the session's lock, so two clients (or two
-//! gateways) cannot interleave.
+//! Undo, redo, regenerate, edit (docs/agent.md, "Undo, redo, regenerate, edit"). A
+//! turn is a run and the messages it carries (the user's message(s) and everything
+//! the agent did). Nothing is deleted: undone messages are hidden (`hidden = 1`)
+//! until a redo, replaced replies are kept as alternatives (`hidden = 2`) the owner
+//! can switch back to. All of it is refused while the session has an active run,
+//! and each operation is one transaction under the session's lock, so two clients
+//! (or two gateways) cannot interleave.
 
 use super::session_writes::{insert_run, lock_session, rewrite_history};
 use super::user_limits::{LimitCheck, RunLimits, check_run_limits};
@@ -133,8 +133,9 @@ async fn forget_summary_covering(
 
 impl Store {
     /// Hide the newest shown turn (the user's message and the agent's reply).
-    /// Takes the last shown turn out of `user`'s session. With `asker`, only
-    /// when that user asked it (a shared conversation: see ARCHITECTURE §9).
+    /// Takes the last shown turn out of `user`'s session. With `asker`, only when
+    /// that user asked it (a shared conversation: see docs/lark.md, "Who is
+    /// speaking").
     pub async fn undo_turn(
         &self,
         user: &UserId,

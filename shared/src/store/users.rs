@@ -7,36 +7,12 @@ use sqlx::any::AnyRow;
 
 use super::runs::ActiveRun;
 use super::sessions::active_runs_where;
-use super::{Result, Store, StoreError, get_enum, get_i64, get_opt_i64, get_str};
+use super::{Conflict, Result, Store, StoreError, get_enum, get_i64, get_opt_i64, get_str};
 use crate::api::{TokenDto, UserDto};
 use crate::ids::{TokenId, UserId};
 use crate::time::{now_ms, rfc3339};
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
-    Admin,
-    User,
-}
-
-impl Role {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Role::Admin => "admin",
-            Role::User => "user",
-        }
-    }
-}
-
-impl FromStr for Role {
-    type Err = ();
-    fn from_str(s: &str) -> std::result::Result<Self, ()> {
-        match s {
-            "admin" => Ok(Role::Admin),
-            "user" => Ok(Role::User),
-            _ => Err(()),
-        }
-    }
-}
+pub use crate::states::Role;
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TokenKind {
@@ -81,7 +57,7 @@ impl AuthUser {
         UserDto {
             id: self.id.0.clone(),
             username: self.username.clone(),
-            role: self.role.as_str().into(),
+            role: self.role,
             created_at: rfc3339(self.created_at),
             storage: None,
         }
@@ -182,7 +158,7 @@ impl Store {
             .bind(user.created_at)
             .execute(&self.pool)
             .await
-            .map_err(|e| StoreError::unique(e, "username_taken"))?;
+            .map_err(|e| StoreError::unique(e, Conflict::UsernameTaken))?;
         Ok(user)
     }
 
@@ -311,7 +287,7 @@ impl Store {
             .bind(expires)
             .execute(&self.pool)
             .await
-            .map_err(|e| StoreError::unique(e, "token_exists"))?;
+            .map_err(|e| StoreError::unique(e, Conflict::TokenExists))?;
         Ok(rec)
     }
 

@@ -48,7 +48,7 @@ async fn attachments_are_listed_with_their_message_and_owner_only(db: Db) {
     let bob = user(&db, "bob").await;
     let s = session(&db, &alice).await;
     let mut r = req(&alice.id, &s.id, "look");
-    r.attachments = vec![file(&sha('a'), "one.png"), file(&sha('b'), "two.png")];
+    r.message.attachments = vec![file(&sha('a'), "one.png"), file(&sha('b'), "two.png")];
     let SendOutcome::Started { run, .. } = db.store.send_message(&r).await.unwrap() else {
         panic!("expected a run")
     };
@@ -86,7 +86,7 @@ async fn named_or_recently_touched_files_are_kept(db: Db) {
     let s = session(&db, &alice).await;
     let named = db.store.register_blob(&sha('c'), 10).await.unwrap();
     let mut r = req(&alice.id, &s.id, "look");
-    r.attachments = vec![file(&sha('c'), "c.png")];
+    r.message.attachments = vec![file(&sha('c'), "c.png")];
     db.store.send_message(&r).await.unwrap();
     assert!(!sweep(&db, &sha('c'), named + 1, &deleted).await, "named");
 
@@ -126,8 +126,8 @@ async fn deleting_sessions_and_users_orphans_files(db: Db) {
     for (s, c) in [(&one, 'f'), (&two, 'f'), (&two, 'g')] {
         db.store.register_blob(&sha(c), 10).await.unwrap();
         let mut r = req(&alice.id, &s.id, "look");
-        r.attachments = vec![file(&sha(c), "x.png")];
-        r.multitask = weft_shared::api::Multitask::Enqueue;
+        r.message.attachments = vec![file(&sha(c), "x.png")];
+        r.message.multitask = weft_shared::api::Multitask::Enqueue;
         db.store.send_message(&r).await.unwrap();
     }
     assert_eq!(db.store.session_blobs(&one.id).await.unwrap(), [sha('f')]);

@@ -17,7 +17,7 @@ use sqlx::{AnyPool, Row};
 use weft_shared::api::Multitask;
 use weft_shared::ids::{RunId, SessionId, UserId};
 use weft_shared::store::{
-    AuthUser, ClaimOutcome, ClaimedRun, FinishOutcome, NewRun, Role, RunEnd, RunLimits,
+    AuthUser, ClaimOutcome, ClaimedRun, FinishOutcome, NewMessage, NewRun, Role, RunEnd, RunLimits,
     SendOutcome, SendRequest, SessionRecord, Store,
 };
 use weft_shared::time::now_ms;
@@ -169,17 +169,19 @@ pub async fn session(db: &Db, owner: &AuthUser) -> SessionRecord {
 /// A send with the defaults the gateway uses when nothing is configured.
 pub fn req(user: &UserId, session: &SessionId, text: &str) -> SendRequest {
     SendRequest {
-        user: user.clone(),
-        session_owner: user.clone(),
-        author_name: None,
-        session: session.clone(),
-        text: text.to_string(),
-        attachments: Vec::new(),
-        model: None,
-        mode: None,
-        multitask: Multitask::Enqueue,
-        idempotency_key: None,
-        lark_message_id: None,
+        message: NewMessage {
+            user: user.clone(),
+            session_owner: user.clone(),
+            author_name: None,
+            session: session.clone(),
+            text: text.to_string(),
+            attachments: Vec::new(),
+            model: None,
+            mode: None,
+            multitask: Multitask::Enqueue,
+            idempotency_key: None,
+            lark_message_id: None,
+        },
         limits: RunLimits::unlimited(),
         queued_messages_per_session: 0,
         storage_bytes_per_user: 0,

@@ -70,8 +70,8 @@ async fn linking_moves_the_placeholder_over(db: Db) {
         .await
         .unwrap();
     let mut r = req(&placeholder.id, &sess.id, "from lark");
-    r.idempotency_key = Some("lark:om_1".into());
-    r.attachments = vec![weft_shared::store::NewAttachment {
+    r.message.idempotency_key = Some("lark:om_1".into());
+    r.message.attachments = vec![weft_shared::store::NewAttachment {
         name: "shot.png".into(),
         kind: weft_shared::api::AttachmentKind::Image,
         mime: "image/png".into(),
@@ -110,8 +110,8 @@ async fn linking_moves_the_placeholder_over(db: Db) {
         sess.id
     );
     // A Lark redelivery after the link still replays.
-    r.user = real.id.clone();
-    r.session_owner = real.id.clone();
+    r.message.user = real.id.clone();
+    r.message.session_owner = real.id.clone();
     assert_eq!(
         s.send_message(&r).await.unwrap(),
         SendOutcome::Replayed {
@@ -237,11 +237,11 @@ async fn reply_target_is_the_newest_lark_message(db: Db) {
         .await
         .unwrap();
     let mut r = req(&owner.id, &sess.id, "first");
-    r.lark_message_id = Some("om_1".into());
+    r.message.lark_message_id = Some("om_1".into());
     let first = started(s.send_message(&r).await.unwrap());
     for (text, id) in [("second", "om_2"), ("third", "om_3")] {
         let mut w = req(&owner.id, &sess.id, text);
-        w.lark_message_id = Some(id.into());
+        w.message.lark_message_id = Some(id.into());
         assert!(matches!(
             s.send_message(&w).await.unwrap(),
             SendOutcome::Queued { .. }
@@ -456,10 +456,10 @@ async fn reactions_are_taken_once_the_reply_ends(db: Db) {
         .await
         .unwrap();
     let mut r = req(&owner.id, &sess.id, "hi");
-    r.lark_message_id = Some("om_1".into());
+    r.message.lark_message_id = Some("om_1".into());
     let first = started(s.send_message(&r).await.unwrap());
     let mut w = req(&owner.id, &sess.id, "more");
-    w.lark_message_id = Some("om_2".into());
+    w.message.lark_message_id = Some("om_2".into());
     let SendOutcome::Queued {
         message_id: waiting,
         ..

@@ -130,8 +130,8 @@ async fn interrupt_counts_after_its_cancel(db: Db) {
     let mut r = req(&alice.id, &sess.id, "one");
     r.limits = limits(1, 0);
     let first = started(s.send_message(&r).await.unwrap());
-    r.text = "two".into();
-    r.multitask = Multitask::Interrupt;
+    r.message.text = "two".into();
+    r.message.multitask = Multitask::Interrupt;
     let out = s.send_message(&r).await.unwrap();
     let SendOutcome::Started {
         run: second,
@@ -143,7 +143,7 @@ async fn interrupt_counts_after_its_cancel(db: Db) {
     assert_eq!(old.id, first.run_id);
 
     // Over the rate, the interrupt is refused and its cancel rolled back.
-    r.text = "three".into();
+    r.message.text = "three".into();
     r.limits = limits(0, 2);
     assert!(matches!(
         s.send_message(&r).await.unwrap(),

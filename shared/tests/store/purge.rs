@@ -62,7 +62,7 @@ async fn old_idempotency_keys_are_purged(db: Db) {
     let a = session(&db, &alice).await;
     let b = session(&db, &alice).await;
     let mut r = req(&alice.id, &a.id, "hello");
-    r.idempotency_key = Some("k1".into());
+    r.message.idempotency_key = Some("k1".into());
     let first = started(s.send_message(&r).await.unwrap());
     let created = db
         .count("select created_at from idempotency_keys where key = 'k1'".into())
@@ -85,7 +85,7 @@ async fn old_idempotency_keys_are_purged(db: Db) {
         }
     );
     // A retry that late is a new message.
-    r.session = b.id.clone();
+    r.message.session = b.id.clone();
     let second = started(s.send_message(&r).await.unwrap());
     assert_ne!(second.message_id, first.message_id);
     assert_eq!(

@@ -72,8 +72,8 @@ async fn a_send_starts_a_run(db: Db) {
     // A send may pick another model and mode for its run.
     let other = session(&db, &alice).await;
     let mut r = req(&alice.id, &other.id, "hi");
-    r.model = Some("big-model".into());
-    r.mode = Some("chat".into());
+    r.message.model = Some("big-model".into());
+    r.message.mode = Some("chat".into());
     let run = started(s.send_message(&r).await.unwrap());
     let rec = s.get_run(&alice.id, &run.run_id).await.unwrap();
     assert_eq!(
@@ -89,8 +89,8 @@ async fn reject_refuses_while_a_run_is_active(db: Db) {
     let sess = session(&db, &alice).await;
     let first = start(&db, &alice.id, &sess.id, "one").await;
     let mut r = req(&alice.id, &sess.id, "two");
-    r.multitask = Multitask::Reject;
-    r.idempotency_key = Some("k-rejected".into());
+    r.message.multitask = Multitask::Reject;
+    r.message.idempotency_key = Some("k-rejected".into());
     assert_eq!(
         s.send_message(&r).await.unwrap(),
         SendOutcome::Rejected {
@@ -172,7 +172,7 @@ async fn interrupt_cancels_and_takes_the_waiting_messages(db: Db) {
     };
 
     let mut r = req(&alice.id, &sess.id, "three");
-    r.multitask = Multitask::Interrupt;
+    r.message.multitask = Multitask::Interrupt;
     let out = s.send_message(&r).await.unwrap();
     let SendOutcome::Started {
         run: second,
@@ -215,7 +215,7 @@ async fn idempotency_key_replays_the_first_answer(db: Db) {
     let bob = user(&db, "bob").await;
     let sess = session(&db, &alice).await;
     let mut r = req(&alice.id, &sess.id, "hello");
-    r.idempotency_key = Some("retry-me".into());
+    r.message.idempotency_key = Some("retry-me".into());
     let first = started(s.send_message(&r).await.unwrap());
     let replay = SendOutcome::Replayed {
         message_id: first.message_id.clone(),
@@ -237,8 +237,8 @@ async fn idempotency_key_replays_the_first_answer(db: Db) {
     )
     .await
     .unwrap();
-    r.text = "hello again".into();
-    r.multitask = Multitask::Reject;
+    r.message.text = "hello again".into();
+    r.message.multitask = Multitask::Reject;
     assert_eq!(s.send_message(&r).await.unwrap(), replay);
     assert_eq!(messages_in(&db, &sess.id).await, 2, "user + reply only");
     assert_eq!(runs_in(&db, &sess.id).await, 1);
@@ -247,7 +247,7 @@ async fn idempotency_key_replays_the_first_answer(db: Db) {
     let busy = session(&db, &alice).await;
     start(&db, &alice.id, &busy.id, "one").await;
     let mut w = req(&alice.id, &busy.id, "two");
-    w.idempotency_key = Some("waiting".into());
+    w.message.idempotency_key = Some("waiting".into());
     let SendOutcome::Queued { message_id, .. } = s.send_message(&w).await.unwrap() else {
         panic!("expected to wait");
     };
@@ -262,7 +262,7 @@ async fn idempotency_key_replays_the_first_answer(db: Db) {
     // Keys are per user: bob's "retry-me" is his own.
     let his = session(&db, &bob).await;
     let mut b = req(&bob.id, &his.id, "hello");
-    b.idempotency_key = Some("retry-me".into());
+    b.message.idempotency_key = Some("retry-me".into());
     let bobs = started(s.send_message(&b).await.unwrap());
     assert_ne!(bobs.run_id, first.run_id);
 }
@@ -339,7 +339,7 @@ async fn parallel_retries_with_one_key_write_once(db: Db) {
         .map(|_| {
             let s = db.store.clone();
             let mut r = req(&alice.id, &sess.id, "exactly once");
-            r.idempotency_key = Some("one-key".into());
+            r.message.idempotency_key = Some("one-key".into());
             tokio::spawn(async move { s.send_message(&r).await })
         })
         .collect();
@@ -385,8 +385,8 @@ async fn a_shared_session_runs_as_each_speaker(db: Db) {
     let team = session(&db, &alice).await;
     let as_in = |who: &weft_shared::ids::UserId, name: &str, text: &str| {
         let mut r = req(who, &team.id, text);
-        r.session_owner = alice.id.clone();
-        r.author_name = Some(name.to_owned());
+        r.message.session_owner = alice.id.clone();
+        r.message.author_name = Some(name.to_owned());
         r
     };
     // Without the owner named, Bob's send into Alice's session finds nothing.

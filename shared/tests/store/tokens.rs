@@ -3,7 +3,7 @@
 //! `WEFT_ADMIN_TOKEN`.
 
 use weft_shared::ids::TokenId;
-use weft_shared::store::{Role, StoreError, TokenKind};
+use weft_shared::store::{Conflict, Role, StoreError, TokenKind};
 use weft_shared::time::now_ms;
 
 use crate::both_backends;
@@ -173,7 +173,7 @@ async fn token_hashes_are_unique(db: Db) {
         .unwrap();
     let dup = s.create_token(&b.id, "two", TokenKind::Login, "same").await;
     assert!(
-        matches!(dup, Err(StoreError::Conflict("token_exists"))),
+        matches!(dup, Err(StoreError::Conflict(Conflict::TokenExists))),
         "{dup:?}"
     );
     // The hash still means `a`.

@@ -1,7 +1,7 @@
 //! Users and roles: creation, uniqueness, credentials, role changes, password
 //! changes and the tokens they revoke, deletion with everything the user owns.
 
-use weft_shared::store::{PasswordChange, Role, StoreError, TokenKind};
+use weft_shared::store::{Conflict, PasswordChange, Role, StoreError, TokenKind};
 
 use crate::both_backends;
 use crate::harness::{Db, claim, session, start, user};
@@ -41,7 +41,7 @@ async fn usernames_are_unique(db: Db) {
     user(&db, "bob").await;
     let again = db.store.create_user("bob", "x", Role::Admin).await;
     assert!(
-        matches!(again, Err(StoreError::Conflict("username_taken"))),
+        matches!(again, Err(StoreError::Conflict(Conflict::UsernameTaken))),
         "{again:?}"
     );
     assert_eq!(db.store.list_users().await.unwrap().len(), 1);

@@ -8,7 +8,7 @@ import { contextUse, fmtMs, fmtNum } from '../format'
 import { useT } from '../i18n'
 import { isTerminal, type Phase, type StepView, type ToolView } from '../stream/reducer'
 import { useRun } from '../stream/useRun'
-import type { ErrorBody, Message, Run, Usage } from '../types'
+import type { ErrorBody, Message, Run, RunStatus, Usage } from '../types'
 import { Markdown } from './Markdown'
 import { ToolCard } from './ToolCard'
 import { Icon } from './Icon'
@@ -153,9 +153,16 @@ function Footer(p: {
 // ---- history ---------------------------------------------------------------------
 
 const runCache = new Map<string, Run>()
-/** the live reply's names for a finished run's status, so both read alike */
-const PHASE_OF_STATUS: Record<string, Phase> = { succeeded: 'done', failed: 'error', cancelled: 'cancelled' }
-const FINISHED = new Set(['succeeded', 'failed', 'cancelled'])
+/** the live reply's name for each run status, so both read alike; null while the
+ *  run is still going. Every status is listed: one the server adds fails tsc here. */
+const PHASE_OF_STATUS: Record<RunStatus, Phase | null> = {
+  queued: null,
+  running: null,
+  waiting_approval: null,
+  succeeded: 'done',
+  failed: 'error',
+  cancelled: 'cancelled',
+}
 
 export interface HistoricReplyProps {
   runId: string | null
@@ -176,7 +183,7 @@ export function HistoricReply({ runId, messages, agent, onActive }: HistoricRepl
       .getRun(runId)
       .then((r) => {
         if (!live) return
-        if (FINISHED.has(r.status)) runCache.set(runId, r)
+        if (PHASE_OF_STATUS[r.status]) runCache.set(runId, r)
         else onActive(runId)
         setRun(r)
       })

@@ -1,9 +1,9 @@
-// The reducer's approval rules (ARCHITECTURE.md §5, §7), against event sequences
-// shaped like the ones the worker publishes: a step that calls a `confirm` tool
-// streams its text, announces `approval_required` and suspends; the resuming
-// worker sends `run_started` (its `resume_step` the step after the waiting one,
-// its attempt counted from 1 again), `approval_decided`, then the step's tool
-// calls and the next step.
+// The reducer's approval rules (docs/protocol.md, "Run events", "Approvals"),
+// against event sequences shaped like the ones the worker publishes: a step that
+// calls a `confirm` tool streams its text, announces `approval_required` and
+// suspends; the resuming worker sends `run_started` (its `resume_step` the step
+// after the waiting one, its attempt counted from 1 again), `approval_decided`,
+// then the step's tool calls and the next step.
 
 import { describe, expect, it } from 'vitest'
 import type { Approval, RunEvent } from '../types'

@@ -2,7 +2,7 @@
 //
 // Every rule about how run events combine lives here and nowhere else, so that a
 // reply can neither vanish nor duplicate however the stream is cut, replayed or
-// re-attached (ARCHITECTURE.md §5):
+// re-attached (docs/protocol.md, "Run events"):
 //   * seq dedupe — an event with seq ≤ the last applied one is ignored, so replay
 //     after a re-attach (Last-Event-ID / ?after=N, or a full replay from 0) is safe;
 //   * every `run_started` after the first drops what was shown for steps

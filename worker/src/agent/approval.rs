@@ -1,4 +1,4 @@
-//! Human in the loop (ARCHITECTURE §7). A step with `confirm` calls suspends the
+//! Human in the loop (docs/protocol.md, "Approvals"). A step with `confirm` calls suspends the
 //! run instead of holding a worker: the pending step and its approvals are
 //! stored, `approval_required` is published, and the run becomes
 //! `waiting_approval` with no owner. Every decision re-enqueues it; the worker
@@ -9,7 +9,6 @@
 
 use weft_llm::ToolCall;
 use weft_shared::event::EventKind;
-use weft_shared::job::RunJob;
 use weft_shared::store::{ApprovalStatus, NewApproval, PendingStep, WaitOutcome};
 use weft_shared::time::now_ms;
 
@@ -83,7 +82,7 @@ async fn wait(a: &mut Attempt<'_>) -> Flow {
     {
         Ok(WaitOutcome::Waiting) => Flow::Leave(Leave::Waiting),
         Ok(WaitOutcome::Decided) => {
-            a.inner.enqueue(RunJob::new(a.run.id.clone())).await;
+            a.inner.runs.requeue(a.run.id.clone()).await;
             Flow::Leave(Leave::Waiting)
         }
         Ok(WaitOutcome::Lost) => Flow::Leave(Leave::Abandon),

@@ -7,7 +7,6 @@ use weft_llm::Usage;
 use weft_shared::api::UsageDto;
 use weft_shared::event::EventKind;
 use weft_shared::ids::MessageId;
-use weft_shared::job::RunJob;
 use weft_shared::store::{ClaimedRun, FinishOutcome, RunEnd, RunStatus, retrying};
 
 use super::Execution;
@@ -109,7 +108,7 @@ pub(super) async fn finish(
         metrics::histogram!("weft_run_ttft_seconds").record(ttft as f64 / 1000.0);
     }
     if let Some(next) = followup {
-        inner.enqueue(RunJob::new(next)).await;
+        inner.runs.requeue(next).await;
     }
     Execution::Ended
 }
@@ -154,7 +153,7 @@ where
 /// a panic in this attempt).
 pub(crate) async fn release(inner: &Inner, run: &weft_shared::ids::RunId) {
     match inner.deps.store.release_run(run, &inner.id).await {
-        Ok(true) => inner.enqueue(RunJob::new(run.clone())).await,
+        Ok(true) => inner.runs.requeue(run.clone()).await,
         Ok(false) => {}
         Err(e) => {
             tracing::warn!(run.id = %run, error = %e, "releasing run failed; the reaper will pick it up")

@@ -1,4 +1,5 @@
-//! Executes one claimed run: the agent loop (ARCHITECTURE §4 steps 3–5, §8).
+//! Executes one claimed run: the agent loop (docs/runs.md, "One chat turn, in
+//! full", steps 3–5; docs/agent.md).
 //!
 //! An attempt is a few named steps: [`Attempt::open`] (events, checkpoints,
 //! model, context), then per agent step [`Attempt::step`] (stream the model →

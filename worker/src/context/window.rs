@@ -1,4 +1,5 @@
-//! Fitting a long conversation into the model's window (ARCHITECTURE §8).
+//! Fitting a long conversation into the model's window (docs/agent.md,
+//! "Long conversations").
 //!
 //! The model's view is: the system prompt (plus the stored summary of older
 //! turns, if any) and the shown messages after that summary. When it would pass

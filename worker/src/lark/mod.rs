@@ -1,4 +1,4 @@
-//! The Lark card egress (ARCHITECTURE §9): the worker that executes a run of a
+//! The Lark card egress (docs/lark.md, "Egress"): the worker that executes a run of a
 //! Lark conversation streams its reply into a card.
 //!
 //! The card follows the run's **events** through the bus — replay, then live —

@@ -1,8 +1,9 @@
-//! Approvals from Lark (ARCHITECTURE §7, §9): a `confirm` tool call shows up as
-//! an approval card with buttons while the reply card waits; a click is a
-//! `card.action.trigger` that the bot answers in its ack with the approval card
-//! redrawn (who decided, no buttons), and the run then finishes in the same
-//! reply card. Only the person whose message asked (or a Weft admin) decides.
+//! Approvals from Lark (docs/protocol.md, "Approvals"; docs/lark.md, "Approvals in
+//! Lark"): a `confirm` tool call shows up as an approval card with buttons while
+//! the reply card waits; a click is a `card.action.trigger` that the bot answers in
+//! its ack with the approval card redrawn (who decided, no buttons), and the run
+//! then finishes in the same reply card. Only the person whose message asked (or a
+//! Weft admin) decides.
 
 use serde_json::{Value, json};
 use weft_lark::fake::{PushOptions, SentMessage, card_action_event};

@@ -1,5 +1,5 @@
-//! The chat's language (ARCHITECTURE §9): cards, approval cards and the bot's
-//! words are Chinese for a chat that writes Chinese and English for one that
+//! The chat's language (docs/lark.md, "Language"): cards, approval cards and the
+//! bot's words are Chinese for a chat that writes Chinese and English for one that
 //! writes English; a message that shows neither gets the tenant's language
 //! (`[lark] language`).
 

@@ -7,18 +7,14 @@
 fn every_metric_in_the_code_is_documented() {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
     let mut recorded = std::collections::BTreeSet::new();
-    for dir in [
-        "gateway/src",
-        "worker/src",
-        "shared/src",
-        "server/src",
-        "cli/src",
-        "lark/src",
-        "tools/src",
-        "llm/src",
-        "files/src",
-    ] {
-        collect_metric_names(&root.join(dir), &mut recorded);
+    // Every crate of the workspace (a new crate cannot be forgotten here).
+    let manifest = std::fs::read_to_string(root.join("Cargo.toml")).unwrap();
+    let members = manifest
+        .lines()
+        .find_map(|l| l.trim().strip_prefix("members = ["))
+        .expect("the workspace's members line");
+    for member in members.split('"').skip(1).step_by(2) {
+        collect_metric_names(&root.join(member).join("src"), &mut recorded);
     }
     assert!(
         recorded.contains("weft_queue_redis_depth"),

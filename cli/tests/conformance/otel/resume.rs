@@ -43,17 +43,20 @@ async fn a_run_resumed_after_an_approval_continues_its_trace() {
         .as_str()
         .unwrap()
         .to_string();
-    let deadline = std::time::Instant::now() + Duration::from_secs(20);
-    let approval = loop {
-        let (_, list) = app
-            .get(&format!("/v1/sessions/{session}/approvals"), &alice)
-            .await;
-        if let Some(id) = list["approvals"][0]["id"].as_str() {
-            break id.to_string();
-        }
-        assert!(std::time::Instant::now() < deadline, "no approval: {list}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    let approval = eventually(
+        Duration::from_secs(20),
+        "an approval to decide",
+        async || {
+            let (_, list) = app
+                .get(&format!("/v1/sessions/{session}/approvals"), &alice)
+                .await;
+            match list["approvals"][0]["id"].as_str() {
+                Some(id) => Ok(id.to_string()),
+                None => Err(list),
+            }
+        },
+    )
+    .await;
     let resp = traced(
         app.http.post(app.url(&format!("/v1/approvals/{approval}"))),
         DECISION_TRACE,

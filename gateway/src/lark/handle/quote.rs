@@ -6,11 +6,10 @@
 //! not say (no scope, a recalled message), the turn goes on without the quote,
 //! and an unmentioned reply is not taken as addressing the bot.
 
-use serde_json::Value;
-use weft_lark::event::ReceivedMessage;
+use weft_lark::content::fetched;
 
 use super::super::Bot;
-use super::super::inbound::{Incoming, LarkFile, readable};
+use super::super::inbound::{Incoming, LarkFile};
 
 /// A quote is cut to this many characters: context, not a second message.
 const QUOTE_CHARS: usize = 2_000;
@@ -46,7 +45,7 @@ impl Bot {
         if incoming.parent_id.is_empty() {
             return None;
         }
-        let fetched = match self.sender.get_message(&incoming.parent_id).await {
+        let message = match self.sender.get_message(&incoming.parent_id).await {
             Ok(Some(m)) if !m.deleted => m,
             Ok(_) => return None,
             Err(e) => {
@@ -54,13 +53,13 @@ impl Bot {
                 return None;
             }
         };
-        let from_bot = fetched.is_from_app(&self.me.app_id);
+        let from_bot = message.is_from_app(&self.me.app_id);
         let who = if from_bot {
             "your earlier reply".to_owned()
         } else {
-            self.names.of(&self.sender, &fetched.sender.id).await
+            self.names.of(&self.sender, &message.sender.id).await
         };
-        let (text, files) = content_of(&fetched.msg_type, &fetched.body.content);
+        let (text, files) = fetched(&message.msg_type, &message.body.content);
         let files = files
             .into_iter()
             .map(|f| LarkFile {
@@ -77,64 +76,12 @@ impl Bot {
     }
 }
 
-/// The readable text and files of a fetched message's content: read as an
-/// incoming message is ([`readable`]), and a card by its words.
-fn content_of(msg_type: &str, content: &str) -> (String, Vec<LarkFile>) {
-    let message = ReceivedMessage {
-        message_type: msg_type.to_owned(),
-        content: content.to_owned(),
-        ..ReceivedMessage::default()
-    };
-    match readable(&message) {
-        Ok(read) => read,
-        Err(_) if msg_type == "interactive" => {
-            let mut words = Vec::new();
-            card_words(
-                &serde_json::from_str(content).unwrap_or(Value::Null),
-                &mut words,
-            );
-            (words.join("\n"), Vec::new())
-        }
-        Err(_) => (String::new(), Vec::new()),
-    }
-}
-
-fn card_words(v: &Value, out: &mut Vec<String>) {
-    match v {
-        Value::Object(map) => {
-            for (k, x) in map {
-                match (k.as_str(), x) {
-                    ("content" | "text", Value::String(s)) if !s.trim().is_empty() => {
-                        out.push(s.clone())
-                    }
-                    _ => card_words(x, out),
-                }
-            }
-        }
-        Value::Array(items) => items.iter().for_each(|x| card_words(x, out)),
-        _ => {}
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
-
     use super::*;
 
     #[test]
-    fn quotes_read_text_posts_files_and_cards() {
-        let text = json!({"text": "the plan"}).to_string();
-        assert_eq!(content_of("text", &text).0, "the plan");
-        let image = json!({"image_key": "img_1"}).to_string();
-        let (_, files) = content_of("image", &image);
-        assert_eq!(files[0].key, "img_1");
-        let card =
-            json!({"schema": "2.0", "header": {"title": {"tag": "plain_text", "content": "Weft"}},
-            "body": {"elements": [{"tag": "markdown", "content": "It is 4 pm."}]}})
-            .to_string();
-        let (words, _) = content_of("interactive", &card);
-        assert!(words.contains("It is 4 pm."), "{words}");
+    fn a_quote_goes_before_the_turn() {
         let q = Quoted {
             from_bot: false,
             who: "Bob".into(),

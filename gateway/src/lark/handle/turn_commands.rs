@@ -11,7 +11,6 @@ use weft_shared::store::{AuthUser, Role, SessionRecord, TurnOutcome};
 use super::super::Bot;
 use super::super::commands::{Lang, TurnCommand};
 use super::super::inbound::{ChatType, Incoming};
-use crate::runs::enqueue;
 
 impl Bot {
     /// Does `command` and says how it went.
@@ -63,7 +62,7 @@ impl Bot {
             }
             .to_owned(),
             TurnOutcome::Started { run } => {
-                enqueue(&self.state, run).await;
+                self.state.runs.enqueue(run).await;
                 lang.pick(
                     "🔁 Answering the last question again.",
                     "🔁 正在重新回答上一个问题。",

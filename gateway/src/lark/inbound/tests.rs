@@ -1,4 +1,5 @@
-use serde_json::json;
+use serde_json::{Value, json};
+use weft_lark::rest::ResourceType;
 
 use super::*;
 

@@ -73,7 +73,7 @@ pub fn events(events: &[RunEvent], approval: &str, f: &mut Findings) -> StreamCh
             continue;
         }
         // A new attempt after a lost log jumps forward at its `run_started`
-        // (ARCHITECTURE §5); anywhere else a jump is a lost event.
+        // (docs/protocol.md, "Bus layout"); anywhere else a jump is a lost event.
         if ev.seq != last + 1 && !matches!(ev.kind, EventKind::RunStarted { .. }) {
             f.lost(if last == 0 {
                 "first_events_missing"

@@ -1,5 +1,6 @@
 //! `approvals`: many runs waiting for a person at once hold no worker, and
-//! resuming them all loses and duplicates nothing (ARCHITECTURE §7).
+//! resuming them all loses and duplicates nothing (docs/protocol.md,
+//! "Approvals").
 //!
 //! Against a Weft whose `current_time` tool has the `confirm` policy
 //! (`WEFT_TOOLS__POLICIES__CURRENT_TIME=confirm`) and whose per-user run limits

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use futures::StreamExt;
 use weft_shared::api::ApprovalDecision;
 use weft_shared::event::RunEvent;
+use weft_shared::states::RunStatus;
 
 use super::Findings;
 use super::check::{self, StreamCheck};
@@ -99,7 +100,7 @@ async fn verify_one(a: &Approved, timeout: Duration) -> Resumed {
         Err(_) => findings.lost("messages_unreadable"),
     }
     match client.run(&a.run.run).await {
-        Ok(r) if r.status == "succeeded" => {}
+        Ok(r) if r.status == RunStatus::Succeeded => {}
         Ok(_) => findings.lost("run_not_succeeded"),
         Err(_) => findings.lost("run_unreadable"),
     }

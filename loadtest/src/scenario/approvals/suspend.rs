@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 
 use futures::StreamExt;
 use weft_shared::event::{EventKind, RunEvent};
+use weft_shared::states::RunStatus;
 
 use super::Findings;
 use crate::client::{WeftClient, error_kind};
@@ -109,8 +110,8 @@ async fn start_one(client: WeftClient, timeout: Duration) -> Start {
     let give_up = sent + timeout;
     loop {
         match client.run(&run).await {
-            Ok(r) if r.status == "waiting_approval" => break,
-            Ok(r) if matches!(r.status.as_str(), "succeeded" | "failed" | "cancelled") => {
+            Ok(r) if r.status == RunStatus::WaitingApproval => break,
+            Ok(r) if r.status.is_terminal() => {
                 f.lost("ended_while_it_should_wait");
                 return Start::NotSuspended(f);
             }
@@ -137,7 +138,7 @@ async fn start_one(client: WeftClient, timeout: Duration) -> Start {
 pub async fn count_waiting(runs: &[Suspended], concurrency: usize) -> u64 {
     futures::stream::iter(runs)
         .map(|s| async move {
-            matches!(s.client.run(&s.run).await, Ok(r) if r.status == "waiting_approval")
+            matches!(s.client.run(&s.run).await, Ok(r) if r.status == RunStatus::WaitingApproval)
         })
         .buffer_unordered(concurrency.max(1))
         .filter(|w| std::future::ready(*w))

@@ -1,0 +1,116 @@
+//! The states and roles the API names, as enums rather than strings: the
+//! OpenAPI document lists every value, so the generated TypeScript types are
+//! unions and `check:api` (tsc over the web client) catches a state a client
+//! compares against but no server sends, and a `match` in Rust catches one it
+//! forgot. Each has its wire spelling (`as_str`, `FromStr`) for the database,
+//! which stores the same words.
+
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// Where a run stands. `queued`, `running` and `waiting_approval` are active
+/// (one per session at most); the other three are terminal.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum RunStatus {
+    Queued,
+    Running,
+    /// Suspended on a human decision: no worker holds it.
+    WaitingApproval,
+    Succeeded,
+    Failed,
+    Cancelled,
+}
+
+impl RunStatus {
+    pub const ALL: [RunStatus; 6] = [
+        RunStatus::Queued,
+        RunStatus::Running,
+        RunStatus::WaitingApproval,
+        RunStatus::Succeeded,
+        RunStatus::Failed,
+        RunStatus::Cancelled,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RunStatus::Queued => "queued",
+            RunStatus::Running => "running",
+            RunStatus::WaitingApproval => "waiting_approval",
+            RunStatus::Succeeded => "succeeded",
+            RunStatus::Failed => "failed",
+            RunStatus::Cancelled => "cancelled",
+        }
+    }
+
+    pub fn is_terminal(self) -> bool {
+        matches!(
+            self,
+            RunStatus::Succeeded | RunStatus::Failed | RunStatus::Cancelled
+        )
+    }
+}
+
+impl FromStr for RunStatus {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Self, ()> {
+        RunStatus::ALL
+            .into_iter()
+            .find(|status| status.as_str() == s)
+            .ok_or(())
+    }
+}
+
+impl std::fmt::Display for RunStatus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// What a user may do: `admin` manages users, agents and settings.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Role {
+    Admin,
+    User,
+}
+
+impl Role {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Role::Admin => "admin",
+            Role::User => "user",
+        }
+    }
+}
+
+impl FromStr for Role {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Self, ()> {
+        match s {
+            "admin" => Ok(Role::Admin),
+            "user" => Ok(Role::User),
+            _ => Err(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_status_reads_back_as_itself_on_the_wire_and_in_the_database() {
+        for status in RunStatus::ALL {
+            let json = serde_json::to_string(&status).unwrap();
+            assert_eq!(json, format!("\"{}\"", status.as_str()));
+            assert_eq!(serde_json::from_str::<RunStatus>(&json).unwrap(), status);
+            assert_eq!(status.as_str().parse::<RunStatus>(), Ok(status));
+        }
+        assert_eq!("waiting".parse::<RunStatus>(), Err(()));
+        assert_eq!(serde_json::to_string(&Role::Admin).unwrap(), "\"admin\"");
+        assert_eq!("user".parse::<Role>(), Ok(Role::User));
+    }
+}
