@@ -27,3 +27,16 @@ impl RunJob {
         }
     }
 }
+
+/// A kind of background job (not a run): its name in the `jobs` table, its
+/// payload (this type, as JSON) and what makes two requests for it the same
+/// work. The store enqueues it (often in the transaction that makes the row it
+/// works on); a worker's `jobs` module runs it. See `shared::store::jobs`.
+pub trait JobKind: Serialize + serde::de::DeserializeOwned + Send + Sync + 'static {
+    /// The `jobs.kind` value: stable, since stored rows name it.
+    const KIND: &'static str;
+    /// Claims before it fails for good.
+    const MAX_ATTEMPTS: u32 = 5;
+    /// The dedupe key: a second request with the same key is the same job.
+    fn key(&self) -> String;
+}

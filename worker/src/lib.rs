@@ -12,6 +12,7 @@ mod agent;
 mod context;
 mod emitter;
 mod intake;
+pub mod jobs;
 mod lark;
 pub mod providers;
 mod reaper;
@@ -299,6 +300,17 @@ async fn report_mcp(inner: Arc<Inner>, hub: Arc<weft_tools::mcp::McpHub>, stop: 
     }
 }
 
+/// The background jobs this worker runs: one `register` per kind, each kind in
+/// a file of its own under `jobs/` (see [`jobs`]).
+fn job_runner(inner: &Inner) -> jobs::JobRunner {
+    let cfg = inner.deps.config();
+    jobs::JobRunner::new(
+        inner.deps.store.clone(),
+        inner.id.clone(),
+        jobs::JobSettings::from_config(&cfg.worker),
+    )
+}
+
 /// Run a worker until `shutdown`: consume jobs, reap, and on shutdown give running
 /// runs `shutdown_grace_ms` to finish before releasing them to other workers.
 /// `orphan_all_at_start`: in embedded mode this is the only worker, so every
@@ -358,6 +370,7 @@ pub async fn run(
         consume_stop.clone(),
     ));
     let reloads = tokio::spawn(follow_config(inner.clone(), consume_stop.clone()));
+    let background = tokio::spawn(job_runner(&inner).run(consume_stop.clone()));
     let handler: Arc<dyn JobHandler> = Arc::new(intake::Handler(inner.clone()));
     inner
         .deps
@@ -388,6 +401,8 @@ pub async fn run(
         }
         let _ = tokio::time::timeout(Duration::from_secs(5), inner.tasks.wait()).await;
     }
+    // Background jobs in flight were released when consuming stopped.
+    let _ = tokio::time::timeout(Duration::from_secs(5), background).await;
     cancels.abort();
     reaper.abort();
     mcp_report.abort();

@@ -6,6 +6,9 @@
 //! expired login tokens and old idempotency keys (`Store::purge_expired`), and
 //! attachment files no message names any more. And it
 //! expires unanswered approvals (they count as denied) and resumes their runs.
+//! Background jobs whose worker died on their last attempt are failed here, and
+//! ended jobs are purged a week after they ended (their key kept the same work
+//! from running twice for that long).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -65,6 +68,14 @@ pub(crate) async fn run(inner: Arc<Inner>, shutdown: CancellationToken, orphan_a
             }
             Err(e) => tracing::warn!(error = %e, "expiring approvals failed"),
         }
+        match inner.deps.store.fail_lapsed_jobs(now).await {
+            Ok(0) => {}
+            Ok(n) => tracing::warn!(
+                jobs = n,
+                "background jobs failed: their worker stopped during every attempt"
+            ),
+            Err(e) => tracing::warn!(error = %e, "failing lapsed background jobs failed"),
+        }
         if let Ok(n) = inner.deps.store.queued_runs().await {
             metrics::gauge!("weft_queue_depth").set(n as f64);
         }
@@ -83,8 +94,19 @@ pub(crate) async fn run(inner: Arc<Inner>, shutdown: CancellationToken, orphan_a
     }
 }
 
+/// How long an ended background job's row (and so its dedupe key) is kept.
+const ENDED_JOB_RETENTION_MS: i64 = 7 * 24 * 3600 * 1000;
+
 async fn purge(inner: &Inner, now: i64) {
     sweep_files(inner, now).await;
+    if let Err(e) = inner
+        .deps
+        .store
+        .purge_ended_jobs(now - ENDED_JOB_RETENTION_MS)
+        .await
+    {
+        tracing::warn!(error = %e, "purging ended background jobs failed");
+    }
     let retention_ms = inner.deps.config().limits.idempotency_key_retention_secs as i64 * 1000;
     match inner
         .deps

@@ -210,6 +210,7 @@ const RESTART_ONLY: &[&str] = &[
     "lark.queued_messages_per_chat",
     "lark.inbox_lease_ms",
     "worker.concurrency",
+    "worker.job_concurrency",
     "limits.body_bytes",
     "limits.attachments_bytes",
     "limits.message_chars",

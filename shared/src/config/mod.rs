@@ -317,6 +317,14 @@ impl Config {
         if self.worker.concurrency == 0 {
             return bad("worker.concurrency must be at least 1".into());
         }
+        if self.worker.job_concurrency == 0 {
+            return bad("worker.job_concurrency must be at least 1".into());
+        }
+        if self.worker.job_lease_ms < 300 || self.worker.job_poll_ms == 0 {
+            return bad(
+                "worker.job_lease_ms must be at least 300 and worker.job_poll_ms at least 1".into(),
+            );
+        }
         self.tools.validate().map_err(ConfigError::Invalid)?;
         self.files.validate().map_err(ConfigError::Invalid)?;
         mcp::validate(&self.mcp_servers).map_err(ConfigError::Invalid)?;

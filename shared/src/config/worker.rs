@@ -30,6 +30,15 @@ pub struct WorkerConfig {
     pub max_run_secs: u64,
     /// On shutdown, running runs get this long to finish before they are released.
     pub shutdown_grace_ms: u64,
+    /// Background jobs (ingestion, extraction, deliveries) one worker process
+    /// runs at once, beside its runs.
+    pub job_concurrency: usize,
+    /// A background job's lease: renewed every third of it while the job runs;
+    /// a worker that dies leaves it to another once it runs out.
+    pub job_lease_ms: u64,
+    /// How often an idle worker looks for due background jobs (a job enqueued
+    /// in the same process starts at once).
+    pub job_poll_ms: u64,
 }
 
 impl Default for WorkerConfig {
@@ -46,6 +55,9 @@ impl Default for WorkerConfig {
             max_steps: 25,
             max_run_secs: 3600,
             shutdown_grace_ms: 10_000,
+            job_concurrency: 4,
+            job_lease_ms: 30_000,
+            job_poll_ms: 1_000,
         }
     }
 }

@@ -11,6 +11,7 @@ mod agents;
 mod approvals;
 mod attachments;
 mod config_settings;
+mod jobs;
 mod lark;
 mod lark_cards;
 mod lark_inbox;
@@ -44,6 +45,7 @@ pub use approvals::{
 };
 pub use attachments::{Attachment, NewAttachment};
 pub use config_settings::ConfigSettings;
+pub use jobs::{ClaimedJob, Enqueued, JobEnd, JobRecord, JobState, NewJob};
 pub use lark::{InboundClaim, LarkChat, LarkTarget, LinkOutcome, ReactionRecord, lark_username};
 pub use lark_cards::{CardEntityRecord, LarkApprovalCard, LarkCard};
 pub use lark_inbox::{InboxEntry, InboxState, InboxWriter, LeasedInbound, MAX_KEEP_BATCH};
@@ -136,6 +138,8 @@ pub struct Store {
     /// handler (1 ms, 2 ms, 5 ms … 100 ms steps) instead of being woken when the lock
     /// frees, which left the machine idle under load.
     write_gate: Option<Arc<tokio::sync::Mutex<()>>>,
+    /// Signalled when this process enqueues a background job (see [`jobs`]).
+    jobs_enqueued: Arc<tokio::sync::Notify>,
 }
 
 /// A write transaction; on SQLite it also holds the write gate until it ends.
@@ -235,6 +239,7 @@ impl Store {
             pool,
             dialect,
             write_gate,
+            jobs_enqueued: Arc::default(),
         })
     }
 

@@ -6,6 +6,7 @@ mod harness;
 
 mod agents;
 mod attachments;
+mod jobs;
 mod lark;
 mod lark_inbox;
 mod limits;

@@ -1,0 +1,332 @@
+//! Background jobs: durable work that is not a run (a document's ingestion, a
+//! memory extraction, a schedule's delivery), in one shape. The table, the
+//! claim and the lease rules are `shared::store::jobs`; this module runs them.
+//!
+//! A kind is a payload type ([`JobKind`], in `wire::job`, so the store can
+//! enqueue it in the transaction that makes the row it works on) and a
+//! [`BackgroundJob`] here that does the work, one file per kind. Registering it
+//! with the [`JobRunner`] is all a new kind needs.
+//!
+//! The runner in each worker process claims due jobs of its kinds (at most
+//! `worker.job_concurrency` at once), renews each one's lease every third of
+//! `worker.job_lease_ms`, and ends it by what the kind returned:
+//!
+//! - `Ok` → `succeeded`;
+//! - [`JobError::Retry`] → queued again after a backoff (2 s, 4 s, 8 s …
+//!   capped at 10 min) until the kind's attempts are spent, then `failed`;
+//!   a panic counts as a retry;
+//! - [`JobError::Fail`] → `failed` with the message, at once.
+//!
+//! A kind must be safe to run again from the start or from its last
+//! [`JobContext::progress`]: a worker that dies mid-job leaves the lease to run
+//! out, and another worker takes the job over with `attempt + 1`. A renewal
+//! that is refused (the job was cancelled, or taken over after a stall) stops
+//! the job at once (its future is dropped) and nothing more is written for it.
+//! On shutdown, jobs in flight are released: queued again at once, without
+//! spending an attempt.
+//!
+//! Progress is written with the lease renewal, never per item: a kind sets its
+//! latest progress as often as it likes and the database sees at most one write
+//! per renewal.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::sync::Semaphore;
+use tokio::task::JoinSet;
+use tokio_util::sync::CancellationToken;
+use weft_shared::config::WorkerConfig;
+use weft_shared::job::JobKind;
+use weft_shared::store::{ClaimedJob, JobEnd, Store};
+use weft_shared::time::now_ms;
+
+/// Why an attempt did not succeed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum JobError {
+    /// Worth trying again later (a provider outage, a database error).
+    Retry(String),
+    /// No retry can fix it (an unreadable file, a deleted target).
+    Fail(String),
+}
+
+impl std::fmt::Display for JobError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            JobError::Retry(e) | JobError::Fail(e) => f.write_str(e),
+        }
+    }
+}
+
+/// The code of one kind of job.
+pub trait BackgroundJob: Send + Sync + 'static {
+    type Payload: JobKind;
+    /// Does the work of `payload`. It may be stopped at any await (the job was
+    /// cancelled or its lease lost), and may have run before (see the module doc).
+    fn run(
+        &self,
+        cx: JobContext,
+        payload: Self::Payload,
+    ) -> impl Future<Output = Result<(), JobError>> + Send;
+}
+
+/// What a running job knows about itself.
+#[derive(Clone)]
+pub struct JobContext {
+    pub store: Store,
+    pub id: String,
+    pub key: String,
+    /// 1 on the first claim.
+    pub attempt: i64,
+    /// The progress the previous attempt stored, if any (to resume from).
+    pub resumed_from: Option<String>,
+    progress: Arc<Mutex<Option<String>>>,
+}
+
+impl JobContext {
+    /// Records how far the job got (JSON); stored with the next lease renewal
+    /// and when the attempt ends.
+    pub fn progress(&self, progress: &impl serde::Serialize) {
+        if let Ok(json) = serde_json::to_string(progress) {
+            *self.progress.lock().expect("progress lock") = Some(json);
+        }
+    }
+
+    fn take_progress(&self) -> Option<String> {
+        self.progress.lock().expect("progress lock").take()
+    }
+}
+
+type JobFuture = Pin<Box<dyn Future<Output = Result<(), JobError>> + Send>>;
+
+/// A registered kind with its payload type erased.
+trait Kind: Send + Sync {
+    fn start(self: Arc<Self>, cx: JobContext, payload: &str) -> JobFuture;
+}
+
+impl<J: BackgroundJob> Kind for J {
+    fn start(self: Arc<Self>, cx: JobContext, payload: &str) -> JobFuture {
+        match serde_json::from_str::<J::Payload>(payload) {
+            Ok(payload) => Box::pin(async move { self.run(cx, payload).await }),
+            Err(e) => {
+                let error = format!("the stored {} payload is unreadable: {e}", J::Payload::KIND);
+                Box::pin(std::future::ready(Err(JobError::Fail(error))))
+            }
+        }
+    }
+}
+
+/// How a runner claims and holds jobs (from `[worker]`).
+#[derive(Debug, Clone, Copy)]
+pub struct JobSettings {
+    pub concurrency: usize,
+    pub lease: Duration,
+    pub poll: Duration,
+    /// The first retry's delay; each next one doubles, up to 10 minutes.
+    pub backoff: Duration,
+}
+
+impl JobSettings {
+    pub fn from_config(worker: &WorkerConfig) -> JobSettings {
+        JobSettings {
+            concurrency: worker.job_concurrency,
+            lease: Duration::from_millis(worker.job_lease_ms),
+            poll: Duration::from_millis(worker.job_poll_ms),
+            backoff: Duration::from_secs(2),
+        }
+    }
+
+    /// When attempt `attempt` (1, 2, …) that asked for a retry runs again.
+    fn retry_at(&self, attempt: i64) -> i64 {
+        const MAX: Duration = Duration::from_secs(600);
+        let doublings = attempt.clamp(1, 20) as u32 - 1;
+        let delay = self.backoff.saturating_mul(1 << doublings).min(MAX);
+        now_ms() + delay.as_millis() as i64
+    }
+}
+
+/// Claims and runs the jobs of the kinds registered with it.
+pub struct JobRunner {
+    store: Store,
+    owner: String,
+    settings: JobSettings,
+    kinds: HashMap<&'static str, Arc<dyn Kind>>,
+}
+
+impl JobRunner {
+    /// A runner holding leases as `owner` (unique per process).
+    pub fn new(store: Store, owner: impl Into<String>, settings: JobSettings) -> JobRunner {
+        JobRunner {
+            store,
+            owner: owner.into(),
+            settings,
+            kinds: HashMap::new(),
+        }
+    }
+
+    /// Runs jobs of `job`'s kind from now on.
+    pub fn register<J: BackgroundJob>(&mut self, job: J) -> &mut Self {
+        self.kinds.insert(J::Payload::KIND, Arc::new(job));
+        self
+    }
+
+    /// Claims and runs jobs until `stop`; then releases the ones in flight.
+    /// Dropping this future (as a process that dies would) stops every job it
+    /// runs at once, renewing and writing nothing more.
+    pub async fn run(self, stop: CancellationToken) {
+        let kinds: Vec<&'static str> = self.kinds.keys().copied().collect();
+        if kinds.is_empty() {
+            return;
+        }
+        tracing::info!(kinds = ?kinds, owner = %self.owner, "background jobs started");
+        let this = Arc::new(self);
+        let slots = Arc::new(Semaphore::new(this.settings.concurrency));
+        let mut running = JoinSet::new();
+        loop {
+            while running.try_join_next().is_some() {}
+            let permit = tokio::select! {
+                _ = stop.cancelled() => break,
+                permit = slots.clone().acquire_owned() => permit.expect("slots stay open"),
+            };
+            let now = now_ms();
+            let lease_until = now + this.settings.lease.as_millis() as i64;
+            match this
+                .store
+                .claim_job(&kinds, &this.owner, now, lease_until)
+                .await
+            {
+                Ok(Some(job)) => {
+                    let this = this.clone();
+                    let stop = stop.clone();
+                    running.spawn(async move {
+                        this.execute(job, stop).await;
+                        drop(permit);
+                    });
+                    continue;
+                }
+                Ok(None) => {}
+                Err(e) => tracing::warn!(error = %e, "claiming a background job failed"),
+            }
+            drop(permit);
+            tokio::select! {
+                _ = stop.cancelled() => break,
+                _ = this.store.jobs_enqueued().notified() => {}
+                _ = tokio::time::sleep(this.settings.poll) => {}
+            }
+        }
+        // Jobs in flight saw `stop` too: each releases its job and returns.
+        while running.join_next().await.is_some() {}
+    }
+
+    /// One attempt of `job`: run its kind beside the lease renewals, then end it.
+    async fn execute(&self, job: ClaimedJob, stop: CancellationToken) {
+        let Some(kind) = self.kinds.get(job.kind.as_str()).cloned() else {
+            return;
+        };
+        let cx = JobContext {
+            store: self.store.clone(),
+            id: job.id.clone(),
+            key: job.key.clone(),
+            attempt: job.attempt,
+            resumed_from: job.progress.clone(),
+            progress: Arc::default(),
+        };
+        let span = tracing::info_span!("job", job.kind = %job.kind, job.key = %job.key, job.attempt = job.attempt);
+        // Its own task, so a panic ends only this attempt; aborted when this
+        // future is dropped.
+        let mut work = AbortOnDrop(tokio::spawn(kind.start(cx.clone(), &job.payload)));
+        let every = self.settings.lease / 3;
+        let mut renewals = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+        let result = loop {
+            tokio::select! {
+                done = &mut work.0 => break done,
+                _ = stop.cancelled() => {
+                    work.0.abort();
+                    self.end(&job, &cx, JobEnd::Released).await;
+                    return;
+                }
+                _ = renewals.tick() => {
+                    let lease_until = now_ms() + self.settings.lease.as_millis() as i64;
+                    let progress = cx.take_progress();
+                    match self.store.renew_job(&job.id, &self.owner, job.attempt, lease_until, progress.as_deref()).await {
+                        Ok(true) => {}
+                        Ok(false) => {
+                            tracing::info!(parent: &span, "background job cancelled or taken over; stopping it");
+                            work.0.abort();
+                            metrics::counter!("weft_jobs_ended_total", "kind" => job.kind.clone(), "outcome" => "lost").increment(1);
+                            return;
+                        }
+                        Err(e) => tracing::warn!(parent: &span, error = %e, "renewing a background job's lease failed"),
+                    }
+                }
+            }
+        };
+        let end = match result {
+            Ok(Ok(())) => JobEnd::Succeeded,
+            Ok(Err(JobError::Fail(error))) => JobEnd::Failed { error },
+            Ok(Err(JobError::Retry(error))) => JobEnd::Retry {
+                retry_at: self.settings.retry_at(job.attempt),
+                error,
+            },
+            Err(e) => JobEnd::Retry {
+                retry_at: self.settings.retry_at(job.attempt),
+                error: format!("the job stopped unexpectedly: {e}"),
+            },
+        };
+        match &end {
+            JobEnd::Succeeded => {}
+            JobEnd::Failed { error } | JobEnd::Retry { error, .. } => {
+                tracing::warn!(parent: &span, error = %error, retry = matches!(end, JobEnd::Retry { .. }), "background job attempt failed")
+            }
+            JobEnd::Released => {}
+        }
+        self.end(&job, &cx, end).await;
+    }
+
+    async fn end(&self, job: &ClaimedJob, cx: &JobContext, end: JobEnd) {
+        let outcome = match &end {
+            JobEnd::Succeeded => "succeeded",
+            JobEnd::Retry { .. } => "retry",
+            JobEnd::Failed { .. } => "failed",
+            JobEnd::Released => "released",
+        };
+        let store = &self.store;
+        let ended = weft_shared::store::retrying("ending a background job", || async {
+            if let Some(progress) = cx.take_progress() {
+                let lease_until = now_ms() + self.settings.lease.as_millis() as i64;
+                store
+                    .renew_job(
+                        &job.id,
+                        &self.owner,
+                        job.attempt,
+                        lease_until,
+                        Some(&progress),
+                    )
+                    .await?;
+            }
+            store.end_job(&job.id, &self.owner, job.attempt, &end).await
+        })
+        .await;
+        match ended {
+            Ok(true) => {
+                metrics::counter!("weft_jobs_ended_total", "kind" => job.kind.clone(), "outcome" => outcome).increment(1)
+            }
+            Ok(false) => {
+                metrics::counter!("weft_jobs_ended_total", "kind" => job.kind.clone(), "outcome" => "lost").increment(1)
+            }
+            // The lease runs out and another worker takes the job over.
+            Err(e) => tracing::warn!(job.kind = %job.kind, job.key = %job.key, error = %e, "ending a background job failed"),
+        }
+    }
+}
+
+/// A task aborted when its handle is dropped.
+struct AbortOnDrop<T>(tokio::task::JoinHandle<T>);
+
+impl<T> Drop for AbortOnDrop<T> {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
