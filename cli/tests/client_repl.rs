@@ -85,6 +85,9 @@ fn slash_commands_switch_mode_list_sessions_and_resume() {
         .expect("resume shows recent messages");
     type_line(&mut p, "/he\t");
     p.exp_string("/sessions").expect("Tab completed /help");
+    // Keys typed before the editor is back at its prompt may be discarded
+    // (it flushes pending input as it enters raw mode): wait for it.
+    p.exp_string(&b("❯")).expect("back at the prompt");
     p.send_control('d').unwrap();
     exits_cleanly(&mut p);
 }

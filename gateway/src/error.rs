@@ -116,6 +116,7 @@ impl From<StoreError> for ApiError {
     fn from(e: StoreError) -> Self {
         match e {
             StoreError::NotFound => ApiError::NotFound,
+            StoreError::Forbidden => ApiError::Forbidden,
             StoreError::Conflict(Conflict::UsernameTaken) => {
                 ApiError::Conflict("that username is taken".into())
             }

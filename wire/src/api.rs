@@ -7,10 +7,12 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 mod agents;
+mod knowledge;
 mod settings;
 mod tools;
 
 pub use agents::*;
+pub use knowledge::*;
 pub use settings::*;
 pub use tools::*;
 

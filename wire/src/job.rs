@@ -40,3 +40,17 @@ pub trait JobKind: Serialize + serde::de::DeserializeOwned + Send + Sync + 'stat
     /// The dedupe key: a second request with the same key is the same job.
     fn key(&self) -> String;
 }
+
+/// Read, chunk and index a knowledge base's document (`knowledge.ingest`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IngestDocument {
+    pub document_id: String,
+}
+
+impl JobKind for IngestDocument {
+    const KIND: &'static str = "knowledge.ingest";
+    const MAX_ATTEMPTS: u32 = 5;
+    fn key(&self) -> String {
+        self.document_id.clone()
+    }
+}

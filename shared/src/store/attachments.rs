@@ -205,11 +205,13 @@ impl Store {
         rows.iter().map(|r| get_str(r, "sha256")).collect()
     }
 
-    /// Hashes no attachment names that nobody touched since `touched_before`.
+    /// Hashes no attachment and no knowledge document names that nobody
+    /// touched since `touched_before`.
     pub async fn orphan_blobs(&self, touched_before: i64, limit: i64) -> Result<Vec<String>> {
         let rows = sqlx::query(
             "select sha256 from blobs b where touched_at <= $1
                and not exists (select 1 from attachments a where a.sha256 = b.sha256)
+               and not exists (select 1 from knowledge_documents k where k.sha256 = b.sha256)
              order by touched_at limit $2",
         )
         .bind(touched_before)
@@ -219,7 +221,7 @@ impl Store {
         rows.iter().map(|r| get_str(r, "sha256")).collect()
     }
 
-    /// Delete `sha` if no attachment names it and nobody touched it after
+    /// Delete `sha` if no attachment or knowledge document names it and nobody touched it after
     /// `touched_before`: `delete_bytes` runs while the hash's row is held, and the
     /// row goes only when it succeeded. Returns whether the hash was deleted.
     pub async fn sweep_blob<F, Fut, E>(
@@ -247,10 +249,14 @@ impl Store {
         if get_i64(&held, "touched_at")? > touched_before {
             return Ok(false);
         }
-        let named = sqlx::query("select 1 as one from attachments where sha256 = $1 limit 1")
-            .bind(sha)
-            .fetch_optional(&mut **tx)
-            .await?;
+        let named = sqlx::query(
+            "select 1 as one from attachments where sha256 = $1
+             union all select 1 as one from knowledge_documents where sha256 = $1
+             limit 1",
+        )
+        .bind(sha)
+        .fetch_optional(&mut **tx)
+        .await?;
         if named.is_some() {
             return Ok(false);
         }

@@ -12,6 +12,7 @@ mod approvals;
 mod attachments;
 mod config_settings;
 mod jobs;
+mod knowledge;
 mod lark;
 mod lark_cards;
 mod lark_inbox;
@@ -46,6 +47,9 @@ pub use approvals::{
 pub use attachments::{Attachment, NewAttachment};
 pub use config_settings::ConfigSettings;
 pub use jobs::{ClaimedJob, Enqueued, JobEnd, JobRecord, JobState, NewJob};
+pub use knowledge::{
+    BaseChange, ChunkHit, KnowledgeBase, KnowledgeDocument, NewChunk, NewDocument, valid_base_name,
+};
 pub use lark::{InboundClaim, LarkChat, LarkTarget, LinkOutcome, ReactionRecord, lark_username};
 pub use lark_cards::{CardEntityRecord, LarkApprovalCard, LarkCard};
 pub use lark_inbox::{InboxEntry, InboxState, InboxWriter, LeasedInbound, MAX_KEEP_BATCH};
@@ -73,6 +77,10 @@ pub enum Dialect {
 pub enum StoreError {
     #[error("not found")]
     NotFound,
+    /// The caller may see it but not change it (a shared knowledge base, for
+    /// one who is not its owner or an admin).
+    #[error("not allowed")]
+    Forbidden,
     /// A uniqueness rule said no (e.g. a username that exists).
     #[error("conflict: {}", .0.as_str())]
     Conflict(Conflict),
@@ -99,6 +107,8 @@ pub enum Conflict {
     IdempotencyKeyRace,
     /// The Lark chat got its session from another message first.
     LarkChatBound,
+    /// The owner has a knowledge base of that name.
+    KnowledgeBaseExists,
 }
 
 impl Conflict {
@@ -110,6 +120,7 @@ impl Conflict {
             Conflict::BuiltinAgent => "builtin_agent",
             Conflict::IdempotencyKeyRace => "idempotency_key_race",
             Conflict::LarkChatBound => "lark_chat_bound",
+            Conflict::KnowledgeBaseExists => "knowledge_base_exists",
         }
     }
 }
@@ -389,6 +400,8 @@ fn get_enum<T: FromStr>(row: &AnyRow, col: &str) -> Result<T> {
 mod tests {
     /// What a migration does, dialect aside: the tables, columns and indexes it
     /// creates (`create table t`, `alter table t add column c`, `create index i`).
+    /// A full-text index is an index on Postgres (GIN) and a virtual table on
+    /// SQLite (FTS5); both carry the same name.
     fn schema_changes(sql: &str) -> Vec<String> {
         let words: Vec<String> = sql
             .lines()
@@ -404,6 +417,7 @@ mod tests {
                 ("create", "table") => out.push(format!("table {}", next(2))),
                 ("create", "index") => out.push(format!("index {}", next(2))),
                 ("create", "unique") => out.push(format!("index {}", next(3))),
+                ("create", "virtual") => out.push(format!("index {}", next(3))),
                 ("add", "column") => out.push(format!("column {}", next(2))),
                 _ => {}
             }

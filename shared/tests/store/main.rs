@@ -7,6 +7,7 @@ mod harness;
 mod agents;
 mod attachments;
 mod jobs;
+mod knowledge;
 mod lark;
 mod lark_inbox;
 mod limits;

@@ -1,0 +1,196 @@
+//! Knowledge bases (docs/knowledge.md): bases, their documents, and search.
+
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
+
+/// Who may search a base: `private` — its owner only; `shared` — every user
+/// of the instance (only the owner and admins change it).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum KnowledgeVisibility {
+    #[default]
+    Private,
+    Shared,
+}
+
+impl KnowledgeVisibility {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KnowledgeVisibility::Private => "private",
+            KnowledgeVisibility::Shared => "shared",
+        }
+    }
+}
+
+impl std::str::FromStr for KnowledgeVisibility {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Self, ()> {
+        match s {
+            "private" => Ok(KnowledgeVisibility::Private),
+            "shared" => Ok(KnowledgeVisibility::Shared),
+            _ => Err(()),
+        }
+    }
+}
+
+/// Where a document's ingestion is: `queued` → `processing` → `ready`, or
+/// `failed` with `error`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DocumentStatus {
+    Queued,
+    Processing,
+    Ready,
+    Failed,
+}
+
+impl DocumentStatus {
+    pub const ALL: [DocumentStatus; 4] = [
+        DocumentStatus::Queued,
+        DocumentStatus::Processing,
+        DocumentStatus::Ready,
+        DocumentStatus::Failed,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DocumentStatus::Queued => "queued",
+            DocumentStatus::Processing => "processing",
+            DocumentStatus::Ready => "ready",
+            DocumentStatus::Failed => "failed",
+        }
+    }
+}
+
+impl std::str::FromStr for DocumentStatus {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Self, ()> {
+        DocumentStatus::ALL
+            .into_iter()
+            .find(|status| status.as_str() == s)
+            .ok_or(())
+    }
+}
+
+/// A knowledge base.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct KnowledgeBaseDto {
+    pub id: String,
+    pub name: String,
+    pub description: String,
+    /// The owner's user id.
+    pub owner: String,
+    pub owner_name: String,
+    pub visibility: KnowledgeVisibility,
+    pub documents: u64,
+    /// Whether the caller may change it (the owner, or an admin).
+    pub can_edit: bool,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct KnowledgeBaseList {
+    pub knowledge_bases: Vec<KnowledgeBaseDto>,
+}
+
+/// `POST /v1/knowledge`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct CreateKnowledgeBase {
+    /// 1–64 characters: letters, digits, `-`, `_`, `.`, spaces; unique per owner.
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    #[serde(default)]
+    pub visibility: KnowledgeVisibility,
+}
+
+/// `PATCH /v1/knowledge/{id}`: the fields given change.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct PatchKnowledgeBase {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub description: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub visibility: Option<KnowledgeVisibility>,
+}
+
+/// A document of a base.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct KnowledgeDocumentDto {
+    pub id: String,
+    pub knowledge_id: String,
+    pub name: String,
+    /// The type found in the bytes.
+    pub mime: String,
+    pub bytes: u64,
+    pub sha256: String,
+    pub status: DocumentStatus,
+    /// Why it failed (`failed`), or why the last try did not succeed while it
+    /// is retried (`processing`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+    pub chunks: u64,
+    pub created_at: i64,
+    pub updated_at: i64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct KnowledgeDocumentList {
+    pub documents: Vec<KnowledgeDocumentDto>,
+}
+
+/// `POST /v1/knowledge/{id}/documents` as JSON: one file, base64.
+/// (`multipart/form-data` takes one part per file instead.)
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct KnowledgeUpload {
+    pub name: String,
+    /// The file's bytes, base64.
+    pub data: String,
+}
+
+/// What an upload did, per file, in the order sent.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct KnowledgeUploadResult {
+    pub documents: Vec<KnowledgeUploaded>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct KnowledgeUploaded {
+    pub document: KnowledgeDocumentDto,
+    /// False when the base already had these bytes: `document` is that one.
+    pub created: bool,
+}
+
+/// `POST /v1/knowledge/{id}/search`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct KnowledgeSearch {
+    pub query: String,
+    /// How many results (1–50; default 5).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub top_k: Option<u32>,
+}
+
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct KnowledgeSearchResults {
+    pub results: Vec<KnowledgeHit>,
+    /// How the results were found: `lexical`, or `hybrid` (lexical and vectors).
+    pub mode: String,
+}
+
+/// One search result: a chunk of a document.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct KnowledgeHit {
+    pub document_id: String,
+    pub document_name: String,
+    pub chunk_id: String,
+    pub text: String,
+    /// Higher is better; comparable within one answer only.
+    pub score: f64,
+    /// The page for PDFs ("page 7"), else the heading path ("Setup > Linux").
+    pub position: String,
+    /// The page, for PDFs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page: Option<u32>,
+}
