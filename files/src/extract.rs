@@ -40,6 +40,7 @@ pub fn extract_text(det: &Detected, name: &str, bytes: &[u8]) -> Result<String, 
 pub(crate) fn run_job(job: Job, bytes: &[u8]) -> Result<String, String> {
     let extracted = catch_unwind(AssertUnwindSafe(|| match job {
         Job::Pdf => pdf_text(bytes),
+        Job::PdfPages => pdf_pages(bytes),
         Job::Docx => ooxml::docx_text(bytes),
         Job::Xlsx => xlsx::xlsx_text(bytes),
         Job::Pptx => ooxml::pptx_text(bytes),
@@ -59,6 +60,18 @@ fn pdf_text(bytes: &[u8]) -> Result<String, String> {
     let text = pdf_extract::extract_text_from_mem(bytes)
         .map_err(|e| format!("it is not a readable PDF ({e})"))?;
     Ok(collapse_blank_lines(&text))
+}
+
+/// The pages' text, separated by form feeds (a page without text stays, empty,
+/// so the pages after it keep their numbers).
+fn pdf_pages(bytes: &[u8]) -> Result<String, String> {
+    let pages = pdf_extract::extract_text_from_mem_by_pages(bytes)
+        .map_err(|e| format!("it is not a readable PDF ({e})"))?;
+    Ok(pages
+        .iter()
+        .map(|page| collapse_blank_lines(page))
+        .collect::<Vec<_>>()
+        .join("\x0c"))
 }
 
 /// pdf-extract renders the page's vertical gaps as runs of blank lines; one is
@@ -88,6 +101,19 @@ mod tests {
     #[test]
     fn blank_line_runs_become_one() {
         assert_eq!(collapse_blank_lines("\n\na  \n\n\n\nb\nc\n\n"), "a\n\nb\nc");
+    }
+
+    #[test]
+    fn pdf_pages_are_separated_by_form_feeds() {
+        let pdf = crate::samples::pdf_pages(&[&["First page"], &[], &["Third page", "more"]]);
+        let text = Job::PdfPages.run(&pdf).unwrap();
+        let pages: Vec<&str> = text.split('\x0c').map(str::trim).collect();
+        assert_eq!(pages.len(), 3, "{text:?}");
+        assert!(pages[0].contains("First page"));
+        assert_eq!(pages[1], "");
+        assert!(pages[2].contains("Third page"));
+        // The whole-document job reads the same text, without the page marks.
+        assert!(!Job::Pdf.run(&pdf).unwrap().contains('\x0c'));
     }
 
     #[test]

@@ -46,6 +46,40 @@ pub fn pdf(lines: &[&str]) -> Vec<u8> {
     pdf_of(&pdf_objects(&content))
 }
 
+/// A PDF of several pages, each with its lines of text.
+pub fn pdf_pages(pages: &[&[&str]]) -> Vec<u8> {
+    let kids: Vec<String> = (0..pages.len())
+        .map(|i| format!("{} 0 R", 4 + 2 * i))
+        .collect();
+    let mut objects = vec![
+        "<< /Type /Catalog /Pages 2 0 R >>".to_owned(),
+        format!(
+            "<< /Type /Pages /Kids [{}] /Count {} >>",
+            kids.join(" "),
+            pages.len()
+        ),
+        "<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica /Encoding /WinAnsiEncoding >>"
+            .to_owned(),
+    ];
+    for (i, lines) in pages.iter().enumerate() {
+        let mut content = String::from("BT /F1 14 Tf 72 720 Td 18 TL\n");
+        for line in *lines {
+            content.push_str(&format!("({line}) Tj T*\n"));
+        }
+        content.push_str("ET");
+        objects.push(format!(
+            "<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] \
+             /Resources << /Font << /F1 3 0 R >> >> /Contents {} 0 R >>",
+            5 + 2 * i
+        ));
+        objects.push(format!(
+            "<< /Length {} >>\nstream\n{content}\nendstream",
+            content.len()
+        ));
+    }
+    pdf_of(&objects)
+}
+
 /// The objects of a one-page PDF with one Helvetica font and `content` as the
 /// page's content stream; numbered from 1.
 pub fn pdf_objects(content: &str) -> Vec<String> {

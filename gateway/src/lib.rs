@@ -17,6 +17,7 @@ mod error;
 mod extract;
 mod files;
 mod headers;
+mod knowledge;
 pub mod lark;
 mod meta;
 mod observe;
@@ -209,6 +210,7 @@ pub fn router(state: AppState) -> Router {
         .merge(turns::router())
         .merge(chat::router(upload_limit))
         .merge(files::router())
+        .merge(knowledge::router(&state))
         .merge(lark::admin::router())
         .fallback(web::serve);
     observe::requests(

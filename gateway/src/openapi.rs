@@ -10,6 +10,16 @@ use utoipa::OpenApi;
         description = "Hosted multi-user AI agent chat: sessions, runs and their event streams."
     ),
     paths(
+        crate::knowledge::list_bases,
+        crate::knowledge::create_base,
+        crate::knowledge::get_base,
+        crate::knowledge::update_base,
+        crate::knowledge::delete_base,
+        crate::knowledge::list_documents,
+        crate::knowledge::add_documents,
+        crate::knowledge::get_document,
+        crate::knowledge::delete_document,
+        crate::knowledge::search,
         crate::meta::health,
         crate::meta::ready,
         crate::meta::models,

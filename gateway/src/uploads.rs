@@ -199,7 +199,7 @@ pub async fn accept(state: &AppState, uploads: Vec<Upload>) -> ApiResult<Accepte
 
 /// Every file's name cleaned and its type detected, on the blocking pool: a
 /// zip's directory and `[Content_Types].xml` are read, linearly but not for free.
-async fn detect_all(uploads: Vec<Upload>) -> ApiResult<Vec<(Upload, Detected)>> {
+pub(crate) async fn detect_all(uploads: Vec<Upload>) -> ApiResult<Vec<(Upload, Detected)>> {
     let job = tokio::task::spawn_blocking(move || {
         uploads
             .into_iter()
@@ -284,18 +284,19 @@ const ROOM_PATIENCE: Duration = Duration::from_secs(10);
 /// Room for a body larger than `limits.body_bytes` (one that can carry files):
 /// twice its length, the body and the files decoded from it, from the sender's
 /// share of the upload memory (the [`Caller`](crate::auth::Caller) extracted
-/// before the body left the user in the request).
-async fn upload_room(
+/// before the body left the user in the request). A chunked body counts as
+/// `route_max`, the most its route takes.
+pub(crate) async fn upload_room(
     state: &AppState,
     headers: &axum::http::HeaderMap,
     extensions: &axum::http::Extensions,
+    route_max: u64,
 ) -> ApiResult<Option<SharedPermit>> {
     let length = headers
         .get(axum::http::header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<u64>().ok())
-        // Chunked: as large as the route allows.
-        .unwrap_or(send_body_limit(&state.config()) as u64);
+        .unwrap_or(route_max);
     if length <= state.config().limits.body_bytes {
         return Ok(None);
     }
@@ -347,7 +348,8 @@ where
     type Rejection = ApiError;
 
     async fn from_request(req: axum::extract::Request, state: &AppState) -> Result<Self, ApiError> {
-        let room = upload_room(state, req.headers(), req.extensions()).await?;
+        let max = send_body_limit(&state.config()) as u64;
+        let room = upload_room(state, req.headers(), req.extensions(), max).await?;
         let multipart = req
             .headers()
             .get(axum::http::header::CONTENT_TYPE)
@@ -416,7 +418,7 @@ where
     }
 }
 
-fn multipart_error(e: axum::extract::multipart::MultipartError) -> ApiError {
+pub(crate) fn multipart_error(e: axum::extract::multipart::MultipartError) -> ApiError {
     if crate::transport::is_body_timeout(&e) {
         return ApiError::RequestTimeout;
     }

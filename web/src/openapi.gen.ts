@@ -351,6 +351,105 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/knowledge": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The knowledge bases you may search: yours and the shared ones. */
+        get: operations["list_bases"];
+        put?: never;
+        /** Make a knowledge base (yours; `shared` ones are for admins to make). */
+        post: operations["create_base"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/knowledge/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["get_base"];
+        put?: never;
+        post?: never;
+        /**
+         * Delete a base with its documents (its owner or an admin); ingestion still
+         *     under way stops.
+         */
+        delete: operations["delete_base"];
+        options?: never;
+        head?: never;
+        /** Rename, describe or share a base (its owner or an admin). */
+        patch: operations["update_base"];
+        trace?: never;
+    };
+    "/v1/knowledge/{id}/documents": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The documents of a base, newest first, with their ingestion status. */
+        get: operations["list_documents"];
+        put?: never;
+        /**
+         * Add documents: multipart (one part per file) or JSON `{name, data}`.
+         *     Returns at once; each document is `queued`, then read and indexed by a
+         *     worker (`GET …/documents` shows how far each got). The same bytes already
+         *     in the base give that document back (`created: false`).
+         */
+        post: operations["add_documents"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/knowledge/{id}/documents/{doc}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["get_document"];
+        put?: never;
+        post?: never;
+        /** Delete a document: gone from the next search; its ingestion stops. */
+        delete: operations["delete_document"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/knowledge/{id}/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Search a base: the chunks that best match the query's words, with the
+         *     document and place (page or heading path) each comes from.
+         */
+        post: operations["search"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/mcp": {
         parameters: {
             query?: never;
@@ -977,6 +1076,13 @@ export interface components {
             change: string;
             key: string;
         };
+        /** @description `POST /v1/knowledge`. */
+        CreateKnowledgeBase: {
+            description?: string;
+            /** @description 1–64 characters: letters, digits, `-`, `_`, `.`, spaces; unique per owner. */
+            name: string;
+            visibility?: components["schemas"]["KnowledgeVisibility"];
+        };
         CreateSessionRequest: {
             /** @description The agent (`GET /v1/agents`); `mode` is the older name for it. */
             agent?: string | null;
@@ -1001,6 +1107,12 @@ export interface components {
         DecideApprovalRequest: {
             decision: components["schemas"]["ApprovalDecision"];
         };
+        /**
+         * @description Where a document's ingestion is: `queued` → `processing` → `ready`, or
+         *     `failed` with `error`.
+         * @enum {string}
+         */
+        DocumentStatus: "queued" | "processing" | "ready" | "failed";
         EditRequest: {
             /** @description The new text of the last user message. */
             text: string;
@@ -1124,6 +1236,110 @@ export interface components {
         InstructionsDto: {
             instructions: string;
         };
+        /** @description A knowledge base. */
+        KnowledgeBaseDto: {
+            /** @description Whether the caller may change it (the owner, or an admin). */
+            can_edit: boolean;
+            /** Format: int64 */
+            created_at: number;
+            description: string;
+            /** Format: int64 */
+            documents: number;
+            id: string;
+            name: string;
+            /** @description The owner's user id. */
+            owner: string;
+            owner_name: string;
+            /** Format: int64 */
+            updated_at: number;
+            visibility: components["schemas"]["KnowledgeVisibility"];
+        };
+        KnowledgeBaseList: {
+            knowledge_bases: components["schemas"]["KnowledgeBaseDto"][];
+        };
+        /** @description A document of a base. */
+        KnowledgeDocumentDto: {
+            /** Format: int64 */
+            bytes: number;
+            /** Format: int64 */
+            chunks: number;
+            /** Format: int64 */
+            created_at: number;
+            /**
+             * @description Why it failed (`failed`), or why the last try did not succeed while it
+             *     is retried (`processing`).
+             */
+            error?: string | null;
+            id: string;
+            knowledge_id: string;
+            /** @description The type found in the bytes. */
+            mime: string;
+            name: string;
+            sha256: string;
+            status: components["schemas"]["DocumentStatus"];
+            /** Format: int64 */
+            updated_at: number;
+        };
+        KnowledgeDocumentList: {
+            documents: components["schemas"]["KnowledgeDocumentDto"][];
+        };
+        /** @description One search result: a chunk of a document. */
+        KnowledgeHit: {
+            chunk_id: string;
+            document_id: string;
+            document_name: string;
+            /**
+             * Format: int32
+             * @description The page, for PDFs.
+             */
+            page?: number | null;
+            /** @description The page for PDFs ("page 7"), else the heading path ("Setup > Linux"). */
+            position: string;
+            /**
+             * Format: double
+             * @description Higher is better; comparable within one answer only.
+             */
+            score: number;
+            text: string;
+        };
+        /** @description `POST /v1/knowledge/{id}/search`. */
+        KnowledgeSearch: {
+            query: string;
+            /**
+             * Format: int32
+             * @description How many results (1–50; default 5).
+             */
+            top_k?: number | null;
+        };
+        KnowledgeSearchResults: {
+            /** @description How the results were found: `lexical`, or `hybrid` (lexical and vectors). */
+            mode: string;
+            results: components["schemas"]["KnowledgeHit"][];
+        };
+        /**
+         * @description `POST /v1/knowledge/{id}/documents` as JSON: one file, base64.
+         *     (`multipart/form-data` takes one part per file instead.)
+         */
+        KnowledgeUpload: {
+            /** @description The file's bytes, base64. */
+            data: string;
+            name: string;
+        };
+        /** @description What an upload did, per file, in the order sent. */
+        KnowledgeUploadResult: {
+            documents: components["schemas"]["KnowledgeUploaded"][];
+        };
+        KnowledgeUploaded: {
+            /** @description False when the base already had these bytes: `document` is that one. */
+            created: boolean;
+            document: components["schemas"]["KnowledgeDocumentDto"];
+        };
+        /**
+         * @description Who may search a base: `private` — its owner only; `shared` — every user
+         *     of the instance (only the owner and admins change it).
+         * @enum {string}
+         */
+        KnowledgeVisibility: "private" | "shared";
         LimitsDto: {
             /** Format: int64 */
             active_runs_per_user: number;
@@ -1279,6 +1495,12 @@ export interface components {
          * @enum {string}
          */
         Multitask: "enqueue" | "interrupt" | "reject";
+        /** @description `PATCH /v1/knowledge/{id}`: the fields given change. */
+        PatchKnowledgeBase: {
+            description?: string | null;
+            name?: string | null;
+            visibility?: null | components["schemas"]["KnowledgeVisibility"];
+        };
         PutAgentRequest: {
             /** @description Only these roles (`admin`, `user`) may use the agent. */
             allowed_roles?: string[];
@@ -2469,6 +2691,452 @@ export interface operations {
             };
             /** @description no such file of yours */
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    list_bases: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KnowledgeBaseList"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    create_base: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateKnowledgeBase"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KnowledgeBaseDto"];
+                };
+            };
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    get_base: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KnowledgeBaseDto"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    delete_base: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    update_base: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PatchKnowledgeBase"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KnowledgeBaseDto"];
+                };
+            };
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    list_documents: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KnowledgeDocumentList"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    add_documents: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["KnowledgeUpload"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KnowledgeUploadResult"];
+                };
+            };
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    get_document: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                doc: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KnowledgeDocumentDto"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    delete_document: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                doc: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            403: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    search: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["KnowledgeSearch"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["KnowledgeSearchResults"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

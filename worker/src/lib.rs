@@ -303,12 +303,18 @@ async fn report_mcp(inner: Arc<Inner>, hub: Arc<weft_tools::mcp::McpHub>, stop: 
 /// The background jobs this worker runs: one `register` per kind, each kind in
 /// a file of its own under `jobs/` (see [`jobs`]).
 fn job_runner(inner: &Inner) -> jobs::JobRunner {
-    let cfg = inner.deps.config();
-    jobs::JobRunner::new(
-        inner.deps.store.clone(),
+    let deps = &inner.deps;
+    let mut runner = jobs::JobRunner::new(
+        deps.store.clone(),
         inner.id.clone(),
-        jobs::JobSettings::from_config(&cfg.worker),
-    )
+        jobs::JobSettings::from_config(&deps.config().worker),
+    );
+    runner.register(jobs::Ingest {
+        blobs: deps.blobs.clone(),
+        extractor: deps.extractor.clone(),
+        live: deps.live.clone(),
+    });
+    runner
 }
 
 /// Run a worker until `shutdown`: consume jobs, reap, and on shutdown give running

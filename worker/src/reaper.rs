@@ -6,9 +6,8 @@
 //! expired login tokens and old idempotency keys (`Store::purge_expired`), and
 //! attachment files no message names any more. And it
 //! expires unanswered approvals (they count as denied) and resumes their runs.
-//! Background jobs whose worker died on their last attempt are failed here, and
-//! ended jobs are purged a week after they ended (their key kept the same work
-//! from running twice for that long).
+//! Ended background jobs are purged a week after they ended (their key kept the
+//! same work from running twice for that long).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -67,14 +66,6 @@ pub(crate) async fn run(inner: Arc<Inner>, shutdown: CancellationToken, orphan_a
                 }
             }
             Err(e) => tracing::warn!(error = %e, "expiring approvals failed"),
-        }
-        match inner.deps.store.fail_lapsed_jobs(now).await {
-            Ok(0) => {}
-            Ok(n) => tracing::warn!(
-                jobs = n,
-                "background jobs failed: their worker stopped during every attempt"
-            ),
-            Err(e) => tracing::warn!(error = %e, "failing lapsed background jobs failed"),
         }
         if let Ok(n) = inner.deps.store.queued_runs().await {
             metrics::gauge!("weft_queue_depth").set(n as f64);
@@ -162,5 +153,14 @@ pub(crate) async fn requeue_orphans(inner: &Inner) {
         Ok(n) if n > 0 => tracing::info!(runs = n, "runs of the previous process requeued"),
         Ok(_) => {}
         Err(e) => tracing::warn!(error = %e, "requeueing orphaned runs failed"),
+    }
+    // Its background jobs too: taken over now rather than when their leases run out.
+    match inner.deps.store.lapse_all_job_leases().await {
+        Ok(n) if n > 0 => tracing::info!(
+            jobs = n,
+            "background jobs of the previous process taken over"
+        ),
+        Ok(_) => {}
+        Err(e) => tracing::warn!(error = %e, "taking over background jobs failed"),
     }
 }

@@ -14,12 +14,13 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 use weft_shared::job::JobKind;
-use weft_shared::store::{JobState, Store};
+use weft_shared::store::{JobState, NewJob, Store};
 use weft_worker::jobs::{BackgroundJob, JobContext, JobError, JobRunner, JobSettings};
 
 use harness::Db;
 
 crate::both_backends!(
+    a_job_whose_worker_died_on_its_last_attempt_is_given_up,
     every_job_runs_once_across_runners,
     retries_back_off_until_success_and_fail_when_told,
     a_dead_workers_job_is_taken_over_and_ends_once,
@@ -68,6 +69,8 @@ struct Log {
     started: Arc<Mutex<HashMap<String, Vec<i64>>>>,
     finished: Arc<Mutex<Vec<String>>>,
     progress_seen: Arc<Mutex<Vec<Option<String>>>>,
+    /// (name, error) of each job given up.
+    gave_up: Arc<Mutex<Vec<(String, String)>>>,
 }
 
 struct Worker(Log);
@@ -103,6 +106,14 @@ impl BackgroundJob for Worker {
         tokio::time::sleep(Duration::from_millis(5)).await;
         self.0.finished.lock().unwrap().push(w.name);
         Ok(())
+    }
+
+    async fn gave_up(&self, _store: &Store, w: Work, error: &str) {
+        self.0
+            .gave_up
+            .lock()
+            .unwrap()
+            .push((w.name, error.to_owned()));
     }
 }
 
@@ -232,6 +243,16 @@ async fn retries_back_off_until_success_and_fail_when_told(db: Db) {
     assert_eq!(broken.error.as_deref(), Some("unsupported input"));
     let flaky = s.job(Work::KIND, "flaky").await.unwrap().unwrap();
     assert_eq!(flaky.error, None, "success clears the last error");
+    let mut gave_up = log.gave_up.lock().unwrap().clone();
+    gave_up.sort();
+    assert_eq!(
+        gave_up,
+        [
+            ("broken".to_string(), "unsupported input".to_string()),
+            ("hopeless".to_string(), "flaky attempt 4".to_string())
+        ],
+        "each job that failed for good is given up once"
+    );
 }
 
 async fn a_dead_workers_job_is_taken_over_and_ends_once(db: Db) {
@@ -281,6 +302,41 @@ async fn a_dead_workers_job_is_taken_over_and_ends_once(db: Db) {
         "released at shutdown"
     );
     assert_eq!(log.started.lock().unwrap()["stuck"], vec![1]);
+}
+
+async fn a_job_whose_worker_died_on_its_last_attempt_is_given_up(db: Db) {
+    let s = &db.store;
+    let log = Log::default();
+    let (first, _stop) = start(s, "dies", 300, &log);
+    let payload = serde_json::to_string(&Work {
+        hangs: true,
+        ..work("last")
+    })
+    .unwrap();
+    s.enqueue_job(&NewJob {
+        kind: Work::KIND,
+        key: "last",
+        payload: &payload,
+        run_after: 0,
+        max_attempts: 1,
+    })
+    .await
+    .unwrap();
+    until_state(s, "last", JobState::Running).await;
+    first.abort();
+    let _ = first.await;
+    // Another runner's sweep (at its start, then every 5 s) finds the lease
+    // lapsed with no attempt left.
+    let survivor = Log::default();
+    let (second, stop) = start(s, "survives", 300, &survivor);
+    until_state(s, "last", JobState::Failed).await;
+    stop.cancel();
+    second.await.unwrap();
+    assert!(survivor.started.lock().unwrap().is_empty(), "not run again");
+    assert_eq!(
+        survivor.gave_up.lock().unwrap().clone(),
+        [("last".to_string(), weft_shared::store::LAPSED.to_string())]
+    );
 }
 
 async fn a_cancelled_job_stops_while_it_runs(db: Db) {

@@ -16,6 +16,7 @@ mod drain;
 mod hardening;
 mod hostile;
 mod input;
+mod knowledge;
 mod lark;
 mod lifecycle;
 mod limits;

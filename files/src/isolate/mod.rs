@@ -59,6 +59,9 @@ const STDERR_CAP: usize = 16 * 1024;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Job {
     Pdf,
+    /// A PDF with its pages separated by form feeds (`\x0c`), so a knowledge
+    /// base's chunks know their page.
+    PdfPages,
     Docx,
     Xlsx,
     Pptx,
@@ -87,6 +90,7 @@ impl Job {
     pub fn as_arg(self) -> &'static str {
         match self {
             Job::Pdf => "pdf",
+            Job::PdfPages => "pdf-pages",
             Job::Docx => "docx",
             Job::Xlsx => "xlsx",
             Job::Pptx => "pptx",
@@ -98,6 +102,7 @@ impl Job {
     pub fn parse(arg: &str) -> Option<Job> {
         [
             Job::Pdf,
+            Job::PdfPages,
             Job::Docx,
             Job::Xlsx,
             Job::Pptx,
@@ -243,6 +248,14 @@ impl Extractor {
         let job = Job::for_document(det)
             .ok_or_else(|| Failure::Unreadable("an image has no text to extract".into()))?;
         self.run(job, bytes).await
+    }
+
+    /// [`Extractor::document`], with a PDF's pages separated by form feeds.
+    pub async fn document_paged(&self, det: &Detected, bytes: Bytes) -> Result<String, Failure> {
+        match Job::for_document(det) {
+            Some(Job::Pdf) => self.run(Job::PdfPages, bytes).await,
+            _ => self.document(det, bytes).await,
+        }
     }
 
     /// The text `job` makes of `bytes`.
@@ -409,6 +422,7 @@ mod tests {
     fn jobs_round_trip_through_their_argument() {
         for job in [
             Job::Pdf,
+            Job::PdfPages,
             Job::Docx,
             Job::Xlsx,
             Job::Pptx,

@@ -17,6 +17,7 @@ pub mod agents;
 mod attachments;
 mod files;
 mod http;
+mod knowledge;
 mod lark;
 pub mod live;
 pub mod masking;
@@ -32,6 +33,7 @@ pub use agents::AgentConfig;
 pub use attachments::AttachmentsConfig;
 pub use files::FilesConfig;
 pub use http::{HttpConfig, Limits, LoginConfig, parse_proxy};
+pub use knowledge::{KnowledgeConfig, MAX_TOP_K};
 pub use lark::{LarkConfig, LarkLanguage};
 pub use live::{Change, LiveConfig, ReloadError};
 pub use mcp::{McpPathGrant, McpSandbox, McpServerConfig};
@@ -99,6 +101,8 @@ pub struct Config {
     pub attachments: AttachmentsConfig,
     /// How untrusted documents are read (a limited child process per file).
     pub files: FilesConfig,
+    /// Knowledge bases: document limits, chunk sizes, search.
+    pub knowledge: KnowledgeConfig,
     /// Connection timeouts and the connection cap of the HTTP server.
     pub http: HttpConfig,
     pub worker: WorkerConfig,
@@ -136,6 +140,7 @@ impl Default for Config {
             limits: Limits::default(),
             attachments: AttachmentsConfig::default(),
             files: FilesConfig::default(),
+            knowledge: KnowledgeConfig::default(),
             http: HttpConfig::default(),
             worker: WorkerConfig::default(),
             events: EventsConfig::default(),
@@ -327,6 +332,7 @@ impl Config {
         }
         self.tools.validate().map_err(ConfigError::Invalid)?;
         self.files.validate().map_err(ConfigError::Invalid)?;
+        self.knowledge.validate().map_err(ConfigError::Invalid)?;
         mcp::validate(&self.mcp_servers).map_err(ConfigError::Invalid)?;
         self.check_mcp_grants()?;
         agents::validate(&self.agents).map_err(ConfigError::Invalid)?;

@@ -18,7 +18,7 @@
 //!   job was cancelled) writes nothing more and learns so from the answer.
 //! - **End**: `succeeded`; `failed` with an error; or a retry — back to `queued`
 //!   with a later `run_after` until `max_attempts` is spent. A job whose worker
-//!   died `max_attempts` times is failed by the reaper ([`Store::fail_lapsed_jobs`]).
+//!   died `max_attempts` times is failed by a runner's sweep ([`Store::fail_lapsed_jobs`]).
 //!
 //! Nothing here is per-kind: the worker's `jobs` module maps kinds to code.
 //! There is no queue message: workers poll the due index (one indexed read per
@@ -153,6 +153,17 @@ pub enum JobEnd {
     /// attempt does not count.
     Released,
 }
+
+/// A job failed because its worker stopped during each of its attempts.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LapsedJob {
+    pub kind: String,
+    pub key: String,
+    pub payload: String,
+}
+
+/// The error of a [`LapsedJob`].
+pub const LAPSED: &str = "the worker running it stopped during each of its attempts";
 
 const COLUMNS: &str = "id, kind, key, payload, state, attempt, max_attempts, run_after, lease_owner, \
                        lease_until, progress, error, created_at, finished_at";
@@ -383,19 +394,49 @@ impl Store {
         Ok(done.rows_affected() == 1)
     }
 
-    /// Fails the jobs whose worker died holding their last attempt (a lease
-    /// that ran out before `now` with no attempts left). Run by the reaper.
-    pub async fn fail_lapsed_jobs(&self, now: i64) -> Result<u64> {
-        let _gate = self.write_gate().await;
-        let done = sqlx::query(
+    /// Fails the jobs of `kinds` whose worker died holding their last attempt
+    /// (a lease that ran out before `now` with no attempts left), and returns
+    /// them, so the runner can tell each kind its work was given up.
+    pub async fn fail_lapsed_jobs(&self, kinds: &[&str], now: i64) -> Result<Vec<LapsedJob>> {
+        if kinds.is_empty() {
+            return Ok(Vec::new());
+        }
+        let list = (0..kinds.len())
+            .map(|i| format!("${}", i + 2))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql = format!(
             "update jobs set state = 'failed', lease_owner = null, lease_until = 0,
-                    error = 'the worker running it stopped during each of its attempts',
-                    finished_at = $1, updated_at = $1
-             where state = 'running' and lease_until < $1 and attempt >= max_attempts",
-        )
-        .bind(now)
-        .execute(&self.pool)
-        .await?;
+                    error = '{LAPSED}', finished_at = $1, updated_at = $1
+             where state = 'running' and lease_until < $1 and attempt >= max_attempts
+               and kind in ({list})
+             returning kind, key, payload"
+        );
+        let _gate = self.write_gate().await;
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(now);
+        for kind in kinds {
+            query = query.bind(*kind);
+        }
+        let rows = query.fetch_all(&self.pool).await?;
+        rows.iter()
+            .map(|row| {
+                Ok(LapsedJob {
+                    kind: get_str(row, "kind")?,
+                    key: get_str(row, "key")?,
+                    payload: get_str(row, "payload")?,
+                })
+            })
+            .collect()
+    }
+
+    /// Embedded start-up: every running job belonged to the process that
+    /// stopped, so their leases end now and the runner takes them over at
+    /// once (or fails those with no attempt left).
+    pub async fn lapse_all_job_leases(&self) -> Result<u64> {
+        let _gate = self.write_gate().await;
+        let done = sqlx::query("update jobs set lease_until = 0 where state = 'running'")
+            .execute(&self.pool)
+            .await?;
         Ok(done.rows_affected())
     }
 

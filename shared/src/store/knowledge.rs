@@ -22,8 +22,8 @@
 //! **The lexical index** is SQLite's FTS5 (`knowledge_fts`, kept in step by
 //! triggers) or Postgres' full text (`lexical_tsv`, a generated column with a
 //! GIN index), both over the segmented words `weft-knowledge` makes, matched
-//! with any of the query's words and ranked by BM25 (SQLite) or `ts_rank_cd`
-//! (Postgres).
+//! with any of the query's words and ranked by BM25 (SQLite) or by how many
+//! of the query's words a chunk has, then `ts_rank_cd` (Postgres).
 
 use sqlx::any::AnyRow;
 
@@ -596,30 +596,47 @@ impl Store {
                     .collect::<Vec<_>>()
                     .join(" OR "),
             ),
-            Dialect::Postgres => (
-                format!(
-                    "select c.id, c.document_id, d.name as document_name, c.base_id, c.ord, c.text,
-                            c.heading, c.page,
-                            cast(ts_rank_cd(c.lexical_tsv, to_tsquery('simple', $1)) as float8) as score
-                     from knowledge_chunks c
-                     join knowledge_documents d on d.id = c.document_id
-                     where c.lexical_tsv @@ to_tsquery('simple', $1) and c.base_id in ({list})
-                     order by score desc, c.id limit $2"
-                ),
-                // Words are letters and digits only (`segment::words`); quoted
-                // anyway, as tsquery lexemes.
-                terms
-                    .iter()
-                    .map(|t| format!("'{}'", t.replace(['\'', '\\'], "")))
+            Dialect::Postgres => {
+                // Postgres ranks by frequency and proximity but knows nothing of
+                // how rare a word is (BM25's IDF): a chunk that repeats one
+                // common query word would tie with one that has them all. So
+                // the score is first how many of the query's words a chunk has,
+                // then `ts_rank_cd` (below 1) among those with as many.
+                let first_term = 3 + bases.len();
+                let coverage = (0..terms.len())
+                    .map(|i| {
+                        format!(
+                            "(case when c.lexical_tsv @@ to_tsquery('simple', ${}) then 1 else 0 end)",
+                            first_term + i
+                        )
+                    })
                     .collect::<Vec<_>>()
-                    .join(" | "),
-            ),
+                    .join(" + ");
+                (
+                    format!(
+                        "select c.id, c.document_id, d.name as document_name, c.base_id, c.ord, c.text,
+                                c.heading, c.page,
+                                cast({coverage} as float8)
+                                  + cast(ts_rank_cd(c.lexical_tsv, to_tsquery('simple', $1), 32) as float8) as score
+                         from knowledge_chunks c
+                         join knowledge_documents d on d.id = c.document_id
+                         where c.lexical_tsv @@ to_tsquery('simple', $1) and c.base_id in ({list})
+                         order by score desc, c.id limit $2"
+                    ),
+                    terms.iter().map(|t| pg_lexeme(t)).collect::<Vec<_>>().join(" | "),
+                )
+            }
         };
         let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(query_text)
             .bind(i64::from(limit));
         for base in bases {
             query = query.bind(base);
+        }
+        if self.dialect == Dialect::Postgres {
+            for term in terms {
+                query = query.bind(pg_lexeme(term));
+            }
         }
         let rows = query.fetch_all(&self.pool).await?;
         rows.iter().map(hit).collect()
@@ -647,6 +664,12 @@ impl Store {
         .await?;
         rows.iter().map(hit).collect()
     }
+}
+
+/// A word as a tsquery lexeme. Words are letters and digits only
+/// (`segment::words`); quoted anyway.
+fn pg_lexeme(term: &str) -> String {
+    format!("'{}'", term.replace(['\'', '\\'], ""))
 }
 
 fn hit(row: &AnyRow) -> Result<ChunkHit> {

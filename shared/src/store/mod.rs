@@ -46,7 +46,7 @@ pub use approvals::{
 };
 pub use attachments::{Attachment, NewAttachment};
 pub use config_settings::ConfigSettings;
-pub use jobs::{ClaimedJob, Enqueued, JobEnd, JobRecord, JobState, NewJob};
+pub use jobs::{ClaimedJob, Enqueued, JobEnd, JobRecord, JobState, LAPSED, LapsedJob, NewJob};
 pub use knowledge::{
     BaseChange, ChunkHit, KnowledgeBase, KnowledgeDocument, NewChunk, NewDocument, valid_base_name,
 };

@@ -5,7 +5,7 @@
 
 use std::collections::HashSet;
 
-use weft_shared::store::{Enqueued, JobEnd, JobState, NewJob, Store};
+use weft_shared::store::{Enqueued, JobEnd, JobState, LapsedJob, NewJob, Store};
 use weft_shared::time::now_ms;
 
 use crate::both_backends;
@@ -323,7 +323,13 @@ async fn a_job_whose_worker_died_on_its_last_attempt_fails(db: Db) {
         .await
         .unwrap()
         .unwrap();
-    assert_eq!(s.fail_lapsed_jobs(now).await.unwrap(), 0, "the lease lives");
+    assert!(
+        s.fail_lapsed_jobs(&["ingest"], now)
+            .await
+            .unwrap()
+            .is_empty(),
+        "the lease lives"
+    );
     assert_eq!(
         s.claim_job(&["ingest"], "w2", now + 2 * MIN, now + 3 * MIN)
             .await
@@ -331,7 +337,25 @@ async fn a_job_whose_worker_died_on_its_last_attempt_fails(db: Db) {
         None,
         "no attempt is left to take over"
     );
-    assert_eq!(s.fail_lapsed_jobs(now + 2 * MIN).await.unwrap(), 1);
+    assert!(
+        s.fail_lapsed_jobs(&["extract"], now + 2 * MIN)
+            .await
+            .unwrap()
+            .is_empty(),
+        "only the kinds asked for"
+    );
+    let lapsed = s
+        .fail_lapsed_jobs(&["ingest"], now + 2 * MIN)
+        .await
+        .unwrap();
+    assert_eq!(
+        lapsed,
+        [LapsedJob {
+            kind: "ingest".into(),
+            key: "fragile".into(),
+            payload: r#"{"n":1}"#.into()
+        }]
+    );
     let record = s.job("ingest", "fragile").await.unwrap().unwrap();
     assert_eq!(record.state, JobState::Failed);
     assert!(record.error.unwrap().contains("stopped"));

@@ -17,6 +17,11 @@
 //!   a panic counts as a retry;
 //! - [`JobError::Fail`] → `failed` with the message, at once.
 //!
+//! A job that fails for good — so, or after its last retry, or because its
+//! worker died during every attempt (each runner sweeps for those every 5 s) —
+//! is handed to its kind's [`BackgroundJob::gave_up`], once, to mark the row it
+//! works on.
+//!
 //! A kind must be safe to run again from the start or from its last
 //! [`JobContext::progress`]: a worker that dies mid-job leaves the lease to run
 //! out, and another worker takes the job over with `attempt + 1`. A renewal
@@ -28,6 +33,10 @@
 //! Progress is written with the lease renewal, never per item: a kind sets its
 //! latest progress as often as it likes and the database sees at most one write
 //! per renewal.
+
+mod ingest;
+
+pub use ingest::Ingest;
 
 use std::collections::HashMap;
 use std::future::Future;
@@ -42,6 +51,9 @@ use weft_shared::config::WorkerConfig;
 use weft_shared::job::JobKind;
 use weft_shared::store::{ClaimedJob, JobEnd, Store};
 use weft_shared::time::now_ms;
+
+/// How often a runner fails the jobs whose worker died on their last attempt.
+const LAPSED_SWEEP: Duration = Duration::from_secs(5);
 
 /// Why an attempt did not succeed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -70,6 +82,19 @@ pub trait BackgroundJob: Send + Sync + 'static {
         cx: JobContext,
         payload: Self::Payload,
     ) -> impl Future<Output = Result<(), JobError>> + Send;
+
+    /// The job failed for good: [`JobError::Fail`], a retry with no attempts
+    /// left, or a worker that died during every attempt. The row the job
+    /// works on says so here (a document's `failed`, say); called once.
+    fn gave_up(
+        &self,
+        store: &Store,
+        payload: Self::Payload,
+        error: &str,
+    ) -> impl Future<Output = ()> + Send {
+        let _ = (store, payload, error);
+        async {}
+    }
 }
 
 /// What a running job knows about itself.
@@ -80,6 +105,8 @@ pub struct JobContext {
     pub key: String,
     /// 1 on the first claim.
     pub attempt: i64,
+    /// The last attempt is `max_attempts`: a retry asked for then is a failure.
+    pub max_attempts: i64,
     /// The progress the previous attempt stored, if any (to resume from).
     pub resumed_from: Option<String>,
     progress: Arc<Mutex<Option<String>>>,
@@ -104,6 +131,12 @@ type JobFuture = Pin<Box<dyn Future<Output = Result<(), JobError>> + Send>>;
 /// A registered kind with its payload type erased.
 trait Kind: Send + Sync {
     fn start(self: Arc<Self>, cx: JobContext, payload: &str) -> JobFuture;
+    fn gave_up(
+        self: Arc<Self>,
+        store: Store,
+        payload: String,
+        error: String,
+    ) -> Pin<Box<dyn Future<Output = ()> + Send>>;
 }
 
 impl<J: BackgroundJob> Kind for J {
@@ -115,6 +148,19 @@ impl<J: BackgroundJob> Kind for J {
                 Box::pin(std::future::ready(Err(JobError::Fail(error))))
             }
         }
+    }
+
+    fn gave_up(
+        self: Arc<Self>,
+        store: Store,
+        payload: String,
+        error: String,
+    ) -> Pin<Box<dyn Future<Output = ()> + Send>> {
+        Box::pin(async move {
+            if let Ok(payload) = serde_json::from_str::<J::Payload>(&payload) {
+                BackgroundJob::gave_up(&*self, &store, payload, &error).await;
+            }
+        })
     }
 }
 
@@ -184,8 +230,13 @@ impl JobRunner {
         let this = Arc::new(self);
         let slots = Arc::new(Semaphore::new(this.settings.concurrency));
         let mut running = JoinSet::new();
+        let mut next_sweep = tokio::time::Instant::now();
         loop {
             while running.try_join_next().is_some() {}
+            if tokio::time::Instant::now() >= next_sweep {
+                next_sweep = tokio::time::Instant::now() + LAPSED_SWEEP;
+                this.fail_lapsed(&kinds).await;
+            }
             let permit = tokio::select! {
                 _ = stop.cancelled() => break,
                 permit = slots.clone().acquire_owned() => permit.expect("slots stay open"),
@@ -220,6 +271,27 @@ impl JobRunner {
         while running.join_next().await.is_some() {}
     }
 
+    /// Fails the jobs whose worker died during their last attempt and tells
+    /// their kinds.
+    async fn fail_lapsed(&self, kinds: &[&'static str]) {
+        let lapsed = match self.store.fail_lapsed_jobs(kinds, now_ms()).await {
+            Ok(lapsed) => lapsed,
+            Err(e) => return tracing::warn!(error = %e, "failing lapsed background jobs failed"),
+        };
+        for job in lapsed {
+            tracing::warn!(job.kind = %job.kind, job.key = %job.key, "background job failed: its worker stopped during every attempt");
+            metrics::counter!("weft_jobs_ended_total", "kind" => job.kind.clone(), "outcome" => "failed").increment(1);
+            if let Some(kind) = self.kinds.get(job.kind.as_str()).cloned() {
+                kind.gave_up(
+                    self.store.clone(),
+                    job.payload,
+                    weft_shared::store::LAPSED.to_owned(),
+                )
+                .await;
+            }
+        }
+    }
+
     /// One attempt of `job`: run its kind beside the lease renewals, then end it.
     async fn execute(&self, job: ClaimedJob, stop: CancellationToken) {
         let Some(kind) = self.kinds.get(job.kind.as_str()).cloned() else {
@@ -230,13 +302,14 @@ impl JobRunner {
             id: job.id.clone(),
             key: job.key.clone(),
             attempt: job.attempt,
+            max_attempts: job.max_attempts,
             resumed_from: job.progress.clone(),
             progress: Arc::default(),
         };
         let span = tracing::info_span!("job", job.kind = %job.kind, job.key = %job.key, job.attempt = job.attempt);
         // Its own task, so a panic ends only this attempt; aborted when this
         // future is dropped.
-        let mut work = AbortOnDrop(tokio::spawn(kind.start(cx.clone(), &job.payload)));
+        let mut work = AbortOnDrop(tokio::spawn(kind.clone().start(cx.clone(), &job.payload)));
         let every = self.settings.lease / 3;
         let mut renewals = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
         let result = loop {
@@ -282,10 +355,21 @@ impl JobRunner {
             }
             JobEnd::Released => {}
         }
-        self.end(&job, &cx, end).await;
+        let given_up = match &end {
+            JobEnd::Failed { error } => Some(error.clone()),
+            JobEnd::Retry { error, .. } if job.attempt >= job.max_attempts => Some(error.clone()),
+            _ => None,
+        };
+        if self.end(&job, &cx, end).await
+            && let Some(error) = given_up
+        {
+            kind.gave_up(self.store.clone(), job.payload.clone(), error)
+                .await;
+        }
     }
 
-    async fn end(&self, job: &ClaimedJob, cx: &JobContext, end: JobEnd) {
+    /// Ends the attempt; true when it was still this runner's to end.
+    async fn end(&self, job: &ClaimedJob, cx: &JobContext, end: JobEnd) -> bool {
         let outcome = match &end {
             JobEnd::Succeeded => "succeeded",
             JobEnd::Retry { .. } => "retry",
@@ -311,13 +395,18 @@ impl JobRunner {
         .await;
         match ended {
             Ok(true) => {
-                metrics::counter!("weft_jobs_ended_total", "kind" => job.kind.clone(), "outcome" => outcome).increment(1)
+                metrics::counter!("weft_jobs_ended_total", "kind" => job.kind.clone(), "outcome" => outcome).increment(1);
+                true
             }
             Ok(false) => {
-                metrics::counter!("weft_jobs_ended_total", "kind" => job.kind.clone(), "outcome" => "lost").increment(1)
+                metrics::counter!("weft_jobs_ended_total", "kind" => job.kind.clone(), "outcome" => "lost").increment(1);
+                false
             }
             // The lease runs out and another worker takes the job over.
-            Err(e) => tracing::warn!(job.kind = %job.kind, job.key = %job.key, error = %e, "ending a background job failed"),
+            Err(e) => {
+                tracing::warn!(job.kind = %job.kind, job.key = %job.key, error = %e, "ending a background job failed");
+                false
+            }
         }
     }
 }

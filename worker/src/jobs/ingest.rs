@@ -1,0 +1,135 @@
+//! `knowledge.ingest`: a knowledge base document read, chunked and indexed.
+//!
+//! The upload stored the bytes (by hash) and the document row with this job;
+//! here the bytes are read in a `weft extract` child (PDFs page by page), cut
+//! into chunks that know their heading path or page (`weft_knowledge::chunk`),
+//! their words segmented for the lexical index, and all of it written in one
+//! transaction that replaces whatever an interrupted attempt left — so a worker
+//! killed mid-ingest and the one that takes over end with the document `ready`
+//! once and no chunk twice. A document deleted meanwhile ends the job quietly.
+//!
+//! What cannot work on a retry fails at once, with a message for the page: a
+//! type that has no text, a PDF without a text layer, a file the reader gave
+//! up on. What may (the database, the blob store, no free reader) is retried
+//! with the runner's backoff, the last error shown on the document meanwhile.
+
+use weft_files::isolate::{Extractor, Failure};
+use weft_knowledge::{ChunkOptions, segment};
+use weft_shared::api::DocumentStatus;
+use weft_shared::blobs::Blobs;
+use weft_shared::config::LiveConfig;
+use weft_shared::job::IngestDocument;
+use weft_shared::store::{NewChunk, Store, StoreError};
+
+use super::{BackgroundJob, JobContext, JobError};
+
+pub struct Ingest {
+    pub blobs: Blobs,
+    pub extractor: Extractor,
+    pub live: LiveConfig,
+}
+
+fn retry(what: &str) -> impl Fn(StoreError) -> JobError + '_ {
+    move |e| JobError::Retry(format!("{what}: {e}"))
+}
+
+impl BackgroundJob for Ingest {
+    type Payload = IngestDocument;
+
+    async fn run(&self, cx: JobContext, job: IngestDocument) -> Result<(), JobError> {
+        let store = &cx.store;
+        let Some(doc) = store
+            .knowledge_document_unscoped(&job.document_id)
+            .await
+            .map_err(retry("reading the document"))?
+        else {
+            return Ok(());
+        };
+        if matches!(doc.status, DocumentStatus::Ready | DocumentStatus::Failed) {
+            return Ok(());
+        }
+        store
+            .knowledge_document_processing(&doc.id)
+            .await
+            .map_err(retry("marking the document"))?;
+        let result = self.ingest(store, &doc).await;
+        if let Err(JobError::Retry(error)) = &result
+            && cx.attempt < cx.max_attempts
+        {
+            // Shown while it waits for the next try.
+            let _ = store.knowledge_document_retrying(&doc.id, error).await;
+        }
+        result
+    }
+
+    async fn gave_up(&self, store: &Store, job: IngestDocument, error: &str) {
+        if let Err(e) = store
+            .knowledge_document_failed(&job.document_id, error)
+            .await
+        {
+            tracing::warn!(document = %job.document_id, error = %e, "marking a document failed did not work");
+        }
+    }
+}
+
+impl Ingest {
+    async fn ingest(
+        &self,
+        store: &Store,
+        doc: &weft_shared::store::KnowledgeDocument,
+    ) -> Result<(), JobError> {
+        let bytes = self
+            .blobs
+            .get(&doc.sha256)
+            .await
+            .map_err(|e| JobError::Retry(format!("reading the file: {e}")))?;
+        let det = weft_files::Detected::from_mime(&doc.mime).ok_or_else(|| {
+            JobError::Fail(format!("{} documents have no text to index", doc.mime))
+        })?;
+        let text = match self.extractor.document_paged(&det, bytes).await {
+            Ok(text) => text,
+            Err(Failure::NotStarted(why)) => {
+                return Err(JobError::Retry(format!("no reader could start: {why}")));
+            }
+            Err(failure) => return Err(JobError::Fail(failure.to_string())),
+        };
+        let paged = doc.mime == weft_files::mime::PDF;
+        if text.trim().is_empty() {
+            return Err(JobError::Fail(if paged {
+                "no text layer (scanned PDF)".into()
+            } else {
+                "the document has no text".into()
+            }));
+        }
+        let cfg = self.live.get().knowledge.clone();
+        let opts = ChunkOptions {
+            max_tokens: cfg.chunk_tokens,
+            overlap_tokens: cfg.chunk_overlap_tokens,
+        };
+        // Chunking and segmenting are CPU work (a long document, jieba's
+        // dictionary on first use): off the async threads.
+        let chunks = tokio::task::spawn_blocking(move || {
+            weft_knowledge::chunk(&text, paged, opts, &|s| weft_llm::tokens::estimate(s))
+                .into_iter()
+                .map(|c| NewChunk {
+                    lexical: segment::lexical(&format!("{}\n{}", c.heading, c.text)),
+                    text: c.text,
+                    heading: c.heading,
+                    page: c.page,
+                    tokens: c.tokens,
+                })
+                .collect::<Vec<_>>()
+        })
+        .await
+        .map_err(|e| JobError::Retry(format!("chunking stopped: {e}")))?;
+        match store.replace_knowledge_chunks(&doc.id, &chunks).await {
+            Ok(()) => {
+                tracing::info!(document = %doc.id, chunks = chunks.len(), "document indexed");
+                Ok(())
+            }
+            // Deleted while it was read: nothing to index.
+            Err(StoreError::NotFound) => Ok(()),
+            Err(e) => Err(JobError::Retry(format!("storing the chunks: {e}"))),
+        }
+    }
+}
