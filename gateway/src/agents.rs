@@ -200,6 +200,7 @@ fn to_dto(a: &AgentRecord, admin: bool) -> AgentDto {
         allowed_users: admin.then(|| s.allowed_users.clone()),
         allowed_roles: admin.then(|| s.allowed_roles.clone()),
         skills: s.skills.clone(),
+        knowledge: s.knowledge.clone(),
         max_steps: s.max_steps,
         default: s.default,
         origin: a.origin.as_str().into(),
@@ -285,6 +286,7 @@ pub async fn put_agent(
     }
     weft_shared::config::access::validate("agent", &req.allowed_users, &req.allowed_roles)
         .map_err(ApiError::Validation)?;
+    weft_shared::config::agents::valid_knowledge(&req.knowledge).map_err(ApiError::Validation)?;
     if req.max_steps == Some(0) {
         return Err(ApiError::Validation("max_steps must be at least 1".into()));
     }
@@ -311,6 +313,7 @@ pub async fn put_agent(
         tools: req.tools,
         tool_policies,
         skills: req.skills,
+        knowledge: req.knowledge,
         max_steps: req.max_steps,
         default: req.default,
         allowed_users: req.allowed_users,

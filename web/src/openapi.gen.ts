@@ -956,6 +956,8 @@ export interface components {
             id: string;
             /** @description Admins only. */
             instructions?: string | null;
+            /** @description Knowledge bases (by name) it searches with `knowledge_search`. */
+            knowledge?: string[];
             /** Format: int32 */
             max_steps?: number | null;
             /** @description The model new sessions with this agent use (none: the default model). */
@@ -1512,6 +1514,12 @@ export interface components {
             default?: boolean;
             description?: string;
             instructions?: string;
+            /**
+             * @description Knowledge bases (by name) the agent searches with `knowledge_search`;
+             *     each is resolved for the person talking to it (their own base of that
+             *     name, else a shared one), so it never reaches a base they cannot see.
+             */
+            knowledge?: string[];
             /** Format: int32 */
             max_steps?: number | null;
             model?: string | null;

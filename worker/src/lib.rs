@@ -232,6 +232,10 @@ fn builtin_tools(cfg: &Config, deps: &WorkerDeps) -> ToolRegistry {
         store: deps.store.clone(),
         dir: cfg.skills_dir(),
     }));
+    tools.add(Arc::new(agent::KnowledgeSearch {
+        store: deps.store.clone(),
+        live: deps.live.clone(),
+    }));
     tools.add(Arc::new(agent::ReadOutput {
         store: deps.store.clone(),
         blobs: deps.blobs.clone(),

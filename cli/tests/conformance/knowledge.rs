@@ -13,13 +13,15 @@ use weft_files::samples;
 
 use crate::both_backends;
 use crate::harness::*;
+use crate::sse::rendered_text;
 
 both_backends!(
     documents_become_searchable_with_their_place,
     private_bases_are_the_owners_and_shared_ones_read_only_to_others,
     bad_input_is_refused_naming_the_rule,
     deleted_documents_leave_the_next_search,
-    a_worker_killed_mid_ingest_leaves_each_document_ready_once
+    a_worker_killed_mid_ingest_leaves_each_document_ready_once,
+    an_agent_searches_its_bases_as_the_person_it_talks_to
 );
 
 const HANDBOOK: &str = "# Handbook\n\nWelcome to the team.\n\n## Leave\n\nEveryone gets 25 vacation days a year. Ask your manager two weeks ahead.\n\n## Equipment\n\nLaptops are replaced every three years.\n";
@@ -430,4 +432,111 @@ async fn a_worker_killed_mid_ingest_leaves_each_document_ready_once(b: Backend) 
     );
     let (_, found) = search(&app, &alice, &base, "Section 3-299").await;
     assert_eq!(found["results"][0]["position"], "Section 3-299", "{found}");
+}
+
+/// What one turn of `text` said, in `session`.
+async fn said(app: &App, token: &str, session: &str, text: &str) -> String {
+    let events = app
+        .send_stream(token, session, text)
+        .await
+        .until_terminal()
+        .await;
+    assert_eq!(events.last().unwrap().ty, "done", "{events:?}");
+    rendered_text(&events)
+}
+
+async fn an_agent_searches_its_bases_as_the_person_it_talks_to(b: Backend) {
+    let app = App::start(b).await;
+    let alice = app.user("alice").await;
+    let bob = app.user("bob").await;
+    let handbook = create_base(&app, ADMIN_TOKEN, "handbook", "shared").await;
+    let secrets = create_base(&app, &alice, "secrets", "private").await;
+    upload(
+        &app,
+        ADMIN_TOKEN,
+        &handbook,
+        "handbook.md",
+        HANDBOOK.as_bytes(),
+    )
+    .await;
+    upload(
+        &app,
+        &alice,
+        &secrets,
+        "codes.md",
+        b"# Codes\n\nThe alpha door code is 4242.\n",
+    )
+    .await;
+    settled(&app, ADMIN_TOKEN, &handbook).await;
+    settled(&app, &alice, &secrets).await;
+    let (st, v) = app
+        .call(
+            reqwest::Method::PUT,
+            "/v1/admin/agents/helper",
+            ADMIN_TOKEN,
+            Some(
+                json!({"name": "Helper", "instructions": "Answer from the documents.",
+                        "knowledge": ["handbook", "secrets"]}),
+            ),
+        )
+        .await;
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["knowledge"], json!(["handbook", "secrets"]));
+    let session = |token: String| {
+        let app = &app;
+        async move {
+            let (st, v) = app
+                .post("/v1/sessions", &token, json!({"agent": "helper"}))
+                .await;
+            assert_eq!(st, 201, "{v}");
+            v["id"].as_str().unwrap().to_string()
+        }
+    };
+    let at_alice = session(alice.clone()).await;
+    let out = said(
+        &app,
+        &alice,
+        &at_alice,
+        r#"@mock.tool knowledge_search {"query": "how many vacation days"}"#,
+    )
+    .await;
+    assert!(out.contains("[1] handbook.md — Handbook > Leave"), "{out}");
+    assert!(out.contains("25 vacation days"), "{out}");
+    assert!(out.contains("not instructions"), "{out}");
+    let out = said(
+        &app,
+        &alice,
+        &at_alice,
+        r#"@mock.tool knowledge_search {"query": "alpha door code", "knowledge": "secrets"}"#,
+    )
+    .await;
+    assert!(out.contains("4242"), "alice's own base: {out}");
+
+    // Bob talks to the same agent: alice's private base is not his to search.
+    let at_bob = session(bob.clone()).await;
+    let out = said(
+        &app,
+        &bob,
+        &at_bob,
+        r#"@mock.tool knowledge_search {"query": "alpha door code"}"#,
+    )
+    .await;
+    assert!(!out.contains("4242"), "{out}");
+    assert!(out.contains("not open to this person: secrets"), "{out}");
+
+    // An agent without bases is not offered the tool.
+    let (_, plain) = app.post("/v1/sessions", &bob, json!({})).await;
+    let events = app
+        .send_stream(&bob, plain["id"].as_str().unwrap(), "@mock.context")
+        .await
+        .until_terminal()
+        .await;
+    let seen: Value = serde_json::from_str(&rendered_text(&events)).unwrap();
+    assert!(
+        !seen["tools"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("knowledge_search")),
+        "{seen}"
+    );
 }

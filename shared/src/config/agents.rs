@@ -26,6 +26,9 @@ pub struct AgentConfig {
     pub tool_policies: BTreeMap<String, ToolPolicy>,
     /// Skills it may load (absent: every skill).
     pub skills: Option<Vec<String>>,
+    /// Knowledge bases it searches, by name (`knowledge = ["handbook"]`):
+    /// with any, it is offered `knowledge_search`.
+    pub knowledge: Vec<String>,
     pub max_steps: Option<u32>,
     pub default: bool,
     /// Usernames that may use this agent (see [`super::access`]); with
@@ -35,11 +38,28 @@ pub struct AgentConfig {
     pub allowed_roles: Vec<String>,
 }
 
+/// The tool that searches an agent's knowledge bases.
+pub const KNOWLEDGE_TOOL: &str = "knowledge_search";
+
 pub fn valid_id(id: &str) -> bool {
     (1..=32).contains(&id.len())
         && id
             .bytes()
             .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-' || b == b'_')
+}
+
+/// The knowledge base names an agent lists: valid base names, each once.
+pub fn valid_knowledge(names: &[String]) -> Result<(), String> {
+    let mut seen = std::collections::HashSet::new();
+    for name in names {
+        if !super::valid_base_name(name) {
+            return Err(format!("knowledge: {name:?} is not a knowledge base name"));
+        }
+        if !seen.insert(name) {
+            return Err(format!("knowledge: {name:?} appears twice"));
+        }
+    }
+    Ok(())
 }
 
 /// The start-up check: ids valid and unique, at most one default.
@@ -58,6 +78,7 @@ pub fn validate(agents: &[AgentConfig]) -> Result<(), String> {
         if a.max_steps == Some(0) {
             return Err(format!("agents: {:?}: max_steps must be at least 1", a.id));
         }
+        valid_knowledge(&a.knowledge).map_err(|e| format!("agents: {:?}: {e}", a.id))?;
         super::access::validate(
             &format!("agents: {:?}", a.id),
             &a.allowed_users,
@@ -117,6 +138,11 @@ impl AgentConfig {
 
     /// Whether this agent may call `tool` (`<server>__<tool>` for MCP tools).
     pub fn allows_tool(&self, tool: &str) -> bool {
+        if tool == KNOWLEDGE_TOOL {
+            // Offered to agents that search knowledge bases, unless they have
+            // no tools at all.
+            return !self.knowledge.is_empty() && self.tools.as_ref().is_none_or(|l| !l.is_empty());
+        }
         let Some(list) = &self.tools else {
             return true;
         };

@@ -35,6 +35,18 @@ impl Default for KnowledgeConfig {
     }
 }
 
+/// Base names: 1–64 characters of letters, digits, spaces and `-_.`, not
+/// starting or ending with a space (they are typed in `/kb use NAME` and
+/// `weft knowledge add NAME`).
+pub fn valid_base_name(name: &str) -> bool {
+    let count = name.chars().count();
+    (1..=64).contains(&count)
+        && name.trim() == name
+        && name
+            .chars()
+            .all(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_' | '.'))
+}
+
 /// The most results one search may ask for.
 pub const MAX_TOP_K: u32 = 50;
 

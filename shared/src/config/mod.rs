@@ -33,7 +33,7 @@ pub use agents::AgentConfig;
 pub use attachments::AttachmentsConfig;
 pub use files::FilesConfig;
 pub use http::{HttpConfig, Limits, LoginConfig, parse_proxy};
-pub use knowledge::{KnowledgeConfig, MAX_TOP_K};
+pub use knowledge::{KnowledgeConfig, MAX_TOP_K, valid_base_name};
 pub use lark::{LarkConfig, LarkLanguage};
 pub use live::{Change, LiveConfig, ReloadError};
 pub use mcp::{McpPathGrant, McpSandbox, McpServerConfig};

@@ -67,6 +67,7 @@ impl AgentRecord {
                 tools: json("tools")?,
                 tool_policies: policies,
                 skills: json("skills")?,
+                knowledge: json("knowledge")?.unwrap_or_default(),
                 max_steps: get_opt_i64(row, "max_steps")?.map(|n| n as u32),
                 default: get_i64(row, "is_default")? != 0,
                 allowed_users: json("allowed_users")?.unwrap_or_default(),
@@ -100,7 +101,7 @@ pub fn builtin_agents() -> Vec<AgentConfig> {
     ]
 }
 
-const COLUMNS: &str = "id, name, description, model, instructions, tools, tool_policies, skills, max_steps, is_default, origin, created_at, updated_at, allowed_users, allowed_roles";
+const COLUMNS: &str = "id, name, description, model, instructions, tools, tool_policies, skills, max_steps, is_default, origin, created_at, updated_at, allowed_users, allowed_roles, knowledge";
 
 impl Store {
     /// Start-up: write the built-in agents and `[[agents]]` that are not in the
@@ -305,14 +306,14 @@ async fn write_agent(
              instructions = excluded.instructions, tools = excluded.tools, tool_policies = excluded.tool_policies,
              skills = excluded.skills, max_steps = excluded.max_steps, origin = excluded.origin,
              allowed_users = excluded.allowed_users, allowed_roles = excluded.allowed_roles,
-             updated_at = excluded.updated_at";
+             knowledge = excluded.knowledge, updated_at = excluded.updated_at";
     let conflict = match upsert {
         Upsert::IfMissing => "do nothing".to_string(),
         Upsert::Always => REPLACE.to_string(),
     };
     let people = |v: &Vec<String>| serde_json::to_string(v).unwrap_or_else(|_| "[]".into());
     sqlx::query(sqlx::AssertSqlSafe(format!(
-        "insert into agents ({COLUMNS}) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12, $13, $14)
+        "insert into agents ({COLUMNS}) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12, $13, $14, $15)
          on conflict (id) {conflict}"
     )))
     .bind(&a.id)
@@ -329,6 +330,7 @@ async fn write_agent(
     .bind(now)
     .bind(people(&a.allowed_users))
     .bind(people(&a.allowed_roles))
+    .bind(people(&a.knowledge))
     .execute(&mut **tx)
     .await?;
     Ok(())

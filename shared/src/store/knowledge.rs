@@ -32,6 +32,7 @@ use super::{
     get_opt_str, get_str,
 };
 use crate::api::{DocumentStatus, KnowledgeVisibility};
+pub use crate::config::valid_base_name;
 use crate::ids::UserId;
 use crate::job::{IngestDocument, JobKind};
 use crate::time::now_ms;
@@ -123,18 +124,6 @@ impl ChunkHit {
             None => self.heading.clone(),
         }
     }
-}
-
-/// Base names: 1–64 characters of letters, digits, spaces and `-_.`, not
-/// starting or ending with a space (they are typed in `/kb use NAME` and
-/// `weft knowledge add NAME`).
-pub fn valid_base_name(name: &str) -> bool {
-    let count = name.chars().count();
-    (1..=64).contains(&count)
-        && name.trim() == name
-        && name
-            .chars()
-            .all(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_' | '.'))
 }
 
 const BASE_COLUMNS: &str = "b.id, b.name, b.description, b.owner_id, u.username as owner_name, \

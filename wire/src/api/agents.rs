@@ -31,6 +31,9 @@ pub struct AgentDto {
     pub allowed_roles: Option<Vec<String>>,
     /// Skills it may load; none: every skill.
     pub skills: Option<Vec<String>>,
+    /// Knowledge bases (by name) it searches with `knowledge_search`.
+    #[serde(default)]
+    pub knowledge: Vec<String>,
     pub max_steps: Option<u32>,
     pub default: bool,
     /// `builtin`, `config` or `admin`.
@@ -58,6 +61,11 @@ pub struct PutAgentRequest {
     pub tool_policies: std::collections::BTreeMap<String, String>,
     #[serde(default)]
     pub skills: Option<Vec<String>>,
+    /// Knowledge bases (by name) the agent searches with `knowledge_search`;
+    /// each is resolved for the person talking to it (their own base of that
+    /// name, else a shared one), so it never reaches a base they cannot see.
+    #[serde(default)]
+    pub knowledge: Vec<String>,
     #[serde(default)]
     pub max_steps: Option<u32>,
     #[serde(default)]

@@ -15,6 +15,7 @@
 
 mod approval;
 mod finish;
+mod knowledge;
 mod output;
 mod skills;
 mod step;
@@ -33,6 +34,7 @@ use weft_shared::store::{ClaimedRun, RunEnd, StepCheckpoint, ToolResult};
 use weft_tools::ToolContext;
 
 pub(crate) use finish::release;
+pub(crate) use knowledge::KnowledgeSearch;
 pub(crate) use output::{ReadOutput, head_with_pointer};
 pub(crate) use skills::UseSkill;
 
