@@ -121,6 +121,47 @@ pub enum SessionsCommand {
     },
 }
 
+#[derive(Debug, Subcommand)]
+pub enum KnowledgeCommand {
+    /// The knowledge bases you may search: yours and the shared ones.
+    List,
+    /// Make a knowledge base (private unless --shared, which is for admins).
+    Create {
+        /// 1–64 letters, digits, spaces, '-', '_' or '.'.
+        name: String,
+        #[arg(long, default_value = "")]
+        description: String,
+        /// Every user may search it (admins only).
+        #[arg(long)]
+        shared: bool,
+    },
+    /// Add files, and every file in folders, then wait until each is indexed.
+    Add {
+        name: String,
+        /// Files and folders (folders are walked; hidden entries are skipped).
+        #[arg(required = true)]
+        paths: Vec<std::path::PathBuf>,
+        /// Return once uploaded, without waiting for the indexing.
+        #[arg(long)]
+        no_wait: bool,
+    },
+    /// The documents of a base, with their status.
+    Docs { name: String },
+    /// Search a base: numbered passages with their document and page or section.
+    Search {
+        name: String,
+        query: String,
+        /// How many passages (1–50).
+        #[arg(long)]
+        top_k: Option<u32>,
+    },
+    /// Delete a base, or one of its documents (by id or name).
+    Rm {
+        name: String,
+        document: Option<String>,
+    },
+}
+
 /// What a client invocation asks for.
 pub enum ClientCommand {
     Talk {
@@ -134,6 +175,7 @@ pub enum ClientCommand {
     },
     Logout,
     Sessions(SessionsCommand),
+    Knowledge(KnowledgeCommand),
     Models,
 }
 
@@ -184,6 +226,40 @@ fn dispatch(connect: ConnectArgs, cmd: ClientCommand) -> Result<u8, ClientError>
         }
         ClientCommand::Logout => ok(runtime(false)?.block_on(commands::logout(&gw))),
         ClientCommand::Models => ok(runtime(false)?.block_on(commands::models(&gw))),
+        ClientCommand::Knowledge(c) => runtime(false)?.block_on(async {
+            use weft_client::knowledge as kb;
+            match c {
+                KnowledgeCommand::List => kb::list(&gw).await.map(|()| true),
+                KnowledgeCommand::Create {
+                    name,
+                    description,
+                    shared,
+                } => kb::create(&gw, &name, &description, shared)
+                    .await
+                    .map(|()| true),
+                KnowledgeCommand::Add {
+                    name,
+                    paths,
+                    no_wait,
+                } => kb::add(&gw, &name, &paths, no_wait).await,
+                KnowledgeCommand::Docs { name } => kb::documents(&gw, &name).await.map(|()| true),
+                KnowledgeCommand::Search { name, query, top_k } => {
+                    kb::search(&gw, &name, &query, top_k).await.map(|()| true)
+                }
+                KnowledgeCommand::Rm { name, document } => {
+                    kb::remove(&gw, &name, document.as_deref())
+                        .await
+                        .map(|()| true)
+                }
+            }
+            .map(|all| {
+                if all {
+                    weft_client::exit::OK
+                } else {
+                    weft_client::exit::RUN_FAILED
+                }
+            })
+        }),
         ClientCommand::Sessions(c) => ok(runtime(false)?.block_on(async {
             match c {
                 SessionsCommand::List { limit } => commands::sessions_list(&gw, limit).await,

@@ -17,7 +17,9 @@ static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 use clap::{Parser, Subcommand};
 use weft_shared::telemetry::{Process, Telemetry};
 
-use crate::client::{ChatArgs, ClientCommand, ConnectArgs, OneShotArgs, SessionsCommand};
+use crate::client::{
+    ChatArgs, ClientCommand, ConnectArgs, KnowledgeCommand, OneShotArgs, SessionsCommand,
+};
 use crate::server::{AdminCommand, ListenArgs, MetricsArgs, ServerArgs};
 
 #[derive(Debug, Parser)]
@@ -120,6 +122,13 @@ enum Command {
         #[command(flatten)]
         connect: ConnectArgs,
     },
+    /// Knowledge bases: list, create, add files and folders, search, remove.
+    Knowledge {
+        #[command(subcommand)]
+        command: KnowledgeCommand,
+        #[command(flatten)]
+        connect: ConnectArgs,
+    },
     /// The models the gateway offers.
     Models {
         #[command(flatten)]
@@ -185,6 +194,9 @@ fn main() -> std::process::ExitCode {
         Some(Command::Logout { connect }) => (connect, ClientCommand::Logout),
         Some(Command::Sessions { command, connect }) => (connect, ClientCommand::Sessions(command)),
         Some(Command::Models { connect }) => (connect, ClientCommand::Models),
+        Some(Command::Knowledge { command, connect }) => {
+            (connect, ClientCommand::Knowledge(command))
+        }
         // No runtime, no config, no logging: a child that reads one file and exits.
         Some(Command::Extract {
             kind,
@@ -291,6 +303,7 @@ async fn run_server(command: Command, telemetry: &mut Option<Telemetry>) -> anyh
         | Command::Login { .. }
         | Command::Logout { .. }
         | Command::Sessions { .. }
+        | Command::Knowledge { .. }
         | Command::Models { .. }
         | Command::Extract { .. }
         | Command::Update(_) => unreachable!("client commands are dispatched in main"),

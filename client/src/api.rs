@@ -249,6 +249,78 @@ impl Gateway {
             .await
     }
 
+    pub async fn knowledge_bases(&self) -> Result<weft_wire::api::KnowledgeBaseList> {
+        self.get("/v1/knowledge").await
+    }
+
+    pub async fn create_knowledge_base(
+        &self,
+        req: &weft_wire::api::CreateKnowledgeBase,
+    ) -> Result<weft_wire::api::KnowledgeBaseDto> {
+        self.json(Method::POST, "/v1/knowledge", Some(req)).await
+    }
+
+    pub async fn knowledge_documents(
+        &self,
+        base: &str,
+    ) -> Result<weft_wire::api::KnowledgeDocumentList> {
+        self.get(&format!("/v1/knowledge/{base}/documents")).await
+    }
+
+    /// `POST …/documents` with one file part; uploads of large files get
+    /// minutes, not the usual 30 s.
+    pub async fn upload_knowledge(
+        &self,
+        base: &str,
+        file: &crate::attach::Upload,
+    ) -> Result<weft_wire::api::KnowledgeUploadResult> {
+        let path = format!("/v1/knowledge/{base}/documents");
+        let form = Form::new().part(
+            "file",
+            Part::bytes(file.bytes.clone()).file_name(file.name.clone()),
+        );
+        let rb = self
+            .request(Method::POST, &path)?
+            .timeout(Duration::from_secs(600))
+            .multipart(form);
+        let body = self
+            .execute(rb, &path)
+            .await?
+            .text()
+            .await
+            .map_err(|e| self.transport(e))?;
+        crate::clean::decode(&body)
+            .map_err(|e| ClientError::Local(format!("unexpected answer from {path}: {e}")))
+    }
+
+    pub async fn search_knowledge(
+        &self,
+        base: &str,
+        req: &weft_wire::api::KnowledgeSearch,
+    ) -> Result<weft_wire::api::KnowledgeSearchResults> {
+        self.json(
+            Method::POST,
+            &format!("/v1/knowledge/{base}/search"),
+            Some(req),
+        )
+        .await
+    }
+
+    /// Deletes a base (`doc` none) or one of its documents.
+    pub async fn delete_knowledge(&self, base: &str, doc: Option<&str>) -> Result<()> {
+        let path = match doc {
+            Some(doc) => format!("/v1/knowledge/{base}/documents/{doc}"),
+            None => format!("/v1/knowledge/{base}"),
+        };
+        self.execute(
+            self.request(Method::DELETE, &path)?
+                .timeout(REQUEST_TIMEOUT),
+            &path,
+        )
+        .await
+        .map(drop)
+    }
+
     pub async fn run(&self, id: &str) -> Result<RunDto> {
         self.get(&format!("/v1/runs/{id}")).await
     }

@@ -24,6 +24,7 @@ pub mod commands;
 pub mod config;
 pub mod error;
 pub mod interrupt;
+pub mod knowledge;
 pub mod oneshot;
 pub mod render;
 pub mod repl;
@@ -36,7 +37,8 @@ pub use error::ClientError;
 /// Exit codes of the client commands (the contract).
 pub mod exit {
     pub const OK: u8 = 0;
-    /// The run failed or was cancelled.
+    /// The run failed or was cancelled (`weft knowledge add`: a file was
+    /// refused or could not be indexed).
     pub const RUN_FAILED: u8 = 1;
     pub const USAGE: u8 = 2;
     /// Authentication or connection problem.
