@@ -31,7 +31,7 @@ use crate::AppState;
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
 use crate::extract::ApiJson;
-use crate::uploads::{Upload, clean_name, detect_all, upload_room};
+use crate::uploads::{Upload, clean_name, detect_all, is_multipart, upload_room};
 
 /// Words of a query the index is asked for; the rest are dropped.
 const MAX_QUERY_TERMS: usize = 32;
@@ -258,16 +258,7 @@ impl FromRequest<AppState> for UploadBody {
                 mib(cfg.knowledge.max_document_bytes)
             ))
         };
-        let multipart = req
-            .headers()
-            .get(axum::http::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| {
-                v.trim_start()
-                    .to_ascii_lowercase()
-                    .starts_with("multipart/form-data")
-            });
-        if !multipart {
+        if !is_multipart(req.headers()) {
             let ApiJson(body) = ApiJson::<KnowledgeUpload>::from_request(req, state)
                 .await
                 .map_err(|e| match e {

@@ -337,6 +337,18 @@ impl WithAttachments for weft_shared::api::ChatRequest {
     }
 }
 
+/// Whether the body is `multipart/form-data` (else JSON).
+pub(crate) fn is_multipart(headers: &axum::http::HeaderMap) -> bool {
+    headers
+        .get(axum::http::header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| {
+            v.trim_start()
+                .to_ascii_lowercase()
+                .starts_with("multipart/form-data")
+        })
+}
+
 /// File parts a multipart send may have, whatever the limits say: past it the
 /// request is refused before more parts are read.
 const MAX_FILE_PARTS: usize = 32;
@@ -350,16 +362,7 @@ where
     async fn from_request(req: axum::extract::Request, state: &AppState) -> Result<Self, ApiError> {
         let max = send_body_limit(&state.config()) as u64;
         let room = upload_room(state, req.headers(), req.extensions(), max).await?;
-        let multipart = req
-            .headers()
-            .get(axum::http::header::CONTENT_TYPE)
-            .and_then(|v| v.to_str().ok())
-            .is_some_and(|v| {
-                v.trim_start()
-                    .to_ascii_lowercase()
-                    .starts_with("multipart/form-data")
-            });
-        if !multipart {
+        if !is_multipart(req.headers()) {
             let crate::extract::ApiJson(mut body) =
                 crate::extract::ApiJson::<T>::from_request(req, state).await?;
             let files = from_json(body.take_attachments())?;

@@ -186,15 +186,31 @@ impl Store {
     /// Enqueue the job `job` of a kind (its key, payload and attempts as the
     /// kind says), not before `run_after` (unix ms; `0` is now).
     pub async fn enqueue<J: JobKind>(&self, job: &J, run_after: i64) -> Result<Enqueued> {
+        let mut tx = self.begin().await?;
+        let out = self.insert_kind_job(&mut tx, job, run_after).await?;
+        tx.commit().await?;
+        Ok(out)
+    }
+
+    /// [`Store::enqueue`] inside a transaction of another store module.
+    pub(crate) async fn insert_kind_job<J: JobKind>(
+        &self,
+        tx: &mut WriteTx,
+        job: &J,
+        run_after: i64,
+    ) -> Result<Enqueued> {
         let payload = serde_json::to_string(job)
             .map_err(|e| StoreError::Other(format!("encoding a {} job: {e}", J::KIND)))?;
-        self.enqueue_job(&NewJob {
-            kind: J::KIND,
-            key: &job.key(),
-            payload: &payload,
-            run_after,
-            max_attempts: J::MAX_ATTEMPTS,
-        })
+        self.insert_job(
+            tx,
+            &NewJob {
+                kind: J::KIND,
+                key: &job.key(),
+                payload: &payload,
+                run_after,
+                max_attempts: J::MAX_ATTEMPTS,
+            },
+        )
         .await
     }
 

@@ -334,19 +334,7 @@ impl Store {
             let job = IngestDocument {
                 document_id: id.clone(),
             };
-            let payload = serde_json::to_string(&job)
-                .map_err(|e| StoreError::Other(format!("encoding a job: {e}")))?;
-            self.insert_job(
-                &mut tx,
-                &super::NewJob {
-                    kind: IngestDocument::KIND,
-                    key: &job.key(),
-                    payload: &payload,
-                    run_after: 0,
-                    max_attempts: IngestDocument::MAX_ATTEMPTS,
-                },
-            )
-            .await?;
+            self.insert_kind_job(&mut tx, &job, 0).await?;
             sqlx::query("update knowledge_bases set updated_at = $1 where id = $2")
                 .bind(now)
                 .bind(base_id)
