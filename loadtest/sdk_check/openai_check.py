@@ -220,4 +220,29 @@ del part["image_url"]["detial"]
 part["type"] = "image"
 check("a wrong part type is refused", conformance_problem(ChatCompletionUserMessageParam, broken) is not None)
 
+# Embeddings: the SDK's client (base64 by default, decoded by the SDK) and
+# floats agree; texts that share words are nearer than unrelated ones.
+def cosine(a, b):
+    return sum(x * y for x, y in zip(a, b))
+
+emb = client.embeddings.create(
+    model="mock",
+    input=["How do I reset my password?", "Resetting a forgotten password", "The cafeteria opens at noon"],
+)
+check("embeddings: one vector per input, in order", [d.index for d in emb.data] == [0, 1, 2], emb.data)
+check("embeddings: 256 dimensions", all(len(d.embedding) == 256 for d in emb.data))
+check("embeddings: unit length", all(abs(cosine(d.embedding, d.embedding) - 1) < 1e-4 for d in emb.data))
+q, near, far = (d.embedding for d in emb.data)
+check("embeddings: shared words are nearer", cosine(q, near) > 2 * cosine(q, far), (cosine(q, near), cosine(q, far)))
+check("embeddings: usage counted", emb.usage.prompt_tokens > 0 and emb.usage.total_tokens == emb.usage.prompt_tokens, emb.usage)
+floats = client.embeddings.create(model="mock", input="How do I reset my password?", encoding_format="float")
+check("embeddings: float and base64 agree", max(abs(a - b) for a, b in zip(floats.data[0].embedding, q)) < 1e-6)
+small = client.embeddings.create(model="mock", input="abc", dimensions=32)
+check("embeddings: dimensions honoured", len(small.data[0].embedding) == 32)
+try:
+    client.embeddings.create(model="mock", input=[])
+    check("embeddings: empty input refused", False)
+except openai.BadRequestError as e:
+    check("embeddings: empty input refused", e.status_code == 400, e)
+
 print(f"openai sdk: {checks} checks passed")

@@ -19,6 +19,7 @@
 
 mod anthropic;
 mod anthropic_wire;
+pub mod embeddings;
 mod knobs;
 mod openai;
 mod openai_wire;
@@ -147,7 +148,7 @@ impl AppState {
 }
 
 /// The routes: `/v1/chat/completions` (also without `/v1`), `/v1/messages`
-/// (Anthropic), `/v1/models`, `/health`, `/stats` (what the knobs did) and
+/// (Anthropic), `/v1/embeddings` (deterministic vectors), `/v1/models`, `/health`, `/stats` (what the knobs did) and
 /// `/last_request` (the raw body of the last chat request).
 pub fn router(config: MockLlmConfig) -> Router {
     let knobs = Arc::new(Knobs {
@@ -177,6 +178,7 @@ pub fn router(config: MockLlmConfig) -> Router {
         .route("/chat/completions", post(openai::chat_completions))
         .route("/v1/messages", post(anthropic::messages))
         .route("/v1/models", get(openai::models))
+        .route("/v1/embeddings", post(embeddings::embeddings))
         .route("/health", get(|| async { "ok" }))
         .route("/last_request", get(last_request))
         .with_state(state)
