@@ -1,0 +1,132 @@
+//! Search: the lexical index matched with any of the query's words, and a
+//! hit's neighbours (see the module doc of `knowledge` for the ranking).
+
+use sqlx::any::AnyRow;
+
+use super::ChunkHit;
+use crate::store::{Dialect, Result, Store, get_i64, get_opt_i64, get_str};
+
+impl Store {
+    /// The chunks of `bases` that match any of `terms` (segmented words),
+    /// best first, at most `limit`.
+    pub async fn search_knowledge_lexical(
+        &self,
+        bases: &[String],
+        terms: &[String],
+        limit: u32,
+    ) -> Result<Vec<ChunkHit>> {
+        if bases.is_empty() || terms.is_empty() {
+            return Ok(Vec::new());
+        }
+        // `base_id in ($3, $4, …)`: the Any driver binds no arrays.
+        let list = (0..bases.len())
+            .map(|i| format!("${}", i + 3))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let (sql, query_text) = match self.dialect {
+            Dialect::Sqlite => (
+                format!(
+                    "select c.id, c.document_id, d.name as document_name, c.base_id, c.ord, c.text,
+                            c.heading, c.page, -bm25(knowledge_fts) as score
+                     from knowledge_fts
+                     join knowledge_chunks c on c.seq = knowledge_fts.rowid
+                     join knowledge_documents d on d.id = c.document_id
+                     where knowledge_fts match $1 and c.base_id in ({list})
+                     order by bm25(knowledge_fts) limit $2"
+                ),
+                // Each word quoted (FTS5 syntax would read `and`, `or`, `*`).
+                terms
+                    .iter()
+                    .map(|t| format!("\"{}\"", t.replace('"', "")))
+                    .collect::<Vec<_>>()
+                    .join(" OR "),
+            ),
+            Dialect::Postgres => {
+                // Postgres ranks by frequency and proximity but knows nothing of
+                // how rare a word is (BM25's IDF): a chunk that repeats one
+                // common query word would tie with one that has them all. So
+                // the score is first how many of the query's words a chunk has,
+                // then `ts_rank_cd` (below 1) among those with as many.
+                let first_term = 3 + bases.len();
+                let coverage = (0..terms.len())
+                    .map(|i| {
+                        format!(
+                            "(case when c.lexical_tsv @@ to_tsquery('simple', ${}) then 1 else 0 end)",
+                            first_term + i
+                        )
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" + ");
+                (
+                    format!(
+                        "select c.id, c.document_id, d.name as document_name, c.base_id, c.ord, c.text,
+                                c.heading, c.page,
+                                cast({coverage} as float8)
+                                  + cast(ts_rank_cd(c.lexical_tsv, to_tsquery('simple', $1), 32) as float8) as score
+                         from knowledge_chunks c
+                         join knowledge_documents d on d.id = c.document_id
+                         where c.lexical_tsv @@ to_tsquery('simple', $1) and c.base_id in ({list})
+                         order by score desc, c.id limit $2"
+                    ),
+                    terms.iter().map(|t| pg_lexeme(t)).collect::<Vec<_>>().join(" | "),
+                )
+            }
+        };
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(query_text)
+            .bind(i64::from(limit));
+        for base in bases {
+            query = query.bind(base);
+        }
+        if self.dialect == Dialect::Postgres {
+            for term in terms {
+                query = query.bind(pg_lexeme(term));
+            }
+        }
+        let rows = query.fetch_all(&self.pool).await?;
+        rows.iter().map(hit).collect()
+    }
+
+    /// The chunks of `document` with `ord` in `from..=to`, in order (a hit's
+    /// neighbours).
+    pub async fn knowledge_chunks_between(
+        &self,
+        document: &str,
+        from: i64,
+        to: i64,
+    ) -> Result<Vec<ChunkHit>> {
+        let rows = sqlx::query(
+            "select c.id, c.document_id, d.name as document_name, c.base_id, c.ord, c.text,
+                    c.heading, c.page, cast(0 as float8) as score
+             from knowledge_chunks c join knowledge_documents d on d.id = c.document_id
+             where c.document_id = $1 and c.ord between $2 and $3
+             order by c.ord",
+        )
+        .bind(document)
+        .bind(from)
+        .bind(to)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(hit).collect()
+    }
+}
+
+/// A word as a tsquery lexeme. Words are letters and digits only
+/// (`segment::words`); quoted anyway.
+fn pg_lexeme(term: &str) -> String {
+    format!("'{}'", term.replace(['\'', '\\'], ""))
+}
+
+fn hit(row: &AnyRow) -> Result<ChunkHit> {
+    Ok(ChunkHit {
+        chunk_id: get_str(row, "id")?,
+        document_id: get_str(row, "document_id")?,
+        document_name: get_str(row, "document_name")?,
+        base_id: get_str(row, "base_id")?,
+        ord: get_i64(row, "ord")?,
+        text: get_str(row, "text")?,
+        heading: get_str(row, "heading")?,
+        page: get_opt_i64(row, "page")?.map(|p| p as u32),
+        score: sqlx::Row::try_get::<f64, _>(row, "score")?,
+    })
+}
