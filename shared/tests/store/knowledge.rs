@@ -265,7 +265,7 @@ async fn chunks_are_replaced_whole_and_found_by_any_word(db: Db) {
     assert_eq!(first.document_name, "vpn.md");
     assert!(first.score > 0.0);
     let around = s
-        .knowledge_chunks_between(&d.id, first.ord - 1, first.ord + 1)
+        .knowledge_chunks_between(&[(d.id.clone(), first.ord - 1, first.ord + 1)])
         .await
         .unwrap();
     assert!(around.iter().any(|c| c.chunk_id == first.chunk_id));

@@ -81,39 +81,56 @@ impl KnowledgeSearch {
         Ok((ids, missing))
     }
 
-    /// Each hit with its neighbours; hits of one document that overlap are
-    /// one passage.
+    /// Each hit with its neighbours (read in one query); hits of one
+    /// document that overlap are one passage.
     async fn passages(&self, hits: Vec<ChunkHit>, neighbours: i64) -> Result<Vec<Passage>, String> {
         let mut taken: BTreeMap<String, Vec<(i64, i64)>> = BTreeMap::new();
-        let mut out = Vec::new();
+        let mut kept = Vec::new();
         for hit in hits {
             let ranges = taken.entry(hit.document_id.clone()).or_default();
-            let (from, to) = (hit.ord - neighbours, hit.ord + neighbours);
             if ranges.iter().any(|(f, t)| hit.ord >= *f && hit.ord <= *t) {
                 continue;
             }
-            ranges.push((from, to));
-            let around = self
-                .store
-                .knowledge_chunks_between(&hit.document_id, from, to)
-                .await
-                .map_err(|e| format!("searching failed: {e}"))?;
-            let text = if around.is_empty() {
-                hit.text.clone()
-            } else {
-                around
-                    .iter()
-                    .map(|c| c.text.as_str())
-                    .collect::<Vec<_>>()
-                    .join("\n\n")
-            };
-            out.push(Passage {
-                document: hit.document_name.clone(),
-                position: hit.position(),
-                text,
-            });
+            ranges.push((hit.ord - neighbours, hit.ord + neighbours));
+            kept.push(hit);
         }
-        Ok(out)
+        let ranges: Vec<(String, i64, i64)> = kept
+            .iter()
+            .map(|h| {
+                (
+                    h.document_id.clone(),
+                    h.ord - neighbours,
+                    h.ord + neighbours,
+                )
+            })
+            .collect();
+        let around = self
+            .store
+            .knowledge_chunks_between(&ranges)
+            .await
+            .map_err(|e| format!("searching failed: {e}"))?;
+        Ok(kept
+            .into_iter()
+            .map(|hit| {
+                let texts: Vec<&str> = around
+                    .iter()
+                    .filter(|c| {
+                        c.document_id == hit.document_id && (c.ord - hit.ord).abs() <= neighbours
+                    })
+                    .map(|c| c.text.as_str())
+                    .collect();
+                let text = if texts.is_empty() {
+                    hit.text.clone()
+                } else {
+                    texts.join("\n\n")
+                };
+                Passage {
+                    document: hit.document_name.clone(),
+                    position: hit.position(),
+                    text,
+                }
+            })
+            .collect())
     }
 }
 

@@ -87,26 +87,39 @@ impl Store {
         rows.iter().map(hit).collect()
     }
 
-    /// The chunks of `document` with `ord` in `from..=to`, in order (a hit's
-    /// neighbours).
+    /// The chunks with `ord` in `from..=to` of each `(document, from, to)`,
+    /// in one query (hits' neighbours), by document and place.
     pub async fn knowledge_chunks_between(
         &self,
-        document: &str,
-        from: i64,
-        to: i64,
+        ranges: &[(String, i64, i64)],
     ) -> Result<Vec<ChunkHit>> {
-        let rows = sqlx::query(
+        if ranges.is_empty() {
+            return Ok(Vec::new());
+        }
+        let clauses = (0..ranges.len())
+            .map(|i| {
+                let p = 3 * i;
+                format!(
+                    "(c.document_id = ${} and c.ord between ${} and ${})",
+                    p + 1,
+                    p + 2,
+                    p + 3
+                )
+            })
+            .collect::<Vec<_>>()
+            .join(" or ");
+        let sql = format!(
             "select c.id, c.document_id, d.name as document_name, c.base_id, c.ord, c.text,
                     c.heading, c.page, cast(0 as float8) as score
              from knowledge_chunks c join knowledge_documents d on d.id = c.document_id
-             where c.document_id = $1 and c.ord between $2 and $3
-             order by c.ord",
-        )
-        .bind(document)
-        .bind(from)
-        .bind(to)
-        .fetch_all(&self.pool)
-        .await?;
+             where {clauses}
+             order by c.document_id, c.ord"
+        );
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for (document, from, to) in ranges {
+            query = query.bind(document).bind(*from).bind(*to);
+        }
+        let rows = query.fetch_all(&self.pool).await?;
         rows.iter().map(hit).collect()
     }
 }
