@@ -16,6 +16,7 @@ pub mod private_fs;
 pub mod prompt;
 pub mod queue;
 pub mod reload;
+pub mod retry;
 pub mod skills;
 pub mod store;
 pub mod telemetry;

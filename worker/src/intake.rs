@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use weft_shared::api::ErrorBody;
 use weft_shared::event::{EventKind, Frame, RunEvent};
+use weft_shared::ids::RunId;
 use weft_shared::job::RunJob;
 use weft_shared::queue::JobHandler;
 use weft_shared::store::{ClaimOutcome, ClaimedRun};
@@ -68,6 +69,17 @@ impl JobHandler for Handler {
                 let card =
                     tracing::Instrument::instrument(inner.follow_in_lark(&run.id), span.clone())
                         .await;
+                let card = match card {
+                    Ok(card) => card,
+                    Err(e) => {
+                        // Its reply would reach no chat: another attempt, once
+                        // the database answers, shows it.
+                        span.in_scope(|| tracing::warn!(error = %e, "the run's lark chat could not be read; releasing the run"));
+                        agent::release(&inner, &run.id).await;
+                        forget_running(&inner, &run.id, &stop);
+                        return;
+                    }
+                };
                 let task_inner = inner.clone();
                 inner.tasks.spawn(async move {
                     let _slot = slot;
@@ -112,25 +124,32 @@ impl JobHandler for Handler {
                         (agent::Execution::Waiting, Some(card)) => card.settle(),
                         (agent::Execution::Ended, _) | (_, None) => {}
                     }
-                    // A later attempt of the same run (released and claimed
-                    // again before this task ended) keeps its own entry.
-                    let mut running = task_inner.running.lock().expect("running lock");
-                    if running.get(&id).is_some_and(|s| Arc::ptr_eq(s, &stop)) {
-                        running.remove(&id);
-                    }
-                    drop(running);
+                    forget_running(&task_inner, &id, &stop);
                     metrics::gauge!("weft_runs_executing").decrement(1.0);
                 });
             }
-            Ok(ClaimOutcome::Exhausted(run)) => {
-                inner.follow_in_lark(&run.id).await;
-                exhausted(&inner, run).await
-            }
+            Ok(ClaimOutcome::Exhausted(run)) => match inner.follow_in_lark(&run.id).await {
+                Ok(_) => exhausted(&inner, run).await,
+                // Failing it now would show no card: its lease lapses and the
+                // reaper brings it back once the database answers.
+                Err(e) => {
+                    tracing::warn!(run.id = %run.id, error = %e, "the run's lark chat could not be read; leaving the exhausted run to the reaper")
+                }
+            },
             Ok(ClaimOutcome::NotClaimable) => {}
             Err(e) => {
                 tracing::warn!(run.id = %job.run_id, error = %e, "claim failed; the reaper will retry")
             }
         }
+    }
+}
+
+/// This attempt is over: `run` leaves the running map, unless a later attempt
+/// of it (released and claimed again before this one ended) holds the entry.
+fn forget_running(inner: &Inner, run: &RunId, stop: &Arc<RunStop>) {
+    let mut running = inner.running.lock().expect("running lock");
+    if running.get(run).is_some_and(|s| Arc::ptr_eq(s, stop)) {
+        running.remove(run);
     }
 }
 

@@ -147,9 +147,16 @@ impl Inner {
 
     /// Starts the Lark card of `run` when it belongs to a Lark conversation
     /// (before the attempt publishes anything); the handle tells the card how
-    /// the attempt left the run.
-    async fn follow_in_lark(&self, run: &RunId) -> Option<lark::CardFollower> {
-        self.lark.as_ref()?.start(&self.tasks, run).await
+    /// the attempt left the run. An error: the run's chat could not be read
+    /// (see [`lark::LarkEgress::start`]).
+    async fn follow_in_lark(
+        &self,
+        run: &RunId,
+    ) -> Result<Option<lark::CardFollower>, weft_shared::store::StoreError> {
+        match &self.lark {
+            Some(lark) => lark.start(&self.tasks, run).await,
+            None => Ok(None),
+        }
     }
 
     /// The background of `run`'s Lark group, when `[lark]

@@ -11,12 +11,12 @@ mod quote;
 mod turn_commands;
 
 use std::future::Future;
-use std::time::Duration;
 use weft_lark::card::{CardState, notice_card};
 
 use weft_lark::rest::{ErrorClass, LarkError, MessageContent, ReplyMode};
 use weft_shared::api::{Multitask, SendMessageRequest};
 use weft_shared::ids::RunId;
+use weft_shared::retry::{Backoff, retry};
 use weft_shared::store::{AuthUser, CancelOutcome, ReactionRecord, SessionRecord, retrying};
 
 use super::Bot;
@@ -212,16 +212,13 @@ impl Bot {
                 origin.clone(),
             )
         };
-        let mut sent = send().await;
-        for delay_ms in [250, 500, 1000] {
-            if !matches!(sent, Err(ApiError::Internal(_))) {
-                break;
-            }
-            tracing::warn!(lark.message_id = %incoming.message_id, "sending a lark message failed; retrying");
-            tokio::time::sleep(Duration::from_millis(delay_ms)).await;
-            sent = send().await;
-        }
-        sent
+        retry(
+            Backoff::DATABASE,
+            "sending a lark message",
+            |e| matches!(e, ApiError::Internal(_)),
+            send,
+        )
+        .await
     }
 
     /// A message its chat's line had no room for (`lark.queued_messages_per_chat`):
@@ -335,25 +332,20 @@ impl Bot {
     }
 }
 
-/// Calls Lark, retrying rate limits and outages a few times with backoff (0.5 s,
+/// Calls Lark, retrying rate limits and outages on [`Backoff::LARK`] (0.5 s,
 /// 1.5 s, 4.5 s) and logging each; other errors return at once.
-async fn lark_retrying<T, F, Fut>(mut call: F) -> Result<T, LarkError>
+async fn lark_retrying<T, F, Fut>(call: F) -> Result<T, LarkError>
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, LarkError>>,
 {
-    let mut attempt = 0;
-    loop {
-        match call().await {
-            Err(e) if e.class() == ErrorClass::Retryable && attempt < 3 => {
-                let delay = Duration::from_millis(500) * 3u32.pow(attempt);
-                tracing::warn!(error = %e, delay_ms = delay.as_millis() as u64, "lark call failed; retrying");
-                tokio::time::sleep(delay).await;
-                attempt += 1;
-            }
-            other => return other,
-        }
-    }
+    retry(
+        Backoff::LARK,
+        "lark call",
+        |e: &LarkError| e.class() == ErrorClass::Retryable,
+        call,
+    )
+    .await
 }
 
 /// Lark's `uuid` is at most 50 characters.

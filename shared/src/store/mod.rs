@@ -40,6 +40,8 @@ use std::time::Duration;
 use sqlx::any::{AnyPoolOptions, AnyRow};
 use sqlx::{AnyPool, Row};
 
+use crate::retry::{Backoff, retry};
+
 pub use agents::{AgentOrigin, AgentRecord, builtin_agents};
 pub use approvals::{
     Approval, ApprovalStatus, DecideOutcome, Decision, NewApproval, PendingStep, WaitOutcome,
@@ -92,6 +94,14 @@ pub enum StoreError {
     Db(#[from] sqlx::Error),
     #[error("database: {0}")]
     Other(String),
+}
+
+impl StoreError {
+    /// The database failed (not an answer such as not found): trying again may
+    /// succeed.
+    pub fn is_transient(&self) -> bool {
+        matches!(self, StoreError::Db(_) | StoreError::Other(_))
+    }
 }
 
 /// Which uniqueness rule said no: callers branch on the kind, never on a string.
@@ -309,28 +319,17 @@ impl Store {
     }
 }
 
-/// Retries `op` on database errors (a refused connection, a pool timeout) up to
-/// three more times, after 250 ms, 500 ms and 1 s; answers such as not found or a
+/// Retries `op` on database errors (a refused connection, a pool timeout) on
+/// [`Backoff::DATABASE`] (250 ms, 500 ms, 1 s); answers such as not found or a
 /// conflict return at once. For work nobody else will retry: an event Lark was
 /// already acked for, a run's reply card. (A load test lost 8 of 200 Lark messages
 /// to pool timeouts before this.)
-pub async fn retrying<T, F, Fut>(what: &str, mut op: F) -> Result<T>
+pub async fn retrying<T, F, Fut>(what: &str, op: F) -> Result<T>
 where
     F: FnMut() -> Fut,
     Fut: std::future::Future<Output = Result<T>>,
 {
-    let mut attempt = 0u32;
-    loop {
-        match op().await {
-            Err(e @ (StoreError::Db(_) | StoreError::Other(_))) if attempt < 3 => {
-                let delay = Duration::from_millis(250) * 2u32.pow(attempt);
-                tracing::warn!(error = %e, what, delay_ms = delay.as_millis() as u64, "database call failed; retrying");
-                tokio::time::sleep(delay).await;
-                attempt += 1;
-            }
-            other => return other,
-        }
-    }
+    retry(Backoff::DATABASE, what, StoreError::is_transient, op).await
 }
 
 /// The file path of a `sqlite:` URL, if it names one.

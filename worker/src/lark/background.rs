@@ -26,6 +26,7 @@ use weft_lark::card::{CardState, notice_card};
 use weft_lark::rest::{CODE_SCOPE_MISSING, FetchedMessage, MessageContent, ReceiveIdType};
 use weft_lark::text::{Lang, Text};
 use weft_shared::ids::RunId;
+use weft_shared::store::retrying;
 use weft_shared::time::now_ms;
 
 use super::LarkEgress;
@@ -47,7 +48,14 @@ impl LarkEgress {
     /// The background of `run`'s group, `count` messages at most, ready to go
     /// before its question; `None` outside a group, or when Lark will not say.
     pub(crate) async fn background(&self, run: &RunId, count: u32) -> Option<String> {
-        let target = self.target(run).await.filter(|t| t.shared)?;
+        // Optional context: a short retry, not the card's patient one.
+        let target = match retrying("lark target", || self.store.lark_target(run)).await {
+            Ok(target) => target.filter(|t| t.shared)?,
+            Err(e) => {
+                tracing::warn!(run.id = %run, error = %e, "reading the run's lark chat failed; no group background");
+                return None;
+            }
+        };
         let chat = &target.chat.chat_id;
         // Room for the messages that are left out (the bot's, mentions of it).
         let read = (count.saturating_mul(2)).clamp(count, PAGE);

@@ -59,7 +59,8 @@ use weft_lark::text::Lang;
 use weft_shared::bus::SharedBus;
 use weft_shared::config::LarkConfig;
 use weft_shared::ids::RunId;
-use weft_shared::store::{LarkTarget, Store, retrying};
+use weft_shared::retry::{Backoff, retry};
+use weft_shared::store::{LarkTarget, Store, StoreError};
 
 use follow::Signals;
 
@@ -185,23 +186,33 @@ impl LarkEgress {
         }
     }
 
-    /// Where `run` replies, when it belongs to a Lark conversation.
-    async fn target(&self, run: &RunId) -> Option<LarkTarget> {
-        match retrying("lark target", || self.store.lark_target(run)).await {
-            Ok(target) => target,
-            Err(e) => {
-                tracing::warn!(run.id = %run, error = %e, "looking up the run's lark chat failed; no card");
-                None
-            }
-        }
+    /// Where `run` replies, when it belongs to a Lark conversation. Retried
+    /// for up to a minute ([`Backoff::PATIENT`]): a run that went ahead without
+    /// knowing its chat would answer into nothing.
+    async fn target(&self, run: &RunId) -> Result<Option<LarkTarget>, StoreError> {
+        retry(
+            Backoff::PATIENT,
+            "lark target",
+            StoreError::is_transient,
+            || self.store.lark_target(run),
+        )
+        .await
     }
 
     /// Starts the card follower of the attempt that just claimed `run`, when
     /// the run belongs to a Lark conversation. Call it before the attempt
     /// publishes anything: the log's end now tells this attempt's events apart
-    /// from earlier ones.
-    pub(crate) async fn start(&self, tasks: &TaskTracker, run: &RunId) -> Option<CardFollower> {
-        let target = self.target(run).await?;
+    /// from earlier ones. An error: whether the run has a chat could not be
+    /// read, so nothing started; the attempt must not go on (its reply would
+    /// have no card).
+    pub(crate) async fn start(
+        &self,
+        tasks: &TaskTracker,
+        run: &RunId,
+    ) -> Result<Option<CardFollower>, StoreError> {
+        let Some(target) = self.target(run).await? else {
+            return Ok(None);
+        };
         // Unknown (bus trouble): earlier attempts cannot be told apart, so the
         // follower does not watch for later ones either.
         let before = self.bus.last_seq(run).await.ok();
@@ -238,8 +249,12 @@ impl LarkEgress {
                     // The prior follower's last call may have created the card
                     // since `target` was read: read it again, or this one would
                     // create it "again" and get the old card back unchanged.
-                    if let Some(now) = egress.target(&run).await {
-                        target = now;
+                    match egress.target(&run).await {
+                        Ok(Some(now)) => target = now,
+                        Ok(None) => {}
+                        Err(e) => {
+                            tracing::warn!(run.id = %run, error = %e, "reading the run's lark cards again failed; going on with what was read")
+                        }
                     }
                 }
                 let signals = Signals {
@@ -259,7 +274,7 @@ impl LarkEgress {
             },
             span,
         ));
-        Some(handle)
+        Ok(Some(handle))
     }
 
     /// The reply ended: the THINKING reactions on its messages come off.
