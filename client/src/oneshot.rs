@@ -13,7 +13,7 @@
 use std::io::Write;
 
 use serde::Serialize;
-use weft_wire::api::{SendMessageRequest, UsageDto};
+use weft_wire::api::{Citation, SendMessageRequest, UsageDto};
 
 use crate::api::Gateway;
 use crate::attach::{self, LocalFile};
@@ -69,6 +69,9 @@ struct JsonResult<'a> {
     agent: &'a str,
     usage: UsageDto,
     duration_ms: Option<u64>,
+    /// The documents `response` cites as `[n]`.
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    citations: &'a [Citation],
     #[serde(skip_serializing_if = "Option::is_none")]
     error: Option<serde_json::Value>,
 }
@@ -273,6 +276,14 @@ impl TextPrinter {
                 writeln!(out, "{text}")?;
             }
         }
+        if !reply.citations.is_empty() {
+            let styled = std::io::IsTerminal::is_terminal(&std::io::stdout());
+            writeln!(
+                out,
+                "\n{}",
+                crate::render::sources(&reply.citations, styled)
+            )?;
+        }
         out.flush()?;
         Ok(())
     }
@@ -302,6 +313,7 @@ fn print_json(session_id: &str, agent: &str, reply: &Reply) -> Result<()> {
         agent,
         usage: reply.usage,
         duration_ms: reply.duration_ms,
+        citations: &reply.citations,
         error,
     };
     let mut out = std::io::stdout().lock();

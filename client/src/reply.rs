@@ -8,7 +8,7 @@
 
 use std::collections::BTreeMap;
 
-use weft_wire::api::{ErrorBody, UsageDto};
+use weft_wire::api::{Citation, ErrorBody, UsageDto};
 use weft_wire::event::{EventKind, RunEvent};
 
 #[derive(Debug, Clone, Default)]
@@ -70,6 +70,8 @@ pub enum Change {
         by: Option<String>,
     },
     Usage,
+    /// The sources the answer cites arrived ([`Reply::citations`]).
+    Citations,
     Finished,
 }
 
@@ -84,6 +86,8 @@ pub struct Reply {
     pub ttft_ms: Option<u64>,
     pub duration_ms: Option<u64>,
     pub outcome: Option<Outcome>,
+    /// The documents the answer cites as `[n]`.
+    pub citations: Vec<Citation>,
 }
 
 impl Reply {
@@ -178,6 +182,10 @@ impl Reply {
                 }],
                 _ => vec![],
             },
+            EventKind::Citations { items } => {
+                self.citations = items;
+                vec![Change::Citations]
+            }
             EventKind::Heartbeat { .. } => vec![],
             EventKind::Done {
                 model,

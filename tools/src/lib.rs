@@ -11,6 +11,7 @@ use weft_llm::ToolSpec;
 
 mod builtin;
 pub mod mcp;
+pub mod sources;
 pub mod web;
 
 pub use builtin::CurrentTime;
@@ -23,6 +24,8 @@ pub struct ToolContext {
     pub run_id: String,
     pub session_id: String,
     pub user_id: String,
+    /// The passages this run's tools numbered for citing (see [`sources`]).
+    pub sources: Arc<sources::Sources>,
 }
 
 #[async_trait::async_trait]

@@ -244,6 +244,9 @@ pub struct MessageDto {
     /// absent in one-person sessions.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub author_name: Option<String>,
+    /// The sources an assistant reply cites as `[n]` (knowledge searches).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub citations: Vec<Citation>,
 }
 
 /// An image or a document sent with a message; `GET /v1/files/{id}` returns its bytes.

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::api::{ErrorBody, UsageDto};
+use crate::api::{Citation, ErrorBody, UsageDto};
 use crate::ids::{MessageId, RunId, SessionId};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -81,6 +81,11 @@ pub enum EventKind {
         by: Option<String>,
     },
     Usage(UsageDto),
+    /// The sources the answer cites as `[n]`, sent just before `done` and
+    /// stored with the reply (`citations` on its message).
+    Citations {
+        items: Vec<Citation>,
+    },
     /// A transient upstream error: the step restarts after `delay_ms`; clients drop
     /// the partial text/thinking of `step` received so far.
     Retrying {
@@ -117,6 +122,7 @@ impl EventKind {
             EventKind::ApprovalRequired { .. } => "approval_required",
             EventKind::ApprovalDecided { .. } => "approval_decided",
             EventKind::Usage(_) => "usage",
+            EventKind::Citations { .. } => "citations",
             EventKind::Retrying { .. } => "retrying",
             EventKind::Heartbeat { .. } => "heartbeat",
             EventKind::Done { .. } => "done",

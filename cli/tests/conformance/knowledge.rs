@@ -21,7 +21,8 @@ both_backends!(
     bad_input_is_refused_naming_the_rule,
     deleted_documents_leave_the_next_search,
     a_worker_killed_mid_ingest_leaves_each_document_ready_once,
-    an_agent_searches_its_bases_as_the_person_it_talks_to
+    an_agent_searches_its_bases_as_the_person_it_talks_to,
+    answers_cite_their_sources_in_an_event_and_in_the_stored_reply
 );
 
 const HANDBOOK: &str = "# Handbook\n\nWelcome to the team.\n\n## Leave\n\nEveryone gets 25 vacation days a year. Ask your manager two weeks ahead.\n\n## Equipment\n\nLaptops are replaced every three years.\n";
@@ -538,5 +539,119 @@ async fn an_agent_searches_its_bases_as_the_person_it_talks_to(b: Backend) {
             .unwrap()
             .contains(&json!("knowledge_search")),
         "{seen}"
+    );
+}
+
+/// The answer's `[n]` become a `citations` event just before `done`, with the
+/// document, the place and the chunk the model was shown; the stored reply
+/// keeps them (a reload shows the same sources). Numbers run across the run:
+/// a second search in the same step goes on after the first one's.
+async fn answers_cite_their_sources_in_an_event_and_in_the_stored_reply(b: Backend) {
+    let app = App::start(b).await;
+    let handbook = create_base(&app, ADMIN_TOKEN, "handbook", "shared").await;
+    upload(
+        &app,
+        ADMIN_TOKEN,
+        &handbook,
+        "handbook.md",
+        HANDBOOK.as_bytes(),
+    )
+    .await;
+    settled(&app, ADMIN_TOKEN, &handbook).await;
+    let (st, v) = app
+        .call(
+            reqwest::Method::PUT,
+            "/v1/admin/agents/librarian",
+            ADMIN_TOKEN,
+            Some(
+                json!({"name": "Librarian", "instructions": "Answer from the handbook.",
+                        "knowledge": ["handbook"]}),
+            ),
+        )
+        .await;
+    assert_eq!(st, 200, "{v}");
+    let user = app.user("carol").await;
+    let (st, session) = app
+        .post("/v1/sessions", &user, json!({"agent": "librarian"}))
+        .await;
+    assert_eq!(st, 201, "{session}");
+    let session = session["id"].as_str().unwrap().to_string();
+
+    // Two searches in one step; the mock's answer repeats the tools' outputs,
+    // so it cites every passage it was shown.
+    let events = app
+        .send_stream(
+            &user,
+            &session,
+            r#"@mock.tool knowledge_search {"query": "vacation days"} @mock.tool knowledge_search {"query": "laptops replaced"}"#,
+        )
+        .await
+        .until_terminal()
+        .await;
+    let types: Vec<&str> = events.iter().map(|e| e.ty.as_str()).collect();
+    assert_eq!(types.last(), Some(&"done"), "{types:?}");
+    let at = types
+        .iter()
+        .position(|t| *t == "citations")
+        .unwrap_or_else(|| panic!("no citations event: {types:?}\n{}", rendered_text(&events)));
+    assert_eq!(
+        at + 1,
+        types.len() - 1,
+        "citations come just before done: {types:?}"
+    );
+    let items = events[at].data["items"].as_array().unwrap().clone();
+    let numbers: Vec<u64> = items.iter().map(|c| c["n"].as_u64().unwrap()).collect();
+    let mut sorted = numbers.clone();
+    sorted.sort();
+    sorted.dedup();
+    assert_eq!(sorted.len(), numbers.len(), "each source once: {items:?}");
+    assert!(numbers.len() >= 2, "both searches' passages: {items:?}");
+    assert_eq!(sorted[0], 1, "{items:?}");
+    let leave = items
+        .iter()
+        .find(|c| c["snippet"].as_str().unwrap().contains("25 vacation days"))
+        .unwrap_or_else(|| panic!("the leave passage is cited: {items:?}"));
+    assert_eq!(leave["document_name"], "handbook.md");
+    assert_eq!(leave["knowledge_id"], handbook.as_str());
+    assert_eq!(leave["position"], "Handbook > Leave");
+    let text = rendered_text(&events);
+    for c in &items {
+        let n = c["n"].as_u64().unwrap();
+        let chunk = c["chunk_id"].as_str().unwrap();
+        assert!(
+            text.contains(&format!("[{n}] handbook.md")) && text.contains(chunk),
+            "[{n}] is the passage the model was shown as [{n}]: {text}"
+        );
+        let (st, doc) = app
+            .get(
+                &format!(
+                    "/v1/knowledge/{handbook}/documents/{}",
+                    c["document_id"].as_str().unwrap()
+                ),
+                &user,
+            )
+            .await;
+        assert_eq!(st, 200, "the cited document opens: {doc}");
+    }
+
+    // The stored reply carries the same citations.
+    let messages = app.messages(&user, &session).await;
+    let reply = messages
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "assistant")
+        .unwrap();
+    assert_eq!(reply["citations"], json!(items), "{reply}");
+
+    // An answer that cites nothing has no citations event.
+    let events = app
+        .send_stream(&user, &session, "@mock.reply no sources here")
+        .await
+        .until_terminal()
+        .await;
+    assert!(
+        events.iter().all(|e| e.ty != "citations"),
+        "{:?}",
+        events.iter().map(|e| &e.ty).collect::<Vec<_>>()
     );
 }

@@ -79,6 +79,24 @@ pub fn decision_note(name: &str, decision: &str, by: Option<&str>) -> String {
     }
 }
 
+/// The documents a reply cites, under it: `Sources` and one line per `[n]`:
+/// `[1] handbook.pdf — page 7`. Plain text (`styled = false`) for a pipe.
+pub fn sources(citations: &[weft_wire::api::Citation], styled: bool) -> String {
+    let (bold, dim, reset) = if styled {
+        (BOLD, DIM, RESET)
+    } else {
+        ("", "", "")
+    };
+    let mut out = format!("{bold}Sources{reset}");
+    for c in citations {
+        out.push_str(&format!("\n  [{}] {}", c.n, c.document_name));
+        if !c.position.is_empty() {
+            out.push_str(&format!(" {dim}— {}{reset}", c.position));
+        }
+    }
+    out
+}
+
 /// A one-line summary of tool arguments: `key=value` pairs, cut to `max` columns.
 pub fn args_summary(args: &serde_json::Value, max: usize) -> String {
     let s = match args {

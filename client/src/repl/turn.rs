@@ -117,7 +117,7 @@ async fn follow(gw: &Gateway, state: &mut ReplState, stream: &mut RunStream) -> 
                 Change::ApprovalDecided { name, decision, by } => display.note(
                     &crate::render::decision_note(&name, &decision, by.as_deref()),
                 ),
-                Change::Started { .. } | Change::Usage | Change::Finished => {}
+                Change::Started { .. } | Change::Usage | Change::Citations | Change::Finished => {}
             }
         }
     }
@@ -130,6 +130,9 @@ async fn follow(gw: &Gateway, state: &mut ReplState, stream: &mut RunStream) -> 
             display.note(&format!("⏹ cancelled by {by} — the partial reply is kept"))
         }
         _ => {}
+    }
+    if !reply.citations.is_empty() {
+        println!("\n{}", crate::render::sources(&reply.citations, true));
     }
     if let Some(id) = &reply.session_id {
         state.session_id = Some(id.clone());

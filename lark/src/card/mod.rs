@@ -16,7 +16,9 @@ use serde_json::{Value, json};
 
 pub use approval::{ApprovalAnswer, ApprovalCard, ApprovalChoice, ApprovalClick};
 pub use markdown::MarkdownLimits;
-pub use reply::{Reasoning, ReplyCard, ToolApproval, ToolProgress, ToolStatus, body_change};
+pub use reply::{
+    Reasoning, ReplyCard, Source, ToolApproval, ToolProgress, ToolStatus, body_change,
+};
 
 /// Element id of the streamed reply text.
 pub const BODY_ELEMENT_ID: &str = "reply_body";

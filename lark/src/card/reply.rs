@@ -85,6 +85,9 @@ pub struct ReplyCard {
     pub reasoning: Option<Reasoning>,
     pub tools: Vec<ToolProgress>,
     pub footer: Option<Footer>,
+    /// The documents the answer cites as `[n]` (knowledge bases), shown under
+    /// it on the last card.
+    pub sources: Vec<Source>,
     /// The question, when it was asked outside Lark (typed into this
     /// conversation in the web UI or the terminal): quoted at the top, so the
     /// chat sees what the answer answers.
@@ -103,6 +106,7 @@ impl ReplyCard {
             reasoning: None,
             tools: Vec::new(),
             footer: None,
+            sources: Vec::new(),
             asked_elsewhere: None,
         }
     }
@@ -136,6 +140,9 @@ impl ReplyCard {
                 }
                 let piece = markdown::sanitize(piece, limits.max_tables);
                 elements.push(markdown_element(BODY_ELEMENT_ID, &piece));
+                if i + 1 == count && !self.sources.is_empty() {
+                    elements.push(notation("sources", &sources_text(&self.sources, lang)));
+                }
                 if i + 1 == count
                     && let Some(footer) = &self.footer
                 {
@@ -188,6 +195,29 @@ impl ReplyCard {
         }
         text
     }
+}
+
+/// One document an answer cites.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Source {
+    /// The answer's `[n]`.
+    pub n: u32,
+    pub document: String,
+    /// "page 7", or the heading path.
+    pub position: String,
+}
+
+/// `**Sources**` and one line per cited document: `[1] handbook.pdf — page 7`.
+fn sources_text(sources: &[Source], lang: Lang) -> String {
+    let mut text = format!("**{}**", lang.text(Text::Sources));
+    for s in sources {
+        let document = markdown::neutralize_mentions(&s.document.replace('\n', " "));
+        text.push_str(&format!("\n[{}] {document}", s.n));
+        if !s.position.is_empty() {
+            text.push_str(&format!(" — {}", s.position.replace('\n', " ")));
+        }
+    }
+    text
 }
 
 /// The reasoning panel: open with the latest thoughts while the model thinks.

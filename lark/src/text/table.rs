@@ -43,6 +43,8 @@ texts! {
     Arguments => "Arguments", "参数";
     /// Above a tool call's result preview.
     Result => "Result", "结果";
+    /// Above the documents an answer cites (`[1] handbook.pdf — page 7`).
+    Sources => "Sources", "来源";
     /// A tool call without arguments.
     NoArguments => "no arguments", "无参数";
     /// A tool call still running.

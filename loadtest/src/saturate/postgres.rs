@@ -381,6 +381,7 @@ async fn one_run(
     let end = RunEnd::Succeeded {
         content: shape.reply.clone(),
         step: shape.tool_steps + 1,
+        citations: Vec::new(),
     };
     match store
         .finish_run(

@@ -7,7 +7,7 @@ use sqlx::any::AnyRow;
 use super::Attachment;
 use super::session_writes::{count_writes, lock_session};
 use super::{Result, Store, StoreError, get_i64, get_opt_i64, get_opt_str, get_str};
-use crate::api::{MessageDto, ToolCallDto};
+use crate::api::{Citation, MessageDto, ToolCallDto};
 use crate::ids::{MessageId, RunId, SessionId, UserId};
 use crate::time::{now_ms, rfc3339};
 
@@ -37,6 +37,8 @@ pub struct Message {
     /// 0017; 0 on older rows): what a reader that saw up to N has not seen is
     /// `seq > N`.
     pub seq: i64,
+    /// The sources an assistant reply cites (migration 0022).
+    pub citations: Vec<Citation>,
 }
 
 /// What a reader of a session's history checks its copy against (migration
@@ -56,6 +58,11 @@ impl Message {
                 .map_err(|e| StoreError::Other(format!("tool_calls: {e}")))?,
             None => Vec::new(),
         };
+        let citations = match get_opt_str(row, "citations")? {
+            Some(json) => serde_json::from_str(&json)
+                .map_err(|e| StoreError::Other(format!("citations: {e}")))?,
+            None => Vec::new(),
+        };
         Ok(Message {
             id: MessageId(get_str(row, "id")?),
             session_id: SessionId(get_str(row, "session_id")?),
@@ -72,6 +79,7 @@ impl Message {
             author_id: get_opt_str(row, "author_id")?.map(UserId),
             author_name: get_opt_str(row, "author_name")?,
             seq: get_i64(row, "seq")?,
+            citations,
         })
     }
 
@@ -90,6 +98,7 @@ impl Message {
             attachments: self.attachments.iter().map(Attachment::to_dto).collect(),
             author_id: self.author_id.as_ref().map(|u| u.0.clone()),
             author_name: self.author_name.clone(),
+            citations: self.citations.clone(),
         }
     }
 }
@@ -111,7 +120,7 @@ pub struct StepCheckpoint {
     pub results: Vec<ToolResult>,
 }
 
-const COLUMNS: &str = "id, session_id, role, content, run_id, step, call_id, name, tool_calls, created_at, ord, author_id, author_name, seq";
+const COLUMNS: &str = "id, session_id, role, content, run_id, step, call_id, name, tool_calls, created_at, ord, author_id, author_name, seq, citations";
 
 /// A new message's `seq`: one past the session's write count, which the
 /// writing transaction bumps after its inserts (it holds the session's row).

@@ -22,7 +22,7 @@ use super::user_limits::RunLimits;
 use super::{
     Dialect, Result, Store, StoreError, get_enum, get_i64, get_opt_i64, get_opt_str, get_str,
 };
-use crate::api::{ErrorBody, RunDto, UsageDto};
+use crate::api::{Citation, ErrorBody, RunDto, UsageDto};
 use crate::ids::{MessageId, RunId, SessionId, UserId};
 use crate::time::{now_ms, rfc3339};
 
@@ -173,6 +173,8 @@ pub enum RunEnd {
     Succeeded {
         content: String,
         step: u32,
+        /// The sources `content` cites as `[n]`, stored with it.
+        citations: Vec<Citation>,
     },
     Failed {
         error: ErrorBody,
@@ -329,7 +331,7 @@ impl Store {
         }
         let duration = (now - run.started_at).max(0);
         let (status, error, text, step) = match end {
-            RunEnd::Succeeded { content, step } => ("succeeded", None, content, *step),
+            RunEnd::Succeeded { content, step, .. } => ("succeeded", None, content, *step),
             RunEnd::Failed {
                 error,
                 partial,
@@ -358,6 +360,17 @@ impl Store {
         } else {
             None
         };
+        if let (RunEnd::Succeeded { citations, .. }, Some(id)) = (end, &message_id)
+            && !citations.is_empty()
+        {
+            let json = serde_json::to_string(citations)
+                .map_err(|e| StoreError::Other(format!("citations: {e}")))?;
+            sqlx::query("update messages set citations = $1 where id = $2")
+                .bind(json)
+                .bind(&id.0)
+                .execute(&mut **tx)
+                .await?;
+        }
         // A cancel may already have marked the run `cancelled` (to free the session at once).
         let owned = sqlx::query(
             "update runs set status = $1, finished_at = coalesce(finished_at, $2), duration_ms = $3, ttft_ms = $4,

@@ -223,6 +223,7 @@ pub async fn succeed_claimed(db: &Db, run: &ClaimedRun, limits: &RunLimits) -> F
             &RunEnd::Succeeded {
                 content: "ok".into(),
                 step: 1,
+                citations: Vec::new(),
             },
             Default::default(),
             None,

@@ -265,6 +265,7 @@ async fn reply_target_is_the_newest_lark_message(db: Db) {
             &RunEnd::Succeeded {
                 content: "ok".into(),
                 step: 1,
+                citations: Vec::new(),
             },
             Default::default(),
             None,

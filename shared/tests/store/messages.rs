@@ -90,6 +90,7 @@ async fn conversation(db: &Db) -> Conversation {
             &RunEnd::Succeeded {
                 content: "It is noon".into(),
                 step: 2,
+                citations: Vec::new(),
             },
             Default::default(),
             None,
@@ -237,6 +238,7 @@ async fn context_skips_waiting_messages(db: Db) {
         &RunEnd::Succeeded {
             content: "one".into(),
             step: 1,
+            citations: Vec::new(),
         },
         Default::default(),
         None,
@@ -366,6 +368,7 @@ async fn a_reader_of_what_changed_sees_what_a_full_read_sees(db: Db) {
     let end = |content: &str| RunEnd::Succeeded {
         content: content.into(),
         step: 2,
+        citations: Vec::new(),
     };
     let out = s
         .finish_run(

@@ -34,6 +34,7 @@ async fn stale_running_runs_are_reaped(db: Db) {
         &weft_shared::store::RunEnd::Succeeded {
             content: "ok".into(),
             step: 1,
+            citations: Vec::new(),
         },
         Default::default(),
         None,

@@ -230,6 +230,7 @@ async fn idempotency_key_replays_the_first_answer(db: Db) {
         &weft_shared::store::RunEnd::Succeeded {
             content: "hi".into(),
             step: 1,
+            citations: Vec::new(),
         },
         Default::default(),
         None,

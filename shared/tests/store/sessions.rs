@@ -375,6 +375,7 @@ async fn active_run_is_shown_until_it_ends(db: Db) {
         &RunEnd::Succeeded {
             content: "hi".into(),
             step: 1,
+            citations: Vec::new(),
         },
         Default::default(),
         None,

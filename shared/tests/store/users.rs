@@ -209,6 +209,7 @@ async fn delete_user_takes_everything_and_reports_active_runs(db: Db) {
         &weft_shared::store::RunEnd::Succeeded {
             content: "ok".into(),
             step: 1,
+            citations: Vec::new(),
         },
         Default::default(),
         None,

@@ -194,3 +194,23 @@ pub struct KnowledgeHit {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub page: Option<u32>,
 }
+
+/// One source an answer cites as `[n]`: the passage a knowledge search handed
+/// the model (the `citations` event, and `citations` on the stored reply).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct Citation {
+    /// The number the answer cites it by: `[1]` is `n = 1`.
+    pub n: u32,
+    /// The base the document is in (`GET /v1/knowledge/{knowledge_id}/documents/{document_id}`).
+    pub knowledge_id: String,
+    pub document_id: String,
+    pub document_name: String,
+    pub chunk_id: String,
+    /// The cited passage (the chunk's text, at most 500 characters).
+    pub snippet: String,
+    /// The page for PDFs ("page 7"), else the heading path ("Setup > Linux").
+    pub position: String,
+    /// The page, for PDFs.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page: Option<u32>,
+}

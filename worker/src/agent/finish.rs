@@ -75,6 +75,14 @@ pub(super) async fn finish(
             return Execution::Ended;
         }
     };
+    if let RunEnd::Succeeded { citations, .. } = &end
+        && !citations.is_empty()
+    {
+        em.emit(EventKind::Citations {
+            items: citations.clone(),
+        })
+        .await;
+    }
     let duration_ms = totals.started.elapsed().as_millis() as u64;
     let (kind, status) = match end {
         RunEnd::Succeeded { .. } => (

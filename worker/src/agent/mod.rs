@@ -14,6 +14,7 @@
 //! call; nothing is written per token.
 
 mod approval;
+mod citations;
 mod finish;
 mod knowledge;
 mod output;
@@ -32,6 +33,7 @@ use weft_shared::config::{AgentConfig, Config};
 use weft_shared::event::EventKind;
 use weft_shared::store::{ClaimedRun, RunEnd, StepCheckpoint, ToolResult};
 use weft_tools::ToolContext;
+use weft_tools::sources::Sources;
 
 pub(crate) use finish::release;
 pub(crate) use knowledge::KnowledgeSearch;
@@ -123,6 +125,8 @@ struct Attempt<'a> {
     tools: Arc<Vec<ToolSpec>>,
     /// Room in the worker's image budget for the images in `messages`.
     _images_held: Option<tokio::sync::OwnedSemaphorePermit>,
+    /// The passages this run's tools numbered for citing.
+    sources: Arc<Sources>,
 }
 
 impl<'a> Attempt<'a> {
@@ -203,6 +207,7 @@ impl<'a> Attempt<'a> {
             tools,
             cfg,
             providers: inner.providers(),
+            sources: Arc::default(),
         })
     }
 
@@ -280,6 +285,7 @@ impl<'a> Attempt<'a> {
                 self.messages = Arc::new(built.messages);
                 self.context = built.used;
                 self._images_held = built.images_held;
+                citations::learn(&self.sources, &self.messages);
             }
             Err(e) => {
                 tracing::error!(error = %e, "loading context failed; leaving the run to the reaper");
@@ -403,6 +409,7 @@ impl<'a> Attempt<'a> {
             return Flow::End(RunEnd::Succeeded {
                 content: text,
                 step,
+                citations: Vec::new(),
             });
         }
         let runner = match self.runner().await {
@@ -435,6 +442,7 @@ impl<'a> Attempt<'a> {
             run_id: self.run.id.0.clone(),
             session_id: self.run.session_id.0.clone(),
             user_id: self.run.user_id.0.clone(),
+            sources: self.sources.clone(),
         };
         Ok(ToolRunner::new(
             self.inner,
@@ -527,7 +535,14 @@ impl<'a> Attempt<'a> {
 
     async fn conclude(mut self, flow: Flow) -> Execution {
         match flow {
-            Flow::End(end) => {
+            Flow::End(mut end) => {
+                if let RunEnd::Succeeded {
+                    content, citations, ..
+                } = &mut end
+                {
+                    *citations =
+                        citations::resolve(&self.inner.deps.store, &self.sources, content).await;
+                }
                 let totals = finish::Totals {
                     usage: self.usage,
                     context: self.context,

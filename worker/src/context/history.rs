@@ -161,6 +161,7 @@ mod tests {
             author_id: None,
             author_name: None,
             seq: 0,
+            citations: Vec::new(),
         }
     }
 

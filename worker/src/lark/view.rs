@@ -13,7 +13,7 @@ mod reasoning;
 
 use std::collections::BTreeMap;
 
-use weft_lark::card::{CardState, ReplyCard, ToolApproval, ToolProgress, ToolStatus};
+use weft_lark::card::{CardState, ReplyCard, Source, ToolApproval, ToolProgress, ToolStatus};
 use weft_lark::text::Lang;
 use weft_lark::text::say::{Footer, Verdict};
 use weft_shared::api::UsageDto;
@@ -97,6 +97,8 @@ pub struct ReplyView {
     approvals: Vec<ApprovalRequest>,
     done: Option<Ended>,
     error: Option<String>,
+    /// The documents the answer cites (`citations`).
+    sources: Vec<Source>,
 }
 
 impl Default for ReplyView {
@@ -109,6 +111,7 @@ impl Default for ReplyView {
             approvals: Vec::new(),
             done: None,
             error: None,
+            sources: Vec::new(),
         }
     }
 }
@@ -221,6 +224,16 @@ impl ReplyView {
                 }
             }
             EventKind::Usage(usage) => self.thinking.reported(usage.reasoning),
+            EventKind::Citations { items } => {
+                self.sources = items
+                    .iter()
+                    .map(|c| Source {
+                        n: c.n,
+                        document: c.document_name.clone(),
+                        position: c.position.clone(),
+                    })
+                    .collect();
+            }
             EventKind::Done {
                 model,
                 usage,
@@ -315,6 +328,7 @@ impl ReplyView {
             reasoning: self.thinking.shown(going_on),
             tools: self.tools.iter().map(ToolLine::progress).collect(),
             footer: self.done.as_ref().map(Ended::footer),
+            sources: self.sources.clone(),
             asked_elsewhere: None,
         }
     }

@@ -225,3 +225,44 @@ fn only_a_changed_answer_can_be_streamed() {
     let done = card.render(MarkdownLimits::default()).remove(0);
     assert_eq!(body_change(&after, &done), None, "the end: whole card");
 }
+
+#[test]
+fn cited_documents_are_listed_under_the_answer_on_the_last_card() {
+    let mut card = ReplyCard::new("Weft", CardState::Done, Lang::En);
+    card.body = "Leave is 25 days [1], laptops last three years [2].\n".repeat(40);
+    card.sources = vec![
+        Source {
+            n: 1,
+            document: "handbook.pdf".into(),
+            position: "page 7".into(),
+        },
+        Source {
+            n: 2,
+            document: "<at id=all></at> equipment.md".into(),
+            position: String::new(),
+        },
+    ];
+    let limits = MarkdownLimits {
+        max_tables: 3,
+        max_element_bytes: 800,
+    };
+    let pages = card.render(limits);
+    assert!(pages.len() >= 2);
+    assert!(
+        !elements(&pages[0])
+            .iter()
+            .any(|e| e["element_id"] == "sources"),
+        "only the last card lists them"
+    );
+    let sources = by_id(pages.last().unwrap(), "sources");
+    let text = sources["content"].as_str().unwrap();
+    assert!(
+        text.starts_with("**Sources**\n[1] handbook.pdf — page 7\n[2] "),
+        "{text}"
+    );
+    assert!(!text.contains("<at"), "no mention pings anyone: {text}");
+    card.lang = Lang::Zh;
+    let pages = card.render(limits);
+    let sources = by_id(pages.last().unwrap(), "sources");
+    assert!(sources["content"].as_str().unwrap().starts_with("**来源**"));
+}

@@ -122,6 +122,30 @@ impl Store {
         let rows = query.fetch_all(&self.pool).await?;
         rows.iter().map(hit).collect()
     }
+
+    /// The chunks with these ids that still exist (an answer's citations; a
+    /// document deleted since is left out), in no particular order.
+    pub async fn knowledge_chunks_by_id(&self, ids: &[String]) -> Result<Vec<ChunkHit>> {
+        if ids.is_empty() {
+            return Ok(Vec::new());
+        }
+        let list = (1..=ids.len())
+            .map(|i| format!("${i}"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let sql = format!(
+            "select c.id, c.document_id, d.name as document_name, c.base_id, c.ord, c.text,
+                    c.heading, c.page, cast(0 as float8) as score
+             from knowledge_chunks c join knowledge_documents d on d.id = c.document_id
+             where c.id in ({list})"
+        );
+        let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+        for id in ids {
+            query = query.bind(id);
+        }
+        let rows = query.fetch_all(&self.pool).await?;
+        rows.iter().map(hit).collect()
+    }
 }
 
 /// A word as a tsquery lexeme. Words are letters and digits only

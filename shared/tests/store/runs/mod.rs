@@ -44,6 +44,7 @@ pub fn succeeded(text: &str) -> RunEnd {
     RunEnd::Succeeded {
         content: text.into(),
         step: 1,
+        citations: Vec::new(),
     }
 }
 

@@ -331,3 +331,34 @@ fn a_thinking_reply_waiting_for_approval_folds_its_reasoning() {
     assert_eq!(card.lang, Lang::Zh);
     assert!(!card.reasoning.unwrap().thinking);
 }
+
+#[test]
+fn citations_become_the_cards_sources() {
+    let mut v = ReplyView::default();
+    v.apply(&ev(1, started(1, 1)));
+    v.apply(&ev(2, text(1, "25 days [1].")));
+    v.apply(&ev(
+        3,
+        EventKind::Citations {
+            items: vec![weft_shared::api::Citation {
+                n: 1,
+                knowledge_id: "k".into(),
+                document_id: "d".into(),
+                document_name: "handbook.pdf".into(),
+                chunk_id: "c".into(),
+                snippet: "Everyone gets 25 days.".into(),
+                position: "page 7".into(),
+                page: Some(7),
+            }],
+        },
+    ));
+    let card = v.card(Lang::En);
+    assert_eq!(
+        card.sources,
+        vec![Source {
+            n: 1,
+            document: "handbook.pdf".into(),
+            position: "page 7".into()
+        }]
+    );
+}
