@@ -19,18 +19,21 @@ use base64::Engine;
 use bytes::Bytes;
 use weft_files::Kind;
 use weft_shared::api::{
-    CreateKnowledgeBase, KnowledgeBaseDto, KnowledgeBaseList, KnowledgeDocumentDto,
-    KnowledgeDocumentList, KnowledgeHit, KnowledgeSearch, KnowledgeSearchResults, KnowledgeUpload,
-    KnowledgeUploadResult, KnowledgeUploaded, KnowledgeVisibility, PatchKnowledgeBase,
+    CreateKnowledgeBase, DocumentChunk, DocumentChunks, KnowledgeBaseDto, KnowledgeBaseList,
+    KnowledgeDocumentDto, KnowledgeDocumentList, KnowledgeHit, KnowledgeSearch,
+    KnowledgeSearchResults, KnowledgeUpload, KnowledgeUploadResult, KnowledgeUploaded,
+    KnowledgeVisibility, PatchKnowledgeBase,
 };
 use weft_shared::config::MAX_TOP_K;
 use weft_shared::memory_room::{SharedPermit, human_size as mib};
-use weft_shared::store::{AuthUser, BaseChange, KnowledgeBase, KnowledgeDocument, NewDocument};
+use weft_shared::store::{
+    AuthUser, BaseChange, ChunkWindow, KnowledgeBase, KnowledgeDocument, NewDocument,
+};
 
 use crate::AppState;
 use crate::auth::Caller;
 use crate::error::{ApiError, ApiResult};
-use crate::extract::ApiJson;
+use crate::extract::{ApiJson, ApiQuery};
 use crate::uploads::{Upload, clean_name, detect_all, is_multipart, upload_room};
 
 /// Words of a query the index is asked for; the rest are dropped.
@@ -53,6 +56,10 @@ pub fn router(state: &AppState) -> Router<AppState> {
         .route(
             "/v1/knowledge/{id}/documents/{doc}",
             get(get_document).delete(delete_document),
+        )
+        .route(
+            "/v1/knowledge/{id}/documents/{doc}/chunks",
+            get(document_chunks),
         )
         .route("/v1/knowledge/{id}/search", post(search))
 }
@@ -222,6 +229,63 @@ pub async fn get_document(
 ) -> ApiResult<Json<KnowledgeDocumentDto>> {
     let doc = state.store.knowledge_document(&user, &id, &doc).await?;
     Ok(Json(document_dto(doc)))
+}
+
+/// Which part of a document's text to read (`GET …/documents/{doc}/chunks`).
+#[derive(Debug, Default, serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct ChunksQuery {
+    /// A chunk id: the chunks on either side of it (a citation opened at its
+    /// passage). Else from the start, or after `after`.
+    around: Option<String>,
+    /// A chunk's `ord`: the chunks after it.
+    after: Option<i64>,
+    /// How many chunks, 1–200 (default 50).
+    limit: Option<u32>,
+}
+
+/// A document's text, chunk by chunk in order: what a citation opens at its
+/// passage (`around`), read on with `after`.
+#[utoipa::path(get, path = "/v1/knowledge/{id}/documents/{doc}/chunks", params(ChunksQuery),
+    responses((status = 200, body = DocumentChunks),
+        (status = 422, description = "a bad limit, or both around and after", body = weft_shared::api::ErrorEnvelope),
+        (status = 404, description = "no such base, document or chunk of yours", body = weft_shared::api::ErrorEnvelope)))]
+pub async fn document_chunks(
+    State(state): State<AppState>,
+    Caller(user): Caller,
+    Path((id, doc)): Path<(String, String)>,
+    ApiQuery(q): ApiQuery<ChunksQuery>,
+) -> ApiResult<Json<DocumentChunks>> {
+    let limit = q.limit.unwrap_or(50);
+    if !(1..=200).contains(&limit) {
+        return Err(ApiError::Validation("limit must be from 1 to 200".into()));
+    }
+    let window = match (&q.around, q.after) {
+        (Some(chunk), None) => ChunkWindow::Around(chunk),
+        (None, after) => ChunkWindow::After(after.unwrap_or(-1)),
+        (Some(_), Some(_)) => {
+            return Err(ApiError::Validation(
+                "give around or after, not both".into(),
+            ));
+        }
+    };
+    let (chunks, total) = state
+        .store
+        .knowledge_document_chunks(&user, &id, &doc, window, limit)
+        .await?;
+    Ok(Json(DocumentChunks {
+        chunks: chunks
+            .into_iter()
+            .map(|c| DocumentChunk {
+                position: c.position(),
+                id: c.chunk_id,
+                ord: c.ord,
+                text: c.text,
+                page: c.page,
+            })
+            .collect(),
+        total,
+    }))
 }
 
 /// Delete a document: gone from the next search; its ingestion stops.

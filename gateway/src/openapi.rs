@@ -18,6 +18,7 @@ use utoipa::OpenApi;
         crate::knowledge::list_documents,
         crate::knowledge::add_documents,
         crate::knowledge::get_document,
+        crate::knowledge::document_chunks,
         crate::knowledge::delete_document,
         crate::knowledge::search,
         crate::meta::health,

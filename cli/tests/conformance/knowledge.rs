@@ -634,6 +634,70 @@ async fn answers_cite_their_sources_in_an_event_and_in_the_stored_reply(b: Backe
         assert_eq!(st, 200, "the cited document opens: {doc}");
     }
 
+    // The cited passage opens in its document's text.
+    let (st, read) = app
+        .get(
+            &format!(
+                "/v1/knowledge/{handbook}/documents/{}/chunks?around={}&limit=3",
+                leave["document_id"].as_str().unwrap(),
+                leave["chunk_id"].as_str().unwrap()
+            ),
+            &user,
+        )
+        .await;
+    assert_eq!(st, 200, "{read}");
+    let chunks = read["chunks"].as_array().unwrap();
+    assert!(chunks.len() <= 3 && read["total"].as_u64().unwrap() >= chunks.len() as u64);
+    let cited = chunks
+        .iter()
+        .find(|c| c["id"] == leave["chunk_id"])
+        .unwrap_or_else(|| panic!("the cited chunk is in the window: {read}"));
+    assert!(cited["text"].as_str().unwrap().contains("25 vacation days"));
+    assert_eq!(cited["position"], "Handbook > Leave");
+    let ords: Vec<i64> = chunks.iter().map(|c| c["ord"].as_i64().unwrap()).collect();
+    assert!(
+        ords.windows(2).all(|w| w[1] == w[0] + 1),
+        "in order: {ords:?}"
+    );
+    let chunks_of = |query: &str| {
+        format!(
+            "/v1/knowledge/{handbook}/documents/{}/chunks{query}",
+            leave["document_id"].as_str().unwrap()
+        )
+    };
+    let (st, all) = app.get(&chunks_of(""), &user).await;
+    assert_eq!(st, 200, "{all}");
+    assert_eq!(all["chunks"][0]["ord"], 0, "from the start: {all}");
+    let (st, after) = app.get(&chunks_of("?after=0&limit=1"), &user).await;
+    assert_eq!(st, 200, "{after}");
+    assert_eq!(after["chunks"][0]["ord"], 1, "{after}");
+    let (st, v) = app.get(&chunks_of("?limit=0"), &user).await;
+    assert_eq!(st, 422, "{v}");
+    let (st, v) = app.get(&chunks_of("?around=nope"), &user).await;
+    assert_eq!(st, 404, "{v}");
+    // Another person's private base: as if it did not exist.
+    let private = create_base(&app, ADMIN_TOKEN, "minutes", "private").await;
+    let (st, up) = upload(
+        &app,
+        ADMIN_TOKEN,
+        &private,
+        "m.md",
+        b"# Minutes\n\nSecret plans.\n",
+    )
+    .await;
+    assert_eq!(st, 201, "{up}");
+    let doc = up["documents"][0]["document"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (st, v) = app
+        .get(
+            &format!("/v1/knowledge/{private}/documents/{doc}/chunks"),
+            &user,
+        )
+        .await;
+    assert_eq!(st, 404, "{v}");
+
     // The stored reply carries the same citations.
     let messages = app.messages(&user, &session).await;
     let reply = messages

@@ -214,3 +214,24 @@ pub struct Citation {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub page: Option<u32>,
 }
+
+/// A stretch of a document's text, in order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct DocumentChunks {
+    pub chunks: Vec<DocumentChunk>,
+    /// The document's chunk count.
+    pub total: u64,
+}
+
+/// One chunk of a document's text.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct DocumentChunk {
+    pub id: String,
+    /// Its place in the document, from 0.
+    pub ord: i64,
+    pub text: String,
+    /// "page 7", or the heading path.
+    pub position: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub page: Option<u32>,
+}

@@ -28,6 +28,8 @@
 mod documents;
 mod search;
 
+pub use search::ChunkWindow;
+
 use sqlx::any::AnyRow;
 
 use super::{

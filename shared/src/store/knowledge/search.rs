@@ -4,7 +4,7 @@
 use sqlx::any::AnyRow;
 
 use super::ChunkHit;
-use crate::store::{Dialect, Result, Store, get_i64, get_opt_i64, get_str};
+use crate::store::{AuthUser, Dialect, Result, Store, StoreError, get_i64, get_opt_i64, get_str};
 
 impl Store {
     /// The chunks of `bases` that match any of `terms` (segmented words),
@@ -145,6 +145,58 @@ impl Store {
         }
         let rows = query.fetch_all(&self.pool).await?;
         rows.iter().map(hit).collect()
+    }
+}
+
+/// Which chunks of a document to read.
+#[derive(Debug, Clone, Copy)]
+pub enum ChunkWindow<'a> {
+    /// `limit` chunks centred on this one.
+    Around(&'a str),
+    /// The chunks after this `ord` (-1: from the start).
+    After(i64),
+}
+
+impl Store {
+    /// A stretch of document `doc`'s chunks in order, as `user` may read it
+    /// (404 for a base they cannot open), and the document's chunk count.
+    pub async fn knowledge_document_chunks(
+        &self,
+        user: &AuthUser,
+        base: &str,
+        doc: &str,
+        window: ChunkWindow<'_>,
+        limit: u32,
+    ) -> Result<(Vec<ChunkHit>, u64)> {
+        let document = self.knowledge_document(user, base, doc).await?;
+        let from = match window {
+            ChunkWindow::After(ord) => ord + 1,
+            ChunkWindow::Around(chunk) => {
+                let row = sqlx::query(
+                    "select ord from knowledge_chunks where id = $1 and document_id = $2",
+                )
+                .bind(chunk)
+                .bind(doc)
+                .fetch_optional(&self.pool)
+                .await?
+                .ok_or(StoreError::NotFound)?;
+                (get_i64(&row, "ord")? - i64::from(limit / 2)).max(0)
+            }
+        };
+        let rows = sqlx::query(
+            "select c.id, c.document_id, d.name as document_name, c.base_id, c.ord, c.text,
+                    c.heading, c.page, cast(0 as float8) as score
+             from knowledge_chunks c join knowledge_documents d on d.id = c.document_id
+             where c.document_id = $1 and c.ord >= $2
+             order by c.ord limit $3",
+        )
+        .bind(doc)
+        .bind(from)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        let chunks = rows.iter().map(hit).collect::<Result<Vec<_>>>()?;
+        Ok((chunks, document.chunks.max(0) as u64))
     }
 }
 
