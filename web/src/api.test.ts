@@ -268,4 +268,20 @@ describe('agents, instructions and turns', () => {
     await api.chooseAlternative('s1', 'r/1')
     expect(f.calls[1].url).toBe('/v1/sessions/s1/alternatives/r%2F1')
   })
+
+  it('reads a document around a cited chunk, or after an ord; a gone document is a 404', async () => {
+    const page = { chunks: [{ id: 'c7', ord: 7, text: 'Everyone gets 25 vacation days.', position: 'Handbook > Leave' }], total: 9 }
+    const f = fakeFetch(() => json(200, page))
+    const api = createApi({ fetch: f.fetch })
+    expect(await api.documentChunks('kb 1', 'd/2', { around: 'c7', limit: 20 })).toEqual(page)
+    await api.documentChunks('kb1', 'd2', { after: 26, limit: 20 })
+    expect(f.calls.map((c) => c.url)).toEqual([
+      '/v1/knowledge/kb%201/documents/d%2F2/chunks?around=c7&limit=20',
+      '/v1/knowledge/kb1/documents/d2/chunks?after=26&limit=20',
+    ])
+    const gone = fakeFetch(() => json(404, { error: { code: 'not_found', message: 'not found' } }))
+    await expect(createApi({ fetch: gone.fetch }).documentChunks('kb1', 'd2', { around: 'c7' })).rejects.toMatchObject({
+      status: 404,
+    })
+  })
 })

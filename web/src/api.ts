@@ -17,6 +17,7 @@ import type {
   CreatedToken,
   CreateSessionRequest,
   CreateUserRequest,
+  DocumentChunks,
   Instructions,
   Limits,
   LoginResponse,
@@ -189,6 +190,18 @@ export function createApi(opts: ApiOptions = {}) {
     /** The session's tool calls waiting for a decision (what a lost event log cannot replay). */
     listApprovals: (sessionId: string) =>
       get<ApprovalList>(`/v1/sessions/${seg(sessionId)}/approvals`).then((r) => r.approvals),
+
+    // knowledge
+    /**
+     * A stretch of a document's text: `around` a chunk (centred on it) or `after` a
+     * chunk's `ord` (from the start with neither); 404 when the document is gone or
+     * its base is not open to you.
+     */
+    documentChunks: (
+      knowledgeId: string,
+      documentId: string,
+      q: { around?: string; after?: number; limit?: number },
+    ) => get<DocumentChunks>(`/v1/knowledge/${seg(knowledgeId)}/documents/${seg(documentId)}/chunks`, q),
 
     // your own account: password, tokens and sign-ins
     changePassword: (body: ChangePasswordRequest) => post<void>('/v1/me/password', body),

@@ -430,6 +430,26 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/knowledge/{id}/documents/{doc}/chunks": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A document's text, chunk by chunk in order: what a citation opens at its
+         *     passage (`around`), read on with `after`.
+         */
+        get: operations["document_chunks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/knowledge/{id}/search": {
         parameters: {
             query?: never;
@@ -1071,6 +1091,31 @@ export interface components {
             role: string;
         };
         /**
+         * @description One source an answer cites as `[n]`: the passage a knowledge search handed
+         *     the model (the `citations` event, and `citations` on the stored reply).
+         */
+        Citation: {
+            chunk_id: string;
+            document_id: string;
+            document_name: string;
+            /** @description The base the document is in (`GET /v1/knowledge/{knowledge_id}/documents/{document_id}`). */
+            knowledge_id: string;
+            /**
+             * Format: int32
+             * @description The number the answer cites it by: `[1]` is `n = 1`.
+             */
+            n: number;
+            /**
+             * Format: int32
+             * @description The page, for PDFs.
+             */
+            page?: number | null;
+            /** @description The page for PDFs ("page 7"), else the heading path ("Setup > Linux"). */
+            position: string;
+            /** @description The cited passage (the chunk's text, at most 500 characters). */
+            snippet: string;
+        };
+        /**
          * @description One thing a reload changed: `models.gpt-4o: added`,
          *     `limits.runs_per_minute_per_user: 60 → 120`, `mcp.files: restarted`.
          */
@@ -1108,6 +1153,29 @@ export interface components {
         };
         DecideApprovalRequest: {
             decision: components["schemas"]["ApprovalDecision"];
+        };
+        /** @description One chunk of a document's text. */
+        DocumentChunk: {
+            id: string;
+            /**
+             * Format: int64
+             * @description Its place in the document, from 0.
+             */
+            ord: number;
+            /** Format: int32 */
+            page?: number | null;
+            /** @description "page 7", or the heading path. */
+            position: string;
+            text: string;
+        };
+        /** @description A stretch of a document's text, in order. */
+        DocumentChunks: {
+            chunks: components["schemas"]["DocumentChunk"][];
+            /**
+             * Format: int64
+             * @description The document's chunk count.
+             */
+            total: number;
         };
         /**
          * @description Where a document's ingestion is: `queued` → `processing` → `ready`, or
@@ -1198,6 +1266,10 @@ export interface components {
             /** @enum {string} */
             type: "usage";
         }) | {
+            items: components["schemas"]["Citation"][];
+            /** @enum {string} */
+            type: "citations";
+        } | {
             /** Format: int32 */
             attempt: number;
             /** Format: int64 */
@@ -1460,6 +1532,8 @@ export interface components {
              */
             author_name?: string | null;
             call_id?: string | null;
+            /** @description The sources an assistant reply cites as `[n]` (knowledge searches). */
+            citations?: components["schemas"]["Citation"][];
             content: string;
             created_at: string;
             id: string;
@@ -3095,6 +3169,65 @@ export interface operations {
                 };
             };
             404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    document_chunks: {
+        parameters: {
+            query?: {
+                /**
+                 * @description A chunk id: the chunks on either side of it (a citation opened at its
+                 *     passage). Else from the start, or after `after`.
+                 */
+                around?: string;
+                /** @description A chunk's `ord`: the chunks after it. */
+                after?: number;
+                /** @description How many chunks, 1–200 (default 50). */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                id: string;
+                doc: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DocumentChunks"];
+                };
+            };
+            /** @description no such base, document or chunk of yours */
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description a bad limit, or both around and after */
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

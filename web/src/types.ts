@@ -73,6 +73,11 @@ export type AlternativeList = Schemas['AlternativeList']
 export type TurnResult = Schemas['TurnResult']
 /** The stored summary of a session's older messages. */
 export type Summary = Schemas['SummaryDto']
+/** A source an answer cites as `[n]` (the `citations` event; `citations` on a stored reply). */
+export type Citation = Schemas['Citation']
+/** `GET /v1/knowledge/{id}/documents/{doc}/chunks`: a stretch of a document's text, and its chunk count. */
+export type DocumentChunks = Schemas['DocumentChunks']
+export type DocumentChunk = Schemas['DocumentChunk']
 
 /**
  * Hand-written: the document gives `role` as a plain string ("`admin` or `user`"
@@ -91,6 +96,7 @@ const EVENT_TYPES: Record<RunEventType, true> = {
   approval_required: true,
   approval_decided: true,
   usage: true,
+  citations: true,
   retrying: true,
   heartbeat: true,
   done: true,

@@ -3,13 +3,15 @@
 // as plain pre-wrapped text, so nothing jumps or disappears.
 
 import { lazy, Suspense } from 'react'
+import type { Citation } from '../types'
 
 const Renderer = lazy(() => import('./MarkdownRenderer'))
 
-export function Markdown({ text }: { text: string }) {
+/** `citations`: the sources the reply cites; their `[n]` in `text` become footnotes. */
+export function Markdown({ text, citations }: { text: string; citations?: readonly Citation[] | null }) {
   return (
     <Suspense fallback={<div className="md-plain">{text}</div>}>
-      <Renderer text={text} />
+      <Renderer text={text} citations={citations} />
     </Suspense>
   )
 }

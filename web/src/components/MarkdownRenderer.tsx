@@ -3,13 +3,18 @@
 // text is not rendered (react-markdown's default), so replies cannot inject markup.
 // Images from another origin render as links (see markdownImages.ts): loading one
 // could send the conversation to whoever the reply points at.
+// With `citations`, the `[n]` the answer cites become footnotes (citeRefs.ts draws
+// them as `<sup data-cite>`, drawn here by `CiteRef`).
 
-import { memo, useRef, useState, type ComponentPropsWithoutRef } from 'react'
+import { memo, useMemo, useRef, useState, type ComponentPropsWithoutRef } from 'react'
 import ReactMarkdown, { type Components } from 'react-markdown'
 import remarkGfm from 'remark-gfm'
 import rehypeHighlight from 'rehype-highlight'
 import { useT } from '../i18n'
+import type { Citation } from '../types'
+import { remarkCitations } from './citeRefs'
 import { imageAllowed } from './markdownImages'
+import { CiteRef } from './Sources'
 
 function CodeBlock(props: ComponentPropsWithoutRef<'pre'>) {
   const t = useT()
@@ -49,6 +54,10 @@ const components: Components = {
   pre: ({ node: _node, ...props }) => <CodeBlock {...props} />,
   a: ({ node: _node, ...props }) => <a {...props} target="_blank" rel="noopener noreferrer" />,
   img: ({ node: _node, ...props }) => <Image {...props} />,
+  sup: ({ node: _node, ...props }) => {
+    const n = (props as Record<string, unknown>)['data-cite']
+    return n ? <CiteRef n={Number(n)} /> : <sup {...props} />
+  },
   table: ({ node: _node, ...props }) => (
     <div className="table-wrap">
       <table {...props} />
@@ -59,9 +68,20 @@ const components: Components = {
 const remarkPlugins = [remarkGfm]
 const rehypePlugins = [[rehypeHighlight, { detect: false }]] as never
 
-const MarkdownRenderer = memo(function MarkdownRenderer({ text }: { text: string }) {
+const MarkdownRenderer = memo(function MarkdownRenderer({
+  text,
+  citations,
+}: {
+  text: string
+  /** the sources the reply cites: their `[n]` become footnotes */
+  citations?: readonly Citation[] | null
+}) {
+  const plugins = useMemo(() => {
+    if (!citations?.length) return remarkPlugins
+    return [...remarkPlugins, [remarkCitations, { cited: new Set(citations.map((c) => c.n)) }]] as never
+  }, [citations])
   return (
-    <ReactMarkdown remarkPlugins={remarkPlugins} rehypePlugins={rehypePlugins} components={components}>
+    <ReactMarkdown remarkPlugins={plugins} rehypePlugins={rehypePlugins} components={components}>
       {text}
     </ReactMarkdown>
   )

@@ -1,15 +1,18 @@
 // An assistant reply, either live (rendered from the run's events through the
 // reducer) or from history (rendered from persisted messages, with the run's
-// totals fetched once).
+// totals fetched once). Either way the sources it cites (the `citations` event, or
+// `citations` on the stored reply) turn its `[n]` into footnotes and list under it.
 
-import { useEffect, useRef, useState } from 'react'
+import { useEffect, useMemo, useRef, useState } from 'react'
 import { api } from '../api'
+import { replyCitations } from '../citations'
 import { contextUse, fmtMs, fmtNum } from '../format'
 import { useT } from '../i18n'
 import { isTerminal, type Phase, type StepView, type ToolView } from '../stream/reducer'
 import { useRun } from '../stream/useRun'
-import type { ErrorBody, Message, Run, RunStatus, Usage } from '../types'
+import type { Citation, ErrorBody, Message, Run, RunStatus, Usage } from '../types'
 import { Markdown } from './Markdown'
+import { Cited } from './Sources'
 import { ToolCard } from './ToolCard'
 import { Icon } from './Icon'
 
@@ -45,9 +48,11 @@ export function LiveReply({ runId, sessionId, agent, onPhase, onGone }: LiveRepl
       aria-busy={!terminal}
     >
       {run.attempt > 1 && <span className="badge">{t('chat.attempt', { n: run.attempt })}</span>}
-      {run.steps.map((s) => (
-        <Step key={s.step} step={s} tools={run.tools} live={!terminal} />
-      ))}
+      <Cited citations={run.citations}>
+        {run.steps.map((s) => (
+          <Step key={s.step} step={s} tools={run.tools} live={!terminal} citations={run.citations} />
+        ))}
+      </Cited>
       {!terminal && !hasContent && !run.retry && (
         <p className="muted waiting" role="status">
           <span className="spinner" aria-hidden="true" /> {t('chat.waiting')}
@@ -76,13 +81,14 @@ export function LiveReply({ runId, sessionId, agent, onPhase, onGone }: LiveRepl
   )
 }
 
-function Step({ step, tools, live }: { step: StepView; tools: Record<string, ToolView>; live: boolean }) {
+function Step(p: { step: StepView; tools: Record<string, ToolView>; live: boolean; citations?: Citation[] }) {
+  const { step, tools, live } = p
   return (
     <div className="step" data-step={step.step}>
       {step.thinking && <Thinking text={step.thinking} live={live && !step.text} />}
       {step.text && (
         <div className="md" data-testid="reply-text">
-          <Markdown text={step.text} />
+          <Markdown text={step.text} citations={p.citations} />
         </div>
       )}
       {step.tools.map((id) => tools[id] && <ToolCard key={id} tool={tools[id]} />)}
@@ -193,6 +199,7 @@ export function HistoricReply({ runId, messages, agent, onActive }: HistoricRepl
     }
   }, [runId, onActive])
 
+  const citations = useMemo(() => replyCitations(messages), [messages])
   const results = new Map<string, Message>()
   for (const m of messages) if (m.role === 'tool' && m.call_id) results.set(m.call_id, m)
   const used = new Set<string>()
@@ -204,30 +211,32 @@ export function HistoricReply({ runId, messages, agent, onActive }: HistoricRepl
       data-run-id={runId ?? ''}
       data-phase={run ? (PHASE_OF_STATUS[run.status] ?? run.status) : ''}
     >
-      {messages.map((m) => {
-        if (m.role === 'assistant') {
-          return (
-            <div className="step" key={m.id}>
-              {m.content && (
-                <div className="md" data-testid="reply-text">
-                  <Markdown text={m.content} />
-                </div>
-              )}
-              {m.tool_calls?.map((c) => {
-                const res = results.get(c.id)
-                if (res) used.add(res.id)
-                return <ToolCard key={c.id} tool={historicTool(c.id, c.name, c.args, m.step ?? 0, res)} />
-              })}
-            </div>
-          )
-        }
-        return null
-      })}
-      {messages
-        .filter((m) => m.role === 'tool' && !used.has(m.id))
-        .map((m) => (
-          <ToolCard key={m.id} tool={historicTool(m.call_id ?? m.id, m.name ?? 'tool', undefined, m.step ?? 0, m)} />
-        ))}
+      <Cited citations={citations}>
+        {messages.map((m) => {
+          if (m.role === 'assistant') {
+            return (
+              <div className="step" key={m.id}>
+                {m.content && (
+                  <div className="md" data-testid="reply-text">
+                    <Markdown text={m.content} citations={citations} />
+                  </div>
+                )}
+                {m.tool_calls?.map((c) => {
+                  const res = results.get(c.id)
+                  if (res) used.add(res.id)
+                  return <ToolCard key={c.id} tool={historicTool(c.id, c.name, c.args, m.step ?? 0, res)} />
+                })}
+              </div>
+            )
+          }
+          return null
+        })}
+        {messages
+          .filter((m) => m.role === 'tool' && !used.has(m.id))
+          .map((m) => (
+            <ToolCard key={m.id} tool={historicTool(m.call_id ?? m.id, m.name ?? 'tool', undefined, m.step ?? 0, m)} />
+          ))}
+      </Cited>
       {run?.status === 'failed' && run.error && <ErrorBox error={run.error} />}
       {run?.status === 'cancelled' && <Cancelled />}
       {run && (

@@ -30,6 +30,19 @@ function script() {
     retrying: (step: number, attempt = 1) =>
       push({ type: 'retrying', step, attempt, reason: 'upstream 503', delay_ms: 500 }),
     heartbeat: () => push({ type: 'heartbeat', elapsed_ms: 30_000 }),
+    citations: (...ns: number[]) =>
+      push({
+        type: 'citations',
+        items: ns.map((n) => ({
+          n,
+          knowledge_id: 'kb-1',
+          document_id: `doc-${n}`,
+          document_name: `doc${n}.md`,
+          chunk_id: `chunk-${n}`,
+          snippet: `passage ${n}`,
+          position: `Handbook > Part ${n}`,
+        })),
+      }),
     done: () =>
       push({
         type: 'done',
@@ -294,5 +307,34 @@ describe('run reducer', () => {
     applyEvent(a, s.text(1, 'b'))
     applyEvent(a, s.retrying(1))
     expect(JSON.stringify(a)).toBe(frozen)
+  })
+
+  it('keeps the sources the answer cites, through done and a replay of the whole log', () => {
+    const s = script()
+    s.started()
+    s.text(1, 'Leave is 25 days [1], laptops last three years [2].')
+    const before = fold(s.events)
+    expect(before.citations).toBeUndefined()
+    s.citations(1, 2)
+    s.done()
+    const st = fold(s.events)
+    expect(st.phase).toBe('done')
+    expect(st.citations?.map((c) => [c.n, c.document_name, c.chunk_id])).toEqual([
+      [1, 'doc1.md', 'chunk-1'],
+      [2, 'doc2.md', 'chunk-2'],
+    ])
+    // A re-attach replays every event: the list is the same, not doubled.
+    expect(fold(s.events, st)).toBe(st)
+    expect(fold(s.events, before).citations).toHaveLength(2)
+    // The reply text is left as the model wrote it: the [n] are drawn as footnotes.
+    expect(replyText(st)).toBe('Leave is 25 days [1], laptops last three years [2].')
+  })
+
+  it('a later citations event replaces the list rather than adding to it', () => {
+    const s = script()
+    s.started()
+    s.citations(1, 2)
+    s.citations(3)
+    expect(fold(s.events).citations?.map((c) => c.n)).toEqual([3])
   })
 })

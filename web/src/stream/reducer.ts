@@ -14,6 +14,9 @@
 //     approvals read over HTTP (`approvals` action) fill in what a lost event log
 //     no longer replays, without undoing a decision the events already told;
 //   * `retrying` restarts one step: what that step streamed so far is discarded;
+//   * `citations` (sent just before `done`) sets the sources the answer cites as
+//     `[n]`, whole: a later one replaces the list, never adds to it (the reply text
+//     keeps its `[n]`; drawing them as footnotes is the view's business);
 //   * terminal events (`done`, `error`, `cancelled`) freeze the run; partial text
 //     stays.
 // Connection state ("reconnecting…") is kept here too, as local actions.
@@ -21,7 +24,7 @@
 // The reducer is pure and returns a new object whenever something changed (and the
 // same object when nothing did), so React can use it directly.
 
-import type { Approval, ErrorBody, RunEvent, Usage } from '../types'
+import type { Approval, Citation, ErrorBody, RunEvent, Usage } from '../types'
 
 export type Phase =
   | 'connecting'
@@ -79,6 +82,8 @@ export interface RunState {
   steps: StepView[]
   tools: Record<string, ToolView>
   usage?: Usage
+  /** the sources the answer cites as `[n]`, once the `citations` event told */
+  citations?: Citation[]
   retry?: RetryInfo
   error?: ErrorBody
   cancelledBy?: string
@@ -276,6 +281,10 @@ export function applyEvent(state: RunState, ev: RunEvent): RunState {
         context_tokens: ev.context_tokens,
         context_window: ev.context_window,
       }
+      return s
+    }
+    case 'citations': {
+      s.citations = ev.items
       return s
     }
     case 'retrying': {
