@@ -150,7 +150,8 @@ pub async fn get_one(
     ))
 }
 
-/// Rename a session or change its model or mode.
+/// Rename a session, change its model or agent, or the knowledge bases it
+/// searches besides its agent's.
 #[utoipa::path(patch, path = "/v1/sessions/{id}", request_body = UpdateSessionRequest, responses((status = 200, body = SessionDto)))]
 pub async fn update(
     State(state): State<AppState>,
@@ -164,7 +165,11 @@ pub async fn update(
     }
     let model = state.model_override(&user, req.model.as_deref())?;
     let mode = state.mode_override(&user, req.agent.as_deref().or(req.mode.as_deref()))?;
-    let s = state
+    let bases = match &req.knowledge {
+        Some(meant) => Some(knowledge_bases_meant(&state, &user, meant).await?),
+        None => None,
+    };
+    let mut s = state
         .store
         .update_session(
             &user.id,
@@ -174,7 +179,40 @@ pub async fn update(
             mode.as_deref(),
         )
         .await?;
+    if let Some(bases) = bases {
+        s = state
+            .store
+            .set_session_knowledge(&user.id, &id, &bases)
+            .await?;
+    }
     Ok(Json(s.to_dto()))
+}
+
+/// The ids of the knowledge bases `user` means by `meant` (ids or names); a
+/// name or id they cannot open is 422 naming it.
+pub(crate) async fn knowledge_bases_meant(
+    state: &AppState,
+    user: &AuthUser,
+    meant: &[String],
+) -> ApiResult<Vec<String>> {
+    if meant.len() > 20 {
+        return Err(ApiError::Validation(
+            "a session searches at most 20 knowledge bases besides its agent's".into(),
+        ));
+    }
+    let mut ids = Vec::with_capacity(meant.len());
+    for m in meant {
+        match state.store.knowledge_base_meant(user, m.trim()).await {
+            Ok(base) => ids.push(base.id),
+            Err(weft_shared::store::StoreError::NotFound) => {
+                return Err(ApiError::Validation(format!(
+                    "knowledge: no knowledge base {m:?} is open to you"
+                )));
+            }
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(ids)
 }
 
 /// Delete a session. Its active run ends `cancelled` (`by: "deleted"`): attached

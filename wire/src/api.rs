@@ -186,6 +186,10 @@ pub struct UpdateSessionRequest {
     #[serde(default)]
     pub agent: Option<String>,
     pub mode: Option<String>,
+    /// Knowledge bases this session searches besides its agent's, by id or by
+    /// name (your own base of that name first, else a shared one); `[]` clears.
+    #[serde(default)]
+    pub knowledge: Option<Vec<String>>,
 }
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
@@ -202,6 +206,9 @@ pub struct SessionDto {
     pub active_run_id: Option<String>,
     pub created_at: String,
     pub updated_at: String,
+    /// Knowledge bases (ids) this session searches besides its agent's.
+    #[serde(default)]
+    pub knowledge: Vec<String>,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize, ToSchema)]

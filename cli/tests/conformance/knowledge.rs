@@ -22,7 +22,8 @@ both_backends!(
     deleted_documents_leave_the_next_search,
     a_worker_killed_mid_ingest_leaves_each_document_ready_once,
     an_agent_searches_its_bases_as_the_person_it_talks_to,
-    answers_cite_their_sources_in_an_event_and_in_the_stored_reply
+    answers_cite_their_sources_in_an_event_and_in_the_stored_reply,
+    a_session_searches_bases_of_its_own_besides_its_agents
 );
 
 const HANDBOOK: &str = "# Handbook\n\nWelcome to the team.\n\n## Leave\n\nEveryone gets 25 vacation days a year. Ask your manager two weeks ahead.\n\n## Equipment\n\nLaptops are replaced every three years.\n";
@@ -717,5 +718,107 @@ async fn answers_cite_their_sources_in_an_event_and_in_the_stored_reply(b: Backe
         events.iter().all(|e| e.ty != "citations"),
         "{:?}",
         events.iter().map(|e| &e.ty).collect::<Vec<_>>()
+    );
+}
+
+/// `PATCH /v1/sessions/{id}` `knowledge` (ids or names) makes a session search
+/// bases besides its agent's: the tool is offered to an agent that names none,
+/// a base its user cannot open is refused naming it, and `[]` takes it away.
+async fn a_session_searches_bases_of_its_own_besides_its_agents(b: Backend) {
+    let app = App::start(b).await;
+    let handbook = create_base(&app, ADMIN_TOKEN, "handbook", "shared").await;
+    upload(
+        &app,
+        ADMIN_TOKEN,
+        &handbook,
+        "handbook.md",
+        HANDBOOK.as_bytes(),
+    )
+    .await;
+    settled(&app, ADMIN_TOKEN, &handbook).await;
+    let private = create_base(&app, ADMIN_TOKEN, "minutes", "private").await;
+    let user = app.user("dana").await;
+    let (st, session) = app.post("/v1/sessions", &user, json!({})).await;
+    assert_eq!(st, 201, "{session}");
+    assert_eq!(session["knowledge"], json!([]));
+    let session = session["id"].as_str().unwrap().to_string();
+    let path = format!("/v1/sessions/{session}");
+    let offered = |events: &[crate::sse::Ev]| -> bool {
+        let seen: Value = serde_json::from_str(&rendered_text(events)).unwrap();
+        seen["tools"]
+            .as_array()
+            .unwrap()
+            .contains(&json!("knowledge_search"))
+    };
+    let context = async || {
+        app.send_stream(&user, &session, "@mock.context")
+            .await
+            .until_terminal()
+            .await
+    };
+    assert!(!offered(&context().await), "no bases, no tool");
+
+    for refused in [json!(["nope"]), json!([private])] {
+        let (st, v) = app
+            .call(
+                reqwest::Method::PATCH,
+                &path,
+                &user,
+                Some(json!({"knowledge": refused})),
+            )
+            .await;
+        assert_eq!(st, 422, "{v}");
+        assert!(
+            v["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("is open to you"),
+            "{v}"
+        );
+    }
+    let (st, v) = app
+        .call(
+            reqwest::Method::PATCH,
+            &path,
+            &user,
+            Some(json!({"knowledge": ["handbook", handbook]})),
+        )
+        .await;
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["knowledge"], json!([handbook]), "by name or id, once");
+    let (_, v) = app.get(&path, &user).await;
+    assert_eq!(v["knowledge"], json!([handbook]));
+
+    assert!(offered(&context().await));
+    let out = said(
+        &app,
+        &user,
+        &session,
+        r#"@mock.tool knowledge_search {"query": "vacation days"}"#,
+    )
+    .await;
+    assert!(out.contains("25 vacation days"), "{out}");
+
+    let (st, v) = app
+        .call(
+            reqwest::Method::PATCH,
+            &path,
+            &user,
+            Some(json!({"knowledge": []})),
+        )
+        .await;
+    assert_eq!(st, 200, "{v}");
+    assert_eq!(v["knowledge"], json!([]));
+    assert!(!offered(&context().await));
+    let out = said(
+        &app,
+        &user,
+        &session,
+        r#"@mock.tool knowledge_search {"query": "vacation days"}"#,
+    )
+    .await;
+    assert!(
+        out.contains("not available") && !out.contains("25 vacation days"),
+        "{out}"
     );
 }

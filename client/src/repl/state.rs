@@ -82,6 +82,7 @@ impl ReplState {
                 model: self.model.clone(),
                 agent: None,
                 mode: Some(self.mode.clone()),
+                knowledge: None,
             };
             gw.update_session(id, &req).await?;
         }

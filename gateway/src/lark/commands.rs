@@ -26,6 +26,8 @@ pub enum Command {
     Sessions,
     /// `/resume N`: the N-th conversation of `/sessions` (1 = newest).
     Resume(Option<usize>),
+    /// `/kb`: the knowledge bases this chat's conversation searches.
+    Kb(KbCommand),
     Help,
     Unknown(String),
 }
@@ -41,6 +43,16 @@ pub enum TurnCommand {
     Retry,
     /// Replace the last question's text (everything after `/edit`) and answer it again.
     Edit(Option<String>),
+}
+
+/// `/kb` (list), `/kb use NAME` (or `/kb NAME`), `/kb off`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KbCommand {
+    List,
+    /// Search this base too in this conversation.
+    Use(String),
+    /// Search only the agent's bases again.
+    Off,
 }
 
 /// A command, when `text` starts with `/`.
@@ -69,6 +81,15 @@ pub fn parse(text: &str) -> Option<Command> {
         "compact" => Command::Compact,
         "sessions" => Command::Sessions,
         "resume" => Command::Resume(arg.and_then(|a| a.parse().ok()).filter(|n| *n > 0)),
+        "kb" | "knowledge" => Command::Kb(match arg.as_deref() {
+            None => KbCommand::List,
+            Some("off" | "clear" | "none") => KbCommand::Off,
+            Some("use") => match parts.next() {
+                Some(name) => KbCommand::Use(name.to_owned()),
+                None => KbCommand::List,
+            },
+            Some(name) => KbCommand::Use(name.to_owned()),
+        }),
         "help" | "h" | "?" => Command::Help,
         _ => Command::Unknown(format!("/{name}")),
     })
@@ -89,6 +110,7 @@ pub fn help(lang: Lang) -> &'static str {
          `/compact` summarise the older turns before the next reply\n\
          `/sessions` this chat's conversations\n\
          `/resume N` go back to conversation N of `/sessions`\n\
+         `/kb` the knowledge bases I search here; `/kb use NAME` add one, `/kb off` only the agent's\n\
          `/help` this list\n\n\
          In a group everyone speaks as themselves in one shared conversation; \
          reply to one of my messages to talk to me without an @mention. \
@@ -106,6 +128,7 @@ pub fn help(lang: Lang) -> &'static str {
          `/compact` 在下一次回复前先总结较早的对话\n\
          `/sessions` 本聊天的对话列表\n\
          `/resume N` 回到 `/sessions` 中的第 N 个对话\n\
+         `/kb` 本对话检索的知识库；`/kb use 名称` 添加一个，`/kb off` 只用智能体自己的\n\
          `/help` 显示本帮助\n\n\
          群聊中每个人以自己的身份参与同一个对话；回复我的消息即可与我对话，无需 @。\
          任何人都可以用 `/stop` 停止当前回复；审批由提出请求的人决定。",
@@ -168,6 +191,17 @@ mod tests {
         assert_eq!(parse("/resume 2"), Some(Command::Resume(Some(2))));
         assert_eq!(parse("/resume zero"), Some(Command::Resume(None)));
         assert_eq!(parse("/resume 0"), Some(Command::Resume(None)));
+        assert_eq!(parse("/kb"), Some(Command::Kb(KbCommand::List)));
+        assert_eq!(
+            parse("/kb use handbook"),
+            Some(Command::Kb(KbCommand::Use("handbook".into())))
+        );
+        assert_eq!(
+            parse("/KB handbook"),
+            Some(Command::Kb(KbCommand::Use("handbook".into())))
+        );
+        assert_eq!(parse("/kb off"), Some(Command::Kb(KbCommand::Off)));
+        assert_eq!(parse("/kb use"), Some(Command::Kb(KbCommand::List)));
         assert_eq!(
             parse("/frobnicate"),
             Some(Command::Unknown("/frobnicate".into()))

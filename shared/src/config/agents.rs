@@ -138,10 +138,17 @@ impl AgentConfig {
 
     /// Whether this agent may call `tool` (`<server>__<tool>` for MCP tools).
     pub fn allows_tool(&self, tool: &str) -> bool {
+        self.allows_tool_in(tool, false)
+    }
+
+    /// [`Self::allows_tool`] in a session that searches knowledge bases of its
+    /// own (`session_bases`) besides the agent's.
+    pub fn allows_tool_in(&self, tool: &str, session_bases: bool) -> bool {
         if tool == KNOWLEDGE_TOOL {
-            // Offered to agents that search knowledge bases, unless they have
-            // no tools at all.
-            return !self.knowledge.is_empty() && self.tools.as_ref().is_none_or(|l| !l.is_empty());
+            // Offered when there are bases to search, unless the agent has no
+            // tools at all.
+            return (session_bases || !self.knowledge.is_empty())
+                && self.tools.as_ref().is_none_or(|l| !l.is_empty());
         }
         let Some(list) = &self.tools else {
             return true;

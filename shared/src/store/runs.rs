@@ -134,6 +134,9 @@ pub struct ClaimedRun {
     /// instructions and skills at this revision or later is current
     /// (`store::revisions`).
     pub prompt_rev: i64,
+    /// The knowledge bases (ids) the run's session searches besides its
+    /// agent's, read by the claim.
+    pub session_knowledge: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -235,7 +238,8 @@ impl Store {
                  started_at = coalesce(started_at, $3)
              where id = $1 and (status = 'queued' or (status = 'running' and heartbeat_at < $4))
              returning id, session_id, user_id, model, mode, attempt, cancel_requested, started_at, created_at, last_seq,
-                 traceparent, pending_step, {}",
+                 traceparent, pending_step, {},
+                 (select s.knowledge from sessions s where s.id = runs.session_id) as session_knowledge",
             super::revisions::PROMPT_REV
         )))
         .bind(&id.0)
@@ -261,6 +265,11 @@ impl Store {
             traceparent: get_opt_str(&row, "traceparent")?,
             pending_step: super::approvals::parse_pending_step(get_opt_str(&row, "pending_step")?)?,
             prompt_rev: get_i64(&row, "prompt_rev")?,
+            session_knowledge: match get_opt_str(&row, "session_knowledge")? {
+                Some(json) => serde_json::from_str(&json)
+                    .map_err(|e| StoreError::Other(format!("sessions.knowledge: {e}")))?,
+                None => Vec::new(),
+            },
         };
         if claimed.attempt > max_attempts {
             return Ok(ClaimOutcome::Exhausted(claimed));

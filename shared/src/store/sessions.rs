@@ -20,6 +20,9 @@ pub struct SessionRecord {
     pub active_run_id: Option<String>,
     pub created_at: i64,
     pub updated_at: i64,
+    /// Knowledge bases (ids) this session searches besides its agent's
+    /// (migration 0023).
+    pub knowledge: Vec<String>,
 }
 
 impl SessionRecord {
@@ -34,6 +37,8 @@ impl SessionRecord {
             active_run_id: get_opt_str(row, "active_run_id")?,
             created_at: get_i64(row, "created_at")?,
             updated_at: get_i64(row, "updated_at")?,
+            knowledge: serde_json::from_str(&get_str(row, "knowledge")?)
+                .map_err(|e| StoreError::Other(format!("sessions.knowledge: {e}")))?,
         })
     }
 
@@ -48,6 +53,7 @@ impl SessionRecord {
             active_run_id: self.active_run_id.clone(),
             created_at: rfc3339(self.created_at),
             updated_at: rfc3339(self.updated_at),
+            knowledge: self.knowledge.clone(),
         }
     }
 }
@@ -72,7 +78,7 @@ impl SessionCursor {
     }
 }
 
-pub(super) const SELECT: &str = "select s.id, s.user_id, s.title, s.model, s.mode, s.source, s.created_at, s.updated_at,
+pub(super) const SELECT: &str = "select s.id, s.user_id, s.title, s.model, s.mode, s.source, s.created_at, s.updated_at, s.knowledge,
     (select r.id from runs r where r.session_id = s.id and r.status in ('queued', 'running', 'waiting_approval')) as active_run_id
     from sessions s";
 
@@ -110,6 +116,7 @@ impl Store {
             active_run_id: None,
             created_at: now,
             updated_at: now,
+            knowledge: Vec::new(),
         };
         let _gate = self.write_gate().await;
         sqlx::query("insert into sessions (id, user_id, title, title_lower, model, mode, source, created_at, updated_at) values ($1, $2, $3, $4, $5, $6, $7, $8, $8)")
@@ -131,6 +138,18 @@ impl Store {
         let row = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(&id.0)
             .bind(&user.0)
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or(StoreError::NotFound)?;
+        SessionRecord::from_row(&row)
+    }
+
+    /// Session `id`, whoever asks: for a worker acting in it (in a shared Lark
+    /// conversation the run's user is the speaker, not the session's owner).
+    pub async fn get_session_unscoped(&self, id: &SessionId) -> Result<SessionRecord> {
+        let sql = const_format(SELECT, " where s.id = $1");
+        let row = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(&id.0)
             .fetch_optional(&self.pool)
             .await?
             .ok_or(StoreError::NotFound)?;
@@ -203,6 +222,35 @@ impl Store {
             .execute(&self.pool)
             .await?;
         self.get_session(user, id).await
+    }
+
+    /// Sets the knowledge bases (ids) `session` searches besides its agent's;
+    /// duplicates are dropped, order kept. The caller checked that whoever
+    /// adds a base may open it (a search checks again, for the person asking).
+    pub async fn set_session_knowledge(
+        &self,
+        owner: &UserId,
+        session: &SessionId,
+        bases: &[String],
+    ) -> Result<SessionRecord> {
+        let mut ids: Vec<&String> = Vec::with_capacity(bases.len());
+        for id in bases {
+            if !ids.contains(&id) {
+                ids.push(id);
+            }
+        }
+        let json = serde_json::to_string(&ids).map_err(|e| StoreError::Other(e.to_string()))?;
+        let _gate = self.write_gate().await;
+        sqlx::query(
+            "update sessions set knowledge = $1, updated_at = $2 where id = $3 and user_id = $4",
+        )
+        .bind(json)
+        .bind(now_ms())
+        .bind(&session.0)
+        .bind(&owner.0)
+        .execute(&self.pool)
+        .await?;
+        self.get_session(owner, session).await
     }
 
     /// Run `run` (and its session, while it still names `gone`) with model

@@ -1,9 +1,11 @@
-//! `knowledge_search`: the agent's knowledge bases, searched for the person it
-//! is talking to. The bases are the agent's (`knowledge = [...]`, by name),
-//! each resolved for the run's user — their own base of that name, else a
-//! shared one — so a search never reaches a base that person could not open
-//! themselves. Offered only to agents that name bases
-//! (`AgentConfig::allows_tool`).
+//! `knowledge_search`: the agent's knowledge bases, and the session's own,
+//! searched for the person it is talking to. The agent's bases (`knowledge =
+//! [...]`, by name) are resolved for the run's user — their own base of that
+//! name, else a shared one — and the session's (`PATCH /v1/sessions/{id}`
+//! `knowledge`, Lark's `/kb use`) are checked the same way, so a search never
+//! reaches a base that person could not open themselves (in a Lark group, each
+//! speaker's own view). Offered only where there are bases
+//! (`AgentConfig::allows_tool_in`).
 //!
 //! The answer numbers its passages `[1]`, `[2]`, … — across the run, so a
 //! second search goes on where the first stopped (`weft_tools::sources`) —
@@ -38,8 +40,9 @@ struct Passage {
 }
 
 impl KnowledgeSearch {
-    /// The ids of the bases the session's agent names, as `user` sees them,
-    /// and the names none of theirs answers to.
+    /// The ids of the bases this search may read — the agent's (by name) and
+    /// the session's own (by id), as `user` sees them — and what of them is
+    /// not open to that person.
     async fn bases(
         &self,
         ctx: &ToolContext,
@@ -49,7 +52,7 @@ impl KnowledgeSearch {
         let user_id = UserId(ctx.user_id.clone());
         let session = self
             .store
-            .get_session(&user_id, &SessionId(ctx.session_id.clone()))
+            .get_session_unscoped(&SessionId(ctx.session_id.clone()))
             .await
             .map_err(failed)?;
         let agent = self
@@ -57,32 +60,40 @@ impl KnowledgeSearch {
             .agent_or_default(&session.mode)
             .await
             .map_err(failed)?;
-        let names = agent.knowledge;
-        if names.is_empty() {
-            return Err("this agent has no knowledge bases".into());
+        if agent.knowledge.is_empty() && session.knowledge.is_empty() {
+            return Err("there are no knowledge bases to search here".into());
         }
-        let wanted: Vec<&String> = match only {
-            Some(name) => {
-                let Some(n) = names.iter().find(|n| n.as_str() == name) else {
-                    return Err(format!(
-                        "{name:?} is not one of this agent's knowledge bases: {}",
-                        names.join(", ")
-                    ));
-                };
-                vec![n]
-            }
-            None => names.iter().collect(),
-        };
         let user = self.store.get_user(&user_id).await.map_err(failed)?;
-        let (mut ids, mut missing) = (Vec::new(), Vec::new());
-        for name in wanted {
+        let (mut open, mut missing) = (Vec::new(), Vec::new());
+        for name in &agent.knowledge {
             match self.store.knowledge_base_named(&user, name).await {
-                Ok(base) => ids.push(base.id),
+                Ok(base) => open.push(base),
                 Err(StoreError::NotFound) => missing.push(name.clone()),
                 Err(e) => return Err(failed(e)),
             }
         }
-        Ok((ids, missing))
+        for id in &session.knowledge {
+            match self.store.knowledge_base(&user, id).await {
+                Ok(base) if open.iter().all(|b| b.id != base.id) => open.push(base),
+                Ok(_) => {}
+                Err(StoreError::NotFound) => {
+                    missing.push("a base added to this conversation by someone else".into())
+                }
+                Err(e) => return Err(failed(e)),
+            }
+        }
+        if let Some(name) = only {
+            let names: Vec<&str> = open.iter().map(|b| b.name.as_str()).collect();
+            if !names.contains(&name) && !agent.knowledge.iter().any(|n| n == name) {
+                return Err(format!(
+                    "{name:?} is not one of the knowledge bases here: {}",
+                    names.join(", ")
+                ));
+            }
+            open.retain(|b| b.name == name);
+            missing.retain(|m| m == name);
+        }
+        Ok((open.into_iter().map(|b| b.id).collect(), missing))
     }
 
     /// Each hit with its neighbours (read in one query); hits of one

@@ -183,7 +183,7 @@ impl<'a> Attempt<'a> {
             .tools()
             .specs()
             .into_iter()
-            .filter(|t| agent.allows_tool(&t.name))
+            .filter(|t| agent.allows_tool_in(&t.name, !run.session_knowledge.is_empty()))
             .filter(|t| has_skills || t.name != "use_skill")
             .collect::<Vec<_>>()
             .into();
@@ -450,6 +450,7 @@ impl<'a> Attempt<'a> {
             grants,
             self.agent.clone(),
             self.cfg.clone(),
+            !self.run.session_knowledge.is_empty(),
         ))
     }
 

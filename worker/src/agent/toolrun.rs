@@ -42,6 +42,8 @@ pub(super) struct ToolRunner<'a> {
     agent: AgentConfig,
     /// The attempt's config (tool policies, timeouts, caps).
     cfg: Arc<Config>,
+    /// The session searches knowledge bases of its own.
+    session_bases: bool,
 }
 
 impl<'a> ToolRunner<'a> {
@@ -51,6 +53,7 @@ impl<'a> ToolRunner<'a> {
         grants: HashSet<String>,
         agent: AgentConfig,
         cfg: Arc<Config>,
+        session_bases: bool,
     ) -> Self {
         ToolRunner {
             inner,
@@ -58,6 +61,7 @@ impl<'a> ToolRunner<'a> {
             grants,
             agent,
             cfg,
+            session_bases,
         }
     }
 
@@ -139,7 +143,7 @@ impl<'a> ToolRunner<'a> {
         let Some(tool) = tools.get(&call.name) else {
             return Disposition::Answer(format!("error: there is no tool named {:?}", call.name));
         };
-        if !self.agent.allows_tool(&call.name) {
+        if !self.agent.allows_tool_in(&call.name, self.session_bases) {
             return Disposition::Answer(format!(
                 "error: {} is not available to this agent",
                 call.name

@@ -14,6 +14,7 @@ mod control;
 mod durability;
 mod flood;
 mod gestures;
+mod knowledge;
 mod language;
 mod replies;
 mod resilience;

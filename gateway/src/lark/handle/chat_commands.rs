@@ -5,10 +5,10 @@
 
 use weft_lark::card::CardState;
 use weft_shared::ids::RunId;
-use weft_shared::store::{AuthUser, SessionRecord};
+use weft_shared::store::{AuthUser, SessionRecord, StoreError};
 
 use super::super::Bot;
-use super::super::commands::{self, Command, Lang};
+use super::super::commands::{self, Command, KbCommand, Lang};
 use super::super::inbound::Incoming;
 
 impl Bot {
@@ -144,6 +144,10 @@ impl Bot {
                 );
                 ("Weft", CardState::Done, text)
             }
+            Command::Kb(kb) => {
+                let text = self.kb_command(user, &session, kb, lang).await?;
+                ("Weft", CardState::Done, text)
+            }
             Command::Resume(n) => {
                 let sessions = store.lark_chat_sessions(&incoming.chat, 10).await?;
                 let text = match n.and_then(|n| sessions.get(n - 1)) {
@@ -170,6 +174,85 @@ impl Bot {
             }
         };
         self.notice(incoming, title, state, &text).await
+    }
+
+    /// `/kb`: list the bases open to the speaker and which this conversation
+    /// searches; `/kb use NAME` adds one (as the speaker sees that name);
+    /// `/kb off` leaves the agent's own.
+    async fn kb_command(
+        &self,
+        user: &AuthUser,
+        session: &SessionRecord,
+        kb: KbCommand,
+        lang: Lang,
+    ) -> anyhow::Result<String> {
+        let store = &self.state.store;
+        let owner = &session.user_id;
+        Ok(match kb {
+            KbCommand::List => {
+                let agent = store.agent_or_default(&session.mode).await?;
+                let bases = store.knowledge_bases(user).await?;
+                let lines: Vec<String> = bases
+                    .iter()
+                    .map(|b| {
+                        let used = if session.knowledge.contains(&b.id) {
+                            lang.pick(" ← in use", " ← 使用中")
+                        } else if agent.knowledge.contains(&b.name) {
+                            lang.pick(" ← the agent's", " ← 智能体自带")
+                        } else {
+                            ""
+                        };
+                        let about = if b.description.is_empty() {
+                            String::new()
+                        } else {
+                            format!(" — {}", b.description.replace('\n', " "))
+                        };
+                        format!("• `{}`{about}{used}", b.name)
+                    })
+                    .collect();
+                if lines.is_empty() {
+                    lang.pick(
+                        "No knowledge base is open to you yet. Make one on the web page (Knowledge) or with `weft knowledge create`.",
+                        "目前没有你可以使用的知识库。可在网页（知识库）或用 `weft knowledge create` 创建。",
+                    )
+                    .to_owned()
+                } else {
+                    format!(
+                        "{}\n{}\n\n`/kb use NAME` · `/kb off`",
+                        lang.pick("**Knowledge bases**", "**知识库**"),
+                        lines.join("\n")
+                    )
+                }
+            }
+            KbCommand::Use(name) => match store.knowledge_base_named(user, &name).await {
+                Ok(base) => {
+                    let mut ids = session.knowledge.clone();
+                    ids.push(base.id);
+                    store
+                        .set_session_knowledge(owner, &session.id, &ids)
+                        .await?;
+                    format!(
+                        "📚 {} `{}`",
+                        lang.pick("This conversation now also searches", "本对话现在也会检索"),
+                        base.name
+                    )
+                }
+                Err(StoreError::NotFound) => format!(
+                    "{} `{name}`{}",
+                    lang.pick("No knowledge base named", "没有你可以使用的知识库"),
+                    lang.pick(" is open to you; `/kb` lists them.", "；`/kb` 可查看列表。")
+                ),
+                Err(e) => return Err(e.into()),
+            },
+            KbCommand::Off => {
+                store.set_session_knowledge(owner, &session.id, &[]).await?;
+                lang.pick(
+                    "📚 This conversation searches only its agent's knowledge bases now.",
+                    "📚 本对话现在只检索智能体自带的知识库。",
+                )
+                .to_owned()
+            }
+        })
     }
 
     fn listing(

@@ -248,6 +248,19 @@ impl Store {
             .ok_or(StoreError::NotFound)
     }
 
+    /// The base `user` means by `id_or_name`: that id if they may open it,
+    /// else by name ([`Store::knowledge_base_named`]).
+    pub async fn knowledge_base_meant(
+        &self,
+        user: &AuthUser,
+        id_or_name: &str,
+    ) -> Result<KnowledgeBase> {
+        match self.knowledge_base(user, id_or_name).await {
+            Err(StoreError::NotFound) => self.knowledge_base_named(user, id_or_name).await,
+            found => found,
+        }
+    }
+
     /// The base `id` if `user` may change it: `NotFound` when they may not
     /// see it, `Forbidden` when they may only search it.
     async fn editable_base(&self, user: &AuthUser, id: &str) -> Result<KnowledgeBase> {
