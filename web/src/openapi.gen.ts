@@ -670,7 +670,10 @@ export interface paths {
         delete: operations["remove"];
         options?: never;
         head?: never;
-        /** Rename a session or change its model or mode. */
+        /**
+         * Rename a session, change its model or agent, or the knowledge bases it
+         *     searches besides its agent's.
+         */
         patch: operations["update"];
         trace?: never;
     };
@@ -1725,6 +1728,8 @@ export interface components {
             agent: string;
             created_at: string;
             id: string;
+            /** @description Knowledge bases (ids) this session searches besides its agent's. */
+            knowledge?: string[];
             /** @description The same id under its older name. */
             mode: string;
             model: string;
@@ -1827,6 +1832,11 @@ export interface components {
         UpdateSessionRequest: {
             /** @description The agent (`GET /v1/agents`); `mode` is the older name for it. */
             agent?: string | null;
+            /**
+             * @description Knowledge bases this session searches besides its agent's, by id or by
+             *     name (your own base of that name first, else a shared one); `[]` clears.
+             */
+            knowledge?: string[] | null;
             mode?: string | null;
             model?: string | null;
             title?: string | null;
