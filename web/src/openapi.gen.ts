@@ -981,6 +981,8 @@ export interface components {
             instructions?: string | null;
             /** @description Knowledge bases (by name) it searches with `knowledge_search`. */
             knowledge?: string[];
+            /** @description How it uses them. */
+            knowledge_mode?: components["schemas"]["KnowledgeMode"];
             /** Format: int32 */
             max_steps?: number | null;
             /** @description The model new sessions with this agent use (none: the default model). */
@@ -1379,6 +1381,14 @@ export interface components {
             score: number;
             text: string;
         };
+        /**
+         * @description How an agent uses its knowledge bases: `tool` — the model searches them
+         *     with `knowledge_search` when it sees fit; `auto` — the passages that best
+         *     match each question are put in the context before the model is called
+         *     (within `knowledge.auto_budget_tokens`), and the tool is offered too.
+         * @enum {string}
+         */
+        KnowledgeMode: "tool" | "auto";
         /** @description `POST /v1/knowledge/{id}/search`. */
         KnowledgeSearch: {
             query: string;
@@ -1597,6 +1607,8 @@ export interface components {
              *     name, else a shared one), so it never reaches a base they cannot see.
              */
             knowledge?: string[];
+            /** @description `tool` (default) or `auto` (see [`KnowledgeMode`]). */
+            knowledge_mode?: components["schemas"]["KnowledgeMode"];
             /** Format: int32 */
             max_steps?: number | null;
             model?: string | null;

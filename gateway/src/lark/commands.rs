@@ -81,14 +81,15 @@ pub fn parse(text: &str) -> Option<Command> {
         "compact" => Command::Compact,
         "sessions" => Command::Sessions,
         "resume" => Command::Resume(arg.and_then(|a| a.parse().ok()).filter(|n| *n > 0)),
-        "kb" | "knowledge" => Command::Kb(match arg.as_deref() {
-            None => KbCommand::List,
-            Some("off" | "clear" | "none") => KbCommand::Off,
-            Some("use") => match parts.next() {
-                Some(name) => KbCommand::Use(name.to_owned()),
-                None => KbCommand::List,
+        // Base names may hold spaces: the name is the rest of the line.
+        "kb" | "knowledge" => Command::Kb(match (arg.as_deref(), rest.as_deref()) {
+            (None, _) | (_, None) => KbCommand::List,
+            (Some("off" | "clear" | "none"), _) => KbCommand::Off,
+            (Some("use"), Some(rest)) => match rest.strip_prefix("use").map(str::trim) {
+                Some(name) if !name.is_empty() => KbCommand::Use(name.to_owned()),
+                _ => KbCommand::List,
             },
-            Some(name) => KbCommand::Use(name.to_owned()),
+            (Some(_), Some(rest)) => KbCommand::Use(rest.to_owned()),
         }),
         "help" | "h" | "?" => Command::Help,
         _ => Command::Unknown(format!("/{name}")),
@@ -201,6 +202,10 @@ mod tests {
             Some(Command::Kb(KbCommand::Use("handbook".into())))
         );
         assert_eq!(parse("/kb off"), Some(Command::Kb(KbCommand::Off)));
+        assert_eq!(
+            parse("/kb use Team handbook v2"),
+            Some(Command::Kb(KbCommand::Use("Team handbook v2".into())))
+        );
         assert_eq!(parse("/kb use"), Some(Command::Kb(KbCommand::List)));
         assert_eq!(
             parse("/frobnicate"),

@@ -29,6 +29,9 @@ pub struct AgentConfig {
     /// Knowledge bases it searches, by name (`knowledge = ["handbook"]`):
     /// with any, it is offered `knowledge_search`.
     pub knowledge: Vec<String>,
+    /// `tool` (default) or `auto`: the best passages go into the context
+    /// before the model is called.
+    pub knowledge_mode: crate::api::KnowledgeMode,
     pub max_steps: Option<u32>,
     pub default: bool,
     /// Usernames that may use this agent (see [`super::access`]); with

@@ -20,6 +20,10 @@ pub struct KnowledgeConfig {
     pub neighbours: u32,
     /// Results a search returns when the caller does not say.
     pub default_top_k: u32,
+    /// `knowledge_mode = "auto"`: the most tokens of passages put in the
+    /// context before the model is called (best first; a passage that does
+    /// not fit is left out).
+    pub auto_budget_tokens: u64,
 }
 
 impl Default for KnowledgeConfig {
@@ -31,6 +35,7 @@ impl Default for KnowledgeConfig {
             chunk_overlap_tokens: 60,
             neighbours: 1,
             default_top_k: 5,
+            auto_budget_tokens: 1500,
         }
     }
 }

@@ -3,6 +3,38 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+/// How an agent uses its knowledge bases: `tool` — the model searches them
+/// with `knowledge_search` when it sees fit; `auto` — the passages that best
+/// match each question are put in the context before the model is called
+/// (within `knowledge.auto_budget_tokens`), and the tool is offered too.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum KnowledgeMode {
+    #[default]
+    Tool,
+    Auto,
+}
+
+impl KnowledgeMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            KnowledgeMode::Tool => "tool",
+            KnowledgeMode::Auto => "auto",
+        }
+    }
+}
+
+impl std::str::FromStr for KnowledgeMode {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Self, ()> {
+        match s {
+            "tool" => Ok(KnowledgeMode::Tool),
+            "auto" => Ok(KnowledgeMode::Auto),
+            _ => Err(()),
+        }
+    }
+}
+
 /// An agent: instructions, tools and limits people pick for a conversation.
 /// `instructions`, `tool_policies`, `allowed_users` and `allowed_roles` are
 /// shown to admins only (absent for everyone else).
@@ -34,6 +66,9 @@ pub struct AgentDto {
     /// Knowledge bases (by name) it searches with `knowledge_search`.
     #[serde(default)]
     pub knowledge: Vec<String>,
+    /// How it uses them.
+    #[serde(default)]
+    pub knowledge_mode: KnowledgeMode,
     pub max_steps: Option<u32>,
     pub default: bool,
     /// `builtin`, `config` or `admin`.
@@ -66,6 +101,9 @@ pub struct PutAgentRequest {
     /// name, else a shared one), so it never reaches a base they cannot see.
     #[serde(default)]
     pub knowledge: Vec<String>,
+    /// `tool` (default) or `auto` (see [`KnowledgeMode`]).
+    #[serde(default)]
+    pub knowledge_mode: KnowledgeMode,
     #[serde(default)]
     pub max_steps: Option<u32>,
     #[serde(default)]

@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use tracing::Instrument;
 use weft_llm::{ChatMessage, ChatRequest, ToolCall, ToolSpec, Usage};
-use weft_shared::api::{ErrorBody, ToolCallDto};
+use weft_shared::api::{ErrorBody, KnowledgeMode, ToolCallDto};
 use weft_shared::config::{AgentConfig, Config};
 use weft_shared::event::EventKind;
 use weft_shared::store::{ClaimedRun, RunEnd, StepCheckpoint, ToolResult};
@@ -285,13 +285,16 @@ impl<'a> Attempt<'a> {
                 self.messages = Arc::new(built.messages);
                 self.context = built.used;
                 self._images_held = built.images_held;
-                citations::learn(&self.sources, &self.messages);
             }
             Err(e) => {
                 tracing::error!(error = %e, "loading context failed; leaving the run to the reaper");
                 return Flow::Leave(Leave::Abandon);
             }
         }
+        // Numbered first, as in the attempt that first ran: then the numbers
+        // the tool outputs of earlier steps gave.
+        self.knowledge_before_the_question().await;
+        citations::learn(&self.sources, &self.messages);
         if let Some(background) = self.inner.group_background(&self.run.id).await {
             context::before_the_question(
                 Arc::make_mut(&mut self.messages).as_mut_slice(),
@@ -312,6 +315,53 @@ impl<'a> Attempt<'a> {
                 Flow::Next => self.step += 1,
                 other => return other,
             }
+        }
+    }
+
+    /// `knowledge_mode = "auto"`: the best passages of the bases this run may
+    /// search go before the question (for this attempt only; nothing is
+    /// stored). A failed search leaves the question as it is: the model can
+    /// still call `knowledge_search`.
+    async fn knowledge_before_the_question(&mut self) {
+        let bases = !self.agent.knowledge.is_empty() || !self.run.session_knowledge.is_empty();
+        if self.agent.knowledge_mode != KnowledgeMode::Auto || !bases {
+            return;
+        }
+        let Some(question) = self.messages.iter().rev().find_map(|m| match m {
+            ChatMessage::User { content, .. } => Some(content.clone()),
+            _ => None,
+        }) else {
+            return;
+        };
+        let search = KnowledgeSearch {
+            store: self.inner.deps.store.clone(),
+            live: self.inner.deps.live.clone(),
+        };
+        let budget = self.cfg.knowledge.auto_budget_tokens;
+        let started = Instant::now();
+        match search
+            .before_question(&self.tool_context(), &question, budget)
+            .await
+        {
+            Ok(Some(passages)) => context::before_the_question(
+                Arc::make_mut(&mut self.messages).as_mut_slice(),
+                &passages,
+            ),
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "searching the knowledge bases before the question failed")
+            }
+        }
+        metrics::histogram!("weft_knowledge_auto_seconds").record(started.elapsed().as_secs_f64());
+    }
+
+    /// Who the run's tools act for, and its numbered sources.
+    fn tool_context(&self) -> ToolContext {
+        ToolContext {
+            run_id: self.run.id.0.clone(),
+            session_id: self.run.session_id.0.clone(),
+            user_id: self.run.user_id.0.clone(),
+            sources: self.sources.clone(),
         }
     }
 
@@ -438,15 +488,9 @@ impl<'a> Attempt<'a> {
                 return Err(Flow::Leave(Leave::Abandon));
             }
         };
-        let ctx = ToolContext {
-            run_id: self.run.id.0.clone(),
-            session_id: self.run.session_id.0.clone(),
-            user_id: self.run.user_id.0.clone(),
-            sources: self.sources.clone(),
-        };
         Ok(ToolRunner::new(
             self.inner,
-            ctx,
+            self.tool_context(),
             grants,
             self.agent.clone(),
             self.cfg.clone(),
