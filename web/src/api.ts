@@ -19,6 +19,13 @@ import type {
   CreateUserRequest,
   DocumentChunks,
   Instructions,
+  KnowledgeBase,
+  KnowledgeBaseList,
+  KnowledgeDocumentList,
+  KnowledgeSearchResults,
+  KnowledgeUploaded,
+  KnowledgeUploadResult,
+  KnowledgeVisibility,
   Limits,
   LoginResponse,
   McpStatusList,
@@ -192,6 +199,19 @@ export function createApi(opts: ApiOptions = {}) {
       get<ApprovalList>(`/v1/sessions/${seg(sessionId)}/approvals`).then((r) => r.approvals),
 
     // knowledge
+    /** The bases you may search: yours and the shared ones. */
+    listKnowledge: () => get<KnowledgeBaseList>('/v1/knowledge').then((r) => r.knowledge_bases),
+    /** 409 when you have a base of that name; 403 for `shared` unless you are an admin. */
+    createKnowledge: (body: { name: string; description?: string; visibility?: KnowledgeVisibility }) =>
+      post<KnowledgeBase>('/v1/knowledge', body),
+    getKnowledge: (id: string) => get<KnowledgeBase>(`/v1/knowledge/${seg(id)}`),
+    deleteKnowledge: (id: string) => del(`/v1/knowledge/${seg(id)}`),
+    /** Newest first, each with its ingestion `status`. */
+    listDocuments: (id: string) =>
+      get<KnowledgeDocumentList>(`/v1/knowledge/${seg(id)}/documents`).then((r) => r.documents),
+    deleteDocument: (id: string, doc: string) => del(`/v1/knowledge/${seg(id)}/documents/${seg(doc)}`),
+    searchKnowledge: (id: string, query: string, topK?: number) =>
+      post<KnowledgeSearchResults>(`/v1/knowledge/${seg(id)}/search`, { query, top_k: topK }),
     /**
      * A stretch of a document's text: `around` a chunk (centred on it) or `after` a
      * chunk's `ord` (from the start with neither); 404 when the document is gone or
@@ -240,6 +260,50 @@ export function createApi(opts: ApiOptions = {}) {
 
 export type Api = ReturnType<typeof createApi>
 
+/**
+ * Adds one file to a knowledge base as `multipart/form-data`, through
+ * XMLHttpRequest because `fetch` reports no upload progress: `onProgress` gets
+ * 0–100 as the bytes go out. A refusal (413, 422…) is thrown as `ApiError` with
+ * the server's message, like every other call.
+ */
+export function uploadKnowledgeDocument(
+  knowledgeId: string,
+  file: Blob,
+  name: string,
+  onProgress: (pct: number) => void,
+  baseUrl = '',
+): Promise<KnowledgeUploaded> {
+  const form = new FormData()
+  form.append('file', file, name)
+  return new Promise((resolve, reject) => {
+    const xhr = new XMLHttpRequest()
+    xhr.open('POST', `${baseUrl}/v1/knowledge/${seg(knowledgeId)}/documents`)
+    xhr.setRequestHeader('Accept', 'application/json')
+    xhr.setRequestHeader('X-Weft-Csrf', '1')
+    xhr.upload.onprogress = (e) => {
+      if (e.lengthComputable && e.total > 0) onProgress(Math.min(100, Math.round((e.loaded / e.total) * 100)))
+    }
+    xhr.onerror = () => reject(new ApiError(0, 'network_error', 'The upload did not reach the server.'))
+    xhr.onabort = () => reject(new ApiError(0, 'aborted', 'The upload was stopped.'))
+    xhr.onload = () => {
+      if (xhr.status === 401) unauthorizedHandler?.()
+      if (xhr.status < 200 || xhr.status >= 300) {
+        reject(errorFromBody(xhr.status, xhr.statusText, xhr.responseText))
+        return
+      }
+      try {
+        const body = JSON.parse(xhr.responseText) as KnowledgeUploadResult
+        const first = body.documents[0]
+        if (!first) throw new Error('no document')
+        resolve(first)
+      } catch {
+        reject(new ApiError(xhr.status, 'bad_response', 'The server sent a response that is not JSON.'))
+      }
+    }
+    xhr.send(form)
+  })
+}
+
 /** URL of a run's SSE stream; `after` resumes after that seq (manual re-attach). */
 export function runEventsUrl(runId: string, after?: number, baseUrl = ''): string {
   return withQuery(`${baseUrl}/v1/runs/${seg(runId)}/events`, { after: after && after > 0 ? after : undefined })
@@ -248,16 +312,27 @@ export function runEventsUrl(runId: string, after?: number, baseUrl = ''): strin
 async function toError(res: Response): Promise<ApiError> {
   const retry = res.headers.get('Retry-After')
   const retryAfter = retry && /^\d+$/.test(retry) ? Number(retry) : undefined
-  let code = `http_${res.status}`
-  let message = res.statusText || `HTTP ${res.status}`
+  let text = ''
   try {
-    const body = (await res.json()) as { error?: { code?: string; message?: string } }
+    text = await res.text()
+  } catch {
+    // no body: keep the status line
+  }
+  return errorFromBody(res.status, res.statusText, text, retryAfter)
+}
+
+/** The error envelope `{"error":{"code","message"}}`, or the status line when the body is not one. */
+export function errorFromBody(status: number, statusText: string, text: string, retryAfter?: number): ApiError {
+  let code = `http_${status}`
+  let message = statusText || `HTTP ${status}`
+  try {
+    const body = JSON.parse(text) as { error?: { code?: string; message?: string } }
     if (body?.error?.code) code = body.error.code
     if (body?.error?.message) message = body.error.message
   } catch {
     // not JSON: keep the status line
   }
-  return new ApiError(res.status, code, message, retryAfter)
+  return new ApiError(status, code, message, retryAfter)
 }
 
 let unauthorizedHandler: (() => void) | undefined

@@ -8,6 +8,8 @@ import { LoginPage } from './pages/Login'
 import { ChatPage } from './pages/Chat'
 import { SessionsPage } from './pages/Sessions'
 import { SettingsPage } from './pages/Settings'
+import { KnowledgePage } from './pages/Knowledge'
+import { KnowledgeBasePage } from './pages/KnowledgeBase'
 import './styles.css'
 
 function RequireAuth({ children }: { children: React.ReactNode }) {
@@ -36,6 +38,8 @@ function App() {
         <Route path="/chat" element={<ChatPage />} />
         <Route path="/chat/:id" element={<ChatPage />} />
         <Route path="/sessions" element={<SessionsPage />} />
+        <Route path="/knowledge" element={<KnowledgePage />} />
+        <Route path="/knowledge/:id" element={<KnowledgeBasePage />} />
         <Route path="/settings" element={<SettingsPage />} />
       </Route>
       <Route path="*" element={<Navigate to="/chat" replace />} />

@@ -78,6 +78,22 @@ export type Citation = Schemas['Citation']
 /** `GET /v1/knowledge/{id}/documents/{doc}/chunks`: a stretch of a document's text, and its chunk count. */
 export type DocumentChunks = Schemas['DocumentChunks']
 export type DocumentChunk = Schemas['DocumentChunk']
+/** A knowledge base (`GET /v1/knowledge`); `can_edit`: you may change or delete it (owner or admin). */
+export type KnowledgeBase = Schemas['KnowledgeBaseDto']
+export type KnowledgeBaseList = Schemas['KnowledgeBaseList']
+export type CreateKnowledgeBase = Schemas['CreateKnowledgeBase']
+export type KnowledgeVisibility = Schemas['KnowledgeVisibility']
+/** A base's document; `status` goes `queued` → `processing` → `ready` or `failed` (with `error`). */
+export type KnowledgeDocument = Schemas['KnowledgeDocumentDto']
+export type DocumentStatus = Schemas['DocumentStatus']
+export type KnowledgeDocumentList = Schemas['KnowledgeDocumentList']
+export type KnowledgeUploadResult = Schemas['KnowledgeUploadResult']
+/** One file of an upload: its document, and `created: false` when the base already had these bytes. */
+export type KnowledgeUploaded = Schemas['KnowledgeUploaded']
+export type KnowledgeHit = Schemas['KnowledgeHit']
+export type KnowledgeSearchResults = Schemas['KnowledgeSearchResults']
+/** How an agent uses its bases: `tool` (the model searches) or `auto` (passages put in the context). */
+export type KnowledgeMode = Schemas['KnowledgeMode']
 
 /**
  * Hand-written: the document gives `role` as a plain string ("`admin` or `user`"

@@ -93,6 +93,9 @@ export function Layout() {
           <NavLink to="/sessions" data-testid="nav-sessions">
             {t('nav.sessions')}
           </NavLink>
+          <NavLink to="/knowledge" data-testid="nav-knowledge">
+            {t('nav.knowledge')}
+          </NavLink>
           <NavLink to="/settings" data-testid="nav-settings">
             {t('nav.settings')}
           </NavLink>

@@ -1,0 +1,194 @@
+// The /knowledge page's rules, as pure functions: which files a drop or a picker
+// gives (folders walked, hidden entries skipped, as `weft knowledge add` does),
+// and the upload list — one row per file, from waiting through its upload to the
+// document's own status, which the page follows by polling the documents (there
+// are no progress events; docs/knowledge.md).
+
+import type { DocumentStatus, KnowledgeDocument } from './types'
+
+/** A file to upload and where it was found ("docs/setup/linux.md" in a dropped folder). */
+export interface PickedFile {
+  file: File
+  path: string
+}
+
+/** Dot-files and anything inside a dot-folder (`.git/…`, `.DS_Store`) are never uploaded. */
+export function isHidden(path: string): boolean {
+  return path.split('/').some((seg) => seg.startsWith('.'))
+}
+
+/** A picker's files (`webkitRelativePath` is set by a folder picker), hidden ones left out. */
+export function pickedFromList(files: Iterable<File>): PickedFile[] {
+  const out: PickedFile[] = []
+  for (const file of files) {
+    const path = file.webkitRelativePath || file.name
+    if (!isHidden(path)) out.push({ file, path })
+  }
+  return out
+}
+
+// The parts of the File and Directory Entries API a walk needs, so tests can give
+// plain objects (Chromium's are `FileSystemFileEntry` / `FileSystemDirectoryEntry`).
+export interface EntryLike {
+  name: string
+  isFile: boolean
+  isDirectory: boolean
+}
+export interface FileEntryLike extends EntryLike {
+  file(ok: (f: File) => void, fail?: (e: unknown) => void): void
+}
+export interface DirectoryEntryLike extends EntryLike {
+  createReader(): { readEntries(ok: (entries: EntryLike[]) => void, fail?: (e: unknown) => void): void }
+}
+
+/**
+ * Every file under `entries`, depth first, skipping hidden names (a hidden folder
+ * is not entered). A directory reader hands out its entries in batches (100 at a
+ * time in Chromium) until an empty one, so it is read until then.
+ */
+export async function walkEntries(entries: readonly EntryLike[], prefix = ''): Promise<PickedFile[]> {
+  const out: PickedFile[] = []
+  for (const entry of entries) {
+    if (entry.name.startsWith('.')) continue
+    const path = prefix + entry.name
+    if (entry.isFile) {
+      const file = await new Promise<File>((ok, fail) => (entry as FileEntryLike).file(ok, fail))
+      out.push({ file, path })
+    } else if (entry.isDirectory) {
+      const reader = (entry as DirectoryEntryLike).createReader()
+      const children: EntryLike[] = []
+      for (;;) {
+        const batch = await new Promise<EntryLike[]>((ok, fail) => reader.readEntries(ok, fail))
+        if (!batch.length) break
+        children.push(...batch)
+      }
+      out.push(...(await walkEntries(children, `${path}/`)))
+    }
+  }
+  return out
+}
+
+/**
+ * The files of a drop, folders included. The entries must be taken while the drop
+ * event runs (the browser empties `items` after it), so this reads them at once
+ * and walks them after; a browser without entries gives `files`, which holds no
+ * folder contents.
+ */
+export function filesFromDrop(dt: DataTransfer): Promise<PickedFile[]> {
+  const entries: EntryLike[] = []
+  for (const item of Array.from(dt.items ?? [])) {
+    if (item.kind !== 'file') continue
+    const entry = item.webkitGetAsEntry?.()
+    if (entry) entries.push(entry)
+  }
+  if (entries.length) return walkEntries(entries)
+  return Promise.resolve(pickedFromList(Array.from(dt.files ?? [])))
+}
+
+/** Where one file of an upload stands. */
+export type UploadState =
+  | { phase: 'waiting' }
+  | { phase: 'uploading'; pct: number }
+  /** stored (`at`): the document is `queued` or `processing` on a worker */
+  | { phase: 'indexing'; docId: string; status: DocumentStatus; note?: string; at: number }
+  | { phase: 'ready'; docId: string; chunks: number; duplicate: boolean }
+  /** refused by the server, or the document failed (the server's message) */
+  | { phase: 'failed'; error: string; docId?: string }
+
+export interface UploadRow {
+  key: string
+  path: string
+  bytes: number
+  state: UploadState
+}
+
+export type UploadAction =
+  | { type: 'add'; rows: { key: string; path: string; bytes: number }[] }
+  | { type: 'progress'; key: string; pct: number }
+  /** `at`: when the upload was answered (any clock that `documents` uses too) */
+  | { type: 'uploaded'; key: string; doc: KnowledgeDocument; created: boolean; at: number }
+  | { type: 'refused'; key: string; error: string }
+  /**
+   * The documents list as polled, asked for at `asOf`: rows still indexing follow
+   * their document. A document missing from a list asked for before it was stored
+   * is not yet in it; missing from a later one, it was deleted.
+   */
+  | { type: 'documents'; documents: readonly KnowledgeDocument[]; asOf: number }
+  /** forget the rows that are done (ready or failed) */
+  | { type: 'clear' }
+
+function fromDocument(doc: KnowledgeDocument, duplicate: boolean, fallback: string, at: number): UploadState {
+  switch (doc.status) {
+    case 'ready':
+      return { phase: 'ready', docId: doc.id, chunks: doc.chunks, duplicate }
+    case 'failed':
+      return { phase: 'failed', docId: doc.id, error: doc.error || fallback }
+    default:
+      return { phase: 'indexing', docId: doc.id, status: doc.status, note: doc.error ?? undefined, at }
+  }
+}
+
+/**
+ * The upload list's transitions. `fallback` is the text for a failed document the
+ * server gave no reason for, and for one deleted while it was being indexed.
+ */
+export function uploadsReducer(rows: UploadRow[], a: UploadAction, fallback = 'failed'): UploadRow[] {
+  const set = (key: string, state: UploadState) => rows.map((r) => (r.key === key ? { ...r, state } : r))
+  switch (a.type) {
+    case 'add':
+      return [...rows, ...a.rows.map((r) => ({ ...r, state: { phase: 'waiting' } as UploadState }))]
+    case 'progress':
+      return set(a.key, { phase: 'uploading', pct: Math.max(0, Math.min(100, Math.round(a.pct))) })
+    case 'uploaded':
+      return set(a.key, fromDocument(a.doc, !a.created, fallback, a.at))
+    case 'refused':
+      return set(a.key, { phase: 'failed', error: a.error })
+    case 'documents': {
+      const byId = new Map(a.documents.map((d) => [d.id, d]))
+      let changed = false
+      const next = rows.map((r) => {
+        if (r.state.phase !== 'indexing') return r
+        const doc = byId.get(r.state.docId)
+        if (!doc && a.asOf < r.state.at) return r
+        const state: UploadState = doc
+          ? fromDocument(doc, false, fallback, r.state.at)
+          : { phase: 'failed', error: fallback }
+        if (sameState(state, r.state)) return r
+        changed = true
+        return { ...r, state }
+      })
+      return changed ? next : rows
+    }
+    case 'clear':
+      return rows.filter((r) => r.state.phase !== 'ready' && r.state.phase !== 'failed')
+  }
+}
+
+function sameState(a: UploadState, b: UploadState): boolean {
+  return JSON.stringify(a) === JSON.stringify(b)
+}
+
+const busy = (s: DocumentStatus) => s === 'queued' || s === 'processing'
+
+/** Whether the documents list should be read again soon: something is still being read. */
+export function needsPolling(rows: readonly UploadRow[], documents: readonly KnowledgeDocument[]): boolean {
+  return rows.some((r) => r.state.phase === 'indexing') || documents.some((d) => busy(d.status))
+}
+
+/** How many rows are finished, of all — for the "3 of 5 done" line. */
+export function uploadSummary(rows: readonly UploadRow[]): { done: number; failed: number; total: number } {
+  let done = 0
+  let failed = 0
+  for (const r of rows) {
+    if (r.state.phase === 'ready') done++
+    else if (r.state.phase === 'failed') failed++
+  }
+  return { done, failed, total: rows.length }
+}
+
+/** The server's rule for a base's name: 1–64 letters, digits, spaces and `-_.`. */
+export const BASE_NAME = /^[\p{L}\p{N} ._-]{1,64}$/u
+
+export function validBaseName(name: string): boolean {
+  return BASE_NAME.test(name.trim())
+}

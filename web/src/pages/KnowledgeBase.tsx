@@ -1,0 +1,233 @@
+// /knowledge/:id: one base — adding documents (a drop zone for files and folders,
+// a file and a folder picker; `KnowledgeUpload.tsx`), its documents with their
+// ingestion status (polled while any is queued or processing: there are no
+// progress events), deleting one, and a search box.
+
+import { useCallback, useEffect, useRef, useState, type FormEvent } from 'react'
+import { Link, useNavigate, useParams } from 'react-router'
+import { ApiError, api } from '../api'
+import { ErrorLine } from '../components/Section'
+import { UploadPanel } from '../components/KnowledgeUpload'
+import { fmtBytes } from '../format'
+import { useI18n, type MessageKey } from '../i18n'
+import { needsPolling } from '../knowledge'
+import type { KnowledgeBase, KnowledgeDocument, KnowledgeHit } from '../types'
+import { VisibilityBadge } from './Knowledge'
+import { useUploads } from './useUploads'
+
+const errText = (e: unknown) => (e instanceof Error ? e.message : String(e))
+/** How often the documents are read again while one is being ingested. */
+const POLL_MS = 1500
+
+export function KnowledgeBasePage() {
+  const { id = '' } = useParams()
+  const { t } = useI18n()
+  const nav = useNavigate()
+  const [base, setBase] = useState<KnowledgeBase | null>(null)
+  const [missing, setMissing] = useState(false)
+  const [docs, setDocs] = useState<KnowledgeDocument[]>([])
+  const [error, setError] = useState<string | null>(null)
+
+  const uploads = useUploads(id, t('knowledge.deletedMeanwhile'), () => void refresh())
+  const { follow } = uploads
+
+  const refresh = useCallback(async () => {
+    const asOf = performance.now()
+    try {
+      const list = await api.listDocuments(id)
+      setDocs(list)
+      follow(list, asOf)
+    } catch (e) {
+      if (e instanceof ApiError && e.status === 404) setMissing(true)
+      else setError(errText(e))
+    }
+  }, [id, follow])
+
+  useEffect(() => {
+    setBase(null)
+    setMissing(false)
+    api
+      .getKnowledge(id)
+      .then(setBase)
+      .catch((e) => (e instanceof ApiError && e.status === 404 ? setMissing(true) : setError(errText(e))))
+    void refresh()
+  }, [id, refresh])
+
+  // Follow ingestion while anything is still being read.
+  const polling = needsPolling(uploads.rows, docs)
+  useEffect(() => {
+    if (!polling) return
+    const timer = window.setTimeout(() => void refresh(), POLL_MS)
+    return () => window.clearTimeout(timer)
+  }, [polling, docs, uploads.rows, refresh])
+
+  async function removeBase() {
+    if (!base || !window.confirm(t('knowledge.confirmDelete', { name: base.name }))) return
+    try {
+      await api.deleteKnowledge(base.id)
+      nav('/knowledge')
+    } catch (err) {
+      setError(errText(err))
+    }
+  }
+
+  async function removeDoc(d: KnowledgeDocument) {
+    if (!window.confirm(t('knowledge.confirmDeleteDoc', { name: d.name }))) return
+    try {
+      await api.deleteDocument(id, d.id)
+      setDocs((cur) => cur.filter((x) => x.id !== d.id))
+    } catch (err) {
+      setError(errText(err))
+    }
+  }
+
+  if (missing) {
+    return (
+      <div className="page knowledge">
+        <p className="notice error" role="alert" data-testid="kb-missing">
+          {t('knowledge.notFound')}
+        </p>
+        <Link to="/knowledge">{t('knowledge.back')}</Link>
+      </div>
+    )
+  }
+
+  return (
+    <div className="page knowledge" data-testid="kb-page">
+      <Link to="/knowledge" className="small" data-testid="kb-back">
+        ‹ {t('knowledge.back')}
+      </Link>
+      {base ? (
+        <div className="kb-head">
+          <div>
+            <h1 data-testid="kb-title">
+              {base.name} <VisibilityBadge v={base.visibility} />
+            </h1>
+            {base.description && <p>{base.description}</p>}
+            <p className="muted small">{t('knowledge.owner', { name: base.owner_name })}</p>
+          </div>
+          {base.can_edit && (
+            <button className="btn ghost small danger-text" onClick={removeBase} data-testid="kb-delete">
+              {t('common.delete')}
+            </button>
+          )}
+        </div>
+      ) : (
+        <p className="muted">{t('chat.loading')}</p>
+      )}
+      <ErrorLine error={error} />
+      {base?.can_edit && <UploadPanel rows={uploads.rows} onFiles={uploads.add} onClear={uploads.clear} />}
+      {base && !base.can_edit && <p className="muted">{t('knowledge.readOnly')}</p>}
+      <SearchBox id={id} />
+      <section className="card" data-testid="kb-docs">
+        <h2>{t('knowledge.docs')}</h2>
+        {docs.length === 0 ? (
+          <p className="muted">{t('knowledge.noDocs')}</p>
+        ) : (
+          <ul className="kb-docs">
+            {docs.map((d) => (
+              <li key={d.id} className="kb-doc" data-testid="kb-doc" data-name={d.name} data-status={d.status}>
+                <span className="kb-doc-name">{d.name}</span>
+                <StatusBadge status={d.status} />
+                <span className="muted small">
+                  {fmtBytes(d.bytes)}
+                  {d.status === 'ready' && ` · ${t('knowledge.chunks', { n: d.chunks })}`}
+                </span>
+                {base?.can_edit && (
+                  <button className="btn ghost small danger-text" onClick={() => removeDoc(d)} data-testid="kb-doc-delete">
+                    {t('common.delete')}
+                  </button>
+                )}
+                {d.error && (
+                  <span className={`kb-doc-error small ${d.status === 'failed' ? 'danger-text' : 'muted'}`} data-testid="kb-doc-error">
+                    {d.error}
+                  </span>
+                )}
+              </li>
+            ))}
+          </ul>
+        )}
+      </section>
+    </div>
+  )
+}
+
+export function StatusBadge({ status }: { status: KnowledgeDocument['status'] }) {
+  const { t } = useI18n()
+  return (
+    <span className={`pill kb-status ${status}`} data-testid="kb-doc-status">
+      {(status === 'queued' || status === 'processing') && <span className="spinner" aria-hidden="true" />}
+      {t(`knowledge.status.${status}` as MessageKey)}
+    </span>
+  )
+}
+
+/** Search results are cut to this many characters; the whole chunk is in the title. */
+const EXCERPT = 320
+
+function SearchBox({ id }: { id: string }) {
+  const { t } = useI18n()
+  const [query, setQuery] = useState('')
+  const [hits, setHits] = useState<KnowledgeHit[] | null>(null)
+  const [busy, setBusy] = useState(false)
+  const [error, setError] = useState<string | null>(null)
+  // Only the newest search's answer is shown.
+  const latest = useRef(0)
+
+  async function search(e: FormEvent) {
+    e.preventDefault()
+    const q = query.trim()
+    if (!q) return
+    const n = ++latest.current
+    setBusy(true)
+    setError(null)
+    try {
+      const r = await api.searchKnowledge(id, q)
+      if (n === latest.current) setHits(r.results)
+    } catch (err) {
+      if (n === latest.current) setError(errText(err))
+    } finally {
+      if (n === latest.current) setBusy(false)
+    }
+  }
+
+  return (
+    <section className="card" data-testid="kb-search">
+      <h2>{t('knowledge.search')}</h2>
+      <form className="inline-form" onSubmit={search} role="search">
+        <input
+          type="search"
+          value={query}
+          placeholder={t('knowledge.searchPlaceholder')}
+          aria-label={t('knowledge.search')}
+          data-testid="kb-search-input"
+          onChange={(e) => setQuery(e.target.value)}
+        />
+        <button className="btn primary" type="submit" disabled={busy || !query.trim()} data-testid="kb-search-submit">
+          {t('knowledge.search')}
+        </button>
+      </form>
+      <ErrorLine error={error} />
+      {hits && hits.length === 0 && (
+        <p className="muted" data-testid="kb-no-results">
+          {t('knowledge.noResults')}
+        </p>
+      )}
+      {hits && hits.length > 0 && (
+        <ol className="kb-hits" data-testid="kb-hits">
+          {hits.map((h) => (
+            <li key={h.chunk_id} data-testid="kb-hit">
+              <div className="kb-hit-head">
+                <strong data-testid="kb-hit-doc">{h.document_name}</strong>
+                {h.position && <span className="muted small"> — {h.position}</span>}
+              </div>
+              <p className="kb-hit-text" title={h.text} data-testid="kb-hit-text">
+                {[...h.text].length > EXCERPT ? `${[...h.text].slice(0, EXCERPT).join('')}…` : h.text}
+              </p>
+            </li>
+          ))}
+        </ol>
+      )}
+    </section>
+  )
+}
