@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { emptyForm, formFromAgent, formProblem, parseToolList, toPutRequest } from './agents'
+import { emptyForm, formFromAgent, formProblem, parseToolList, toPutRequest, toggleName } from './agents'
 import type { Agent } from './types'
 
 const pirate: Agent = {
@@ -39,7 +39,26 @@ describe('agent form', () => {
       default: false,
       allowed_users: ['alice'],
       allowed_roles: ['admin'],
+      knowledge: [],
+      knowledge_mode: 'tool',
     })
+  })
+
+  it('keeps the knowledge bases and their mode on a save; an agent without them gets none, as a tool', () => {
+    const helpdesk: Agent = { ...pirate, knowledge: ['handbook', 'Policies 2026'], knowledge_mode: 'auto' }
+    const f = formFromAgent(helpdesk)
+    expect(f).toMatchObject({ knowledge: ['handbook', 'Policies 2026'], knowledgeMode: 'auto' })
+    expect(toPutRequest(f, helpdesk)).toMatchObject({ knowledge: ['handbook', 'Policies 2026'], knowledge_mode: 'auto' })
+    const old: Agent = { ...pirate, knowledge: undefined, knowledge_mode: undefined }
+    expect(toPutRequest(formFromAgent(old), old)).toMatchObject({ knowledge: [], knowledge_mode: 'tool' })
+    expect(toPutRequest(emptyForm())).toMatchObject({ knowledge: [], knowledge_mode: 'tool' })
+  })
+
+  it('toggles a base on and off without repeats', () => {
+    expect(toggleName(['a'], 'b', true)).toEqual(['a', 'b'])
+    expect(toggleName(['a', 'b'], 'a', true)).toEqual(['b', 'a'])
+    expect(toggleName(['a', 'b'], 'a', false)).toEqual(['b'])
+    expect(toggleName([], 'a', false)).toEqual([])
   })
 
   it('an agent as a non-admin sees it (no instructions) still makes a form', () => {

@@ -1,9 +1,10 @@
 // The admin's agent form, as pure functions: an agent to the form's fields and
 // back to `PUT /v1/admin/agents/{id}`. A PUT replaces the agent, so what the form
-// does not edit (tool policies, skills) is carried over from the agent as it was.
+// does not edit (tool policies, skills) is carried over from the agent as it was;
+// an agent saved before it had knowledge bases gets none, searched as a `tool`.
 // Only admins get an agent's instructions, policies and access lists.
 
-import type { Agent, PutAgentRequest } from './types'
+import type { Agent, KnowledgeMode, PutAgentRequest } from './types'
 
 /** The server's rule for an agent id. */
 export const AGENT_ID = /^[a-z0-9_-]{1,32}$/
@@ -29,6 +30,9 @@ export interface AgentForm {
   allowedUsers: string
   /** comma-separated roles (admin, user) */
   allowedRoles: string
+  /** the knowledge bases it searches, by name */
+  knowledge: string[]
+  knowledgeMode: KnowledgeMode
 }
 
 export function emptyForm(): AgentForm {
@@ -44,6 +48,8 @@ export function emptyForm(): AgentForm {
     default: false,
     allowedUsers: '',
     allowedRoles: '',
+    knowledge: [],
+    knowledgeMode: 'tool',
   }
 }
 
@@ -60,7 +66,15 @@ export function formFromAgent(a: Agent): AgentForm {
     default: a.default,
     allowedUsers: (a.allowed_users ?? []).join(', '),
     allowedRoles: (a.allowed_roles ?? []).join(', '),
+    knowledge: [...(a.knowledge ?? [])],
+    knowledgeMode: a.knowledge_mode ?? 'tool',
   }
+}
+
+/** Adds or removes one base name, keeping the order they were chosen in. */
+export function toggleName(names: readonly string[], name: string, on: boolean): string[] {
+  const rest = names.filter((n) => n !== name)
+  return on ? [...rest, name] : rest
 }
 
 /** `"web_fetch, mcp:docs ,,"` → `["web_fetch", "mcp:docs"]`, without repeats. */
@@ -93,5 +107,7 @@ export function toPutRequest(f: AgentForm, existing?: Agent): PutAgentRequest {
     default: f.default,
     allowed_users: parseToolList(f.allowedUsers),
     allowed_roles: parseToolList(f.allowedRoles),
+    knowledge: [...new Set(f.knowledge)],
+    knowledge_mode: f.knowledgeMode,
   }
 }

@@ -4,10 +4,19 @@
 
 import { useEffect, useState, type FormEvent } from 'react'
 import { api } from '../api'
-import { BUILTIN_AGENT, MAX_INSTRUCTIONS, emptyForm, formFromAgent, formProblem, toPutRequest, type AgentForm } from '../agents'
+import {
+  BUILTIN_AGENT,
+  MAX_INSTRUCTIONS,
+  emptyForm,
+  formFromAgent,
+  formProblem,
+  toPutRequest,
+  toggleName,
+  type AgentForm,
+} from '../agents'
 import { ErrorLine, Section } from '../components/Section'
 import { useI18n, type MessageKey } from '../i18n'
-import type { Agent, Model } from '../types'
+import type { Agent, KnowledgeBase, KnowledgeMode, Model } from '../types'
 
 const errText = (e: unknown) => (e instanceof Error ? e.message : String(e))
 const chars = (s: string) => [...s].length
@@ -297,6 +306,12 @@ function AgentEditor(p: { initial: AgentForm; agent?: Agent; models: Model[]; on
         />
         <span className="muted small">{t('agents.accessHint')}</span>
       </fieldset>
+      <KnowledgeField
+        names={f.knowledge}
+        mode={f.knowledgeMode}
+        onNames={(knowledge) => set({ knowledge })}
+        onMode={(knowledgeMode) => set({ knowledgeMode })}
+      />
       <label className="check">
         <input type="checkbox" checked={f.default} data-testid="agent-default" onChange={(e) => set({ default: e.target.checked })} />
         {t('agents.makeDefault')}
@@ -312,5 +327,66 @@ function AgentEditor(p: { initial: AgentForm; agent?: Agent; models: Model[]; on
         </button>
       </div>
     </form>
+  )
+}
+
+/**
+ * The bases an agent searches (by name, as the admin sees them: their own and the
+ * shared ones; a name chosen before but not found now stays, marked) and how.
+ */
+function KnowledgeField(p: {
+  names: string[]
+  mode: KnowledgeMode
+  onNames: (names: string[]) => void
+  onMode: (mode: KnowledgeMode) => void
+}) {
+  const { t } = useI18n()
+  const [bases, setBases] = useState<KnowledgeBase[] | null>(null)
+  useEffect(() => {
+    api
+      .listKnowledge()
+      .then(setBases)
+      .catch(() => setBases([]))
+  }, [])
+  const known = [...new Set((bases ?? []).map((b) => b.name))]
+  const missing = bases ? p.names.filter((n) => !known.includes(n)) : []
+  const describe = (name: string) => bases?.find((b) => b.name === name)?.description
+  return (
+    <fieldset className="wide tools-field kb-field" data-testid="agent-knowledge">
+      <legend>{t('agents.knowledge')}</legend>
+      <span className="muted small">{t('agents.knowledgeHint')}</span>
+      {bases && !known.length && !missing.length && <span className="muted small">{t('agents.knowledgeNone')}</span>}
+      <div className="kb-choices">
+        {[...known, ...missing].map((name) => (
+          <label key={name} className="check" title={describe(name)}>
+            <input
+              type="checkbox"
+              checked={p.names.includes(name)}
+              data-testid="agent-knowledge-base"
+              data-name={name}
+              onChange={(e) => p.onNames(toggleName(p.names, name, e.target.checked))}
+            />
+            {missing.includes(name) ? t('agents.knowledgeMissing', { name }) : name}
+          </label>
+        ))}
+      </div>
+      <span className="small">{t('agents.knowledgeMode')}</span>
+      {(['tool', 'auto'] as const).map((m) => (
+        <label key={m} className="check">
+          <input
+            type="radio"
+            name="knowledge-mode"
+            value={m}
+            checked={p.mode === m}
+            data-testid={`agent-knowledge-mode-${m}`}
+            onChange={() => p.onMode(m)}
+          />
+          <span>
+            <strong>{t(m === 'tool' ? 'agents.modeTool' : 'agents.modeAuto')}</strong> —{' '}
+            {t(m === 'tool' ? 'agents.modeToolHint' : 'agents.modeAutoHint')}
+          </span>
+        </label>
+      ))}
+    </fieldset>
   )
 }
