@@ -295,6 +295,8 @@ export const en = {
   'knowledge.sharedHint': 'Shared — every user',
   'knowledge.owner': 'Owner: {name}',
   'knowledge.documents': '{n} documents',
+  'knowledge.oneDocument': '1 document',
+  'knowledge.oneChunk': '1 chunk',
   'knowledge.create': 'Create',
   'knowledge.badName': 'A name is 1 to 64 letters, digits, spaces, - _ or .',
   'knowledge.confirmDelete': 'Delete the knowledge base “{name}” and all its documents?',

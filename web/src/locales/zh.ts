@@ -297,6 +297,8 @@ export const zh: Record<MessageKey, string> = {
   'knowledge.sharedHint': '共享——所有用户',
   'knowledge.owner': '所有者：{name}',
   'knowledge.documents': '{n} 个文档',
+  'knowledge.oneDocument': '1 个文档',
+  'knowledge.oneChunk': '1 个分块',
   'knowledge.create': '创建',
   'knowledge.badName': '名称为 1 到 64 个字母、数字、空格、- _ 或 .',
   'knowledge.confirmDelete': '删除知识库“{name}”及其全部文档？',

@@ -62,7 +62,7 @@ export function KnowledgePage() {
                 </span>
                 {b.description && <span className="kb-desc">{b.description}</span>}
                 <span className="muted small">
-                  {t('knowledge.owner', { name: b.owner_name })} · {t('knowledge.documents', { n: b.documents })}
+                  {t('knowledge.owner', { name: b.owner_name })} · {b.documents === 1 ? t('knowledge.oneDocument') : t('knowledge.documents', { n: b.documents })}
                 </span>
               </Link>
               {b.can_edit && (

@@ -131,7 +131,7 @@ export function KnowledgeBasePage() {
                 <StatusBadge status={d.status} />
                 <span className="muted small">
                   {fmtBytes(d.bytes)}
-                  {d.status === 'ready' && ` · ${t('knowledge.chunks', { n: d.chunks })}`}
+                  {d.status === 'ready' && ` · ${d.chunks === 1 ? t('knowledge.oneChunk') : t('knowledge.chunks', { n: d.chunks })}`}
                 </span>
                 {base?.can_edit && (
                   <button className="btn ghost small danger-text" onClick={() => removeDoc(d)} data-testid="kb-doc-delete">
