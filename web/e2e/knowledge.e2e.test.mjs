@@ -6,7 +6,8 @@
 // then gives an agent the base with knowledge_mode `auto` in the agent editor, and
 // `GET /v1/agents` shows both saved, also after another save. A normal user sees
 // the shared base but may not delete it or add to it, and makes a private base of
-// their own (no "shared" choice). At phone width nothing is wider than the screen.
+// their own (no "shared" choice), and adds the shared base to a conversation's own
+// bases from the chat header. At phone width nothing is wider than the screen.
 
 import assert from 'node:assert/strict'
 import crypto from 'node:crypto'
@@ -251,6 +252,31 @@ describe('knowledge bases in the web UI', () => {
     assert.equal((await mine.getByTestId('kb-visibility').textContent()).trim(), 'private')
     await mine.getByTestId('kb-delete').click()
     await mine.waitFor({ state: 'detached' })
+  })
+
+  test("a user adds the shared base to a conversation's own bases", T, async () => {
+    await page.goto(`${weft.baseUrl}/chat`)
+    const box = page.getByTestId('composer')
+    await box.fill('@mock.reply hello')
+    await box.press('Enter')
+    await page.waitForURL(/\/chat\/[^/]+$/)
+    const sessionId = page.url().split('/').pop()
+    await page.getByTestId('session-knowledge-toggle').click()
+    const choice = page.locator(`[data-testid=session-kb][data-name="${BASE}"]`)
+    await choice.check()
+    await page.getByTestId('session-knowledge-count').waitFor()
+    const kbId = baseUrlOfKb.split('/').pop()
+    const saved = () =>
+      page.evaluate(async (id) => (await (await fetch(`/v1/sessions/${id}`)).json()).knowledge, sessionId)
+    assert.deepEqual(await saved(), [kbId])
+
+    await page.reload()
+    assert.equal((await page.getByTestId('session-knowledge-count').textContent()).trim(), '1')
+    await page.getByTestId('session-knowledge-toggle').click()
+    assert.equal(await choice.isChecked(), true)
+    await choice.uncheck()
+    await page.getByTestId('session-knowledge-count').waitFor({ state: 'detached' })
+    assert.deepEqual(await saved(), [])
   })
 
   test('at phone width the pages fit the screen', T, async () => {

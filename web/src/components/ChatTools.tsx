@@ -17,6 +17,10 @@ export interface ChatToolsProps {
   canUndo: boolean
   canCompact: boolean
   promptOpen: boolean
+  /** the knowledge bases the session searches besides its agent's, and their panel */
+  knowledgeCount: number
+  knowledgeOpen: boolean
+  onToggleKnowledge: () => void
   onUndo: () => void
   onRedo: () => void
   onCompact: () => void
@@ -67,6 +71,18 @@ export function ChatTools(p: ChatToolsProps) {
         data-testid="system-prompt-toggle"
       >
         <Icon name="prompt" size={14} /> <span className="tool-label">{t('chat.systemPrompt')}</span>
+      </button>
+      <button
+        className="btn ghost small"
+        onClick={p.onToggleKnowledge}
+        aria-expanded={p.knowledgeOpen}
+        aria-controls="session-knowledge"
+        title={t('chat.knowledgeHint')}
+        aria-label={t('chat.knowledge')}
+        data-testid="session-knowledge-toggle"
+      >
+        <Icon name="file" size={14} /> <span className="tool-label">{t('chat.knowledge')}</span>
+        {p.knowledgeCount > 0 && <span className="badge" data-testid="session-knowledge-count">{p.knowledgeCount}</span>}
       </button>
     </div>
   )

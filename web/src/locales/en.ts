@@ -55,6 +55,8 @@ export const en = {
   'chat.context': 'ctx {pct} of {window}',
   'chat.contextTokens': 'ctx {tokens}',
   'chat.tools': 'Conversation',
+  'chat.knowledge': 'Knowledge',
+  'chat.knowledgeHint': 'Knowledge bases this conversation searches besides its agent’s',
   'chat.undo': 'Undo',
   'chat.undoHint': 'Remove the last turn (your message and its reply); Redo brings it back',
   'chat.redo': 'Redo',

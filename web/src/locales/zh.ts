@@ -57,6 +57,8 @@ export const zh: Record<MessageKey, string> = {
   'chat.context': '上下文 {pct} / {window}',
   'chat.contextTokens': '上下文 {tokens}',
   'chat.tools': '对话',
+  'chat.knowledge': '知识库',
+  'chat.knowledgeHint': '本对话在智能体的知识库之外还检索的知识库',
   'chat.undo': '撤销',
   'chat.undoHint': '移除最后一轮（你的消息及其回复）；“重做”可恢复',
   'chat.redo': '重做',

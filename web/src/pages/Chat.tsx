@@ -23,6 +23,7 @@ import { ApiError, api } from '../api'
 import { shownFromDraft } from '../attachments'
 import { DropZone } from '../components/Attachments'
 import { ChatTools, SummaryNote, SystemPromptPanel, TurnBar } from '../components/ChatTools'
+import { SessionKnowledgePanel } from '../components/SessionKnowledge'
 import { Composer } from '../components/Composer'
 import { HistoricReply, LiveReply } from '../components/Reply'
 import { UserMessage, type Pending } from '../components/UserMessage'
@@ -71,6 +72,7 @@ function ChatView({ sessionId }: { sessionId?: string }) {
   const [sendError, setSendError] = useState<string | null>(null)
   const [stopping, setStopping] = useState<string | null>(null)
   const [promptOpen, setPromptOpen] = useState(false)
+  const [knowledgeOpen, setKnowledgeOpen] = useState(false)
   /** bumped by every reload; a poll that began under an older value is dropped */
   const gen = useRef(0)
   const drafts = useDrafts()
@@ -385,11 +387,17 @@ function ChatView({ sessionId }: { sessionId?: string }) {
             onRedo={turns.redo}
             onCompact={turns.compact}
             onTogglePrompt={() => setPromptOpen((o) => !o)}
+            knowledgeCount={session?.knowledge?.length ?? 0}
+            knowledgeOpen={knowledgeOpen}
+            onToggleKnowledge={() => setKnowledgeOpen((o) => !o)}
           />
         )}
       </div>
       {promptOpen && sessionId && (
         <SystemPromptPanel sessionId={sessionId} agent={session?.agent ?? agent} onClose={() => setPromptOpen(false)} />
+      )}
+      {knowledgeOpen && session && (
+        <SessionKnowledgePanel session={session} onSaved={setSession} onClose={() => setKnowledgeOpen(false)} />
       )}
       <div className="chat-scroll" ref={scroller}>
         <div className="chat-log" ref={content} aria-live="polite" aria-relevant="additions">
