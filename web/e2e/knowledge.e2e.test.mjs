@@ -196,6 +196,10 @@ describe('knowledge bases in the web UI', () => {
     await shot(page, 'knowledge-agent-editor')
     await form.getByTestId('agent-save').click()
     await section.getByTestId('agent-helpdesk').waitFor()
+    assert.match(
+      await section.getByTestId('agent-helpdesk').getByTestId('agent-knowledge-summary').textContent(),
+      new RegExp(`knowledge: ${BASE} \\(Auto\\)`),
+    )
 
     const saved = async (id) => (await adminRequest(weft, 'GET', '/v1/agents')).agents.find((a) => a.id === id)
     let agent = await saved('helpdesk')

@@ -1,5 +1,5 @@
 import { describe, expect, it, vi } from 'vitest'
-import { ApiError, createApi, runEventsUrl, withQuery } from './api'
+import { ApiError, createApi, errorFromBody, runEventsUrl, withQuery } from './api'
 
 interface Call {
   url: string
@@ -283,5 +283,34 @@ describe('agents, instructions and turns', () => {
     await expect(createApi({ fetch: gone.fetch }).documentChunks('kb1', 'd2', { around: 'c7' })).rejects.toMatchObject({
       status: 404,
     })
+  })
+})
+
+describe('knowledge', () => {
+  it('lists bases, searches with top_k and reads the error envelope of a refusal', async () => {
+    const f = fakeFetch((c) => {
+      if (c.url === '/v1/knowledge' && c.init.method === 'GET') return json(200, { knowledge_bases: [{ id: 'k1', name: 'handbook' }] })
+      if (c.url.endsWith('/search')) return json(200, { results: [], mode: 'lexical' })
+      return json(409, { error: { code: 'conflict', message: 'you already have a knowledge base named handbook' } })
+    })
+    const api = createApi({ fetch: f.fetch })
+    expect((await api.listKnowledge()).map((b) => b.name)).toEqual(['handbook'])
+    await api.searchKnowledge('k/1', 'vacation', 3)
+    expect(f.calls[1].url).toBe('/v1/knowledge/k%2F1/search')
+    expect(JSON.parse(f.calls[1].init.body as string)).toEqual({ query: 'vacation', top_k: 3 })
+    const err = await api.createKnowledge({ name: 'handbook' }).catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(ApiError)
+    expect(err).toMatchObject({ status: 409, code: 'conflict', message: 'you already have a knowledge base named handbook' })
+  })
+
+  it("turns an upload's refusal into the server's message, or the status line when there is no envelope", () => {
+    const body = JSON.stringify({ error: { code: 'payload_too_large', message: 'knowledge.max_document_bytes: big.pdf is 60 MiB' } })
+    expect(errorFromBody(413, 'Payload Too Large', body)).toMatchObject({
+      status: 413,
+      code: 'payload_too_large',
+      message: 'knowledge.max_document_bytes: big.pdf is 60 MiB',
+    })
+    expect(errorFromBody(502, 'Bad Gateway', '<html>')).toMatchObject({ status: 502, code: 'http_502', message: 'Bad Gateway' })
+    expect(errorFromBody(500, '', '')).toMatchObject({ message: 'HTTP 500' })
   })
 })

@@ -280,6 +280,7 @@ export const en = {
   'agents.knowledgeHint': 'The bases it searches, by name: each person gets their own base of that name, else a shared one.',
   'agents.knowledgeNone': 'No knowledge bases yet — make one on the Knowledge page.',
   'agents.knowledgeMissing': '{name} (not found)',
+  'agents.knowledgeSummary': 'knowledge: {names} ({mode})',
   'agents.knowledgeMode': 'How it uses them',
   'agents.modeTool': 'Tool',
   'agents.modeToolHint': 'the model searches the bases when it sees fit.',

@@ -282,6 +282,7 @@ export const zh: Record<MessageKey, string> = {
   'agents.knowledgeHint': '它检索的知识库（按名称）：每个人用自己同名的知识库，没有则用共享的。',
   'agents.knowledgeNone': '还没有知识库——先在“知识库”页面创建。',
   'agents.knowledgeMissing': '{name}（未找到）',
+  'agents.knowledgeSummary': '知识库：{names}（{mode}）',
   'agents.knowledgeMode': '使用方式',
   'agents.modeTool': '工具',
   'agents.modeToolHint': '由模型在需要时检索知识库。',

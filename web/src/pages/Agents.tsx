@@ -147,7 +147,17 @@ export function AgentsSection({ admin }: { admin: boolean }) {
                 </td>
                 <td>{a.description}</td>
                 <td>{a.model ? <code>{a.model}</code> : <span className="muted">{t('agents.defaultModel')}</span>}</td>
-                <td>{a.tools ? a.tools.length ? a.tools.join(', ') : t('agents.noTools') : t('agents.allTools')}</td>
+                <td>
+                  {a.tools ? a.tools.length ? a.tools.join(', ') : t('agents.noTools') : t('agents.allTools')}
+                  {!!a.knowledge?.length && (
+                    <div className="muted small" data-testid="agent-knowledge-summary">
+                      {t('agents.knowledgeSummary', {
+                        names: a.knowledge.join(', '),
+                        mode: t(a.knowledge_mode === 'auto' ? 'agents.modeAuto' : 'agents.modeTool'),
+                      })}
+                    </div>
+                  )}
+                </td>
                 {admin && (
                   <td className="actions">
                     <button

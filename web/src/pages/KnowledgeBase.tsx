@@ -21,6 +21,11 @@ const POLL_MS = 1500
 
 export function KnowledgeBasePage() {
   const { id = '' } = useParams()
+  // Another base is another page: its upload rows and results start empty.
+  return <BaseView key={id} id={id} />
+}
+
+function BaseView({ id }: { id: string }) {
   const { t } = useI18n()
   const nav = useNavigate()
   const [base, setBase] = useState<KnowledgeBase | null>(null)
@@ -59,7 +64,8 @@ export function KnowledgeBasePage() {
     if (!polling) return
     const timer = window.setTimeout(() => void refresh(), POLL_MS)
     return () => window.clearTimeout(timer)
-  }, [polling, docs, uploads.rows, refresh])
+    // Each answer replaces `docs`, which sets the next timer.
+  }, [polling, docs, refresh])
 
   async function removeBase() {
     if (!base || !window.confirm(t('knowledge.confirmDelete', { name: base.name }))) return
