@@ -26,12 +26,21 @@ export function SessionKnowledgePanel(p: {
       .catch((e) => setError(e instanceof Error ? e.message : String(e)))
   }, [])
 
-  const chosen = p.session.knowledge ?? []
+  // Ticked at once, while the PATCH goes; the session's list wins again once it is
+  // answered (or refused) and on every poll of the chat.
+  const saved = p.session.knowledge
+  const [chosen, setChosen] = useState<string[]>(saved ?? [])
+  useEffect(() => {
+    if (!saving) setChosen(saved ?? [])
+  }, [saved, saving])
+
   async function toggle(id: string, on: boolean) {
+    const next = toggleName(chosen, id, on)
+    setChosen(next)
     setSaving(true)
     setError(null)
     try {
-      p.onSaved(await api.updateSession(p.session.id, { knowledge: toggleName(chosen, id, on) }))
+      p.onSaved(await api.updateSession(p.session.id, { knowledge: next }))
     } catch (e) {
       setError(e instanceof Error ? e.message : String(e))
     } finally {
