@@ -29,6 +29,7 @@ use weft_shared::memory_room::{SharedPermit, human_size as mib};
 use weft_shared::store::{
     AuthUser, BaseChange, ChunkWindow, KnowledgeBase, KnowledgeDocument, NewDocument,
 };
+use weft_tools::web::UrlDownload;
 
 use crate::AppState;
 use crate::auth::Caller;
@@ -329,20 +330,31 @@ impl FromRequest<AppState> for UploadBody {
                     ApiError::PayloadTooLarge(_) => too_large(),
                     other => other,
                 })?;
-            let compact: String = body
-                .data
-                .chars()
-                .filter(|c| !c.is_ascii_whitespace())
-                .collect();
-            let bytes = base64::engine::general_purpose::STANDARD
-                .decode(compact.as_bytes())
-                .map_err(|e| ApiError::Validation(format!("data is not base64: {e}")))?;
+            let file = match (body.data, body.url) {
+                (Some(data), None) => {
+                    let Some(name) = body.name else {
+                        return Err(ApiError::Validation("name: required with data".into()));
+                    };
+                    let compact: String =
+                        data.chars().filter(|c| !c.is_ascii_whitespace()).collect();
+                    let bytes = base64::engine::general_purpose::STANDARD
+                        .decode(compact.as_bytes())
+                        .map_err(|e| ApiError::Validation(format!("data is not base64: {e}")))?;
+                    Upload {
+                        name,
+                        declared: None,
+                        bytes: Bytes::from(bytes),
+                    }
+                }
+                (None, Some(url)) => fetched(&cfg, &url, body.name).await?,
+                _ => {
+                    return Err(ApiError::Validation(
+                        "give either data (with name) or url".into(),
+                    ));
+                }
+            };
             return Ok(UploadBody {
-                files: vec![Upload {
-                    name: body.name,
-                    declared: None,
-                    bytes: Bytes::from(bytes),
-                }],
+                files: vec![file],
                 _room: room,
             });
         }
@@ -384,7 +396,37 @@ impl FromRequest<AppState> for UploadBody {
     }
 }
 
-/// Add documents: multipart (one part per file) or JSON `{name, data}`.
+/// The file at `url`, fetched through `web_fetch`'s guard (its `allow_hosts`
+/// and `timeout_ms`) and capped at `knowledge.max_document_bytes`: a refused
+/// address is 422 naming why, a file too large 413, a server that fails 422
+/// with what it answered.
+async fn fetched(
+    cfg: &weft_shared::config::Config,
+    url: &str,
+    name: Option<String>,
+) -> Result<Upload, ApiError> {
+    let max = cfg.knowledge.max_document_bytes;
+    let download = UrlDownload::new(&cfg.tools.web_fetch)
+        .map_err(|e| ApiError::Internal(anyhow::anyhow!(e)))?;
+    let got = download.download(url, max).await.map_err(|e| {
+        if e.contains("is larger than") {
+            ApiError::PayloadTooLarge(format!(
+                "knowledge.max_document_bytes: {e} (a document may be at most {})",
+                mib(max)
+            ))
+        } else {
+            ApiError::Validation(format!("url: {e}"))
+        }
+    })?;
+    Ok(Upload {
+        name: name.unwrap_or(got.name),
+        declared: got.mime,
+        bytes: got.bytes,
+    })
+}
+
+/// Add documents: multipart (one part per file), JSON `{name, data}`, or JSON
+/// `{url}` (fetched through `web_fetch`'s guard).
 /// Returns at once; each document is `queued`, then read and indexed by a
 /// worker (`GET …/documents` shows how far each got). The same bytes already
 /// in the base give that document back (`created: false`).

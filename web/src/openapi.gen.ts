@@ -401,7 +401,8 @@ export interface paths {
         get: operations["list_documents"];
         put?: never;
         /**
-         * Add documents: multipart (one part per file) or JSON `{name, data}`.
+         * Add documents: multipart (one part per file), JSON `{name, data}`, or JSON
+         *     `{url}` (fetched through `web_fetch`'s guard).
          *     Returns at once; each document is `queued`, then read and indexed by a
          *     worker (`GET …/documents` shows how far each got). The same bytes already
          *     in the base give that document back (`created: false`).
@@ -1404,13 +1405,20 @@ export interface components {
             results: components["schemas"]["KnowledgeHit"][];
         };
         /**
-         * @description `POST /v1/knowledge/{id}/documents` as JSON: one file, base64.
+         * @description `POST /v1/knowledge/{id}/documents` as JSON: one file, as base64 `data`
+         *     (with its `name`) or fetched from a `url` through `web_fetch`'s guard
+         *     (`name` defaults to the URL's last path segment). Exactly one of the two.
          *     (`multipart/form-data` takes one part per file instead.)
          */
         KnowledgeUpload: {
             /** @description The file's bytes, base64. */
-            data: string;
-            name: string;
+            data?: string | null;
+            name?: string | null;
+            /**
+             * @description An http(s) URL to fetch the file from; internal addresses are refused
+             *     unless `[tools.web_fetch] allow_hosts` lists them.
+             */
+            url?: string | null;
         };
         /** @description What an upload did, per file, in the order sent. */
         KnowledgeUploadResult: {

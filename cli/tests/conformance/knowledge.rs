@@ -24,7 +24,8 @@ both_backends!(
     an_agent_searches_its_bases_as_the_person_it_talks_to,
     answers_cite_their_sources_in_an_event_and_in_the_stored_reply,
     a_session_searches_bases_of_its_own_besides_its_agents,
-    an_auto_agent_reads_the_best_passages_before_the_model_answers
+    an_auto_agent_reads_the_best_passages_before_the_model_answers,
+    documents_come_from_urls_through_the_fetch_guard
 );
 
 const HANDBOOK: &str = "# Handbook\n\nWelcome to the team.\n\n## Leave\n\nEveryone gets 25 vacation days a year. Ask your manager two weeks ahead.\n\n## Equipment\n\nLaptops are replaced every three years.\n";
@@ -927,4 +928,73 @@ async fn an_auto_agent_reads_the_best_passages_before_the_model_answers(b: Backe
         !question.contains("25 vacation days"),
         "tool mode reads nothing first: {question}"
     );
+}
+
+/// `{url}` uploads go through `web_fetch`'s guard: an allowed host's file is
+/// fetched and indexed under its URL's name, an internal address is refused
+/// naming why, a file over `knowledge.max_document_bytes` is 413 naming it, and
+/// `data` and `url` together (or neither) are refused.
+async fn documents_come_from_urls_through_the_fetch_guard(b: Backend) {
+    let guide = "# Guide\n\n## Parking\n\nVisitors park on level minus two.\n".to_string();
+    let small = crate::tools::serve_text(guide);
+    let big = crate::tools::serve_text("x".repeat(5000));
+    let app = App::start_with(
+        b,
+        &[
+            ("WEFT_TOOLS__WEB_FETCH__ALLOW_HOSTS", "[\"127.0.0.1\"]"),
+            ("WEFT_KNOWLEDGE__MAX_DOCUMENT_BYTES", "4096"),
+        ],
+    )
+    .await;
+    let base = create_base(&app, ADMIN_TOKEN, "guides", "private").await;
+    let add = |body: Value| {
+        let app = &app;
+        let path = format!("/v1/knowledge/{base}/documents");
+        async move { app.post(&path, ADMIN_TOKEN, body).await }
+    };
+    let (st, v) =
+        add(json!({"url": format!("http://127.0.0.1:{small}/docs/visitor%20guide.md")})).await;
+    assert_eq!(st, 201, "{v}");
+    assert_eq!(
+        v["documents"][0]["document"]["name"], "visitor guide.md",
+        "{v}"
+    );
+    settled(&app, ADMIN_TOKEN, &base).await;
+    let (st, found) = app
+        .post(
+            &format!("/v1/knowledge/{base}/search"),
+            ADMIN_TOKEN,
+            json!({"query": "where do visitors park"}),
+        )
+        .await;
+    assert_eq!(st, 200, "{found}");
+    assert!(
+        found["results"][0]["text"]
+            .as_str()
+            .unwrap()
+            .contains("level minus two"),
+        "{found}"
+    );
+
+    let (st, v) = add(json!({"url": "http://10.0.0.1/secrets.md"})).await;
+    assert_eq!(st, 422, "{v}");
+    assert!(
+        v["error"]["message"].as_str().unwrap().contains("refused"),
+        "{v}"
+    );
+    let (st, v) = add(json!({"url": format!("http://127.0.0.1:{big}/big.txt")})).await;
+    assert_eq!(st, 413, "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("knowledge.max_document_bytes"),
+        "{v}"
+    );
+    let (st, v) = add(json!({"name": "a.md", "data": "aGk=", "url": "http://127.0.0.1/"})).await;
+    assert_eq!(st, 422, "{v}");
+    let (st, v) = add(json!({"name": "a.md"})).await;
+    assert_eq!(st, 422, "{v}");
+    let docs = documents(&app, ADMIN_TOKEN, &base).await;
+    assert_eq!(docs.len(), 1, "nothing refused was added: {docs:?}");
 }

@@ -26,25 +26,21 @@ use crate::{Tool, ToolContext};
 pub const MAX_REDIRECTS: usize = 5;
 
 pub struct WebFetch {
-    guard: Arc<Guard>,
+    get: GuardedGet,
     extractor: Extractor,
-    client: reqwest::Client,
-    timeout: Duration,
     max_bytes: usize,
 }
 
-impl WebFetch {
-    /// Names resolved by the system resolver.
-    pub fn new(cfg: &WebFetchConfig, extractor: Extractor) -> Result<WebFetch, String> {
-        WebFetch::with_resolver(cfg, Arc::new(SystemResolver), extractor)
-    }
+/// The GET both `web_fetch` and [`UrlDownload`] make: the URL and every
+/// redirect vetted by the [`Guard`], names resolved through it, no proxy.
+struct GuardedGet {
+    guard: Arc<Guard>,
+    client: reqwest::Client,
+    timeout: Duration,
+}
 
-    /// Names resolved by `resolver`; its answers are vetted all the same.
-    pub fn with_resolver(
-        cfg: &WebFetchConfig,
-        resolver: Arc<dyn NameResolver>,
-        extractor: Extractor,
-    ) -> Result<WebFetch, String> {
+impl GuardedGet {
+    fn new(cfg: &WebFetchConfig, resolver: Arc<dyn NameResolver>) -> Result<GuardedGet, String> {
         cfg.validate()?;
         let guard = Arc::new(Guard::new(cfg, resolver));
         let timeout = Duration::from_millis(cfg.timeout_ms);
@@ -56,28 +52,15 @@ impl WebFetch {
             .user_agent(concat!("Weft-web_fetch/", env!("CARGO_PKG_VERSION")))
             .build()
             .map_err(|e| format!("web_fetch: could not build its HTTP client: {e}"))?;
-        Ok(WebFetch {
+        Ok(GuardedGet {
             guard,
-            extractor,
             client,
             timeout,
-            max_bytes: usize::try_from(cfg.max_bytes).unwrap_or(usize::MAX),
         })
     }
 
-    /// The page at `raw` as text, or why not.
-    pub async fn fetch(&self, raw: &str) -> Result<String, String> {
-        let url = self.guard.parse(raw).map_err(|r| r.to_string())?;
-        match tokio::time::timeout(self.timeout, self.fetch_checked(url.clone())).await {
-            Ok(result) => result,
-            Err(_) => Err(format!(
-                "timed out after {} ms fetching {url}",
-                self.timeout.as_millis()
-            )),
-        }
-    }
-
-    async fn fetch_checked(&self, mut url: Url) -> Result<String, String> {
+    /// The successful answer at `url` after its redirects, and its final URL.
+    async fn get(&self, mut url: Url) -> Result<(reqwest::Response, Url), String> {
         for hop in 0..=MAX_REDIRECTS {
             if hop > 0 {
                 self.guard
@@ -101,11 +84,48 @@ impl WebFetch {
             if !status.is_success() {
                 return Err(format!("{url} answered HTTP {status}"));
             }
-            return self.read(resp, &url).await;
+            return Ok((resp, url));
         }
         Err(format!(
             "refused: more than {MAX_REDIRECTS} redirects (the last one to {url})"
         ))
+    }
+}
+
+impl WebFetch {
+    /// Names resolved by the system resolver.
+    pub fn new(cfg: &WebFetchConfig, extractor: Extractor) -> Result<WebFetch, String> {
+        WebFetch::with_resolver(cfg, Arc::new(SystemResolver), extractor)
+    }
+
+    /// Names resolved by `resolver`; its answers are vetted all the same.
+    pub fn with_resolver(
+        cfg: &WebFetchConfig,
+        resolver: Arc<dyn NameResolver>,
+        extractor: Extractor,
+    ) -> Result<WebFetch, String> {
+        Ok(WebFetch {
+            get: GuardedGet::new(cfg, resolver)?,
+            extractor,
+            max_bytes: usize::try_from(cfg.max_bytes).unwrap_or(usize::MAX),
+        })
+    }
+
+    /// The page at `raw` as text, or why not.
+    pub async fn fetch(&self, raw: &str) -> Result<String, String> {
+        let url = self.get.guard.parse(raw).map_err(|r| r.to_string())?;
+        let timeout = self.get.timeout;
+        let fetch = async {
+            let (resp, url) = self.get.get(url.clone()).await?;
+            self.read(resp, &url).await
+        };
+        match tokio::time::timeout(timeout, fetch).await {
+            Ok(result) => result,
+            Err(_) => Err(format!(
+                "timed out after {} ms fetching {url}",
+                timeout.as_millis()
+            )),
+        }
     }
 
     async fn read(&self, mut resp: reqwest::Response, url: &Url) -> Result<String, String> {
@@ -182,6 +202,98 @@ impl WebFetch {
             self.max_bytes
         )
     }
+}
+
+/// A file fetched whole from a URL (a knowledge base's `{url}` upload), through
+/// the same guard, redirects and deadline as `web_fetch` — `[tools.web_fetch]`
+/// `allow_hosts` and `timeout_ms` apply — but kept as bytes, with its own size
+/// cap: a document larger than that is refused, never cut.
+pub struct UrlDownload {
+    get: GuardedGet,
+}
+
+/// What [`UrlDownload::download`] brought back.
+#[derive(Debug)]
+pub struct Downloaded {
+    pub bytes: bytes::Bytes,
+    /// The `Content-Type` the server gave, without parameters.
+    pub mime: Option<String>,
+    /// The last segment of the final URL's path (`handbook.pdf`), else its host.
+    pub name: String,
+}
+
+impl UrlDownload {
+    pub fn new(cfg: &WebFetchConfig) -> Result<UrlDownload, String> {
+        UrlDownload::with_resolver(cfg, Arc::new(SystemResolver))
+    }
+
+    pub fn with_resolver(
+        cfg: &WebFetchConfig,
+        resolver: Arc<dyn NameResolver>,
+    ) -> Result<UrlDownload, String> {
+        Ok(UrlDownload {
+            get: GuardedGet::new(cfg, resolver)?,
+        })
+    }
+
+    /// The bytes at `raw`, at most `max_bytes` of them, or why not.
+    pub async fn download(&self, raw: &str, max_bytes: u64) -> Result<Downloaded, String> {
+        let url = self.get.guard.parse(raw).map_err(|r| r.to_string())?;
+        let timeout = self.get.timeout;
+        let too_big = |url: &Url| format!("refused: {url} is larger than {max_bytes} bytes");
+        let download = async {
+            let (mut resp, url) = self.get.get(url.clone()).await?;
+            let length = resp
+                .headers()
+                .get(CONTENT_LENGTH)
+                .and_then(|v| v.to_str().ok()?.parse::<u64>().ok());
+            if length.is_some_and(|l| l > max_bytes) {
+                return Err(too_big(&url));
+            }
+            let (mime, _) = split_content_type(
+                resp.headers()
+                    .get(CONTENT_TYPE)
+                    .and_then(|v| v.to_str().ok()),
+            );
+            let mut body = Vec::new();
+            while let Some(chunk) = resp
+                .chunk()
+                .await
+                .map_err(|e| format!("reading {url} failed: {}", error_chain(&e)))?
+            {
+                if (body.len() + chunk.len()) as u64 > max_bytes {
+                    return Err(too_big(&url));
+                }
+                body.extend_from_slice(&chunk);
+            }
+            let name = url
+                .path_segments()
+                .and_then(|mut s| s.next_back().filter(|n| !n.is_empty()).map(str::to_string))
+                .map(|n| percent_decode(&n))
+                .or_else(|| url.host_str().map(str::to_string))
+                .unwrap_or_else(|| "download".into());
+            Ok(Downloaded {
+                bytes: body.into(),
+                mime,
+                name,
+            })
+        };
+        match tokio::time::timeout(timeout, download).await {
+            Ok(result) => result,
+            Err(_) => Err(format!(
+                "timed out after {} ms fetching {url}",
+                timeout.as_millis()
+            )),
+        }
+    }
+}
+
+/// `%20` → ` ` in a path segment (invalid sequences kept as they are).
+fn percent_decode(segment: &str) -> String {
+    url::form_urlencoded::parse(format!("n={}", segment.replace('+', "%2B")).as_bytes())
+        .next()
+        .map(|(_, v)| v.into_owned())
+        .unwrap_or_else(|| segment.to_string())
 }
 
 const ACCEPT: &str =

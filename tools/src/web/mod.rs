@@ -19,7 +19,7 @@ mod guard;
 mod resolve;
 mod search;
 
-pub use fetch::{MAX_REDIRECTS, WebFetch};
+pub use fetch::{Downloaded, MAX_REDIRECTS, UrlDownload, WebFetch};
 pub use guard::{Blocked, Guard, Refusal, classify};
 pub use resolve::{NameResolver, SystemResolver};
 pub use search::{Brave, SearchBackend, SearchHit, Searxng, WebSearch, format_hits};

@@ -141,13 +141,22 @@ pub struct KnowledgeDocumentList {
     pub documents: Vec<KnowledgeDocumentDto>,
 }
 
-/// `POST /v1/knowledge/{id}/documents` as JSON: one file, base64.
+/// `POST /v1/knowledge/{id}/documents` as JSON: one file, as base64 `data`
+/// (with its `name`) or fetched from a `url` through `web_fetch`'s guard
+/// (`name` defaults to the URL's last path segment). Exactly one of the two.
 /// (`multipart/form-data` takes one part per file instead.)
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
 pub struct KnowledgeUpload {
-    pub name: String,
+    #[serde(default)]
+    pub name: Option<String>,
     /// The file's bytes, base64.
-    pub data: String,
+    #[serde(default)]
+    pub data: Option<String>,
+    /// An http(s) URL to fetch the file from; internal addresses are refused
+    /// unless `[tools.web_fetch] allow_hosts` lists them.
+    #[serde(default)]
+    pub url: Option<String>,
 }
 
 /// What an upload did, per file, in the order sent.
