@@ -80,6 +80,21 @@ async fn documents(app: &App, token: &str, base: &str) -> Vec<Value> {
 }
 
 /// Waits until every document of `base` has left `queued` and `processing`.
+/// A shared base "handbook" (the admin's) holding [`HANDBOOK`], indexed; its id.
+async fn shared_handbook(app: &App) -> String {
+    let handbook = create_base(app, ADMIN_TOKEN, "handbook", "shared").await;
+    upload(
+        app,
+        ADMIN_TOKEN,
+        &handbook,
+        "handbook.md",
+        HANDBOOK.as_bytes(),
+    )
+    .await;
+    settled(app, ADMIN_TOKEN, &handbook).await;
+    handbook
+}
+
 async fn settled(app: &App, token: &str, base: &str) -> Vec<Value> {
     eventually(Duration::from_secs(60), "documents ingested", async || {
         let docs = documents(app, token, base).await;
@@ -551,16 +566,7 @@ async fn an_agent_searches_its_bases_as_the_person_it_talks_to(b: Backend) {
 /// a second search in the same step goes on after the first one's.
 async fn answers_cite_their_sources_in_an_event_and_in_the_stored_reply(b: Backend) {
     let app = App::start(b).await;
-    let handbook = create_base(&app, ADMIN_TOKEN, "handbook", "shared").await;
-    upload(
-        &app,
-        ADMIN_TOKEN,
-        &handbook,
-        "handbook.md",
-        HANDBOOK.as_bytes(),
-    )
-    .await;
-    settled(&app, ADMIN_TOKEN, &handbook).await;
+    let handbook = shared_handbook(&app).await;
     let (st, v) = app
         .call(
             reqwest::Method::PUT,
@@ -728,16 +734,7 @@ async fn answers_cite_their_sources_in_an_event_and_in_the_stored_reply(b: Backe
 /// a base its user cannot open is refused naming it, and `[]` takes it away.
 async fn a_session_searches_bases_of_its_own_besides_its_agents(b: Backend) {
     let app = App::start(b).await;
-    let handbook = create_base(&app, ADMIN_TOKEN, "handbook", "shared").await;
-    upload(
-        &app,
-        ADMIN_TOKEN,
-        &handbook,
-        "handbook.md",
-        HANDBOOK.as_bytes(),
-    )
-    .await;
-    settled(&app, ADMIN_TOKEN, &handbook).await;
+    let handbook = shared_handbook(&app).await;
     let private = create_base(&app, ADMIN_TOKEN, "minutes", "private").await;
     let user = app.user("dana").await;
     let (st, session) = app.post("/v1/sessions", &user, json!({})).await;
@@ -830,16 +827,7 @@ async fn a_session_searches_bases_of_its_own_besides_its_agents(b: Backend) {
 /// so the answer can cite them — and a `tool` agent's context has none.
 async fn an_auto_agent_reads_the_best_passages_before_the_model_answers(b: Backend) {
     let app = App::start(b).await;
-    let handbook = create_base(&app, ADMIN_TOKEN, "handbook", "shared").await;
-    upload(
-        &app,
-        ADMIN_TOKEN,
-        &handbook,
-        "handbook.md",
-        HANDBOOK.as_bytes(),
-    )
-    .await;
-    settled(&app, ADMIN_TOKEN, &handbook).await;
+    shared_handbook(&app).await;
     for (id, mode) in [("reader", "auto"), ("caller", "tool")] {
         let (st, v) = app
             .call(

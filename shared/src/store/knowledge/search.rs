@@ -6,6 +6,13 @@ use sqlx::any::AnyRow;
 use super::ChunkHit;
 use crate::store::{AuthUser, Dialect, Result, Store, StoreError, get_i64, get_opt_i64, get_str};
 
+/// Chunks with their document's name, unranked (`score` 0), as [`hit`] reads
+/// them; the caller adds `where …`.
+const CHUNKS: &str =
+    "select c.id, c.document_id, d.name as document_name, c.base_id, c.ord, c.text,
+        c.heading, c.page, cast(0 as float8) as score
+     from knowledge_chunks c join knowledge_documents d on d.id = c.document_id";
+
 impl Store {
     /// The chunks of `bases` that match any of `terms` (segmented words),
     /// best first, at most `limit`.
@@ -108,13 +115,7 @@ impl Store {
             })
             .collect::<Vec<_>>()
             .join(" or ");
-        let sql = format!(
-            "select c.id, c.document_id, d.name as document_name, c.base_id, c.ord, c.text,
-                    c.heading, c.page, cast(0 as float8) as score
-             from knowledge_chunks c join knowledge_documents d on d.id = c.document_id
-             where {clauses}
-             order by c.document_id, c.ord"
-        );
+        let sql = format!("{CHUNKS} where {clauses} order by c.document_id, c.ord");
         let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
         for (document, from, to) in ranges {
             query = query.bind(document).bind(*from).bind(*to);
@@ -133,12 +134,7 @@ impl Store {
             .map(|i| format!("${i}"))
             .collect::<Vec<_>>()
             .join(", ");
-        let sql = format!(
-            "select c.id, c.document_id, d.name as document_name, c.base_id, c.ord, c.text,
-                    c.heading, c.page, cast(0 as float8) as score
-             from knowledge_chunks c join knowledge_documents d on d.id = c.document_id
-             where c.id in ({list})"
-        );
+        let sql = format!("{CHUNKS} where c.id in ({list})");
         let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
         for id in ids {
             query = query.bind(id);
@@ -183,18 +179,14 @@ impl Store {
                 (get_i64(&row, "ord")? - i64::from(limit / 2)).max(0)
             }
         };
-        let rows = sqlx::query(
-            "select c.id, c.document_id, d.name as document_name, c.base_id, c.ord, c.text,
-                    c.heading, c.page, cast(0 as float8) as score
-             from knowledge_chunks c join knowledge_documents d on d.id = c.document_id
-             where c.document_id = $1 and c.ord >= $2
-             order by c.ord limit $3",
-        )
-        .bind(doc)
-        .bind(from)
-        .bind(i64::from(limit))
-        .fetch_all(&self.pool)
-        .await?;
+        let sql =
+            format!("{CHUNKS} where c.document_id = $1 and c.ord >= $2 order by c.ord limit $3");
+        let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
+            .bind(doc)
+            .bind(from)
+            .bind(i64::from(limit))
+            .fetch_all(&self.pool)
+            .await?;
         let chunks = rows.iter().map(hit).collect::<Result<Vec<_>>>()?;
         Ok((chunks, document.chunks.max(0) as u64))
     }
