@@ -79,12 +79,21 @@ impl Replicas {
             .await
     }
 
-    /// Until every worker process has applied config `version` (each logs
-    /// it); embedded, the one process has applied it when it answered.
+    /// Until every other process — the workers and the second gateway — has
+    /// applied config `version` (each logs it); the gateway that answered the
+    /// reload has applied it already, and embedded, the one process has. (The
+    /// second gateway used to be left out: a settings change sent to it next
+    /// could still diff against the config before the reload.)
     async fn applied(&self, v: &Value) {
         let version = format!("config.version={}", v["version"]);
         let started = Instant::now();
-        let workers: Vec<&Proc> = self.app.workers.iter().chain(self._worker.iter()).collect();
+        let workers: Vec<&Proc> = self
+            .app
+            .workers
+            .iter()
+            .chain(self._worker.iter())
+            .chain(self.second.iter().map(|(gateway, _)| gateway))
+            .collect();
         while !workers.iter().all(|w| {
             plain(&w.logs())
                 .lines()
@@ -92,7 +101,7 @@ impl Replicas {
         }) {
             assert!(
                 started.elapsed() < Duration::from_secs(15),
-                "workers did not apply {version}\n{}",
+                "the other processes did not apply {version}\n{}",
                 workers
                     .iter()
                     .map(|w| w.logs())
