@@ -166,7 +166,7 @@ impl Store {
     ) -> Result<(Vec<ChunkHit>, u64)> {
         let document = self.knowledge_document(user, base, doc).await?;
         let from = match window {
-            ChunkWindow::After(ord) => ord + 1,
+            ChunkWindow::After(ord) => ord.saturating_add(1),
             ChunkWindow::Around(chunk) => {
                 let row = sqlx::query(
                     "select ord from knowledge_chunks where id = $1 and document_id = $2",
