@@ -15,7 +15,12 @@
 
 use std::collections::BTreeMap;
 
+use std::sync::Arc;
+use std::time::Instant;
 use weft_llm::ToolSpec;
+
+use weft_llm::ChatMessage;
+use weft_shared::api::KnowledgeMode;
 use weft_shared::config::LiveConfig;
 use weft_shared::ids::{SessionId, UserId};
 use weft_shared::store::{ChunkHit, Store, StoreError};
@@ -294,4 +299,43 @@ fn render(passages: &[Passage], sources: &Sources, budget: Option<u64>) -> Strin
         ));
     }
     out
+}
+
+impl super::Attempt<'_> {
+    /// `knowledge_mode = "auto"`: the best passages of the bases this run may
+    /// search go before the question (for this attempt only; nothing is
+    /// stored). A failed search leaves the question as it is: the model can
+    /// still call `knowledge_search`.
+    pub(super) async fn knowledge_before_the_question(&mut self) {
+        let bases = !self.agent.knowledge.is_empty() || !self.run.session_knowledge.is_empty();
+        if self.agent.knowledge_mode != KnowledgeMode::Auto || !bases {
+            return;
+        }
+        let Some(question) = self.messages.iter().rev().find_map(|m| match m {
+            ChatMessage::User { content, .. } => Some(content.clone()),
+            _ => None,
+        }) else {
+            return;
+        };
+        let search = KnowledgeSearch {
+            store: self.inner.deps.store.clone(),
+            live: self.inner.deps.live.clone(),
+        };
+        let budget = self.cfg.knowledge.auto_budget_tokens;
+        let started = Instant::now();
+        match search
+            .before_question(&self.tool_context(), &question, budget)
+            .await
+        {
+            Ok(Some(passages)) => crate::context::before_the_question(
+                Arc::make_mut(&mut self.messages).as_mut_slice(),
+                &passages,
+            ),
+            Ok(None) => {}
+            Err(e) => {
+                tracing::warn!(error = %e, "searching the knowledge bases before the question failed")
+            }
+        }
+        metrics::histogram!("weft_knowledge_auto_seconds").record(started.elapsed().as_secs_f64());
+    }
 }

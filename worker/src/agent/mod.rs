@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 
 use tracing::Instrument;
 use weft_llm::{ChatMessage, ChatRequest, ToolCall, ToolSpec, Usage};
-use weft_shared::api::{ErrorBody, KnowledgeMode, ToolCallDto};
+use weft_shared::api::{ErrorBody, ToolCallDto};
 use weft_shared::config::{AgentConfig, Config};
 use weft_shared::event::EventKind;
 use weft_shared::store::{ClaimedRun, RunEnd, StepCheckpoint, ToolResult};
@@ -316,43 +316,6 @@ impl<'a> Attempt<'a> {
                 other => return other,
             }
         }
-    }
-
-    /// `knowledge_mode = "auto"`: the best passages of the bases this run may
-    /// search go before the question (for this attempt only; nothing is
-    /// stored). A failed search leaves the question as it is: the model can
-    /// still call `knowledge_search`.
-    async fn knowledge_before_the_question(&mut self) {
-        let bases = !self.agent.knowledge.is_empty() || !self.run.session_knowledge.is_empty();
-        if self.agent.knowledge_mode != KnowledgeMode::Auto || !bases {
-            return;
-        }
-        let Some(question) = self.messages.iter().rev().find_map(|m| match m {
-            ChatMessage::User { content, .. } => Some(content.clone()),
-            _ => None,
-        }) else {
-            return;
-        };
-        let search = KnowledgeSearch {
-            store: self.inner.deps.store.clone(),
-            live: self.inner.deps.live.clone(),
-        };
-        let budget = self.cfg.knowledge.auto_budget_tokens;
-        let started = Instant::now();
-        match search
-            .before_question(&self.tool_context(), &question, budget)
-            .await
-        {
-            Ok(Some(passages)) => context::before_the_question(
-                Arc::make_mut(&mut self.messages).as_mut_slice(),
-                &passages,
-            ),
-            Ok(None) => {}
-            Err(e) => {
-                tracing::warn!(error = %e, "searching the knowledge bases before the question failed")
-            }
-        }
-        metrics::histogram!("weft_knowledge_auto_seconds").record(started.elapsed().as_secs_f64());
     }
 
     /// Who the run's tools act for, and its numbered sources.
