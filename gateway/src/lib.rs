@@ -85,6 +85,8 @@ pub struct AppState {
     pub upload_room: weft_shared::memory_room::SharedRoom,
     /// Where documents are read: `weft extract` children, never this process.
     pub extractor: weft_files::Extractor,
+    /// Knowledge search (lexical, and vectors when an embedding model is set).
+    pub retriever: weft_knowledge::Retriever,
 }
 
 impl AppState {
@@ -95,6 +97,7 @@ impl AppState {
         live: LiveConfig,
         blobs: weft_shared::blobs::Blobs,
         extractor: weft_files::Extractor,
+        retriever: weft_knowledge::Retriever,
         shutdown: CancellationToken,
     ) -> AppState {
         let config = live.get();
@@ -124,6 +127,7 @@ impl AppState {
                 config.attachments.upload_memory_per_user(),
             ),
             extractor,
+            retriever,
             live,
             shutdown,
         };

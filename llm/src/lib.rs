@@ -18,6 +18,7 @@ use serde::{Deserialize, Serialize};
 
 pub mod anthropic;
 mod classify;
+pub mod embeddings;
 pub mod mock;
 pub mod mockscript;
 pub mod openai;

@@ -40,6 +40,9 @@ pub struct Server {
     backends: Backends,
     /// Reads untrusted documents (uploads, Lark files, web_fetch bodies).
     extractor: weft_files::Extractor,
+    /// Knowledge search, one per process: gateway and worker share its copy
+    /// of the bases' vectors.
+    retriever: weft_knowledge::Retriever,
 }
 
 /// A started role. Dropping it leaves the role running; cancel the token given
@@ -92,11 +95,13 @@ impl Server {
         backends.store.seed_agents(&cfg.agents).await?;
         let extractor = weft_files::Extractor::this_binary(extract_limits(&cfg))
             .context("locating this binary for `weft extract`")?;
+        let retriever = weft_knowledge::Retriever::new(backends.store.clone(), live.clone());
         Ok(Server {
             cfg,
             live,
             backends,
             extractor,
+            retriever,
         })
     }
 
@@ -169,6 +174,7 @@ impl Server {
             self.live.clone(),
             b.blobs.clone(),
             self.extractor.clone(),
+            self.retriever.clone(),
             shutdown,
         )
         .with_login_attempts(b.login_attempts.clone())
@@ -187,6 +193,7 @@ impl Server {
             live: self.live.clone(),
             blobs: b.blobs.clone(),
             extractor: self.extractor.clone(),
+            retriever: self.retriever.clone(),
             lark,
         }
     }

@@ -461,7 +461,8 @@ export interface paths {
         get?: never;
         put?: never;
         /**
-         * Search a base: the chunks that best match the query's words, with the
+         * Search a base: the chunks that best match the query — by its words, and by
+         *     meaning when an embedding model is configured (`mode: hybrid`) — with the
          *     document and place (page or heading path) each comes from.
          */
         post: operations["search"];
@@ -1312,6 +1313,23 @@ export interface components {
             status: string;
             version: string;
         };
+        /**
+         * @description A document's ingestion under way: `stage` and, for `embedding`, chunks
+         *     `done` of `total`.
+         */
+        IngestProgress: {
+            /** Format: int64 */
+            done: number;
+            stage: components["schemas"]["IngestStage"];
+            /** Format: int64 */
+            total: number;
+        };
+        /**
+         * @description `reading` (the text is extracted and chunked) or `embedding` (the chunks'
+         *     vectors are made).
+         * @enum {string}
+         */
+        IngestStage: "reading" | "embedding";
         /** @description A user's own instructions, added after the agent's. */
         InstructionsDto: {
             instructions: string;
@@ -1355,6 +1373,7 @@ export interface components {
             /** @description The type found in the bytes. */
             mime: string;
             name: string;
+            progress?: null | components["schemas"]["IngestProgress"];
             sha256: string;
             status: components["schemas"]["DocumentStatus"];
             /** Format: int64 */
@@ -1400,8 +1419,13 @@ export interface components {
             top_k?: number | null;
         };
         KnowledgeSearchResults: {
-            /** @description How the results were found: `lexical`, or `hybrid` (lexical and vectors). */
-            mode: string;
+            /**
+             * @description Set when an embedding model is configured but could not be used (an
+             *     outage, a missing key): why, and that the results are lexical only.
+             */
+            fallback?: string | null;
+            /** @description How the results were found. */
+            mode: components["schemas"]["SearchMode"];
             results: components["schemas"]["KnowledgeHit"][];
         };
         /**
@@ -1716,6 +1740,12 @@ export interface components {
         SaveSettingsRequest: {
             settings: Record<string, never>;
         };
+        /**
+         * @description How a knowledge search found its results: `lexical` (the full-text index
+         *     only) or `hybrid` (the full-text index and vectors, fused by rank).
+         * @enum {string}
+         */
+        SearchMode: "lexical" | "hybrid";
         /**
          * @description 202 body of a send: a run was created (`status` is the run's), or the message
          *     was queued behind `active_run_id` (`status` = `queued`, no `run_id`).

@@ -47,6 +47,9 @@ pub struct WorkerDeps {
     pub blobs: weft_shared::blobs::Blobs,
     /// Where fetched pages and PDFs are read (`weft extract` children).
     pub extractor: weft_files::Extractor,
+    /// Knowledge search and the embedding model (shared with the gateway in
+    /// one process).
+    pub retriever: weft_knowledge::Retriever,
     /// The Lark REST side, when `[lark]` is configured: runs of Lark conversations
     /// stream their replies into cards.
     pub lark: Option<weft_lark::sender::RateAwareSender>,
@@ -242,6 +245,7 @@ fn builtin_tools(cfg: &Config, deps: &WorkerDeps) -> ToolRegistry {
     tools.add(Arc::new(agent::KnowledgeSearch {
         store: deps.store.clone(),
         live: deps.live.clone(),
+        retriever: deps.retriever.clone(),
     }));
     tools.add(Arc::new(agent::ReadOutput {
         store: deps.store.clone(),
@@ -324,6 +328,7 @@ fn job_runner(inner: &Inner) -> jobs::JobRunner {
         blobs: deps.blobs.clone(),
         extractor: deps.extractor.clone(),
         live: deps.live.clone(),
+        retriever: deps.retriever.clone(),
     });
     runner
 }

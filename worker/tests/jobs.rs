@@ -27,6 +27,7 @@ crate::both_backends!(
     a_cancelled_job_stops_while_it_runs,
     shutdown_releases_jobs_without_spending_attempts,
     progress_reaches_the_next_attempt,
+    waiting_for_a_service_spends_no_attempts,
 );
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -43,6 +44,9 @@ struct Work {
     hangs: bool,
     #[serde(default)]
     panics_once: bool,
+    /// Starts that ask to wait (a service down) before one succeeds.
+    #[serde(default)]
+    waits: usize,
 }
 
 impl JobKind for Work {
@@ -60,6 +64,7 @@ fn work(name: &str) -> Work {
         broken: false,
         hangs: false,
         panics_once: false,
+        waits: 0,
     }
 }
 
@@ -78,13 +83,17 @@ struct Worker(Log);
 impl BackgroundJob for Worker {
     type Payload = Work;
     async fn run(&self, cx: JobContext, w: Work) -> Result<(), JobError> {
-        self.0
-            .started
-            .lock()
-            .unwrap()
-            .entry(w.name.clone())
-            .or_default()
-            .push(cx.attempt);
+        let starts = {
+            let mut started = self.0.started.lock().unwrap();
+            let seen = started.entry(w.name.clone()).or_default();
+            seen.push(cx.attempt);
+            seen.len()
+        };
+        if starts <= w.waits {
+            return Err(JobError::Wait(format!(
+                "the service is down (start {starts})"
+            )));
+        }
         self.0
             .progress_seen
             .lock()
@@ -123,6 +132,7 @@ fn settings(lease_ms: u64) -> JobSettings {
         lease: Duration::from_millis(lease_ms),
         poll: Duration::from_millis(20),
         backoff: Duration::from_millis(10),
+        wait: Duration::from_millis(10),
     }
 }
 
@@ -414,4 +424,28 @@ async fn progress_reaches_the_next_attempt(db: Db) {
     );
     let record = s.job(Work::KIND, "resumable").await.unwrap().unwrap();
     assert_eq!(record.progress.as_deref(), Some(r#"{"done":2}"#));
+}
+
+/// A job whose service is down waits as often as it takes — more times than
+/// it has attempts — and then succeeds on its first attempt: waiting is not
+/// failing.
+async fn waiting_for_a_service_spends_no_attempts(db: Db) {
+    let s = &db.store;
+    let log = Log::default();
+    let (runner, stop) = start(s, "w", 5_000, &log);
+    s.enqueue(
+        &Work {
+            waits: 6,
+            ..work("patient")
+        },
+        0,
+    )
+    .await
+    .unwrap();
+    until_state(s, "patient", JobState::Succeeded).await;
+    stop.cancel();
+    runner.await.unwrap();
+    let started = log.started.lock().unwrap()["patient"].clone();
+    assert_eq!(started, vec![1; 7], "every start was attempt 1");
+    assert!(log.gave_up.lock().unwrap().is_empty());
 }

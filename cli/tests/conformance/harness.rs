@@ -530,3 +530,21 @@ impl App {
 }
 
 pub use crate::sse::*;
+
+/// `text` without the terminal's colour codes (the log's field names carry them).
+pub fn plain(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars();
+    while let Some(c) = chars.next() {
+        if c == '\u{1b}' {
+            for d in chars.by_ref() {
+                if d == 'm' {
+                    break;
+                }
+            }
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}

@@ -158,24 +158,6 @@ async fn start(b: Backend) -> Replicas {
     }
 }
 
-/// `text` without the terminal's colour codes (the log's field names carry them).
-fn plain(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        if c == '\u{1b}' {
-            for d in chars.by_ref() {
-                if d == 'm' {
-                    break;
-                }
-            }
-        } else {
-            out.push(c);
-        }
-    }
-    out
-}
-
 /// Agent `id` as an admin sees it.
 async fn agent(app: &App, id: &str) -> Value {
     let (s, v) = app.get("/v1/agents", ADMIN_TOKEN).await;

@@ -41,9 +41,6 @@ mod upload;
 
 use upload::{UploadBody, upload_body_limit};
 
-/// Words of a query the index is asked for; the rest are dropped.
-const MAX_QUERY_TERMS: usize = 32;
-
 pub fn router(state: &AppState) -> Router<AppState> {
     let upload_limit = upload_body_limit(&state.config());
     Router::new()
@@ -95,6 +92,17 @@ fn document_dto(doc: KnowledgeDocument) -> KnowledgeDocumentDto {
         chunks: doc.chunks.max(0) as u64,
         created_at: doc.created_at,
         updated_at: doc.updated_at,
+        progress: doc
+            .progress
+            .as_deref()
+            .filter(|_| {
+                !matches!(
+                    doc.status,
+                    weft_shared::api::DocumentStatus::Ready
+                        | weft_shared::api::DocumentStatus::Failed
+                )
+            })
+            .and_then(|p| serde_json::from_str(p).ok()),
     }
 }
 
@@ -382,7 +390,8 @@ pub async fn add_documents(
     ))
 }
 
-/// Search a base: the chunks that best match the query's words, with the
+/// Search a base: the chunks that best match the query — by its words, and by
+/// meaning when an embedding model is configured (`mode: hybrid`) — with the
 /// document and place (page or heading path) each comes from.
 #[utoipa::path(post, path = "/v1/knowledge/{id}/search", request_body = KnowledgeSearch,
     responses((status = 200, body = KnowledgeSearchResults), (status = 404, body = weft_shared::api::ErrorEnvelope),
@@ -405,20 +414,13 @@ pub async fn search(
         ));
     }
     let base = state.store.knowledge_base(&user, &id).await?;
-    let query = req.query;
-    // Segmenting Chinese loads jieba's dictionary on first use: not on the
-    // async threads.
-    let terms = tokio::task::spawn_blocking(move || {
-        weft_knowledge::segment::query_terms(&query, MAX_QUERY_TERMS)
-    })
-    .await
-    .map_err(|e| ApiError::Internal(anyhow::anyhow!("segmenting the query: {e}")))?;
-    let hits = state
-        .store
-        .search_knowledge_lexical(&[base.id], &terms, top_k)
+    let found = state
+        .retriever
+        .search(&[base.id], &req.query, top_k)
         .await?;
     Ok(Json(KnowledgeSearchResults {
-        results: hits
+        results: found
+            .hits
             .into_iter()
             .map(|h| KnowledgeHit {
                 position: h.position(),
@@ -430,6 +432,7 @@ pub async fn search(
                 page: h.page,
             })
             .collect(),
-        mode: "lexical".into(),
+        mode: found.mode,
+        fallback: found.fallback,
     }))
 }

@@ -227,6 +227,7 @@ const RESTART_ONLY: &[&str] = &[
 /// shown as `mcp.<name>`.
 const KEYED_LISTS: &[(&str, &str, &str)] = &[
     ("models", "id", "models"),
+    ("embedding_models", "id", "embedding_models"),
     ("mcp_servers", "name", "mcp"),
     ("agents", "id", "agents"),
 ];

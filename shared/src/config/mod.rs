@@ -33,7 +33,7 @@ pub use agents::AgentConfig;
 pub use attachments::AttachmentsConfig;
 pub use files::FilesConfig;
 pub use http::{HttpConfig, Limits, LoginConfig, parse_proxy};
-pub use knowledge::{KnowledgeConfig, MAX_TOP_K, valid_base_name};
+pub use knowledge::{EmbeddingModelConfig, KnowledgeConfig, MAX_TOP_K, valid_base_name};
 pub use lark::{LarkConfig, LarkLanguage};
 pub use live::{Change, LiveConfig, ReloadError};
 pub use mcp::{McpPathGrant, McpSandbox, McpServerConfig};
@@ -109,6 +109,8 @@ pub struct Config {
     pub events: EventsConfig,
     /// Configured models; empty ⇒ the built-in `mock` demo model.
     pub models: Vec<ModelConfig>,
+    /// Embedding models for knowledge search (`[[embedding_models]]`).
+    pub embedding_models: Vec<EmbeddingModelConfig>,
     /// The Lark (Feishu) bot; on when `app_id` is set.
     pub lark: LarkConfig,
     /// Tool timeouts, output caps, approval policies and the web tools.
@@ -145,6 +147,7 @@ impl Default for Config {
             worker: WorkerConfig::default(),
             events: EventsConfig::default(),
             models: Vec::new(),
+            embedding_models: Vec::new(),
             lark: LarkConfig::default(),
             tools: ToolsConfig::default(),
             mcp_servers: Vec::new(),
@@ -333,6 +336,9 @@ impl Config {
         self.tools.validate().map_err(ConfigError::Invalid)?;
         self.files.validate().map_err(ConfigError::Invalid)?;
         self.knowledge.validate().map_err(ConfigError::Invalid)?;
+        self.knowledge
+            .validate_embeddings(&self.embedding_models)
+            .map_err(ConfigError::Invalid)?;
         mcp::validate(&self.mcp_servers).map_err(ConfigError::Invalid)?;
         self.check_mcp_grants()?;
         agents::validate(&self.agents).map_err(ConfigError::Invalid)?;

@@ -39,6 +39,9 @@ pub struct WorkerConfig {
     /// How often an idle worker looks for due background jobs (a job enqueued
     /// in the same process starts at once).
     pub job_poll_ms: u64,
+    /// How long a background job waits for a service that is down (an
+    /// embedding provider) before it tries again; such waits spend no attempt.
+    pub job_wait_ms: u64,
 }
 
 impl Default for WorkerConfig {
@@ -58,6 +61,7 @@ impl Default for WorkerConfig {
             job_concurrency: 4,
             job_lease_ms: 30_000,
             job_poll_ms: 1_000,
+            job_wait_ms: 30_000,
         }
     }
 }

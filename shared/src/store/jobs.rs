@@ -152,6 +152,13 @@ pub enum JobEnd {
     /// The holder stops (shutting down): queued again at once, and this
     /// attempt does not count.
     Released,
+    /// Something the job needs is down (a provider outage): queued again for
+    /// `retry_at` with `error` shown, and this attempt does not count — an
+    /// outage of any length never uses up a job's attempts.
+    Postponed {
+        retry_at: i64,
+        error: String,
+    },
 }
 
 /// A job failed because its worker stopped during each of its attempts.
@@ -369,6 +376,9 @@ impl Store {
             }
             JobEnd::Failed { .. } => "state = 'failed', error = $5, finished_at = $1",
             JobEnd::Released => "state = 'queued', run_after = $1, attempt = attempt - 1",
+            JobEnd::Postponed { .. } => {
+                "state = 'queued', run_after = $5, error = $6, attempt = attempt - 1"
+            }
         };
         let sql = format!(
             "update jobs set {set}, lease_owner = null, lease_until = 0, updated_at = $1 {held}"
@@ -379,13 +389,13 @@ impl Store {
             .bind(id)
             .bind(owner)
             .bind(attempt);
-        if let JobEnd::Retry { retry_at, .. } = end {
+        if let JobEnd::Retry { retry_at, .. } | JobEnd::Postponed { retry_at, .. } = end {
             query = query.bind(*retry_at);
         }
         match end {
-            JobEnd::Retry { error, .. } | JobEnd::Failed { error } => {
-                query = query.bind(error.as_str())
-            }
+            JobEnd::Retry { error, .. }
+            | JobEnd::Failed { error }
+            | JobEnd::Postponed { error, .. } => query = query.bind(error.as_str()),
             JobEnd::Succeeded | JobEnd::Released => {}
         }
         let done = query.execute(&self.pool).await?;

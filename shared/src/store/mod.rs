@@ -50,8 +50,8 @@ pub use attachments::{Attachment, NewAttachment};
 pub use config_settings::ConfigSettings;
 pub use jobs::{ClaimedJob, Enqueued, JobEnd, JobRecord, JobState, LAPSED, LapsedJob, NewJob};
 pub use knowledge::{
-    BaseChange, ChunkHit, ChunkWindow, KnowledgeBase, KnowledgeDocument, NewChunk, NewDocument,
-    valid_base_name,
+    BaseChange, BaseVectors, ChunkHit, ChunkVectors, ChunkWindow, KnowledgeBase, KnowledgeDocument,
+    NewChunk, NewDocument, valid_base_name,
 };
 pub use lark::{InboundClaim, LarkChat, LarkTarget, LinkOutcome, ReactionRecord, lark_username};
 pub use lark_cards::{CardEntityRecord, LarkApprovalCard, LarkCard};
@@ -162,6 +162,11 @@ pub struct Store {
     write_gate: Option<Arc<tokio::sync::Mutex<()>>>,
     /// Signalled when this process enqueues a background job (see [`jobs`]).
     jobs_enqueued: Arc<tokio::sync::Notify>,
+    /// Whether knowledge vectors have pgvector's column (found once; see
+    /// `knowledge::vectors`).
+    vector_index: Arc<tokio::sync::OnceCell<bool>>,
+    /// Vector sizes whose HNSW index this process made sure of.
+    hnsw_sizes: Arc<std::sync::Mutex<std::collections::HashSet<usize>>>,
 }
 
 /// A write transaction; on SQLite it also holds the write gate until it ends.
@@ -262,6 +267,8 @@ impl Store {
             dialect,
             write_gate,
             jobs_enqueued: Arc::default(),
+            vector_index: Arc::default(),
+            hnsw_sizes: Arc::default(),
         })
     }
 
@@ -277,7 +284,11 @@ impl Store {
         migrator
             .run(&self.pool)
             .await
-            .map_err(|e| StoreError::Other(format!("migrating: {e}")))
+            .map_err(|e| StoreError::Other(format!("migrating: {e}")))?;
+        if self.dialect == Dialect::Postgres {
+            self.migrate_vectors().await?;
+        }
+        Ok(())
     }
 
     /// Readiness probe.

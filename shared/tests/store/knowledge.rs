@@ -230,8 +230,12 @@ async fn chunks_are_replaced_whole_and_found_by_any_word(db: Db) {
         chunk("The VPN needs a password and a token.", "Setup > Login"),
     ];
     // An interrupted attempt wrote them once; the next writes them again.
-    s.replace_knowledge_chunks(&d.id, &chunks).await.unwrap();
-    s.replace_knowledge_chunks(&d.id, &chunks).await.unwrap();
+    s.replace_knowledge_chunks(&d.id, &chunks, None)
+        .await
+        .unwrap();
+    s.replace_knowledge_chunks(&d.id, &chunks, None)
+        .await
+        .unwrap();
     assert_eq!(
         db.count(format!(
             "select count(*) from knowledge_chunks where document_id = '{}'",
@@ -298,6 +302,7 @@ async fn chinese_text_is_found_by_its_words(db: Db) {
             chunk("如何重置公司邮箱的密码：请联系IT部门。", "账户"),
             chunk("报销流程需要部门经理审批。", "财务"),
         ],
+        None,
     )
     .await
     .unwrap();
@@ -326,10 +331,10 @@ async fn deleting_takes_documents_out_of_search_and_cancels_ingestion(db: Db) {
         .add_knowledge_document(&alice, &base, &doc("gone.md", "sha-gone"))
         .await
         .unwrap();
-    s.replace_knowledge_chunks(&kept.id, &[chunk("alpha kept", "")])
+    s.replace_knowledge_chunks(&kept.id, &[chunk("alpha kept", "")], None)
         .await
         .unwrap();
-    s.replace_knowledge_chunks(&gone.id, &[chunk("alpha gone", "")])
+    s.replace_knowledge_chunks(&gone.id, &[chunk("alpha gone", "")], None)
         .await
         .unwrap();
     let now = now_ms();
@@ -367,7 +372,7 @@ async fn deleting_takes_documents_out_of_search_and_cancels_ingestion(db: Db) {
         "the worker learns at its next renewal"
     );
     assert!(matches!(
-        s.replace_knowledge_chunks(&claimed.key, &[chunk("late", "")])
+        s.replace_knowledge_chunks(&claimed.key, &[chunk("late", "")], None)
             .await,
         Err(StoreError::NotFound)
     ));

@@ -19,3 +19,4 @@ mod send;
 mod sessions;
 mod tokens;
 mod users;
+mod vectors;

@@ -134,6 +134,28 @@ pub struct KnowledgeDocumentDto {
     pub chunks: u64,
     pub created_at: i64,
     pub updated_at: i64,
+    /// How far the ingestion got, while it is under way (stored every few
+    /// seconds by the worker; absent before its first report).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub progress: Option<IngestProgress>,
+}
+
+/// A document's ingestion under way: `stage` and, for `embedding`, chunks
+/// `done` of `total`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct IngestProgress {
+    pub stage: IngestStage,
+    pub done: u64,
+    pub total: u64,
+}
+
+/// `reading` (the text is extracted and chunked) or `embedding` (the chunks'
+/// vectors are made).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum IngestStage {
+    Reading,
+    Embedding,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -184,8 +206,30 @@ pub struct KnowledgeSearch {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct KnowledgeSearchResults {
     pub results: Vec<KnowledgeHit>,
-    /// How the results were found: `lexical`, or `hybrid` (lexical and vectors).
-    pub mode: String,
+    /// How the results were found.
+    pub mode: SearchMode,
+    /// Set when an embedding model is configured but could not be used (an
+    /// outage, a missing key): why, and that the results are lexical only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fallback: Option<String>,
+}
+
+/// How a knowledge search found its results: `lexical` (the full-text index
+/// only) or `hybrid` (the full-text index and vectors, fused by rank).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SearchMode {
+    Lexical,
+    Hybrid,
+}
+
+impl SearchMode {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SearchMode::Lexical => "lexical",
+            SearchMode::Hybrid => "hybrid",
+        }
+    }
 }
 
 /// One search result: a chunk of a document.

@@ -33,6 +33,7 @@ const MAX_TOP_K: u64 = 20;
 pub(crate) struct KnowledgeSearch {
     pub store: Store,
     pub live: LiveConfig,
+    pub retriever: weft_knowledge::Retriever,
 }
 
 /// One passage: a hit and the chunks around it in its document.
@@ -191,7 +192,7 @@ impl Tool for KnowledgeSearch {
         let found = self
             .find(ctx, args["knowledge"].as_str(), query, top_k)
             .await?;
-        let not_searched = if found.missing.is_empty() {
+        let mut not_searched = if found.missing.is_empty() {
             String::new()
         } else {
             format!(
@@ -199,6 +200,9 @@ impl Tool for KnowledgeSearch {
                 found.missing.join(", ")
             )
         };
+        if let Some(why) = &found.fallback {
+            not_searched.push_str(&format!("\n(Searched by words only: {why}.)\n"));
+        }
         if found.passages.is_empty() {
             return Ok(format!(
                 "No passage of the knowledge bases matches {query:?}. Try other words, or say the documents do not cover it.\n{not_searched}"
@@ -218,6 +222,8 @@ pub(crate) struct Found {
     passages: Vec<Passage>,
     /// Bases named here that are not open to that person.
     missing: Vec<String>,
+    /// Why the search was lexical only, when vectors were configured.
+    fallback: Option<String>,
 }
 
 impl KnowledgeSearch {
@@ -237,23 +243,22 @@ impl KnowledgeSearch {
                 missing.join(", ")
             ));
         }
-        let q = query.to_string();
-        let terms =
-            tokio::task::spawn_blocking(move || weft_knowledge::segment::query_terms(&q, 32))
-                .await
-                .map_err(|e| format!("searching failed: {e}"))?;
-        let hits = self
-            .store
-            .search_knowledge_lexical(&bases, &terms, top_k)
+        let found = self
+            .retriever
+            .search(&bases, query, top_k)
             .await
             .map_err(|e| format!("searching failed: {e}"))?;
         let neighbours = i64::from(self.live.get().knowledge.neighbours);
-        let passages = if hits.is_empty() {
+        let passages = if found.hits.is_empty() {
             Vec::new()
         } else {
-            self.passages(hits, neighbours).await?
+            self.passages(found.hits, neighbours).await?
         };
-        Ok(Found { passages, missing })
+        Ok(Found {
+            passages,
+            missing,
+            fallback: found.fallback,
+        })
     }
 
     /// `knowledge_mode = "auto"`: the passages that best match `question`, as
@@ -320,6 +325,7 @@ impl super::Attempt<'_> {
         let search = KnowledgeSearch {
             store: self.inner.deps.store.clone(),
             live: self.inner.deps.live.clone(),
+            retriever: self.inner.deps.retriever.clone(),
         };
         let budget = self.cfg.knowledge.auto_budget_tokens;
         let started = Instant::now();

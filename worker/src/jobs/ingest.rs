@@ -8,18 +8,28 @@
 //! killed mid-ingest and the one that takes over end with the document `ready`
 //! once and no chunk twice. A document deleted meanwhile ends the job quietly.
 //!
+//! When an embedding model is configured, each chunk (with its heading path)
+//! is embedded too, in the provider's batches, and the vectors are written in
+//! that same transaction; the job's progress says how far it got
+//! (`{stage, done, total}`), for the documents page.
+//!
 //! What cannot work on a retry fails at once, with a message for the page: a
 //! type that has no text, a PDF without a text layer, a file the reader gave
 //! up on. What may (the database, the blob store, no free reader) is retried
 //! with the runner's backoff, the last error shown on the document meanwhile.
+//! An embedding provider that is down (or a key not set) makes the job wait
+//! ([`JobError::Wait`]): the document stays `processing`, the error shown, for
+//! as long as the outage lasts; a provider that refuses the input (a 400) is
+//! retried like any other error and then fails the document.
 
 use weft_files::isolate::{Extractor, Failure};
-use weft_knowledge::{ChunkOptions, segment};
-use weft_shared::api::DocumentStatus;
+use weft_knowledge::{ChunkOptions, Retriever, segment};
+use weft_llm::LlmError;
+use weft_shared::api::{DocumentStatus, IngestProgress as Progress, IngestStage};
 use weft_shared::blobs::Blobs;
 use weft_shared::config::LiveConfig;
 use weft_shared::job::IngestDocument;
-use weft_shared::store::{NewChunk, Store, StoreError};
+use weft_shared::store::{ChunkVectors, NewChunk, Store, StoreError};
 
 use super::{BackgroundJob, JobContext, JobError};
 
@@ -27,6 +37,8 @@ pub struct Ingest {
     pub blobs: Blobs,
     pub extractor: Extractor,
     pub live: LiveConfig,
+    /// The embedding model, when one is configured.
+    pub retriever: Retriever,
 }
 
 fn retry(what: &str) -> impl Fn(StoreError) -> JobError + '_ {
@@ -52,9 +64,9 @@ impl BackgroundJob for Ingest {
             .knowledge_document_processing(&doc.id)
             .await
             .map_err(retry("marking the document"))?;
-        let result = self.ingest(store, &doc).await;
-        if let Err(JobError::Retry(error)) = &result
-            && cx.attempt < cx.max_attempts
+        let result = self.ingest(&cx, &doc).await;
+        if let Err(JobError::Retry(error) | JobError::Wait(error)) = &result
+            && (cx.attempt < cx.max_attempts || matches!(result, Err(JobError::Wait(_))))
         {
             // Shown while it waits for the next try.
             let _ = store.knowledge_document_retrying(&doc.id, error).await;
@@ -75,9 +87,15 @@ impl BackgroundJob for Ingest {
 impl Ingest {
     async fn ingest(
         &self,
-        store: &Store,
+        cx: &JobContext,
         doc: &weft_shared::store::KnowledgeDocument,
     ) -> Result<(), JobError> {
+        let store = &cx.store;
+        cx.progress(&Progress {
+            stage: IngestStage::Reading,
+            done: 0,
+            total: 0,
+        });
         let bytes = self
             .blobs
             .get(&doc.sha256)
@@ -122,7 +140,11 @@ impl Ingest {
         })
         .await
         .map_err(|e| JobError::Retry(format!("chunking stopped: {e}")))?;
-        match store.replace_knowledge_chunks(&doc.id, &chunks).await {
+        let vectors = self.embed(cx, &chunks).await?;
+        match store
+            .replace_knowledge_chunks(&doc.id, &chunks, vectors.as_ref())
+            .await
+        {
             Ok(()) => {
                 tracing::info!(document = %doc.id, chunks = chunks.len(), "document indexed");
                 Ok(())
@@ -131,5 +153,54 @@ impl Ingest {
             Err(StoreError::NotFound) => Ok(()),
             Err(e) => Err(JobError::Retry(format!("storing the chunks: {e}"))),
         }
+    }
+}
+
+impl Ingest {
+    /// The chunks' vectors, when an embedding model is configured.
+    async fn embed(
+        &self,
+        cx: &JobContext,
+        chunks: &[NewChunk],
+    ) -> Result<Option<ChunkVectors>, JobError> {
+        let current = match self.retriever.embedder() {
+            Ok(Some(current)) => current,
+            Ok(None) => return Ok(None),
+            Err(why) => return Err(JobError::Wait(why)),
+        };
+        let texts: Vec<String> = chunks
+            .iter()
+            .map(|c| {
+                if c.heading.is_empty() {
+                    c.text.clone()
+                } else {
+                    format!("{}\n{}", c.heading, c.text)
+                }
+            })
+            .collect();
+        // A few requests' worth at a time, so progress moves on a long document.
+        let step = current.embedder.config().batch_size.max(1) * 4;
+        let mut vectors = Vec::with_capacity(texts.len());
+        for part in texts.chunks(step) {
+            cx.progress(&Progress {
+                stage: IngestStage::Embedding,
+                done: vectors.len() as u64,
+                total: texts.len() as u64,
+            });
+            let got = current.embedder.embed(part).await.map_err(|e| match e {
+                LlmError::Transient { .. } => JobError::Wait(e.to_string()),
+                LlmError::Fatal { .. } => JobError::Retry(e.to_string()),
+            })?;
+            vectors.extend(got);
+        }
+        if vectors.windows(2).any(|w| w[0].len() != w[1].len()) {
+            return Err(JobError::Retry(
+                "the embedding model answered vectors of different sizes".into(),
+            ));
+        }
+        Ok(Some(ChunkVectors {
+            model: current.model,
+            vectors,
+        }))
     }
 }

@@ -15,7 +15,10 @@
 //! - [`JobError::Retry`] → queued again after a backoff (2 s, 4 s, 8 s …
 //!   capped at 10 min) until the kind's attempts are spent, then `failed`;
 //!   a panic counts as a retry;
-//! - [`JobError::Fail`] → `failed` with the message, at once.
+//! - [`JobError::Fail`] → `failed` with the message, at once;
+//! - [`JobError::Wait`] → queued again after `worker.job_wait_ms` (30 s) without spending an
+//!   attempt: something it needs is down (an embedding provider), and an
+//!   outage of any length should not fail the work.
 //!
 //! A job that fails for good — so, or after its last retry, or because its
 //! worker died during every attempt (each runner sweeps for those every 5 s) —
@@ -62,12 +65,15 @@ pub enum JobError {
     Retry(String),
     /// No retry can fix it (an unreadable file, a deleted target).
     Fail(String),
+    /// A service it needs is down: try again later without counting this
+    /// attempt (see the module doc).
+    Wait(String),
 }
 
 impl std::fmt::Display for JobError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            JobError::Retry(e) | JobError::Fail(e) => f.write_str(e),
+            JobError::Retry(e) | JobError::Fail(e) | JobError::Wait(e) => f.write_str(e),
         }
     }
 }
@@ -172,6 +178,8 @@ pub struct JobSettings {
     pub poll: Duration,
     /// The first retry's delay; each next one doubles, up to 10 minutes.
     pub backoff: Duration,
+    /// How long a job that asked to wait ([`JobError::Wait`]) stays queued.
+    pub wait: Duration,
 }
 
 impl JobSettings {
@@ -181,6 +189,7 @@ impl JobSettings {
             lease: Duration::from_millis(worker.job_lease_ms),
             poll: Duration::from_millis(worker.job_poll_ms),
             backoff: Duration::from_secs(2),
+            wait: Duration::from_millis(worker.job_wait_ms.max(1)),
         }
     }
 
@@ -339,6 +348,10 @@ impl JobRunner {
         let end = match result {
             Ok(Ok(())) => JobEnd::Succeeded,
             Ok(Err(JobError::Fail(error))) => JobEnd::Failed { error },
+            Ok(Err(JobError::Wait(error))) => JobEnd::Postponed {
+                retry_at: now_ms() + self.settings.wait.as_millis() as i64,
+                error,
+            },
             Ok(Err(JobError::Retry(error))) => JobEnd::Retry {
                 retry_at: self.settings.retry_at(job.attempt),
                 error,
@@ -352,6 +365,9 @@ impl JobRunner {
             JobEnd::Succeeded => {}
             JobEnd::Failed { error } | JobEnd::Retry { error, .. } => {
                 tracing::warn!(parent: &span, error = %error, retry = matches!(end, JobEnd::Retry { .. }), "background job attempt failed")
+            }
+            JobEnd::Postponed { error, .. } => {
+                tracing::warn!(parent: &span, error = %error, "background job waits for a service")
             }
             JobEnd::Released => {}
         }
@@ -375,6 +391,7 @@ impl JobRunner {
             JobEnd::Retry { .. } => "retry",
             JobEnd::Failed { .. } => "failed",
             JobEnd::Released => "released",
+            JobEnd::Postponed { .. } => "postponed",
         };
         let store = &self.store;
         let ended = weft_shared::store::retrying("ending a background job", || async {

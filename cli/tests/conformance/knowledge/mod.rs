@@ -15,6 +15,7 @@ use crate::both_backends;
 use crate::harness::*;
 
 mod conversation;
+mod vectors;
 
 both_backends!(
     documents_become_searchable_with_their_place,

@@ -1,6 +1,7 @@
 //! A base's documents: adding one with its ingestion job, reading and deleting
 //! them, and the ingestion job's writes (status, and the chunks replaced whole).
 
+use super::vectors::{ChunkVectors, bump_revision};
 use super::{
     DOCUMENT_COLUMNS, KnowledgeDocument, NewChunk, NewDocument, cancel_ingestion, document,
 };
@@ -118,6 +119,7 @@ impl Store {
             return Err(StoreError::NotFound);
         }
         cancel_ingestion(&mut tx, "key = $2", doc_id).await?;
+        bump_revision(&mut tx, base_id).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -172,12 +174,23 @@ impl Store {
         Ok(())
     }
 
-    /// Stores all of a document's chunks and marks it `ready`, replacing
+    /// Stores all of a document's chunks (with their `vectors`, one per chunk,
+    /// when an embedding model made them) and marks it `ready`, replacing
     /// whatever an interrupted attempt left. `NotFound` when the document was
     /// deleted meanwhile (nothing is written).
-    pub async fn replace_knowledge_chunks(&self, id: &str, chunks: &[NewChunk]) -> Result<()> {
+    pub async fn replace_knowledge_chunks(
+        &self,
+        id: &str,
+        chunks: &[NewChunk],
+        vectors: Option<&ChunkVectors>,
+    ) -> Result<()> {
         /// Rows per insert: 9 parameters each, far under both databases' limits.
         const BATCH: usize = 100;
+        self.prepare_vectors(vectors).await?;
+        let ids: Vec<String> = chunks
+            .iter()
+            .map(|_| format!("ch_{}", uuid::Uuid::now_v7().simple()))
+            .collect();
         let mut tx = self.begin().await?;
         let doc = sqlx::query(sqlx::AssertSqlSafe(format!(
             "select base_id from knowledge_documents where id = $1{}",
@@ -220,7 +233,7 @@ impl Store {
             let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
             for (i, chunk) in batch.iter().enumerate() {
                 query = query
-                    .bind(format!("ch_{}", uuid::Uuid::now_v7().simple()))
+                    .bind(&ids[batch_no * BATCH + i])
                     .bind(id)
                     .bind(&base_id)
                     .bind((batch_no * BATCH + i) as i64)
@@ -232,6 +245,10 @@ impl Store {
             }
             query.execute(&mut **tx).await?;
         }
+        if let Some(vectors) = vectors {
+            self.insert_vectors(&mut tx, &base_id, &ids, vectors)
+                .await?;
+        }
         sqlx::query(
             "update knowledge_documents set status = 'ready', error = null, chunks = $1, updated_at = $2
              where id = $3",
@@ -241,6 +258,8 @@ impl Store {
         .bind(id)
         .execute(&mut **tx)
         .await?;
+        // Last: the base's row is locked only for the commit.
+        bump_revision(&mut tx, &base_id).await?;
         tx.commit().await?;
         Ok(())
     }

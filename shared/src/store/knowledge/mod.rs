@@ -27,8 +27,10 @@
 
 mod documents;
 mod search;
+mod vectors;
 
 pub use search::ChunkWindow;
+pub use vectors::{BaseVectors, ChunkVectors};
 
 use sqlx::any::AnyRow;
 
@@ -83,6 +85,8 @@ pub struct KnowledgeDocument {
     pub chunks: i64,
     pub created_at: i64,
     pub updated_at: i64,
+    /// The ingestion's last stored progress (JSON), while it is under way.
+    pub progress: Option<String>,
 }
 
 /// A document to add: its bytes are already stored (and registered) by hash.
@@ -134,8 +138,11 @@ const BASE_COLUMNS: &str = "b.id, b.name, b.description, b.owner_id, u.username 
      b.visibility, b.created_at, b.updated_at, \
      (select count(*) from knowledge_documents d where d.base_id = b.id) as documents";
 
-const DOCUMENT_COLUMNS: &str =
-    "id, base_id, name, mime, bytes, sha256, status, error, chunks, created_at, updated_at";
+/// A document's columns, with its ingestion's progress while that runs
+/// (what the job last stored, JSON).
+const DOCUMENT_COLUMNS: &str = "id, base_id, name, mime, bytes, sha256, status, error, chunks, created_at, updated_at,
+     (select j.progress from jobs j where j.kind = 'knowledge.ingest' and j.key = knowledge_documents.id
+        and j.state in ('queued', 'running')) as progress";
 
 fn base(row: &AnyRow) -> Result<KnowledgeBase> {
     Ok(KnowledgeBase {
@@ -164,6 +171,7 @@ fn document(row: &AnyRow) -> Result<KnowledgeDocument> {
         chunks: get_i64(row, "chunks")?,
         created_at: get_i64(row, "created_at")?,
         updated_at: get_i64(row, "updated_at")?,
+        progress: get_opt_str(row, "progress")?,
     })
 }
 

