@@ -1,8 +1,15 @@
 import { describe, expect, it } from 'vitest'
+import { translator } from './i18n'
 import {
+  errorNote,
+  fallbackNote,
   isHidden,
   needsPolling,
   pickedFromList,
+  progressFraction,
+  progressLabel,
+  searchModeHint,
+  searchModeLabel,
   uploadsReducer,
   uploadSummary,
   validBaseName,
@@ -146,6 +153,34 @@ describe('the upload list', () => {
     expect(after[0].state).toEqual({ phase: 'failed', error: 'deleted' })
   })
 
+  it('carries the stage and the retry note of a document still indexing', () => {
+    let rows = start()
+    rows = uploadsReducer(rows, { type: 'uploaded', key: 'a', doc: doc('d1', 'queued'), created: true, at: 1 })
+    const embedding = { stage: 'embedding' as const, done: 40, total: 480 }
+    rows = uploadsReducer(rows, {
+      type: 'documents',
+      documents: [doc('d1', 'processing', { progress: embedding, error: 'embeddings: connection refused' })],
+      asOf: 2,
+    })
+    expect(rows[0].state).toMatchObject({ phase: 'indexing', progress: embedding, note: 'embeddings: connection refused' })
+    // the same list again changes nothing; a new count does
+    expect(
+      uploadsReducer(rows, {
+        type: 'documents',
+        documents: [doc('d1', 'processing', { progress: embedding, error: 'embeddings: connection refused' })],
+        asOf: 3,
+      }),
+    ).toBe(rows)
+    const next = uploadsReducer(rows, {
+      type: 'documents',
+      documents: [doc('d1', 'processing', { progress: { ...embedding, done: 120 } })],
+      asOf: 4,
+    })
+    expect(next[0].state).toMatchObject({ phase: 'indexing', progress: { done: 120 } })
+    // the try after the error went through: the note is gone
+    expect(next[0].state.phase === 'indexing' && next[0].state.note).toBeUndefined()
+  })
+
   it('polls while a document of the base is still being read', () => {
     expect(needsPolling([], [doc('x', 'ready'), doc('y', 'processing')])).toBe(true)
     expect(needsPolling([], [doc('x', 'failed')])).toBe(false)
@@ -159,5 +194,79 @@ describe('base names', () => {
     expect(validBaseName('')).toBe(false)
     expect(validBaseName('a/b')).toBe(false)
     expect(validBaseName('x'.repeat(65))).toBe(false)
+  })
+})
+
+describe('ingestion progress', () => {
+  const en = translator('en')
+  const zh = translator('zh')
+  const reading = { stage: 'reading' as const, done: 0, total: 0 }
+  const embedding = (done: number, total: number) => ({ stage: 'embedding' as const, done, total })
+
+  it('tells the stage of a document being ingested, in both languages', () => {
+    expect(progressLabel(doc('a', 'processing', { progress: reading }), en)).toBe('Reading…')
+    expect(progressLabel(doc('a', 'processing', { progress: reading }), zh)).toBe('读取中…')
+    expect(progressLabel(doc('a', 'processing', { progress: embedding(120, 480) }), en)).toBe('Embedding 120 / 480 chunks')
+    expect(progressLabel(doc('a', 'processing', { progress: embedding(120, 480) }), zh)).toBe('向量化 120 / 480 个分块')
+    // queued again (a retry) after a report: still told
+    expect(progressLabel(doc('a', 'queued', { progress: embedding(3, 4) }), en)).toBe('Embedding 3 / 4 chunks')
+  })
+
+  it('says nothing before the first report, and nothing once the document is done', () => {
+    expect(progressLabel(doc('a', 'queued'), en)).toBeNull()
+    expect(progressLabel(doc('a', 'processing', { progress: null }), en)).toBeNull()
+    expect(progressLabel(doc('a', 'ready', { progress: embedding(480, 480) }), en)).toBeNull()
+    expect(progressLabel(doc('a', 'failed', { progress: reading }), en)).toBeNull()
+    expect(progressFraction(doc('a', 'ready', { progress: embedding(480, 480) }))).toBeNull()
+  })
+
+  it('shows a bar only for embedding with a known total, kept within 0–1', () => {
+    expect(progressFraction(doc('a', 'processing', { progress: embedding(120, 480) }))).toBe(0.25)
+    expect(progressFraction(doc('a', 'processing', { progress: reading }))).toBeNull()
+    expect(progressFraction(doc('a', 'processing', { progress: embedding(0, 0) }))).toBeNull()
+    expect(progressFraction(doc('a', 'processing', { progress: embedding(9, 4) }))).toBe(1)
+    // no total yet: no count either
+    expect(progressLabel(doc('a', 'processing', { progress: embedding(0, 0) }), en)).toBe('Embedding…')
+    expect(progressLabel(doc('a', 'processing', { progress: embedding(9, 4) }), en)).toBe('Embedding 4 / 4 chunks')
+  })
+
+  it("tells a retried document's last error apart from a failed one's", () => {
+    const err = 'embeddings: 503 Service Unavailable'
+    expect(errorNote(doc('a', 'processing', { error: err }), en)).toEqual({
+      kind: 'retry',
+      text: `Waiting to retry: ${err}`,
+    })
+    expect(errorNote(doc('a', 'processing', { error: err }), zh)?.text).toBe(`等待重试：${err}`)
+    expect(errorNote(doc('a', 'failed', { error: 'no text layer (scanned PDF)' }), en)).toEqual({
+      kind: 'failed',
+      text: 'no text layer (scanned PDF)',
+    })
+    expect(errorNote(doc('a', 'processing'), en)).toBeNull()
+    expect(errorNote(doc('a', 'processing', { error: '  ' }), en)).toBeNull()
+  })
+})
+
+describe('how search results were found', () => {
+  const en = translator('en')
+  const zh = translator('zh')
+
+  it('labels the mode in both languages', () => {
+    expect(searchModeLabel('lexical', en)).toBe('Found by words')
+    expect(searchModeLabel('hybrid', en)).toBe('Found by words and meaning')
+    expect(searchModeLabel('lexical', zh)).toBe('按字词匹配')
+    expect(searchModeLabel('hybrid', zh)).toBe('按字词和语义匹配')
+    expect(searchModeHint('hybrid', en)).toMatch(/vector/)
+    // a mode from a newer server is named as it is
+    expect(searchModeLabel('semantic' as never, en)).toBe('semantic')
+  })
+
+  it("notes the fallback to word matches with the server's reason", () => {
+    expect(fallbackNote({}, en)).toBeNull()
+    expect(fallbackNote({ fallback: null }, en)).toBeNull()
+    expect(fallbackNote({ fallback: 'the embedding provider did not answer (timeout).' }, en)).toBe(
+      'Vector search unavailable: the embedding provider did not answer (timeout). Showing word matches only.',
+    )
+    expect(fallbackNote({ fallback: 'no API key' }, zh)).toBe('向量检索不可用：no API key。仅显示字词匹配的结果。')
+    expect(fallbackNote({ fallback: '' }, en)).toBe('Vector search unavailable. Showing word matches only.')
   })
 })

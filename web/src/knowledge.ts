@@ -1,10 +1,13 @@
 // The /knowledge page's rules, as pure functions: which files a drop or a picker
 // gives (folders walked, hidden entries skipped, as `weft knowledge add` does),
-// and the upload list — one row per file, from waiting through its upload to the
+// the upload list — one row per file, from waiting through its upload to the
 // document's own status, which the page follows by polling the documents (there
-// are no progress events; docs/knowledge.md).
+// are no progress events; docs/knowledge.md) — what a document being ingested
+// shows (its stage, and the last try's error while it waits to be tried again),
+// and how a search's results were found.
 
-import type { DocumentStatus, KnowledgeDocument } from './types'
+import type { Translate } from './i18n'
+import type { DocumentStatus, IngestProgress, KnowledgeDocument, KnowledgeSearchResults, SearchMode } from './types'
 
 /** A file to upload and where it was found ("docs/setup/linux.md" in a dropped folder). */
 export interface PickedFile {
@@ -89,8 +92,11 @@ export function filesFromDrop(dt: DataTransfer): Promise<PickedFile[]> {
 export type UploadState =
   | { phase: 'waiting' }
   | { phase: 'uploading'; pct: number }
-  /** stored (`at`): the document is `queued` or `processing` on a worker */
-  | { phase: 'indexing'; docId: string; status: DocumentStatus; note?: string; at: number }
+  /**
+   * stored (`at`): the document is `queued` or `processing` on a worker; `note` is
+   * the last try's error while it waits to be tried again, `progress` its stage
+   */
+  | { phase: 'indexing'; docId: string; status: DocumentStatus; note?: string; progress?: IngestProgress; at: number }
   | { phase: 'ready'; docId: string; chunks: number; duplicate: boolean }
   /** refused by the server, or the document failed (the server's message) */
   | { phase: 'failed'; error: string; docId?: string }
@@ -124,7 +130,14 @@ function fromDocument(doc: KnowledgeDocument, duplicate: boolean, fallback: stri
     case 'failed':
       return { phase: 'failed', docId: doc.id, error: doc.error || fallback }
     default:
-      return { phase: 'indexing', docId: doc.id, status: doc.status, note: doc.error ?? undefined, at }
+      return {
+        phase: 'indexing',
+        docId: doc.id,
+        status: doc.status,
+        note: doc.error ?? undefined,
+        progress: doc.progress ?? undefined,
+        at,
+      }
   }
 }
 
@@ -168,6 +181,7 @@ function sameState(a: UploadState, b: UploadState): boolean {
   return JSON.stringify(a) === JSON.stringify(b)
 }
 
+/** Still being ingested: waiting for a worker, or on one. */
 const busy = (s: DocumentStatus) => s === 'queued' || s === 'processing'
 
 /** Whether the documents list should be read again soon: something is still being read. */
@@ -191,4 +205,82 @@ export const BASE_NAME = /^[\p{L}\p{N} ._-]{1,64}$/u
 
 export function validBaseName(name: string): boolean {
   return BASE_NAME.test(name.trim())
+}
+
+/** What the ingestion lines read of a document (an upload row still indexing gives the same). */
+export interface IngestState {
+  status: DocumentStatus
+  progress?: IngestProgress | null
+  error?: string | null
+}
+
+/**
+ * A document's stage while it is ingested — "Reading…", "Embedding 120 / 480
+ * chunks" — or null when there is none to tell: it is done (ready or failed), or
+ * no worker has reported on it yet (the status badge says queued/processing).
+ */
+export function progressLabel(doc: IngestState, t: Translate): string | null {
+  const p = busy(doc.status) ? doc.progress : null
+  if (!p) return null
+  switch (p.stage) {
+    case 'reading':
+      return t('knowledge.stage.reading')
+    case 'embedding': {
+      const total = Math.max(0, Math.floor(p.total))
+      if (!total) return t('knowledge.stage.embeddingStart')
+      return t('knowledge.stage.embedding', { done: Math.min(total, Math.max(0, Math.floor(p.done))), total })
+    }
+    default:
+      // a stage this page does not know yet (a newer server): the status badge says enough
+      return null
+  }
+}
+
+/** How far the embedding is, 0–1, for a progress bar; null when there is no bar to show. */
+export function progressFraction(doc: IngestState): number | null {
+  const p = busy(doc.status) ? doc.progress : null
+  if (!p || p.stage !== 'embedding' || !(p.total > 0)) return null
+  return Math.min(1, Math.max(0, p.done / p.total))
+}
+
+/**
+ * A document's error line: `failed` — why it failed, for good; `retry` — a document
+ * still queued or processing carries the last try's error while it waits to be
+ * tried again (the embedding provider is down, say): it has not failed.
+ */
+export function errorNote(doc: IngestState, t: Translate): { kind: 'failed' | 'retry'; text: string } | null {
+  const error = doc.error?.trim()
+  if (!error) return null
+  if (busy(doc.status)) return { kind: 'retry', text: t('knowledge.retrying', { error }) }
+  return { kind: 'failed', text: error }
+}
+
+/** How a search's results were found: by words (the full-text index), or by words and meaning (with vectors). */
+export function searchModeLabel(mode: SearchMode, t: Translate): string {
+  switch (mode) {
+    case 'lexical':
+      return t('knowledge.mode.lexical')
+    case 'hybrid':
+      return t('knowledge.mode.hybrid')
+    default:
+      // a mode this page does not know yet (a newer server): its name
+      return String(mode)
+  }
+}
+
+/** The longer description of a search mode, for the label's tooltip. */
+export function searchModeHint(mode: SearchMode, t: Translate): string {
+  return mode === 'hybrid' ? t('knowledge.modeHint.hybrid') : mode === 'lexical' ? t('knowledge.modeHint.lexical') : ''
+}
+
+/**
+ * The note shown when vector search was configured but could not be used: the
+ * results are word matches only, and the server says why. Null when it was not
+ * needed (no embedding model, or it worked).
+ */
+export function fallbackNote(results: Pick<KnowledgeSearchResults, 'fallback'>, t: Translate): string | null {
+  if (results.fallback === undefined || results.fallback === null) return null
+  // The sentence ends with its own full stop: the server's may have one too.
+  const reason = results.fallback.trim().replace(/[\s.。]+$/u, '')
+  return reason ? t('knowledge.fallback', { reason }) : t('knowledge.fallbackNoReason')
 }

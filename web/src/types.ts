@@ -92,6 +92,10 @@ export type KnowledgeUploadResult = Schemas['KnowledgeUploadResult']
 export type KnowledgeUploaded = Schemas['KnowledgeUploaded']
 export type KnowledgeHit = Schemas['KnowledgeHit']
 export type KnowledgeSearchResults = Schemas['KnowledgeSearchResults']
+/** `lexical` (the full-text index) or `hybrid` (the full-text index and vectors, fused). */
+export type SearchMode = Schemas['SearchMode']
+/** A document's ingestion under way: `reading`, or `embedding` with chunks `done` of `total`. */
+export type IngestProgress = Schemas['IngestProgress']
 /** How an agent uses its bases: `tool` (the model searches) or `auto` (passages put in the context). */
 export type KnowledgeMode = Schemas['KnowledgeMode']
 

@@ -5,9 +5,10 @@
 
 import { useRef, useState, type DragEvent } from 'react'
 import { useI18n } from '../i18n'
-import { filesFromDrop, pickedFromList, uploadSummary, type PickedFile, type UploadRow } from '../knowledge'
+import { errorNote, filesFromDrop, pickedFromList, uploadSummary, type PickedFile, type UploadRow } from '../knowledge'
 import { fmtBytes } from '../format'
 import { Icon } from './Icon'
+import { IngestStage } from './KnowledgeIngest'
 
 const carriesFiles = (e: DragEvent) => Array.from(e.dataTransfer?.types ?? []).includes('Files')
 
@@ -150,7 +151,16 @@ function UploadLine({ row }: { row: UploadRow }) {
           {s.error}
         </span>
       )}
-      {s.phase === 'indexing' && s.note && <span className="kb-upload-error small muted">{s.note}</span>}
+      {s.phase === 'indexing' && (
+        <>
+          <IngestStage state={{ status: s.status, progress: s.progress }} testId="kb-upload-stage" />
+          {s.note && (
+            <span className="kb-upload-error small kb-retry" data-testid="kb-upload-retry">
+              {errorNote({ status: s.status, error: s.note }, t)?.text}
+            </span>
+          )}
+        </>
+      )}
     </li>
   )
 }

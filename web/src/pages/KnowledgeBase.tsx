@@ -1,17 +1,19 @@
 // /knowledge/:id: one base — adding documents (a drop zone for files and folders,
 // a file and a folder picker; `KnowledgeUpload.tsx`), its documents with their
-// ingestion status (polled while any is queued or processing: there are no
-// progress events), deleting one, and a search box.
+// ingestion status and stage (polled while any is queued or processing: there are
+// no progress events), deleting one, and a search box that tells how its results
+// were found (by words, or by words and meaning) and why vectors were not used.
 
 import { useCallback, useEffect, useRef, useState, type FormEvent } from 'react'
 import { Link, useNavigate, useParams } from 'react-router'
 import { ApiError, api } from '../api'
 import { ErrorLine } from '../components/Section'
+import { IngestStage } from '../components/KnowledgeIngest'
 import { UploadPanel } from '../components/KnowledgeUpload'
 import { fmtBytes } from '../format'
 import { useI18n, type MessageKey } from '../i18n'
-import { needsPolling } from '../knowledge'
-import type { KnowledgeBase, KnowledgeDocument, KnowledgeHit } from '../types'
+import { errorNote, fallbackNote, needsPolling, searchModeHint, searchModeLabel } from '../knowledge'
+import type { KnowledgeBase, KnowledgeDocument, KnowledgeSearchResults } from '../types'
 import { VisibilityBadge } from './Knowledge'
 import { useUploads } from './useUploads'
 
@@ -144,17 +146,30 @@ function BaseView({ id }: { id: string }) {
                     {t('common.delete')}
                   </button>
                 )}
-                {d.error && (
-                  <span className={`kb-doc-error small ${d.status === 'failed' ? 'danger-text' : 'muted'}`} data-testid="kb-doc-error">
-                    {d.error}
-                  </span>
-                )}
+                <IngestStage state={d} testId="kb-doc-progress" />
+                <DocError doc={d} />
               </li>
             ))}
           </ul>
         )}
       </section>
     </div>
+  )
+}
+
+/** Why a document failed, or — still queued or processing — the last try's error while it waits to be tried again. */
+function DocError({ doc }: { doc: KnowledgeDocument }) {
+  const { t } = useI18n()
+  const note = errorNote(doc, t)
+  if (!note) return null
+  return (
+    <span
+      className={`kb-doc-error small ${note.kind === 'failed' ? 'danger-text' : 'kb-retry'}`}
+      data-testid="kb-doc-error"
+      data-kind={note.kind}
+    >
+      {note.text}
+    </span>
   )
 }
 
@@ -174,11 +189,14 @@ const EXCERPT = 320
 function SearchBox({ id }: { id: string }) {
   const { t } = useI18n()
   const [query, setQuery] = useState('')
-  const [hits, setHits] = useState<KnowledgeHit[] | null>(null)
+  const [results, setResults] = useState<KnowledgeSearchResults | null>(null)
   const [busy, setBusy] = useState(false)
   const [error, setError] = useState<string | null>(null)
   // Only the newest search's answer is shown.
   const latest = useRef(0)
+
+  const hits = results?.results
+  const fallback = results && fallbackNote(results, t)
 
   async function search(e: FormEvent) {
     e.preventDefault()
@@ -189,7 +207,7 @@ function SearchBox({ id }: { id: string }) {
     setError(null)
     try {
       const r = await api.searchKnowledge(id, q)
-      if (n === latest.current) setHits(r.results)
+      if (n === latest.current) setResults(r)
     } catch (err) {
       if (n === latest.current) setError(errText(err))
     } finally {
@@ -214,6 +232,23 @@ function SearchBox({ id }: { id: string }) {
         </button>
       </form>
       <ErrorLine error={error} />
+      {results && (
+        <p className="kb-search-how">
+          <span
+            className={`badge kb-mode ${results.mode}`}
+            title={searchModeHint(results.mode, t)}
+            data-testid="kb-search-mode"
+            data-mode={results.mode}
+          >
+            {searchModeLabel(results.mode, t)}
+          </span>
+        </p>
+      )}
+      {fallback && (
+        <p className="notice warn small kb-search-fallback" role="status" data-testid="kb-search-fallback">
+          {fallback}
+        </p>
+      )}
       {hits && hits.length === 0 && (
         <p className="muted" data-testid="kb-no-results">
           {t('knowledge.noResults')}
