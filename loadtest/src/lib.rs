@@ -15,6 +15,7 @@
 
 pub mod bench;
 pub mod client;
+pub mod knowledge;
 pub mod langgraph;
 pub mod mock_llm;
 pub mod procs;

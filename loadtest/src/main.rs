@@ -50,6 +50,11 @@ enum Command {
     /// Weft's own store or bus code (no HTTP, no model) at rising concurrency.
     /// 127.0.0.1 only; a scratch database or key prefix, removed at the end.
     Saturate(SaturateOpts),
+    /// Measure knowledge bases (issue 25): ingestion of --docs small documents,
+    /// search latency at --sizes chunks (hybrid and lexical), and what
+    /// `knowledge_mode = "auto"` adds to the first token; starts its own stack
+    /// per mode and writes a Markdown table to --out.
+    Knowledge(weft_loadtest::knowledge::KnowledgeOpts),
 }
 
 #[derive(Args)]
@@ -231,6 +236,7 @@ async fn main() -> anyhow::Result<()> {
         Command::Run(a) => run(*a).await,
         Command::Bench(o) => bench::run(o).await,
         Command::Saturate(o) => saturate_cmd(o).await,
+        Command::Knowledge(o) => weft_loadtest::knowledge::run_knowledge(o).await,
     }
 }
 

@@ -347,6 +347,17 @@ pub async fn add_documents(
             base.documents, cfg.max_documents_per_base
         )));
     }
+    // Documents count against the base owner's storage quota.
+    if let Some((usage, limit)) =
+        crate::storage_quota::over_quota(&state, &base.owner, &body.files).await?
+    {
+        return Err(ApiError::PayloadTooLarge(format!(
+            "limits.storage_bytes_per_user: the files of this base's owner take {} of their {}, and these documents need {} more; delete documents or sessions to free space",
+            mib(usage.used_bytes),
+            mib(limit),
+            mib(usage.adding_bytes)
+        )));
+    }
     let typed = detect_all(body.files).await?;
     if let Some((u, _)) = typed.iter().find(|(_, d)| d.kind == Kind::Image) {
         return Err(ApiError::Validation(format!(

@@ -2,10 +2,13 @@
 //! many bytes of attachments a user stores, and whether a message's files fit.
 //!
 //! A user's usage is the sum of the *distinct* files (by sha256) their messages
-//! carry: a file sent twice, or one another user sent too, is stored once and
-//! counts once for each user who attached it. Extracted text is not counted.
-//! Deleting a session (or the user) deletes its attachment rows, which frees
-//! the quota at once, whether or not the bytes are swept yet.
+//! carry and the documents of the knowledge bases they own: a file sent twice,
+//! or one another user sent too, is stored once and counts once for each user
+//! who attached it. Extracted text and chunks are not counted. Deleting a
+//! session (or the user), a document or a base deletes its rows, which frees
+//! the quota at once, whether or not the bytes are swept yet. A knowledge
+//! upload is checked at the front door only (against the base owner's quota):
+//! two uploads at the same moment may pass it together by a document each.
 //!
 //! The gateway checks before it stores anything (a message that cannot fit is
 //! refused with nothing written); the send transaction checks again, exactly,
@@ -38,16 +41,23 @@ impl StorageUse {
     }
 }
 
+/// The files (`sha256`, `bytes`) user `$1` stores: their messages'
+/// attachments and their knowledge bases' documents.
+const STORED: &str = "select sha256, bytes from attachments where user_id = $1
+     union all
+     select d.sha256, d.bytes from knowledge_documents d
+     join knowledge_bases b on b.id = d.base_id where b.owner_id = $1";
+
 /// `user`'s usage, and what the files (sha256, bytes) would add.
 async fn storage_use(
     conn: &mut AnyConnection,
     user: &UserId,
     files: &[(&str, u64)],
 ) -> Result<StorageUse> {
-    let row = sqlx::query(
+    let row = sqlx::query(sqlx::AssertSqlSafe(format!(
         "select cast(coalesce(sum(bytes), 0) as bigint) as used
-         from (select sha256, max(bytes) as bytes from attachments where user_id = $1 group by sha256) owned",
-    )
+         from (select sha256, max(bytes) as bytes from ({STORED}) f group by sha256) owned"
+    )))
     .bind(&user.0)
     .fetch_one(&mut *conn)
     .await?;
@@ -63,7 +73,7 @@ async fn storage_use(
     if !new.is_empty() {
         let marks: Vec<String> = (2..=new.len() + 1).map(|i| format!("${i}")).collect();
         let sql = format!(
-            "select distinct sha256 from attachments where user_id = $1 and sha256 in ({})",
+            "select distinct sha256 from ({STORED}) f where sha256 in ({})",
             marks.join(", ")
         );
         let mut q = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(&user.0);

@@ -23,7 +23,8 @@ both_backends!(
     bad_input_is_refused_naming_the_rule,
     deleted_documents_leave_the_next_search,
     a_worker_killed_mid_ingest_leaves_each_document_ready_once,
-    documents_come_from_urls_through_the_fetch_guard
+    documents_come_from_urls_through_the_fetch_guard,
+    documents_count_against_the_owners_storage_quota
 );
 
 const HANDBOOK: &str = "# Handbook\n\nWelcome to the team.\n\n## Leave\n\nEveryone gets 25 vacation days a year. Ask your manager two weeks ahead.\n\n## Equipment\n\nLaptops are replaced every three years.\n";
@@ -518,4 +519,48 @@ async fn documents_come_from_urls_through_the_fetch_guard(b: Backend) {
     assert_eq!(st, 422, "{v}");
     let docs = documents(&app, ADMIN_TOKEN, &base).await;
     assert_eq!(docs.len(), 1, "nothing refused was added: {docs:?}");
+}
+
+/// A base's documents are its owner's files: they count in `/v1/me`'s storage
+/// and an upload past `limits.storage_bytes_per_user` is refused with 413
+/// naming it; deleting a document frees its bytes at once.
+async fn documents_count_against_the_owners_storage_quota(b: Backend) {
+    let app = App::start_with(b, &[("WEFT_LIMITS__STORAGE_BYTES_PER_USER", "3000")]).await;
+    let alice = app.user("alice").await;
+    let base = create_base(&app, &alice, "kb", "private").await;
+    let first = "alpha ".repeat(340);
+    let (s, v) = upload(&app, &alice, &base, "first.txt", first.as_bytes()).await;
+    assert_eq!(s, 201, "{v}");
+    let doc = v["documents"][0]["document"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (_, me) = app.get("/v1/me", &alice).await;
+    assert_eq!(me["storage"]["used_bytes"], first.len() as u64, "{me}");
+    // The same bytes again are the same document: nothing more to store.
+    let (s, v) = upload(&app, &alice, &base, "again.txt", first.as_bytes()).await;
+    assert_eq!(s, 201, "{v}");
+    let second = "omega ".repeat(340);
+    let (s, v) = upload(&app, &alice, &base, "second.txt", second.as_bytes()).await;
+    assert_eq!(s, 413, "{v}");
+    assert!(
+        v["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("limits.storage_bytes_per_user"),
+        "{v}"
+    );
+    let (s, _) = app
+        .call(
+            reqwest::Method::DELETE,
+            &format!("/v1/knowledge/{base}/documents/{doc}"),
+            &alice,
+            None,
+        )
+        .await;
+    assert_eq!(s, 204);
+    let (_, me) = app.get("/v1/me", &alice).await;
+    assert_eq!(me["storage"]["used_bytes"], 0, "{me}");
+    let (s, v) = upload(&app, &alice, &base, "second.txt", second.as_bytes()).await;
+    assert_eq!(s, 201, "{v}");
 }

@@ -1,0 +1,444 @@
+//! `weft-loadtest knowledge`: what knowledge bases cost (issue 25), in each
+//! mode, against the stack this tool starts (the mock LLM serves the chat model
+//! and `/v1/embeddings`, so ingestion embeds every chunk over HTTP as it would
+//! with a real provider):
+//!
+//! 1. **ingestion**: `--docs` small Markdown documents (three sections each)
+//!    uploaded in multipart batches, timed from the first upload until every
+//!    one is `ready` — files/s, chunks/s, and the peak RSS and CPU of each
+//!    process meanwhile;
+//! 2. **search** at each of `--sizes` chunks: a second base filled through the
+//!    same API with long documents (50 sections each) up to the size, then
+//!    `--queries` searches one after another, hybrid (lexical and vectors) and,
+//!    after a config reload without the embedding model, lexical — client-side
+//!    latency p50/p99 (the first hybrid search, which reads the base's vectors
+//!    into the process, is reported apart);
+//! 3. **auto mode's cost on the first token**: `--runs` runs each of an agent
+//!    with `knowledge_mode = "auto"` and one with `tool` over the largest base,
+//!    lexical only (as the issue's target says), time to the first text token
+//!    p50 of each and the difference.
+//!
+//! Documents are made of pseudo-words from a fixed seed, so every run indexes
+//! the same text.
+
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, bail};
+use rand::rngs::StdRng;
+use rand::{Rng, SeedableRng};
+use serde_json::{Value, json};
+
+use crate::mock_llm::{MockLlmConfig, MockLlmServer};
+use crate::procs::ProcWatch;
+use crate::sse::SseReader;
+use crate::stack::{Mode, Stack, StackOpts};
+use crate::stats::Summary;
+
+#[derive(Debug, Clone, clap::Args)]
+pub struct KnowledgeOpts {
+    /// The `weft` binary to start.
+    #[arg(long)]
+    pub weft_bin: PathBuf,
+    #[arg(long, value_delimiter = ',', default_value = "embedded,distributed")]
+    pub modes: Vec<Mode>,
+    /// Small documents ingested for the ingestion figures.
+    #[arg(long, default_value_t = 2000)]
+    pub docs: usize,
+    /// Chunk counts of the base searched (each reached by adding documents).
+    #[arg(long, value_delimiter = ',', default_value = "10000,100000")]
+    pub sizes: Vec<usize>,
+    /// Searches per size and mode.
+    #[arg(long, default_value_t = 200)]
+    pub queries: usize,
+    /// Runs per agent for auto mode's cost.
+    #[arg(long, default_value_t = 100)]
+    pub runs: usize,
+    /// Where the report (Markdown) goes.
+    #[arg(long, default_value = "knowledge-bench.md")]
+    pub out: PathBuf,
+    #[arg(long, default_value = "postgres://postgres@127.0.0.1:5432/test")]
+    pub postgres_admin_url: String,
+    #[arg(long, default_value = "redis://127.0.0.1:6379")]
+    pub redis_url: String,
+}
+
+const SECTIONS_SMALL: usize = 3;
+const SECTIONS_LONG: usize = 50;
+const DIMENSIONS: usize = 256;
+
+/// A deterministic vocabulary of pseudo-words.
+fn vocabulary() -> Vec<String> {
+    const SYLLABLES: [&str; 24] = [
+        "ka", "lo", "mi", "ne", "ru", "sa", "to", "vi", "be", "do", "fu", "ga", "hi", "je", "ko",
+        "la", "mo", "nu", "pe", "ri", "se", "ta", "vo", "zu",
+    ];
+    let mut rng = StdRng::seed_from_u64(25);
+    (0..4000)
+        .map(|_| {
+            let n = rng.random_range(2..=4);
+            (0..n)
+                .map(|_| SYLLABLES[rng.random_range(0..SYLLABLES.len())])
+                .collect()
+        })
+        .collect()
+}
+
+fn words(rng: &mut StdRng, vocab: &[String], n: usize) -> String {
+    (0..n)
+        .map(|_| vocab[rng.random_range(0..vocab.len())].as_str())
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A Markdown document of `sections` sections of about 120 words.
+fn document(rng: &mut StdRng, vocab: &[String], sections: usize) -> String {
+    let mut out = format!("# {}\n\n", words(rng, vocab, 3));
+    for _ in 0..sections {
+        let _ = write!(
+            out,
+            "## {}\n\n{}.\n\n",
+            words(rng, vocab, 3),
+            words(rng, vocab, 120)
+        );
+    }
+    out
+}
+
+struct Api {
+    http: reqwest::Client,
+    base: String,
+    token: String,
+}
+
+impl Api {
+    async fn call(
+        &self,
+        method: reqwest::Method,
+        path: &str,
+        body: Option<Value>,
+    ) -> anyhow::Result<Value> {
+        let mut req = self
+            .http
+            .request(method, format!("{}{path}", self.base))
+            .bearer_auth(&self.token);
+        if let Some(body) = body {
+            req = req.json(&body);
+        }
+        let resp = req.send().await?;
+        let status = resp.status();
+        let v: Value = resp.json().await.unwrap_or(Value::Null);
+        if !status.is_success() {
+            bail!("{path}: {status}: {v}");
+        }
+        Ok(v)
+    }
+
+    async fn create_base(&self, name: &str) -> anyhow::Result<String> {
+        let v = self
+            .call(
+                reqwest::Method::POST,
+                "/v1/knowledge",
+                Some(json!({"name": name, "visibility": "shared"})),
+            )
+            .await?;
+        Ok(v["id"].as_str().context("base id")?.to_string())
+    }
+
+    async fn upload(&self, base: &str, files: Vec<(String, String)>) -> anyhow::Result<()> {
+        let mut form = reqwest::multipart::Form::new();
+        for (name, text) in files {
+            form = form.part(
+                "file",
+                reqwest::multipart::Part::bytes(text.into_bytes())
+                    .file_name(name)
+                    .mime_str("text/markdown")?,
+            );
+        }
+        let resp = self
+            .http
+            .post(format!("{}/v1/knowledge/{base}/documents", self.base))
+            .bearer_auth(&self.token)
+            .multipart(form)
+            .send()
+            .await?;
+        if !resp.status().is_success() {
+            bail!(
+                "upload: {}: {}",
+                resp.status(),
+                resp.text().await.unwrap_or_default()
+            );
+        }
+        Ok(())
+    }
+
+    /// Until every document of `base` is ready; its chunk count.
+    async fn settled(&self, base: &str, within: Duration) -> anyhow::Result<u64> {
+        let started = Instant::now();
+        loop {
+            let v = self
+                .call(
+                    reqwest::Method::GET,
+                    &format!("/v1/knowledge/{base}/documents"),
+                    None,
+                )
+                .await?;
+            let docs = v["documents"].as_array().context("documents")?;
+            if let Some(failed) = docs.iter().find(|d| d["status"] == "failed") {
+                bail!("a document failed: {failed}");
+            }
+            if docs.iter().all(|d| d["status"] == "ready") {
+                return Ok(docs.iter().map(|d| d["chunks"].as_u64().unwrap_or(0)).sum());
+            }
+            if started.elapsed() > within {
+                bail!("documents still not ready after {within:?}");
+            }
+            tokio::time::sleep(Duration::from_millis(250)).await;
+        }
+    }
+
+    async fn reload(&self) -> anyhow::Result<()> {
+        self.call(reqwest::Method::POST, "/v1/admin/reload", Some(json!({})))
+            .await
+            .map(|_| ())
+    }
+}
+
+/// Adds `count` documents of `sections` sections to `base`, 50 per request,
+/// two requests at a time.
+async fn add_documents(
+    api: &Api,
+    base: &str,
+    count: usize,
+    sections: usize,
+    seed: u64,
+) -> anyhow::Result<()> {
+    let vocab = vocabulary();
+    let mut rng = StdRng::seed_from_u64(seed);
+    let docs: Vec<(String, String)> = (0..count)
+        .map(|i| {
+            (
+                format!("doc-{seed}-{i}.md"),
+                document(&mut rng, &vocab, sections),
+            )
+        })
+        .collect();
+    let batches: Vec<Vec<(String, String)>> = docs.chunks(50).map(<[_]>::to_vec).collect();
+    for pair in batches.chunks(2) {
+        futures::future::try_join_all(pair.iter().map(|b| api.upload(base, b.clone()))).await?;
+    }
+    Ok(())
+}
+
+fn config(llm: &str, with_embeddings: bool) -> String {
+    let mut out = String::new();
+    if with_embeddings {
+        let _ = write!(
+            out,
+            "[[embedding_models]]\nid = \"mock-embed\"\nprovider = \"openai\"\nbase_url = \"{llm}\"\ndimensions = {DIMENSIONS}\n\n"
+        );
+    }
+    out.push_str(
+        "[[agents]]\nid = \"kb-auto\"\nname = \"Auto\"\nknowledge = [\"search\"]\nknowledge_mode = \"auto\"\n\n\
+         [[agents]]\nid = \"kb-tool\"\nname = \"Tool\"\nknowledge = [\"search\"]\nknowledge_mode = \"tool\"\n",
+    );
+    out
+}
+
+/// Client-side latency of `n` searches of 3 vocabulary words each.
+async fn searches(api: &Api, base: &str, n: usize, seed: u64) -> anyhow::Result<(Summary, String)> {
+    let vocab = vocabulary();
+    let mut rng = StdRng::seed_from_u64(seed);
+    let mut samples = Vec::with_capacity(n);
+    let mut mode = String::new();
+    for _ in 0..n {
+        let q = words(&mut rng, &vocab, 3);
+        let t = Instant::now();
+        let v = api
+            .call(
+                reqwest::Method::POST,
+                &format!("/v1/knowledge/{base}/search"),
+                Some(json!({"query": q, "top_k": 5})),
+            )
+            .await?;
+        samples.push(t.elapsed().as_micros() as i64);
+        mode = v["mode"].as_str().unwrap_or_default().to_string();
+    }
+    Ok((Summary::of_micros(&mut samples), mode))
+}
+
+/// Time to the first text token of `n` runs of `agent`, one after another.
+async fn first_tokens(api: &Api, agent: &str, n: usize) -> anyhow::Result<Summary> {
+    let session = api
+        .call(
+            reqwest::Method::POST,
+            "/v1/sessions",
+            Some(json!({"title": "knowledge bench", "agent": agent})),
+        )
+        .await?;
+    let session = session["id"].as_str().context("session id")?.to_string();
+    let vocab = vocabulary();
+    let mut rng = StdRng::seed_from_u64(7);
+    let mut samples = Vec::with_capacity(n);
+    for _ in 0..n {
+        let text = format!("{}? @mock.tokens 5", words(&mut rng, &vocab, 4));
+        let t = Instant::now();
+        let resp = api
+            .http
+            .post(format!("{}/v1/sessions/{session}/messages", api.base))
+            .bearer_auth(&api.token)
+            .json(&json!({"text": text, "stream": true}))
+            .send()
+            .await?;
+        if !resp.status().is_success() {
+            bail!("send: {}", resp.status());
+        }
+        let mut sse = SseReader::new(resp.bytes_stream());
+        let mut first = None;
+        while let Ok(ev) = sse.next().await {
+            if first.is_none() && ev.event == "text" {
+                first = Some(t.elapsed());
+            }
+            if matches!(ev.event.as_str(), "done" | "error" | "cancelled") {
+                break;
+            }
+        }
+        samples.push(first.context("a run without text")?.as_micros() as i64);
+    }
+    Ok(Summary::of_micros(&mut samples))
+}
+
+/// One mode's figures, as Markdown.
+async fn one_mode(o: &KnowledgeOpts, mode: Mode) -> anyhow::Result<String> {
+    let llm = MockLlmServer::start(MockLlmConfig::default()).await?;
+    let dir = std::env::temp_dir().join(format!(
+        "weft-kb-bench-{}-{}",
+        mode.name(),
+        std::process::id()
+    ));
+    std::fs::create_dir_all(&dir)?;
+    let file = dir.join("weft.toml");
+    std::fs::write(&file, config(&llm.openai_base_url(), true))?;
+    let stack = Stack::start(&StackOpts {
+        weft_bin: o.weft_bin.clone(),
+        mode,
+        llm_base_url: Some(llm.openai_base_url()),
+        gateways: 1,
+        workers: 1,
+        env: vec![
+            ("WEFT_CONFIG".into(), file.display().to_string()),
+            ("RUST_LOG".into(), "warn".into()),
+        ],
+        dir: dir.clone(),
+        postgres_admin_url: o.postgres_admin_url.clone(),
+        redis_url: o.redis_url.clone(),
+    })
+    .await?;
+    let api = Api {
+        http: reqwest::Client::new(),
+        base: stack.gateway_urls()[0].clone(),
+        token: stack.admin_token.clone(),
+    };
+    let mut out = String::new();
+    let result = async {
+        // 1. Ingestion.
+        let base = api.create_base("ingest").await?;
+        let watch = ProcWatch::start(&stack.pids());
+        let t = Instant::now();
+        add_documents(&api, &base, o.docs, SECTIONS_SMALL, 1).await?;
+        let uploaded = t.elapsed();
+        let chunks = api.settled(&base, Duration::from_secs(1800)).await?;
+        let took = t.elapsed().as_secs_f64();
+        let usage = watch.finish();
+        let _ = writeln!(
+            out,
+            "| ingestion | {} documents, {chunks} chunks | {:.1} files/s, {:.0} chunks/s ({took:.1} s; uploads took {:.1} s) | {} |",
+            o.docs,
+            o.docs as f64 / took,
+            chunks as f64 / took,
+            uploaded.as_secs_f64(),
+            usage
+                .iter()
+                .map(|u| format!("{}: RSS peak {:.0} MiB, CPU {:.1} s", u.name, u.rss_peak_mib, u.cpu_s))
+                .collect::<Vec<_>>()
+                .join("; ")
+        );
+        // 2. Search at each size.
+        let search = api.create_base("search").await?;
+        let mut have = 0u64;
+        let mut seed = 100;
+        for &size in &o.sizes {
+            let per_doc = SECTIONS_LONG as u64;
+            while have < size as u64 {
+                let need = ((size as u64 - have).div_ceil(per_doc)).min(500) as usize;
+                add_documents(&api, &search, need, SECTIONS_LONG, seed).await?;
+                seed += 1;
+                have = api.settled(&search, Duration::from_secs(3600)).await?;
+            }
+            std::fs::write(&file, config(&llm.openai_base_url(), true))?;
+            api.reload().await?;
+            let t = Instant::now();
+            let (_, first_mode) = searches(&api, &search, 1, 1).await?;
+            let first = t.elapsed();
+            let (hybrid, mode) = searches(&api, &search, o.queries, 2).await?;
+            if mode != "hybrid" || first_mode != "hybrid" {
+                bail!("the search was {mode}, not hybrid");
+            }
+            std::fs::write(&file, config(&llm.openai_base_url(), false))?;
+            api.reload().await?;
+            let (lexical, mode) = searches(&api, &search, o.queries, 2).await?;
+            if mode != "lexical" {
+                bail!("the search was {mode}, not lexical");
+            }
+            let _ = writeln!(
+                out,
+                "| search | {have} chunks | hybrid p50 {:.1} ms, p99 {:.1} ms (first search, reading the vectors: {:.0} ms); lexical p50 {:.1} ms, p99 {:.1} ms | {} queries each |",
+                hybrid.p50,
+                hybrid.p99,
+                first.as_secs_f64() * 1000.0,
+                lexical.p50,
+                lexical.p99,
+                o.queries
+            );
+        }
+        // 3. Auto mode's cost on the first token (lexical, the largest base).
+        let tool = first_tokens(&api, "kb-tool", o.runs).await?;
+        let auto = first_tokens(&api, "kb-auto", o.runs).await?;
+        let _ = writeln!(
+            out,
+            "| auto mode | {have} chunks, lexical | first token p50 {:.1} ms with `auto` against {:.1} ms with `tool`: {:+.1} ms (p99 {:.1} / {:.1}) | {} runs each |",
+            auto.p50,
+            tool.p50,
+            auto.p50 - tool.p50,
+            auto.p99,
+            tool.p99,
+            o.runs
+        );
+        anyhow::Ok(())
+    }
+    .await;
+    stack.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+    result?;
+    Ok(out)
+}
+
+pub async fn run_knowledge(o: KnowledgeOpts) -> anyhow::Result<()> {
+    let mut report = String::from("| what | size | measured | notes |\n|---|---|---|---|\n");
+    for &mode in &o.modes {
+        eprintln!("knowledge bench: {}", mode.name());
+        let rows = one_mode(&o, mode).await?;
+        for line in rows.lines() {
+            let _ = writeln!(
+                report,
+                "| {} {}",
+                mode.name(),
+                line.trim_start_matches("| ")
+            );
+        }
+    }
+    std::fs::write(&o.out, &report)?;
+    println!("{report}");
+    Ok(())
+}
