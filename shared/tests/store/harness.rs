@@ -214,31 +214,31 @@ async fn admin(url: &str, sql: &str) {
     let _ = conn.close().await;
 }
 
+/// Each scenario as a module of tests, one per `name => Backend` pair.
+#[macro_export]
+macro_rules! backend_tests {
+    (@one [$($name:ident => $backend:ident),+] $scenario:ident) => {
+        mod $scenario {
+            $(
+                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+                async fn $name() {
+                    $crate::harness::run($crate::harness::Backend::$backend, super::$scenario)
+                        .await;
+                }
+            )+
+        }
+    };
+    ($backends:tt $($scenario:ident),+ $(,)?) => {
+        $( $crate::backend_tests!(@one $backends $scenario); )+
+    };
+}
+
 /// Each scenario on SQLite, Postgres and Postgres with pgvector:
 /// `<module>::<scenario>::{sqlite,postgres,pgvector}`.
 #[macro_export]
 macro_rules! vector_backends {
     ($($scenario:ident),+ $(,)?) => {
-        $(
-            mod $scenario {
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn sqlite() {
-                    $crate::harness::run($crate::harness::Backend::Sqlite, super::$scenario).await;
-                }
-
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn postgres() {
-                    $crate::harness::run($crate::harness::Backend::Postgres, super::$scenario)
-                        .await;
-                }
-
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn pgvector() {
-                    $crate::harness::run($crate::harness::Backend::PgVector, super::$scenario)
-                        .await;
-                }
-            }
-        )+
+        $crate::backend_tests!([sqlite => Sqlite, postgres => Postgres, pgvector => PgVector] $($scenario),+);
     };
 }
 
@@ -247,20 +247,7 @@ macro_rules! vector_backends {
 #[macro_export]
 macro_rules! both_backends {
     ($($scenario:ident),+ $(,)?) => {
-        $(
-            mod $scenario {
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn sqlite() {
-                    $crate::harness::run($crate::harness::Backend::Sqlite, super::$scenario).await;
-                }
-
-                #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-                async fn postgres() {
-                    $crate::harness::run($crate::harness::Backend::Postgres, super::$scenario)
-                        .await;
-                }
-            }
-        )+
+        $crate::backend_tests!([sqlite => Sqlite, postgres => Postgres] $($scenario),+);
     };
 }
 

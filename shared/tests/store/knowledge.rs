@@ -28,7 +28,7 @@ async fn admin(db: &Db) -> AuthUser {
         .unwrap()
 }
 
-fn doc<'a>(name: &'a str, sha: &'a str) -> NewDocument<'a> {
+pub(crate) fn doc<'a>(name: &'a str, sha: &'a str) -> NewDocument<'a> {
     NewDocument {
         name,
         mime: "text/markdown",
@@ -37,7 +37,7 @@ fn doc<'a>(name: &'a str, sha: &'a str) -> NewDocument<'a> {
     }
 }
 
-fn chunk(text: &str, heading: &str) -> NewChunk {
+pub(crate) fn chunk(text: &str, heading: &str) -> NewChunk {
     NewChunk {
         text: text.into(),
         heading: heading.into(),

