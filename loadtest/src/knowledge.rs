@@ -206,14 +206,14 @@ impl Api {
 }
 
 /// Adds `count` documents of `sections` sections to `base`, 50 per request,
-/// two requests at a time.
+/// two requests at a time; the first document's text.
 async fn add_documents(
     api: &Api,
     base: &str,
     count: usize,
     sections: usize,
     seed: u64,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<String> {
     let vocab = vocabulary();
     let mut rng = StdRng::seed_from_u64(seed);
     let docs: Vec<(String, String)> = (0..count)
@@ -228,11 +228,43 @@ async fn add_documents(
     for pair in batches.chunks(2) {
         futures::future::try_join_all(pair.iter().map(|b| api.upload(base, b.clone()))).await?;
     }
+    Ok(docs
+        .first()
+        .map(|(_, text)| text.clone())
+        .unwrap_or_default())
+}
+
+/// Checks that the chunks have vectors: the first section of `doc` with every
+/// word's last letter changed to `x` (a letter no pseudo-word has, so the
+/// lexical index matches nothing) is still found, by its trigrams.
+async fn check_vectors(api: &Api, base: &str, doc: &str) -> anyhow::Result<()> {
+    let paragraph = doc.split("\n\n").nth(2).context("a paragraph")?;
+    let garbled: Vec<String> = paragraph
+        .trim_end_matches('.')
+        .split(' ')
+        .map(|w| format!("{}x", &w[..w.len() - 1]))
+        .collect();
+    let v = api
+        .call(
+            reqwest::Method::POST,
+            &format!("/v1/knowledge/{base}/search"),
+            Some(json!({"query": garbled.join(" "), "top_k": 1})),
+        )
+        .await?;
+    let found = v["results"][0]["text"].as_str().unwrap_or_default();
+    let opening: String = paragraph.chars().take(40).collect();
+    if v["mode"] != "hybrid" || !found.contains(&opening) {
+        bail!("the chunks have no vectors: a garbled paragraph was not found ({v})");
+    }
     Ok(())
 }
 
+/// The stack's whole config: the mock LLM as chat model, the agents, and the
+/// embedding model unless `with_embeddings` is false (a reload switches).
 fn config(llm: &str, with_embeddings: bool) -> String {
-    let mut out = String::new();
+    let mut out = format!(
+        "[[models]]\nid = \"mock-http\"\nprovider = \"openai\"\nbase_url = \"{llm}\"\ndefault = true\n\n"
+    );
     if with_embeddings {
         let _ = write!(
             out,
@@ -318,12 +350,13 @@ async fn one_mode(o: &KnowledgeOpts, mode: Mode) -> anyhow::Result<String> {
         std::process::id()
     ));
     std::fs::create_dir_all(&dir)?;
-    let file = dir.join("weft.toml");
+    // Not `weft.toml`: the stack writes that one when it is given a model.
+    let file = dir.join("knowledge-bench.toml");
     std::fs::write(&file, config(&llm.openai_base_url(), true))?;
     let stack = Stack::start(&StackOpts {
         weft_bin: o.weft_bin.clone(),
         mode,
-        llm_base_url: Some(llm.openai_base_url()),
+        llm_base_url: None,
         gateways: 1,
         workers: 1,
         env: vec![
@@ -346,11 +379,12 @@ async fn one_mode(o: &KnowledgeOpts, mode: Mode) -> anyhow::Result<String> {
         let base = api.create_base("ingest").await?;
         let watch = ProcWatch::start(&stack.pids());
         let t = Instant::now();
-        add_documents(&api, &base, o.docs, SECTIONS_SMALL, 1).await?;
+        let first = add_documents(&api, &base, o.docs, SECTIONS_SMALL, 1).await?;
         let uploaded = t.elapsed();
         let chunks = api.settled(&base, Duration::from_secs(1800)).await?;
         let took = t.elapsed().as_secs_f64();
         let usage = watch.finish();
+        check_vectors(&api, &base, &first).await?;
         let _ = writeln!(
             out,
             "| ingestion | {} documents, {chunks} chunks | {:.1} files/s, {:.0} chunks/s ({took:.1} s; uploads took {:.1} s) | {} |",
