@@ -97,7 +97,6 @@ impl AppState {
         live: LiveConfig,
         blobs: weft_shared::blobs::Blobs,
         extractor: weft_files::Extractor,
-        retriever: weft_knowledge::Retriever,
         shutdown: CancellationToken,
     ) -> AppState {
         let config = live.get();
@@ -107,6 +106,7 @@ impl AppState {
             config.limits.streams_per_user,
             config.limits.streams_per_run,
         ));
+        let store_for_search = store.clone();
         let state = AppState {
             runs: weft_runs::Runs::new(store.clone(), bus.clone(), queue.clone(), live.clone()),
             store,
@@ -127,7 +127,7 @@ impl AppState {
                 config.attachments.upload_memory_per_user(),
             ),
             extractor,
-            retriever,
+            retriever: weft_knowledge::Retriever::new(store_for_search, live.clone()),
             live,
             shutdown,
         };
@@ -146,6 +146,13 @@ impl AppState {
     /// who may choose which: `access`.
     pub fn models(&self) -> Arc<[ModelConfig]> {
         self.live.current().models.clone()
+    }
+
+    /// Search knowledge with `retriever` (shared with the worker in one
+    /// process, so both use one copy of a base's vectors).
+    pub fn with_retriever(mut self, retriever: weft_knowledge::Retriever) -> AppState {
+        self.retriever = retriever;
+        self
     }
 
     /// Share sign-in counts through `attempts` (Redis, in distributed mode).

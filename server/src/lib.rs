@@ -174,9 +174,9 @@ impl Server {
             self.live.clone(),
             b.blobs.clone(),
             self.extractor.clone(),
-            self.retriever.clone(),
             shutdown,
         )
+        .with_retriever(self.retriever.clone())
         .with_login_attempts(b.login_attempts.clone())
         .with_metrics_at(at)
     }
