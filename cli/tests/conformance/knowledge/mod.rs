@@ -109,6 +109,18 @@ async fn settled(app: &App, token: &str, base: &str) -> Vec<Value> {
     .await
 }
 
+/// `DELETE /v1/knowledge/{base}/documents/{doc}`: its status.
+async fn delete_document(app: &App, token: &str, base: &str, doc: &str) -> u16 {
+    app.call(
+        reqwest::Method::DELETE,
+        &format!("/v1/knowledge/{base}/documents/{doc}"),
+        token,
+        None,
+    )
+    .await
+    .0
+}
+
 async fn search(app: &App, token: &str, base: &str, query: &str) -> (u16, Value) {
     app.post(
         &format!("/v1/knowledge/{base}/search"),
@@ -350,15 +362,7 @@ async fn deleted_documents_leave_the_next_search(b: Backend) {
     settled(&app, &alice, &base).await;
     let (_, found) = search(&app, &alice, &base, "laptops").await;
     assert_eq!(found["results"].as_array().unwrap().len(), 1);
-    let (s, _) = app
-        .call(
-            reqwest::Method::DELETE,
-            &format!("/v1/knowledge/{base}/documents/{doc}"),
-            &alice,
-            None,
-        )
-        .await;
-    assert_eq!(s, 204);
+    assert_eq!(delete_document(&app, &alice, &base, &doc).await, 204);
     let (_, found) = search(&app, &alice, &base, "laptops").await;
     assert_eq!(found["results"], json!([]));
     let (s, _) = app
@@ -550,15 +554,7 @@ async fn documents_count_against_the_owners_storage_quota(b: Backend) {
             .contains("limits.storage_bytes_per_user"),
         "{v}"
     );
-    let (s, _) = app
-        .call(
-            reqwest::Method::DELETE,
-            &format!("/v1/knowledge/{base}/documents/{doc}"),
-            &alice,
-            None,
-        )
-        .await;
-    assert_eq!(s, 204);
+    assert_eq!(delete_document(&app, &alice, &base, &doc).await, 204);
     let (_, me) = app.get("/v1/me", &alice).await;
     assert_eq!(me["storage"]["used_bytes"], 0, "{me}");
     let (s, v) = upload(&app, &alice, &base, "second.txt", second.as_bytes()).await;
