@@ -107,15 +107,10 @@ impl Retriever {
                 min_similarity: m.min_similarity,
             }));
         }
-        let api_key = match &m.api_key_env {
-            Some(var) => Some(std::env::var(var).map_err(|_| {
-                format!(
-                    "embedding model {:?}: environment variable {var} (api_key_env) is not set",
-                    m.id
-                )
-            })?),
-            None => None,
-        };
+        let api_key = weft_shared::config::api_key_from_env(
+            &format!("embedding model {:?}", m.id),
+            m.api_key_env.as_deref(),
+        )?;
         let embedder = Embedder::new(EmbedderConfig {
             base_url: m
                 .base_url
@@ -237,44 +232,53 @@ impl Retriever {
         let revisions = store.knowledge_revisions(bases).await?;
         let mut copies = Vec::with_capacity(revisions.len());
         for (base, revision) in revisions {
-            let key = (base.clone(), model.to_string(), dims);
-            let cached = self
-                .inner
-                .cache
-                .lock()
-                .expect("cache lock")
-                .get(&key, revision);
-            let copy = match cached {
-                Some(copy) => copy,
-                None => {
-                    let _one = self.inner.loading.lock().await;
-                    // Another search may have read it meanwhile.
-                    let again = self
-                        .inner
-                        .cache
-                        .lock()
-                        .expect("cache lock")
-                        .get(&key, revision);
-                    match again {
-                        Some(copy) => copy,
-                        None => {
-                            let read = Arc::new(store.knowledge_vectors(&base, model, dims).await?);
-                            let cap = self.inner.live.get().knowledge.vector_cache_mib << 20;
-                            self.inner.cache.lock().expect("cache lock").put(
-                                key,
-                                read.clone(),
-                                cap,
-                            );
-                            read
-                        }
-                    }
-                }
-            };
-            copies.push(copy);
+            copies.push(self.copy_of(base, model, dims, revision).await?);
         }
         tokio::task::spawn_blocking(move || nearest(&copies, &query, limit as usize))
             .await
             .map_err(|e| StoreError::Other(format!("scoring vectors: {e}")))
+    }
+}
+
+impl Retriever {
+    /// This process's copy of `base`'s vectors at `revision`, read from the
+    /// store when it has none as new (one base read at a time, so searches
+    /// arriving together read it once).
+    async fn copy_of(
+        &self,
+        base: String,
+        model: &str,
+        dims: usize,
+        revision: i64,
+    ) -> Result<Arc<BaseVectors>> {
+        let key = (base, model.to_string(), dims);
+        let cached = || {
+            self.inner
+                .cache
+                .lock()
+                .expect("cache lock")
+                .get(&key, revision)
+        };
+        if let Some(copy) = cached() {
+            return Ok(copy);
+        }
+        let _one = self.inner.loading.lock().await;
+        if let Some(copy) = cached() {
+            return Ok(copy);
+        }
+        let read = Arc::new(
+            self.inner
+                .store
+                .knowledge_vectors(&key.0, model, dims)
+                .await?,
+        );
+        let cap = self.inner.live.get().knowledge.vector_cache_mib << 20;
+        self.inner
+            .cache
+            .lock()
+            .expect("cache lock")
+            .put(key, read.clone(), cap);
+        Ok(read)
     }
 }
 

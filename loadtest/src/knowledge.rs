@@ -126,13 +126,9 @@ impl Api {
         if let Some(body) = body {
             req = req.json(&body);
         }
-        let resp = req.send().await?;
-        let status = resp.status();
-        let v: Value = resp.json().await.unwrap_or(Value::Null);
-        if !status.is_success() {
-            bail!("{path}: {status}: {v}");
-        }
-        Ok(v)
+        crate::client::ok_json(req.send().await?)
+            .await
+            .with_context(|| path.to_string())
     }
 
     async fn create_base(&self, name: &str) -> anyhow::Result<String> {
@@ -163,13 +159,9 @@ impl Api {
             .multipart(form)
             .send()
             .await?;
-        if !resp.status().is_success() {
-            bail!(
-                "upload: {}: {}",
-                resp.status(),
-                resp.text().await.unwrap_or_default()
-            );
-        }
+        crate::client::ok_json::<Value>(resp)
+            .await
+            .context("upload")?;
         Ok(())
     }
 

@@ -17,15 +17,8 @@ const IDLE_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The API key from the environment variable the model names, if it names one.
 fn api_key(m: &ModelConfig) -> anyhow::Result<Option<String>> {
-    match &m.api_key_env {
-        Some(var) => std::env::var(var).map(Some).map_err(|_| {
-            anyhow::anyhow!(
-                "model {:?}: environment variable {var} (api_key_env) is not set",
-                m.id
-            )
-        }),
-        None => Ok(None),
-    }
+    weft_shared::config::api_key_from_env(&format!("model {:?}", m.id), m.api_key_env.as_deref())
+        .map_err(anyhow::Error::msg)
 }
 
 #[derive(Clone)]

@@ -37,7 +37,7 @@ pub use knowledge::{EmbeddingModelConfig, KnowledgeConfig, MAX_TOP_K, valid_base
 pub use lark::{LarkConfig, LarkLanguage};
 pub use live::{Change, LiveConfig, ReloadError};
 pub use mcp::{McpPathGrant, McpSandbox, McpServerConfig};
-pub use models::{ModelConfig, ProviderKind};
+pub use models::{ModelConfig, ProviderKind, api_key_from_env};
 pub use tools::{
     AllowHost, MAX_CALL_TIMEOUT_SECS, SearchBackendKind, ToolPolicy, ToolsConfig, WebFetchConfig,
     WebSearchConfig,

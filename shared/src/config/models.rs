@@ -20,6 +20,17 @@ impl ProviderKind {
     }
 }
 
+/// The API key in the environment variable `var` (a config's `api_key_env`),
+/// if one is named; `what` names the config entry in the error.
+pub fn api_key_from_env(what: &str, var: Option<&str>) -> Result<Option<String>, String> {
+    match var {
+        Some(var) => std::env::var(var)
+            .map(Some)
+            .map_err(|_| format!("{what}: environment variable {var} (api_key_env) is not set")),
+        None => Ok(None),
+    }
+}
+
 /// One `[[models]]` entry.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub struct ModelConfig {

@@ -223,15 +223,6 @@ pub enum SearchMode {
     Hybrid,
 }
 
-impl SearchMode {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            SearchMode::Lexical => "lexical",
-            SearchMode::Hybrid => "hybrid",
-        }
-    }
-}
-
 /// One search result: a chunk of a document.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct KnowledgeHit {

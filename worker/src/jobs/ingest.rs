@@ -130,7 +130,7 @@ impl Ingest {
             weft_knowledge::chunk(&text, paged, opts, &|s| weft_llm::tokens::estimate(s))
                 .into_iter()
                 .map(|c| NewChunk {
-                    lexical: segment::lexical(&format!("{}\n{}", c.heading, c.text)),
+                    lexical: segment::lexical(&indexed_text(&c.heading, &c.text)),
                     text: c.text,
                     heading: c.heading,
                     page: c.page,
@@ -170,13 +170,7 @@ impl Ingest {
         };
         let texts: Vec<String> = chunks
             .iter()
-            .map(|c| {
-                if c.heading.is_empty() {
-                    c.text.clone()
-                } else {
-                    format!("{}\n{}", c.heading, c.text)
-                }
-            })
+            .map(|c| indexed_text(&c.heading, &c.text))
             .collect();
         // A few requests' worth at a time, so progress moves on a long document.
         let step = current.embedder.config().batch_size.max(1) * 4;
@@ -202,5 +196,16 @@ impl Ingest {
             model: current.model,
             vectors,
         }))
+    }
+}
+
+/// What the indexes see of a chunk: its heading path, then its text, so a
+/// search for a section's title finds its passages (both the lexical index and
+/// the vectors).
+fn indexed_text(heading: &str, text: &str) -> String {
+    if heading.is_empty() {
+        text.to_string()
+    } else {
+        format!("{heading}\n{text}")
     }
 }

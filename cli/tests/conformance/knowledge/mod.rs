@@ -1,7 +1,7 @@
 //! Knowledge bases (issue 25) over the API, on both backends: documents of
 //! every kind become searchable with their place (page or heading path), in
-//! English and Chinese; who may see and change a base; bad input refused naming
-//! the rule; deletes; and a worker SIGKILLed mid-ingest leaving every document
+//! English and Chinese; who may see and change a base; deletes (bad input and
+//! limits in `refusals`); and a worker SIGKILLed mid-ingest leaving every document
 //! `ready` once with no chunk twice.
 
 use std::time::Duration;
@@ -15,16 +15,15 @@ use crate::both_backends;
 use crate::harness::*;
 
 mod conversation;
+mod refusals;
 mod vectors;
 
 both_backends!(
     documents_become_searchable_with_their_place,
     private_bases_are_the_owners_and_shared_ones_read_only_to_others,
-    bad_input_is_refused_naming_the_rule,
     deleted_documents_leave_the_next_search,
     a_worker_killed_mid_ingest_leaves_each_document_ready_once,
-    documents_come_from_urls_through_the_fetch_guard,
-    documents_count_against_the_owners_storage_quota
+    documents_come_from_urls_through_the_fetch_guard
 );
 
 const HANDBOOK: &str = "# Handbook\n\nWelcome to the team.\n\n## Leave\n\nEveryone gets 25 vacation days a year. Ask your manager two weeks ahead.\n\n## Equipment\n\nLaptops are replaced every three years.\n";
@@ -299,57 +298,6 @@ async fn private_bases_are_the_owners_and_shared_ones_read_only_to_others(b: Bac
     assert_eq!(s, 409, "{v}");
 }
 
-async fn bad_input_is_refused_naming_the_rule(b: Backend) {
-    let app = App::start_with(b, &[("WEFT_KNOWLEDGE__MAX_DOCUMENT_BYTES", "20000")]).await;
-    let alice = app.user("alice").await;
-    let base = create_base(&app, &alice, "kb", "private").await;
-    let (s, v) = upload(&app, &alice, &base, "photo.png", &samples::png()).await;
-    assert_eq!(s, 422, "{v}");
-    assert!(v["error"]["message"].as_str().unwrap().contains("images"));
-    let (s, v) = upload(&app, &alice, &base, "big.txt", &vec![b'a'; 30_000]).await;
-    assert_eq!(s, 413, "{v}");
-    assert!(
-        v["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("knowledge.max_document_bytes"),
-        "{v}"
-    );
-    let (s, v) = upload(&app, &alice, &base, "empty.txt", b"").await;
-    assert_eq!(s, 422, "{v}");
-    let (s, v) = app
-        .post(
-            &format!("/v1/knowledge/{base}/documents"),
-            &alice,
-            json!({"name": "x.txt", "data": "not base64!"}),
-        )
-        .await;
-    assert_eq!(s, 422, "{v}");
-    // A PDF that is only a picture: no text layer.
-    let scanned = samples::pdf_of(&samples::pdf_objects("0 0 m 100 100 l S"));
-    let (s, v) = upload(&app, &alice, &base, "scan.pdf", &scanned).await;
-    assert_eq!(s, 201, "{v}");
-    let docs = settled(&app, &alice, &base).await;
-    assert_eq!(docs[0]["status"], "failed");
-    assert_eq!(docs[0]["error"], "no text layer (scanned PDF)");
-    assert_eq!(docs[0]["chunks"], 0);
-
-    let (s, _) = search(&app, &alice, "kb_nope", "x").await;
-    assert_eq!(s, 404);
-    let (s, v) = app
-        .post(
-            &format!("/v1/knowledge/{base}/search"),
-            &alice,
-            json!({"query": "x", "top_k": 0}),
-        )
-        .await;
-    assert_eq!(s, 422, "{v}");
-    let (s, v) = app
-        .post("/v1/knowledge", &alice, json!({"name": "a/b"}))
-        .await;
-    assert_eq!(s, 422, "{v}");
-}
-
 async fn deleted_documents_leave_the_next_search(b: Backend) {
     let app = App::start(b).await;
     let alice = app.user("alice").await;
@@ -523,40 +471,4 @@ async fn documents_come_from_urls_through_the_fetch_guard(b: Backend) {
     assert_eq!(st, 422, "{v}");
     let docs = documents(&app, ADMIN_TOKEN, &base).await;
     assert_eq!(docs.len(), 1, "nothing refused was added: {docs:?}");
-}
-
-/// A base's documents are its owner's files: they count in `/v1/me`'s storage
-/// and an upload past `limits.storage_bytes_per_user` is refused with 413
-/// naming it; deleting a document frees its bytes at once.
-async fn documents_count_against_the_owners_storage_quota(b: Backend) {
-    let app = App::start_with(b, &[("WEFT_LIMITS__STORAGE_BYTES_PER_USER", "3000")]).await;
-    let alice = app.user("alice").await;
-    let base = create_base(&app, &alice, "kb", "private").await;
-    let first = "alpha ".repeat(340);
-    let (s, v) = upload(&app, &alice, &base, "first.txt", first.as_bytes()).await;
-    assert_eq!(s, 201, "{v}");
-    let doc = v["documents"][0]["document"]["id"]
-        .as_str()
-        .unwrap()
-        .to_string();
-    let (_, me) = app.get("/v1/me", &alice).await;
-    assert_eq!(me["storage"]["used_bytes"], first.len() as u64, "{me}");
-    // The same bytes again are the same document: nothing more to store.
-    let (s, v) = upload(&app, &alice, &base, "again.txt", first.as_bytes()).await;
-    assert_eq!(s, 201, "{v}");
-    let second = "omega ".repeat(340);
-    let (s, v) = upload(&app, &alice, &base, "second.txt", second.as_bytes()).await;
-    assert_eq!(s, 413, "{v}");
-    assert!(
-        v["error"]["message"]
-            .as_str()
-            .unwrap()
-            .contains("limits.storage_bytes_per_user"),
-        "{v}"
-    );
-    assert_eq!(delete_document(&app, &alice, &base, &doc).await, 204);
-    let (_, me) = app.get("/v1/me", &alice).await;
-    assert_eq!(me["storage"]["used_bytes"], 0, "{me}");
-    let (s, v) = upload(&app, &alice, &base, "second.txt", second.as_bytes()).await;
-    assert_eq!(s, 201, "{v}");
 }
