@@ -1,7 +1,9 @@
 //! Retrieval: one search over knowledge bases, used by the search API, the
 //! `knowledge_search` tool and `knowledge_mode = "auto"` alike.
 //!
-//! The lexical index always answers. When an embedding model is configured
+//! The lexical index always answers: this process's copy of it, ranked by BM25
+//! ([`crate::lexical`]), or the database's full-text index for a base too
+//! large for `knowledge.cache_mib`. When an embedding model is configured
 //! (`[[embedding_models]]`), the query is embedded at the same time as it is
 //! segmented, the nearest chunks are found — by pgvector's HNSW index in the
 //! database where it exists, else exactly here, over a copy of the base's
@@ -9,20 +11,21 @@
 //! ([`crate::fuse`]): a chunk that both indexes rank high wins, and a
 //! paraphrase that shares no word with the document is still found.
 //!
-//! **The copy for exact search**: a base's vectors (100,000 chunks of 256
-//! dimensions are 100 MB) are read once and kept while the base's `revision`
-//! (one indexed read per search) says they are current; every write to the
-//! base's chunks moves it. Scoring 100,000 vectors is 25 million
-//! multiply-adds, a few milliseconds on one core, run off the async threads.
-//! The copies share `knowledge.vector_cache_mib`; the least recently searched
-//! base goes first.
+//! **The copies**: a base's lexical index, and its vectors for exact search
+//! (100,000 chunks of 256 dimensions are 100 MB), are read once and kept
+//! while the base's `revision` (one indexed read per search) says they are
+//! current; every write to the base's chunks moves it, and the lexical copy
+//! then reads only the documents that changed. Scoring 100,000 vectors is 25
+//! million multiply-adds, a few milliseconds on one core, run off the async
+//! threads. The copies share `knowledge.cache_mib`; the least recently
+//! searched go first.
 //!
 //! **An embedding outage never fails a search**: the query's vector has
 //! [`QUERY_EMBED_TIMEOUT`] and no retry (a person is waiting), and without it
 //! the search is lexical and says so ([`Retrieved::fallback`]).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::Duration;
 
 use weft_llm::embeddings::{Embedder, EmbedderConfig};
@@ -31,6 +34,7 @@ use weft_shared::config::{EmbeddingModelConfig, LiveConfig};
 use weft_shared::store::{BaseVectors, ChunkHit, Result, Store, StoreError};
 
 use crate::fuse::reciprocal_rank;
+use crate::lexical::{self, Delta, LexicalIndex};
 use crate::segment;
 
 /// The longest a search waits for its query's vector.
@@ -72,8 +76,8 @@ struct Inner {
     live: LiveConfig,
     /// Built for the config it was made from; remade when that changes.
     embedder: Mutex<Option<(EmbeddingModelConfig, Embedder)>>,
-    cache: Mutex<VectorCache>,
-    /// One base's vectors are read by one search at a time.
+    cache: Mutex<Copies>,
+    /// One copy is read or brought up to date by one search at a time.
     loading: tokio::sync::Mutex<()>,
 }
 
@@ -84,7 +88,7 @@ impl Retriever {
                 store,
                 live,
                 embedder: Mutex::new(None),
-                cache: Mutex::new(VectorCache::default()),
+                cache: Mutex::new(Copies::default()),
                 loading: tokio::sync::Mutex::new(()),
             }),
         }
@@ -163,7 +167,8 @@ impl Retriever {
         let (terms, vector) = tokio::join!(terms, vector);
         let terms = terms?;
         let pool = (top_k * CANDIDATES_PER_RESULT).max(20);
-        let lexical = store.search_knowledge_lexical(bases, &terms, pool).await?;
+        let revisions = store.knowledge_revisions(bases).await?;
+        let lexical = self.lexical(bases, &revisions, &terms, pool).await?;
         let (current, qv) = match vector {
             Ok(Some(found)) => found,
             Ok(None) => {
@@ -187,7 +192,7 @@ impl Retriever {
                 .search_knowledge_vectors_indexed(bases, &current.model, &qv, pool)
                 .await?
         } else {
-            self.exact(bases, &current.model, qv, pool).await?
+            self.exact(&revisions, &current.model, qv, pool).await?
         };
         nearest.retain(|(_, similarity)| *similarity >= current.min_similarity);
         let fused = reciprocal_rank(&[
@@ -219,20 +224,71 @@ impl Retriever {
         })
     }
 
+    /// The `limit` best chunks of `bases` for `terms`, by this process's
+    /// lexical copies (`revisions`: the bases' current ones), or by the
+    /// database's full-text index when a base is too large to copy.
+    async fn lexical(
+        &self,
+        bases: &[String],
+        revisions: &[(String, i64)],
+        terms: &[String],
+        limit: u32,
+    ) -> Result<Vec<ChunkHit>> {
+        if terms.is_empty() || revisions.is_empty() {
+            return Ok(Vec::new());
+        }
+        let mut indexes = Vec::with_capacity(revisions.len());
+        for (base, revision) in revisions {
+            match self.index_of(base, *revision).await? {
+                Some(index) => indexes.push(index),
+                None => {
+                    return self
+                        .inner
+                        .store
+                        .search_knowledge_lexical(bases, terms, limit)
+                        .await;
+                }
+            }
+        }
+        let terms = terms.to_vec();
+        let ranked = tokio::task::spawn_blocking(move || {
+            let read: Vec<_> = indexes
+                .iter()
+                .map(|ix| ix.read().expect("lexical index lock"))
+                .collect();
+            let refs: Vec<&LexicalIndex> = read.iter().map(|g| &**g).collect();
+            lexical::rank(&refs, &terms, limit as usize)
+        })
+        .await
+        .map_err(|e| StoreError::Other(format!("ranking chunks: {e}")))?;
+        let ids: Vec<String> = ranked.iter().map(|(id, _)| id.clone()).collect();
+        let mut found: HashMap<String, ChunkHit> = self
+            .inner
+            .store
+            .knowledge_chunks_by_id(&ids)
+            .await?
+            .into_iter()
+            .map(|h| (h.chunk_id.clone(), h))
+            .collect();
+        Ok(ranked
+            .into_iter()
+            // A chunk written over since the copy was brought up to date is left out.
+            .filter_map(|(id, score)| found.remove(&id).map(|h| ChunkHit { score, ..h }))
+            .collect())
+    }
+
     /// Exact search over this process's copies of the bases' vectors.
     async fn exact(
         &self,
-        bases: &[String],
+        revisions: &[(String, i64)],
         model: &str,
         query: Vec<f32>,
         limit: u32,
     ) -> Result<Vec<(String, f64)>> {
-        let store = &self.inner.store;
         let dims = query.len();
-        let revisions = store.knowledge_revisions(bases).await?;
         let mut copies = Vec::with_capacity(revisions.len());
         for (base, revision) in revisions {
-            copies.push(self.copy_of(base, model, dims, revision).await?);
+            copies.push(self.copy_of(base, model, dims, *revision).await?);
         }
         tokio::task::spawn_blocking(move || nearest(&copies, &query, limit as usize))
             .await
@@ -241,23 +297,24 @@ impl Retriever {
 }
 
 impl Retriever {
+    fn cache_bytes(&self) -> u64 {
+        self.inner.live.get().knowledge.cache_mib << 20
+    }
+
     /// This process's copy of `base`'s vectors at `revision`, read from the
-    /// store when it has none as new (one base read at a time, so searches
+    /// store when it has none as new (one copy read at a time, so searches
     /// arriving together read it once).
     async fn copy_of(
         &self,
-        base: String,
+        base: &str,
         model: &str,
         dims: usize,
         revision: i64,
     ) -> Result<Arc<BaseVectors>> {
-        let key = (base, model.to_string(), dims);
-        let cached = || {
-            self.inner
-                .cache
-                .lock()
-                .expect("cache lock")
-                .get(&key, revision)
+        let key = CopyKey::Vectors(base.to_string(), model.to_string(), dims);
+        let cached = || match self.inner.cache.lock().expect("cache lock").get(&key) {
+            Some(Copy::Vectors(copy)) if copy.revision == revision => Some(copy.clone()),
+            _ => None,
         };
         if let Some(copy) = cached() {
             return Ok(copy);
@@ -269,17 +326,116 @@ impl Retriever {
         let read = Arc::new(
             self.inner
                 .store
-                .knowledge_vectors(&key.0, model, dims)
+                .knowledge_vectors(base, model, dims)
                 .await?,
         );
-        let cap = self.inner.live.get().knowledge.vector_cache_mib << 20;
+        let cap = self.cache_bytes();
         self.inner
             .cache
             .lock()
             .expect("cache lock")
-            .put(key, read.clone(), cap);
+            .put(key, Copy::Vectors(read.clone()), cap);
         Ok(read)
     }
+
+    /// This process's lexical copy of `base` brought up to `revision`: only
+    /// the documents written or deleted since are read. `None`: the base is
+    /// too large for `knowledge.cache_mib` (search it in the database).
+    async fn index_of(
+        &self,
+        base: &str,
+        revision: i64,
+    ) -> Result<Option<Arc<RwLock<LexicalIndex>>>> {
+        let key = CopyKey::Lexical(base.to_string());
+        let look = || match self.inner.cache.lock().expect("cache lock").get(&key) {
+            Some(Copy::Lexical {
+                index, revision: r, ..
+            }) => Found::Index(index.clone(), *r == revision),
+            Some(Copy::TooLarge {
+                revision: r,
+                documents,
+            }) => Found::TooLarge(*r == revision, *documents),
+            _ => Found::Nothing,
+        };
+        match look() {
+            Found::Index(index, true) => return Ok(Some(index)),
+            Found::TooLarge(true, _) => return Ok(None),
+            _ => {}
+        }
+        let _one = self.inner.loading.lock().await;
+        let stale = match look() {
+            Found::Index(index, true) => return Ok(Some(index)),
+            Found::TooLarge(true, _) => return Ok(None),
+            Found::TooLarge(false, documents) => Err(documents),
+            Found::Index(index, false) => Ok(Some(index)),
+            Found::Nothing => Ok(None),
+        };
+        let store = &self.inner.store;
+        let listed = store.knowledge_indexed_documents(base).await?;
+        let cap = self.cache_bytes();
+        let too_large = |documents: usize| {
+            self.inner.cache.lock().expect("cache lock").put(
+                key.clone(),
+                Copy::TooLarge {
+                    revision,
+                    documents,
+                },
+                cap,
+            );
+            tracing::info!(knowledge.base = %base, documents, cache_mib = cap >> 20, "knowledge base too large to copy; searching it in the database");
+            Ok(None)
+        };
+        let (index, delta) = match stale {
+            // It did not fit with as many documents: it still does not.
+            Err(documents) if listed.len() >= documents => return too_large(documents),
+            Ok(Some(index)) if !index.read().expect("lexical index lock").worn() => {
+                let delta = index.read().expect("lexical index lock").delta(
+                    listed
+                        .iter()
+                        .map(|d| (d.id.as_str(), d.first_chunk.as_str())),
+                );
+                (index, delta)
+            }
+            _ => (
+                Arc::default(),
+                Delta {
+                    drop: Vec::new(),
+                    load: listed.iter().map(|d| d.id.clone()).collect(),
+                },
+            ),
+        };
+        let chunks = store.knowledge_indexed_chunks(&delta.load).await?;
+        let building = index.clone();
+        let (fits, bytes) = tokio::task::spawn_blocking(move || {
+            let mut ix = building.write().expect("lexical index lock");
+            let fits = ix.apply(revision, &delta.drop, chunks);
+            (fits, ix.bytes())
+        })
+        .await
+        .map_err(|e| StoreError::Other(format!("indexing chunks: {e}")))?;
+        if !fits || bytes > cap {
+            return too_large(listed.len());
+        }
+        self.inner.cache.lock().expect("cache lock").put(
+            key,
+            Copy::Lexical {
+                index: index.clone(),
+                revision,
+                bytes,
+            },
+            cap,
+        );
+        Ok(Some(index))
+    }
+}
+
+/// What the cache holds for a base's lexical copy.
+enum Found {
+    /// The index, and whether it is at the revision asked for.
+    Index(Arc<RwLock<LexicalIndex>>, bool),
+    /// Too large, at the revision asked for or not, with this many documents.
+    TooLarge(bool, usize),
+    Nothing,
 }
 
 /// The `limit` entries of `copies` with the highest dot product with `query`
@@ -307,34 +463,74 @@ fn nearest(copies: &[Arc<BaseVectors>], query: &[f32], limit: usize) -> Vec<(Str
         .collect()
 }
 
-/// Copies of bases' vectors, by (base, model, size), within a byte budget.
+/// What a copy is of.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum CopyKey {
+    /// A base's vectors of one model and size.
+    Vectors(String, String, usize),
+    /// A base's lexical index.
+    Lexical(String),
+}
+
+/// A copy this process keeps.
+enum Copy {
+    Vectors(Arc<BaseVectors>),
+    Lexical {
+        index: Arc<RwLock<LexicalIndex>>,
+        revision: i64,
+        bytes: u64,
+    },
+    /// The base's lexical copy did not fit, at `revision` with `documents`.
+    TooLarge {
+        revision: i64,
+        documents: usize,
+    },
+}
+
+impl Copy {
+    fn bytes(&self) -> u64 {
+        match self {
+            Copy::Vectors(c) => {
+                (c.flat.len() * 4 + c.ids.iter().map(|i| i.len() + 24).sum::<usize>()) as u64
+            }
+            Copy::Lexical { bytes, .. } => *bytes,
+            Copy::TooLarge { .. } => 0,
+        }
+    }
+}
+
+/// The copies of this process, within a byte budget.
 #[derive(Default)]
-struct VectorCache {
-    entries: HashMap<(String, String, usize), (Arc<BaseVectors>, u64)>,
+struct Copies {
+    entries: HashMap<CopyKey, (Copy, u64)>,
     /// Grows with every use: the smallest stamp is the least recently used.
     clock: u64,
 }
 
-impl VectorCache {
-    fn get(&mut self, key: &(String, String, usize), revision: i64) -> Option<Arc<BaseVectors>> {
+impl Copies {
+    fn get(&mut self, key: &CopyKey) -> Option<&Copy> {
         self.clock += 1;
         let clock = self.clock;
-        match self.entries.get_mut(key) {
-            Some((copy, used)) if copy.revision == revision => {
-                *used = clock;
-                Some(copy.clone())
-            }
-            _ => None,
-        }
+        self.entries.get_mut(key).map(|(copy, used)| {
+            *used = clock;
+            &*copy
+        })
     }
 
-    fn put(&mut self, key: (String, String, usize), copy: Arc<BaseVectors>, cap_bytes: u64) {
+    /// Keeps `copy`, dropping the least recently used others while over
+    /// `cap_bytes`; a copy larger than the whole budget is not kept.
+    fn put(&mut self, key: CopyKey, copy: Copy, cap_bytes: u64) {
+        if copy.bytes() > cap_bytes {
+            self.entries.remove(&key);
+            return;
+        }
         self.clock += 1;
-        self.entries.insert(key, (copy, self.clock));
-        while self.entries.len() > 1 && self.bytes() > cap_bytes {
+        self.entries.insert(key.clone(), (copy, self.clock));
+        while self.bytes() > cap_bytes {
             let oldest = self
                 .entries
                 .iter()
+                .filter(|(k, (c, _))| **k != key && c.bytes() > 0)
                 .min_by_key(|(_, (_, used))| *used)
                 .map(|(k, _)| k.clone());
             match oldest {
@@ -342,19 +538,10 @@ impl VectorCache {
                 None => break,
             };
         }
-        // One base larger than the budget is not kept.
-        if self.bytes() > cap_bytes {
-            self.entries.clear();
-        }
     }
 
     fn bytes(&self) -> u64 {
-        self.entries
-            .values()
-            .map(|(c, _)| {
-                (c.flat.len() * 4 + c.ids.iter().map(|i| i.len() + 24).sum::<usize>()) as u64
-            })
-            .sum()
+        self.entries.values().map(|(c, _)| c.bytes()).sum()
     }
 }
 
@@ -382,23 +569,29 @@ mod tests {
     }
 
     #[test]
-    fn the_cache_drops_stale_copies_and_the_least_recently_used() {
-        let mut cache = VectorCache::default();
-        let key = |b: &str| (b.to_string(), "m".to_string(), 2);
-        cache.put(key("x"), copy(1, &[("x1", [1.0, 0.0])]), 1 << 20);
-        assert!(cache.get(&key("x"), 1).is_some());
-        assert!(
-            cache.get(&key("x"), 2).is_none(),
-            "a moved revision is stale"
-        );
+    fn the_cache_drops_the_least_recently_used_within_its_budget() {
+        let mut cache = Copies::default();
+        let key = |b: &str| CopyKey::Vectors(b.to_string(), "m".to_string(), 2);
+        let vectors = |id: &str| Copy::Vectors(copy(1, &[(id, [1.0, 0.0])]));
+        cache.put(key("x"), vectors("x1"), 1 << 20);
+        assert!(cache.get(&key("x")).is_some());
         let one = cache.bytes();
-        cache.put(key("y"), copy(1, &[("y1", [1.0, 0.0])]), one * 2);
-        cache.get(&key("x"), 1);
-        cache.put(key("z"), copy(1, &[("z1", [1.0, 0.0])]), one * 2);
-        assert!(
-            cache.get(&key("y"), 1).is_none(),
-            "y was used least recently"
-        );
-        assert!(cache.get(&key("x"), 1).is_some() && cache.get(&key("z"), 1).is_some());
+        cache.put(key("y"), vectors("y1"), one * 2);
+        cache.get(&key("x"));
+        cache.put(key("z"), vectors("z1"), one * 2);
+        assert!(cache.get(&key("y")).is_none(), "y was used least recently");
+        assert!(cache.get(&key("x")).is_some() && cache.get(&key("z")).is_some());
+        // A marker that a base did not fit costs nothing and is never dropped
+        // for room.
+        let marker = Copy::TooLarge {
+            revision: 3,
+            documents: 10,
+        };
+        cache.put(CopyKey::Lexical("big".into()), marker, one * 2);
+        cache.put(key("w"), vectors("w1"), one * 2);
+        assert!(cache.get(&CopyKey::Lexical("big".into())).is_some());
+        // A copy larger than the whole budget is not kept.
+        cache.put(key("huge"), vectors("h1"), one / 2);
+        assert!(cache.get(&key("huge")).is_none());
     }
 }

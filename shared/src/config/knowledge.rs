@@ -28,10 +28,12 @@ pub struct KnowledgeConfig {
     /// beside the lexical index; unset with exactly one entry: that one;
     /// unset with none: lexical search only.
     pub embedding_model: Option<String>,
-    /// Vectors kept in memory for exact search where the database has no
-    /// vector index (SQLite, Postgres without pgvector), per process, least
-    /// recently searched bases dropped first.
-    pub vector_cache_mib: u64,
+    /// Memory each process gives to its copies of the bases it searches: their
+    /// lexical indexes (ranked in memory; a base too large for this is searched
+    /// in the database) and, where the database has no vector index (SQLite,
+    /// Postgres without pgvector), their vectors for exact search. The least
+    /// recently searched go first.
+    pub cache_mib: u64,
 }
 
 /// One `[[embedding_models]]` entry: an OpenAI-compatible `/v1/embeddings`
@@ -91,7 +93,7 @@ impl Default for KnowledgeConfig {
             default_top_k: 5,
             auto_budget_tokens: 1500,
             embedding_model: None,
-            vector_cache_mib: 256,
+            cache_mib: 512,
         }
     }
 }

@@ -50,8 +50,8 @@ pub use attachments::{Attachment, NewAttachment};
 pub use config_settings::ConfigSettings;
 pub use jobs::{ClaimedJob, Enqueued, JobEnd, JobRecord, JobState, LAPSED, LapsedJob, NewJob};
 pub use knowledge::{
-    BaseChange, BaseVectors, ChunkHit, ChunkVectors, ChunkWindow, KnowledgeBase, KnowledgeDocument,
-    NewChunk, NewDocument, valid_base_name,
+    BaseChange, BaseVectors, ChunkHit, ChunkVectors, ChunkWindow, IndexedChunk, IndexedDocument,
+    KnowledgeBase, KnowledgeDocument, NewChunk, NewDocument, valid_base_name,
 };
 pub use lark::{InboundClaim, LarkChat, LarkTarget, LinkOutcome, ReactionRecord, lark_username};
 pub use lark_cards::{CardEntityRecord, LarkApprovalCard, LarkCard};

@@ -29,7 +29,7 @@ mod documents;
 mod search;
 mod vectors;
 
-pub use search::ChunkWindow;
+pub use search::{ChunkWindow, IndexedChunk, IndexedDocument};
 pub use vectors::{BaseVectors, ChunkVectors};
 
 use sqlx::any::AnyRow;

@@ -158,6 +158,82 @@ impl Store {
     }
 }
 
+/// A document of a base with chunks, as the in-process lexical index
+/// (`weft_knowledge::lexical`) tells its versions apart.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexedDocument {
+    pub id: String,
+    /// Its first chunk's id: chunks are written whole with new ids, so a new
+    /// one means the document's chunks were written again.
+    pub first_chunk: String,
+}
+
+/// A chunk's words for the in-process lexical index.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexedChunk {
+    pub id: String,
+    pub document_id: String,
+    pub ord: i64,
+    /// Segmented words, space-separated (`knowledge_chunks.lexical`).
+    pub lexical: String,
+}
+
+impl Store {
+    /// Every document of `base` that has chunks, one row each (its first
+    /// chunk by the `(document_id, ord)` index).
+    pub async fn knowledge_indexed_documents(&self, base: &str) -> Result<Vec<IndexedDocument>> {
+        let rows = sqlx::query(
+            "select d.id, c.id as first_chunk
+             from knowledge_documents d
+             join knowledge_chunks c on c.document_id = d.id and c.ord = 0
+             where d.base_id = $1",
+        )
+        .bind(base)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|r| {
+                Ok(IndexedDocument {
+                    id: get_str(r, "id")?,
+                    first_chunk: get_str(r, "first_chunk")?,
+                })
+            })
+            .collect()
+    }
+
+    /// The words of every chunk of `documents`, read in batches.
+    pub async fn knowledge_indexed_chunks(
+        &self,
+        documents: &[String],
+    ) -> Result<Vec<IndexedChunk>> {
+        /// Ids per query, far under both databases' parameter limits.
+        const BATCH: usize = 500;
+        let mut out = Vec::new();
+        for batch in documents.chunks(BATCH) {
+            let list = (1..=batch.len())
+                .map(|i| format!("${i}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let sql = format!(
+                "select id, document_id, ord, lexical from knowledge_chunks where document_id in ({list})"
+            );
+            let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+            for document in batch {
+                query = query.bind(document);
+            }
+            for row in query.fetch_all(&self.pool).await? {
+                out.push(IndexedChunk {
+                    id: get_str(&row, "id")?,
+                    document_id: get_str(&row, "document_id")?,
+                    ord: get_i64(&row, "ord")?,
+                    lexical: get_str(&row, "lexical")?,
+                });
+            }
+        }
+        Ok(out)
+    }
+}
+
 /// Which chunks of a document to read.
 #[derive(Debug, Clone, Copy)]
 pub enum ChunkWindow<'a> {
