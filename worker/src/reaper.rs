@@ -5,7 +5,9 @@
 //! number of reapers may run at once. Every `purge_interval_ms` it also purges
 //! expired login tokens and old idempotency keys (`Store::purge_expired`), and
 //! attachment files no message names any more. And it
-//! expires unanswered approvals (they count as denied) and resumes their runs.
+//! expires unanswered approvals (they count as denied) and resumes their runs,
+//! and shows the final Lark card of runs that ended without it
+//! (`lark/overdue.rs`).
 //! Ended background jobs are purged a week after they ended (their key kept the
 //! same work from running twice for that long).
 
@@ -66,6 +68,12 @@ pub(crate) async fn run(inner: Arc<Inner>, shutdown: CancellationToken, orphan_a
                 }
             }
             Err(e) => tracing::warn!(error = %e, "expiring approvals failed"),
+        }
+        // Lark runs that ended without their final card (their worker died
+        // in between) get it from the event log.
+        if let Some(lark) = &inner.lark {
+            lark.finish_overdue(&inner.tasks, Duration::from_millis(cfg.stale_after_ms))
+                .await;
         }
         if let Ok(n) = inner.deps.store.queued_runs().await {
             metrics::gauge!("weft_queue_depth").set(n as f64);

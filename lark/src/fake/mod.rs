@@ -470,6 +470,12 @@ impl FakeLark {
         }));
     }
 
+    /// Ends an outage begun with [`Self::fail_next_calls`]: the failures not
+    /// yet used are dropped.
+    pub fn clear_failures(&self) {
+        self.state().rest.failures.clear();
+    }
+
     /// Makes `resource` the file or image with key `file_key` in user message
     /// `message_id`, served by `GET …/messages/:message_id/resources/:file_key`.
     /// Push the message's event with the same key in its `content`.

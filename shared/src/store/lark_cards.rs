@@ -2,6 +2,11 @@
 //! cards, on the run (`runs.lark_cards`), and the card each approval asked
 //! with (`approvals.lark_message_id`).
 //!
+//! And whether a run still owes its chat its final card (`runs.lark_card_due`,
+//! migration 0026): set when an attempt starts following the run, cleared
+//! when the end is shown, and claimed by the reaper's sweep for a run that
+//! ended without it (its worker died in between).
+//!
 //! Both are written once per card, never per update: the worker that follows a
 //! run streams thousands of updates into a card and records it only when it
 //! creates it. A retried attempt on another worker reads them back and goes on
@@ -12,6 +17,7 @@ use serde::{Deserialize, Serialize};
 
 use super::{Result, Store, StoreError, get_i64, get_opt_str, get_str};
 use crate::ids::RunId;
+use crate::time::now_ms;
 
 /// One reply card of a run.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -154,6 +160,82 @@ impl Store {
                 })
             })
             .collect()
+    }
+}
+
+impl Store {
+    /// `run` owes its chat a final card (an attempt follows it now); keeps
+    /// the time it was first owed.
+    pub async fn lark_card_owed(&self, run: &RunId) -> Result<()> {
+        let _gate = self.write_gate().await;
+        sqlx::query("update runs set lark_card_due = coalesce(lark_card_due, $1) where id = $2")
+            .bind(now_ms())
+            .bind(&run.0)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// `run`'s final card is shown.
+    pub async fn lark_card_shown(&self, run: &RunId) -> Result<()> {
+        let _gate = self.write_gate().await;
+        sqlx::query("update runs set lark_card_due = null where id = $1")
+            .bind(&run.0)
+            .execute(&self.pool)
+            .await?;
+        Ok(())
+    }
+
+    /// Claims up to `limit` runs that ended more than `overdue_ms` ago and
+    /// still owe their final card, owed (or last claimed) more than
+    /// `overdue_ms` ago: each is claimed by one caller, for another
+    /// `overdue_ms`. Runs that ended more than `give_up_ms` ago are given up
+    /// (their event log may be gone): returns the claimed and how many were
+    /// given up.
+    pub async fn claim_overdue_lark_cards(
+        &self,
+        overdue_ms: i64,
+        give_up_ms: i64,
+        limit: u32,
+    ) -> Result<(Vec<RunId>, u64)> {
+        let now = now_ms();
+        let given_up = {
+            let _gate = self.write_gate().await;
+            sqlx::query(
+                "update runs set lark_card_due = null
+                 where lark_card_due is not null and finished_at < $1",
+            )
+            .bind(now - give_up_ms)
+            .execute(&self.pool)
+            .await?
+            .rows_affected()
+        };
+        let rows = sqlx::query(
+            "select id, lark_card_due from runs
+             where lark_card_due is not null and lark_card_due < $1 and finished_at < $1
+             order by lark_card_due limit $2",
+        )
+        .bind(now - overdue_ms)
+        .bind(i64::from(limit))
+        .fetch_all(&self.pool)
+        .await?;
+        let mut claimed = Vec::new();
+        for row in &rows {
+            let id = get_str(row, "id")?;
+            let _gate = self.write_gate().await;
+            let done = sqlx::query(
+                "update runs set lark_card_due = $1 where id = $2 and lark_card_due = $3",
+            )
+            .bind(now)
+            .bind(&id)
+            .bind(get_i64(row, "lark_card_due")?)
+            .execute(&self.pool)
+            .await?;
+            if done.rows_affected() == 1 {
+                claimed.push(RunId(id));
+            }
+        }
+        Ok((claimed, given_up))
     }
 }
 

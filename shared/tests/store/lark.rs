@@ -1,6 +1,7 @@
 //! What the Lark bot keeps in the database (the inbox is `lark_inbox`): Lark users
 //! and linking them to accounts, the conversation → session binding, the reply
-//! target, words and cards of a run (compare-and-set), the THINKING reactions.
+//! target, words and cards of a run (compare-and-set), the THINKING reactions,
+//! and the final card a run owes until it is shown.
 
 use weft_shared::ids::{RunId, UserId};
 use weft_shared::store::{
@@ -9,7 +10,7 @@ use weft_shared::store::{
 };
 
 use crate::both_backends;
-use crate::harness::{Db, claim, req, session, start, started, user};
+use crate::harness::{Db, claim, req, session, start, started, succeed_claimed, user};
 
 both_backends!(
     lark_users_are_created_once,
@@ -20,6 +21,7 @@ both_backends!(
     the_target_carries_the_newest_words,
     approval_cards_say_how_they_were_decided,
     reactions_are_taken_once_the_reply_ends,
+    an_owed_final_card_is_claimed_once_after_the_end,
 );
 
 fn chat(id: &str) -> LarkChat {
@@ -503,4 +505,60 @@ async fn reactions_are_taken_once_the_reply_ends(db: Db) {
             .unwrap()
             .is_empty()
     );
+}
+
+async fn an_owed_final_card_is_claimed_once_after_the_end(db: Db) {
+    let s = &db.store;
+    let owner = s.lark_user("ou_1").await.unwrap();
+    let sess = s
+        .lark_session(&chat("oc_a"), &owner.id, "mock", "agent")
+        .await
+        .unwrap();
+    let run = started(
+        s.send_message(&req(&owner.id, &sess.id, "hi"))
+            .await
+            .unwrap(),
+    )
+    .run_id;
+    let claimed = claim(&db, &run, "w1").await;
+    s.lark_card_owed(&run).await.unwrap();
+    let overdue = |ms| async move { s.claim_overdue_lark_cards(ms, 3_600_000, 10).await.unwrap() };
+    let back = |column: &str, ms: i64| {
+        db.exec(format!(
+            "update runs set {column} = {column} - {ms} where id = '{}'",
+            run.0
+        ))
+    };
+    back("lark_card_due", 20_000).await;
+    assert_eq!(
+        overdue(5_000).await,
+        (vec![], 0),
+        "a running run owes nothing yet"
+    );
+    succeed_claimed(&db, &claimed, &RunLimits::unlimited()).await;
+    assert_eq!(
+        overdue(5_000).await,
+        (vec![], 0),
+        "not overdue a moment after the end"
+    );
+    back("finished_at", 10_000).await;
+    assert_eq!(overdue(5_000).await, (vec![run.clone()], 0));
+    assert_eq!(
+        overdue(5_000).await,
+        (vec![], 0),
+        "claimed: nobody else takes it for a while"
+    );
+    back("lark_card_due", 10_000).await;
+    assert_eq!(
+        overdue(5_000).await,
+        (vec![run.clone()], 0),
+        "a claim that lapsed"
+    );
+    back("lark_card_due", 10_000).await;
+    s.lark_card_shown(&run).await.unwrap();
+    assert_eq!(overdue(5_000).await, (vec![], 0), "shown: owed no more");
+    // Owed again and ended long ago: given up.
+    s.lark_card_owed(&run).await.unwrap();
+    back("finished_at", 7_200_000).await;
+    assert_eq!(overdue(5_000).await, (vec![], 1));
 }

@@ -146,6 +146,7 @@ impl Driver {
                 Ok(()) => {
                     retries = 0;
                     if view.is_final() {
+                        self.shown().await;
                         return;
                     }
                 }
@@ -158,8 +159,18 @@ impl Driver {
                         _ = tokio::time::sleep(delay) => continue,
                     }
                 }
-                Err(SyncError::Retry(e) | SyncError::GiveUp(e)) => {
+                Err(SyncError::GiveUp(e)) => {
                     tracing::error!(run.id = %self.run, error = %e, "lark card update given up");
+                    retries = 0;
+                    if view.is_final() {
+                        // Lark refuses it: showing it again later would not help.
+                        self.shown().await;
+                        return;
+                    }
+                }
+                Err(SyncError::Retry(e)) => {
+                    // Lark kept failing: a later sweep shows the end if this was it.
+                    tracing::error!(run.id = %self.run, error = %e, "lark card update given up after retries");
                     retries = 0;
                     if view.is_final() {
                         return;
@@ -170,6 +181,13 @@ impl Driver {
             if latest.changed().await.is_err() {
                 return;
             }
+        }
+    }
+
+    /// The final card is shown: the run owes its chat nothing more.
+    async fn shown(&self) {
+        if let Err(e) = self.egress.store.lark_card_shown(&self.run).await {
+            tracing::warn!(run.id = %self.run, error = %e, "recording the final lark card failed; a sweep may show it again");
         }
     }
 

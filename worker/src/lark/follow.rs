@@ -22,7 +22,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use weft_lark::text::Lang;
 use weft_shared::bus::{AttachItem, attach};
-use weft_shared::event::{EventKind, RunEvent};
+use weft_shared::event::{EventKind, Frame, RunEvent};
 use weft_shared::ids::RunId;
 use weft_shared::store::LarkTarget;
 
@@ -115,21 +115,31 @@ pub(super) struct Signals {
 
 impl LarkEgress {
     /// Streams `run`'s reply into its cards (see the module docs for when it
-    /// stops). `before`: the log's last seq before this attempt.
+    /// stops). `before`: the log's last seq before this attempt. `record`:
+    /// the events to show instead of the log's (a log that is gone).
     pub(super) async fn follow(
         self,
         run: RunId,
         target: LarkTarget,
         before: Option<u64>,
         signals: Signals,
+        record: Option<Vec<RunEvent>>,
     ) {
-        let events = match attach(self.bus.clone(), run.clone(), 0, IDLE).await {
-            Ok(events) => events,
-            Err(e) => {
-                tracing::warn!(run.id = %run, error = %e, "lark card cannot follow the run");
-                return;
-            }
-        };
+        let mut events: std::pin::Pin<Box<dyn futures::Stream<Item = AttachItem> + Send>> =
+            match record {
+                Some(events) => Box::pin(futures::stream::iter(
+                    events
+                        .into_iter()
+                        .map(|e| AttachItem::Frame(Frame::encode(&e))),
+                )),
+                None => match attach(self.bus.clone(), run.clone(), 0, IDLE).await {
+                    Ok(events) => Box::pin(events),
+                    Err(e) => {
+                        tracing::warn!(run.id = %run, error = %e, "lark card cannot follow the run");
+                        return;
+                    }
+                },
+            };
         let (views, latest) = watch::channel(ReplyView::default());
         let lang = Lang::of(&target.text, self.tenant);
         let driver = Driver::new(
@@ -143,7 +153,6 @@ impl LarkEgress {
         );
         // In the card's span: its Lark calls are the card's children.
         let driving = tokio::spawn(tracing::Instrument::in_current_span(driver.drive(latest)));
-        let mut events = std::pin::pin!(events);
         let mut reader = Reader {
             before,
             own_start: None,

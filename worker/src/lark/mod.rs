@@ -45,6 +45,7 @@
 mod background;
 mod driver;
 mod follow;
+mod overdue;
 mod view;
 
 use std::collections::HashMap;
@@ -210,9 +211,24 @@ impl LarkEgress {
         tasks: &TaskTracker,
         run: &RunId,
     ) -> Result<Option<CardFollower>, StoreError> {
+        self.start_from(tasks, run, None).await
+    }
+
+    /// [`Self::start`], the events read from `record` when given (a run
+    /// whose event log is gone, told from the database: [`overdue`]).
+    async fn start_from(
+        &self,
+        tasks: &TaskTracker,
+        run: &RunId,
+        record: Option<Vec<weft_shared::event::RunEvent>>,
+    ) -> Result<Option<CardFollower>, StoreError> {
         let Some(target) = self.target(run).await? else {
             return Ok(None);
         };
+        // From now on the run owes its chat a final card ([`overdue`]).
+        if let Err(e) = self.store.lark_card_owed(run).await {
+            tracing::warn!(run.id = %run, error = %e, "recording that the run owes a final lark card failed");
+        }
         // Unknown (bus trouble): earlier attempts cannot be told apart, so the
         // follower does not watch for later ones either.
         let before = self.bus.last_seq(run).await.ok();
@@ -264,7 +280,7 @@ impl LarkEgress {
                 };
                 egress
                     .clone()
-                    .follow(run.clone(), target, before, signals)
+                    .follow(run.clone(), target, before, signals, record)
                     .await;
                 drop(finished);
                 let mut followers = egress.followers.lock().expect("followers lock");
@@ -275,6 +291,14 @@ impl LarkEgress {
             span,
         ));
         Ok(Some(handle))
+    }
+
+    /// Whether a follower of `run` works in this process.
+    fn is_following(&self, run: &RunId) -> bool {
+        self.followers
+            .lock()
+            .expect("followers lock")
+            .contains_key(run)
     }
 
     /// The reply ended: the THINKING reactions on its messages come off.
