@@ -27,7 +27,8 @@ use weft_shared::api::{
 use weft_shared::config::MAX_TOP_K;
 use weft_shared::memory_room::{SharedPermit, human_size as mib};
 use weft_shared::store::{
-    AuthUser, BaseChange, ChunkWindow, KnowledgeBase, KnowledgeDocument, NewDocument,
+    AuthUser, BaseChange, ChunkWindow, DocumentLimits, KnowledgeBase, KnowledgeDocument,
+    NewDocument, OverLimit, StoreError,
 };
 use weft_tools::web::UrlDownload;
 
@@ -342,22 +343,26 @@ pub async fn add_documents(
         .max_documents_per_base
         .saturating_sub(base.documents.max(0) as u64);
     if body.files.len() as u64 > room {
-        return Err(ApiError::PayloadTooLarge(format!(
-            "knowledge.max_documents_per_base: the base holds {} of its {} documents",
-            base.documents, cfg.max_documents_per_base
-        )));
+        return Err(over_limit(OverLimit::Documents {
+            held: base.documents.max(0) as u64,
+            limit: cfg.max_documents_per_base,
+        }));
     }
-    // Documents count against the base owner's storage quota.
+    // Documents count against the base owner's storage quota. Checked here
+    // before anything is stored, and exactly by the transaction that adds each.
     if let Some((usage, limit)) =
         crate::storage_quota::over_quota(&state, &base.owner, &body.files).await?
     {
-        return Err(ApiError::PayloadTooLarge(format!(
-            "limits.storage_bytes_per_user: the files of this base's owner take {} of their {}, and these documents need {} more; delete documents or sessions to free space",
-            mib(usage.used_bytes),
-            mib(limit),
-            mib(usage.adding_bytes)
-        )));
+        return Err(over_limit(OverLimit::Storage {
+            used: usage.used_bytes,
+            adding: usage.adding_bytes,
+            limit,
+        }));
     }
+    let limits = DocumentLimits {
+        documents_per_base: cfg.max_documents_per_base,
+        owner_storage_bytes: state.config().limits.storage_bytes_per_user,
+    };
     let typed = detect_all(body.files).await?;
     if let Some((u, _)) = typed.iter().find(|(_, d)| d.kind == Kind::Image) {
         return Err(ApiError::Validation(format!(
@@ -385,9 +390,14 @@ pub async fn add_documents(
                     mime: det.mime,
                     bytes: size as i64,
                     sha256: &sha,
+                    limits,
                 },
             )
-            .await?;
+            .await
+            .map_err(|e| match e {
+                StoreError::OverLimit(over) => over_limit(over),
+                other => other.into(),
+            })?;
         out.push(KnowledgeUploaded {
             document: document_dto(doc),
             created,
@@ -399,6 +409,25 @@ pub async fn add_documents(
         StatusCode::CREATED,
         Json(KnowledgeUploadResult { documents: out }),
     ))
+}
+
+/// A knowledge limit a request would pass, as the 413 that names it.
+fn over_limit(over: OverLimit) -> ApiError {
+    ApiError::PayloadTooLarge(match over {
+        OverLimit::Documents { held, limit } => format!(
+            "knowledge.max_documents_per_base: the base holds {held} of its {limit} documents"
+        ),
+        OverLimit::Storage {
+            used,
+            adding,
+            limit,
+        } => format!(
+            "limits.storage_bytes_per_user: the files of this base's owner take {} of their {}, and these documents need {} more; delete documents or sessions to free space",
+            mib(used),
+            mib(limit),
+            mib(adding)
+        ),
+    })
 }
 
 /// Search a base: the chunks that best match the query — by its words, and by

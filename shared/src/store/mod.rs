@@ -50,8 +50,8 @@ pub use attachments::{Attachment, NewAttachment};
 pub use config_settings::ConfigSettings;
 pub use jobs::{ClaimedJob, Enqueued, JobEnd, JobRecord, JobState, LAPSED, LapsedJob, NewJob};
 pub use knowledge::{
-    BaseChange, BaseVectors, ChunkHit, ChunkVectors, ChunkWindow, IndexedChunk, IndexedDocument,
-    KnowledgeBase, KnowledgeDocument, NewChunk, NewDocument, valid_base_name,
+    BaseChange, BaseVectors, ChunkHit, ChunkVectors, ChunkWindow, DocumentLimits, IndexedChunk,
+    IndexedDocument, KnowledgeBase, KnowledgeDocument, NewChunk, NewDocument, valid_base_name,
 };
 pub use lark::{InboundClaim, LarkChat, LarkTarget, LinkOutcome, ReactionRecord, lark_username};
 pub use lark_cards::{CardEntityRecord, LarkApprovalCard, LarkCard};
@@ -91,6 +91,9 @@ pub enum StoreError {
     /// safe set); the message says which.
     #[error("{0}")]
     Invalid(String),
+    /// Storing it would pass a limit; which, and by how much.
+    #[error("over a limit: {0:?}")]
+    OverLimit(OverLimit),
     #[error("database: {0}")]
     Db(#[from] sqlx::Error),
     #[error("database: {0}")]
@@ -103,6 +106,16 @@ impl StoreError {
     pub fn is_transient(&self) -> bool {
         matches!(self, StoreError::Db(_) | StoreError::Other(_))
     }
+}
+
+/// A limit a write would pass, with the figures that say so.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum OverLimit {
+    /// `knowledge.max_documents_per_base`: the base holds `held` documents.
+    Documents { held: u64, limit: u64 },
+    /// `limits.storage_bytes_per_user`: the user stores `used` bytes, and the
+    /// write would add `adding`.
+    Storage { used: u64, adding: u64, limit: u64 },
 }
 
 /// Which uniqueness rule said no: callers branch on the kind, never on a string.

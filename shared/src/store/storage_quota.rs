@@ -7,8 +7,8 @@
 //! who attached it. Extracted text and chunks are not counted. Deleting a
 //! session (or the user), a document or a base deletes its rows, which frees
 //! the quota at once, whether or not the bytes are swept yet. A knowledge
-//! upload is checked at the front door only (against the base owner's quota):
-//! two uploads at the same moment may pass it together by a document each.
+//! document counts against its base owner's quota, checked the same two ways
+//! (the transaction that adds it locks the base's row, then the owner's).
 //!
 //! The gateway checks before it stores anything (a message that cannot fit is
 //! refused with nothing written); the send transaction checks again, exactly,
@@ -49,7 +49,7 @@ const STORED: &str = "select sha256, bytes from attachments where user_id = $1
      join knowledge_bases b on b.id = d.base_id where b.owner_id = $1";
 
 /// `user`'s usage, and what the files (sha256, bytes) would add.
-async fn storage_use(
+pub(crate) async fn storage_use(
     conn: &mut AnyConnection,
     user: &UserId,
     files: &[(&str, u64)],
@@ -107,9 +107,21 @@ pub(super) async fn check_storage(
     if limit == 0 || files.is_empty() {
         return Ok(None);
     }
+    lock_user(tx, lock_suffix, user).await?;
+    let files: Vec<(&str, u64)> = files.iter().map(|f| (f.sha256.as_str(), f.bytes)).collect();
+    let usage = storage_use(tx, user, &files).await?;
+    Ok((!usage.fits(limit)).then_some(usage))
+}
+
+/// Locks `user`'s row (Postgres; SQLite serialises writers) before counting
+/// their storage. A statement of its own: a read-committed statement that
+/// waited for the lock would count with the snapshot it started with.
+pub(crate) async fn lock_user(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    lock_suffix: &str,
+    user: &UserId,
+) -> Result<()> {
     if !lock_suffix.is_empty() {
-        // A statement of its own: a read-committed statement that waited for the
-        // lock would count with the snapshot it started with.
         sqlx::query(sqlx::AssertSqlSafe(format!(
             "select id from users where id = $1{lock_suffix}"
         )))
@@ -117,9 +129,7 @@ pub(super) async fn check_storage(
         .fetch_optional(&mut **tx)
         .await?;
     }
-    let files: Vec<(&str, u64)> = files.iter().map(|f| (f.sha256.as_str(), f.bytes)).collect();
-    let usage = storage_use(tx, user, &files).await?;
-    Ok((!usage.fits(limit)).then_some(usage))
+    Ok(())
 }
 
 impl Store {

@@ -5,7 +5,10 @@
 use weft_knowledge::segment;
 use weft_shared::api::{DocumentStatus, KnowledgeVisibility};
 use weft_shared::job::{IngestDocument, JobKind};
-use weft_shared::store::{AuthUser, BaseChange, JobState, NewChunk, NewDocument, Role, StoreError};
+use weft_shared::store::{
+    AuthUser, BaseChange, DocumentLimits, JobState, NewChunk, NewDocument, OverLimit, Role,
+    StoreError,
+};
 use weft_shared::time::now_ms;
 
 use crate::both_backends;
@@ -19,6 +22,7 @@ both_backends!(
     deleting_takes_documents_out_of_search_and_cancels_ingestion,
     base_names_are_checked_and_unique_per_owner,
     document_bytes_are_kept_while_a_document_names_them,
+    documents_are_held_to_their_limits_exactly,
 );
 
 async fn admin(db: &Db) -> AuthUser {
@@ -34,6 +38,7 @@ pub(crate) fn doc<'a>(name: &'a str, sha: &'a str) -> NewDocument<'a> {
         mime: "text/markdown",
         bytes: 10,
         sha256: sha,
+        limits: DocumentLimits::default(),
     }
 }
 
@@ -463,4 +468,65 @@ async fn document_bytes_are_kept_while_a_document_names_them(db: Db) {
     let mut orphans = s.orphan_blobs(later, 10).await.unwrap();
     orphans.sort();
     assert_eq!(orphans, ["sha-doc", "sha-loose"]);
+}
+
+/// The limits are checked in the transaction that adds a document, so adds
+/// at the same moment cannot pass them together; the same bytes again are
+/// never refused.
+async fn documents_are_held_to_their_limits_exactly(db: Db) {
+    let s = &db.store;
+    let alice = user(&db, "alice").await;
+    let base = s
+        .create_knowledge_base(&alice.id, "kb", "", KnowledgeVisibility::Private)
+        .await
+        .unwrap();
+    let limited = |name: &'static str, documents: u64, storage: u64| NewDocument {
+        limits: DocumentLimits {
+            documents_per_base: documents,
+            owner_storage_bytes: storage,
+        },
+        ..doc(name, name)
+    };
+    s.add_knowledge_document(&alice, &base, &limited("a", 2, 0))
+        .await
+        .unwrap();
+    // Two adds at once with room for one: exactly one is refused.
+    let (b, c) = (limited("b", 2, 0), limited("c", 2, 0));
+    let (b, c) = tokio::join!(
+        s.add_knowledge_document(&alice, &base, &b),
+        s.add_knowledge_document(&alice, &base, &c),
+    );
+    let refused: Vec<_> = [b, c].into_iter().filter_map(Result::err).collect();
+    assert_eq!(refused.len(), 1, "{refused:?}");
+    assert!(
+        matches!(
+            refused[0],
+            StoreError::OverLimit(OverLimit::Documents { held: 2, limit: 2 })
+        ),
+        "{refused:?}"
+    );
+    // At the limit, the same bytes again are the same document.
+    let (_, created) = s
+        .add_knowledge_document(&alice, &base, &limited("a", 2, 0))
+        .await
+        .unwrap();
+    assert!(!created);
+    // Storage: two documents of 10 bytes stored, a third would pass 25.
+    let err = s
+        .add_knowledge_document(&alice, &base, &limited("d", 0, 25))
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(
+            err,
+            StoreError::OverLimit(OverLimit::Storage {
+                used: 20,
+                adding: 10,
+                limit: 25
+            })
+        ),
+        "{err:?}"
+    );
+    let docs = s.knowledge_documents(&alice, &base).await.unwrap();
+    assert_eq!(docs.len(), 2, "nothing of the refused adds is left");
 }

@@ -5,8 +5,10 @@ use super::vectors::{ChunkVectors, bump_revision};
 use super::{
     DOCUMENT_COLUMNS, KnowledgeDocument, NewChunk, NewDocument, cancel_ingestion, document,
 };
+use crate::ids::UserId;
 use crate::job::IngestDocument;
-use crate::store::{AuthUser, Result, Store, StoreError, get_str};
+use crate::store::storage_quota::{lock_user, storage_use};
+use crate::store::{AuthUser, OverLimit, Result, Store, StoreError, WriteTx, get_i64, get_str};
 use crate::time::now_ms;
 
 impl Store {
@@ -22,6 +24,19 @@ impl Store {
         let id = format!("doc_{}", uuid::Uuid::now_v7().simple());
         let now = now_ms();
         let mut tx = self.begin().await?;
+        // The base's row first: adds to one base queue here, so each counts
+        // the documents the one before it added.
+        let owner = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "select owner_id from knowledge_bases where id = $1{}",
+            self.lock_suffix()
+        )))
+        .bind(base_id)
+        .fetch_optional(&mut **tx)
+        .await?
+        .ok_or(StoreError::NotFound)?;
+        let owner = UserId(get_str(&owner, "owner_id")?);
+        // Counted before the insert, which may find the same bytes there.
+        let over = self.over_limits(&mut tx, base_id, &owner, doc).await?;
         let inserted = sqlx::query(
             "insert into knowledge_documents (id, base_id, name, mime, bytes, sha256, status, created_at, updated_at)
              values ($1, $2, $3, $4, $5, $6, 'queued', $7, $7)
@@ -38,6 +53,9 @@ impl Store {
         .await?;
         let created = inserted.rows_affected() == 1;
         if created {
+            if let Some(over) = over {
+                return Err(StoreError::OverLimit(over));
+            }
             let job = IngestDocument {
                 document_id: id.clone(),
             };
@@ -57,6 +75,46 @@ impl Store {
         .await?;
         tx.commit().await?;
         Ok((document(&row)?, created))
+    }
+
+    /// Inside the adding transaction, before the insert: the limit adding
+    /// `doc` would pass, if any. The owner's row is locked last (Postgres), as
+    /// by the send transaction's storage check, so uploads and sends through
+    /// any number of gateways cannot pass the quota together.
+    async fn over_limits(
+        &self,
+        tx: &mut WriteTx,
+        base_id: &str,
+        owner: &UserId,
+        doc: &NewDocument<'_>,
+    ) -> Result<Option<OverLimit>> {
+        let limits = doc.limits;
+        if limits.documents_per_base > 0 {
+            let row =
+                sqlx::query("select count(*) as n from knowledge_documents where base_id = $1")
+                    .bind(base_id)
+                    .fetch_one(&mut ***tx)
+                    .await?;
+            let held = get_i64(&row, "n")? as u64;
+            if held >= limits.documents_per_base {
+                return Ok(Some(OverLimit::Documents {
+                    held,
+                    limit: limits.documents_per_base,
+                }));
+            }
+        }
+        if limits.owner_storage_bytes > 0 {
+            lock_user(tx, self.lock_suffix(), owner).await?;
+            let usage = storage_use(tx, owner, &[(doc.sha256, doc.bytes.max(0) as u64)]).await?;
+            if !usage.fits(limits.owner_storage_bytes) {
+                return Ok(Some(OverLimit::Storage {
+                    used: usage.used_bytes,
+                    adding: usage.adding_bytes,
+                    limit: limits.owner_storage_bytes,
+                }));
+            }
+        }
+        Ok(None)
     }
 
     /// The documents of a base `user` may see, newest first.

@@ -96,6 +96,18 @@ pub struct NewDocument<'a> {
     pub mime: &'a str,
     pub bytes: i64,
     pub sha256: &'a str,
+    pub limits: DocumentLimits,
+}
+
+/// What a new document is held to, checked exactly in the transaction that
+/// adds it (0: no limit).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DocumentLimits {
+    /// `knowledge.max_documents_per_base`.
+    pub documents_per_base: u64,
+    /// `limits.storage_bytes_per_user` of the base's owner (documents count
+    /// against the owner's storage).
+    pub owner_storage_bytes: u64,
 }
 
 /// A chunk the ingestion job made.
