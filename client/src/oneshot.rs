@@ -126,14 +126,11 @@ pub async fn run(gw: &Gateway, job: OneShot) -> Result<u8> {
             }
         };
         let Some(ev) = next else { break };
-        for change in reply.apply(ev) {
+        for change in reply.apply(&ev) {
             printer.show(&reply, &change, job.print_tools)?;
-            if let Change::Approval {
-                approval_id,
-                name,
-                args,
-            } = &change
-            {
+            if let Change::Approval(i) = &change {
+                let asked = &reply.approvals[*i];
+                let (approval_id, name, args) = (&asked.approval_id, &asked.name, &asked.args);
                 match job.approve {
                     Approve::Auto => {
                         eprintln!(
@@ -250,14 +247,19 @@ impl TextPrinter {
             }
             Change::ToolEnd(i) if print_tools => {
                 let t = &reply.tools[*i];
-                let mark = if t.ok == Some(true) { "✓" } else { "✗" };
-                eprintln!("{mark} {} ({} ms)", t.name, t.duration_ms);
+                let ok = t.ended.as_ref().is_some_and(|e| e.ok);
+                let mark = if ok { "✓" } else { "✗" };
+                let ms = t.ended.as_ref().map_or(0, |e| e.duration_ms);
+                eprintln!("{mark} {} ({ms} ms)", t.name);
             }
-            Change::ApprovalDecided { name, decision, by } if print_tools => {
-                eprintln!(
-                    "{}",
-                    crate::render::decision_note(name, decision, by.as_deref())
-                );
+            Change::ApprovalDecided(i) if print_tools => {
+                let a = &reply.approvals[*i];
+                if let Some(d) = &a.decided {
+                    eprintln!(
+                        "{}",
+                        crate::render::decision_note(&a.name, &d.decision, d.by.as_deref())
+                    );
+                }
             }
             _ => {}
         }

@@ -6,11 +6,11 @@
 //! (after dropping what `retrying` and a new `run_started` attempt retract)
 //! exactly the reply the mock was scripted to give.
 
-use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use rand::Rng;
 use weft_shared::event::{EventKind, RunEvent};
+use weft_shared::fold::{Change, Outcome, RunFold};
 
 use crate::client::{WeftClient, error_kind};
 use crate::sse::{SseEnd, SseReader};
@@ -78,9 +78,11 @@ pub struct TurnResult {
 struct StreamState {
     last_seq: u64,
     run_id: Option<String>,
-    /// Text per step; a retry or a new attempt clears the steps it redoes.
-    text: BTreeMap<u32, String>,
-    tokens: BTreeMap<u32, u64>,
+    /// The reply so far, by the protocol's one fold (a retry or a new
+    /// attempt voids the steps it redoes).
+    fold: RunFold,
+    /// Words received of the kept steps (for the stream lag).
+    words: u64,
     first_token: Option<Instant>,
     drops: u32,
     incoherent: bool,
@@ -240,61 +242,53 @@ fn on_event(
         let delivered = weft_shared::time::now_ms() - event.ts;
         rec.with(|s| s.delivery.push(delivered * 1000));
     }
-    match event.kind {
-        EventKind::RunStarted {
-            attempt,
-            resume_step,
-            ..
-        } => {
-            st.run_id = Some(event.run_id.0.clone());
-            if attempt > 1 {
-                st.text.retain(|step, _| *step < resume_step);
-                st.tokens.retain(|step, _| *step < resume_step);
+    let changes = st.fold.apply(&event);
+    for change in &changes {
+        match change {
+            Change::Started { .. } => st.run_id = Some(event.run_id.0.clone()),
+            Change::Text { delta, .. } => {
+                if st.first_token.is_none() {
+                    st.first_token = Some(at);
+                    let ttft = at - t0;
+                    rec.with(|s| {
+                        s.ttft.push(ttft.as_micros() as i64);
+                        s.ttft_overhead.push(Recorder::signed(ttft, plan.ttft));
+                    });
+                }
+                st.words += delta.split_whitespace().count() as u64;
+                if st.drops == 0 {
+                    let lag = Recorder::signed(at - t0, plan.nominal(st.words));
+                    rec.with(|s| s.lag.push(lag));
+                }
             }
-        }
-        EventKind::Text { step, delta } => {
-            if st.first_token.is_none() {
-                st.first_token = Some(at);
-                let ttft = at - t0;
-                rec.with(|s| {
-                    s.ttft.push(ttft.as_micros() as i64);
-                    s.ttft_overhead.push(Recorder::signed(ttft, plan.ttft));
-                });
+            Change::Retract { .. } => {
+                st.words = st.fold.streamed_text().split_whitespace().count() as u64;
             }
-            let n = st.tokens.entry(step).or_insert(0);
-            *n += delta.split_whitespace().count() as u64;
-            let total: u64 = st.tokens.values().sum();
-            if st.drops == 0 {
-                let lag = Recorder::signed(at - t0, plan.nominal(total));
-                rec.with(|s| s.lag.push(lag));
-            }
-            st.text.entry(step).or_default().push_str(&delta);
+            _ => {}
         }
-        EventKind::Retrying { step, .. } => {
-            rec.with(|s| s.retries_seen += 1);
-            st.text.remove(&step);
-            st.tokens.remove(&step);
-        }
-        EventKind::Done { .. } => {
-            let text: String = st.text.values().map(String::as_str).collect();
-            if text != plan.expect {
+    }
+    if let EventKind::Retrying { .. } = event.kind {
+        rec.with(|s| s.retries_seen += 1);
+    }
+    match &st.fold.outcome {
+        Some(Outcome::Done) => {
+            if st.fold.streamed_text() != plan.expect {
                 rec.error("reply_mismatch");
                 st.incoherent = true;
                 return Some(TurnEnd::Failed("reply_mismatch".into()));
             }
-            return Some(TurnEnd::Done);
+            Some(TurnEnd::Done)
         }
-        EventKind::Error(e) => {
+        Some(Outcome::Failed(e)) => {
             rec.error(format!("run_error:{}", e.code));
-            return Some(TurnEnd::Failed(e.code));
+            Some(TurnEnd::Failed(e.code.clone()))
         }
-        EventKind::Cancelled { .. } => {
+        Some(Outcome::Cancelled { .. }) => {
             rec.error("run_cancelled");
-            return Some(TurnEnd::Failed("cancelled".into()));
+            Some(TurnEnd::Failed("cancelled".into()))
         }
-        _ => {}
+        None => None,
     }
-    None
 }
 
 fn finish(rec: &Recorder, st: &StreamState, end: TurnEnd, accepted: bool) -> TurnResult {
@@ -397,10 +391,7 @@ mod tests {
         let e = text(1_000_004, "w1 w2 ");
         assert_eq!(on_event(&mut st, &plan, e, Instant::now(), t0, &rec), None);
         assert!(!st.incoherent, "a jump to a new attempt is allowed");
-        assert_eq!(
-            st.text.values().map(String::as_str).collect::<String>(),
-            "w1 w2 "
-        );
+        assert_eq!(st.fold.streamed_text(), "w1 w2 ");
         // A jump to anything but a new attempt's first event is a lost event.
         let e = text(1_000_006, "w3");
         assert_eq!(on_event(&mut st, &plan, e, Instant::now(), t0, &rec), None);

@@ -235,7 +235,8 @@ impl Display {
         } else {
             self.settle();
         }
-        let (mark, color) = if t.ok == Some(true) {
+        let ended = t.ended.as_ref();
+        let (mark, color) = if ended.is_some_and(|e| e.ok) {
             ("✓", GREEN)
         } else {
             ("✗", RED)
@@ -243,7 +244,7 @@ impl Display {
         let call = with_args(&t.name, &t.args, self.width.saturating_sub(20));
         self.w(&format!(
             "  {color}{mark}{RESET} {DIM}{call} · {}{RESET}\n",
-            human_ms(t.duration_ms)
+            human_ms(ended.map_or(0, |e| e.duration_ms))
         ));
         self.text_step = None;
         self.spinner = Some(0);

@@ -97,26 +97,30 @@ async fn follow(gw: &Gateway, state: &mut ReplState, stream: &mut RunStream) -> 
                 return Err(e);
             }
         };
-        for change in reply.apply(ev) {
+        for change in reply.apply(&ev) {
             match change {
                 Change::Text { step, delta } => display.text(step, &delta),
                 Change::Thinking { delta, .. } => display.thinking(&delta),
                 Change::ToolStart(i) => display.tool_start(&reply.tools[i]),
                 Change::ToolEnd(i) => display.tool_end(&reply.tools[i]),
                 Change::Retract { reason, .. } => display.retract(&reason),
-                Change::Approval {
-                    approval_id,
-                    name,
-                    args,
-                } => {
+                Change::Approval(i) => {
                     display.finish();
-                    let decision = ask_approval(&name, &args).await;
-                    gw.decide_approval(&approval_id, decision).await?;
+                    let asked = &reply.approvals[i];
+                    let decision = ask_approval(&asked.name, &asked.args).await;
+                    gw.decide_approval(&asked.approval_id, decision).await?;
                     display = Display::new();
                 }
-                Change::ApprovalDecided { name, decision, by } => display.note(
-                    &crate::render::decision_note(&name, &decision, by.as_deref()),
-                ),
+                Change::ApprovalDecided(i) => {
+                    let a = &reply.approvals[i];
+                    if let Some(d) = &a.decided {
+                        display.note(&crate::render::decision_note(
+                            &a.name,
+                            &d.decision,
+                            d.by.as_deref(),
+                        ))
+                    }
+                }
                 Change::Started { .. } | Change::Usage | Change::Citations | Change::Finished => {}
             }
         }

@@ -1,8 +1,10 @@
 // The state of one run as seen through its event stream.
 //
-// Every rule about how run events combine lives here and nowhere else, so that a
+// Every rule about how run events combine lives here for the web UI, so that a
 // reply can neither vanish nor duplicate however the stream is cut, replayed or
-// re-attached (docs/protocol.md, "Run events"):
+// re-attached. They are the protocol's one fold (docs/protocol.md, "Folding events
+// into a reply"; weft_wire::fold in Rust), and one table of cases
+// (wire/tests/fold_cases.json, fold_cases.test.ts here) is run against both:
 //   * seq dedupe — an event with seq ≤ the last applied one is ignored, so replay
 //     after a re-attach (Last-Event-ID / ?after=N, or a full replay from 0) is safe;
 //   * every `run_started` after the first drops what was shown for steps

@@ -17,6 +17,7 @@ use std::collections::BTreeMap;
 
 use weft_shared::api::MessageDto;
 use weft_shared::event::{EventKind, RunEvent};
+use weft_shared::fold::RunFold;
 
 /// What is wrong with one run; empty when nothing is.
 #[derive(Debug, Clone, Default)]
@@ -66,7 +67,7 @@ pub fn events(events: &[RunEvent], approval: &str, f: &mut Findings) -> StreamCh
     let mut out = StreamCheck::default();
     let mut last = 0u64;
     let mut counts: BTreeMap<&'static str, usize> = BTreeMap::new();
-    let mut text: BTreeMap<u32, String> = BTreeMap::new();
+    let mut fold = RunFold::default();
     for ev in events {
         if ev.seq <= last {
             f.duplicated("event_seq_repeated");
@@ -82,6 +83,7 @@ pub fn events(events: &[RunEvent], approval: &str, f: &mut Findings) -> StreamCh
             });
         }
         last = ev.seq;
+        fold.apply(ev);
         *counts.entry(ev.kind.type_name()).or_default() += 1;
         match &ev.kind {
             EventKind::ApprovalRequired { approval_id, .. } if approval_id != approval => {
@@ -95,10 +97,6 @@ pub fn events(events: &[RunEvent], approval: &str, f: &mut Findings) -> StreamCh
                     f.wrong("tool_failed");
                 }
                 out.tool_output = Some(output.clone());
-            }
-            EventKind::Text { step, delta } => text.entry(*step).or_default().push_str(delta),
-            EventKind::Retrying { step, .. } => {
-                text.remove(step);
             }
             EventKind::Done { .. } => out.done_ts = Some(ev.ts),
             _ => {}
@@ -124,7 +122,7 @@ pub fn events(events: &[RunEvent], approval: &str, f: &mut Findings) -> StreamCh
         Some(k) if k.is_terminal() => f.lost(format!("ended_{}", k.type_name())),
         _ => f.lost("no_terminal_event"),
     }
-    out.reply = text.into_values().collect();
+    out.reply = fold.streamed_text();
     if let Some(output) = &out.tool_output
         && out.done_ts.is_some()
         && out.reply != expected_reply(output)

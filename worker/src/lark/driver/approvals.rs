@@ -21,7 +21,7 @@ use weft_lark::text::say::Verdict;
 use weft_shared::time::now_ms;
 
 use super::{Driver, SyncError, classify, counted, lark_call};
-use crate::lark::view::{ApprovalRequest, ApprovalShown, ReplyView};
+use crate::lark::view::{Approval, ApprovalShown, ReplyView, verdict};
 
 /// Keys of an approval button's callback value besides `approval_id` and
 /// `decision`; the gateway's click handler reads them back.
@@ -50,7 +50,7 @@ impl Driver {
                 ApprovalShown::Answered(answer) if inherited(answer.seq) => continue,
                 ApprovalShown::Answered(answer) => {
                     let by = answer.by.clone().unwrap_or_default();
-                    match answer.verdict {
+                    match verdict(answer) {
                         Verdict::Approved => ApprovalAnswer::Approved {
                             by,
                             always: self.decided_always(id).await,
@@ -81,7 +81,7 @@ impl Driver {
     /// Sends the approval card of `request`, once: its `uuid` derives from the
     /// approval, so a follower of a later attempt that sends it again gets the
     /// same message back instead of a second set of buttons.
-    async fn ask(&mut self, request: &ApprovalRequest) -> Result<(), SyncError> {
+    async fn ask(&mut self, request: &Approval) -> Result<(), SyncError> {
         let context = Map::from_iter([
             (RUN_KEY.to_owned(), json!(self.run.0)),
             (STEP_KEY.to_owned(), json!(request.step)),
@@ -146,7 +146,7 @@ impl Driver {
 }
 
 fn approval_card(
-    request: &ApprovalRequest,
+    request: &Approval,
     answer: ApprovalAnswer,
     context: Map<String, serde_json::Value>,
 ) -> ApprovalCard {

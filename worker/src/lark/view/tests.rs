@@ -2,7 +2,7 @@
 
 use serde_json::json;
 use weft_lark::text::say;
-use weft_shared::api::ErrorBody;
+use weft_shared::api::{ErrorBody, UsageDto};
 use weft_shared::ids::{MessageId, RunId, SessionId};
 
 use super::*;
@@ -244,7 +244,7 @@ fn denied_and_expired_calls_read_as_refused() {
         .approvals()
         .iter()
         .map(|(_, shown)| match shown {
-            ApprovalShown::Answered(a) => Some((a.verdict, a.by.as_deref(), a.seq)),
+            ApprovalShown::Answered(a) => Some((verdict(a), a.by.as_deref(), a.seq)),
             _ => None,
         })
         .collect();

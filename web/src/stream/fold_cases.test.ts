@@ -1,0 +1,54 @@
+// The shared table of fold cases (wire/tests/fold_cases.json): the same events
+// must leave this reducer where they leave the Rust fold (weft_wire::fold,
+// wire/tests/fold.rs), stated in the table's terms.
+import { describe, expect, it } from 'vitest'
+import table from '../../../wire/tests/fold_cases.json'
+import type { RunEvent } from '../types'
+import { applyEvent, initialRunState, type RunState } from './reducer'
+
+interface Expect {
+  steps: { step: number; text: string; thinking: string }[]
+  tools: { call_id: string; status: string; decision: string | null }[]
+  outcome: string | null
+  citations?: number[]
+}
+
+interface Case {
+  name: string
+  events: unknown[]
+  expect: Expect
+  then?: { events: unknown[]; expect: Expect }
+}
+
+function seen(s: RunState) {
+  const outcome = s.phase === 'done' || s.phase === 'error' || s.phase === 'cancelled' ? s.phase : null
+  return {
+    steps: s.steps
+      .filter((x) => x.text !== '' || x.thinking !== '')
+      .map((x) => ({ step: x.step, text: x.text, thinking: x.thinking })),
+    tools: Object.values(s.tools)
+      .map((t) => ({ call_id: t.callId, status: t.status, decision: t.decision?.decision ?? null }))
+      .sort((a, b) => a.call_id.localeCompare(b.call_id)),
+    outcome,
+  }
+}
+
+function check(state: RunState, events: unknown[], expected: Expect): RunState {
+  let s = state
+  for (const e of events) s = applyEvent(s, e as RunEvent)
+  const { citations, ...rest } = expected
+  expect(seen(s)).toEqual(rest)
+  if (citations) expect((s.citations ?? []).map((c) => c.n)).toEqual(citations)
+  return s
+}
+
+describe('the shared fold cases', () => {
+  const cases = (table as { cases: Case[] }).cases
+  it('are there', () => expect(cases.length).toBeGreaterThanOrEqual(8))
+  for (const c of cases) {
+    it(c.name, () => {
+      const s = check(initialRunState('r'), c.events, c.expect)
+      if (c.then) check(s, c.then.events, c.then.expect)
+    })
+  }
+})

@@ -1,0 +1,430 @@
+//! The one fold of a run's events into what the run has said so far: its steps'
+//! text and thinking, its tool calls, the approvals it waited for, its
+//! citations and how it ended. The terminal client, the Lark card and the load
+//! tester fold events with this; the web's reducer (`web/src/stream/reducer.ts`)
+//! follows the same rules, and one table of cases (`wire/tests/fold_cases.json`)
+//! is run against both.
+//!
+//! The stream has already removed duplicates and filled gaps (`seq`); what is
+//! left are the two rules that make earlier output void:
+//!
+//! * `retrying {step}`: the step restarts; what it said so far is void (its
+//!   text and thinking; a worker announces a step's calls only once the model
+//!   has finished the step, so there are none to void, but if there were, they
+//!   would be too).
+//! * `run_started {resume_step}`: a new attempt goes on from `resume_step`;
+//!   whatever earlier attempts said at steps `>= resume_step` — text,
+//!   thinking, tool calls, approvals — is void. (A run that waited for an
+//!   approval resumes at the step after the waiting one, so that step's text and
+//!   its approvals stay.)
+//!
+//! And a run that ended takes no more events. A tool call's state is
+//! [`RunFold::tool_status`].
+//!
+//! [`RunFold::apply`] returns the [`Change`]s an event made, so a renderer can
+//! show progress live and take back what became void.
+
+use std::collections::BTreeMap;
+
+use crate::api::{Citation, ErrorBody, UsageDto};
+use crate::event::{EventKind, RunEvent};
+
+/// What one step said.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct StepOutput {
+    pub text: String,
+    pub thinking: String,
+}
+
+/// A tool call, as far as it got.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    pub step: u32,
+    pub call_id: String,
+    pub name: String,
+    pub args: serde_json::Value,
+    /// `None` while it runs (or waits for its approval).
+    pub ended: Option<ToolEnded>,
+    /// The approval it needed, if any: the id of an [`Approval`].
+    pub approval_id: Option<String>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolEnded {
+    pub ok: bool,
+    pub duration_ms: u64,
+    /// A preview of what it returned.
+    pub output: String,
+}
+
+/// An approval the run asked a person for (`approval_required`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Approval {
+    /// The seq of its `approval_required`.
+    pub seq: u64,
+    pub approval_id: String,
+    pub step: u32,
+    pub call_id: String,
+    pub name: String,
+    pub args: serde_json::Value,
+    /// Unix ms; unanswered by then it counts as denied.
+    pub expires_at: i64,
+    pub decided: Option<Decided>,
+}
+
+/// How an approval was answered (`approval_decided`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Decided {
+    /// `approved`, `denied` or `expired`.
+    pub decision: String,
+    pub by: Option<String>,
+    /// The seq of its `approval_decided`.
+    pub seq: u64,
+}
+
+/// Where a tool call stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ToolStatus {
+    Running,
+    /// Held until a person answers its approval.
+    AwaitingApproval,
+    Ok,
+    /// It failed, or its approval was denied or expired (it never runs).
+    Failed,
+}
+
+impl ToolStatus {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ToolStatus::Running => "running",
+            ToolStatus::AwaitingApproval => "awaiting_approval",
+            ToolStatus::Ok => "ok",
+            ToolStatus::Failed => "failed",
+        }
+    }
+}
+
+/// How the run ended.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    Done,
+    Failed(ErrorBody),
+    Cancelled { by: String },
+}
+
+/// What an event changed, for live rendering.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Change {
+    Started {
+        attempt: u32,
+    },
+    Text {
+        step: u32,
+        delta: String,
+    },
+    Thinking {
+        step: u32,
+        delta: String,
+    },
+    /// What was shown of steps `from..=to` is void.
+    Retract {
+        from: u32,
+        to: u32,
+        reason: String,
+    },
+    /// The call at this index of [`RunFold::tools`] started (or, after its
+    /// approval, runs now).
+    ToolStart(usize),
+    ToolEnd(usize),
+    /// The approval at this index of [`RunFold::approvals`] is asked.
+    Approval(usize),
+    /// The approval at this index of [`RunFold::approvals`] was answered.
+    ApprovalDecided(usize),
+    Usage,
+    /// The sources the answer cites arrived ([`RunFold::citations`]).
+    Citations,
+    Finished,
+}
+
+/// A run's events folded.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunFold {
+    pub run_id: Option<String>,
+    pub session_id: Option<String>,
+    pub model: String,
+    /// The attempt the newest `run_started` announced.
+    pub attempt: u32,
+    pub steps: BTreeMap<u32, StepOutput>,
+    pub tools: Vec<ToolCall>,
+    pub approvals: Vec<Approval>,
+    /// The newest usage reported (a step's, then the run's total).
+    pub usage: UsageDto,
+    pub ttft_ms: Option<u64>,
+    pub duration_ms: Option<u64>,
+    /// The documents the answer cites as `[n]`.
+    pub citations: Vec<Citation>,
+    pub outcome: Option<Outcome>,
+}
+
+impl RunFold {
+    pub fn apply(&mut self, ev: &RunEvent) -> Vec<Change> {
+        // Once ended, nothing else belongs to the run.
+        if self.outcome.is_some() {
+            return Vec::new();
+        }
+        if self.run_id.is_none() {
+            self.run_id = Some(ev.run_id.0.clone());
+        }
+        match &ev.kind {
+            EventKind::RunStarted {
+                session_id,
+                model,
+                attempt,
+                resume_step,
+            } => {
+                self.session_id = Some(session_id.0.clone());
+                self.model = model.clone();
+                self.attempt = *attempt;
+                let mut out = vec![Change::Started { attempt: *attempt }];
+                let void = |step: u32| step >= *resume_step;
+                let had = self.steps.keys().any(|s| void(*s))
+                    || self.tools.iter().any(|t| void(t.step))
+                    || self.approvals.iter().any(|a| void(a.step));
+                if had {
+                    self.steps.retain(|s, _| !void(*s));
+                    self.tools.retain(|t| !void(t.step));
+                    self.approvals.retain(|a| !void(a.step));
+                    out.push(Change::Retract {
+                        from: *resume_step,
+                        to: u32::MAX,
+                        reason: format!("attempt {attempt} resumes at step {resume_step}"),
+                    });
+                }
+                out
+            }
+            EventKind::Text { step, delta } => {
+                self.steps.entry(*step).or_default().text.push_str(delta);
+                vec![Change::Text {
+                    step: *step,
+                    delta: delta.clone(),
+                }]
+            }
+            EventKind::Thinking { step, delta } => {
+                self.steps
+                    .entry(*step)
+                    .or_default()
+                    .thinking
+                    .push_str(delta);
+                vec![Change::Thinking {
+                    step: *step,
+                    delta: delta.clone(),
+                }]
+            }
+            EventKind::Retrying { step, reason, .. } => {
+                let said = self
+                    .steps
+                    .remove(step)
+                    .is_some_and(|s| !s.text.is_empty() || !s.thinking.is_empty());
+                let calls = self.tools.len() + self.approvals.len();
+                self.tools.retain(|t| t.step != *step);
+                self.approvals.retain(|a| a.step != *step);
+                if said || calls != self.tools.len() + self.approvals.len() {
+                    vec![Change::Retract {
+                        from: *step,
+                        to: *step,
+                        reason: reason.clone(),
+                    }]
+                } else {
+                    vec![]
+                }
+            }
+            EventKind::ToolStart {
+                step,
+                call_id,
+                name,
+                args,
+            } => {
+                let at = match self.tools.iter().rposition(|t| &t.call_id == call_id) {
+                    // Held for its approval, it runs now.
+                    Some(i) => {
+                        self.tools[i].ended = None;
+                        i
+                    }
+                    None => {
+                        self.tools.push(ToolCall {
+                            step: *step,
+                            call_id: call_id.clone(),
+                            name: name.clone(),
+                            args: args.clone(),
+                            ended: None,
+                            approval_id: None,
+                        });
+                        self.tools.len() - 1
+                    }
+                };
+                vec![Change::ToolStart(at)]
+            }
+            EventKind::ToolEnd {
+                call_id,
+                ok,
+                output,
+                duration_ms,
+                ..
+            } => match self.tools.iter().rposition(|t| &t.call_id == call_id) {
+                Some(i) => {
+                    self.tools[i].ended = Some(ToolEnded {
+                        ok: *ok,
+                        duration_ms: *duration_ms,
+                        output: output.clone(),
+                    });
+                    vec![Change::ToolEnd(i)]
+                }
+                None => vec![],
+            },
+            EventKind::ApprovalRequired {
+                step,
+                approval_id,
+                call_id,
+                name,
+                args,
+                expires_at,
+            } => {
+                self.tools.retain(|t| &t.call_id != call_id);
+                self.tools.push(ToolCall {
+                    step: *step,
+                    call_id: call_id.clone(),
+                    name: name.clone(),
+                    args: args.clone(),
+                    ended: None,
+                    approval_id: Some(approval_id.clone()),
+                });
+                self.approvals.retain(|a| &a.approval_id != approval_id);
+                self.approvals.push(Approval {
+                    seq: ev.seq,
+                    approval_id: approval_id.clone(),
+                    step: *step,
+                    call_id: call_id.clone(),
+                    name: name.clone(),
+                    args: args.clone(),
+                    expires_at: *expires_at,
+                    decided: None,
+                });
+                vec![Change::Approval(self.approvals.len() - 1)]
+            }
+            EventKind::ApprovalDecided {
+                approval_id,
+                decision,
+                by,
+                ..
+            } => match self
+                .approvals
+                .iter()
+                .position(|a| &a.approval_id == approval_id)
+            {
+                Some(i) => {
+                    self.approvals[i].decided = Some(Decided {
+                        decision: decision.clone(),
+                        by: by.clone(),
+                        seq: ev.seq,
+                    });
+                    vec![Change::ApprovalDecided(i)]
+                }
+                None => vec![],
+            },
+            EventKind::Usage(u) => {
+                self.usage = *u;
+                vec![Change::Usage]
+            }
+            EventKind::Citations { items } => {
+                self.citations = items.clone();
+                vec![Change::Citations]
+            }
+            EventKind::Heartbeat { .. } => vec![],
+            EventKind::Done {
+                model,
+                usage,
+                ttft_ms,
+                duration_ms,
+                ..
+            } => {
+                self.model = model.clone();
+                self.usage = *usage;
+                self.ttft_ms = *ttft_ms;
+                self.duration_ms = Some(*duration_ms);
+                self.outcome = Some(Outcome::Done);
+                vec![Change::Finished]
+            }
+            EventKind::Error(e) => {
+                self.outcome = Some(Outcome::Failed(e.clone()));
+                vec![Change::Finished]
+            }
+            EventKind::Cancelled { by } => {
+                self.outcome = Some(Outcome::Cancelled { by: by.clone() });
+                vec![Change::Finished]
+            }
+        }
+    }
+
+    /// Each kept step's text, in step order, as streamed.
+    pub fn streamed_text(&self) -> String {
+        self.steps.values().map(|s| s.text.as_str()).collect()
+    }
+
+    /// The reply's text as a person reads it: every kept step's text, trimmed,
+    /// steps apart by a blank line.
+    pub fn text(&self) -> String {
+        let parts: Vec<&str> = self
+            .steps
+            .values()
+            .map(|s| s.text.trim())
+            .filter(|t| !t.is_empty())
+            .collect();
+        parts.join("\n\n")
+    }
+
+    /// The kept steps' thinking, in order.
+    pub fn thinking(&self) -> String {
+        self.steps.values().map(|s| s.thinking.as_str()).collect()
+    }
+
+    /// Whether any step has text.
+    pub fn has_text(&self) -> bool {
+        self.steps.values().any(|s| !s.text.is_empty())
+    }
+
+    pub fn succeeded(&self) -> bool {
+        self.outcome == Some(Outcome::Done)
+    }
+
+    pub fn is_final(&self) -> bool {
+        self.outcome.is_some()
+    }
+
+    /// The approval with this id.
+    pub fn approval(&self, id: &str) -> Option<&Approval> {
+        self.approvals.iter().find(|a| a.approval_id == id)
+    }
+
+    /// The decision on `call`'s approval, if it needed one and it was answered.
+    pub fn decision(&self, call: &ToolCall) -> Option<&Decided> {
+        call.approval_id
+            .as_deref()
+            .and_then(|id| self.approval(id))
+            .and_then(|a| a.decided.as_ref())
+    }
+
+    pub fn tool_status(&self, call: &ToolCall) -> ToolStatus {
+        if let Some(ended) = &call.ended {
+            return if ended.ok {
+                ToolStatus::Ok
+            } else {
+                ToolStatus::Failed
+            };
+        }
+        match (&call.approval_id, self.decision(call)) {
+            (Some(_), None) => ToolStatus::AwaitingApproval,
+            (Some(_), Some(d)) if d.decision != "approved" => ToolStatus::Failed,
+            _ => ToolStatus::Running,
+        }
+    }
+}

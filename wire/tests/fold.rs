@@ -1,0 +1,68 @@
+//! The shared table of fold cases (`fold_cases.json`), run against
+//! `weft_wire::fold`; the web's reducer runs the same table
+//! (`web/src/stream/fold_cases.test.ts`).
+
+use serde_json::{Value, json};
+use weft_wire::event::RunEvent;
+use weft_wire::fold::{Outcome, RunFold};
+
+/// The fold as the table states it.
+fn seen(fold: &RunFold) -> Value {
+    let steps: Vec<Value> = fold
+        .steps
+        .iter()
+        .filter(|(_, s)| !s.text.is_empty() || !s.thinking.is_empty())
+        .map(|(step, s)| json!({"step": step, "text": s.text, "thinking": s.thinking}))
+        .collect();
+    let mut tools: Vec<Value> = fold
+        .tools
+        .iter()
+        .map(|t| {
+            json!({
+                "call_id": t.call_id,
+                "status": fold.tool_status(t).as_str(),
+                "decision": fold.decision(t).map(|d| d.decision.clone()),
+            })
+        })
+        .collect();
+    tools.sort_by_key(|t| t["call_id"].as_str().unwrap_or_default().to_string());
+    let outcome = match &fold.outcome {
+        None => Value::Null,
+        Some(Outcome::Done) => json!("done"),
+        Some(Outcome::Failed(_)) => json!("error"),
+        Some(Outcome::Cancelled { .. }) => json!("cancelled"),
+    };
+    json!({"steps": steps, "tools": tools, "outcome": outcome})
+}
+
+fn check(name: &str, fold: &mut RunFold, events: &Value, expect: &Value) {
+    for e in events.as_array().expect("events") {
+        let ev: RunEvent = serde_json::from_value(e.clone())
+            .unwrap_or_else(|err| panic!("{name}: a wire event: {err}: {e}"));
+        fold.apply(&ev);
+    }
+    let mut got = seen(fold);
+    if let Some(cited) = expect.get("citations") {
+        got["citations"] = json!(fold.citations.iter().map(|c| c.n).collect::<Vec<_>>());
+        assert_eq!(&got["citations"], cited, "{name}: citations");
+    }
+    for key in ["steps", "tools", "outcome"] {
+        assert_eq!(got[key], expect[key], "{name}: {key}");
+    }
+}
+
+#[test]
+fn the_shared_cases_fold_as_the_table_says() {
+    let table: Value =
+        serde_json::from_str(include_str!("fold_cases.json")).expect("fold_cases.json");
+    let cases = table["cases"].as_array().expect("cases");
+    assert!(cases.len() >= 8);
+    for case in cases {
+        let name = case["name"].as_str().expect("name");
+        let mut fold = RunFold::default();
+        check(name, &mut fold, &case["events"], &case["expect"]);
+        if let Some(then) = case.get("then") {
+            check(name, &mut fold, &then["events"], &then["expect"]);
+        }
+    }
+}
