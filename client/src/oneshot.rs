@@ -257,7 +257,7 @@ impl TextPrinter {
                 if let Some(d) = &a.decided {
                     eprintln!(
                         "{}",
-                        crate::render::decision_note(&a.name, &d.decision, d.by.as_deref())
+                        crate::render::decision_note(&a.name, d.decision, d.by.as_deref())
                     );
                 }
             }

@@ -1040,14 +1040,19 @@ export interface components {
             name: string;
             run_id: string;
             session_id: string;
-            /** @description `pending`, `approved`, `denied` or `expired`. */
-            status: string;
+            status: components["schemas"]["ApprovalStatus"];
             /** Format: int32 */
             step: number;
         };
         ApprovalList: {
             approvals: components["schemas"]["ApprovalDto"][];
         };
+        /**
+         * @description Where an approval stands: `pending` until a person answers it or it
+         *     expires.
+         * @enum {string}
+         */
+        ApprovalStatus: "pending" | "approved" | "denied" | "expired";
         /** @description An image or a document sent with a message; `GET /v1/files/{id}` returns its bytes. */
         AttachmentDto: {
             /** Format: int64 */
@@ -1263,7 +1268,7 @@ export interface components {
             /** @description Who decided (a username); none when it expired. */
             by?: string | null;
             call_id: string;
-            decision: string;
+            decision: components["schemas"]["Verdict"];
             name: string;
             /** Format: int32 */
             step: number;
@@ -1923,6 +1928,12 @@ export interface components {
         UserList: {
             users: components["schemas"]["UserDto"][];
         };
+        /**
+         * @description How an approval was answered (`approval_decided.decision`): `expired` is
+         *     the clock's answer, a denial.
+         * @enum {string}
+         */
+        Verdict: "approved" | "denied" | "expired";
     };
     responses: never;
     parameters: never;

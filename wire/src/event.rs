@@ -13,6 +13,7 @@ use utoipa::ToSchema;
 
 use crate::api::{Citation, ErrorBody, UsageDto};
 use crate::ids::{MessageId, RunId, SessionId};
+use crate::states::Verdict;
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct RunEvent {
@@ -76,7 +77,7 @@ pub enum EventKind {
         approval_id: String,
         call_id: String,
         name: String,
-        decision: String,
+        decision: Verdict,
         /// Who decided (a username); none when it expired.
         by: Option<String>,
     },

@@ -28,6 +28,7 @@ use std::collections::BTreeMap;
 
 use crate::api::{Citation, ErrorBody, UsageDto};
 use crate::event::{EventKind, RunEvent};
+use crate::states::Verdict;
 
 /// What one step said.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -75,8 +76,7 @@ pub struct Approval {
 /// How an approval was answered (`approval_decided`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Decided {
-    /// `approved`, `denied` or `expired`.
-    pub decision: String,
+    pub decision: Verdict,
     pub by: Option<String>,
     /// The seq of its `approval_decided`.
     pub seq: u64,
@@ -323,7 +323,7 @@ impl RunFold {
             {
                 Some(i) => {
                     self.approvals[i].decided = Some(Decided {
-                        decision: decision.clone(),
+                        decision: *decision,
                         by: by.clone(),
                         seq: ev.seq,
                     });
@@ -423,7 +423,7 @@ impl RunFold {
         }
         match (&call.approval_id, self.decision(call)) {
             (Some(_), None) => ToolStatus::AwaitingApproval,
-            (Some(_), Some(d)) if d.decision != "approved" => ToolStatus::Failed,
+            (Some(_), Some(d)) if d.decision != Verdict::Approved => ToolStatus::Failed,
             _ => ToolStatus::Running,
         }
     }

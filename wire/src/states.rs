@@ -69,6 +69,88 @@ impl std::fmt::Display for RunStatus {
     }
 }
 
+/// Where an approval stands: `pending` until a person answers it or it
+/// expires.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum ApprovalStatus {
+    Pending,
+    Approved,
+    Denied,
+    Expired,
+}
+
+impl ApprovalStatus {
+    pub const ALL: [ApprovalStatus; 4] = [
+        ApprovalStatus::Pending,
+        ApprovalStatus::Approved,
+        ApprovalStatus::Denied,
+        ApprovalStatus::Expired,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ApprovalStatus::Pending => "pending",
+            ApprovalStatus::Approved => "approved",
+            ApprovalStatus::Denied => "denied",
+            ApprovalStatus::Expired => "expired",
+        }
+    }
+
+    /// How it was answered; `None` while pending.
+    pub fn verdict(self) -> Option<Verdict> {
+        match self {
+            ApprovalStatus::Pending => None,
+            ApprovalStatus::Approved => Some(Verdict::Approved),
+            ApprovalStatus::Denied => Some(Verdict::Denied),
+            ApprovalStatus::Expired => Some(Verdict::Expired),
+        }
+    }
+}
+
+impl FromStr for ApprovalStatus {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Self, ()> {
+        ApprovalStatus::ALL
+            .into_iter()
+            .find(|status| status.as_str() == s)
+            .ok_or(())
+    }
+}
+
+/// How an approval was answered (`approval_decided.decision`): `expired` is
+/// the clock's answer, a denial.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Verdict {
+    Approved,
+    Denied,
+    Expired,
+}
+
+impl Verdict {
+    pub fn as_str(self) -> &'static str {
+        ApprovalStatus::from(self).as_str()
+    }
+}
+
+impl From<Verdict> for ApprovalStatus {
+    fn from(v: Verdict) -> ApprovalStatus {
+        match v {
+            Verdict::Approved => ApprovalStatus::Approved,
+            Verdict::Denied => ApprovalStatus::Denied,
+            Verdict::Expired => ApprovalStatus::Expired,
+        }
+    }
+}
+
+impl FromStr for Verdict {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Self, ()> {
+        s.parse::<ApprovalStatus>()?.verdict().ok_or(())
+    }
+}
+
 /// What a user may do: `admin` manages users, agents and settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
@@ -111,6 +193,16 @@ mod tests {
         }
         assert_eq!("waiting".parse::<RunStatus>(), Err(()));
         assert_eq!(serde_json::to_string(&Role::Admin).unwrap(), "\"admin\"");
+        for status in ApprovalStatus::ALL {
+            assert_eq!(status.as_str().parse::<ApprovalStatus>(), Ok(status));
+            let json = serde_json::to_string(&status).unwrap();
+            assert_eq!(json, format!("\"{}\"", status.as_str()));
+            if let Some(v) = status.verdict() {
+                assert_eq!(serde_json::to_string(&v).unwrap(), json);
+                assert_eq!(ApprovalStatus::from(v), status);
+            }
+        }
+        assert_eq!("pending".parse::<Verdict>(), Err(()));
         assert_eq!("user".parse::<Role>(), Ok(Role::User));
     }
 }

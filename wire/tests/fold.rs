@@ -21,7 +21,7 @@ fn seen(fold: &RunFold) -> Value {
             json!({
                 "call_id": t.call_id,
                 "status": fold.tool_status(t).as_str(),
-                "decision": fold.decision(t).map(|d| d.decision.clone()),
+                "decision": fold.decision(t).map(|d| d.decision.as_str()),
             })
         })
         .collect();

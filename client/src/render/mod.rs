@@ -6,6 +6,7 @@ pub mod markdown;
 pub mod table;
 
 use unicode_width::UnicodeWidthChar;
+use weft_wire::states::Verdict;
 
 pub const RESET: &str = "\x1b[0m";
 pub const BOLD: &str = "\x1b[1m";
@@ -71,8 +72,13 @@ pub fn truncate(s: &str, max: usize) -> String {
 }
 
 /// How a decided approval reads: `✓ web_fetch approved by ana`.
-pub fn decision_note(name: &str, decision: &str, by: Option<&str>) -> String {
-    let mark = if decision == "approved" { "✓" } else { "✗" };
+pub fn decision_note(name: &str, decision: Verdict, by: Option<&str>) -> String {
+    let mark = if decision == Verdict::Approved {
+        "✓"
+    } else {
+        "✗"
+    };
+    let decision = decision.as_str();
     match by {
         Some(by) => format!("{mark} {name} {decision} by {by}"),
         None => format!("{mark} {name} {decision}"),

@@ -116,7 +116,7 @@ async fn follow(gw: &Gateway, state: &mut ReplState, stream: &mut RunStream) -> 
                     if let Some(d) = &a.decided {
                         display.note(&crate::render::decision_note(
                             &a.name,
-                            &d.decision,
+                            d.decision,
                             d.by.as_deref(),
                         ))
                     }

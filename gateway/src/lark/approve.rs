@@ -202,12 +202,8 @@ fn toast(kind: &str, text: impl Into<String>) -> CardActionResponse {
 
 /// What stands: "Already approved by alice".
 fn standing(approval: &Approval, lang: Lang) -> String {
-    let verdict = match approval.status {
-        ApprovalStatus::Approved => Verdict::Approved,
-        ApprovalStatus::Denied => Verdict::Denied,
-        // Not decided (only called for decided ones): say what a lapse says.
-        ApprovalStatus::Expired | ApprovalStatus::Pending => Verdict::Expired,
-    };
+    // Not decided (only called for decided ones): say what a lapse says.
+    let verdict = approval.status.verdict().unwrap_or(Verdict::Expired);
     say::already(lang, verdict, approval.decided_by.as_deref())
 }
 

@@ -6,24 +6,7 @@ use std::time::Duration;
 use super::Lang;
 
 /// How an approval was answered (what a card or toast reports).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Verdict {
-    Approved,
-    Denied,
-    Expired,
-}
-
-impl Verdict {
-    /// `approved`, `denied` or `expired`, as `approval_decided.decision` says it.
-    pub fn parse(decision: &str) -> Option<Verdict> {
-        match decision {
-            "approved" => Some(Verdict::Approved),
-            "denied" => Some(Verdict::Denied),
-            "expired" => Some(Verdict::Expired),
-            _ => None,
-        }
-    }
-}
+pub use weft_wire::states::Verdict;
 
 /// `12 ms`, `3.2 s` (`12 毫秒`, `3.2 秒`).
 pub fn duration(lang: Lang, ms: u64) -> String {
@@ -325,7 +308,7 @@ mod tests {
             already(Lang::En, Verdict::Approved, Some("lark:ou_a")),
             "Already approved by lark:ou_a."
         );
-        assert_eq!(Verdict::parse("denied"), Some(Verdict::Denied));
-        assert_eq!(Verdict::parse("maybe"), None);
+        assert_eq!("denied".parse::<Verdict>(), Ok(Verdict::Denied));
+        assert_eq!("maybe".parse::<Verdict>(), Err(()));
     }
 }

@@ -13,34 +13,7 @@ use crate::api::ToolCallDto;
 use crate::ids::{RunId, SessionId, UserId};
 use crate::time::now_ms;
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ApprovalStatus {
-    Pending,
-    Approved,
-    Denied,
-    Expired,
-}
-
-impl ApprovalStatus {
-    pub fn as_str(self) -> &'static str {
-        match self {
-            ApprovalStatus::Pending => "pending",
-            ApprovalStatus::Approved => "approved",
-            ApprovalStatus::Denied => "denied",
-            ApprovalStatus::Expired => "expired",
-        }
-    }
-
-    fn parse(s: &str) -> Result<ApprovalStatus> {
-        Ok(match s {
-            "pending" => ApprovalStatus::Pending,
-            "approved" => ApprovalStatus::Approved,
-            "denied" => ApprovalStatus::Denied,
-            "expired" => ApprovalStatus::Expired,
-            other => return Err(StoreError::Other(format!("approval status {other:?}"))),
-        })
-    }
-}
+pub use crate::states::ApprovalStatus;
 
 /// A person's answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -90,7 +63,9 @@ impl Approval {
             name: get_str(row, "name")?,
             args: serde_json::from_str(&get_str(row, "args")?)
                 .map_err(|e| StoreError::Other(format!("approval args: {e}")))?,
-            status: ApprovalStatus::parse(&get_str(row, "status")?)?,
+            status: get_str(row, "status")?.parse().map_err(|()| {
+                StoreError::Other("an approval status the store does not know".into())
+            })?,
             decided_by: get_opt_str(row, "decided_by")?,
             announced: get_i64(row, "announced")? != 0,
             created_at: get_i64(row, "created_at")?,
@@ -111,7 +86,7 @@ impl Approval {
             call_id: self.call_id.clone(),
             name: self.name.clone(),
             args: self.args.clone(),
-            status: self.status.as_str().into(),
+            status: self.status,
             decided_by: self.decided_by.clone(),
             created_at: rfc3339(self.created_at),
             expires_at: rfc3339(self.expires_at),

@@ -3,6 +3,8 @@
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use crate::states::ApprovalStatus;
+
 /// A tool call waiting for (or given) a person's decision.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct ApprovalDto {
@@ -14,8 +16,7 @@ pub struct ApprovalDto {
     /// The tool's name.
     pub name: String,
     pub args: serde_json::Value,
-    /// `pending`, `approved`, `denied` or `expired`.
-    pub status: String,
+    pub status: ApprovalStatus,
     /// Who decided (a username).
     pub decided_by: Option<String>,
     pub created_at: String,

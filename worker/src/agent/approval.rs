@@ -104,16 +104,16 @@ pub(super) async fn resume(a: &mut Attempt<'_>, pending: PendingStep) -> Flow {
         }
     };
     let mut announced = Vec::new();
-    for ap in approvals
-        .iter()
-        .filter(|ap| ap.status != ApprovalStatus::Pending && !ap.announced)
-    {
+    for ap in approvals.iter().filter(|ap| !ap.announced) {
+        let Some(decision) = ap.status.verdict() else {
+            continue;
+        };
         a.em.emit(EventKind::ApprovalDecided {
             step: pending.step,
             approval_id: ap.id.clone(),
             call_id: ap.call_id.clone(),
             name: ap.name.clone(),
-            decision: ap.status.as_str().into(),
+            decision,
             by: ap.decided_by.clone(),
         })
         .await;

@@ -41,11 +41,6 @@ pub enum ApprovalShown<'a> {
     Closed,
 }
 
-/// How an approval was answered, as the card says it.
-pub fn verdict(decided: &Decided) -> Verdict {
-    Verdict::parse(&decided.decision).unwrap_or(Verdict::Denied)
-}
-
 /// The reply as its card shows it: the run's events folded by the protocol's
 /// one fold ([`RunFold`]), plus how long the model thought, which only the
 /// card tells.
@@ -182,7 +177,7 @@ impl ReplyView {
             .map(|_| match self.fold.decision(call) {
                 None => ToolApproval::Waiting,
                 Some(d) => ToolApproval::Decided {
-                    verdict: verdict(d),
+                    verdict: d.decision,
                     by: d.by.clone(),
                 },
             });
@@ -196,7 +191,7 @@ impl ReplyView {
         let refused = self
             .fold
             .decision(call)
-            .is_some_and(|d| verdict(d) != Verdict::Approved);
+            .is_some_and(|d| d.decision != Verdict::Approved);
         ToolProgress {
             name: call.name.clone(),
             status,

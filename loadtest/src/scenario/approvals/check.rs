@@ -18,6 +18,7 @@ use std::collections::BTreeMap;
 use weft_shared::api::MessageDto;
 use weft_shared::event::{EventKind, RunEvent};
 use weft_shared::fold::RunFold;
+use weft_shared::states::Verdict;
 
 /// What is wrong with one run; empty when nothing is.
 #[derive(Debug, Clone, Default)]
@@ -89,7 +90,7 @@ pub fn events(events: &[RunEvent], approval: &str, f: &mut Findings) -> StreamCh
             EventKind::ApprovalRequired { approval_id, .. } if approval_id != approval => {
                 f.wrong("approval_required_for_another_approval")
             }
-            EventKind::ApprovalDecided { decision, .. } if decision != "approved" => {
+            EventKind::ApprovalDecided { decision, .. } if *decision != Verdict::Approved => {
                 f.wrong("approval_not_approved")
             }
             EventKind::ToolEnd { ok, output, .. } => {

@@ -21,7 +21,7 @@ use weft_lark::text::say::Verdict;
 use weft_shared::time::now_ms;
 
 use super::{Driver, SyncError, classify, counted, lark_call};
-use crate::lark::view::{Approval, ApprovalShown, ReplyView, verdict};
+use crate::lark::view::{Approval, ApprovalShown, ReplyView};
 
 /// Keys of an approval button's callback value besides `approval_id` and
 /// `decision`; the gateway's click handler reads them back.
@@ -50,7 +50,7 @@ impl Driver {
                 ApprovalShown::Answered(answer) if inherited(answer.seq) => continue,
                 ApprovalShown::Answered(answer) => {
                     let by = answer.by.clone().unwrap_or_default();
-                    match verdict(answer) {
+                    match answer.decision {
                         Verdict::Approved => ApprovalAnswer::Approved {
                             by,
                             always: self.decided_always(id).await,

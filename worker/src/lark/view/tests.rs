@@ -164,7 +164,7 @@ fn decided(seq: u64, call: &str, decision: &str, by: Option<&str>) -> RunEvent {
             approval_id: format!("ap_{call}"),
             call_id: call.into(),
             name: "current_time".into(),
-            decision: decision.into(),
+            decision: decision.parse().expect("a verdict"),
             by: by.map(str::to_owned),
         },
     )
@@ -244,7 +244,7 @@ fn denied_and_expired_calls_read_as_refused() {
         .approvals()
         .iter()
         .map(|(_, shown)| match shown {
-            ApprovalShown::Answered(a) => Some((verdict(a), a.by.as_deref(), a.seq)),
+            ApprovalShown::Answered(a) => Some((a.decision, a.by.as_deref(), a.seq)),
             _ => None,
         })
         .collect();
