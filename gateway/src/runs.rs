@@ -9,7 +9,7 @@ use axum::{Json, Router};
 use futures::StreamExt;
 use weft_shared::api::{RunDto, RunResult};
 use weft_shared::bus::{AttachItem, attach};
-use weft_shared::ids::{MessageId, RunId, UserId};
+use weft_shared::ids::{RunId, UserId};
 
 use crate::AppState;
 use crate::auth::Caller;
@@ -96,15 +96,7 @@ pub async fn wait_for_result(
         }
     }
     let rec = state.store.get_run(user, run_id).await?;
-    let content = match &rec.final_message_id {
-        Some(id) => state
-            .store
-            .get_message(&MessageId(id.clone()))
-            .await?
-            .map(|m| m.content)
-            .unwrap_or_default(),
-        None => String::new(),
-    };
+    let content = state.store.run_answer(&rec).await?;
     Ok(RunResult {
         run_id: rec.id.0.clone(),
         message_id: rec.final_message_id.clone(),

@@ -419,7 +419,7 @@ async fn one_mode(o: &KnowledgeOpts, mode: Mode) -> anyhow::Result<String> {
             }
             let _ = writeln!(
                 out,
-                "| search | {have} chunks | hybrid p50 {:.1} ms, p99 {:.1} ms (first search, reading the vectors: {:.0} ms); lexical p50 {:.1} ms, p99 {:.1} ms | {} queries each |",
+                "| search | {have} chunks | hybrid p50 {:.1} ms, p99 {:.1} ms (first search, making the process's copies of its index and vectors: {:.0} ms); lexical p50 {:.1} ms, p99 {:.1} ms | {} queries each |",
                 hybrid.p50,
                 hybrid.p99,
                 first.as_secs_f64() * 1000.0,

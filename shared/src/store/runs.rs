@@ -211,6 +211,18 @@ impl Store {
     }
 
     /// A run by id alone (workers and internal paths; never for user-facing reads).
+    /// The stored answer of ended run `rec` (its final message), or nothing.
+    pub async fn run_answer(&self, rec: &RunRecord) -> Result<String> {
+        let Some(id) = &rec.final_message_id else {
+            return Ok(String::new());
+        };
+        Ok(self
+            .get_message(&crate::ids::MessageId(id.clone()))
+            .await?
+            .map(|m| m.content)
+            .unwrap_or_default())
+    }
+
     pub async fn get_run_unscoped(&self, id: &RunId) -> Result<RunRecord> {
         let row = sqlx::query(sqlx::AssertSqlSafe(format!(
             "select {RUN_COLUMNS} from runs where id = $1"

@@ -85,15 +85,7 @@ impl LarkEgress {
     /// answer, then how it ended.
     async fn record_of(&self, run: &RunId) -> Result<Vec<RunEvent>, StoreError> {
         let rec = self.store.get_run_unscoped(run).await?;
-        let answer = match &rec.final_message_id {
-            Some(id) => self
-                .store
-                .get_message(&MessageId(id.clone()))
-                .await?
-                .map(|m| m.content)
-                .unwrap_or_default(),
-            None => String::new(),
-        };
+        let answer = self.store.run_answer(&rec).await?;
         let ts = rec.finished_at.unwrap_or(rec.created_at);
         let end =
             match rec.status {
