@@ -16,8 +16,9 @@
 //!   process SIGKILLed and started again: each is answered once, by the sweep —
 //!   Lark never delivered them again. Both backends.
 //! * A run that ended while Lark refused its card's updates, its worker
-//!   SIGKILLed before Lark came back: another worker's reaper finishes the same
-//!   card from the run's event log. Both backends.
+//!   SIGKILLed before Lark came back (distributed: and before it published the
+//!   end, which it records first): another worker's reaper finishes the same
+//!   card from the run's event log completed by the database. Both backends.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -252,7 +253,12 @@ async fn a_card_its_dead_worker_never_finished_is_finished_from_the_log(b: Backe
     }
     // Its worker dies before Lark is back.
     match b {
-        Backend::Distributed => w.workers[0].kill(),
+        Backend::Distributed => {
+            w.workers[0].kill();
+            // And before it published the end: a worker records the end
+            // first, so a kill in between leaves the log without `done`.
+            assert_eq!(drop_last_event(&w.env).await, "done");
+        }
         Backend::Embedded => w.gateways[0].kill(),
     }
     w.fake.clear_failures();
@@ -289,6 +295,38 @@ async fn a_card_its_dead_worker_never_finished_is_finished_from_the_log(b: Backe
         logs.contains("ended without its final card"),
         "a sweep finished it: {logs}"
     );
+}
+
+/// Removes the newest event of the world's one run log in Redis; returns its
+/// type.
+async fn drop_last_event(env: &Env) -> String {
+    let client = redis::Client::open(REDIS).unwrap();
+    let mut conn = client.get_multiplexed_async_connection().await.unwrap();
+    let keys: Vec<String> = redis::cmd("KEYS")
+        .arg(format!("{}*:events", env.prefix))
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    assert_eq!(keys.len(), 1, "one run log: {keys:?}");
+    let newest: Vec<(String, Vec<(String, String)>)> = redis::cmd("XREVRANGE")
+        .arg(&keys[0])
+        .arg("+")
+        .arg("-")
+        .arg("COUNT")
+        .arg(1)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let (id, fields) = &newest[0];
+    let _: i64 = redis::cmd("XDEL")
+        .arg(&keys[0])
+        .arg(id)
+        .query_async(&mut conn)
+        .await
+        .unwrap();
+    let (_, json) = fields.iter().find(|(k, _)| k == "d").expect("an event");
+    let event: serde_json::Value = serde_json::from_str(json).unwrap();
+    event["type"].as_str().unwrap_or_default().to_string()
 }
 
 /// A direct message whose picture comes from the fake (held while a
