@@ -199,40 +199,39 @@ impl Store {
         limit: u32,
     ) -> Result<(Vec<RunId>, u64)> {
         let now = now_ms();
-        let given_up = {
-            let _gate = self.write_gate().await;
-            sqlx::query(
-                "update runs set lark_card_due = null
-                 where lark_card_due is not null and finished_at < $1",
-            )
-            .bind(now - give_up_ms)
-            .execute(&self.pool)
-            .await?
-            .rows_affected()
-        };
+        // One read a sweep; writes only for the runs it finds (the reaper
+        // sweeps every few seconds, nearly always finding none).
         let rows = sqlx::query(
-            "select id, lark_card_due from runs
-             where lark_card_due is not null and lark_card_due < $1 and finished_at < $1
+            "select id, lark_card_due, finished_at from runs
+             where lark_card_due is not null and finished_at < $1
              order by lark_card_due limit $2",
         )
         .bind(now - overdue_ms)
         .bind(i64::from(limit))
         .fetch_all(&self.pool)
         .await?;
-        let mut claimed = Vec::new();
+        let (mut claimed, mut given_up) = (Vec::new(), 0);
         for row in &rows {
             let id = get_str(row, "id")?;
+            let due = get_i64(row, "lark_card_due")?;
+            let give_up = get_i64(row, "finished_at")? < now - give_up_ms;
+            if !give_up && due >= now - overdue_ms {
+                // Claimed by a sweep a moment ago.
+                continue;
+            }
             let _gate = self.write_gate().await;
             let done = sqlx::query(
                 "update runs set lark_card_due = $1 where id = $2 and lark_card_due = $3",
             )
-            .bind(now)
+            .bind((!give_up).then_some(now))
             .bind(&id)
-            .bind(get_i64(row, "lark_card_due")?)
+            .bind(due)
             .execute(&self.pool)
             .await?;
-            if done.rows_affected() == 1 {
-                claimed.push(RunId(id));
+            match (done.rows_affected() == 1, give_up) {
+                (true, true) => given_up += 1,
+                (true, false) => claimed.push(RunId(id)),
+                (false, _) => {}
             }
         }
         Ok((claimed, given_up))

@@ -16,6 +16,7 @@ mod flood;
 mod gestures;
 mod knowledge;
 mod language;
+mod overdue;
 mod replies;
 mod resilience;
 mod speakers;
