@@ -411,6 +411,15 @@ impl Gateway {
         self.execute(rb, &path).await
     }
 
+    /// `GET /v1/knowledge/{id}/events`: the base's documents as they change.
+    pub async fn knowledge_events(&self, base: &str) -> Result<Response> {
+        let path = format!("/v1/knowledge/{base}/events");
+        let rb = self
+            .request(Method::GET, &path)?
+            .header("accept", "text/event-stream");
+        self.execute(rb, &path).await
+    }
+
     /// `GET /v1/runs/{id}/events` resuming after `after` (`Last-Event-ID`).
     pub async fn run_events(&self, run: &str, after: u64) -> Result<Response> {
         let path = format!("/v1/runs/{run}/events");

@@ -199,40 +199,104 @@ pub async fn add(gw: &Gateway, name: &str, paths: &[PathBuf], no_wait: bool) -> 
     Ok(refused.is_empty() && failed.is_empty())
 }
 
-/// Follows `ids` until each is ready or failed; returns the failed ones.
+/// The gateway pings an idle stream every 15 s; silence this long means it is gone.
+const SILENCE: Duration = Duration::from_secs(45);
+/// How often the documents are read when the event stream cannot be had.
+const POLL: Duration = Duration::from_secs(1);
+
+type Events = std::pin::Pin<
+    Box<dyn futures::Stream<Item = std::result::Result<eventsource_stream::Event, String>> + Send>,
+>;
+
+/// The base's event stream (docs/knowledge.md, "Following ingestion"), or
+/// None when it cannot be had (a gateway from before it): the list is then
+/// read every [`POLL`].
+async fn events(gw: &Gateway, base: &str) -> Option<Events> {
+    use eventsource_stream::Eventsource;
+    use futures::StreamExt;
+    let resp = gw.knowledge_events(base).await.ok()?;
+    Some(Box::pin(
+        resp.bytes_stream()
+            .eventsource()
+            .map(|e| e.map_err(|e| e.to_string())),
+    ))
+}
+
+/// Follows `ids` until each is ready or failed; returns the failed ones. The
+/// list is read once the base's event stream is open (so every change is in
+/// that read or on the stream), then kept by the stream's events — read again
+/// on its `resync`, and every [`POLL`] once the stream is gone.
 async fn follow(
     gw: &Gateway,
     base: &str,
     ids: &[String],
     progress: &mut Progress,
 ) -> Result<Vec<KnowledgeDocumentDto>> {
+    use futures::StreamExt;
+    use weft_wire::api::KnowledgeEvent;
     let wanted: std::collections::HashSet<&str> = ids.iter().map(String::as_str).collect();
+    let mut stream = events(gw, base).await;
     loop {
-        let docs: Vec<KnowledgeDocumentDto> = gw
+        let mut docs: std::collections::HashMap<String, KnowledgeDocumentDto> = gw
             .knowledge_documents(base)
             .await?
             .documents
             .into_iter()
             .filter(|d| wanted.contains(d.id.as_str()))
+            .map(|d| (d.id.clone(), d))
             .collect();
-        let count = |s: DocumentStatus| docs.iter().filter(|d| d.status == s).count();
-        let (ready, failed) = (count(DocumentStatus::Ready), count(DocumentStatus::Failed));
-        let line = format!(
-            "indexing: {ready} ready, {} processing, {} queued, {failed} failed of {}",
-            count(DocumentStatus::Processing),
-            count(DocumentStatus::Queued),
-            wanted.len()
-        );
-        // A document deleted meanwhile no longer counts.
-        if ready + failed >= docs.len() {
-            progress.done(&line);
-            return Ok(docs
-                .into_iter()
-                .filter(|d| d.status == DocumentStatus::Failed)
-                .collect());
+        loop {
+            let count = |s: DocumentStatus| docs.values().filter(|d| d.status == s).count();
+            let (ready, failed) = (count(DocumentStatus::Ready), count(DocumentStatus::Failed));
+            let line = format!(
+                "indexing: {ready} ready, {} processing, {} queued, {failed} failed of {}",
+                count(DocumentStatus::Processing),
+                count(DocumentStatus::Queued),
+                wanted.len()
+            );
+            // A document deleted meanwhile no longer counts.
+            if ready + failed >= docs.len() {
+                progress.done(&line);
+                let mut failed: Vec<_> = docs
+                    .into_values()
+                    .filter(|d| d.status == DocumentStatus::Failed)
+                    .collect();
+                failed.sort_by(|a, b| a.name.cmp(&b.name));
+                return Ok(failed);
+            }
+            progress.show(&line);
+            let Some(events) = stream.as_mut() else {
+                tokio::time::sleep(POLL).await;
+                break;
+            };
+            let event = match tokio::time::timeout(SILENCE, events.next()).await {
+                Ok(Some(Ok(event))) => event,
+                // Ended, broken or silent: read the list from now on.
+                _ => {
+                    stream = None;
+                    break;
+                }
+            };
+            match serde_json::from_str::<KnowledgeEvent>(&event.data) {
+                Ok(KnowledgeEvent::Document { document }) => {
+                    if let Some(held) = docs.get(&document.id)
+                        && document.is_news_over(held)
+                    {
+                        docs.insert(document.id.clone(), document);
+                    }
+                }
+                Ok(KnowledgeEvent::DocumentDeleted { document_id }) => {
+                    docs.remove(&document_id);
+                }
+                Ok(KnowledgeEvent::Deleted { .. }) => {
+                    return Err(ClientError::Usage(
+                        "the knowledge base was deleted while its documents were indexed".into(),
+                    ));
+                }
+                Ok(KnowledgeEvent::Resync) => break,
+                Err(_) => {}
+            }
         }
-        progress.show(&line);
-        tokio::time::sleep(Duration::from_millis(500)).await;
     }
 }
 

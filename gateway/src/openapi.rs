@@ -21,6 +21,7 @@ use utoipa::OpenApi;
         crate::knowledge::document_chunks,
         crate::knowledge::delete_document,
         crate::knowledge::search,
+        crate::knowledge::events::events,
         crate::meta::health,
         crate::meta::ready,
         crate::meta::models,

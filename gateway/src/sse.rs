@@ -36,10 +36,11 @@ pub const IDLE: Duration = Duration::from_secs(15);
 /// How long a finished run may lack its terminal event before we synthesize it.
 const TERMINAL_GRACE_MS: i64 = 5_000;
 
-struct Gauge;
+/// Counts an open SSE stream in `weft_sse_streams_active` until dropped.
+pub(crate) struct Gauge;
 
 impl Gauge {
-    fn new() -> Gauge {
+    pub(crate) fn new() -> Gauge {
         metrics::gauge!("weft_sse_streams_active").increment(1.0);
         Gauge
     }
@@ -174,7 +175,7 @@ pub async fn event_stream(
 
 /// Whether the stream's token still authenticates its user. A database error
 /// keeps the stream (the next re-check decides).
-async fn still_authorised(state: &AppState, opener: &Opener) -> bool {
+pub(crate) async fn still_authorised(state: &AppState, opener: &Opener) -> bool {
     match state.store.authenticate(&opener.token_hash).await {
         Ok(Some(user)) => user.id == opener.user,
         Ok(None) => false,

@@ -12,6 +12,7 @@ pub mod bus;
 pub mod config;
 pub mod login_limit;
 pub mod memory_room;
+pub mod notice;
 pub mod private_fs;
 pub mod prompt;
 pub mod queue;

@@ -48,6 +48,12 @@ impl Bus for Counting {
     fn cancel_requests(&self) -> tokio::sync::broadcast::Receiver<RunId> {
         self.inner.cancel_requests()
     }
+    async fn notify(&self, notice: &weft_shared::bus::Notice) -> Result<()> {
+        self.inner.notify(notice).await
+    }
+    fn notices(&self) -> tokio::sync::broadcast::Receiver<weft_shared::bus::Notice> {
+        self.inner.notices()
+    }
     async fn ping(&self) -> Result<()> {
         self.inner.ping().await
     }

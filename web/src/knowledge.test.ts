@@ -1,10 +1,12 @@
 import { describe, expect, it } from 'vitest'
 import { translator } from './i18n'
 import {
+  applyKnowledgeEvent,
   errorNote,
   fallbackNote,
   isHidden,
   needsPolling,
+  news,
   pickedFromList,
   progressFraction,
   progressLabel,
@@ -184,6 +186,59 @@ describe('the upload list', () => {
   it('polls while a document of the base is still being read', () => {
     expect(needsPolling([], [doc('x', 'ready'), doc('y', 'processing')])).toBe(true)
     expect(needsPolling([], [doc('x', 'failed')])).toBe(false)
+  })
+})
+
+describe("the base's event stream", () => {
+  const at = (id: string, status: KnowledgeDocument['status'], updated_at: number, extra: Partial<KnowledgeDocument> = {}) =>
+    doc(id, status, { updated_at, ...extra })
+
+  it('adds a new document first, replaces a known one, and drops a deleted one', () => {
+    let docs = [at('d1', 'ready', 5)]
+    docs = applyKnowledgeEvent(docs, { type: 'document', document: at('d2', 'queued', 6) })
+    expect(docs.map((d) => [d.id, d.status])).toEqual([
+      ['d2', 'queued'],
+      ['d1', 'ready'],
+    ])
+    const reading = { stage: 'reading' as const, done: 0, total: 0 }
+    docs = applyKnowledgeEvent(docs, { type: 'document', document: at('d2', 'processing', 7, { progress: reading }) })
+    expect(docs[0]).toMatchObject({ status: 'processing', progress: reading })
+    docs = applyKnowledgeEvent(docs, { type: 'document_deleted', document_id: 'd1' })
+    expect(docs.map((d) => d.id)).toEqual(['d2'])
+    for (const ev of [{ type: 'resync' as const }, { type: 'deleted' as const, knowledge_id: 'kb' }]) {
+      expect(applyKnowledgeEvent(docs, ev)).toBe(docs)
+    }
+  })
+
+  it('ignores old news: an event that was on its way while the list was read', () => {
+    const ready = at('d1', 'ready', 9)
+    // progress told while it was read, arriving after the list that shows it ready
+    expect(news(at('d1', 'processing', 7), ready)).toBe(false)
+    expect(news(at('d1', 'processing', 9), ready)).toBe(false)
+    expect(applyKnowledgeEvent([ready], { type: 'document', document: at('d1', 'processing', 7) })).toEqual([ready])
+    // progress within one state keeps its `updated_at`: each report is news
+    expect(news(at('d1', 'processing', 7), at('d1', 'processing', 7))).toBe(true)
+    // tried again later (a retry from the page): news
+    expect(news(at('d1', 'queued', 12), ready)).toBe(true)
+  })
+
+  it("moves an upload row with its document's events, old news aside", () => {
+    let rows = uploadsReducer([], { type: 'add', rows: [{ key: 'a', path: 'a.md', bytes: 5 }] })
+    rows = uploadsReducer(rows, { type: 'uploaded', key: 'a', doc: at('d1', 'queued', 3), created: true, at: 1 })
+    const embedding = { stage: 'embedding' as const, done: 8, total: 16 }
+    rows = uploadsReducer(rows, { type: 'document', document: at('d1', 'processing', 4, { progress: embedding }) })
+    expect(rows[0].state).toMatchObject({ phase: 'indexing', status: 'processing', progress: embedding })
+    const other = uploadsReducer(rows, { type: 'document', document: at('d9', 'ready', 5) })
+    expect(other).toBe(rows)
+    const stale = uploadsReducer(rows, { type: 'document', document: at('d1', 'queued', 3) })
+    expect(stale).toBe(rows)
+    rows = uploadsReducer(rows, { type: 'document', document: at('d1', 'ready', 6) })
+    expect(rows[0].state).toEqual({ phase: 'ready', docId: 'd1', chunks: 3, duplicate: false })
+    // a document deleted while it was read
+    let gone = uploadsReducer([], { type: 'add', rows: [{ key: 'b', path: 'b.md', bytes: 5 }] })
+    gone = uploadsReducer(gone, { type: 'uploaded', key: 'b', doc: at('d2', 'queued', 3), created: true, at: 1 })
+    gone = uploadsReducer(gone, { type: 'deleted', id: 'd2' }, 'deleted meanwhile')
+    expect(gone[0].state).toEqual({ phase: 'failed', error: 'deleted meanwhile' })
   })
 })
 

@@ -1,13 +1,20 @@
 // The /knowledge page's rules, as pure functions: which files a drop or a picker
 // gives (folders walked, hidden entries skipped, as `weft knowledge add` does),
 // the upload list — one row per file, from waiting through its upload to the
-// document's own status, which the page follows by polling the documents (there
-// are no progress events; docs/knowledge.md) — what a document being ingested
+// document's own status, which the page follows on the base's event stream
+// (`GET /v1/knowledge/{id}/events`; docs/knowledge.md) — what a document being ingested
 // shows (its stage, and the last try's error while it waits to be tried again),
 // and how a search's results were found.
 
 import type { Translate } from './i18n'
-import type { DocumentStatus, IngestProgress, KnowledgeDocument, KnowledgeSearchResults, SearchMode } from './types'
+import type {
+  DocumentStatus,
+  IngestProgress,
+  KnowledgeDocument,
+  KnowledgeEvent,
+  KnowledgeSearchResults,
+  SearchMode,
+} from './types'
 
 /** A file to upload and where it was found ("docs/setup/linux.md" in a dropped folder). */
 export interface PickedFile {
@@ -96,7 +103,16 @@ export type UploadState =
    * stored (`at`): the document is `queued` or `processing` on a worker; `note` is
    * the last try's error while it waits to be tried again, `progress` its stage
    */
-  | { phase: 'indexing'; docId: string; status: DocumentStatus; note?: string; progress?: IngestProgress; at: number }
+  | {
+      phase: 'indexing'
+      docId: string
+      status: DocumentStatus
+      note?: string
+      progress?: IngestProgress
+      at: number
+      /** the document's own `updated_at`, to tell news from old news (`news`) */
+      updated_at: number
+    }
   | { phase: 'ready'; docId: string; chunks: number; duplicate: boolean }
   /** refused by the server, or the document failed (the server's message) */
   | { phase: 'failed'; error: string; docId?: string }
@@ -120,6 +136,10 @@ export type UploadAction =
    * is not yet in it; missing from a later one, it was deleted.
    */
   | { type: 'documents'; documents: readonly KnowledgeDocument[]; asOf: number }
+  /** one document as the base's event stream told it (`applyKnowledgeEvent`'s rule for old news) */
+  | { type: 'document'; document: KnowledgeDocument }
+  /** a document the stream told was deleted */
+  | { type: 'deleted'; id: string }
   /** forget the rows that are done (ready or failed) */
   | { type: 'clear' }
 
@@ -137,6 +157,7 @@ function fromDocument(doc: KnowledgeDocument, duplicate: boolean, fallback: stri
         note: doc.error ?? undefined,
         progress: doc.progress ?? undefined,
         at,
+        updated_at: doc.updated_at,
       }
   }
 }
@@ -172,8 +193,57 @@ export function uploadsReducer(rows: UploadRow[], a: UploadAction, fallback = 'f
       })
       return changed ? next : rows
     }
+    case 'document':
+    case 'deleted': {
+      const id = a.type === 'document' ? a.document.id : a.id
+      let changed = false
+      const next = rows.map((r) => {
+        if (r.state.phase !== 'indexing' || r.state.docId !== id) return r
+        if (a.type === 'document' && !news(a.document, r.state)) return r
+        const state: UploadState =
+          a.type === 'document' ? fromDocument(a.document, false, fallback, r.state.at) : { phase: 'failed', error: fallback }
+        changed = true
+        return { ...r, state }
+      })
+      return changed ? next : rows
+    }
     case 'clear':
       return rows.filter((r) => r.state.phase !== 'ready' && r.state.phase !== 'failed')
+  }
+}
+
+/** Done with, one way or the other. */
+const final = (s: DocumentStatus) => s === 'ready' || s === 'failed'
+
+/**
+ * Whether a document the stream told is news next to the copy held: an event may
+ * have been on its way while the list was read (the server says so), so one older
+ * than the copy — or as old, and not yet done while the copy is — is old news.
+ */
+export function news(doc: KnowledgeDocument, held: { status: DocumentStatus; updated_at?: number }): boolean {
+  const at = held.updated_at ?? -Infinity
+  if (doc.updated_at !== at) return doc.updated_at > at
+  return final(doc.status) || !final(held.status)
+}
+
+/**
+ * The documents list (newest first, as the server lists them) after one event of
+ * the base's stream. `resync` and `deleted` change nothing here: the page reads
+ * the list again, or leaves.
+ */
+export function applyKnowledgeEvent(docs: KnowledgeDocument[], ev: KnowledgeEvent): KnowledgeDocument[] {
+  switch (ev.type) {
+    case 'document': {
+      const doc = ev.document
+      const i = docs.findIndex((d) => d.id === doc.id)
+      if (i < 0) return [doc, ...docs]
+      if (!news(doc, docs[i])) return docs
+      return docs.map((d, j) => (j === i ? doc : d))
+    }
+    case 'document_deleted':
+      return docs.some((d) => d.id === ev.document_id) ? docs.filter((d) => d.id !== ev.document_id) : docs
+    default:
+      return docs
   }
 }
 

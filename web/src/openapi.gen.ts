@@ -404,7 +404,7 @@ export interface paths {
          * Add documents: multipart (one part per file), JSON `{name, data}`, or JSON
          *     `{url}` (fetched through `web_fetch`'s guard).
          *     Returns at once; each document is `queued`, then read and indexed by a
-         *     worker (`GET …/documents` shows how far each got). The same bytes already
+         *     worker (`GET …/documents` shows how far each got, `GET …/events` streams it). The same bytes already
          *     in the base give that document back (`created: false`).
          */
         post: operations["add_documents"];
@@ -443,6 +443,28 @@ export interface paths {
          *     passage (`around`), read on with `after`.
          */
         get: operations["document_chunks"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/knowledge/{id}/events": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The base's documents as they change (SSE): `document` (added, or its
+         *     ingestion moved on), `document_deleted`, `deleted` (the base; the stream
+         *     ends) and `resync` (read the documents again). Read the documents once the
+         *     stream is open: changes from then on are on it.
+         */
+        get: operations["knowledge_events"];
         put?: never;
         post?: never;
         delete?: never;
@@ -1386,6 +1408,26 @@ export interface components {
         };
         KnowledgeDocumentList: {
             documents: components["schemas"]["KnowledgeDocumentDto"][];
+        };
+        /**
+         * @description What `GET /v1/knowledge/{id}/events` streams (docs/knowledge.md, "Following
+         *     ingestion"): the SSE event's name is `type`, its data this whole object.
+         */
+        KnowledgeEvent: {
+            document: components["schemas"]["KnowledgeDocumentDto"];
+            /** @enum {string} */
+            type: "document";
+        } | {
+            document_id: string;
+            /** @enum {string} */
+            type: "document_deleted";
+        } | {
+            knowledge_id: string;
+            /** @enum {string} */
+            type: "deleted";
+        } | {
+            /** @enum {string} */
+            type: "resync";
         };
         /** @description One search result: a chunk of a document. */
         KnowledgeHit: {
@@ -3299,6 +3341,52 @@ export interface operations {
             };
             /** @description a bad limit, or both around and after */
             422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    knowledge_events: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": components["schemas"]["KnowledgeEvent"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            429: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -85,6 +85,7 @@ export type CreateKnowledgeBase = Schemas['CreateKnowledgeBase']
 export type KnowledgeVisibility = Schemas['KnowledgeVisibility']
 /** A base's document; `status` goes `queued` → `processing` → `ready` or `failed` (with `error`). */
 export type KnowledgeDocument = Schemas['KnowledgeDocumentDto']
+export type KnowledgeEvent = Schemas['KnowledgeEvent']
 export type DocumentStatus = Schemas['DocumentStatus']
 export type KnowledgeDocumentList = Schemas['KnowledgeDocumentList']
 export type KnowledgeUploadResult = Schemas['KnowledgeUploadResult']

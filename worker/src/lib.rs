@@ -329,6 +329,7 @@ fn job_runner(inner: &Inner) -> jobs::JobRunner {
         extractor: deps.extractor.clone(),
         live: deps.live.clone(),
         retriever: deps.retriever.clone(),
+        bus: deps.bus.clone(),
     });
     runner
 }

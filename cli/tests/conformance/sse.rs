@@ -28,7 +28,8 @@ impl Sse {
                 let e = e.ok()?;
                 let data: Value = serde_json::from_str(&e.data).ok()?;
                 Some(Ev {
-                    seq: e.id.parse().ok()?,
+                    // Streams other than a run's (a knowledge base's) have no ids.
+                    seq: e.id.parse().unwrap_or(0),
                     ty: e.event,
                     data,
                 })

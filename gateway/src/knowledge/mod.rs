@@ -20,7 +20,7 @@ use bytes::Bytes;
 use weft_files::Kind;
 use weft_shared::api::{
     CreateKnowledgeBase, DocumentChunk, DocumentChunks, KnowledgeBaseDto, KnowledgeBaseList,
-    KnowledgeDocumentDto, KnowledgeDocumentList, KnowledgeHit, KnowledgeSearch,
+    KnowledgeDocumentDto, KnowledgeDocumentList, KnowledgeEvent, KnowledgeHit, KnowledgeSearch,
     KnowledgeSearchResults, KnowledgeUpload, KnowledgeUploadResult, KnowledgeUploaded,
     KnowledgeVisibility, PatchKnowledgeBase,
 };
@@ -38,6 +38,7 @@ use crate::error::{ApiError, ApiResult};
 use crate::extract::{ApiJson, ApiQuery};
 use crate::uploads::{Upload, clean_name, detect_all, is_multipart, upload_room};
 
+pub(crate) mod events;
 mod upload;
 
 use upload::{UploadBody, upload_body_limit};
@@ -63,6 +64,7 @@ pub fn router(state: &AppState) -> Router<AppState> {
             get(document_chunks),
         )
         .route("/v1/knowledge/{id}/search", post(search))
+        .route("/v1/knowledge/{id}/events", get(events::events))
 }
 
 fn base_dto(base: KnowledgeBase, caller: &AuthUser) -> KnowledgeBaseDto {
@@ -77,33 +79,6 @@ fn base_dto(base: KnowledgeBase, caller: &AuthUser) -> KnowledgeBaseDto {
         documents: base.documents.max(0) as u64,
         created_at: base.created_at,
         updated_at: base.updated_at,
-    }
-}
-
-fn document_dto(doc: KnowledgeDocument) -> KnowledgeDocumentDto {
-    KnowledgeDocumentDto {
-        id: doc.id,
-        knowledge_id: doc.base_id,
-        name: doc.name,
-        mime: doc.mime,
-        bytes: doc.bytes.max(0) as u64,
-        sha256: doc.sha256,
-        status: doc.status,
-        error: doc.error,
-        chunks: doc.chunks.max(0) as u64,
-        created_at: doc.created_at,
-        updated_at: doc.updated_at,
-        progress: doc
-            .progress
-            .as_deref()
-            .filter(|_| {
-                !matches!(
-                    doc.status,
-                    weft_shared::api::DocumentStatus::Ready
-                        | weft_shared::api::DocumentStatus::Failed
-                )
-            })
-            .and_then(|p| serde_json::from_str(p).ok()),
     }
 }
 
@@ -209,6 +184,10 @@ pub async fn delete_base(
     Path(id): Path<String>,
 ) -> ApiResult<StatusCode> {
     state.store.delete_knowledge_base(&user, &id).await?;
+    let gone = KnowledgeEvent::Deleted {
+        knowledge_id: id.clone(),
+    };
+    weft_shared::notice::knowledge(&*state.bus, &id, &gone).await;
     Ok(StatusCode::NO_CONTENT)
 }
 
@@ -222,7 +201,7 @@ pub async fn list_documents(
 ) -> ApiResult<Json<KnowledgeDocumentList>> {
     let docs = state.store.knowledge_documents(&user, &id).await?;
     Ok(Json(KnowledgeDocumentList {
-        documents: docs.into_iter().map(document_dto).collect(),
+        documents: docs.iter().map(KnowledgeDocument::to_dto).collect(),
     }))
 }
 
@@ -234,7 +213,7 @@ pub async fn get_document(
     Path((id, doc)): Path<(String, String)>,
 ) -> ApiResult<Json<KnowledgeDocumentDto>> {
     let doc = state.store.knowledge_document(&user, &id, &doc).await?;
-    Ok(Json(document_dto(doc)))
+    Ok(Json(doc.to_dto()))
 }
 
 /// Which part of a document's text to read (`GET …/documents/{doc}/chunks`).
@@ -306,13 +285,15 @@ pub async fn delete_document(
         .store
         .delete_knowledge_document(&user, &id, &doc)
         .await?;
+    let gone = KnowledgeEvent::DocumentDeleted { document_id: doc };
+    weft_shared::notice::knowledge(&*state.bus, &id, &gone).await;
     Ok(StatusCode::NO_CONTENT)
 }
 
 /// Add documents: multipart (one part per file), JSON `{name, data}`, or JSON
 /// `{url}` (fetched through `web_fetch`'s guard).
 /// Returns at once; each document is `queued`, then read and indexed by a
-/// worker (`GET …/documents` shows how far each got). The same bytes already
+/// worker (`GET …/documents` shows how far each got, `GET …/events` streams it). The same bytes already
 /// in the base give that document back (`created: false`).
 #[utoipa::path(post, path = "/v1/knowledge/{id}/documents", request_body = KnowledgeUpload,
     responses((status = 201, body = KnowledgeUploadResult), (status = 403, body = weft_shared::api::ErrorEnvelope),
@@ -398,10 +379,14 @@ pub async fn add_documents(
                 StoreError::OverLimit(over) => over_limit(over),
                 other => other.into(),
             })?;
-        out.push(KnowledgeUploaded {
-            document: document_dto(doc),
-            created,
-        });
+        let document = doc.to_dto();
+        if created {
+            let added = KnowledgeEvent::Document {
+                document: document.clone(),
+            };
+            weft_shared::notice::knowledge(&*state.bus, &id, &added).await;
+        }
+        out.push(KnowledgeUploaded { document, created });
     }
     metrics::counter!("weft_knowledge_documents_added_total")
         .increment(out.iter().filter(|d| d.created).count() as u64);

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::broadcast;
 
-use super::{Bus, Result, Subscription};
+use super::{Bus, Notice, Result, Subscription};
 use crate::event::Frame;
 use crate::ids::RunId;
 
@@ -46,6 +46,7 @@ impl RunLog {
 pub struct MemoryBus {
     runs: Arc<Mutex<HashMap<RunId, RunLog>>>,
     cancel: broadcast::Sender<RunId>,
+    notices: broadcast::Sender<Notice>,
     max_len: usize,
     /// Bytes all logs may hold together, and hold now (changed under `runs`' lock).
     budget: u64,
@@ -58,6 +59,7 @@ impl MemoryBus {
         MemoryBus {
             runs: Arc::default(),
             cancel: broadcast::channel(1024).0,
+            notices: broadcast::channel(super::NOTICE_BUFFER).0,
             max_len,
             budget: u64::MAX,
             bytes: AtomicU64::new(0),
@@ -232,6 +234,15 @@ impl Bus for MemoryBus {
 
     fn cancel_requests(&self) -> broadcast::Receiver<RunId> {
         self.cancel.subscribe()
+    }
+
+    async fn notify(&self, notice: &Notice) -> Result<()> {
+        let _ = self.notices.send(notice.clone());
+        Ok(())
+    }
+
+    fn notices(&self) -> broadcast::Receiver<Notice> {
+        self.notices.subscribe()
     }
 
     async fn ping(&self) -> Result<()> {

@@ -1,5 +1,5 @@
-//! The event bus: per-run event logs (replay) and live fan-out, plus the cancel
-//! control channel. Redis is delivery only — it may be flushed at any moment; the
+//! The event bus: per-run event logs (replay) and live fan-out, plus two
+//! channels every process listens to: cancel requests and [`Notice`]s. Redis is delivery only — it may be flushed at any moment; the
 //! database stays the truth and a lost log degrades to "read the messages".
 //!
 //! Delivery contract used by the gateway's attach ([`attach`]): subscribe first,
@@ -34,6 +34,58 @@ pub(crate) const LIVE_BUFFER: usize = 256;
 /// Most log entries one [`Bus::read`] returns; `attach` reads the next page when
 /// it has sent this one.
 pub const READ_PAGE: usize = 500;
+
+/// Notices buffered per process; a watcher further behind gets `Lagged` and
+/// reads the state again (as after [`Notice::is_resync`]).
+pub(crate) const NOTICE_BUFFER: usize = 1024;
+
+/// A change outside any run that someone may be watching — a knowledge base
+/// document's ingestion moving on (topic `knowledge:<base id>`), later a user's
+/// inbox — fanned out to every process, where the watchers of its topic pick it
+/// up. Notices have no log: a watcher subscribes ([`Bus::notices`]), *then* reads
+/// the state, then applies what arrives, so nothing slips between; a notice lost
+/// to a pub/sub reconnect reaches every local watcher as a resync (empty topic),
+/// which reads the state again. A notice sent just before the watcher subscribed
+/// may still reach it (on Redis it was on its way), so what a notice carries
+/// must say how new it is (a document's `updated_at`), not only what it is.
+/// Publishing never fails the change it tells of.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Notice {
+    pub topic: Arc<str>,
+    /// The event's type (an SSE event name).
+    pub kind: Arc<str>,
+    pub json: Arc<str>,
+}
+
+impl Notice {
+    /// "Notices may have been missed: read the state again", for every watcher.
+    pub fn resync() -> Notice {
+        Notice {
+            topic: Arc::from(""),
+            kind: Arc::from("resync"),
+            json: Arc::from("{}"),
+        }
+    }
+
+    pub fn is_resync(&self) -> bool {
+        self.topic.is_empty()
+    }
+
+    /// One line per notice on Redis: `topic`, `kind`, then the JSON.
+    pub(crate) fn encode(&self) -> String {
+        format!("{}\n{}\n{}", self.topic, self.kind, self.json)
+    }
+
+    pub(crate) fn decode(line: &str) -> Option<Notice> {
+        let mut parts = line.splitn(3, '\n');
+        let (topic, kind, json) = (parts.next()?, parts.next()?, parts.next()?);
+        (!topic.is_empty()).then(|| Notice {
+            topic: Arc::from(topic),
+            kind: Arc::from(kind),
+            json: Arc::from(json),
+        })
+    }
+}
 
 /// A live subscription to one run. Dropping it unsubscribes.
 pub struct Subscription {
@@ -70,8 +122,29 @@ pub trait Bus: Send + Sync + 'static {
     async fn request_cancel(&self, run: &RunId) -> Result<()>;
     /// Cancel requests as they arrive (every worker listens).
     fn cancel_requests(&self) -> broadcast::Receiver<RunId>;
+    /// Tell every process's watchers of `notice.topic` (see [`Notice`]).
+    async fn notify(&self, notice: &Notice) -> Result<()>;
+    /// Notices as they arrive, from this call on (every process listens).
+    fn notices(&self) -> broadcast::Receiver<Notice>;
     /// Readiness probe.
     async fn ping(&self) -> Result<()>;
 }
 
 pub type SharedBus = Arc<dyn Bus>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_notice_survives_its_line_and_the_resync_is_never_sent() {
+        let n = Notice {
+            topic: Arc::from("knowledge:kb_1"),
+            kind: Arc::from("document"),
+            json: Arc::from("{\"a\":\"line\\nbreak\\n\"}"),
+        };
+        assert_eq!(Notice::decode(&n.encode()), Some(n));
+        assert_eq!(Notice::decode(&Notice::resync().encode()), None);
+        assert_eq!(Notice::decode("knowledge:kb_1"), None);
+    }
+}

@@ -6,11 +6,16 @@
 //!   7-day safety TTL while running, `events.retention_secs` after the run ends.
 //! * `P run:{<run>}` — pub/sub channel carrying the same JSON live.
 //! * `P cancel` — pub/sub channel of run ids to cancel; every process listens.
+//! * `P notice` — pub/sub channel of [`Notice`]s; every process listens and hands
+//!   them to its local watchers. They are few (a document's ingestion sends a
+//!   handful), so one channel for all topics costs a process nothing that a
+//!   subscription per topic would save, and keeps the one connection's set fixed.
 //!
 //! Each process holds ONE pub/sub connection (never one per SSE client): a reader
 //! task fans messages out in-process through broadcast channels and resubscribes
 //! after a reconnect, then tells every local subscriber to re-read the log
-//! (a `seq` 0 "resync" frame), so nothing published during the outage is missed.
+//! (a `seq` 0 "resync" frame), so nothing published during the outage is missed;
+//! notice watchers get [`Notice::resync`] and read their state again.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -21,7 +26,7 @@ use redis::AsyncCommands;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig, PubSubSink};
 use tokio::sync::broadcast;
 
-use super::{Bus, BusError, Result, Subscription};
+use super::{Bus, BusError, Notice, Result, Subscription};
 use crate::event::Frame;
 use crate::ids::RunId;
 
@@ -32,6 +37,7 @@ struct Shared {
     channels: Mutex<HashMap<String, broadcast::Sender<Frame>>>,
     sink: tokio::sync::Mutex<Option<PubSubSink>>,
     cancel: broadcast::Sender<RunId>,
+    notices: broadcast::Sender<Notice>,
 }
 
 pub struct RedisBus {
@@ -58,6 +64,7 @@ impl RedisBus {
             channels: Mutex::default(),
             sink: tokio::sync::Mutex::new(None),
             cancel: broadcast::channel(1024).0,
+            notices: broadcast::channel(super::NOTICE_BUFFER).0,
         });
         let (ready_tx, ready_rx) = tokio::sync::oneshot::channel();
         tokio::spawn(pubsub_loop(client, shared.clone(), Some(ready_tx)));
@@ -83,6 +90,10 @@ fn cancel_channel(prefix: &str) -> String {
     format!("{prefix}cancel")
 }
 
+fn notice_channel(prefix: &str) -> String {
+    format!("{prefix}notice")
+}
+
 /// Owns the process's single pub/sub connection; reconnects forever.
 async fn pubsub_loop(
     client: redis::Client,
@@ -95,6 +106,7 @@ async fn pubsub_loop(
             Ok(pubsub) => {
                 let (mut sink, mut stream) = pubsub.split();
                 let mut ok = sink.subscribe(cancel_channel(&shared.prefix)).await.is_ok();
+                ok &= sink.subscribe(notice_channel(&shared.prefix)).await.is_ok();
                 let names: Vec<String> = shared
                     .channels
                     .lock()
@@ -136,6 +148,7 @@ fn resync_all(shared: &Shared) {
     for tx in shared.channels.lock().expect("bus lock").values() {
         let _ = tx.send(resync.clone());
     }
+    let _ = shared.notices.send(Notice::resync());
 }
 
 fn dispatch(shared: &Shared, msg: redis::Msg) {
@@ -146,6 +159,12 @@ fn dispatch(shared: &Shared, msg: redis::Msg) {
     if channel == cancel_channel(&shared.prefix) {
         if let Some(run) = RunId::parse(&payload) {
             let _ = shared.cancel.send(run);
+        }
+        return;
+    }
+    if channel == notice_channel(&shared.prefix) {
+        if let Some(notice) = Notice::decode(&payload) {
+            let _ = shared.notices.send(notice);
         }
         return;
     }
@@ -306,6 +325,18 @@ impl Bus for RedisBus {
 
     fn cancel_requests(&self) -> broadcast::Receiver<RunId> {
         self.shared.cancel.subscribe()
+    }
+
+    async fn notify(&self, notice: &Notice) -> Result<()> {
+        let mut conn = self.conn.clone();
+        let _: i64 = conn
+            .publish(notice_channel(&self.shared.prefix), notice.encode())
+            .await?;
+        Ok(())
+    }
+
+    fn notices(&self) -> broadcast::Receiver<Notice> {
+        self.shared.notices.subscribe()
     }
 
     async fn ping(&self) -> Result<()> {

@@ -1,7 +1,8 @@
 // /knowledge/:id: one base — adding documents (a drop zone for files and folders,
 // a file and a folder picker; `KnowledgeUpload.tsx`), its documents with their
-// ingestion status and stage (polled while any is queued or processing: there are
-// no progress events), deleting one, and a search box that tells how its results
+// ingestion status and stage (followed on the base's event stream, read again on
+// its `resync`, and — should the stream be down — every 15 s while any is
+// queued or processing), deleting one, and a search box that tells how its results
 // were found (by words, or by words and meaning) and why vectors were not used.
 
 import { useCallback, useEffect, useRef, useState, type FormEvent } from 'react'
@@ -12,14 +13,26 @@ import { IngestStage } from '../components/KnowledgeIngest'
 import { UploadPanel } from '../components/KnowledgeUpload'
 import { fmtBytes } from '../format'
 import { useI18n, type MessageKey } from '../i18n'
-import { errorNote, fallbackNote, needsPolling, searchModeHint, searchModeLabel } from '../knowledge'
-import type { KnowledgeBase, KnowledgeDocument, KnowledgeSearchResults } from '../types'
+import {
+  applyKnowledgeEvent,
+  errorNote,
+  fallbackNote,
+  needsPolling,
+  searchModeHint,
+  searchModeLabel,
+} from '../knowledge'
+import type { KnowledgeBase, KnowledgeDocument, KnowledgeEvent, KnowledgeSearchResults } from '../types'
 import { VisibilityBadge } from './Knowledge'
 import { useUploads } from './useUploads'
 
 const errText = (e: unknown) => (e instanceof Error ? e.message : String(e))
-/** How often the documents are read again while one is being ingested. */
-const POLL_MS = 1500
+/**
+ * How often the documents are read again while one is being ingested: only a
+ * safety net, for a stream that is down (its events carry every change).
+ */
+const POLL_MS = 15_000
+/** The base's stream's event names (`KnowledgeEvent`'s `type`). */
+const STREAM_EVENTS: KnowledgeEvent['type'][] = ['document', 'document_deleted', 'deleted', 'resync']
 
 export function KnowledgeBasePage() {
   const { id = '' } = useParams()
@@ -36,7 +49,7 @@ function BaseView({ id }: { id: string }) {
   const [error, setError] = useState<string | null>(null)
 
   const uploads = useUploads(id, t('knowledge.deletedMeanwhile'), () => void refresh())
-  const { follow } = uploads
+  const { follow, told } = uploads
 
   const refresh = useCallback(async () => {
     const asOf = performance.now()
@@ -60,7 +73,33 @@ function BaseView({ id }: { id: string }) {
     void refresh()
   }, [id, refresh])
 
-  // Follow ingestion while anything is still being read.
+  // The base's changes as they happen. Each (re)connect reads the list once the
+  // stream is open: the server subscribed before answering, so every change is in
+  // that read or on the stream.
+  useEffect(() => {
+    const es = new EventSource(`/v1/knowledge/${encodeURIComponent(id)}/events`)
+    es.onopen = () => void refresh()
+    const onEvent = (m: MessageEvent) => {
+      let ev: KnowledgeEvent
+      try {
+        ev = JSON.parse(m.data) as KnowledgeEvent
+      } catch {
+        return
+      }
+      if (ev.type === 'resync') void refresh()
+      else if (ev.type === 'deleted') {
+        es.close()
+        setMissing(true)
+      } else {
+        setDocs((cur) => applyKnowledgeEvent(cur, ev))
+        told(ev)
+      }
+    }
+    for (const name of STREAM_EVENTS) es.addEventListener(name, onEvent)
+    return () => es.close()
+  }, [id, refresh, told])
+
+  // Should the stream be down, read the list now and then while anything is being read.
   const polling = needsPolling(uploads.rows, docs)
   useEffect(() => {
     if (!polling) return

@@ -1,13 +1,14 @@
 // The upload list of one knowledge base: files are sent one per request, in the
 // order picked, each with its own row (waiting → uploading n% → indexing → ready,
 // or failed with the server's message). A refused file does not stop the others.
-// Rows still indexing follow their document through `follow` (the page polls the
-// documents list and hands it here). The rules are `uploadsReducer` (knowledge.ts).
+// Rows still indexing follow their document through `told` (an event of the
+// base's stream) and `follow` (the documents list, read when the stream opens or
+// resyncs). The rules are `uploadsReducer` (knowledge.ts).
 
 import { useCallback, useReducer, useRef } from 'react'
 import { uploadKnowledgeDocument } from '../api'
 import { uploadsReducer, type PickedFile, type UploadAction, type UploadRow } from '../knowledge'
-import type { KnowledgeDocument } from '../types'
+import type { KnowledgeDocument, KnowledgeEvent } from '../types'
 
 const errText = (e: unknown) => (e instanceof Error ? e.message : String(e))
 
@@ -50,6 +51,10 @@ export function useUploads(knowledgeId: string, fallback: string, onStored: () =
     (documents: readonly KnowledgeDocument[], asOf: number) => dispatch({ type: 'documents', documents, asOf }),
     [],
   )
+  const told = useCallback((ev: KnowledgeEvent) => {
+    if (ev.type === 'document') dispatch({ type: 'document', document: ev.document })
+    else if (ev.type === 'document_deleted') dispatch({ type: 'deleted', id: ev.document_id })
+  }, [])
   const clear = useCallback(() => dispatch({ type: 'clear' }), [])
-  return { rows, add, follow, clear }
+  return { rows, add, follow, told, clear }
 }

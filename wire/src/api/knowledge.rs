@@ -140,6 +140,49 @@ pub struct KnowledgeDocumentDto {
     pub progress: Option<IngestProgress>,
 }
 
+/// What `GET /v1/knowledge/{id}/events` streams (docs/knowledge.md, "Following
+/// ingestion"): the SSE event's name is `type`, its data this whole object.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum KnowledgeEvent {
+    /// A document was added, or its ingestion moved on: the document as
+    /// `GET …/documents/{doc}` would show it now.
+    Document { document: KnowledgeDocumentDto },
+    /// A document was deleted.
+    DocumentDeleted { document_id: String },
+    /// The base was deleted; the stream ends.
+    Deleted { knowledge_id: String },
+    /// Events may have been missed (the server's bus reconnected, or this
+    /// client fell behind): read the documents again.
+    Resync,
+}
+
+impl KnowledgeEvent {
+    /// The SSE event name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            KnowledgeEvent::Document { .. } => "document",
+            KnowledgeEvent::DocumentDeleted { .. } => "document_deleted",
+            KnowledgeEvent::Deleted { .. } => "deleted",
+            KnowledgeEvent::Resync => "resync",
+        }
+    }
+}
+
+impl KnowledgeDocumentDto {
+    /// Whether this copy (from an event) is news next to `held` (from a list
+    /// read meanwhile): an event still on its way while the list was read can
+    /// arrive after it. Older than `held` — or as old, and not yet done while
+    /// `held` is — is old news. (The web page's `news` states the same rule.)
+    pub fn is_news_over(&self, held: &KnowledgeDocumentDto) -> bool {
+        let done = |s: DocumentStatus| matches!(s, DocumentStatus::Ready | DocumentStatus::Failed);
+        if self.updated_at != held.updated_at {
+            return self.updated_at > held.updated_at;
+        }
+        done(self.status) || !done(held.status)
+    }
+}
+
 /// A document's ingestion under way: `stage` and, for `embedding`, chunks
 /// `done` of `total`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
@@ -278,4 +321,37 @@ pub struct DocumentChunk {
     pub position: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub page: Option<u32>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn doc(status: DocumentStatus, updated_at: i64) -> KnowledgeDocumentDto {
+        KnowledgeDocumentDto {
+            id: "d1".into(),
+            knowledge_id: "kb".into(),
+            name: "a.md".into(),
+            mime: "text/markdown".into(),
+            bytes: 1,
+            sha256: "ab".into(),
+            status,
+            error: None,
+            chunks: 0,
+            created_at: 0,
+            updated_at,
+            progress: None,
+        }
+    }
+
+    #[test]
+    fn an_event_on_its_way_while_the_list_was_read_is_old_news() {
+        use DocumentStatus::*;
+        let ready = doc(Ready, 9);
+        assert!(!doc(Processing, 7).is_news_over(&ready));
+        assert!(!doc(Processing, 9).is_news_over(&ready));
+        assert!(doc(Processing, 7).is_news_over(&doc(Processing, 7)));
+        assert!(doc(Ready, 9).is_news_over(&doc(Processing, 9)));
+        assert!(doc(Queued, 12).is_news_over(&ready));
+    }
 }

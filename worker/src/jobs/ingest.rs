@@ -13,6 +13,11 @@
 //! that same transaction; the job's progress says how far it got
 //! (`{stage, done, total}`), for the documents page.
 //!
+//! Every change a person watching the base would see — the document taken up,
+//! each stage, every few embedding batches, its end, a retry's error — is also
+//! sent as a notice (`weft_shared::notice::knowledge`) for the base's event
+//! stream, so its page and `weft knowledge add` follow without polling.
+//!
 //! What cannot work on a retry fails at once, with a message for the page: a
 //! type that has no text, a PDF without a text layer, a file the reader gave
 //! up on. What may (the database, the blob store, no free reader) is retried
@@ -25,11 +30,13 @@
 use weft_files::isolate::{Extractor, Failure};
 use weft_knowledge::{ChunkOptions, Retriever, segment};
 use weft_llm::LlmError;
+use weft_shared::api::KnowledgeEvent;
 use weft_shared::api::{DocumentStatus, IngestProgress as Progress, IngestStage};
 use weft_shared::blobs::Blobs;
+use weft_shared::bus::SharedBus;
 use weft_shared::config::LiveConfig;
 use weft_shared::job::IngestDocument;
-use weft_shared::store::{ChunkVectors, NewChunk, Store, StoreError};
+use weft_shared::store::{ChunkVectors, KnowledgeDocument, NewChunk, Store, StoreError};
 
 use super::{BackgroundJob, JobContext, JobError};
 
@@ -39,6 +46,8 @@ pub struct Ingest {
     pub live: LiveConfig,
     /// The embedding model, when one is configured.
     pub retriever: Retriever,
+    /// Where the documents' changes are told (notices).
+    pub bus: SharedBus,
 }
 
 fn retry(what: &str) -> impl Fn(StoreError) -> JobError + '_ {
@@ -64,6 +73,7 @@ impl BackgroundJob for Ingest {
             .knowledge_document_processing(&doc.id)
             .await
             .map_err(retry("marking the document"))?;
+        self.tell(store, &doc.id).await;
         let result = self.ingest(&cx, &doc).await;
         if let Err(JobError::Retry(error) | JobError::Wait(error)) = &result
             && (cx.attempt < cx.max_attempts || matches!(result, Err(JobError::Wait(_))))
@@ -71,6 +81,9 @@ impl BackgroundJob for Ingest {
             // Shown while it waits for the next try.
             let _ = store.knowledge_document_retrying(&doc.id, error).await;
         }
+        // Its end, or the error it shows while it waits for the next try
+        // (a failure for good is told by `gave_up`).
+        self.tell(store, &doc.id).await;
         result
     }
 
@@ -81,21 +94,23 @@ impl BackgroundJob for Ingest {
         {
             tracing::warn!(document = %job.document_id, error = %e, "marking a document failed did not work");
         }
+        self.tell(store, &job.document_id).await;
     }
 }
 
 impl Ingest {
-    async fn ingest(
-        &self,
-        cx: &JobContext,
-        doc: &weft_shared::store::KnowledgeDocument,
-    ) -> Result<(), JobError> {
+    async fn ingest(&self, cx: &JobContext, doc: &KnowledgeDocument) -> Result<(), JobError> {
         let store = &cx.store;
-        cx.progress(&Progress {
-            stage: IngestStage::Reading,
-            done: 0,
-            total: 0,
-        });
+        self.progress(
+            cx,
+            doc,
+            Progress {
+                stage: IngestStage::Reading,
+                done: 0,
+                total: 0,
+            },
+        )
+        .await;
         let bytes = self
             .blobs
             .get(&doc.sha256)
@@ -140,7 +155,7 @@ impl Ingest {
         })
         .await
         .map_err(|e| JobError::Retry(format!("chunking stopped: {e}")))?;
-        let vectors = self.embed(cx, &chunks).await?;
+        let vectors = self.embed(cx, doc, &chunks).await?;
         match store
             .replace_knowledge_chunks(&doc.id, &chunks, vectors.as_ref())
             .await
@@ -161,6 +176,7 @@ impl Ingest {
     async fn embed(
         &self,
         cx: &JobContext,
+        doc: &KnowledgeDocument,
         chunks: &[NewChunk],
     ) -> Result<Option<ChunkVectors>, JobError> {
         let current = match self.retriever.embedder() {
@@ -176,11 +192,12 @@ impl Ingest {
         let step = current.embedder.config().batch_size.max(1) * 4;
         let mut vectors = Vec::with_capacity(texts.len());
         for part in texts.chunks(step) {
-            cx.progress(&Progress {
+            let progress = Progress {
                 stage: IngestStage::Embedding,
                 done: vectors.len() as u64,
                 total: texts.len() as u64,
-            });
+            };
+            self.progress(cx, doc, progress).await;
             let got = current.embedder.embed(part).await.map_err(|e| match e {
                 LlmError::Transient { .. } => JobError::Wait(e.to_string()),
                 LlmError::Fatal { .. } => JobError::Retry(e.to_string()),
@@ -196,6 +213,35 @@ impl Ingest {
             model: current.model,
             vectors,
         }))
+    }
+}
+
+impl Ingest {
+    /// Tell the base's watchers how the document stands now, as stored.
+    async fn tell(&self, store: &Store, id: &str) {
+        if let Ok(Some(doc)) = store.knowledge_document_unscoped(id).await {
+            let document = doc.to_dto();
+            weft_shared::notice::knowledge(
+                &*self.bus,
+                &doc.base_id,
+                &KnowledgeEvent::Document { document },
+            )
+            .await;
+        }
+    }
+
+    /// How far the job got: stored with the next lease renewal, told at once.
+    async fn progress(&self, cx: &JobContext, doc: &KnowledgeDocument, progress: Progress) {
+        cx.progress(&progress);
+        let mut document = doc.to_dto();
+        document.status = DocumentStatus::Processing;
+        document.progress = Some(progress);
+        weft_shared::notice::knowledge(
+            &*self.bus,
+            &doc.base_id,
+            &KnowledgeEvent::Document { document },
+        )
+        .await;
     }
 }
 

@@ -16,6 +16,7 @@ use crate::both_backends;
 use crate::harness::*;
 
 mod conversation;
+mod events;
 mod refusals;
 mod search;
 mod vectors;

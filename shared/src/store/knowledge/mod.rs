@@ -89,6 +89,30 @@ pub struct KnowledgeDocument {
     pub progress: Option<String>,
 }
 
+impl KnowledgeDocument {
+    pub fn to_dto(&self) -> crate::api::KnowledgeDocumentDto {
+        let under_way = !matches!(self.status, DocumentStatus::Ready | DocumentStatus::Failed);
+        crate::api::KnowledgeDocumentDto {
+            id: self.id.clone(),
+            knowledge_id: self.base_id.clone(),
+            name: self.name.clone(),
+            mime: self.mime.clone(),
+            bytes: self.bytes.max(0) as u64,
+            sha256: self.sha256.clone(),
+            status: self.status,
+            error: self.error.clone(),
+            chunks: self.chunks.max(0) as u64,
+            created_at: self.created_at,
+            updated_at: self.updated_at,
+            progress: self
+                .progress
+                .as_deref()
+                .filter(|_| under_way)
+                .and_then(|p| serde_json::from_str(p).ok()),
+        }
+    }
+}
+
 /// A document to add: its bytes are already stored (and registered) by hash.
 #[derive(Debug, Clone)]
 pub struct NewDocument<'a> {
