@@ -101,7 +101,14 @@ impl Runs {
     ) -> Result<DecideOutcome, StoreError> {
         let outcome = self
             .store
-            .decide_approval(approval_id, decider, is_admin, by, decision)
+            .decide_approval(
+                approval_id,
+                decider,
+                is_admin,
+                by,
+                decision,
+                weft_shared::telemetry::current_traceparent().as_deref(),
+            )
             .await?;
         match &outcome {
             DecideOutcome::Decided { approval, resume } => {

@@ -155,8 +155,10 @@ fn forget_running(inner: &Inner, run: &RunId, stop: &Arc<RunStop>) {
 
 /// The span of one attempt at `run`: a child of the request that created the
 /// run (its stored `traceparent`), whichever worker runs it and however often it
-/// resumes; linked to the request that resumed it (an approval decided), when
-/// the job carries another context.
+/// resumes; a stretch resumed after approvals links to the request that
+/// decided (`resumed_by`, stored with the decision: the job that resumes the
+/// run may be the worker's own, when the decision came while it was handing
+/// the run to the database), else to the job's context when it is another.
 fn run_span(run: &ClaimedRun, job_traceparent: Option<&str>) -> tracing::Span {
     let span = tracing::info_span!(
         parent: None,
@@ -169,7 +171,8 @@ fn run_span(run: &ClaimedRun, job_traceparent: Option<&str>) -> tracing::Span {
     );
     let parent = run.traceparent.as_deref().or(job_traceparent);
     telemetry::join_trace(&span, parent, None);
-    if let Some(resumer) = job_traceparent
+    let decided = run.pending_step.as_ref().and(run.resumed_by.as_deref());
+    if let Some(resumer) = decided.or(job_traceparent)
         && parent != Some(resumer)
     {
         telemetry::link_trace(&span, resumer);

@@ -263,6 +263,8 @@ impl Store {
 
     /// Record a decision. `caller` must own the session unless `admin`; anyone
     /// else gets `NotFound`, as for an approval that does not exist.
+    /// `traceparent`: the deciding request's trace context, kept on the run
+    /// (`resumed_by`) for the stretch that resumes it to link to.
     pub async fn decide_approval(
         &self,
         id: &str,
@@ -270,6 +272,7 @@ impl Store {
         admin: bool,
         decided_by: &str,
         decision: Decision,
+        traceparent: Option<&str>,
     ) -> Result<DecideOutcome> {
         let mut tx = self.begin().await?;
         let now = now_ms();
@@ -340,6 +343,13 @@ impl Store {
             .bind(now)
             .execute(&mut **tx)
             .await?;
+        }
+        if let Some(traceparent) = traceparent {
+            sqlx::query("update runs set resumed_by = $1 where id = $2")
+                .bind(traceparent)
+                .bind(&run.0)
+                .execute(&mut **tx)
+                .await?;
         }
         let resume = requeue_waiting(&mut tx, &run, now).await?;
         let approval = load(&mut tx, id).await?;

@@ -127,6 +127,9 @@ pub struct ClaimedRun {
     pub last_seq: u64,
     /// The W3C trace context of the request that created the run.
     pub traceparent: Option<String>,
+    /// The trace context of the request that decided the run's last approval
+    /// (`runs.resumed_by`): a resumed stretch links to it.
+    pub resumed_by: Option<String>,
     /// The step whose tool calls waited for approvals, when the run resumes
     /// after them (read by the claim: a fresh run has none).
     pub pending_step: Option<super::PendingStep>,
@@ -250,7 +253,7 @@ impl Store {
                  started_at = coalesce(started_at, $3)
              where id = $1 and (status = 'queued' or (status = 'running' and heartbeat_at < $4))
              returning id, session_id, user_id, model, mode, attempt, cancel_requested, started_at, created_at, last_seq,
-                 traceparent, pending_step, {},
+                 traceparent, pending_step, resumed_by, {},
                  (select s.knowledge from sessions s where s.id = runs.session_id) as session_knowledge",
             super::revisions::PROMPT_REV
         )))
@@ -276,6 +279,7 @@ impl Store {
             last_seq: get_i64(&row, "last_seq")? as u64,
             traceparent: get_opt_str(&row, "traceparent")?,
             pending_step: super::approvals::parse_pending_step(get_opt_str(&row, "pending_step")?)?,
+            resumed_by: get_opt_str(&row, "resumed_by")?,
             prompt_rev: get_i64(&row, "prompt_rev")?,
             session_knowledge: match get_opt_str(&row, "session_knowledge")? {
                 Some(json) => serde_json::from_str(&json)

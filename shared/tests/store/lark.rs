@@ -431,7 +431,7 @@ async fn approval_cards_say_how_they_were_decided(db: Db) {
         ("ap_always", Decision::Always),
         ("ap_no", Decision::Deny),
     ] {
-        s.decide_approval(id, &owner.id, false, who, decision)
+        s.decide_approval(id, &owner.id, false, who, decision, None)
             .await
             .unwrap();
     }

@@ -5,6 +5,7 @@
 mod harness;
 
 mod agents;
+mod approvals;
 mod attachments;
 mod jobs;
 mod knowledge;
