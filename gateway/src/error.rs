@@ -5,7 +5,7 @@
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use weft_shared::api::{ErrorBody, ErrorEnvelope};
-use weft_shared::store::{Conflict, StoreError};
+use weft_shared::store::{Conflict, OverLimit, StoreError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -125,8 +125,34 @@ impl From<StoreError> for ApiError {
             }
             StoreError::Conflict(what) => ApiError::Conflict(what.as_str().replace('_', " ")),
             StoreError::Invalid(why) => ApiError::Validation(why),
+            StoreError::OverLimit(over) => over.into(),
             other => ApiError::Internal(other.into()),
         }
+    }
+}
+
+/// A limit a write would pass, as the 413 that names it.
+impl From<OverLimit> for ApiError {
+    fn from(over: OverLimit) -> Self {
+        use weft_shared::memory_room::human_size as mib;
+        ApiError::PayloadTooLarge(match over {
+            OverLimit::Documents { held, limit } => format!(
+                "knowledge.max_documents_per_base: the base holds {held} of its {limit} documents"
+            ),
+            OverLimit::Storage {
+                used,
+                adding,
+                limit,
+            } => format!(
+                "limits.storage_bytes_per_user: the files of this base's owner take {} of their {}, and these documents need {} more; delete documents or sessions to free space",
+                mib(used),
+                mib(limit),
+                mib(adding)
+            ),
+            OverLimit::Memories { held, limit } => format!(
+                "memory.max_per_user: {held} of {limit} memories are kept; forget some first"
+            ),
+        })
     }
 }
 

@@ -19,6 +19,7 @@ mod files;
 mod headers;
 mod knowledge;
 pub mod lark;
+mod memories;
 mod meta;
 mod observe;
 mod openapi;
@@ -212,6 +213,7 @@ pub fn router(state: AppState) -> Router {
         .merge(meta::router())
         .merge(auth::router())
         .merge(account::router())
+        .merge(memories::router())
         .merge(settings::router())
         .merge(sessions::router(upload_limit))
         .merge(runs::router())

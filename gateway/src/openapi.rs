@@ -10,6 +10,13 @@ use utoipa::OpenApi;
         description = "Hosted multi-user AI agent chat: sessions, runs and their event streams."
     ),
     paths(
+        crate::memories::list_memories,
+        crate::memories::export_memories,
+        crate::memories::add_memory,
+        crate::memories::update_memory,
+        crate::memories::delete_memory,
+        crate::memories::forget_everything,
+        crate::memories::switch_memory,
         crate::knowledge::list_bases,
         crate::knowledge::create_base,
         crate::knowledge::get_base,

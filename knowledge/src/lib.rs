@@ -10,6 +10,7 @@
 pub mod chunk;
 pub mod fuse;
 pub mod lexical;
+pub mod recall;
 pub mod retrieve;
 pub mod segment;
 

@@ -17,6 +17,7 @@ pub mod private_fs;
 pub mod prompt;
 pub mod queue;
 pub mod reload;
+pub mod remember;
 pub mod retry;
 pub mod skills;
 pub mod store;

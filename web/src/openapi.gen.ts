@@ -549,6 +549,86 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/me/memories": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Your memories: pinned first, then the most recently changed (best match
+         *     first with `q`), and whether memory is on.
+         */
+        get: operations["list_memories"];
+        put?: never;
+        /**
+         * Remember something (by hand: its source is `manual`). 422 for an empty or
+         *     over-long text or one that looks like a secret; 413 past `memory.max_per_user`.
+         */
+        post: operations["add_memory"];
+        /** Forget everything: every memory of yours, at once. */
+        delete: operations["forget_everything"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/me/memories/export": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** Everything the assistant remembers about you, as a JSON file. */
+        get: operations["export_memories"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/me/memories/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        /** Forget one memory: gone from the next run's prompt. */
+        delete: operations["delete_memory"];
+        options?: never;
+        head?: never;
+        /** Change a memory's text, kind or pin. */
+        patch: operations["update_memory"];
+        trace?: never;
+    };
+    "/v1/me/memory": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Turn your memory on or off. Off: nothing is remembered or recalled, and
+         *     what is kept stays until you delete it.
+         */
+        patch: operations["switch_memory"];
+        trace?: never;
+    };
     "/v1/me/password": {
         parameters: {
             query?: never;
@@ -1164,6 +1244,12 @@ export interface components {
             name: string;
             visibility?: components["schemas"]["KnowledgeVisibility"];
         };
+        /** @description `POST /v1/me/memories`. */
+        CreateMemory: {
+            kind?: components["schemas"]["MemoryKind"];
+            pinned?: boolean;
+            text: string;
+        };
         CreateSessionRequest: {
             /** @description The agent (`GET /v1/agents`); `mode` is the older name for it. */
             agent?: string | null;
@@ -1300,6 +1386,10 @@ export interface components {
             /** @enum {string} */
             type: "usage";
         }) | {
+            memories: components["schemas"]["MemoryRef"][];
+            /** @enum {string} */
+            type: "memory_used";
+        } | {
             items: components["schemas"]["Citation"][];
             /** @enum {string} */
             type: "citations";
@@ -1610,6 +1700,72 @@ export interface components {
             updated_at: string;
             worker_id: string;
         };
+        /** @description `DELETE /v1/me/memories`: how many were forgotten. */
+        MemoriesForgotten: {
+            /** Format: int64 */
+            deleted: number;
+        };
+        MemoryDto: {
+            /** Format: int64 */
+            created_at: number;
+            id: string;
+            kind: components["schemas"]["MemoryKind"];
+            /**
+             * Format: int64
+             * @description When a run's prompt last carried it.
+             */
+            last_used_at?: number | null;
+            /** @description Always in the person's prompt (within `memory.prompt_budget_tokens`). */
+            pinned: boolean;
+            source: components["schemas"]["MemorySource"];
+            /** @description At most 2,000 characters. */
+            text: string;
+            /** Format: int64 */
+            updated_at: number;
+        };
+        /**
+         * @description `fact` (who they are, what they prefer), `episode` (something that
+         *     happened), `procedure` (how they like a thing done).
+         * @enum {string}
+         */
+        MemoryKind: "fact" | "episode" | "procedure";
+        /**
+         * @description `GET /v1/me/memories`: the person's memories (pinned first, then the most
+         *     recently changed; best match first with `q`) and whether memory is on.
+         */
+        MemoryList: {
+            /** @description Whether the instance has memory at all (`memory.enabled`). */
+            available: boolean;
+            /** @description The person's own switch (`PATCH /v1/me/memory`). */
+            enabled: boolean;
+            memories: components["schemas"]["MemoryDto"][];
+        };
+        /** @description A memory a run's prompt carried (the `memory_used` event). */
+        MemoryRef: {
+            id: string;
+            kind: components["schemas"]["MemoryKind"];
+            text: string;
+        };
+        /**
+         * @description Where a memory came from: added by hand (the API, the memory page), or
+         *     from a conversation (the `remember` tool, extraction after a turn).
+         */
+        MemorySource: {
+            /** @enum {string} */
+            type: "manual";
+        } | {
+            message_id?: string | null;
+            session_id: string;
+            /** @enum {string} */
+            type: "conversation";
+        };
+        /**
+         * @description `PATCH /v1/me/memory`: the person's switch. Off: nothing is remembered or
+         *     recalled; what is kept stays until deleted.
+         */
+        MemorySwitch: {
+            enabled: boolean;
+        };
         MessageDto: {
             /** @description Files sent with a user message, in the order they were attached. */
             attachments?: components["schemas"]["AttachmentDto"][];
@@ -1668,6 +1824,12 @@ export interface components {
             description?: string | null;
             name?: string | null;
             visibility?: null | components["schemas"]["KnowledgeVisibility"];
+        };
+        /** @description `PATCH /v1/me/memories/{id}`: what is given changes. */
+        PatchMemory: {
+            kind?: null | components["schemas"]["MemoryKind"];
+            pinned?: boolean | null;
+            text?: string | null;
         };
         PutAgentRequest: {
             /** @description Only these roles (`admin`, `user`) may use the agent. */
@@ -3582,6 +3744,269 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    list_memories: {
+        parameters: {
+            query?: {
+                /** @description Only memories of this kind. */
+                kind?: components["schemas"]["MemoryKind"];
+                /** @description Only memories sharing words with this text, best match first. */
+                q?: string;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemoryList"];
+                };
+            };
+            400: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    add_memory: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateMemory"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemoryDto"];
+                };
+            };
+            413: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    forget_everything: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemoriesForgotten"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    export_memories: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemoryList"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    delete_memory: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    update_memory: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PatchMemory"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemoryDto"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    switch_memory: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MemorySwitch"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemorySwitch"];
                 };
             };
             /** @description An error: `{"error":{"code","message"}}` (see the status) */

@@ -75,6 +75,7 @@ export type TurnResult = Schemas['TurnResult']
 export type Summary = Schemas['SummaryDto']
 /** A source an answer cites as `[n]` (the `citations` event; `citations` on a stored reply). */
 export type Citation = Schemas['Citation']
+export type MemoryRef = Schemas['MemoryRef']
 /** `GET /v1/knowledge/{id}/documents/{doc}/chunks`: a stretch of a document's text, and its chunk count. */
 export type DocumentChunks = Schemas['DocumentChunks']
 export type DocumentChunk = Schemas['DocumentChunk']
@@ -117,6 +118,7 @@ const EVENT_TYPES: Record<RunEventType, true> = {
   approval_required: true,
   approval_decided: true,
   usage: true,
+  memory_used: true,
   citations: true,
   retrying: true,
   heartbeat: true,

@@ -8,11 +8,13 @@ use utoipa::ToSchema;
 
 mod agents;
 mod knowledge;
+mod memory;
 mod settings;
 mod tools;
 
 pub use agents::*;
 pub use knowledge::*;
+pub use memory::*;
 pub use settings::*;
 pub use tools::*;
 

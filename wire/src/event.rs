@@ -82,6 +82,12 @@ pub enum EventKind {
         by: Option<String>,
     },
     Usage(UsageDto),
+    /// The memories of the person (`GET /v1/me/memories`) this run's prompt
+    /// carried, sent before the first step; stored on the run
+    /// (`memories_used`).
+    MemoryUsed {
+        memories: Vec<crate::api::MemoryRef>,
+    },
     /// The sources the answer cites as `[n]`, sent just before `done` and
     /// stored with the reply (`citations` on its message).
     Citations {
@@ -123,6 +129,7 @@ impl EventKind {
             EventKind::ApprovalRequired { .. } => "approval_required",
             EventKind::ApprovalDecided { .. } => "approval_decided",
             EventKind::Usage(_) => "usage",
+            EventKind::MemoryUsed { .. } => "memory_used",
             EventKind::Citations { .. } => "citations",
             EventKind::Retrying { .. } => "retrying",
             EventKind::Heartbeat { .. } => "heartbeat",

@@ -26,7 +26,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::api::{Citation, ErrorBody, UsageDto};
+use crate::api::{Citation, ErrorBody, MemoryRef, UsageDto};
 use crate::event::{EventKind, RunEvent};
 use crate::states::Verdict;
 
@@ -143,6 +143,8 @@ pub enum Change {
     Usage,
     /// The sources the answer cites arrived ([`RunFold::citations`]).
     Citations,
+    /// The memories the prompt carried arrived ([`RunFold::memories`]).
+    Memories,
     Finished,
 }
 
@@ -163,6 +165,8 @@ pub struct RunFold {
     pub duration_ms: Option<u64>,
     /// The documents the answer cites as `[n]`.
     pub citations: Vec<Citation>,
+    /// The person's memories the prompt carried (a new attempt says again).
+    pub memories: Vec<MemoryRef>,
     pub outcome: Option<Outcome>,
 }
 
@@ -338,6 +342,10 @@ impl RunFold {
             EventKind::Citations { items } => {
                 self.citations = items.clone();
                 vec![Change::Citations]
+            }
+            EventKind::MemoryUsed { memories } => {
+                self.memories = memories.clone();
+                vec![Change::Memories]
             }
             EventKind::Heartbeat { .. } => vec![],
             EventKind::Done {

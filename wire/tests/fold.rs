@@ -42,6 +42,15 @@ fn check(name: &str, fold: &mut RunFold, events: &Value, expect: &Value) {
         fold.apply(&ev);
     }
     let mut got = seen(fold);
+    if let Some(recalled) = expect.get("memories") {
+        got["memories"] = json!(
+            fold.memories
+                .iter()
+                .map(|m| m.id.as_str())
+                .collect::<Vec<_>>()
+        );
+        assert_eq!(&got["memories"], recalled, "{name}: memories");
+    }
     if let Some(cited) = expect.get("citations") {
         got["citations"] = json!(fold.citations.iter().map(|c| c.n).collect::<Vec<_>>());
         assert_eq!(&got["citations"], cited, "{name}: citations");

@@ -126,6 +126,8 @@ pub(crate) struct Inner {
     pub(crate) histories: context::history::Histories,
     /// Agents, instructions and skills of the prompt (see [`context::prompt`]).
     pub(crate) prompt_inputs: context::prompt::PromptInputs,
+    /// Each person's memories, as last read (see `agent::memory`).
+    pub(crate) memories: agent::MemoryCopies,
 }
 
 impl Inner {
@@ -247,6 +249,17 @@ fn builtin_tools(cfg: &Config, deps: &WorkerDeps) -> ToolRegistry {
         live: deps.live.clone(),
         retriever: deps.retriever.clone(),
     }));
+    tools.add(Arc::new(agent::Remember {
+        store: deps.store.clone(),
+        live: deps.live.clone(),
+    }));
+    tools.add(Arc::new(agent::Forget {
+        store: deps.store.clone(),
+    }));
+    tools.add(Arc::new(agent::MemorySearch {
+        store: deps.store.clone(),
+        live: deps.live.clone(),
+    }));
     tools.add(Arc::new(agent::ReadOutput {
         store: deps.store.clone(),
         blobs: deps.blobs.clone(),
@@ -362,6 +375,7 @@ pub async fn run(
         mcp: weft_tools::mcp::McpHub::start(cfg.mcp_servers.clone(), shutdown.child_token()),
         histories: context::history::Histories::default(),
         prompt_inputs: context::prompt::PromptInputs::default(),
+        memories: agent::MemoryCopies::default(),
         slots: Arc::new(Semaphore::new(cfg.worker.concurrency)),
         image_room: weft_shared::memory_room::MemoryRoom::new(
             cfg.attachments.worker_image_memory_bytes,

@@ -21,6 +21,7 @@ mod lark;
 mod lifecycle;
 mod limits;
 mod mcp;
+mod memory;
 mod multitask;
 mod otel;
 mod providers;

@@ -85,6 +85,24 @@ pub fn decision_note(name: &str, decision: Verdict, by: Option<&str>) -> String 
     }
 }
 
+/// What a reply remembered of the person: "used 2 memories: prefers
+/// answers in Chinese; works on payments" (each cut to 60 characters).
+pub fn memories_note(memories: &[weft_wire::api::MemoryRef]) -> String {
+    let texts: Vec<String> = memories
+        .iter()
+        .map(|m| {
+            let mut t: String = m.text.chars().take(60).collect();
+            if m.text.chars().count() > 60 {
+                t.push('…');
+            }
+            t
+        })
+        .collect();
+    let n = memories.len();
+    let noun = if n == 1 { "memory" } else { "memories" };
+    format!("🧠 used {n} {noun}: {}", texts.join("; "))
+}
+
 /// The documents a reply cites, under it: `Sources` and one line per `[n]`:
 /// `[1] handbook.pdf — page 7`. Plain text (`styled = false`) for a pipe.
 pub fn sources(citations: &[weft_wire::api::Citation], styled: bool) -> String {

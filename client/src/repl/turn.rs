@@ -121,6 +121,7 @@ async fn follow(gw: &Gateway, state: &mut ReplState, stream: &mut RunStream) -> 
                         ))
                     }
                 }
+                Change::Memories => display.note(&crate::render::memories_note(&reply.memories)),
                 Change::Started { .. } | Change::Usage | Change::Citations | Change::Finished => {}
             }
         }

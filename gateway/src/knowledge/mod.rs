@@ -28,7 +28,7 @@ use weft_shared::config::MAX_TOP_K;
 use weft_shared::memory_room::{SharedPermit, human_size as mib};
 use weft_shared::store::{
     AuthUser, BaseChange, ChunkWindow, DocumentLimits, KnowledgeBase, KnowledgeDocument,
-    NewDocument, OverLimit, StoreError,
+    NewDocument, OverLimit,
 };
 use weft_tools::web::UrlDownload;
 
@@ -324,7 +324,7 @@ pub async fn add_documents(
         .max_documents_per_base
         .saturating_sub(base.documents.max(0) as u64);
     if body.files.len() as u64 > room {
-        return Err(over_limit(OverLimit::Documents {
+        return Err(ApiError::from(OverLimit::Documents {
             held: base.documents.max(0) as u64,
             limit: cfg.max_documents_per_base,
         }));
@@ -334,7 +334,7 @@ pub async fn add_documents(
     if let Some((usage, limit)) =
         crate::storage_quota::over_quota(&state, &base.owner, &body.files).await?
     {
-        return Err(over_limit(OverLimit::Storage {
+        return Err(ApiError::from(OverLimit::Storage {
             used: usage.used_bytes,
             adding: usage.adding_bytes,
             limit,
@@ -374,11 +374,7 @@ pub async fn add_documents(
                     limits,
                 },
             )
-            .await
-            .map_err(|e| match e {
-                StoreError::OverLimit(over) => over_limit(over),
-                other => other.into(),
-            })?;
+            .await?;
         let document = doc.to_dto();
         if created {
             let added = KnowledgeEvent::Document {
@@ -394,25 +390,6 @@ pub async fn add_documents(
         StatusCode::CREATED,
         Json(KnowledgeUploadResult { documents: out }),
     ))
-}
-
-/// A knowledge limit a request would pass, as the 413 that names it.
-fn over_limit(over: OverLimit) -> ApiError {
-    ApiError::PayloadTooLarge(match over {
-        OverLimit::Documents { held, limit } => format!(
-            "knowledge.max_documents_per_base: the base holds {held} of its {limit} documents"
-        ),
-        OverLimit::Storage {
-            used,
-            adding,
-            limit,
-        } => format!(
-            "limits.storage_bytes_per_user: the files of this base's owner take {} of their {}, and these documents need {} more; delete documents or sessions to free space",
-            mib(used),
-            mib(limit),
-            mib(adding)
-        ),
-    })
 }
 
 /// Search a base: the chunks that best match the query — by its words, and by

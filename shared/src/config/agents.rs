@@ -124,6 +124,11 @@ mod tests {
     }
 }
 
+/// The memory tools (docs/memory.md): offered while memory is on for the
+/// instance and the person, to agents whose tools include them (every tool
+/// when an agent names none).
+pub const MEMORY_TOOLS: [&str; 3] = ["remember", "forget", "memory_search"];
+
 /// Tools every agent that has tools at all may call: they only read what the
 /// run already produced or what the agent's own skills say.
 const ALWAYS_WITH_TOOLS: [&str; 2] = ["read_output", "use_skill"];

@@ -22,6 +22,7 @@ mod lark;
 pub mod live;
 pub mod masking;
 mod mcp;
+mod memory;
 mod models;
 mod secret_files;
 mod tools;
@@ -37,6 +38,7 @@ pub use knowledge::{EmbeddingModelConfig, KnowledgeConfig, MAX_TOP_K, valid_base
 pub use lark::{LarkConfig, LarkLanguage};
 pub use live::{Change, LiveConfig, ReloadError};
 pub use mcp::{McpPathGrant, McpSandbox, McpServerConfig};
+pub use memory::{MAX_MEMORY_CHARS, MemoryConfig};
 pub use models::{ModelConfig, ProviderKind, api_key_from_env};
 pub use tools::{
     AllowHost, MAX_CALL_TIMEOUT_SECS, SearchBackendKind, ToolPolicy, ToolsConfig, WebFetchConfig,
@@ -103,6 +105,8 @@ pub struct Config {
     pub files: FilesConfig,
     /// Knowledge bases: document limits, chunk sizes, search.
     pub knowledge: KnowledgeConfig,
+    /// What the assistant remembers about each person.
+    pub memory: MemoryConfig,
     /// Connection timeouts and the connection cap of the HTTP server.
     pub http: HttpConfig,
     pub worker: WorkerConfig,
@@ -143,6 +147,7 @@ impl Default for Config {
             attachments: AttachmentsConfig::default(),
             files: FilesConfig::default(),
             knowledge: KnowledgeConfig::default(),
+            memory: MemoryConfig::default(),
             http: HttpConfig::default(),
             worker: WorkerConfig::default(),
             events: EventsConfig::default(),
@@ -336,6 +341,7 @@ impl Config {
         self.tools.validate().map_err(ConfigError::Invalid)?;
         self.files.validate().map_err(ConfigError::Invalid)?;
         self.knowledge.validate().map_err(ConfigError::Invalid)?;
+        self.memory.validate().map_err(ConfigError::Invalid)?;
         self.knowledge
             .validate_embeddings(&self.embedding_models)
             .map_err(ConfigError::Invalid)?;

@@ -17,6 +17,7 @@ mod lark;
 mod lark_cards;
 mod lark_inbox;
 mod mcp_status;
+mod memories;
 mod messages;
 mod purge;
 mod recovery;
@@ -56,6 +57,7 @@ pub use knowledge::{
 pub use lark::{InboundClaim, LarkChat, LarkTarget, LinkOutcome, ReactionRecord, lark_username};
 pub use lark_cards::{CardEntityRecord, LarkApprovalCard, LarkCard};
 pub use lark_inbox::{InboxEntry, InboxState, InboxWriter, LeasedInbound, MAX_KEEP_BATCH};
+pub use memories::{Memory, MemoryChange, NewMemory};
 pub use messages::{HistoryState, Message, StepCheckpoint, ToolResult, valid_cursor};
 pub use purge::Purged;
 pub use runs::{
@@ -116,6 +118,8 @@ pub enum OverLimit {
     /// `limits.storage_bytes_per_user`: the user stores `used` bytes, and the
     /// write would add `adding`.
     Storage { used: u64, adding: u64, limit: u64 },
+    /// `memory.max_per_user`: the person keeps `held` memories.
+    Memories { held: u64, limit: u64 },
 }
 
 /// Which uniqueness rule said no: callers branch on the kind, never on a string.

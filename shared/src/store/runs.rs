@@ -140,6 +140,10 @@ pub struct ClaimedRun {
     /// The knowledge bases (ids) the run's session searches besides its
     /// agent's, read by the claim.
     pub session_knowledge: Vec<String>,
+    /// The user's memory revision at the claim (`store::memories`): what a
+    /// worker kept of their memories at this revision is current. `None`:
+    /// the person turned memory off.
+    pub memory_rev: Option<i64>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -254,7 +258,8 @@ impl Store {
              where id = $1 and (status = 'queued' or (status = 'running' and heartbeat_at < $4))
              returning id, session_id, user_id, model, mode, attempt, cancel_requested, started_at, created_at, last_seq,
                  traceparent, pending_step, resumed_by, {},
-                 (select s.knowledge from sessions s where s.id = runs.session_id) as session_knowledge",
+                 (select s.knowledge from sessions s where s.id = runs.session_id) as session_knowledge,
+                 (select case when u.memory_enabled = 1 then u.memory_rev else -1 end from users u where u.id = runs.user_id) as memory_rev",
             super::revisions::PROMPT_REV
         )))
         .bind(&id.0)
@@ -286,6 +291,8 @@ impl Store {
                     .map_err(|e| StoreError::Other(format!("sessions.knowledge: {e}")))?,
                 None => Vec::new(),
             },
+            // -1 when the person's switch is off.
+            memory_rev: get_opt_i64(&row, "memory_rev")?.filter(|r| *r >= 0),
         };
         if claimed.attempt > max_attempts {
             return Ok(ClaimOutcome::Exhausted(claimed));

@@ -12,6 +12,7 @@ mod knowledge;
 mod lark;
 mod lark_inbox;
 mod limits;
+mod memories;
 mod messages;
 mod purge;
 mod reaper;

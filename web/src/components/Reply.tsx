@@ -10,7 +10,7 @@ import { contextUse, fmtMs, fmtNum } from '../format'
 import { useT } from '../i18n'
 import { isTerminal, type Phase, type StepView, type ToolView } from '../stream/reducer'
 import { useRun } from '../stream/useRun'
-import type { Citation, ErrorBody, Message, Run, RunStatus, Usage } from '../types'
+import type { Citation, ErrorBody, MemoryRef, Message, Run, RunStatus, Usage } from '../types'
 import { Markdown } from './Markdown'
 import { Cited } from './Sources'
 import { ToolCard } from './ToolCard'
@@ -48,6 +48,7 @@ export function LiveReply({ runId, sessionId, agent, onPhase, onGone }: LiveRepl
       aria-busy={!terminal}
     >
       {run.attempt > 1 && <span className="badge">{t('chat.attempt', { n: run.attempt })}</span>}
+      {run.memories && run.memories.length > 0 && <MemoriesUsed memories={run.memories} />}
       <Cited citations={run.citations}>
         {run.steps.map((s) => (
           <Step key={s.step} step={s} tools={run.tools} live={!terminal} citations={run.citations} />
@@ -78,6 +79,23 @@ export function LiveReply({ runId, sessionId, agent, onPhase, onGone }: LiveRepl
         durationMs={run.durationMs}
       />
     </article>
+  )
+}
+
+/** "Used 2 memories", opening to the list: what the reply knew of the person. */
+function MemoriesUsed({ memories }: { memories: MemoryRef[] }) {
+  const t = useT()
+  return (
+    <details className="memories-used small muted" data-testid="memories-used">
+      <summary>{t('chat.memoriesUsed', { n: memories.length })}</summary>
+      <ul>
+        {memories.map((m) => (
+          <li key={m.id} data-kind={m.kind}>
+            {m.text}
+          </li>
+        ))}
+      </ul>
+    </details>
   )
 }
 

@@ -38,6 +38,7 @@ export const en = {
   'chat.reconnecting': 'Reconnecting…',
   'chat.retrying': 'Step {step} is being retried (attempt {attempt}): {reason}',
   'chat.attempt': 'Attempt {n}',
+  'chat.memoriesUsed': 'Used {n} memories',
   'chat.cancelled': 'Stopped',
   'chat.cancelledBy': 'Stopped by {by}',
   'chat.error': 'Error',

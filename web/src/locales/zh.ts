@@ -40,6 +40,7 @@ export const zh: Record<MessageKey, string> = {
   'chat.reconnecting': '正在重新连接…',
   'chat.retrying': '第 {step} 步正在重试（第 {attempt} 次）：{reason}',
   'chat.attempt': '第 {n} 次尝试',
+  'chat.memoriesUsed': '用到 {n} 条记忆',
   'chat.cancelled': '已停止',
   'chat.cancelledBy': '已被 {by} 停止',
   'chat.error': '出错了',

@@ -10,6 +10,7 @@ interface Expect {
   tools: { call_id: string; status: string; decision: string | null }[]
   outcome: string | null
   citations?: number[]
+  memories?: string[]
 }
 
 interface Case {
@@ -35,9 +36,10 @@ function seen(s: RunState) {
 function check(state: RunState, events: unknown[], expected: Expect): RunState {
   let s = state
   for (const e of events) s = applyEvent(s, e as RunEvent)
-  const { citations, ...rest } = expected
+  const { citations, memories, ...rest } = expected
   expect(seen(s)).toEqual(rest)
   if (citations) expect((s.citations ?? []).map((c) => c.n)).toEqual(citations)
+  if (memories) expect((s.memories ?? []).map((m) => m.id)).toEqual(memories)
   return s
 }
 

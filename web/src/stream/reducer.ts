@@ -26,7 +26,7 @@
 // The reducer is pure and returns a new object whenever something changed (and the
 // same object when nothing did), so React can use it directly.
 
-import type { Approval, Citation, ErrorBody, RunEvent, Usage } from '../types'
+import type { Approval, Citation, ErrorBody, MemoryRef, RunEvent, Usage } from '../types'
 
 export type Phase =
   | 'connecting'
@@ -86,6 +86,8 @@ export interface RunState {
   usage?: Usage
   /** the sources the answer cites as `[n]`, once the `citations` event told */
   citations?: Citation[]
+  /** the person's memories the prompt carried (`memory_used`; a new attempt tells again) */
+  memories?: MemoryRef[]
   retry?: RetryInfo
   error?: ErrorBody
   cancelledBy?: string
@@ -287,6 +289,10 @@ export function applyEvent(state: RunState, ev: RunEvent): RunState {
     }
     case 'citations': {
       s.citations = ev.items
+      return s
+    }
+    case 'memory_used': {
+      s.memories = ev.memories
       return s
     }
     case 'retrying': {

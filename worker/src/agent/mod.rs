@@ -17,6 +17,7 @@ mod approval;
 mod citations;
 mod finish;
 mod knowledge;
+mod memory;
 mod output;
 mod skills;
 mod step;
@@ -37,6 +38,7 @@ use weft_tools::sources::Sources;
 
 pub(crate) use finish::release;
 pub(crate) use knowledge::KnowledgeSearch;
+pub(crate) use memory::{Forget, MemoryCopies, MemorySearch, Remember};
 pub(crate) use output::{ReadOutput, head_with_pointer};
 pub(crate) use skills::UseSkill;
 
@@ -185,6 +187,10 @@ impl<'a> Attempt<'a> {
             .into_iter()
             .filter(|t| agent.allows_tool_in(&t.name, !run.session_knowledge.is_empty()))
             .filter(|t| has_skills || t.name != "use_skill")
+            .filter(|t| {
+                (run.memory_rev.is_some() && cfg.memory.enabled)
+                    || !weft_shared::config::agents::MEMORY_TOOLS.contains(&t.name.as_str())
+            })
             .collect::<Vec<_>>()
             .into();
         Ok(Attempt {
@@ -294,6 +300,7 @@ impl<'a> Attempt<'a> {
         // Numbered first, as in the attempt that first ran: then the numbers
         // the tool outputs of earlier steps gave.
         self.knowledge_before_the_question().await;
+        self.recall().await;
         citations::learn(&self.sources, &self.messages);
         if let Some(background) = self.inner.group_background(&self.run.id).await {
             context::before_the_question(
