@@ -293,16 +293,6 @@ impl Store {
         sqlx::query("set local hnsw.iterative_scan = relaxed_order")
             .execute(&mut *tx)
             .await?;
-        // The candidate list the scan keeps: pgvector's default (40) for the
-        // 20 candidates a search asks for missed the nearest chunk of a
-        // paraphrase in `weft-loadtest knowledge` on pgvector (a neighbour
-        // ranked first instead); five per row asked, at least 100, finds it.
-        let ef_search = (limit.saturating_mul(5)).clamp(100, 1000);
-        sqlx::query(sqlx::AssertSqlSafe(format!(
-            "set local hnsw.ef_search = {ef_search}"
-        )))
-        .execute(&mut *tx)
-        .await?;
         let mut query_sql = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(pgvector_text(query))
             .bind(model)
