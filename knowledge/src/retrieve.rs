@@ -326,10 +326,10 @@ fn nearest(copies: &[Arc<BaseVectors>], query: &[f32], limit: usize) -> Vec<(Str
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn copy(revision: i64, vectors: &[(&str, [f32; 2])]) -> Arc<BaseVectors> {
+    pub(super) fn copy(revision: i64, vectors: &[(&str, [f32; 2])]) -> Arc<BaseVectors> {
         Arc::new(BaseVectors {
             revision,
             dims: 2,

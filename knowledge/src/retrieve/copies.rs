@@ -237,16 +237,8 @@ impl Copies {
 
 #[cfg(test)]
 mod tests {
+    use super::super::tests::copy;
     use super::*;
-
-    fn copy(revision: i64, vectors: &[(&str, [f32; 2])]) -> Arc<BaseVectors> {
-        Arc::new(BaseVectors {
-            revision,
-            dims: 2,
-            ids: vectors.iter().map(|(id, _)| id.to_string()).collect(),
-            flat: vectors.iter().flat_map(|(_, v)| *v).collect(),
-        })
-    }
 
     #[test]
     fn the_cache_drops_the_least_recently_used_within_its_budget() {
