@@ -20,7 +20,7 @@ use weft_shared::store::{AgentRecord, Store, StoreError, builtin_agents};
 use crate::AppState;
 use crate::auth::{Admin, Caller};
 use crate::error::{ApiError, ApiResult};
-use crate::extract::ApiJson;
+use crate::extract::{ApiJson, ApiQuery};
 use crate::sessions::parse_session_id;
 
 /// The longest instructions (an agent's or a user's) accepted.
@@ -202,6 +202,7 @@ fn to_dto(a: &AgentRecord, admin: bool) -> AgentDto {
         skills: s.skills.clone(),
         knowledge: s.knowledge.clone(),
         knowledge_mode: s.knowledge_mode,
+        memory: s.memory,
         max_steps: s.max_steps,
         default: s.default,
         origin: a.origin.as_str().into(),
@@ -316,6 +317,7 @@ pub async fn put_agent(
         skills: req.skills,
         knowledge: req.knowledge,
         knowledge_mode: req.knowledge_mode,
+        memory: req.memory,
         max_steps: req.max_steps,
         default: req.default,
         allowed_users: req.allowed_users,
@@ -379,14 +381,16 @@ pub async fn put_instructions(
 }
 
 /// Exactly the system prompt this session's model gets now (agent, your
-/// instructions, skills, date); for anyone but an admin the agent's own
-/// instructions are left out (a line says so).
-#[utoipa::path(get, path = "/v1/sessions/{id}/system-prompt",
+/// instructions, skills, date, and what it remembers of you — pinned memories,
+/// plus those related to `message` when given); for anyone but an admin the
+/// agent's own instructions are left out (a line says so).
+#[utoipa::path(get, path = "/v1/sessions/{id}/system-prompt", params(SystemPromptQuery),
     responses((status = 200, body = SystemPromptDto), (status = 404, body = weft_shared::api::ErrorEnvelope)))]
 pub async fn system_prompt(
     State(state): State<AppState>,
     Caller(user): Caller,
     Path(id): Path<String>,
+    ApiQuery(q): ApiQuery<SystemPromptQuery>,
 ) -> ApiResult<Json<SystemPromptDto>> {
     let session = state
         .store
@@ -408,11 +412,32 @@ pub async fn system_prompt(
     if user.role != weft_shared::store::Role::Admin {
         spec.instructions = HIDDEN_INSTRUCTIONS.into();
     }
-    let prompt = weft_shared::prompt::system_prompt(&spec, &mine, &lines, &today[..10]);
+    let mut prompt = weft_shared::prompt::system_prompt(&spec, &mine, &lines, &today[..10]);
+    let memory = &state.config().memory;
+    let mut memories = Vec::new();
+    if memory.enabled && spec.memory && state.store.memory_enabled(&user.id).await? {
+        let kept = state.store.memories(&user.id, None).await?;
+        let turn = q.message.as_deref().unwrap_or_default();
+        let chosen = weft_knowledge::recall::for_prompt(&kept, turn, memory.prompt_budget_tokens);
+        if !chosen.is_empty() {
+            prompt.push_str(&weft_knowledge::recall::prompt_section(&chosen));
+        }
+        memories = chosen.iter().map(|m| m.to_ref()).collect();
+    }
     Ok(Json(SystemPromptDto {
         agent: spec.id,
         system_prompt: prompt,
+        memories,
     }))
+}
+
+/// `GET /v1/sessions/{id}/system-prompt` options.
+#[derive(Debug, Default, serde::Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
+pub struct SystemPromptQuery {
+    /// A message to preview the memories it would recall (none: only the
+    /// pinned ones, which every turn gets).
+    message: Option<String>,
 }
 
 pub fn skills_router() -> Router<AppState> {

@@ -53,14 +53,10 @@ fn checked(text: &str) -> ApiResult<&str> {
 async fn listing(state: &AppState, user: &AuthUser, q: &MemoryQuery) -> ApiResult<MemoryList> {
     let mut memories = state.store.memories(&user.id, q.kind).await?;
     if let Some(query) = q.q.as_deref().map(str::trim).filter(|q| !q.is_empty()) {
-        let order = weft_knowledge::recall::related(
-            memories.iter().map(|m| (m.id.as_str(), m.text.as_str())),
-            query,
-            memories.len(),
-        );
-        let mut by_id: std::collections::HashMap<String, Memory> =
-            memories.into_iter().map(|m| (m.id.clone(), m)).collect();
-        memories = order.iter().filter_map(|id| by_id.remove(id)).collect();
+        memories = weft_knowledge::recall::related(&memories, |m| &m.text, query, memories.len())
+            .into_iter()
+            .cloned()
+            .collect();
     }
     Ok(MemoryList {
         memories: memories.iter().map(Memory::to_dto).collect(),

@@ -54,3 +54,24 @@ impl JobKind for IngestDocument {
         self.document_id.clone()
     }
 }
+
+/// Learn from a person's finished turns in one session (`memory.extract`):
+/// one job per (session, person), armed again by each turn that ends while it
+/// is not queued (`shared::store::memories`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExtractMemories {
+    pub session_id: String,
+    pub user_id: String,
+    /// The session's model when the turn ended (`[memory] model` overrides it).
+    pub model: String,
+}
+
+impl JobKind for ExtractMemories {
+    const KIND: &'static str = "memory.extract";
+    /// Each attempt is a model call: three, not five (the peers' users
+    /// complain of extraction costs most).
+    const MAX_ATTEMPTS: u32 = 3;
+    fn key(&self) -> String {
+        format!("{}/{}", self.session_id, self.user_id)
+    }
+}

@@ -330,7 +330,7 @@ async fn report_mcp(inner: Arc<Inner>, hub: Arc<weft_tools::mcp::McpHub>, stop: 
 
 /// The background jobs this worker runs: one `register` per kind, each kind in
 /// a file of its own under `jobs/` (see [`jobs`]).
-fn job_runner(inner: &Inner) -> jobs::JobRunner {
+fn job_runner(inner: &Arc<Inner>) -> jobs::JobRunner {
     let deps = &inner.deps;
     let mut runner = jobs::JobRunner::new(
         deps.store.clone(),
@@ -343,6 +343,9 @@ fn job_runner(inner: &Inner) -> jobs::JobRunner {
         live: deps.live.clone(),
         retriever: deps.retriever.clone(),
         bus: deps.bus.clone(),
+    });
+    runner.register(jobs::Extract {
+        inner: inner.clone(),
     });
     runner
 }

@@ -6,6 +6,8 @@
 //! forgetting takes effect on the next turn; memory off recalls and offers
 //! nothing.
 
+use std::time::Duration;
+
 use serde_json::{Value, json};
 
 use crate::both_backends;
@@ -13,8 +15,222 @@ use crate::harness::*;
 
 both_backends!(
     memories_are_each_persons_own_and_checked,
-    a_remembered_fact_is_in_the_next_sessions_prompt
+    a_remembered_fact_is_in_the_next_sessions_prompt,
+    finished_turns_are_learned_from_once_in_the_background,
+    an_agent_with_memory_off_recalls_and_learns_nothing
 );
+
+/// Extraction right after each turn (the default waits 30 s to read a
+/// conversation's quick turns together).
+const EXTRACT_AT_ONCE: (&str, &str) = ("WEFT_MEMORY__EXTRACT_AFTER_SECS", "0");
+
+/// What the scripted extraction model answers: the person's message carries
+/// it (`@mock.reply`), and the extraction's input ends with that message.
+const LEARN: &str = r#"I'm on the payments team and I prefer answers in Chinese @mock.reply {"add": [{"kind": "fact", "text": "prefers answers in Chinese"}, {"kind": "fact", "text": "my password is hunter2hunter2"}], "profile": "- works on the payments team\n- wants answers in Chinese"}"#;
+
+/// One turn, to its end.
+async fn turn(app: &App, token: &str, session: &str, text: &str) {
+    let events = app
+        .send_stream(token, session, text)
+        .await
+        .until_terminal()
+        .await;
+    assert_eq!(events.last().unwrap().ty, "done", "{events:?}");
+}
+
+/// Waits until no extraction is queued or running.
+async fn extractions_end(app: &App) {
+    eventually(Duration::from_secs(30), "the extractions end", async || {
+        let n = app
+            .count_rows(
+                "select count(*) from jobs where kind = 'memory.extract' and state in ('queued', 'running')",
+            )
+            .await;
+        (n == 0).then_some(()).ok_or(n)
+    })
+    .await;
+}
+
+async fn texts(app: &App, token: &str) -> Vec<String> {
+    app.get("/v1/me/memories", token).await.1["memories"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["text"].as_str().unwrap().to_string())
+        .collect()
+}
+
+async fn finished_turns_are_learned_from_once_in_the_background(b: Backend) {
+    let app = App::start_with(b, &[EXTRACT_AT_ONCE]).await;
+    let alice = app.user("alice").await;
+    let bob = app.user("bob").await;
+    let first = app.session(&alice).await;
+    turn(&app, &alice, &first, LEARN).await;
+
+    // The fact and the profile are kept, the secret is not; the reply never
+    // waited for any of it (the run ended first).
+    let list = eventually(
+        Duration::from_secs(30),
+        "the extraction keeps what it learned",
+        async || {
+            let (_, list) = app.get("/v1/me/memories", &alice).await;
+            if list["memories"].as_array().unwrap().len() == 2 {
+                Ok(list)
+            } else {
+                Err(list)
+            }
+        },
+    )
+    .await;
+    let memories = list["memories"].as_array().unwrap();
+    let profile = &memories[0];
+    assert_eq!(
+        (profile["profile"].clone(), profile["pinned"].clone()),
+        (json!(true), json!(true)),
+        "{list}"
+    );
+    assert!(profile["text"].as_str().unwrap().contains("payments team"));
+    assert_eq!(memories[1]["text"], "prefers answers in Chinese");
+    assert_eq!(memories[1]["source"]["session_id"], first.as_str());
+    assert_eq!(
+        app.count_rows("select count(*) from runs where memory_pending = 1")
+            .await,
+        0
+    );
+
+    // The next session's prompt has them, the preview shows them, Bob's not.
+    let second = app.session(&alice).await;
+    let (seen, events) = context(&app, &alice, &second, "which answers in Chinese?").await;
+    let system = seen["system"][0].as_str().unwrap();
+    assert!(system.contains("wants answers in Chinese"), "{system}");
+    assert!(
+        system.contains("- (fact) prefers answers in Chinese"),
+        "{system}"
+    );
+    assert_eq!(recalled(&events).len(), 2);
+    let (s, preview) = app
+        .get(
+            &format!("/v1/sessions/{second}/system-prompt?message=answers%20in%20Chinese"),
+            &alice,
+        )
+        .await;
+    assert_eq!(s, 200, "{preview}");
+    assert_eq!(
+        preview["memories"].as_array().unwrap().len(),
+        2,
+        "{preview}"
+    );
+    assert!(
+        preview["system_prompt"]
+            .as_str()
+            .unwrap()
+            .contains("prefers answers in Chinese")
+    );
+    let bobs = app.session(&bob).await;
+    let (seen, _) = context(&app, &bob, &bobs, "which answers in Chinese?").await;
+    assert!(!seen["system"][0].as_str().unwrap().contains("Chinese"));
+    assert!(texts(&app, &bob).await.is_empty());
+
+    // Learned once: that turn is not read again, and a turn that teaches
+    // nothing (the mock's echo is not the JSON asked for) adds nothing.
+    turn(&app, &alice, &second, "hello again").await;
+    eventually(
+        Duration::from_secs(30),
+        "the quiet turn is read",
+        async || {
+            let n = app
+                .count_rows("select count(*) from runs where memory_pending = 1")
+                .await;
+            (n == 0).then_some(()).ok_or(n)
+        },
+    )
+    .await;
+    extractions_end(&app).await;
+    assert_eq!(texts(&app, &alice).await.len(), 2);
+    assert_eq!(
+        app.count_rows("select count(*) from jobs where kind = 'memory.extract'")
+            .await,
+        3,
+        "one job per session and person (Alice's two, Bob's one), armed again per turn"
+    );
+
+    // The person's switch off: turns are not even marked.
+    let (s, _) = app
+        .call(
+            reqwest::Method::PATCH,
+            "/v1/me/memory",
+            &alice,
+            Some(json!({"enabled": false})),
+        )
+        .await;
+    assert_eq!(s, 200);
+    turn(&app, &alice, &second, &LEARN.replace("Chinese", "French")).await;
+    assert_eq!(
+        app.count_rows("select count(*) from runs where memory_pending = 1")
+            .await,
+        0
+    );
+    extractions_end(&app).await;
+    assert!(
+        !texts(&app, &alice)
+            .await
+            .iter()
+            .any(|t| t.contains("French"))
+    );
+}
+
+async fn an_agent_with_memory_off_recalls_and_learns_nothing(b: Backend) {
+    let app = App::start_with(b, &[EXTRACT_AT_ONCE]).await;
+    let alice = app.user("alice").await;
+    let (s, agent) = app
+        .call(
+            reqwest::Method::PUT,
+            "/v1/admin/agents/forgetful",
+            ADMIN_TOKEN,
+            Some(json!({"name": "Forgetful", "instructions": "You help.", "memory": false})),
+        )
+        .await;
+    assert_eq!((s, agent["memory"].clone()), (200, json!(false)), "{agent}");
+    let (s, _) = app
+        .post(
+            "/v1/me/memories",
+            &alice,
+            json!({"text": "prefers answers in Chinese", "pinned": true}),
+        )
+        .await;
+    assert_eq!(s, 201);
+    let (s, session) = app
+        .post("/v1/sessions", &alice, json!({"agent": "forgetful"}))
+        .await;
+    assert_eq!(s, 201, "{session}");
+    let session = session["id"].as_str().unwrap().to_string();
+    let (seen, events) = context(&app, &alice, &session, "answers in Chinese?").await;
+    assert!(!seen["system"][0].as_str().unwrap().contains("Chinese"));
+    assert!(
+        !seen["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t == "remember" || t == "memory_search")
+    );
+    assert!(recalled(&events).is_empty());
+    let (_, preview) = app
+        .get(&format!("/v1/sessions/{session}/system-prompt"), &alice)
+        .await;
+    assert_eq!(preview["memories"], json!([]), "{preview}");
+    turn(&app, &alice, &session, LEARN).await;
+    assert_eq!(
+        app.count_rows("select count(*) from runs where memory_pending = 1")
+            .await,
+        0
+    );
+    assert_eq!(
+        app.count_rows("select count(*) from jobs where kind = 'memory.extract'")
+            .await,
+        0
+    );
+    assert_eq!(texts(&app, &alice).await, ["prefers answers in Chinese"]);
+}
 
 /// What the mock model was sent (`@mock.context`), and the run's events.
 async fn context(app: &App, token: &str, session: &str, text: &str) -> (Value, Vec<Ev>) {

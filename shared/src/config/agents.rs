@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use super::ToolPolicy;
 
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(default)]
 pub struct AgentConfig {
     /// `[a-z0-9_-]`, at most 32 characters; what sessions and `--agent` name.
@@ -32,6 +32,10 @@ pub struct AgentConfig {
     /// `tool` (default) or `auto`: the best passages go into the context
     /// before the model is called.
     pub knowledge_mode: crate::api::KnowledgeMode,
+    /// Whether it remembers the people it talks to (docs/memory.md; default
+    /// on): off, it recalls nothing, offers no memory tools and its turns are
+    /// not learned from.
+    pub memory: bool,
     pub max_steps: Option<u32>,
     pub default: bool,
     /// Usernames that may use this agent (see [`super::access`]); with
@@ -39,6 +43,28 @@ pub struct AgentConfig {
     pub allowed_users: Vec<String>,
     /// Roles (`admin`, `user`) that may use this agent.
     pub allowed_roles: Vec<String>,
+}
+
+impl Default for AgentConfig {
+    fn default() -> Self {
+        AgentConfig {
+            id: String::new(),
+            name: String::new(),
+            description: String::new(),
+            model: None,
+            instructions: String::new(),
+            tools: None,
+            tool_policies: BTreeMap::new(),
+            skills: None,
+            knowledge: Vec::new(),
+            knowledge_mode: Default::default(),
+            memory: true,
+            max_steps: None,
+            default: false,
+            allowed_users: Vec::new(),
+            allowed_roles: Vec::new(),
+        }
+    }
 }
 
 /// The tool that searches an agent's knowledge bases.

@@ -266,6 +266,46 @@ impl Store {
         })
     }
 
+    /// Arms the recurring job `job` (its kind's key) to run at `run_after`,
+    /// inside a transaction of another store module: a new row, or a
+    /// finished one (succeeded, failed, cancelled) queued again with its
+    /// attempts back to none. One that is queued keeps its time — so the work
+    /// asked for within its wait is done once, together — and one that is
+    /// running is left alone (the kind looks again when it ends; see
+    /// `memory.extract`).
+    pub(crate) async fn rearm_kind_job<J: JobKind>(
+        &self,
+        tx: &mut WriteTx,
+        job: &J,
+        run_after: i64,
+    ) -> Result<()> {
+        let payload = serde_json::to_string(job)
+            .map_err(|e| StoreError::Other(format!("encoding a {} job: {e}", J::KIND)))?;
+        let now = now_ms();
+        sqlx::query(
+            "insert into jobs (id, kind, key, payload, state, max_attempts, run_after, created_at, updated_at)
+             values ($1, $2, $3, $4, 'queued', $5, $6, $7, $7)
+             on conflict (kind, key) do update set state = 'queued', payload = excluded.payload,
+                 attempt = 0, max_attempts = excluded.max_attempts, run_after = excluded.run_after,
+                 lease_owner = null, lease_until = 0, progress = null, error = null, finished_at = null,
+                 updated_at = excluded.updated_at
+             where jobs.state in ('succeeded', 'failed', 'cancelled')",
+        )
+        .bind(format!("job_{}", uuid::Uuid::now_v7().simple()))
+        .bind(J::KIND)
+        .bind(job.key())
+        .bind(payload)
+        .bind(i64::from(J::MAX_ATTEMPTS))
+        .bind(run_after)
+        .bind(now)
+        .execute(&mut ***tx)
+        .await?;
+        if run_after <= now {
+            self.jobs_enqueued.notify_one();
+        }
+        Ok(())
+    }
+
     /// The job `(kind, key)`, if there is one.
     pub async fn job(&self, kind: &str, key: &str) -> Result<Option<JobRecord>> {
         let row = sqlx::query(sqlx::AssertSqlSafe(format!(

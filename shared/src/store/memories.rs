@@ -15,8 +15,8 @@ use sqlx::any::AnyRow;
 use super::{
     OverLimit, Result, Store, StoreError, get_enum, get_i64, get_opt_i64, get_opt_str, get_str,
 };
-use crate::api::{MemoryDto, MemoryKind, MemorySource};
-use crate::ids::UserId;
+use crate::api::{MemoryDto, MemoryKind, MemoryRef, MemorySource};
+use crate::ids::{RunId, SessionId, UserId};
 use crate::time::now_ms;
 
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -26,6 +26,8 @@ pub struct Memory {
     pub kind: MemoryKind,
     pub text: String,
     pub pinned: bool,
+    /// The person's profile: the one fact the extraction keeps up to date.
+    pub profile: bool,
     pub source_session_id: Option<String>,
     pub source_message_id: Option<String>,
     pub created_at: i64,
@@ -34,12 +36,22 @@ pub struct Memory {
 }
 
 impl Memory {
+    /// How a run's `memory_used` event names it.
+    pub fn to_ref(&self) -> MemoryRef {
+        MemoryRef {
+            id: self.id.clone(),
+            kind: self.kind,
+            text: self.text.clone(),
+        }
+    }
+
     pub fn to_dto(&self) -> MemoryDto {
         MemoryDto {
             id: self.id.clone(),
             kind: self.kind,
             text: self.text.clone(),
             pinned: self.pinned,
+            profile: self.profile,
             source: match &self.source_session_id {
                 Some(session_id) => MemorySource::Conversation {
                     session_id: session_id.clone(),
@@ -75,7 +87,7 @@ pub struct MemoryChange<'a> {
     pub pinned: Option<bool>,
 }
 
-const COLUMNS: &str = "id, user_id, kind, text, pinned, source_session_id, source_message_id, created_at, updated_at, last_used_at";
+const COLUMNS: &str = "id, user_id, kind, text, pinned, profile, source_session_id, source_message_id, created_at, updated_at, last_used_at";
 
 fn memory(row: &AnyRow) -> Result<Memory> {
     Ok(Memory {
@@ -84,6 +96,7 @@ fn memory(row: &AnyRow) -> Result<Memory> {
         kind: get_enum(row, "kind")?,
         text: get_str(row, "text")?,
         pinned: get_i64(row, "pinned")? != 0,
+        profile: get_i64(row, "profile")? != 0,
         source_session_id: get_opt_str(row, "source_session_id")?,
         source_message_id: get_opt_str(row, "source_message_id")?,
         created_at: get_i64(row, "created_at")?,
@@ -129,32 +142,21 @@ impl Store {
             }));
         }
         let now = now_ms();
+        let source = new.source_session_id.map(|s| (s, new.source_message_id));
+        let id = insert(&mut tx, user, new.kind, new.text, new.pinned, source, now).await?;
         let m = Memory {
-            id: format!("mem_{}", uuid::Uuid::now_v7().simple()),
+            id,
             user_id: user.clone(),
             kind: new.kind,
             text: new.text.to_owned(),
             pinned: new.pinned,
+            profile: false,
             source_session_id: new.source_session_id.map(str::to_owned),
             source_message_id: new.source_message_id.map(str::to_owned),
             created_at: now,
             updated_at: now,
             last_used_at: None,
         };
-        sqlx::query(
-            "insert into memories (id, user_id, kind, text, pinned, source_session_id, source_message_id, created_at, updated_at)
-             values ($1, $2, $3, $4, $5, $6, $7, $8, $8)",
-        )
-        .bind(&m.id)
-        .bind(&user.0)
-        .bind(m.kind.as_str())
-        .bind(&m.text)
-        .bind(i64::from(m.pinned))
-        .bind(m.source_session_id.as_deref())
-        .bind(m.source_message_id.as_deref())
-        .bind(now)
-        .execute(&mut **tx)
-        .await?;
         bump(&mut **tx, user).await?;
         tx.commit().await?;
         Ok(m)
@@ -307,4 +309,258 @@ impl Store {
         tx.commit().await?;
         Ok(())
     }
+}
+
+/// A finished turn of a person waiting for the `memory.extract` job.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PendingTurn {
+    pub run_id: RunId,
+    pub finished_at: i64,
+    /// What the person said in it (their messages, oldest first: id, text).
+    pub said: Vec<(String, String)>,
+    /// The assistant's reply.
+    pub reply: String,
+}
+
+/// What one extraction learned, to keep in one transaction.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Learned {
+    pub add: Vec<(MemoryKind, String)>,
+    /// New texts of existing memories (merged or superseded).
+    pub update: Vec<(String, String)>,
+    pub forget: Vec<String>,
+    /// The profile's new text.
+    pub profile: Option<String>,
+}
+
+/// What [`Store::keep_learned`] changed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Kept {
+    pub added: usize,
+    pub updated: usize,
+    pub forgotten: usize,
+    pub profile: bool,
+}
+
+impl Store {
+    /// The person's newest `limit` turns in `session` waiting for extraction,
+    /// oldest first.
+    pub async fn pending_memory_turns(
+        &self,
+        session: &SessionId,
+        user: &UserId,
+        limit: usize,
+    ) -> Result<Vec<PendingTurn>> {
+        // Their own words only: in a Lark group a turn may also carry others'.
+        let rows = sqlx::query(
+            "select r.id, r.finished_at, f.content as reply, m.id as message_id, m.content as said
+             from (select id, turn_of, user_id, finished_at, final_message_id from runs
+                   where session_id = $1 and user_id = $2 and memory_pending = 1
+                   order by finished_at desc limit $3) r
+             left join messages f on f.id = r.final_message_id
+             left join messages m on m.run_id = coalesce(r.turn_of, r.id) and m.role = 'user'
+                 and coalesce(m.author_id, r.user_id) = r.user_id
+             order by r.finished_at, r.id, m.ord",
+        )
+        .bind(&session.0)
+        .bind(&user.0)
+        .bind(limit as i64)
+        .fetch_all(&self.pool)
+        .await?;
+        let mut turns: Vec<PendingTurn> = Vec::new();
+        for row in &rows {
+            let run_id = RunId(get_str(row, "id")?);
+            if turns.last().is_none_or(|t| t.run_id != run_id) {
+                turns.push(PendingTurn {
+                    run_id,
+                    finished_at: get_opt_i64(row, "finished_at")?.unwrap_or_default(),
+                    said: Vec::new(),
+                    reply: get_opt_str(row, "reply")?.unwrap_or_default(),
+                });
+            }
+            if let (Some(id), Some(text)) =
+                (get_opt_str(row, "message_id")?, get_opt_str(row, "said")?)
+            {
+                let turn = turns.last_mut().expect("pushed above");
+                turn.said.push((id, text));
+            }
+        }
+        Ok(turns)
+    }
+
+    /// Keeps what an extraction of the person's turns in `session` learned
+    /// and marks those turns done, in one transaction: `read` (the turns it
+    /// read) and every older turn still waiting (past its input cap). A job
+    /// that dies before this stores nothing; after it, the turns are not
+    /// read again. Adds past `max_per_user` are dropped; updates and forgets
+    /// touch only this person's unpinned memories (pinned ones are the
+    /// person's choice), the profile is the one it keeps.
+    pub async fn keep_learned(
+        &self,
+        user: &UserId,
+        session: &SessionId,
+        learned: &Learned,
+        read: &[PendingTurn],
+        max_per_user: u64,
+    ) -> Result<Kept> {
+        let mut tx = self.begin().await?;
+        let locked = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "select id from users where id = $1{}",
+            self.lock_suffix()
+        )))
+        .bind(&user.0)
+        .fetch_optional(&mut **tx)
+        .await?;
+        if locked.is_none() {
+            return Err(StoreError::NotFound);
+        }
+        let now = now_ms();
+        let mut kept = Kept::default();
+        let source_message = read
+            .iter()
+            .rev()
+            .find_map(|t| t.said.last())
+            .map(|(id, _)| id.as_str());
+        let held = sqlx::query("select count(*) as n from memories where user_id = $1")
+            .bind(&user.0)
+            .fetch_one(&mut **tx)
+            .await?;
+        let held = get_i64(&held, "n")?.max(0) as u64;
+        let room = max_per_user.saturating_sub(held) as usize;
+        for (kind, text) in learned.add.iter().take(room) {
+            insert(
+                &mut tx,
+                user,
+                *kind,
+                text,
+                false,
+                Some((&session.0, source_message)),
+                now,
+            )
+            .await?;
+            kept.added += 1;
+        }
+        for (id, text) in &learned.update {
+            let done = sqlx::query(
+                "update memories set text = $1, updated_at = $2
+                 where id = $3 and user_id = $4 and pinned = 0 and profile = 0",
+            )
+            .bind(text)
+            .bind(now)
+            .bind(id)
+            .bind(&user.0)
+            .execute(&mut **tx)
+            .await?;
+            kept.updated += done.rows_affected() as usize;
+        }
+        for id in &learned.forget {
+            let done = sqlx::query(
+                "delete from memories where id = $1 and user_id = $2 and pinned = 0 and profile = 0",
+            )
+            .bind(id)
+            .bind(&user.0)
+            .execute(&mut **tx)
+            .await?;
+            kept.forgotten += done.rows_affected() as usize;
+        }
+        if let Some(text) = &learned.profile {
+            let done = sqlx::query(
+                "update memories set text = $1, updated_at = $2 where user_id = $3 and profile = 1",
+            )
+            .bind(text)
+            .bind(now)
+            .bind(&user.0)
+            .execute(&mut **tx)
+            .await?;
+            if done.rows_affected() == 0 {
+                let id = insert(
+                    &mut tx,
+                    user,
+                    MemoryKind::Fact,
+                    text,
+                    true,
+                    Some((&session.0, source_message)),
+                    now,
+                )
+                .await?;
+                sqlx::query("update memories set profile = 1 where id = $1")
+                    .bind(&id)
+                    .execute(&mut **tx)
+                    .await?;
+            }
+            kept.profile = true;
+        }
+        for turn in read {
+            sqlx::query("update runs set memory_pending = 0 where id = $1")
+                .bind(&turn.run_id.0)
+                .execute(&mut **tx)
+                .await?;
+        }
+        if let Some(oldest) = read.iter().map(|t| t.finished_at).min() {
+            self.clear_pending_in(&mut tx, session, user, Some(oldest))
+                .await?;
+        }
+        if kept != Kept::default() {
+            bump(&mut **tx, user).await?;
+        }
+        tx.commit().await?;
+        Ok(kept)
+    }
+
+    /// Marks every turn of the person in `session` as done without reading
+    /// it: memory turned off meanwhile, or the extraction gave up.
+    pub async fn clear_memory_pending(&self, session: &SessionId, user: &UserId) -> Result<()> {
+        let mut tx = self.begin().await?;
+        self.clear_pending_in(&mut tx, session, user, None).await?;
+        tx.commit().await?;
+        Ok(())
+    }
+
+    /// Clears the waiting turns that ended before `before` (all: `None`).
+    async fn clear_pending_in(
+        &self,
+        tx: &mut super::WriteTx,
+        session: &SessionId,
+        user: &UserId,
+        before: Option<i64>,
+    ) -> Result<()> {
+        sqlx::query(
+            "update runs set memory_pending = 0
+             where session_id = $1 and user_id = $2 and memory_pending = 1 and finished_at < $3",
+        )
+        .bind(&session.0)
+        .bind(&user.0)
+        .bind(before.unwrap_or(i64::MAX))
+        .execute(&mut ***tx)
+        .await?;
+        Ok(())
+    }
+}
+
+/// Inserts a memory (no count check, no revision bump: the caller's).
+async fn insert(
+    tx: &mut super::WriteTx,
+    user: &UserId,
+    kind: MemoryKind,
+    text: &str,
+    pinned: bool,
+    source: Option<(&str, Option<&str>)>,
+    now: i64,
+) -> Result<String> {
+    let id = format!("mem_{}", uuid::Uuid::now_v7().simple());
+    sqlx::query(
+        "insert into memories (id, user_id, kind, text, pinned, source_session_id, source_message_id, created_at, updated_at)
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $8)",
+    )
+    .bind(&id)
+    .bind(&user.0)
+    .bind(kind.as_str())
+    .bind(text)
+    .bind(i64::from(pinned))
+    .bind(source.map(|s| s.0))
+    .bind(source.and_then(|s| s.1))
+    .bind(now)
+    .execute(&mut ***tx)
+    .await?;
+    Ok(id)
 }

@@ -57,7 +57,7 @@ pub use knowledge::{
 pub use lark::{InboundClaim, LarkChat, LarkTarget, LinkOutcome, ReactionRecord, lark_username};
 pub use lark_cards::{CardEntityRecord, LarkApprovalCard, LarkCard};
 pub use lark_inbox::{InboxEntry, InboxState, InboxWriter, LeasedInbound, MAX_KEEP_BATCH};
-pub use memories::{Memory, MemoryChange, NewMemory};
+pub use memories::{Kept, Learned, Memory, MemoryChange, NewMemory, PendingTurn};
 pub use messages::{HistoryState, Message, StepCheckpoint, ToolResult, valid_cursor};
 pub use purge::Purged;
 pub use runs::{

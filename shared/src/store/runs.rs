@@ -24,6 +24,7 @@ use super::{
 };
 use crate::api::{Citation, ErrorBody, RunDto, UsageDto};
 use crate::ids::{MessageId, RunId, SessionId, UserId};
+use crate::job::ExtractMemories;
 use crate::time::{now_ms, rfc3339};
 
 pub use crate::states::RunStatus;
@@ -144,6 +145,11 @@ pub struct ClaimedRun {
     /// worker kept of their memories at this revision is current. `None`:
     /// the person turned memory off.
     pub memory_rev: Option<i64>,
+    /// Learn from this turn once it succeeds: the `memory.extract` job of its
+    /// session and person runs this long after its end. Not read by the claim
+    /// but set by the worker, which knows the agent and the config (see
+    /// `worker::agent::memory`).
+    pub remember_after: Option<std::time::Duration>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -293,6 +299,7 @@ impl Store {
             },
             // -1 when the person's switch is off.
             memory_rev: get_opt_i64(&row, "memory_rev")?.filter(|r| *r >= 0),
+            remember_after: None,
         };
         if claimed.attempt > max_attempts {
             return Ok(ClaimOutcome::Exhausted(claimed));
@@ -362,6 +369,9 @@ impl Store {
             return Ok(FinishOutcome::Deleted);
         }
         let duration = (now - run.started_at).max(0);
+        let remember = run
+            .remember_after
+            .filter(|_| matches!(end, RunEnd::Succeeded { .. }));
         let (status, error, text, step) = match end {
             RunEnd::Succeeded { content, step, .. } => ("succeeded", None, content, *step),
             RunEnd::Failed {
@@ -408,7 +418,7 @@ impl Store {
             "update runs set status = $1, finished_at = coalesce(finished_at, $2), duration_ms = $3, ttft_ms = $4,
                  usage_input = $5, usage_output = $6, usage_cache_read = $7, usage_reasoning = $8,
                  error_code = $9, error_message = $10, heartbeat_at = $2, final_message_id = $13,
-                 context_tokens = $14, context_window = $15
+                 context_tokens = $14, context_window = $15, memory_pending = $16
              where id = $11 and worker_id = $12 and (status = 'running' or (status = 'cancelled' and $1 = 'cancelled'))",
         )
         .bind(status)
@@ -426,10 +436,20 @@ impl Store {
         .bind(message_id.as_ref().map(|m| m.0.clone()))
         .bind(usage.context_tokens as i64)
         .bind(usage.context_window as i64)
+        .bind(i64::from(remember.is_some()))
         .execute(&mut **tx)
         .await?;
         if owned.rows_affected() == 0 {
             return Ok(FinishOutcome::Lost);
+        }
+        if let Some(after) = remember {
+            let job = ExtractMemories {
+                session_id: run.session_id.0.clone(),
+                user_id: run.user_id.0.clone(),
+                model: run.model.clone(),
+            };
+            self.rearm_kind_job(&mut tx, &job, now + after.as_millis() as i64)
+                .await?;
         }
         let waiting = touch_session_counting_waiting(&mut tx, &run.session_id, now).await?;
         let followup = followup_for_waiting(

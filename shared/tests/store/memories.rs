@@ -5,15 +5,16 @@
 //! memories its prompt carried.
 
 use weft_shared::api::{MemoryKind, MemorySource};
-use weft_shared::store::{MemoryChange, NewMemory, OverLimit, StoreError};
+use weft_shared::store::{Learned, MemoryChange, NewMemory, OverLimit, StoreError};
 
 use crate::both_backends;
-use crate::harness::{Db, claim, session, start, succeed_claimed, user};
+use crate::harness::{Db, claim, limits, session, start, succeed_claimed, user};
 
 both_backends!(
     memories_are_their_persons_alone,
     each_write_moves_the_revision_the_claim_returns,
     the_cap_holds_for_adds_at_once,
+    learned_memories_and_their_turns_are_kept_together,
 );
 
 fn new(text: &str) -> NewMemory<'_> {
@@ -192,4 +193,166 @@ async fn the_cap_holds_for_adds_at_once(db: Db) {
         );
     }
     assert_eq!(db.store.memories(&alice.id, None).await.unwrap().len(), 5);
+}
+
+/// A turn that ends with `remember_after` set is marked and arms one
+/// `memory.extract` job per session and person (armed again only once it
+/// ended); what an extraction learned is kept with the turns' marks cleared,
+/// in one transaction, touching only the person's unpinned memories, within
+/// their cap.
+async fn learned_memories_and_their_turns_are_kept_together(db: Db) {
+    let s = &db.store;
+    let (alice, bob) = (user(&db, "alice").await, user(&db, "bob").await);
+    let ses = session(&db, &alice).await;
+    let lim = limits(10, 1000);
+    for text in ["I'm on the payments team", "I prefer answers in Chinese"] {
+        let run = start(&db, &alice.id, &ses.id, text).await;
+        let mut claimed = claim(&db, &run.run_id, "w1").await;
+        claimed.remember_after = Some(std::time::Duration::from_secs(60));
+        succeed_claimed(&db, &claimed, &lim).await;
+    }
+    // One untouched turn: not marked.
+    let run = start(&db, &alice.id, &ses.id, "unmarked").await;
+    succeed_claimed(&db, &claim(&db, &run.run_id, "w1").await, &lim).await;
+    let jobs = "select count(*) from jobs where kind = 'memory.extract'";
+    assert_eq!(
+        db.count(jobs.into()).await,
+        1,
+        "one job for the session and person"
+    );
+    assert_eq!(
+        db.count("select count(*) from jobs where kind = 'memory.extract' and state = 'queued' and run_after > created_at + 50000".into()).await,
+        1,
+        "armed for a minute later, and not pushed back by the second turn"
+    );
+
+    let pending = s
+        .pending_memory_turns(&ses.id, &alice.id, 50)
+        .await
+        .unwrap();
+    let said: Vec<&str> = pending
+        .iter()
+        .flat_map(|t| t.said.iter().map(|(_, text)| text.as_str()))
+        .collect();
+    assert_eq!(
+        said,
+        ["I'm on the payments team", "I prefer answers in Chinese"]
+    );
+    assert_eq!(pending[1].reply, "ok");
+    assert!(
+        s.pending_memory_turns(&ses.id, &bob.id, 50)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    // The person's memories: a pinned one the extraction may not touch, an
+    // unpinned one it rewrites, one it forgets; Bob's it cannot reach.
+    let pinned = s
+        .add_memory(
+            &alice.id,
+            &NewMemory {
+                pinned: true,
+                ..new("likes tea")
+            },
+        )
+        .await
+        .unwrap();
+    let team = s
+        .add_memory(&alice.id, &new("works on billing"))
+        .await
+        .unwrap();
+    let old = s
+        .add_memory(&alice.id, &new("prefers English"))
+        .await
+        .unwrap();
+    let bobs = s.add_memory(&bob.id, &new("bob's own")).await.unwrap();
+    let learned = Learned {
+        add: vec![
+            (MemoryKind::Fact, "prefers answers in Chinese".into()),
+            (MemoryKind::Episode, "one too many".into()),
+        ],
+        update: vec![
+            (team.id.clone(), "works on the payments team".into()),
+            (pinned.id.clone(), "likes coffee".into()),
+            (bobs.id.clone(), "changed by someone else".into()),
+        ],
+        forget: vec![old.id.clone(), bobs.id.clone()],
+        profile: Some("- payments team\n- answers in Chinese".into()),
+    };
+    // A cap of 4 with three kept: one add fits (the profile is not counted).
+    let kept = s
+        .keep_learned(&alice.id, &ses.id, &learned, &pending[1..], 4)
+        .await
+        .unwrap();
+    assert_eq!(
+        (kept.added, kept.updated, kept.forgotten, kept.profile),
+        (1, 1, 1, true)
+    );
+    let texts: Vec<String> = s
+        .memories(&alice.id, None)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|m| m.text)
+        .collect();
+    assert_eq!(texts.len(), 4, "{texts:?}");
+    for t in [
+        "likes tea",
+        "works on the payments team",
+        "prefers answers in Chinese",
+    ] {
+        assert!(texts.iter().any(|x| x == t), "{t} in {texts:?}");
+    }
+    let profile = s
+        .memories(&alice.id, None)
+        .await
+        .unwrap()
+        .into_iter()
+        .find(|m| m.profile)
+        .expect("the profile");
+    assert!(profile.pinned && profile.text.contains("payments"));
+    assert_eq!(
+        s.memories(&bob.id, None).await.unwrap()[0].text,
+        "bob's own"
+    );
+    // Both turns are done: the one read, and the older one past the cap.
+    assert!(
+        s.pending_memory_turns(&ses.id, &alice.id, 50)
+            .await
+            .unwrap()
+            .is_empty()
+    );
+
+    // A second extraction updates the profile in place.
+    let run = start(&db, &alice.id, &ses.id, "I moved to Berlin").await;
+    let mut claimed = claim(&db, &run.run_id, "w1").await;
+    claimed.remember_after = Some(std::time::Duration::ZERO);
+    succeed_claimed(&db, &claimed, &lim).await;
+    let pending = s
+        .pending_memory_turns(&ses.id, &alice.id, 50)
+        .await
+        .unwrap();
+    assert_eq!(pending.len(), 1);
+    s.keep_learned(
+        &alice.id,
+        &ses.id,
+        &Learned {
+            profile: Some("- lives in Berlin".into()),
+            ..Learned::default()
+        },
+        &pending,
+        100,
+    )
+    .await
+    .unwrap();
+    let profiles: Vec<String> = s
+        .memories(&alice.id, None)
+        .await
+        .unwrap()
+        .into_iter()
+        .filter(|m| m.profile)
+        .map(|m| m.text)
+        .collect();
+    assert_eq!(profiles, ["- lives in Berlin"]);
 }

@@ -69,6 +69,9 @@ pub struct AgentDto {
     /// How it uses them.
     #[serde(default)]
     pub knowledge_mode: KnowledgeMode,
+    /// Whether it remembers the people it talks to (docs/memory.md).
+    #[serde(default = "on")]
+    pub memory: bool,
     pub max_steps: Option<u32>,
     pub default: bool,
     /// `builtin`, `config` or `admin`.
@@ -104,6 +107,11 @@ pub struct PutAgentRequest {
     /// `tool` (default) or `auto` (see [`KnowledgeMode`]).
     #[serde(default)]
     pub knowledge_mode: KnowledgeMode,
+    /// Whether the agent remembers the people it talks to (default: on):
+    /// off, it recalls nothing, offers no memory tools and its turns are not
+    /// learned from.
+    #[serde(default = "on")]
+    pub memory: bool,
     #[serde(default)]
     pub max_steps: Option<u32>,
     #[serde(default)]
@@ -129,6 +137,10 @@ pub struct SystemPromptDto {
     /// The agent in force for the session.
     pub agent: String,
     pub system_prompt: String,
+    /// The memories at its end (docs/memory.md): empty when memory is off for
+    /// you, the agent or the instance.
+    #[serde(default)]
+    pub memories: Vec<super::MemoryRef>,
 }
 
 /// The run an undo, redo or alternative choice touched, or a regenerate started
@@ -171,4 +183,8 @@ pub struct SummaryDto {
     /// The model that wrote it.
     pub model: String,
     pub created_at: String,
+}
+
+fn on() -> bool {
+    true
 }

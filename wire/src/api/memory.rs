@@ -58,6 +58,11 @@ pub struct MemoryDto {
     pub text: String,
     /// Always in the person's prompt (within `memory.prompt_budget_tokens`).
     pub pinned: bool,
+    /// The person's profile (role, team, projects, preferences, style): one
+    /// pinned fact the background extraction keeps up to date. The person may
+    /// edit it like any other; the next extraction starts from their edit.
+    #[serde(default)]
+    pub profile: bool,
     pub source: MemorySource,
     pub created_at: i64,
     pub updated_at: i64,

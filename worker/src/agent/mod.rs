@@ -188,11 +188,13 @@ impl<'a> Attempt<'a> {
             .filter(|t| agent.allows_tool_in(&t.name, !run.session_knowledge.is_empty()))
             .filter(|t| has_skills || t.name != "use_skill")
             .filter(|t| {
-                (run.memory_rev.is_some() && cfg.memory.enabled)
+                memory::applies(&run, &cfg, &agent)
                     || !weft_shared::config::agents::MEMORY_TOOLS.contains(&t.name.as_str())
             })
             .collect::<Vec<_>>()
             .into();
+        let mut run = run;
+        run.remember_after = memory::extraction_after(&run, &cfg, &agent);
         Ok(Attempt {
             inner,
             timing: Timing {

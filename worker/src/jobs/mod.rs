@@ -37,8 +37,10 @@
 //! latest progress as often as it likes and the database sees at most one write
 //! per renewal.
 
+mod extract;
 mod ingest;
 
+pub use extract::Extract;
 pub use ingest::Ingest;
 
 use std::collections::HashMap;
