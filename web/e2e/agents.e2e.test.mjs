@@ -1,9 +1,10 @@
 // End-to-end: agents and turns in the browser, against a real `weft up`. An admin
-// creates an agent in /settings; a user sets their own instructions, picks the
-// agent in a chat and sends `@mock.context`, to which the mock model answers with a
-// JSON picture of what it was sent (`{"system": [the system prompt], "users": …,
-// "tools": …}`). Then undo / redo, regenerate and its alternatives, editing the last
-// message, and compacting a conversation.
+// creates an agent in /settings and turns its memory off (a reload and a later edit
+// keep it off); a user sets their own instructions, picks the agent in a chat and
+// sends `@mock.context`, to which the mock model answers with a JSON picture of what
+// it was sent (`{"system": [the system prompt], "users": …, "tools": …}`). Then undo
+// / redo, regenerate and its alternatives, editing the last message, and compacting
+// a conversation.
 
 import assert from 'node:assert/strict'
 import crypto from 'node:crypto'
@@ -138,13 +139,32 @@ describe('agents and turns in the web UI', () => {
     assert.match(await row.textContent(), /no tools/)
     assert.equal(await form.count(), 0, 'the form closes once saved')
 
-    // Editing keeps the id and changes what was edited.
+    // A new agent remembers people; turned off, it stays off after a reload.
+    const remembers = async () => (await adminRequest(weft, 'GET', '/v1/agents')).agents.find((a) => a.id === 'pirate').memory
+    assert.equal(await remembers(), true)
+    assert.equal(await row.getByTestId('agent-memory-off').count(), 0)
+    await row.getByTestId('agent-edit').click()
+    assert.equal(await form.getByTestId('agent-memory').isChecked(), true)
+    await form.getByTestId('agent-memory').uncheck()
+    await form.getByTestId('agent-save').click()
+    await row.getByTestId('agent-memory-off').waitFor()
+    assert.match(await row.getByTestId('agent-memory-off').textContent(), /remembers no one/)
+    assert.equal(await remembers(), false)
+    await page.reload()
+    await row.getByTestId('agent-memory-off').waitFor()
+
+    // Editing keeps the id and changes what was edited, and nothing else: memory stays off.
     await row.getByTestId('agent-edit').click()
     assert.equal(await form.getByTestId('agent-id').getAttribute('readonly'), '')
     assert.match(await form.getByTestId('agent-instructions').inputValue(), new RegExp(AGENT_MARK))
+    assert.equal(await form.getByTestId('agent-memory').isChecked(), false, 'the editor shows memory off')
+    await form.getByTestId('agent-memory-field').scrollIntoViewIfNeeded()
+    await shot(page, 'agents-1-editor')
     await form.getByTestId('agent-description').fill('Talks like a pirate, arr')
     await form.getByTestId('agent-save').click()
     await row.filter({ hasText: 'Talks like a pirate, arr' }).waitFor()
+    assert.equal(await remembers(), false, 'saving another change keeps memory off')
+    assert.equal(await row.getByTestId('agent-memory-off').count(), 1)
 
     // A bad id is refused before it is sent.
     await section.getByTestId('agent-new').click()

@@ -7,6 +7,7 @@ import fs from 'node:fs'
 import net from 'node:net'
 import os from 'node:os'
 import path from 'node:path'
+import assert from 'node:assert/strict'
 import { fileURLToPath } from 'node:url'
 import { chromium } from 'playwright-core'
 
@@ -126,6 +127,16 @@ export function words(n) {
 
 export function shot(page, name, opts = {}) {
   return page.screenshot({ path: path.join(ARTIFACTS, `${name}.png`), ...opts })
+}
+
+/** Nothing on the page is wider than the window (no sideways scrolling). */
+export async function assertFitsWidth(page, what) {
+  const { doc, main, width } = await page.evaluate(() => {
+    const m = document.querySelector('main')
+    return { doc: document.documentElement.scrollWidth, main: m.scrollWidth - m.clientWidth, width: window.innerWidth }
+  })
+  assert.ok(doc <= width, `${what}: the page is ${doc}px wide at ${width}px`)
+  assert.ok(main <= 0, `${what}: the main area scrolls sideways by ${main}px`)
 }
 
 /**

@@ -15,7 +15,7 @@ import fs from 'node:fs'
 import os from 'node:os'
 import path from 'node:path'
 import { after, before, describe, test } from 'node:test'
-import { adminRequest, launchBrowser, requireBinaries, shot, startWeft } from './harness.mjs'
+import { adminRequest, assertFitsWidth, launchBrowser, requireBinaries, shot, startWeft } from './harness.mjs'
 
 const bin = requireBinaries()
 const USER = `kb_${crypto.randomBytes(3).toString('hex')}`
@@ -55,16 +55,6 @@ async function waitForPhase(path, phase) {
     [path, phase],
     { timeout: 90_000 },
   )
-}
-
-/** Nothing on the page is wider than the window (no sideways scrolling). */
-async function assertFitsWidth(what) {
-  const { doc, main, width } = await page.evaluate(() => {
-    const m = document.querySelector('main')
-    return { doc: document.documentElement.scrollWidth, main: m.scrollWidth - m.clientWidth, width: window.innerWidth }
-  })
-  assert.ok(doc <= width, `${what}: the page is ${doc}px wide at ${width}px`)
-  assert.ok(main <= 0, `${what}: the main area scrolls sideways by ${main}px`)
 }
 
 describe('knowledge bases in the web UI', () => {
@@ -288,7 +278,7 @@ describe('knowledge bases in the web UI', () => {
     try {
       await page.goto(`${weft.baseUrl}/knowledge`)
       await page.getByTestId('kb-row').first().waitFor()
-      await assertFitsWidth('/knowledge')
+      await assertFitsWidth(page, '/knowledge')
       await shot(page, 'knowledge-phone')
       await signIn(ADMIN)
       await page.goto(baseUrlOfKb)
@@ -297,7 +287,7 @@ describe('knowledge bases in the web UI', () => {
       await page.getByTestId('kb-search-submit').click()
       await page.getByTestId('kb-hit').first().waitFor()
       assert.ok(await page.getByTestId('kb-drop').isVisible())
-      await assertFitsWidth('a base')
+      await assertFitsWidth(page, 'a base')
       await shot(page, 'knowledge-base-phone', { fullPage: true })
     } finally {
       await page.setViewportSize({ width: 1280, height: 860 })

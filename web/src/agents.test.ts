@@ -41,7 +41,21 @@ describe('agent form', () => {
       allowed_roles: ['admin'],
       knowledge: [],
       knowledge_mode: 'tool',
+      memory: true,
     })
+  })
+
+  it('keeps an agent that remembers no one so after an edit; one without the field remembers', () => {
+    const forgetful: Agent = { ...pirate, memory: false }
+    const f = formFromAgent(forgetful)
+    expect(f.memory).toBe(false)
+    const edited = { ...f, description: 'Forgets everyone' }
+    expect(toPutRequest(edited, forgetful)).toMatchObject({ description: 'Forgets everyone', memory: false })
+    // Sent even when on, so the request says what the form shows.
+    expect(toPutRequest({ ...f, memory: true }, forgetful).memory).toBe(true)
+    expect(formFromAgent({ ...pirate, memory: undefined }).memory).toBe(true)
+    expect(emptyForm().memory).toBe(true)
+    expect(toPutRequest({ ...emptyForm(), id: 'new', name: 'New' }).memory).toBe(true)
   })
 
   it('keeps the knowledge bases and their mode on a save; an agent without them gets none, as a tool', () => {

@@ -1,7 +1,8 @@
 // The admin's agent form, as pure functions: an agent to the form's fields and
 // back to `PUT /v1/admin/agents/{id}`. A PUT replaces the agent, so what the form
 // does not edit (tool policies, skills) is carried over from the agent as it was;
-// an agent saved before it had knowledge bases gets none, searched as a `tool`.
+// an agent saved before it had knowledge bases gets none, searched as a `tool`, and
+// one read without `memory` remembers people (the server's default).
 // Only admins get an agent's instructions, policies and access lists.
 
 import type { Agent, KnowledgeMode, PutAgentRequest } from './types'
@@ -33,6 +34,8 @@ export interface AgentForm {
   /** the knowledge bases it searches, by name */
   knowledge: string[]
   knowledgeMode: KnowledgeMode
+  /** it remembers the people it talks to (off: recalls nothing, no memory tools, not learned from) */
+  memory: boolean
 }
 
 export function emptyForm(): AgentForm {
@@ -50,6 +53,7 @@ export function emptyForm(): AgentForm {
     allowedRoles: '',
     knowledge: [],
     knowledgeMode: 'tool',
+    memory: true,
   }
 }
 
@@ -68,6 +72,7 @@ export function formFromAgent(a: Agent): AgentForm {
     allowedRoles: (a.allowed_roles ?? []).join(', '),
     knowledge: [...(a.knowledge ?? [])],
     knowledgeMode: a.knowledge_mode ?? 'tool',
+    memory: a.memory ?? true,
   }
 }
 
@@ -109,5 +114,7 @@ export function toPutRequest(f: AgentForm, existing?: Agent): PutAgentRequest {
     allowed_roles: parseToolList(f.allowedRoles),
     knowledge: [...new Set(f.knowledge)],
     knowledge_mode: f.knowledgeMode,
+    // Always sent: the server's default is on, so leaving it out would turn it back on.
+    memory: f.memory,
   }
 }

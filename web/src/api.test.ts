@@ -314,3 +314,47 @@ describe('knowledge', () => {
     expect(errorFromBody(500, '', '')).toMatchObject({ message: 'HTTP 500' })
   })
 })
+
+describe('memory', () => {
+  it('lists with an optional search, writes with the CSRF header and reads the answers', async () => {
+    const f = fakeFetch((c) => {
+      if (c.init.method === 'GET') return json(200, { memories: [], enabled: true, available: true })
+      if (c.url === '/v1/me/memories' && c.init.method === 'DELETE') return json(200, { deleted: 3 })
+      if (c.url === '/v1/me/memory') return json(200, JSON.parse(c.init.body as string))
+      if (c.init.method === 'DELETE') return new Response(null, { status: 204 })
+      return json(c.init.method === 'POST' ? 201 : 200, { id: 'mem_1', ...JSON.parse(c.init.body as string) })
+    })
+    const api = createApi({ fetch: f.fetch })
+    await api.listMemories({ q: '' })
+    await api.listMemories({ q: 'tea & 茶' })
+    expect(f.calls.map((c) => c.url)).toEqual(['/v1/me/memories', '/v1/me/memories?q=tea+%26+%E8%8C%B6'])
+
+    await api.addMemory({ text: 'I like tea', kind: 'fact', pinned: true })
+    await api.updateMemory('mem/1', { pinned: false })
+    await api.deleteMemory('mem/1')
+    expect(await api.forgetMemories()).toBe(3)
+    expect(await api.setMemoryEnabled(false)).toBe(false)
+    const writes = f.calls.slice(2)
+    expect(writes.map((c) => `${c.init.method} ${c.url}`)).toEqual([
+      'POST /v1/me/memories',
+      'PATCH /v1/me/memories/mem%2F1',
+      'DELETE /v1/me/memories/mem%2F1',
+      'DELETE /v1/me/memories',
+      'PATCH /v1/me/memory',
+    ])
+    for (const c of writes) expect(headersOf(c)['X-Weft-Csrf']).toBe('1')
+    expect(JSON.parse(writes[0].init.body as string)).toEqual({ text: 'I like tea', kind: 'fact', pinned: true })
+    expect(JSON.parse(writes[1].init.body as string)).toEqual({ pinned: false })
+    expect(JSON.parse(writes[4].init.body as string)).toEqual({ enabled: false })
+  })
+
+  it("carries the server's refusal of a secret", async () => {
+    const message = 'that looks like a secret (a password); secrets are never remembered'
+    const f = fakeFetch(() => json(422, { error: { code: 'validation_failed', message } }))
+    const err = await createApi({ fetch: f.fetch })
+      .addMemory({ text: 'my password is hunter22', kind: 'fact' })
+      .catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(ApiError)
+    expect(err).toMatchObject({ status: 422, code: 'validation_failed', message })
+  })
+})

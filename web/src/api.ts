@@ -15,6 +15,7 @@ import type {
   ApprovalList,
   ChangePasswordRequest,
   CreatedToken,
+  CreateMemory,
   CreateSessionRequest,
   CreateUserRequest,
   DocumentChunks,
@@ -29,8 +30,14 @@ import type {
   Limits,
   LoginResponse,
   McpStatusList,
+  MemoriesForgotten,
+  Memory,
+  MemoryKind,
+  MemoryList,
+  MemorySwitch,
   MessageList,
   Model,
+  PatchMemory,
   PutAgentRequest,
   ReloadResponse,
   Role,
@@ -235,6 +242,21 @@ export function createApi(opts: ApiOptions = {}) {
     instructions: () => get<Instructions>('/v1/me/instructions').then((r) => r.instructions),
     setInstructions: (instructions: string) =>
       put<Instructions>('/v1/me/instructions', { instructions }).then((r) => r.instructions),
+
+    // your memories (docs/memory.md): only ever your own
+    /** Pinned first, then the most recently changed; with `q` only those sharing words with it, best first. */
+    listMemories: (q?: { kind?: MemoryKind; q?: string }) => get<MemoryList>('/v1/me/memories', q),
+    /** 201; 422 for an empty, over-long or secret-looking text, 413 past the per-person limit. */
+    addMemory: (body: CreateMemory) => post<Memory>('/v1/me/memories', body),
+    updateMemory: (id: string, body: PatchMemory) => patch<Memory>(`/v1/me/memories/${seg(id)}`, body),
+    deleteMemory: (id: string) => del(`/v1/me/memories/${seg(id)}`),
+    /** Every memory of yours, at once; how many went. */
+    forgetMemories: () => request<MemoriesForgotten>('DELETE', '/v1/me/memories').then((r) => r.deleted),
+    /** Everything of yours, for the file the page saves (`GET /v1/me/memories/export`). */
+    exportMemories: () => get<MemoryList>('/v1/me/memories/export'),
+    /** Your switch: off, nothing is remembered or recalled (what is kept stays). */
+    setMemoryEnabled: (enabled: boolean) =>
+      patch<MemorySwitch>('/v1/me/memory', { enabled } satisfies MemorySwitch).then((r) => r.enabled),
 
     // admin
     listUsers: () => get<{ users: User[] }>('/v1/admin/users').then((r) => r.users),

@@ -10,6 +10,7 @@ import { SessionsPage } from './pages/Sessions'
 import { SettingsPage } from './pages/Settings'
 import { KnowledgePage } from './pages/Knowledge'
 import { KnowledgeBasePage } from './pages/KnowledgeBase'
+import { MemoryPage } from './pages/Memory'
 import './styles.css'
 
 function RequireAuth({ children }: { children: React.ReactNode }) {
@@ -40,6 +41,7 @@ function App() {
         <Route path="/sessions" element={<SessionsPage />} />
         <Route path="/knowledge" element={<KnowledgePage />} />
         <Route path="/knowledge/:id" element={<KnowledgeBasePage />} />
+        <Route path="/memory" element={<MemoryPage />} />
         <Route path="/settings" element={<SettingsPage />} />
       </Route>
       <Route path="*" element={<Navigate to="/chat" replace />} />

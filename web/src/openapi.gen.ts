@@ -972,8 +972,9 @@ export interface paths {
         };
         /**
          * Exactly the system prompt this session's model gets now (agent, your
-         *     instructions, skills, date); for anyone but an admin the agent's own
-         *     instructions are left out (a line says so).
+         *     instructions, skills, date, and what it remembers of you — pinned memories,
+         *     plus those related to `message` when given); for anyone but an admin the
+         *     agent's own instructions are left out (a line says so).
          */
         get: operations["system_prompt"];
         put?: never;
@@ -1089,6 +1090,8 @@ export interface components {
             knowledge_mode?: components["schemas"]["KnowledgeMode"];
             /** Format: int32 */
             max_steps?: number | null;
+            /** @description Whether it remembers the people it talks to (docs/memory.md). */
+            memory?: boolean;
             /** @description The model new sessions with this agent use (none: the default model). */
             model?: string | null;
             name: string;
@@ -1717,6 +1720,12 @@ export interface components {
             last_used_at?: number | null;
             /** @description Always in the person's prompt (within `memory.prompt_budget_tokens`). */
             pinned: boolean;
+            /**
+             * @description The person's profile (role, team, projects, preferences, style): one
+             *     pinned fact the background extraction keeps up to date. The person may
+             *     edit it like any other; the next extraction starts from their edit.
+             */
+            profile?: boolean;
             source: components["schemas"]["MemorySource"];
             /** @description At most 2,000 characters. */
             text: string;
@@ -1852,6 +1861,12 @@ export interface components {
             knowledge_mode?: components["schemas"]["KnowledgeMode"];
             /** Format: int32 */
             max_steps?: number | null;
+            /**
+             * @description Whether the agent remembers the people it talks to (default: on):
+             *     off, it recalls nothing, offers no memory tools and its turns are not
+             *     learned from.
+             */
+            memory?: boolean;
             model?: string | null;
             name: string;
             skills?: string[] | null;
@@ -2056,6 +2071,11 @@ export interface components {
         SystemPromptDto: {
             /** @description The agent in force for the session. */
             agent: string;
+            /**
+             * @description The memories at its end (docs/memory.md): empty when memory is off for
+             *     you, the agent or the instance.
+             */
+            memories?: components["schemas"]["MemoryRef"][];
             system_prompt: string;
         };
         TokenDto: {
@@ -4934,7 +4954,13 @@ export interface operations {
     };
     system_prompt: {
         parameters: {
-            query?: never;
+            query?: {
+                /**
+                 * @description A message to preview the memories it would recall (none: only the
+                 *     pinned ones, which every turn gets).
+                 */
+                message?: string;
+            };
             header?: never;
             path: {
                 id: string;

@@ -76,6 +76,18 @@ export type Summary = Schemas['SummaryDto']
 /** A source an answer cites as `[n]` (the `citations` event; `citations` on a stored reply). */
 export type Citation = Schemas['Citation']
 export type MemoryRef = Schemas['MemoryRef']
+/** One of your memories (`GET /v1/me/memories`); times are milliseconds since the epoch. */
+export type Memory = Schemas['MemoryDto']
+/** `fact`, `episode` or `procedure`. */
+export type MemoryKind = Schemas['MemoryKind']
+/** `manual` (added by hand) or `conversation` (with the session it came from). */
+export type MemorySource = Schemas['MemorySource']
+/** Your memories and your switch (`enabled`); `available`: the instance has memory at all. */
+export type MemoryList = Schemas['MemoryList']
+export type CreateMemory = Schemas['CreateMemory']
+export type PatchMemory = Schemas['PatchMemory']
+export type MemoriesForgotten = Schemas['MemoriesForgotten']
+export type MemorySwitch = Schemas['MemorySwitch']
 /** `GET /v1/knowledge/{id}/documents/{doc}/chunks`: a stretch of a document's text, and its chunk count. */
 export type DocumentChunks = Schemas['DocumentChunks']
 export type DocumentChunk = Schemas['DocumentChunk']

@@ -1,14 +1,17 @@
 // The chat's conversation-level controls: Undo and Redo of the newest turn,
-// Compact (summarise older turns before the next reply), the system-prompt preview,
+// Compact (summarise older turns before the next reply), the system-prompt preview
+// (with the memories at its end),
 // the note that shows a stored summary, and the bar under the newest reply
 // (Regenerate and the "‹ 2/3 ›" switch between its alternatives).
 
 import { useEffect, useState } from 'react'
+import { Link } from 'react-router'
 import { api } from '../api'
-import { fmtDate } from '../format'
+import { fmtDate, titleFrom } from '../format'
 import { useI18n, useT } from '../i18n'
+import { KIND_TEXT } from '../memory'
 import type { AltNav } from '../turns'
-import type { Summary, SystemPrompt } from '../types'
+import type { MemoryRef, Summary, SystemPrompt } from '../types'
 import { Icon } from './Icon'
 
 export interface ChatToolsProps {
@@ -88,7 +91,10 @@ export function ChatTools(p: ChatToolsProps) {
   )
 }
 
-/** Exactly what the session's model is sent, read when opened and again when the agent changes. */
+/**
+ * Exactly what the session's model is sent, read when opened and again when the
+ * agent changes; under it, the memories at its end (those every turn gets).
+ */
 export function SystemPromptPanel({ sessionId, agent, onClose }: { sessionId?: string; agent: string; onClose: () => void }) {
   const t = useT()
   const [prompt, setPrompt] = useState<SystemPrompt | null>(null)
@@ -119,7 +125,27 @@ export function SystemPromptPanel({ sessionId, agent, onClose }: { sessionId?: s
       {error && <p className="notice error">{t('common.error', { message: error })}</p>}
       {sessionId && !prompt && !error && <p className="muted">{t('chat.loading')}</p>}
       {prompt && <pre data-testid="system-prompt-text">{prompt.system_prompt}</pre>}
+      {!!prompt?.memories?.length && <PromptMemories memories={prompt.memories} />}
     </section>
+  )
+}
+
+/** The memories at the end of the prompt, a line each (the whole text on hover and in the prompt). */
+function PromptMemories({ memories }: { memories: MemoryRef[] }) {
+  const t = useT()
+  return (
+    <div className="prompt-memories small" data-testid="system-prompt-memories">
+      <span className="muted">{t('chat.systemPromptMemories', { n: memories.length })}</span>
+      <ul>
+        {memories.map((m) => (
+          <li key={m.id} data-kind={m.kind} title={m.text} data-testid="system-prompt-memory">
+            <span className="badge">{t(KIND_TEXT[m.kind].name)}</span>
+            {titleFrom(m.text)}
+          </li>
+        ))}
+      </ul>
+      <Link to="/memory">{t('chat.memoriesManage')}</Link>
+    </div>
   )
 }
 

@@ -4,6 +4,7 @@
 // `citations` on the stored reply) turn its `[n]` into footnotes and list under it.
 
 import { useEffect, useMemo, useRef, useState } from 'react'
+import { Link } from 'react-router'
 import { api } from '../api'
 import { replyCitations } from '../citations'
 import { contextUse, fmtMs, fmtNum } from '../format'
@@ -95,6 +96,9 @@ function MemoriesUsed({ memories }: { memories: MemoryRef[] }) {
           </li>
         ))}
       </ul>
+      <Link to="/memory" data-testid="memories-manage">
+        {t('chat.memoriesManage')}
+      </Link>
     </details>
   )
 }

@@ -14,22 +14,13 @@ import {
   toggleName,
   type AgentForm,
 } from '../agents'
+import { CharCount } from '../components/CharCount'
 import { ErrorLine, Section } from '../components/Section'
 import { useI18n, type MessageKey } from '../i18n'
 import type { Agent, KnowledgeBase, KnowledgeMode, Model } from '../types'
 
 const errText = (e: unknown) => (e instanceof Error ? e.message : String(e))
 const chars = (s: string) => [...s].length
-
-function CharCount({ text, testid }: { text: string; testid?: string }) {
-  const { t } = useI18n()
-  const n = chars(text)
-  return (
-    <span className={`char-count ${n > MAX_INSTRUCTIONS ? 'danger-text' : 'muted'}`} data-testid={testid}>
-      {t('settings.chars', { n: n.toLocaleString(), max: MAX_INSTRUCTIONS.toLocaleString() })}
-    </span>
-  )
-}
 
 export function InstructionsSection() {
   const { t } = useI18n()
@@ -80,7 +71,7 @@ export function InstructionsSection() {
           onChange={(e) => setText(e.target.value)}
         />
         <div className="form-bar">
-          <CharCount text={text} testid="instructions-count" />
+          <CharCount n={chars(text)} max={MAX_INSTRUCTIONS} testid="instructions-count" />
           <span className="spacer" />
           <span className={`save-state ${dirty ? 'dirty' : ''}`} role="status" data-testid="instructions-state">
             {state}
@@ -155,6 +146,11 @@ export function AgentsSection({ admin }: { admin: boolean }) {
                         names: a.knowledge.join(', '),
                         mode: t(a.knowledge_mode === 'auto' ? 'agents.modeAuto' : 'agents.modeTool'),
                       })}
+                    </div>
+                  )}
+                  {a.memory === false && (
+                    <div className="muted small" data-testid="agent-memory-off">
+                      {t('agents.memoryOff')}
                     </div>
                   )}
                 </td>
@@ -263,7 +259,7 @@ function AgentEditor(p: { initial: AgentForm; agent?: Agent; models: Model[]; on
       </label>
       <label className="wide">
         <span>
-          {t('agents.instructions')} <CharCount text={f.instructions} />
+          {t('agents.instructions')} <CharCount n={chars(f.instructions)} max={MAX_INSTRUCTIONS} />
         </span>
         <textarea
           rows={6}
@@ -322,6 +318,14 @@ function AgentEditor(p: { initial: AgentForm; agent?: Agent; models: Model[]; on
         onNames={(knowledge) => set({ knowledge })}
         onMode={(knowledgeMode) => set({ knowledgeMode })}
       />
+      <fieldset className="wide tools-field" data-testid="agent-memory-field">
+        <legend>{t('agents.memoryField')}</legend>
+        <label className="check">
+          <input type="checkbox" checked={f.memory} data-testid="agent-memory" onChange={(e) => set({ memory: e.target.checked })} />
+          {t('agents.memory')}
+        </label>
+        <span className="muted small">{t('agents.memoryHint')}</span>
+      </fieldset>
       <label className="check">
         <input type="checkbox" checked={f.default} data-testid="agent-default" onChange={(e) => set({ default: e.target.checked })} />
         {t('agents.makeDefault')}

@@ -96,6 +96,9 @@ export function Layout() {
           <NavLink to="/knowledge" data-testid="nav-knowledge">
             {t('nav.knowledge')}
           </NavLink>
+          <NavLink to="/memory" data-testid="nav-memory">
+            {t('nav.memory')}
+          </NavLink>
           <NavLink to="/settings" data-testid="nav-settings">
             {t('nav.settings')}
           </NavLink>
