@@ -109,6 +109,14 @@ impl WeftClient {
             .bearer_auth(&self.token)
     }
 
+    /// `POST /v1/me/memories`.
+    pub async fn add_memory(&self, text: &str, pinned: bool) -> anyhow::Result<()> {
+        let body = serde_json::json!({"text": text, "pinned": pinned});
+        let _: serde_json::Value =
+            ok_json(self.post("/v1/me/memories").json(&body).send().await?).await?;
+        Ok(())
+    }
+
     pub async fn create_session(&self) -> anyhow::Result<SessionDto> {
         let body = CreateSessionRequest {
             title: Some("loadtest".into()),

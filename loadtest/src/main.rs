@@ -180,6 +180,11 @@ struct RunArgs {
     /// --duration (so the sessions stay near --prefill-turns long).
     #[arg(long)]
     turns_per_user: Option<usize>,
+    /// Memories each account keeps before the measured phase (the first
+    /// pinned, all related to the turn's text, so every run recalls them):
+    /// compare with `--env WEFT_MEMORY__ENABLED=false` for what memory adds.
+    #[arg(long, default_value_t = 0)]
+    memories: usize,
     /// `attach`: idle SSE clients.
     #[arg(long, default_value_t = 10_000)]
     clients: usize,
@@ -285,6 +290,7 @@ async fn run(a: RunArgs) -> anyhow::Result<()> {
         attach_clients: a.clients,
         prefill_turns: a.prefill_turns,
         turns_per_user: a.turns_per_user,
+        memories: a.memories,
     };
     let report = if let Some(url) = &a.langgraph {
         Gateways::new(vec![url.clone()])?;

@@ -66,6 +66,20 @@ pub async fn run_weft(p: &Params, t: &WeftTarget, ctx: &RunContext) -> anyhow::R
             }
         }
     };
+    if p.memories > 0 {
+        eprintln!(
+            "giving {} accounts {} memories each",
+            base.len(),
+            p.memories
+        );
+        for client in &base {
+            for i in 0..p.memories {
+                let text =
+                    format!("load test note {i}: mock tokens and delay settings of this account");
+                client.add_memory(&text, i == 0).await?;
+            }
+        }
+    }
     let clients: Vec<WeftClient> = (0..p.users.max(1))
         .map(|i| match base.get(i % base.len().max(1)) {
             Some(c) => WeftClient {

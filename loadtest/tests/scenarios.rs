@@ -25,6 +25,7 @@ fn params(scenario: Scenario, users: usize, secs: u64, plan: TurnPlan) -> Params
         attach_clients: 200,
         prefill_turns: 0,
         turns_per_user: None,
+        memories: 0,
     }
 }
 
@@ -56,6 +57,41 @@ async fn latency_reports_completed_runs_with_ttft_and_json() {
     assert!(json["runs_per_s"].as_f64().unwrap() > 0.0);
     assert!(json["ttft_overhead_ms"]["p99"].is_number());
     assert!(report.table().contains("ttft overhead"));
+}
+
+/// `--memories`: every account keeps them before the measured phase, and
+/// every measured run recalls them (issue 26's on/off comparison measures
+/// what that costs).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memories_given_to_accounts_are_recalled_by_every_run() {
+    let weft = start_weft(|_| {}).await;
+    let mut p = params(Scenario::Latency, 2, 1, TurnPlan::mock(3, 0, 0));
+    p.memories = 4;
+    let report = run_weft(&p, &target(&weft), &RunContext::default())
+        .await
+        .unwrap();
+    assert!(report.runs_ok > 0, "{}", report.table());
+    assert_eq!(report.runs_failed, 0, "{}", report.table());
+    let db = sqlx::SqlitePool::connect(&weft.database_url())
+        .await
+        .unwrap();
+    let memories: i64 = sqlx::query_scalar("select count(*) from memories")
+        .fetch_one(&db)
+        .await
+        .unwrap();
+    assert_eq!(memories, 4, "one account, four memories");
+    let (runs, recalled): (i64, i64) = sqlx::query_as(
+        "select count(*), count(memories_used) from runs where status = 'succeeded'",
+    )
+    .fetch_one(&db)
+    .await
+    .unwrap();
+    assert_eq!(runs, recalled, "every run recalled them");
+    let used: String = sqlx::query_scalar("select memories_used from runs limit 1")
+        .fetch_one(&db)
+        .await
+        .unwrap();
+    assert_eq!(serde_json::from_str::<Vec<String>>(&used).unwrap().len(), 4);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -40,6 +40,7 @@ fn session_params(o: &BenchOpts, turns: usize) -> Params {
         users,
         prefill_turns: turns,
         turns_per_user: Some(measured),
+        memories: 0,
         plan: TurnPlan::mock(tokens, 0, 0),
         duration: Duration::from_secs(600),
         ..params(o, Scenario::Throughput)

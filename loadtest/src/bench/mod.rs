@@ -128,6 +128,7 @@ pub fn params(o: &BenchOpts, s: Scenario) -> Params {
         attach_clients: o.attach_clients,
         prefill_turns: 0,
         turns_per_user: None,
+        memories: 0,
     }
 }
 

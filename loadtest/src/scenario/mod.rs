@@ -108,6 +108,10 @@ pub struct Params {
     /// The measured phase ends after this many turns per user instead of at
     /// `duration` (the session then stays near `prefill_turns` long).
     pub turns_per_user: Option<usize>,
+    /// Memories each account keeps before the measured phase (the first
+    /// pinned, all sharing words with the turn's text, so every run recalls
+    /// them): what memory adds to a run (issue 26).
+    pub memories: usize,
 }
 
 /// One virtual user's session and what it sent.

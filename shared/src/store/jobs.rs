@@ -133,6 +133,8 @@ pub struct ClaimedJob {
     pub attempt: i64,
     pub max_attempts: i64,
     pub progress: Option<String>,
+    /// When it was due (unix ms): the claim's lateness is the queue's lag.
+    pub run_after: i64,
 }
 
 /// How an attempt ended, as its holder reports it.
@@ -350,7 +352,7 @@ impl Store {
                  order by run_after, id
                  limit 1{skip_locked})
                and (state = 'queued' or (state = 'running' and lease_until < $3))
-             returning id, kind, key, payload, attempt, max_attempts, progress"
+             returning id, kind, key, payload, attempt, max_attempts, progress, run_after"
         );
         let mut tx = self.begin().await?;
         let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
@@ -371,6 +373,7 @@ impl Store {
             attempt: get_i64(&row, "attempt")?,
             max_attempts: get_i64(&row, "max_attempts")?,
             progress: get_opt_str(&row, "progress")?,
+            run_after: get_i64(&row, "run_after")?,
         }))
     }
 

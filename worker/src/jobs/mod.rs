@@ -260,6 +260,9 @@ impl JobRunner {
                 .await
             {
                 Ok(Some(job)) => {
+                    let lag = (now - job.run_after).max(0) as f64 / 1000.0;
+                    metrics::histogram!("weft_jobs_lag_seconds", "kind" => job.kind.clone())
+                        .record(lag);
                     let this = this.clone();
                     let stop = stop.clone();
                     running.spawn(async move {
