@@ -1,5 +1,5 @@
 //! The REPL through a pseudo-terminal: typing a message (with wide characters),
-//! slash commands, and Ctrl-C cancelling a slow reply.
+//! slash commands (`/memory` among them), and Ctrl-C cancelling a slow reply.
 
 #![cfg(unix)]
 
@@ -267,6 +267,108 @@ fn attached_files_wait_in_the_prompt_and_go_with_the_next_message() {
     p.exp_string(&b(&format!("📎 my shot.png (image, {} B)", png.len())))
         .unwrap();
     p.exp_string(&b("📎 notes.md (document, 15 B)")).unwrap();
+    type_line(&mut p, "/exit");
+    exits_cleanly(&mut p);
+}
+
+/// A `/memory` line as the REPL prints it: number, kind, pin, text.
+fn memory_line(n: usize, kind: &str, pinned: bool, text: &str) -> String {
+    let pin = if pinned { "📌" } else { "  " };
+    b(&format!("{n:>3}.\x1b[0m {kind:<9} {pin} {text}"))
+}
+
+#[test]
+fn memory_lists_forgets_by_the_listed_number_and_switches_off_and_on() {
+    // Only what the test does is remembered: no extraction after turns.
+    let s = Server::start_env(true, &[("WEFT_MEMORY__EXTRACT", "false")]);
+    let mut p = repl(&s, &[]);
+    type_line(&mut p, "/memory");
+    p.exp_string("nothing remembered about you yet").unwrap();
+    p.exp_string("memory is on").unwrap();
+
+    // One remembered in the conversation (the model's tool), two by hand.
+    type_line(
+        &mut p,
+        r#"@mock.tool remember {"text": "works on the payments team"}"#,
+    );
+    p.exp_string("Remembered (fact, id mem_")
+        .expect("the tool kept it");
+    p.exp_string(&b("❯")).unwrap();
+    for body in [
+        serde_json::json!({"text": "prefers answers in Chinese", "kind": "procedure"}),
+        serde_json::json!({"text": "drinks green tea", "pinned": true}),
+    ] {
+        let (status, v) =
+            client_support::api(&s, reqwest::Method::POST, "/v1/me/memories", Some(body));
+        assert_eq!(status, 201, "{v}");
+    }
+
+    // Pinned first, then the most recently changed.
+    type_line(&mut p, "/memory");
+    p.exp_string(&memory_line(1, "fact", true, "drinks green tea"))
+        .unwrap();
+    p.exp_string(&memory_line(
+        2,
+        "procedure",
+        false,
+        "prefers answers in Chinese",
+    ))
+    .unwrap();
+    p.exp_string(&memory_line(3, "fact", false, "works on the payments team"))
+        .unwrap();
+    p.exp_string("/memory forget N").unwrap();
+
+    // A search is a list too: its numbers are what `forget` means next.
+    type_line(&mut p, "/memory search payments");
+    p.exp_string(&memory_line(1, "fact", false, "works on the payments team"))
+        .unwrap();
+    p.exp_string(&b("❯")).unwrap();
+    type_line(&mut p, "/memory forget 1");
+    p.exp_string("forgot 1: works on the payments team")
+        .unwrap();
+    type_line(&mut p, "/memory forget 1");
+    p.exp_string("1 is forgotten already").unwrap();
+    type_line(&mut p, "/memory forget 2");
+    p.exp_string(&b("the last list has no memory 2 (1–1)"))
+        .unwrap();
+    type_line(&mut p, "/memory forget two");
+    p.exp_string("usage: /memory forget N").unwrap();
+    type_line(&mut p, "/memory");
+    p.exp_string(&memory_line(1, "fact", true, "drinks green tea"))
+        .unwrap();
+    let listed = p.exp_string("/memory forget N").unwrap();
+    assert!(
+        listed.contains("prefers answers in Chinese") && !listed.contains("payments"),
+        "{listed}"
+    );
+    let (_, list) = client_support::api(&s, reqwest::Method::GET, "/v1/me/memories", None);
+    assert_eq!(list["memories"].as_array().unwrap().len(), 2, "{list}");
+
+    // Off: the list says so, and a reply recalls nothing; on: it does again.
+    type_line(&mut p, "/memory off");
+    p.exp_string("memory off: nothing new is remembered or recalled")
+        .unwrap();
+    type_line(&mut p, "/memory");
+    p.exp_string("your memory is off").unwrap();
+    let (_, list) = client_support::api(&s, reqwest::Method::GET, "/v1/me/memories", None);
+    assert_eq!(list["enabled"], false, "{list}");
+    type_line(&mut p, "hello");
+    let before = p.exp_string("You said: hello").unwrap();
+    assert!(!before.contains("used"), "recalled while off: {before}");
+    p.exp_string(&b("❯")).unwrap();
+    type_line(&mut p, "/memory on");
+    p.exp_string("memory on:").unwrap();
+    type_line(&mut p, "hello again");
+    p.exp_string(&b("🧠 used 1 memory: drinks green tea"))
+        .expect("the pinned memory is recalled");
+    p.exp_string("You said: hello again").unwrap();
+    p.exp_string(&b("❯")).unwrap();
+
+    type_line(&mut p, "/memory sideways");
+    p.exp_string("unknown /memory \"sideways\"").unwrap();
+    type_line(&mut p, "/help");
+    p.exp_string("what I remember about you; forget N")
+        .expect("/help lists it");
     type_line(&mut p, "/exit");
     exits_cleanly(&mut p);
 }

@@ -321,6 +321,39 @@ impl Gateway {
         .map(drop)
     }
 
+    /// `GET /v1/me/memories`: your memories (pinned first, then the most
+    /// recently changed) and your switch; with `query`, only those sharing
+    /// words with it, best first.
+    pub async fn memories(&self, query: Option<&str>) -> Result<weft_wire::api::MemoryList> {
+        let path = match query {
+            Some(q) => with_query("/v1/me/memories", &[("q", q)]),
+            None => "/v1/me/memories".to_string(),
+        };
+        self.get(&path).await
+    }
+
+    /// `DELETE /v1/me/memories/{id}`: forget one of yours.
+    pub async fn delete_memory(&self, id: &str) -> Result<()> {
+        let path = format!("/v1/me/memories/{id}");
+        self.execute(
+            self.request(Method::DELETE, &path)?
+                .timeout(REQUEST_TIMEOUT),
+            &path,
+        )
+        .await
+        .map(drop)
+    }
+
+    /// `PATCH /v1/me/memory`: turn your memory on or off.
+    pub async fn switch_memory(&self, enabled: bool) -> Result<weft_wire::api::MemorySwitch> {
+        self.json(
+            Method::PATCH,
+            "/v1/me/memory",
+            Some(&weft_wire::api::MemorySwitch { enabled }),
+        )
+        .await
+    }
+
     pub async fn run(&self, id: &str) -> Result<RunDto> {
         self.get(&format!("/v1/runs/{id}")).await
     }
@@ -428,5 +461,28 @@ impl Gateway {
             .header("last-event-id", after.to_string())
             .header("accept", "text/event-stream");
         self.execute(rb, &path).await
+    }
+}
+
+/// `path?key=value&…`, each value percent-encoded (free text, such as a
+/// search, goes into a query string whole).
+fn with_query(path: &str, pairs: &[(&str, &str)]) -> String {
+    let mut url = reqwest::Url::parse("http://query.invalid/").expect("a valid URL");
+    url.query_pairs_mut().extend_pairs(pairs);
+    match url.query() {
+        Some(q) if !q.is_empty() => format!("{path}?{q}"),
+        _ => path.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #[test]
+    fn query_values_are_encoded() {
+        assert_eq!(
+            super::with_query("/v1/me/memories", &[("q", "tea & 咖啡?#x")]),
+            "/v1/me/memories?q=tea+%26+%E5%92%96%E5%95%A1%3F%23x"
+        );
+        assert_eq!(super::with_query("/p", &[]), "/p");
     }
 }

@@ -181,3 +181,29 @@ pub fn json(server: &Server, args: &[&str]) -> serde_json::Value {
     assert_code(&out, 0);
     serde_json::from_str(stdout(&out).trim()).unwrap_or_else(|e| panic!("{e}: {}", stdout(&out)))
 }
+
+/// An API call with the server's token (to set up what a test then looks at
+/// through the client): its status and JSON body (null when none).
+pub fn api(
+    server: &Server,
+    method: reqwest::Method,
+    path: &str,
+    body: Option<serde_json::Value>,
+) -> (u16, serde_json::Value) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("a runtime");
+    rt.block_on(async {
+        let mut req = reqwest::Client::new()
+            .request(method, format!("{}{path}", server.url))
+            .bearer_auth(&server.token)
+            .timeout(WAIT);
+        if let Some(body) = body {
+            req = req.json(&body);
+        }
+        let resp = req.send().await.expect("the gateway answers");
+        let status = resp.status().as_u16();
+        (status, resp.json().await.unwrap_or(serde_json::Value::Null))
+    })
+}

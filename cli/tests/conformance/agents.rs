@@ -345,8 +345,9 @@ async fn skills_are_listed_and_loaded_on_demand(b: Backend) {
         .await
         .until_terminal()
         .await;
+    // Not offered, so refused if called anyway.
     assert!(
-        rendered_text(&events).contains("there is no skill"),
+        rendered_text(&events).contains("use_skill is not available"),
         "{}",
         rendered_text(&events)
     );

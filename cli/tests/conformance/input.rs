@@ -365,7 +365,10 @@ async fn auth_cookie_and_csrf(b: Backend) {
         }
     }
     assert!(limited, "never limited after {failures} failures");
-    assert!((6..=10).contains(&failures), "limited after {failures} failures");
+    assert!(
+        (6..=10).contains(&failures),
+        "limited after {failures} failures"
+    );
     // Personal tokens: created once, listed without the secret, revocable.
     let admin_pair = ADMIN_TOKEN;
     let (st, created) = app

@@ -1,6 +1,6 @@
 //! Slash commands: `/sessions`, `/resume ID`, `/new`, `/model [ID]`, `/agent [ID]`,
 //! `/undo`, `/redo`, `/retry`, `/edit TEXT`, `/compact`, `/attach PATH`, `/detach`,
-//! `/stop`, `/think`, `/status`, `/mcp`, `/help`, `/exit`.
+//! `/stop`, `/think`, `/status`, `/mcp`, `/memory`, `/help`, `/exit`.
 
 use super::state::ReplState;
 use crate::api::Gateway;
@@ -50,6 +50,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("/think", "show the last reply's thinking in full"),
     ("/status", "show the status line"),
     ("/mcp", "the MCP servers and their tools (admins)"),
+    (
+        "/memory",
+        "what I remember about you; forget N, search TEXT, off, on",
+    ),
     ("/help", "this list"),
     ("/exit", "quit (Ctrl-D works too)"),
 ];
@@ -91,6 +95,7 @@ pub async fn run(gw: &Gateway, state: &mut ReplState, line: &str) -> Result<Flow
             }
             Err(e) => return Err(e),
         },
+        "/memory" => super::memory::run(gw, state, arg).await?,
         "/attach" => super::attachments::attach(state, arg),
         "/detach" => super::attachments::detach(state, arg),
         "/new" => {

@@ -1,7 +1,7 @@
 //! Line-editor integration (`rustyline`, which lays out wide/CJK characters by
 //! display width): Tab completion of slash commands and their arguments (paths
-//! after `/attach`, `~/` included), and multi-line input — a line ending in `\`
-//! or an unclosed ``` fence continues.
+//! after `/attach`, `~/` included; `/memory`'s words), and multi-line input —
+//! a line ending in `\` or an unclosed ``` fence continues.
 
 use std::borrow::Cow;
 
@@ -77,9 +77,14 @@ impl Completer for ReplHelper {
             )),
             Some(("/attach", _)) => self.complete_path(line, pos),
             Some((cmd, arg)) => {
+                let memory: Vec<String>;
                 let options: &[String] = match cmd {
                     "/model" => &self.models,
                     "/mode" => &self.modes,
+                    "/memory" if !arg.contains(' ') => {
+                        memory = super::memory::ARGS.iter().map(|a| a.to_string()).collect();
+                        &memory
+                    }
                     _ => &[],
                 };
                 let start = pos - arg.len();

@@ -9,6 +9,7 @@ pub mod attachments;
 pub mod commands;
 pub mod display;
 pub mod helper;
+pub mod memory;
 pub mod state;
 pub mod turn;
 

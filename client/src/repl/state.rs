@@ -1,7 +1,8 @@
 //! What the REPL remembers between turns: the session (created lazily, so `/new`
 //! never leaves empty sessions behind), the model and mode to use, the catalogue
 //! for completion and validation, the last reply for the status line, and the
-//! files attached for the next message (shown in the prompt).
+//! files attached for the next message (shown in the prompt), and the last
+//! `/memory` list (its numbers are what `/memory forget N` means).
 
 use weft_wire::api::{CreateSessionRequest, ModeDto, ModelDto, SessionDto, UpdateSessionRequest};
 
@@ -24,6 +25,8 @@ pub struct ReplState {
     pub last: Option<Reply>,
     /// `/attach`ed files; they go with the next message.
     pub pending: Vec<LocalFile>,
+    /// The memories of the last `/memory` list, in its order.
+    pub memories: Vec<super::memory::Listed>,
 }
 
 impl ReplState {
@@ -46,6 +49,7 @@ impl ReplState {
             modes,
             last: None,
             pending: Vec::new(),
+            memories: Vec::new(),
         }
     }
 

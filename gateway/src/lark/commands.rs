@@ -28,6 +28,8 @@ pub enum Command {
     Resume(Option<usize>),
     /// `/kb`: the knowledge bases this chat's conversation searches.
     Kb(KbCommand),
+    /// `/memory`: what the assistant remembers about the speaker (a DM only).
+    Memory(MemoryCommand),
     Help,
     Unknown(String),
 }
@@ -55,12 +57,24 @@ pub enum KbCommand {
     Off,
 }
 
+/// `/memory` (list), `/memory forget N`, `/memory off`, `/memory on`: the
+/// speaker's own memories, numbered as `/memory` lists them.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MemoryCommand {
+    List,
+    /// Forget the N-th memory of the list (none: the number is missing).
+    Forget(Option<usize>),
+    Off,
+    On,
+}
+
 /// A command, when `text` starts with `/`.
 pub fn parse(text: &str) -> Option<Command> {
     let rest = text.trim().strip_prefix('/')?;
     let mut parts = rest.split_whitespace();
     let name = parts.next().unwrap_or_default().to_lowercase();
     let arg = parts.next().map(str::to_owned);
+    let second = parts.next();
     // `/edit` takes the whole rest of the message, lines and all.
     let rest = rest
         .trim_start()
@@ -91,6 +105,14 @@ pub fn parse(text: &str) -> Option<Command> {
             },
             (Some(_), Some(rest)) => KbCommand::Use(rest.to_owned()),
         }),
+        "memory" | "memories" => Command::Memory(match arg.as_deref().map(str::to_lowercase) {
+            Some(a) if a == "forget" || a == "delete" => {
+                MemoryCommand::Forget(second.and_then(|n| n.parse().ok()).filter(|n| *n > 0))
+            }
+            Some(a) if a == "off" => MemoryCommand::Off,
+            Some(a) if a == "on" => MemoryCommand::On,
+            _ => MemoryCommand::List,
+        }),
         "help" | "h" | "?" => Command::Help,
         _ => Command::Unknown(format!("/{name}")),
     })
@@ -112,6 +134,7 @@ pub fn help(lang: Lang) -> &'static str {
          `/sessions` this chat's conversations\n\
          `/resume N` go back to conversation N of `/sessions`\n\
          `/kb` the knowledge bases I search here; `/kb use NAME` add one, `/kb off` only the agent's\n\
+         `/memory` what I remember about you (in a DM); `/memory forget N` forget one, `/memory off` / `/memory on` your memory\n\
          `/help` this list\n\n\
          In a group everyone speaks as themselves in one shared conversation; \
          reply to one of my messages to talk to me without an @mention. \
@@ -130,6 +153,7 @@ pub fn help(lang: Lang) -> &'static str {
          `/sessions` 本聊天的对话列表\n\
          `/resume N` 回到 `/sessions` 中的第 N 个对话\n\
          `/kb` 本对话检索的知识库；`/kb use 名称` 添加一个，`/kb off` 只用智能体自己的\n\
+         `/memory` 我记住的关于你的内容（仅限私聊）；`/memory forget N` 删除一条，`/memory off` / `/memory on` 关闭或开启记忆\n\
          `/help` 显示本帮助\n\n\
          群聊中每个人以自己的身份参与同一个对话；回复我的消息即可与我对话，无需 @。\
          任何人都可以用 `/stop` 停止当前回复；审批由提出请求的人决定。",
@@ -207,6 +231,30 @@ mod tests {
             Some(Command::Kb(KbCommand::Use("Team handbook v2".into())))
         );
         assert_eq!(parse("/kb use"), Some(Command::Kb(KbCommand::List)));
+        assert_eq!(parse("/memory"), Some(Command::Memory(MemoryCommand::List)));
+        assert_eq!(
+            parse("/Memory forget 2"),
+            Some(Command::Memory(MemoryCommand::Forget(Some(2))))
+        );
+        for bad in ["/memory forget", "/memory forget two", "/memory forget 0"] {
+            assert_eq!(
+                parse(bad),
+                Some(Command::Memory(MemoryCommand::Forget(None))),
+                "{bad}"
+            );
+        }
+        assert_eq!(
+            parse("/memory OFF"),
+            Some(Command::Memory(MemoryCommand::Off))
+        );
+        assert_eq!(
+            parse("/memory on"),
+            Some(Command::Memory(MemoryCommand::On))
+        );
+        assert_eq!(
+            parse("/memory what"),
+            Some(Command::Memory(MemoryCommand::List))
+        );
         assert_eq!(
             parse("/frobnicate"),
             Some(Command::Unknown("/frobnicate".into()))

@@ -7,6 +7,7 @@
 
 mod chat_commands;
 mod files;
+mod memory_commands;
 mod quote;
 mod turn_commands;
 

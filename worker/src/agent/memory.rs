@@ -91,6 +91,20 @@ pub(crate) fn extraction_after(
 }
 
 impl super::Attempt<'_> {
+    /// Memory off for this run (several people wrote its messages): nothing
+    /// recalled, no memory tool offered or run, the turn not learned from.
+    pub(super) fn without_memory(&mut self) {
+        self.run.memory_rev = None;
+        self.run.remember_after = None;
+        self.tools = Arc::new(
+            self.tools
+                .iter()
+                .filter(|t| !weft_shared::config::agents::MEMORY_TOOLS.contains(&t.name.as_str()))
+                .cloned()
+                .collect(),
+        );
+    }
+
     /// Puts the person's memories in the system prompt and says which.
     pub(super) async fn recall(&mut self) {
         let Some(rev) = self.run.memory_rev else {

@@ -293,6 +293,9 @@ impl<'a> Attempt<'a> {
                 self.messages = Arc::new(built.messages);
                 self.context = built.used;
                 self._images_held = built.images_held;
+                if built.others_spoke {
+                    self.without_memory();
+                }
             }
             Err(e) => {
                 tracing::error!(error = %e, "loading context failed; leaving the run to the reaper");
@@ -467,6 +470,7 @@ impl<'a> Attempt<'a> {
             self.agent.clone(),
             self.cfg.clone(),
             !self.run.session_knowledge.is_empty(),
+            self.tools.clone(),
         ))
     }
 

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use futures::FutureExt;
 use tracing::field::Empty;
 use tracing::{Instrument, Span};
-use weft_llm::ToolCall;
+use weft_llm::{ToolCall, ToolSpec};
 use weft_shared::config::{AgentConfig, Config, MAX_CALL_TIMEOUT_SECS, ToolPolicy};
 use weft_shared::event::EventKind;
 use weft_shared::store::ToolResult;
@@ -44,6 +44,9 @@ pub(super) struct ToolRunner<'a> {
     cfg: Arc<Config>,
     /// The session searches knowledge bases of its own.
     session_bases: bool,
+    /// The tools the model was offered: a call of any other is refused (a
+    /// memory tool in a run with memory off, say).
+    offered: Arc<Vec<ToolSpec>>,
 }
 
 impl<'a> ToolRunner<'a> {
@@ -54,6 +57,7 @@ impl<'a> ToolRunner<'a> {
         agent: AgentConfig,
         cfg: Arc<Config>,
         session_bases: bool,
+        offered: Arc<Vec<ToolSpec>>,
     ) -> Self {
         ToolRunner {
             inner,
@@ -62,6 +66,7 @@ impl<'a> ToolRunner<'a> {
             agent,
             cfg,
             session_bases,
+            offered,
         }
     }
 
@@ -146,6 +151,12 @@ impl<'a> ToolRunner<'a> {
         if !self.agent.allows_tool_in(&call.name, self.session_bases) {
             return Disposition::Answer(format!(
                 "error: {} is not available to this agent",
+                call.name
+            ));
+        }
+        if !self.offered.iter().any(|t| t.name == call.name) {
+            return Disposition::Answer(format!(
+                "error: {} is not available in this conversation",
                 call.name
             ));
         }

@@ -39,6 +39,9 @@ pub struct Built {
     /// The worker's image room taken by the images in `messages`; hold it while
     /// they are.
     pub images_held: Option<tokio::sync::OwnedSemaphorePermit>,
+    /// Someone other than the run's person wrote one of its messages (see
+    /// [`others_spoke`]).
+    pub others_spoke: bool,
 }
 
 /// The longest a summariser call may take.
@@ -143,7 +146,18 @@ pub async fn build(
         messages,
         used: ContextUse { tokens, window },
         images_held,
+        others_spoke: others_spoke(&all, run),
     })
+}
+
+/// Whether someone other than the run's person wrote one of its messages: in
+/// a shared chat (a Lark group) the messages that waited behind a run become
+/// one run, attributed to the first who waited — so no one's memory may be
+/// recalled or written in it.
+fn others_spoke(all: &[Arc<Message>], run: &ClaimedRun) -> bool {
+    all.iter()
+        .filter(|m| m.role == "user" && m.run_id.as_ref() == Some(&run.id))
+        .any(|m| m.author_id.as_ref().is_some_and(|a| *a != run.user_id))
 }
 
 fn with_summary(system: &str, summary: Option<&Summary>) -> String {

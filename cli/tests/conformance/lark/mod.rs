@@ -16,6 +16,7 @@ mod flood;
 mod gestures;
 mod knowledge;
 mod language;
+mod memory;
 mod overdue;
 mod replies;
 mod resilience;

@@ -1,7 +1,7 @@
 //! A message that is a command (`/new`, `/stop`, `/model`, …; see
 //! [`super::super::commands`]): what each does to the chat's session, and the
-//! small card that answers it. The turn commands have their own module
-//! ([`super::turn_commands`]).
+//! small card that answers it. The turn commands and `/memory` have their own
+//! modules ([`super::turn_commands`], [`super::memory_commands`]).
 
 use weft_lark::card::CardState;
 use weft_shared::ids::RunId;
@@ -146,6 +146,10 @@ impl Bot {
             }
             Command::Kb(kb) => {
                 let text = self.kb_command(user, &session, kb, lang).await?;
+                ("Weft", CardState::Done, text)
+            }
+            Command::Memory(memory) => {
+                let text = self.memory_command(incoming, user, memory, lang).await?;
                 ("Weft", CardState::Done, text)
             }
             Command::Resume(n) => {
