@@ -233,15 +233,19 @@ impl Gateway {
             .await
     }
 
-    pub async fn delete_session(&self, id: &str) -> Result<()> {
-        let path = format!("/v1/sessions/{id}");
+    /// `DELETE path`, its answer's body dropped.
+    async fn delete(&self, path: &str) -> Result<()> {
         self.execute(
-            self.request(Method::DELETE, &path)?
-                .timeout(REQUEST_TIMEOUT),
-            &path,
+            self.request(Method::DELETE, path)?.timeout(REQUEST_TIMEOUT),
+            path,
         )
         .await
         .map(drop)
+    }
+
+    pub async fn delete_session(&self, id: &str) -> Result<()> {
+        let path = format!("/v1/sessions/{id}");
+        self.delete(&path).await
     }
 
     pub async fn messages(&self, session: &str, limit: u32) -> Result<MessageList> {
@@ -312,13 +316,7 @@ impl Gateway {
             Some(doc) => format!("/v1/knowledge/{base}/documents/{doc}"),
             None => format!("/v1/knowledge/{base}"),
         };
-        self.execute(
-            self.request(Method::DELETE, &path)?
-                .timeout(REQUEST_TIMEOUT),
-            &path,
-        )
-        .await
-        .map(drop)
+        self.delete(&path).await
     }
 
     /// `GET /v1/me/memories`: your memories (pinned first, then the most
@@ -335,13 +333,7 @@ impl Gateway {
     /// `DELETE /v1/me/memories/{id}`: forget one of yours.
     pub async fn delete_memory(&self, id: &str) -> Result<()> {
         let path = format!("/v1/me/memories/{id}");
-        self.execute(
-            self.request(Method::DELETE, &path)?
-                .timeout(REQUEST_TIMEOUT),
-            &path,
-        )
-        .await
-        .map(drop)
+        self.delete(&path).await
     }
 
     /// `PATCH /v1/me/memory`: turn your memory on or off.

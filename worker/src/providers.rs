@@ -5,10 +5,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use weft_llm::Provider;
+use futures::StreamExt;
 use weft_llm::anthropic::{AnthropicConfig, AnthropicProvider};
 use weft_llm::mock::MockProvider;
 use weft_llm::openai::{OpenAiConfig, OpenAiProvider};
+use weft_llm::{ChatMessage, ChatRequest, LlmError, Provider, StreamEvent, Usage};
 use weft_shared::config::{ModelConfig, ProviderKind};
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -25,6 +26,64 @@ fn api_key(m: &ModelConfig) -> anyhow::Result<Option<String>> {
 pub struct ModelEntry {
     pub config: ModelConfig,
     pub provider: Arc<dyn Provider>,
+}
+
+impl ModelEntry {
+    /// The name the provider knows the model by.
+    pub fn wire_name(&self) -> String {
+        self.config
+            .model
+            .clone()
+            .unwrap_or_else(|| self.config.id.clone())
+    }
+
+    /// A call beside a run (a summary, a memory extraction): `instructions`
+    /// and one `input`, no tools; its whole text and usage, or an error
+    /// (a stream that fails midway, or no answer within `within`).
+    pub async fn side_call(
+        &self,
+        instructions: &str,
+        input: String,
+        max_tokens: u32,
+        within: Duration,
+    ) -> Result<(String, Usage), LlmError> {
+        let req = ChatRequest {
+            model: self.wire_name(),
+            messages: vec![
+                ChatMessage::System {
+                    content: instructions.into(),
+                },
+                ChatMessage::User {
+                    content: input,
+                    images: Vec::new(),
+                },
+            ]
+            .into(),
+            tools: Default::default(),
+            max_tokens: Some(max_tokens),
+            attempt: 1,
+        };
+        let call = async {
+            let mut stream = self.provider.stream(req).await?;
+            let (mut text, mut usage) = (String::new(), Usage::default());
+            while let Some(ev) = stream.next().await {
+                match ev? {
+                    StreamEvent::Text(t) => text.push_str(&t),
+                    StreamEvent::Finished { usage: u, .. } => usage = u,
+                    _ => {}
+                }
+            }
+            Ok((text, usage))
+        };
+        tokio::time::timeout(within, call)
+            .await
+            .unwrap_or_else(|_| {
+                Err(LlmError::Transient {
+                    reason: format!("no answer within {} s", within.as_secs()),
+                    retry_after: None,
+                })
+            })
+    }
 }
 
 #[derive(Clone, Default)]

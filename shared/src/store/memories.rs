@@ -117,24 +117,31 @@ where
 }
 
 impl Store {
-    /// Keep a memory for `user`; [`OverLimit::Memories`] past `max_per_user`.
-    pub async fn add_memory(&self, user: &UserId, new: &NewMemory<'_>) -> Result<Memory> {
-        let mut tx = self.begin().await?;
+    /// Locks the person's row (Postgres; SQLite's writer lock holds it
+    /// already) so their count stays true until the transaction ends; how
+    /// many memories they keep.
+    async fn lock_person(&self, tx: &mut super::WriteTx, user: &UserId) -> Result<u64> {
         let locked = sqlx::query(sqlx::AssertSqlSafe(format!(
             "select id from users where id = $1{}",
             self.lock_suffix()
         )))
         .bind(&user.0)
-        .fetch_optional(&mut **tx)
+        .fetch_optional(&mut ***tx)
         .await?;
         if locked.is_none() {
             return Err(StoreError::NotFound);
         }
         let held = sqlx::query("select count(*) as n from memories where user_id = $1")
             .bind(&user.0)
-            .fetch_one(&mut **tx)
+            .fetch_one(&mut ***tx)
             .await?;
-        let held = get_i64(&held, "n")?.max(0) as u64;
+        Ok(get_i64(&held, "n")?.max(0) as u64)
+    }
+
+    /// Keep a memory for `user`; [`OverLimit::Memories`] past `max_per_user`.
+    pub async fn add_memory(&self, user: &UserId, new: &NewMemory<'_>) -> Result<Memory> {
+        let mut tx = self.begin().await?;
+        let held = self.lock_person(&mut tx, user).await?;
         if held >= new.max_per_user {
             return Err(StoreError::OverLimit(OverLimit::Memories {
                 held,
@@ -404,16 +411,7 @@ impl Store {
         max_per_user: u64,
     ) -> Result<Kept> {
         let mut tx = self.begin().await?;
-        let locked = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "select id from users where id = $1{}",
-            self.lock_suffix()
-        )))
-        .bind(&user.0)
-        .fetch_optional(&mut **tx)
-        .await?;
-        if locked.is_none() {
-            return Err(StoreError::NotFound);
-        }
+        let held = self.lock_person(&mut tx, user).await?;
         let now = now_ms();
         let mut kept = Kept::default();
         let source_message = read
@@ -421,11 +419,6 @@ impl Store {
             .rev()
             .find_map(|t| t.said.last())
             .map(|(id, _)| id.as_str());
-        let held = sqlx::query("select count(*) as n from memories where user_id = $1")
-            .bind(&user.0)
-            .fetch_one(&mut **tx)
-            .await?;
-        let held = get_i64(&held, "n")?.max(0) as u64;
         let room = max_per_user.saturating_sub(held) as usize;
         for (kind, text) in learned.add.iter().take(room) {
             insert(

@@ -397,11 +397,7 @@ impl<'a> Attempt<'a> {
             });
         }
         let req = ChatRequest {
-            model: model
-                .config
-                .model
-                .clone()
-                .unwrap_or_else(|| model.config.id.clone()),
+            model: model.wire_name(),
             messages: self.messages.clone(),
             tools: self.tools.clone(),
             max_tokens: model.config.max_tokens,

@@ -14,9 +14,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
+use weft_llm::ChatMessage;
 use weft_llm::tokens::{EARLIER_SUMMARY, SUMMARY_INSTRUCTIONS, estimate, estimate_all};
-use weft_llm::{ChatMessage, ChatRequest, StreamEvent};
 use weft_shared::store::{ClaimedRun, Message, Summary};
 use weft_shared::time::now_ms;
 
@@ -291,41 +290,17 @@ async fn summarise(
     if let Some(s) = earlier {
         lines.insert(0, format!("{EARLIER_SUMMARY}{}", s.text));
     }
-    let req = ChatRequest {
-        model: entry
-            .config
-            .model
-            .clone()
-            .unwrap_or_else(|| entry.config.id.clone()),
-        messages: vec![
-            ChatMessage::System {
-                content: SUMMARY_INSTRUCTIONS.into(),
-            },
-            ChatMessage::User {
-                content: lines.join("\n"),
-                images: Vec::new(),
-            },
-        ]
-        .into(),
-        tools: Default::default(),
-        // A summary may take a seventh of the window, so that after it the
-        // conversation has room to grow before the next one.
-        max_tokens: Some((window / 7).clamp(64, 4096) as u32),
-        attempt: 1,
-    };
-    let call = async {
-        let mut stream = entry.provider.stream(req).await?;
-        let mut text = String::new();
-        while let Some(ev) = stream.next().await {
-            if let StreamEvent::Text(t) = ev? {
-                text.push_str(&t);
-            }
-        }
-        anyhow::Ok(text)
-    };
-    let text = tokio::time::timeout(SUMMARY_TIMEOUT, call)
-        .await
-        .map_err(|_| anyhow::anyhow!("the summariser did not answer in time"))??;
+    // A summary may take a seventh of the window, so that after it the
+    // conversation has room to grow before the next one.
+    let max_tokens = (window / 7).clamp(64, 4096) as u32;
+    let (text, _) = entry
+        .side_call(
+            SUMMARY_INSTRUCTIONS,
+            lines.join("\n"),
+            max_tokens,
+            SUMMARY_TIMEOUT,
+        )
+        .await?;
     anyhow::ensure!(!text.trim().is_empty(), "the summariser answered nothing");
     Ok((text.trim().to_string(), entry.config.id.clone()))
 }

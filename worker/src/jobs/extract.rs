@@ -37,9 +37,8 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use futures::StreamExt;
 use serde::Deserialize;
-use weft_llm::{ChatMessage, ChatRequest, LlmError, StreamEvent, Usage};
+use weft_llm::{LlmError, Usage};
 use weft_shared::api::MemoryKind;
 use weft_shared::ids::{SessionId, UserId};
 use weft_shared::job::ExtractMemories;
@@ -197,45 +196,18 @@ impl Extract {
         else {
             return Err(JobError::Fail("no model is configured".into()));
         };
-        let req = ChatRequest {
-            model: entry
-                .config
-                .model
-                .clone()
-                .unwrap_or_else(|| entry.config.id.clone()),
-            messages: vec![
-                ChatMessage::System {
-                    content: INSTRUCTIONS.into(),
-                },
-                ChatMessage::User {
-                    content: input.into(),
-                    images: Vec::new(),
-                },
-            ]
-            .into(),
-            tools: Default::default(),
-            max_tokens: Some(MAX_ANSWER_TOKENS),
-            attempt: 1,
-        };
-        let call = async {
-            let mut stream = entry.provider.stream(req).await?;
-            let (mut text, mut usage) = (String::new(), Usage::default());
-            while let Some(ev) = stream.next().await {
-                match ev? {
-                    StreamEvent::Text(t) => text.push_str(&t),
-                    StreamEvent::Finished { usage: u, .. } => usage = u,
-                    _ => {}
-                }
-            }
-            Ok::<_, LlmError>((text, usage))
-        };
-        match tokio::time::timeout(CALL_TIMEOUT, call).await {
-            Err(_) => Err(JobError::Retry(
-                "the memory model did not answer in time".into(),
-            )),
-            Ok(Err(e @ LlmError::Transient { .. })) => Err(JobError::Retry(e.to_string())),
-            Ok(Err(e)) => Err(JobError::Fail(e.to_string())),
-            Ok(Ok(answer)) => Ok(answer),
+        match entry
+            .side_call(
+                INSTRUCTIONS,
+                input.to_owned(),
+                MAX_ANSWER_TOKENS,
+                CALL_TIMEOUT,
+            )
+            .await
+        {
+            Ok(answer) => Ok(answer),
+            Err(e @ LlmError::Transient { .. }) => Err(JobError::Retry(e.to_string())),
+            Err(e) => Err(JobError::Fail(e.to_string())),
         }
     }
 }
