@@ -344,9 +344,12 @@ fn job_runner(inner: &Arc<Inner>) -> jobs::JobRunner {
         retriever: deps.retriever.clone(),
         bus: deps.bus.clone(),
     });
-    runner.register(jobs::Extract {
-        inner: inner.clone(),
-    });
+    runner.register_with(
+        jobs::Extract {
+            inner: inner.clone(),
+        },
+        jobs::extract::AT_ONCE,
+    );
     runner
 }
 

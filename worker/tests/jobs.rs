@@ -28,6 +28,7 @@ crate::both_backends!(
     shutdown_releases_jobs_without_spending_attempts,
     progress_reaches_the_next_attempt,
     waiting_for_a_service_spends_no_attempts,
+    a_job_runs_again_when_asked_and_a_kind_keeps_to_its_slots,
 );
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -47,6 +48,12 @@ struct Work {
     /// Starts that ask to wait (a service down) before one succeeds.
     #[serde(default)]
     waits: usize,
+    /// Successes that ask to run again (more work arrived meanwhile).
+    #[serde(default)]
+    again: usize,
+    /// How long a start takes.
+    #[serde(default)]
+    slow_ms: u64,
 }
 
 impl JobKind for Work {
@@ -65,6 +72,8 @@ fn work(name: &str) -> Work {
         hangs: false,
         panics_once: false,
         waits: 0,
+        again: 0,
+        slow_ms: 0,
     }
 }
 
@@ -76,6 +85,8 @@ struct Log {
     progress_seen: Arc<Mutex<Vec<Option<String>>>>,
     /// (name, error) of each job given up.
     gave_up: Arc<Mutex<Vec<(String, String)>>>,
+    /// Starts running now, and the most at once.
+    running: Arc<Mutex<(usize, usize)>>,
 }
 
 struct Worker(Log);
@@ -89,6 +100,19 @@ impl BackgroundJob for Worker {
             seen.push(cx.attempt);
             seen.len()
         };
+        if w.slow_ms > 0 {
+            {
+                let mut r = self.0.running.lock().unwrap();
+                r.0 += 1;
+                r.1 = r.1.max(r.0);
+            }
+            tokio::time::sleep(Duration::from_millis(w.slow_ms)).await;
+            self.0.running.lock().unwrap().0 -= 1;
+        }
+        if starts <= w.again {
+            cx.run_again_after(Duration::from_millis(10));
+            return Ok(());
+        }
         if starts <= w.waits {
             return Err(JobError::Wait(format!(
                 "the service is down (start {starts})"
@@ -144,8 +168,22 @@ fn start(
     lease_ms: u64,
     log: &Log,
 ) -> (tokio::task::JoinHandle<()>, CancellationToken) {
+    start_with_slots(store, owner, lease_ms, log, None)
+}
+
+/// [`start`], the kind with `slots` of its own (none: `concurrency`'s 3).
+fn start_with_slots(
+    store: &Store,
+    owner: &str,
+    lease_ms: u64,
+    log: &Log,
+    slots: Option<usize>,
+) -> (tokio::task::JoinHandle<()>, CancellationToken) {
     let mut runner = JobRunner::new(store.clone(), owner, settings(lease_ms));
-    runner.register(Worker(log.clone()));
+    match slots {
+        Some(n) => runner.register_with(Worker(log.clone()), n),
+        None => runner.register(Worker(log.clone())),
+    };
     let stop = CancellationToken::new();
     (tokio::spawn(runner.run(stop.clone())), stop)
 }
@@ -448,4 +486,51 @@ async fn waiting_for_a_service_spends_no_attempts(db: Db) {
     let started = log.started.lock().unwrap()["patient"].clone();
     assert_eq!(started, vec![1; 7], "every start was attempt 1");
     assert!(log.gave_up.lock().unwrap().is_empty());
+}
+
+/// A job that did its work and asks to run again is queued again, its
+/// attempts back to none, and runs again; a kind registered with one slot
+/// runs one job at a time though the runner has three.
+async fn a_job_runs_again_when_asked_and_a_kind_keeps_to_its_slots(db: Db) {
+    let s = &db.store;
+    let log = Log::default();
+    let (runner, stop) = start_with_slots(s, "w", 5_000, &log, Some(1));
+    s.enqueue(
+        &Work {
+            again: 2,
+            ..work("recurring")
+        },
+        0,
+    )
+    .await
+    .unwrap();
+    for i in 0..4 {
+        s.enqueue(
+            &Work {
+                slow_ms: 60,
+                ..work(&format!("slow-{i}"))
+            },
+            0,
+        )
+        .await
+        .unwrap();
+    }
+    until_state(s, "recurring", JobState::Succeeded).await;
+    for i in 0..4 {
+        until_state(s, &format!("slow-{i}"), JobState::Succeeded).await;
+    }
+    stop.cancel();
+    runner.await.unwrap();
+    let started = log.started.lock().unwrap()["recurring"].clone();
+    assert_eq!(started, vec![1; 3], "three runs, each its first attempt");
+    assert_eq!(
+        log.finished
+            .lock()
+            .unwrap()
+            .iter()
+            .filter(|n| *n == "recurring")
+            .count(),
+        1
+    );
+    assert_eq!(log.running.lock().unwrap().1, 1, "one at a time");
 }

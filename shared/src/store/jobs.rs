@@ -154,6 +154,11 @@ pub enum JobEnd {
     /// The holder stops (shutting down): queued again at once, and this
     /// attempt does not count.
     Released,
+    /// Done, and more of the same work arrived meanwhile: queued again for
+    /// `run_after`, its attempts back to none (a recurring job).
+    Again {
+        run_after: i64,
+    },
     /// Something the job needs is down (a provider outage): queued again for
     /// `retry_at` with `error` shown, and this attempt does not count — an
     /// outage of any length never uses up a job's attempts.
@@ -419,6 +424,7 @@ impl Store {
             }
             JobEnd::Failed { .. } => "state = 'failed', error = $5, finished_at = $1",
             JobEnd::Released => "state = 'queued', run_after = $1, attempt = attempt - 1",
+            JobEnd::Again { .. } => "state = 'queued', run_after = $5, error = null, attempt = 0",
             JobEnd::Postponed { .. } => {
                 "state = 'queued', run_after = $5, error = $6, attempt = attempt - 1"
             }
@@ -432,14 +438,19 @@ impl Store {
             .bind(id)
             .bind(owner)
             .bind(attempt);
-        if let JobEnd::Retry { retry_at, .. } | JobEnd::Postponed { retry_at, .. } = end {
+        if let JobEnd::Retry { retry_at, .. }
+        | JobEnd::Postponed { retry_at, .. }
+        | JobEnd::Again {
+            run_after: retry_at,
+        } = end
+        {
             query = query.bind(*retry_at);
         }
         match end {
             JobEnd::Retry { error, .. }
             | JobEnd::Failed { error }
             | JobEnd::Postponed { error, .. } => query = query.bind(error.as_str()),
-            JobEnd::Succeeded | JobEnd::Released => {}
+            JobEnd::Succeeded | JobEnd::Released | JobEnd::Again { .. } => {}
         }
         let done = query.execute(&self.pool).await?;
         Ok(done.rows_affected() == 1)

@@ -31,8 +31,13 @@
 //! not asked about the same turns on every later turn. An answer that is not
 //! the JSON asked for is logged and counts as nothing learned (a retry of the
 //! same input mostly answers the same prose, and costs as much). Nothing of
-//! it ever reaches the chat. A turn that ends in the instant between the
-//! job's last look and its end waits for the session's next turn.
+//! it ever reaches the chat.
+//!
+//! **One job, again and again.** A turn that ends while the job runs finds it
+//! running and leaves it alone; the job looks for such turns at its end and
+//! queues itself again, after the same wait ([`JobContext::run_again_after`]).
+//! A turn that ends in the instant between that look and the job's end waits
+//! for the session's next turn. A worker runs [`AT_ONCE`] extractions at once.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -52,8 +57,10 @@ use crate::Inner;
 const RELATED: usize = 40;
 /// The most turns one extraction reads (the token cap usually comes first).
 const MAX_TURNS: usize = 50;
-/// Extractions one job makes in a row for turns that ended while it worked.
-const ROUNDS: usize = 3;
+/// Extractions one worker runs at once. Each mostly waits on the model (a
+/// second or more): with the four slots of `worker.job_concurrency`, 50
+/// people chatting at once waited 14 s on average for theirs (BENCHMARKS.md).
+pub const AT_ONCE: usize = 16;
 /// The longest one extraction call may take.
 const CALL_TIMEOUT: Duration = Duration::from_secs(120);
 /// The most tokens the model may answer.
@@ -128,43 +135,48 @@ impl BackgroundJob for Extract {
                 .await
                 .map_err(retry("clearing the turns"));
         }
-        for _ in 0..ROUNDS {
-            let turns = store
-                .pending_memory_turns(&session, &user, MAX_TURNS)
-                .await
-                .map_err(retry("reading the turns"))?;
-            if turns.is_empty() {
-                return Ok(());
+        let turns = store
+            .pending_memory_turns(&session, &user, MAX_TURNS)
+            .await
+            .map_err(retry("reading the turns"))?;
+        if turns.is_empty() {
+            return Ok(());
+        }
+        let memories = store
+            .memories(&user, None)
+            .await
+            .map_err(retry("reading the memories"))?;
+        let (read, transcript) = transcript(&turns, cfg.memory.extract_max_tokens);
+        let model = cfg.memory.model.as_deref().unwrap_or(&job.model);
+        let (answer, usage) = self
+            .ask(model, &job.model, &prompt(&memories, &transcript))
+            .await?;
+        metrics::counter!("weft_memory_extract_tokens_total", "direction" => "input")
+            .increment(usage.input);
+        metrics::counter!("weft_memory_extract_tokens_total", "direction" => "output")
+            .increment(usage.output);
+        let (learned, outcome) = match parse(&answer) {
+            Some(answer) => (checked(answer, &memories), "done"),
+            None => {
+                tracing::warn!(session.id = %session, answer = %answer.chars().take(200).collect::<String>(), "the memory model did not answer the JSON asked for; nothing learned from these turns");
+                (Learned::default(), "unreadable")
             }
-            let memories = store
-                .memories(&user, None)
-                .await
-                .map_err(retry("reading the memories"))?;
-            let (read, transcript) = transcript(&turns, cfg.memory.extract_max_tokens);
-            let model = cfg.memory.model.as_deref().unwrap_or(&job.model);
-            let (answer, usage) = self
-                .ask(model, &job.model, &prompt(&memories, &transcript))
-                .await?;
-            metrics::counter!("weft_memory_extract_tokens_total", "direction" => "input")
-                .increment(usage.input);
-            metrics::counter!("weft_memory_extract_tokens_total", "direction" => "output")
-                .increment(usage.output);
-            let learned = match parse(&answer) {
-                Some(answer) => checked(answer, &memories),
-                None => {
-                    tracing::warn!(session.id = %session, answer = %answer.chars().take(200).collect::<String>(), "the memory model did not answer the JSON asked for; nothing learned from these turns");
-                    metrics::counter!("weft_memory_extractions_total", "outcome" => "unreadable")
-                        .increment(1);
-                    Learned::default()
-                }
-            };
-            let kept = store
-                .keep_learned(&user, &session, &learned, read, cfg.memory.max_per_user)
-                .await
-                .map_err(retry("keeping what was learned"))?;
-            metrics::counter!("weft_memory_extractions_total", "outcome" => "done").increment(1);
-            metrics::counter!("weft_memories_learned_total").increment(kept.added as u64);
-            tracing::info!(session.id = %session, turns = read.len(), added = kept.added, updated = kept.updated, forgotten = kept.forgotten, profile = kept.profile, tokens.input = usage.input, tokens.output = usage.output, "memory extracted");
+        };
+        let kept = store
+            .keep_learned(&user, &session, &learned, read, cfg.memory.max_per_user)
+            .await
+            .map_err(retry("keeping what was learned"))?;
+        metrics::counter!("weft_memory_extractions_total", "outcome" => outcome).increment(1);
+        metrics::counter!("weft_memories_learned_total").increment(kept.added as u64);
+        tracing::info!(session.id = %session, turns = read.len(), added = kept.added, updated = kept.updated, forgotten = kept.forgotten, profile = kept.profile, tokens.input = usage.input, tokens.output = usage.output, "memory extracted");
+        // Turns that ended while this ran (the finish left a running job
+        // alone): their own extraction, after the same wait.
+        let more = store
+            .pending_memory_turns(&session, &user, 1)
+            .await
+            .map_err(retry("reading the turns"))?;
+        if !more.is_empty() {
+            cx.run_again_after(Duration::from_secs(cfg.memory.extract_after_secs));
         }
         Ok(())
     }

@@ -8,10 +8,13 @@
 //! with the [`JobRunner`] is all a new kind needs.
 //!
 //! The runner in each worker process claims due jobs of its kinds (at most
-//! `worker.job_concurrency` at once), renews each one's lease every third of
+//! `worker.job_concurrency` of each kind at once, or the kind's own number:
+//! [`JobRunner::register_with`]), renews each one's lease every third of
 //! `worker.job_lease_ms`, and ends it by what the kind returned:
 //!
-//! - `Ok` → `succeeded`;
+//! - `Ok` → `succeeded`; or, when the kind asked for it
+//!   ([`JobContext::run_again_after`]), queued again for later with its
+//!   attempts back to none;
 //! - [`JobError::Retry`] → queued again after a backoff (2 s, 4 s, 8 s …
 //!   capped at 10 min) until the kind's attempts are spent, then `failed`;
 //!   a panic counts as a retry;
@@ -37,7 +40,7 @@
 //! latest progress as often as it likes and the database sees at most one write
 //! per renewal.
 
-mod extract;
+pub mod extract;
 mod ingest;
 
 pub use extract::Extract;
@@ -49,7 +52,7 @@ use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::sync::Semaphore;
+use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 use weft_shared::config::WorkerConfig;
@@ -118,6 +121,7 @@ pub struct JobContext {
     /// The progress the previous attempt stored, if any (to resume from).
     pub resumed_from: Option<String>,
     progress: Arc<Mutex<Option<String>>>,
+    again: Arc<Mutex<Option<Duration>>>,
 }
 
 impl JobContext {
@@ -127,6 +131,13 @@ impl JobContext {
         if let Ok(json) = serde_json::to_string(progress) {
             *self.progress.lock().expect("progress lock") = Some(json);
         }
+    }
+
+    /// The job did its work, and more of it arrived meanwhile: once it
+    /// returns `Ok`, it is queued again to run `after` from now, its
+    /// attempts back to none (a recurring kind: `memory.extract`).
+    pub fn run_again_after(&self, after: Duration) {
+        *self.again.lock().expect("again lock") = Some(after);
     }
 
     fn take_progress(&self) -> Option<String> {
@@ -209,7 +220,13 @@ pub struct JobRunner {
     store: Store,
     owner: String,
     settings: JobSettings,
-    kinds: HashMap<&'static str, Arc<dyn Kind>>,
+    kinds: HashMap<&'static str, Registered>,
+}
+
+/// A kind's code and its slots: how many of its jobs run at once.
+struct Registered {
+    kind: Arc<dyn Kind>,
+    slots: Arc<Semaphore>,
 }
 
 impl JobRunner {
@@ -223,9 +240,23 @@ impl JobRunner {
         }
     }
 
-    /// Runs jobs of `job`'s kind from now on.
+    /// Runs jobs of `job`'s kind from now on, `worker.job_concurrency` of
+    /// them at once.
     pub fn register<J: BackgroundJob>(&mut self, job: J) -> &mut Self {
-        self.kinds.insert(J::Payload::KIND, Arc::new(job));
+        let at_once = self.settings.concurrency;
+        self.register_with(job, at_once)
+    }
+
+    /// [`JobRunner::register`] with slots of its own: a kind whose jobs
+    /// mostly wait (on a model) runs more at once than one that parses.
+    pub fn register_with<J: BackgroundJob>(&mut self, job: J, at_once: usize) -> &mut Self {
+        self.kinds.insert(
+            J::Payload::KIND,
+            Registered {
+                kind: Arc::new(job),
+                slots: Arc::new(Semaphore::new(at_once.max(1))),
+            },
+        );
         self
     }
 
@@ -239,7 +270,8 @@ impl JobRunner {
         }
         tracing::info!(kinds = ?kinds, owner = %self.owner, "background jobs started");
         let this = Arc::new(self);
-        let slots = Arc::new(Semaphore::new(this.settings.concurrency));
+        // A job ending frees a slot: the loop looks for its kind's work again.
+        let freed = Arc::new(Notify::new());
         let mut running = JoinSet::new();
         let mut next_sweep = tokio::time::Instant::now();
         loop {
@@ -248,36 +280,53 @@ impl JobRunner {
                 next_sweep = tokio::time::Instant::now() + LAPSED_SWEEP;
                 this.fail_lapsed(&kinds).await;
             }
-            let permit = tokio::select! {
-                _ = stop.cancelled() => break,
-                permit = slots.clone().acquire_owned() => permit.expect("slots stay open"),
-            };
+            // Only kinds with a free slot are claimed.
+            let open: Vec<&'static str> = kinds
+                .iter()
+                .copied()
+                .filter(|k| this.kinds[k].slots.available_permits() > 0)
+                .collect();
+            if open.is_empty() {
+                tokio::select! {
+                    _ = stop.cancelled() => break,
+                    _ = freed.notified() => {}
+                }
+                continue;
+            }
             let now = now_ms();
             let lease_until = now + this.settings.lease.as_millis() as i64;
             match this
                 .store
-                .claim_job(&kinds, &this.owner, now, lease_until)
+                .claim_job(&open, &this.owner, now, lease_until)
                 .await
             {
                 Ok(Some(job)) => {
                     let lag = (now - job.run_after).max(0) as f64 / 1000.0;
                     metrics::histogram!("weft_jobs_lag_seconds", "kind" => job.kind.clone())
                         .record(lag);
-                    let this = this.clone();
-                    let stop = stop.clone();
+                    // This loop alone takes slots: the one seen free is still free.
+                    let Some(permit) = this
+                        .kinds
+                        .get(job.kind.as_str())
+                        .and_then(|r| r.slots.clone().try_acquire_owned().ok())
+                    else {
+                        continue;
+                    };
+                    let (this, stop, freed) = (this.clone(), stop.clone(), freed.clone());
                     running.spawn(async move {
                         this.execute(job, stop).await;
                         drop(permit);
+                        freed.notify_one();
                     });
                     continue;
                 }
                 Ok(None) => {}
                 Err(e) => tracing::warn!(error = %e, "claiming a background job failed"),
             }
-            drop(permit);
             tokio::select! {
                 _ = stop.cancelled() => break,
                 _ = this.store.jobs_enqueued().notified() => {}
+                _ = freed.notified() => {}
                 _ = tokio::time::sleep(this.settings.poll) => {}
             }
         }
@@ -295,7 +344,7 @@ impl JobRunner {
         for job in lapsed {
             tracing::warn!(job.kind = %job.kind, job.key = %job.key, "background job failed: its worker stopped during every attempt");
             metrics::counter!("weft_jobs_ended_total", "kind" => job.kind.clone(), "outcome" => "failed").increment(1);
-            if let Some(kind) = self.kinds.get(job.kind.as_str()).cloned() {
+            if let Some(kind) = self.kinds.get(job.kind.as_str()).map(|r| r.kind.clone()) {
                 kind.gave_up(
                     self.store.clone(),
                     job.payload,
@@ -308,7 +357,7 @@ impl JobRunner {
 
     /// One attempt of `job`: run its kind beside the lease renewals, then end it.
     async fn execute(&self, job: ClaimedJob, stop: CancellationToken) {
-        let Some(kind) = self.kinds.get(job.kind.as_str()).cloned() else {
+        let Some(kind) = self.kinds.get(job.kind.as_str()).map(|r| r.kind.clone()) else {
             return;
         };
         let cx = JobContext {
@@ -319,6 +368,7 @@ impl JobRunner {
             max_attempts: job.max_attempts,
             resumed_from: job.progress.clone(),
             progress: Arc::default(),
+            again: Arc::default(),
         };
         let span = tracing::info_span!("job", job.kind = %job.kind, job.key = %job.key, job.attempt = job.attempt);
         // Its own task, so a panic ends only this attempt; aborted when this
@@ -350,8 +400,14 @@ impl JobRunner {
                 }
             }
         };
+        let again = *cx.again.lock().expect("again lock");
         let end = match result {
-            Ok(Ok(())) => JobEnd::Succeeded,
+            Ok(Ok(())) => match again {
+                Some(after) => JobEnd::Again {
+                    run_after: now_ms() + after.as_millis() as i64,
+                },
+                None => JobEnd::Succeeded,
+            },
             Ok(Err(JobError::Fail(error))) => JobEnd::Failed { error },
             Ok(Err(JobError::Wait(error))) => JobEnd::Postponed {
                 retry_at: now_ms() + self.settings.wait.as_millis() as i64,
@@ -367,7 +423,7 @@ impl JobRunner {
             },
         };
         match &end {
-            JobEnd::Succeeded => {}
+            JobEnd::Succeeded | JobEnd::Again { .. } => {}
             JobEnd::Failed { error } | JobEnd::Retry { error, .. } => {
                 tracing::warn!(parent: &span, error = %error, retry = matches!(end, JobEnd::Retry { .. }), "background job attempt failed")
             }
@@ -393,6 +449,7 @@ impl JobRunner {
     async fn end(&self, job: &ClaimedJob, cx: &JobContext, end: JobEnd) -> bool {
         let outcome = match &end {
             JobEnd::Succeeded => "succeeded",
+            JobEnd::Again { .. } => "again",
             JobEnd::Retry { .. } => "retry",
             JobEnd::Failed { .. } => "failed",
             JobEnd::Released => "released",
