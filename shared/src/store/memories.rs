@@ -287,35 +287,6 @@ impl Store {
             None => Ok(Vec::new()),
         }
     }
-
-    /// A run's prompt carried `ids`: stored on the run, and each memory's
-    /// `last_used_at` moves (without bumping the revision: using a memory
-    /// does not change what a prompt holds).
-    pub async fn memories_used(
-        &self,
-        run: &crate::ids::RunId,
-        user: &UserId,
-        ids: &[String],
-    ) -> Result<()> {
-        let json = serde_json::to_string(ids).map_err(|e| StoreError::Other(e.to_string()))?;
-        let mut tx = self.begin().await?;
-        sqlx::query("update runs set memories_used = $1 where id = $2")
-            .bind(json)
-            .bind(&run.0)
-            .execute(&mut **tx)
-            .await?;
-        let now = now_ms();
-        for id in ids {
-            sqlx::query("update memories set last_used_at = $1 where id = $2 and user_id = $3")
-                .bind(now)
-                .bind(id)
-                .bind(&user.0)
-                .execute(&mut **tx)
-                .await?;
-        }
-        tx.commit().await?;
-        Ok(())
-    }
 }
 
 /// A finished turn of a person waiting for the `memory.extract` job.
@@ -528,6 +499,48 @@ impl Store {
         .await?;
         Ok(())
     }
+}
+
+/// `runs.memories_used` for `ids` (none: leave the column as it is).
+pub(super) fn used_json(ids: &[String]) -> Result<Option<String>> {
+    if ids.is_empty() {
+        return Ok(None);
+    }
+    serde_json::to_string(ids)
+        .map(Some)
+        .map_err(|e| StoreError::Other(format!("runs.memories_used: {e}")))
+}
+
+/// Moves the `last_used_at` of the person's memories `ids` to `now`, in one
+/// statement of the transaction that ends the run that used them (the
+/// recall itself writes nothing: twenty memories were twenty-one writes
+/// under SQLite's single writer before the first token, and cost the
+/// throughput scenario 38 % of its runs — BENCHMARKS.md, "Memory"). Using a
+/// memory does not bump the person's revision: it changes no prompt.
+pub(super) async fn mark_used(
+    tx: &mut super::WriteTx,
+    user: &UserId,
+    ids: &[String],
+    now: i64,
+) -> Result<()> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    // `id in ($3, $4, …)`: the Any driver binds no arrays.
+    let list = (0..ids.len())
+        .map(|i| format!("${}", i + 3))
+        .collect::<Vec<_>>()
+        .join(", ");
+    let sql =
+        format!("update memories set last_used_at = $1 where user_id = $2 and id in ({list})");
+    let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
+        .bind(now)
+        .bind(&user.0);
+    for id in ids {
+        query = query.bind(id);
+    }
+    query.execute(&mut ***tx).await?;
+    Ok(())
 }
 
 /// Inserts a memory (no count check, no revision bump: the caller's).

@@ -150,6 +150,10 @@ pub struct ClaimedRun {
     /// but set by the worker, which knows the agent and the config (see
     /// `worker::agent::memory`).
     pub remember_after: Option<std::time::Duration>,
+    /// The memories the run's prompt carried (set by the worker's recall):
+    /// recorded by the transaction that ends the run, off the first token's
+    /// path (see `store::memories`).
+    pub memories_used: Vec<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -300,6 +304,7 @@ impl Store {
             // -1 when the person's switch is off.
             memory_rev: get_opt_i64(&row, "memory_rev")?.filter(|r| *r >= 0),
             remember_after: None,
+            memories_used: Vec::new(),
         };
         if claimed.attempt > max_attempts {
             return Ok(ClaimOutcome::Exhausted(claimed));
@@ -418,7 +423,8 @@ impl Store {
             "update runs set status = $1, finished_at = coalesce(finished_at, $2), duration_ms = $3, ttft_ms = $4,
                  usage_input = $5, usage_output = $6, usage_cache_read = $7, usage_reasoning = $8,
                  error_code = $9, error_message = $10, heartbeat_at = $2, final_message_id = $13,
-                 context_tokens = $14, context_window = $15, memory_pending = $16
+                 context_tokens = $14, context_window = $15, memory_pending = $16,
+                 memories_used = coalesce($17, memories_used)
              where id = $11 and worker_id = $12 and (status = 'running' or (status = 'cancelled' and $1 = 'cancelled'))",
         )
         .bind(status)
@@ -437,11 +443,13 @@ impl Store {
         .bind(usage.context_tokens as i64)
         .bind(usage.context_window as i64)
         .bind(i64::from(remember.is_some()))
+        .bind(super::memories::used_json(&run.memories_used)?)
         .execute(&mut **tx)
         .await?;
         if owned.rows_affected() == 0 {
             return Ok(FinishOutcome::Lost);
         }
+        super::memories::mark_used(&mut tx, &run.user_id, &run.memories_used, now).await?;
         if let Some(after) = remember {
             let job = ExtractMemories {
                 session_id: run.session_id.0.clone(),

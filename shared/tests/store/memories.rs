@@ -143,12 +143,12 @@ async fn each_write_moves_the_revision_the_claim_returns(db: Db) {
     s.set_memory_enabled(&alice.id, true).await.unwrap();
     assert!(rev_of("five").await.unwrap() > changed);
 
-    // A run records what its prompt carried, and the memory when it was used.
+    // A run records what its prompt carried when it ends, and the memory
+    // when it was used.
     let run = start(&db, &alice.id, &ses.id, "six").await;
-    let claimed = claim(&db, &run.run_id, "w1").await;
-    s.memories_used(&claimed.id, &alice.id, std::slice::from_ref(&m.id))
-        .await
-        .unwrap();
+    let mut claimed = claim(&db, &run.run_id, "w1").await;
+    claimed.memories_used = vec![m.id.clone()];
+    succeed_claimed(&db, &claimed, &limits(10, 1000)).await;
     assert!(
         s.memory(&alice.id, &m.id)
             .await

@@ -153,13 +153,10 @@ impl super::Attempt<'_> {
                 memories: chosen.iter().map(|m| m.to_ref()).collect(),
             })
             .await;
-        if let Err(e) = store
-            .memories_used(&self.run.id, &self.run.user_id, &ids)
-            .await
-        {
-            tracing::warn!(error = %e, "recording the memories a run used failed");
-        }
-        metrics::counter!("weft_memories_recalled_total").increment(ids.len() as u64);
+        // Recorded when the run ends (`Store::finish_run`).
+        self.run.memories_used = ids;
+        metrics::counter!("weft_memories_recalled_total")
+            .increment(self.run.memories_used.len() as u64);
     }
 }
 
