@@ -330,14 +330,19 @@ impl Store {
         limit: usize,
     ) -> Result<Vec<PendingTurn>> {
         // Their own words only: in a Lark group a turn may also carry others'.
+        // The messages are found through the session's index: no index has
+        // user messages by run, and without `session_id` this read every
+        // message of the instance once per turn (in the throughput bench,
+        // extractions then took a third of the runs/s and stalled first
+        // tokens for a second).
         let rows = sqlx::query(
             "select r.id, r.finished_at, f.content as reply, m.id as message_id, m.content as said
              from (select id, turn_of, user_id, finished_at, final_message_id from runs
                    where session_id = $1 and user_id = $2 and memory_pending = 1
                    order by finished_at desc limit $3) r
              left join messages f on f.id = r.final_message_id
-             left join messages m on m.run_id = coalesce(r.turn_of, r.id) and m.role = 'user'
-                 and coalesce(m.author_id, r.user_id) = r.user_id
+             left join messages m on m.session_id = $1 and m.run_id = coalesce(r.turn_of, r.id)
+                 and m.role = 'user' and coalesce(m.author_id, r.user_id) = r.user_id
              order by r.finished_at, r.id, m.ord",
         )
         .bind(&session.0)
@@ -454,11 +459,18 @@ impl Store {
             }
             kept.profile = true;
         }
-        for turn in read {
-            sqlx::query("update runs set memory_pending = 0 where id = $1")
-                .bind(&turn.run_id.0)
-                .execute(&mut **tx)
-                .await?;
+        if !read.is_empty() {
+            // `id in ($1, $2, …)`: the Any driver binds no arrays.
+            let list = (1..=read.len())
+                .map(|i| format!("${i}"))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let sql = format!("update runs set memory_pending = 0 where id in ({list})");
+            let mut query = sqlx::query(sqlx::AssertSqlSafe(sql));
+            for turn in read {
+                query = query.bind(&turn.run_id.0);
+            }
+            query.execute(&mut **tx).await?;
         }
         if let Some(oldest) = read.iter().map(|t| t.finished_at).min() {
             self.clear_pending_in(&mut tx, session, user, Some(oldest))
@@ -511,12 +523,18 @@ pub(super) fn used_json(ids: &[String]) -> Result<Option<String>> {
         .map_err(|e| StoreError::Other(format!("runs.memories_used: {e}")))
 }
 
-/// Moves the `last_used_at` of the person's memories `ids` to `now`, in one
-/// statement of the transaction that ends the run that used them (the
-/// recall itself writes nothing: twenty memories were twenty-one writes
-/// under SQLite's single writer before the first token, and cost the
-/// throughput scenario 38 % of its runs — BENCHMARKS.md, "Memory"). Using a
-/// memory does not bump the person's revision: it changes no prompt.
+/// How stale a memory's `last_used_at` may be before a run that uses it
+/// moves it: an hour. Moving it on every use rewrote every recalled row per
+/// run, and in the throughput scenario (20 memories recalled per run) that
+/// write volume — WAL pages, checkpoints, the file's mapping growing — was
+/// most of what memory cost (BENCHMARKS.md, "Memory").
+const LAST_USED_STEP_MS: i64 = 3_600_000;
+
+/// Moves the `last_used_at` of the person's memories `ids` to `now` when it
+/// is older than [`LAST_USED_STEP_MS`], in one statement of the transaction
+/// that ends the run that used them (the recall itself writes nothing: it
+/// was twenty-one writes before the first token). Using a memory does not
+/// bump the person's revision: it changes no prompt.
 pub(super) async fn mark_used(
     tx: &mut super::WriteTx,
     user: &UserId,
@@ -531,8 +549,10 @@ pub(super) async fn mark_used(
         .map(|i| format!("${}", i + 3))
         .collect::<Vec<_>>()
         .join(", ");
-    let sql =
-        format!("update memories set last_used_at = $1 where user_id = $2 and id in ({list})");
+    let sql = format!(
+        "update memories set last_used_at = $1 where user_id = $2 and id in ({list})
+           and (last_used_at is null or last_used_at < $1 - {LAST_USED_STEP_MS})"
+    );
     let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
         .bind(now)
         .bind(&user.0);
