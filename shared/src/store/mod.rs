@@ -179,6 +179,9 @@ pub struct Store {
     write_gate: Option<Arc<tokio::sync::Mutex<()>>>,
     /// Signalled when this process enqueues a background job (see [`jobs`]).
     jobs_enqueued: Arc<tokio::sync::Notify>,
+    /// Recurring jobs this process armed, and when they fall due (see
+    /// [`Store::rearm_kind_job`]).
+    armed: Arc<std::sync::Mutex<std::collections::HashMap<String, i64>>>,
     /// Whether knowledge vectors have pgvector's column (found once; see
     /// `knowledge::vectors`).
     vector_index: Arc<tokio::sync::OnceCell<bool>>,
@@ -284,6 +287,7 @@ impl Store {
             dialect,
             write_gate,
             jobs_enqueued: Arc::default(),
+            armed: Arc::default(),
             vector_index: Arc::default(),
             hnsw_sizes: Arc::default(),
         })
