@@ -9,7 +9,9 @@ until its standard input closes (the test process ended), then stops it and
 removes DIR.
 """
 
+import fcntl
 import json
+import os
 import shutil
 import sys
 
@@ -20,6 +22,13 @@ except ImportError:
              "(scripts/test installs it into the test venv)")
 
 top = sys.argv[1]
+if os.geteuid() == 0:
+    # Run as root, pgserver runs Postgres as a user `pgserver` that it makes
+    # with useradd on first use: two test processes starting on a new machine
+    # at once both found no user, and the second useradd failed. One at a time.
+    with open("/tmp/weft-pgserver-useradd.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        pgserver.utils.ensure_user_exists("pgserver")
 server = pgserver.get_server(top + "/data", cleanup_mode="stop")
 uri = server.get_uri()
 # postgresql://postgres:@/postgres?host=/the/socket/dir

@@ -31,7 +31,7 @@ use std::time::Duration;
 use weft_llm::embeddings::{Embedder, EmbedderConfig};
 pub use weft_shared::api::SearchMode;
 use weft_shared::config::{EmbeddingModelConfig, LiveConfig};
-use weft_shared::store::{BaseVectors, ChunkHit, Result, Store, StoreError};
+use weft_shared::store::{BaseVectors, ChunkHit, Result, Store, StoreError, VectorScan};
 
 use crate::fuse::reciprocal_rank;
 use crate::lexical::{self, LexicalIndex};
@@ -193,7 +193,7 @@ impl Retriever {
         };
         let mut nearest = if store.knowledge_vector_index().await? {
             store
-                .search_knowledge_vectors_indexed(bases, &current.model, &qv, pool)
+                .search_knowledge_vectors_indexed(bases, &current.model, &qv, pool, VectorScan::Index)
                 .await?
         } else {
             self.exact(&revisions, &current.model, qv, pool).await?

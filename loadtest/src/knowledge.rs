@@ -13,6 +13,8 @@
 //!    after a config reload without the embedding model, lexical — client-side
 //!    latency p50/p99 (the first hybrid search, which reads the base's vectors
 //!    into the process, is reported apart);
+//!    Where the database is Postgres with pgvector, the HNSW index's recall
+//!    against exact search is measured after ingestion and at each size;
 //! 3. **auto mode's cost on the first token**: `--runs` runs each of an agent
 //!    with `knowledge_mode = "auto"` and one with `tool` over the largest base,
 //!    lexical only (as the target says), time to the first text token
@@ -251,6 +253,51 @@ async fn check_vectors(api: &Api, base: &str, doc: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// Nearest chunks compared by [`index_recall`].
+const RECALL_AT: u32 = 20;
+
+/// Where the stack's database searches vectors with pgvector's HNSW index:
+/// the share of the exact nearest [`RECALL_AT`] chunks of `base` that the
+/// index finds, over `n` queries of `words` vocabulary words (the vectors the
+/// mock LLM gives them). `None` elsewhere (exact search has nothing to lose).
+async fn index_recall(
+    database_url: &str,
+    base: &str,
+    n: usize,
+    words_per_query: usize,
+) -> anyhow::Result<Option<f64>> {
+    use weft_shared::store::{Store, VectorScan};
+    if !database_url.starts_with("postgres") {
+        return Ok(None);
+    }
+    let store = Store::connect_with(database_url, 2).await?;
+    if !store.knowledge_vector_index().await? {
+        return Ok(None);
+    }
+    let vocab = vocabulary();
+    let mut rng = StdRng::seed_from_u64(20);
+    let bases = [base.to_string()];
+    let mut found = 0usize;
+    for _ in 0..n {
+        let query = crate::mock_llm::embeddings::embed(
+            &words(&mut rng, &vocab, words_per_query),
+            DIMENSIONS,
+        );
+        let near = async |scan| {
+            store
+                .search_knowledge_vectors_indexed(&bases, "mock-embed", &query, RECALL_AT, scan)
+                .await
+        };
+        let indexed = near(VectorScan::Index).await?;
+        let exact = near(VectorScan::Exact).await?;
+        found += indexed
+            .iter()
+            .filter(|(id, _)| exact.iter().any(|(e, _)| e == id))
+            .count();
+    }
+    Ok(Some(found as f64 / (n * RECALL_AT as usize) as f64))
+}
+
 /// The stack's whole config: the mock LLM as chat model, the agents, and the
 /// embedding model unless `with_embeddings` is false (a reload switches).
 fn config(llm: &str, with_embeddings: bool) -> String {
@@ -377,6 +424,14 @@ async fn one_mode(o: &KnowledgeOpts, mode: Mode) -> anyhow::Result<String> {
         let took = t.elapsed().as_secs_f64();
         let usage = watch.finish();
         check_vectors(&api, &base, &first).await?;
+        if let Some(url) = stack.database_url()
+            && let Some(recall) = index_recall(url, &base, 100, 120).await?
+        {
+            let _ = writeln!(
+                out,
+                "| pgvector's index | {chunks} chunks (ingested) | recall@{RECALL_AT} {recall:.3} against exact search | 100 queries of 120 words |"
+            );
+        }
         let _ = writeln!(
             out,
             "| ingestion | {} documents, {chunks} chunks | {:.1} files/s, {:.0} chunks/s ({took:.1} s; uploads took {:.1} s) | {} |",
@@ -416,6 +471,15 @@ async fn one_mode(o: &KnowledgeOpts, mode: Mode) -> anyhow::Result<String> {
             let (lexical, mode) = searches(&api, &search, o.queries, 2).await?;
             if mode != "lexical" {
                 bail!("the search was {mode}, not lexical");
+            }
+            if let Some(url) = stack.database_url()
+                && let Some(recall) = index_recall(url, &search, o.queries.min(100), 3).await?
+            {
+                let _ = writeln!(
+                    out,
+                    "| pgvector's index | {have} chunks | recall@{RECALL_AT} {recall:.3} against exact search | {} queries |",
+                    o.queries.min(100)
+                );
             }
             let _ = writeln!(
                 out,

@@ -52,7 +52,8 @@ pub use config_settings::ConfigSettings;
 pub use jobs::{ClaimedJob, Enqueued, JobEnd, JobRecord, JobState, LAPSED, LapsedJob, NewJob};
 pub use knowledge::{
     BaseChange, BaseVectors, ChunkHit, ChunkVectors, ChunkWindow, DocumentLimits, IndexedChunk,
-    IndexedDocument, KnowledgeBase, KnowledgeDocument, NewChunk, NewDocument, valid_base_name,
+    IndexedDocument, KnowledgeBase, KnowledgeDocument, NewChunk, NewDocument, VectorScan,
+    valid_base_name,
 };
 pub use lark::{InboundClaim, LarkChat, LarkTarget, LinkOutcome, ReactionRecord, lark_username};
 pub use lark_cards::{CardEntityRecord, LarkApprovalCard, LarkCard};

@@ -4,12 +4,13 @@
 //! base's revision that tells a copy it is stale.
 
 use weft_shared::api::KnowledgeVisibility;
-use weft_shared::store::{ChunkVectors, NewChunk};
+use weft_shared::store::{ChunkVectors, NewChunk, VectorScan};
 
 use crate::harness::{Backend, Db, user};
 use crate::vector_backends;
 
 vector_backends!(vectors_are_stored_with_their_chunks_and_found_nearest_first);
+crate::backend_tests!([pgvector => PgVector] the_index_finds_what_exact_search_finds_through_the_base_filter);
 
 fn chunk(text: &str) -> NewChunk {
     crate::knowledge::chunk(text, "")
@@ -74,7 +75,7 @@ async fn vectors_are_stored_with_their_chunks_and_found_nearest_first(db: Db) {
     let query = unit([0.9, 0.3, 0.0, 0.0]);
     if indexed {
         let found = s
-            .search_knowledge_vectors_indexed(std::slice::from_ref(&base), "m1", &query, 2)
+            .search_knowledge_vectors_indexed(std::slice::from_ref(&base), "m1", &query, 2, VectorScan::Index)
             .await
             .unwrap();
         assert!(found[0].1 > found[1].1 && found[0].1 <= 1.0001);
@@ -82,7 +83,7 @@ async fn vectors_are_stored_with_their_chunks_and_found_nearest_first(db: Db) {
         assert_eq!(texts_of(ids).await, ["north", "north east"]);
         // Another model's vectors are not compared with this one's.
         assert!(
-            s.search_knowledge_vectors_indexed(std::slice::from_ref(&base), "m2", &query, 2)
+            s.search_knowledge_vectors_indexed(std::slice::from_ref(&base), "m2", &query, 2, VectorScan::Index)
                 .await
                 .unwrap()
                 .is_empty()
@@ -171,4 +172,97 @@ async fn vectors_are_stored_with_their_chunks_and_found_nearest_first(db: Db) {
         .unwrap()[0]
         .1;
     assert!(deleted > after);
+}
+
+/// Unit vectors spread in every direction, the same on every run.
+fn spread(n: usize, dims: usize, seed: u64) -> Vec<Vec<f32>> {
+    let mut state = seed;
+    let mut next = move || {
+        state = state
+            .wrapping_mul(6_364_136_223_846_793_005)
+            .wrapping_add(1_442_695_040_888_963_407);
+        (state >> 40) as f32 / (1u64 << 24) as f32 - 0.5
+    };
+    (0..n)
+        .map(|_| {
+            // A sum of four uniforms is near enough to a normal variable for
+            // the directions to be spread evenly.
+            let v: Vec<f32> = (0..dims)
+                .map(|_| next() + next() + next() + next())
+                .collect();
+            let norm = v.iter().map(|x| x * x).sum::<f32>().sqrt();
+            v.iter().map(|x| x / norm).collect()
+        })
+        .collect()
+}
+
+/// pgvector's HNSW search (what every search uses) against every row compared:
+/// a base that is a tenth of the rows still gets its `limit` rows (the
+/// iterative scan goes on past `ef_search` candidates), and they are the
+/// nearest ones. A wrong operator, a starved scan or a lost filter fails here.
+async fn the_index_finds_what_exact_search_finds_through_the_base_filter(db: Db) {
+    const DIMS: usize = 32;
+    const LIMIT: usize = 20;
+    let s = &db.store;
+    let alice = user(&db, "alice").await;
+    let mut bases = Vec::new();
+    for (name, docs) in [("small", 1), ("large", 9)] {
+        let base = s
+            .create_knowledge_base(&alice.id, name, "", KnowledgeVisibility::Private)
+            .await
+            .unwrap();
+        for i in 0..docs {
+            let (d, _) = s
+                .add_knowledge_document(
+                    &alice,
+                    &base,
+                    &crate::knowledge::doc(&format!("{name}-{i}.md"), &format!("sha-{name}-{i}")),
+                )
+                .await
+                .unwrap();
+            let vectors = spread(300, DIMS, (bases.len() * 100 + i) as u64 + 1);
+            let chunks: Vec<NewChunk> = (0..vectors.len())
+                .map(|j| chunk(&format!("{name} {i} {j}")))
+                .collect();
+            s.replace_knowledge_chunks(
+                &d.id,
+                &chunks,
+                Some(&ChunkVectors {
+                    model: "m".into(),
+                    vectors,
+                }),
+            )
+            .await
+            .unwrap();
+        }
+        bases.push(base);
+    }
+    let small = std::slice::from_ref(&bases[0]);
+    let mut found = 0;
+    for query in spread(25, DIMS, 9_999) {
+        let near = async |scan| {
+            s.search_knowledge_vectors_indexed(small, "m", &query, LIMIT as u32, scan)
+                .await
+                .unwrap()
+        };
+        let indexed = near(VectorScan::Index).await;
+        let exact = near(VectorScan::Exact).await;
+        assert_eq!(exact.len(), LIMIT);
+        assert_eq!(indexed.len(), LIMIT, "the scan stopped short of the limit");
+        assert!(
+            indexed.windows(2).all(|w| w[0].1 >= w[1].1),
+            "nearest first"
+        );
+        for (id, _) in &indexed {
+            let text = &s.knowledge_chunks_by_id(std::slice::from_ref(id)).await.unwrap()[0].text;
+            assert!(text.starts_with("small "), "a chunk of another base: {text}");
+        }
+        found += indexed
+            .iter()
+            .filter(|(id, _)| exact.iter().any(|(e, _)| e == id))
+            .count();
+    }
+    let recall = found as f64 / (25 * LIMIT) as f64;
+    println!("HNSW recall@{LIMIT} against exact search, base of 300 in 3,000 rows: {recall:.3}");
+    assert!(recall >= 0.8, "recall {recall:.3}");
 }

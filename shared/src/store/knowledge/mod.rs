@@ -30,7 +30,7 @@ mod search;
 mod vectors;
 
 pub use search::{ChunkWindow, IndexedChunk, IndexedDocument};
-pub use vectors::{BaseVectors, ChunkVectors};
+pub use vectors::{BaseVectors, ChunkVectors, VectorScan};
 
 use sqlx::any::AnyRow;
 

@@ -34,6 +34,17 @@ pub struct ChunkVectors {
     pub vectors: Vec<Vec<f32>>,
 }
 
+/// How pgvector finds the nearest vectors.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum VectorScan {
+    /// Through the HNSW index: approximate, what searches use.
+    Index,
+    /// Every row compared (the index is not used): exact, the reference an
+    /// index's recall is measured against (the store's tests, `weft-loadtest
+    /// knowledge`).
+    Exact,
+}
+
 /// All the vectors of one base and model, as a process keeps them for exact
 /// search: `ids[i]`'s vector is `flat[i * dims .. (i + 1) * dims]`.
 #[derive(Debug, Clone, Default)]
@@ -269,6 +280,7 @@ impl Store {
         model: &str,
         query: &[f32],
         limit: u32,
+        scan: VectorScan,
     ) -> Result<Vec<(String, f64)>> {
         if bases.is_empty() || query.is_empty() {
             return Ok(Vec::new());
@@ -288,11 +300,21 @@ impl Store {
              order by {distance} limit $3"
         );
         let mut tx = self.pool.begin().await?;
-        // pgvector ≥ 0.8: keep scanning the index until `limit` rows pass the
-        // filter (an HNSW scan otherwise stops at `ef_search` candidates).
-        sqlx::query("set local hnsw.iterative_scan = relaxed_order")
-            .execute(&mut *tx)
-            .await?;
+        let settings: &[&str] = match scan {
+            // pgvector ≥ 0.8: keep scanning the index until `limit` rows pass
+            // the filter (an HNSW scan otherwise stops at `ef_search`
+            // candidates).
+            VectorScan::Index => &["set local hnsw.iterative_scan = relaxed_order"],
+            VectorScan::Exact => &[
+                "set local enable_indexscan = off",
+                "set local enable_bitmapscan = off",
+            ],
+        };
+        for setting in settings {
+            sqlx::query(sqlx::AssertSqlSafe(*setting))
+                .execute(&mut *tx)
+                .await?;
+        }
         let mut query_sql = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(pgvector_text(query))
             .bind(model)
