@@ -233,16 +233,11 @@ async fn add_documents(
 /// lexical index matches nothing) is still found, by its trigrams.
 async fn check_vectors(api: &Api, base: &str, doc: &str) -> anyhow::Result<()> {
     let paragraph = doc.split("\n\n").nth(2).context("a paragraph")?;
-    let garbled: Vec<String> = paragraph
-        .trim_end_matches('.')
-        .split(' ')
-        .map(|w| format!("{}x", &w[..w.len() - 1]))
-        .collect();
     let v = api
         .call(
             reqwest::Method::POST,
             &format!("/v1/knowledge/{base}/search"),
-            Some(json!({"query": garbled.join(" "), "top_k": 1})),
+            Some(json!({"query": garble(doc)?, "top_k": 1})),
         )
         .await?;
     let found = v["results"][0]["text"].as_str().unwrap_or_default();
@@ -296,6 +291,97 @@ async fn index_recall(
             .count();
     }
     Ok(Some(found as f64 / (n * RECALL_AT as usize) as f64))
+}
+
+/// What the database finds nearest to [`check_vectors`]'s query, by the index
+/// and by every row, with the similarities: why the check failed.
+async fn nearest_in_the_database(
+    database_url: &str,
+    base: &str,
+    doc: &str,
+) -> anyhow::Result<String> {
+    use weft_shared::store::{Store, VectorScan};
+    if !database_url.starts_with("postgres") {
+        return Ok(String::new());
+    }
+    let store = Store::connect_with(database_url, 2).await?;
+    if !store.knowledge_vector_index().await? {
+        return Ok(String::new());
+    }
+    let query = crate::mock_llm::embeddings::embed(&garble(doc)?, DIMENSIONS);
+    let bases = [base.to_string()];
+    let mut out = String::new();
+    for scan in [VectorScan::Index, VectorScan::Exact] {
+        let near = store
+            .search_knowledge_vectors_indexed(&bases, "mock-embed", &query, 5, scan)
+            .await?;
+        let ids: Vec<String> = near.iter().map(|(id, _)| id.clone()).collect();
+        let chunks = store.knowledge_chunks_by_id(&ids).await?;
+        let _ = writeln!(out, "{scan:?}:");
+        for (id, similarity) in &near {
+            let text = chunks
+                .iter()
+                .find(|c| &c.chunk_id == id)
+                .map(|c| c.text.chars().take(60).collect::<String>())
+                .unwrap_or_default();
+            let _ = writeln!(out, "  {similarity:.3} {id} {text}");
+        }
+    }
+    // How wide the index's search must be to find the exact nearest.
+    let exact = store
+        .search_knowledge_vectors_indexed(&bases, "mock-embed", &query, 1, VectorScan::Exact)
+        .await?;
+    if let Some((want, _)) = exact.first() {
+        let pool = sqlx::postgres::PgPoolOptions::new()
+            .max_connections(1)
+            .connect(database_url)
+            .await?;
+        let literal = format!(
+            "[{}]",
+            query
+                .iter()
+                .map(|x| x.to_string())
+                .collect::<Vec<_>>()
+                .join(",")
+        );
+        for ef in [40, 100, 400, 1000] {
+            let mut tx = pool.begin().await?;
+            for setting in [
+                format!("set local hnsw.ef_search = {ef}"),
+                "set local hnsw.iterative_scan = relaxed_order".to_string(),
+            ] {
+                sqlx::query(sqlx::AssertSqlSafe(setting))
+                    .execute(&mut *tx)
+                    .await?;
+            }
+            let rows: Vec<(String,)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
+                "select chunk_id from knowledge_embeddings e where e.dims = {DIMENSIONS} and e.base_id = $1
+                 order by e.embedding::vector({DIMENSIONS}) <=> $2::vector({DIMENSIONS}) limit 20"
+            )))
+            .bind(base)
+            .bind(&literal)
+            .fetch_all(&mut *tx)
+            .await?;
+            let at = rows.iter().position(|(id,)| id == want);
+            let _ = writeln!(
+                out,
+                "ef_search {ef}: the exact nearest at {at:?} of {}",
+                rows.len()
+            );
+        }
+    }
+    Ok(out)
+}
+
+/// The first section of `doc` with every word's last letter changed to `x`.
+fn garble(doc: &str) -> anyhow::Result<String> {
+    let paragraph = doc.split("\n\n").nth(2).context("a paragraph")?;
+    Ok(paragraph
+        .trim_end_matches('.')
+        .split(' ')
+        .map(|w| format!("{}x", &w[..w.len() - 1]))
+        .collect::<Vec<_>>()
+        .join(" "))
 }
 
 /// The stack's whole config: the mock LLM as chat model, the agents, and the
@@ -423,7 +509,15 @@ async fn one_mode(o: &KnowledgeOpts, mode: Mode) -> anyhow::Result<String> {
         let chunks = api.settled(&base, Duration::from_secs(1800)).await?;
         let took = t.elapsed().as_secs_f64();
         let usage = watch.finish();
-        check_vectors(&api, &base, &first).await?;
+        if let Err(e) = check_vectors(&api, &base, &first).await {
+            let seen = match stack.database_url() {
+                Some(url) => nearest_in_the_database(url, &base, &first)
+                    .await
+                    .unwrap_or_else(|e| format!("(the database's view failed: {e})")),
+                None => String::new(),
+            };
+            bail!("{e:#}\n{seen}");
+        }
         if let Some(url) = stack.database_url()
             && let Some(recall) = index_recall(url, &base, 100, 120).await?
         {
