@@ -48,7 +48,10 @@ async fn sigterm_to_a_gateway_moves_its_streams_to_another() {
         !cut.iter().any(|e| e.ty == "done"),
         "the reply is still running"
     );
-    assert_eq!(app.gateway.exit_code(Duration::from_secs(15)), Some(0));
+    assert_eq!(
+        app.gateway.exit_code(Duration::from_secs(15)).await,
+        Some(0)
+    );
 
     // Re-attach through the other gateway from the last seq received.
     let seen: Vec<Ev> = before.into_iter().chain(cut).collect();
@@ -99,7 +102,7 @@ async fn sigterm_to_a_worker_finishes_short_runs_and_releases_long_ones() {
     assert_contiguous(&short_all);
     assert_eq!(rendered_text(&short_all), words(10));
     assert_eq!(
-        app.workers[0].exit_code(Duration::from_secs(20)),
+        app.workers[0].exit_code(Duration::from_secs(20)).await,
         Some(0),
         "the worker exits cleanly after its grace"
     );

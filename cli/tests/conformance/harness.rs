@@ -27,6 +27,9 @@ pub enum Backend {
     Distributed,
 }
 
+/// How often [`eventually`] asks.
+pub const POLL: Duration = Duration::from_millis(50);
+
 /// Waits until `probe` finds what it looks for (`Ok`), asking again every 50 ms;
 /// after `within` the test fails naming `what` it waited for and what the probe
 /// saw last (`Err`). The suite's one polling loop: a test never sleeps to
@@ -34,18 +37,34 @@ pub enum Backend {
 pub async fn eventually<T, E: std::fmt::Debug>(
     within: Duration,
     what: &str,
+    probe: impl AsyncFnMut() -> Result<T, E>,
+) -> T {
+    eventually_with(within, POLL, what, String::new, probe).await
+}
+
+/// [`eventually`] on terms of its own: asking every `every` (less often than
+/// [`POLL`] when each probe does something, such as starting a run), and
+/// showing `context()` too when it fails — what a reader needs besides the
+/// probe's last sighting (the processes' logs, all that did arrive), gathered
+/// only then.
+pub async fn eventually_with<T, E: std::fmt::Debug>(
+    within: Duration,
+    every: Duration,
+    what: &str,
+    context: impl FnOnce() -> String,
     mut probe: impl AsyncFnMut() -> Result<T, E>,
 ) -> T {
     let deadline = Instant::now() + within;
     loop {
         match probe().await {
             Ok(found) => return found,
-            Err(last) => assert!(
-                Instant::now() < deadline,
-                "{what}: not within {within:?}; last seen: {last:?}"
-            ),
+            Err(last) if Instant::now() >= deadline => {
+                let context = context();
+                let sep = if context.is_empty() { "" } else { "\n" };
+                panic!("{what}: not within {within:?}; last seen: {last:?}{sep}{context}")
+            }
+            Err(_) => tokio::time::sleep(every).await,
         }
-        tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }
 
@@ -231,19 +250,19 @@ impl Proc {
     }
 
     /// The exit code once the process has ended, waiting at most `within`.
-    pub fn exit_code(&mut self, within: Duration) -> Option<i32> {
-        let deadline = Instant::now() + within;
-        loop {
-            if let Some(status) = self.child.try_wait().expect("try_wait") {
-                return status.code();
-            }
-            assert!(
-                Instant::now() < deadline,
-                "the process did not exit within {within:?}; stderr:\n{}",
-                self.logs()
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        }
+    pub async fn exit_code(&mut self, within: Duration) -> Option<i32> {
+        let Proc { child, log, .. } = self;
+        eventually_with(
+            within,
+            POLL,
+            "the process to exit",
+            || format!("stderr:\n{}", log.lock().unwrap().join("\n")),
+            async || match child.try_wait().expect("try_wait") {
+                Some(status) => Ok(status.code()),
+                None => Err("still running"),
+            },
+        )
+        .await
     }
 
     pub fn kill(&mut self) {

@@ -3,7 +3,7 @@
 //! token lifecycle: the bootstrap token, password resets and changes, and the
 //! admin's view of a user's tokens.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use reqwest::Method;
 use serde_json::{Value, json};
@@ -108,29 +108,26 @@ async fn short_admin_token_is_refused_at_start(b: Backend) {
         Backend::Embedded => &["up", "--listen", "127.0.0.1:0"],
         Backend::Distributed => &["serve", "--listen", "127.0.0.1:0"],
     };
-    let mut child = env
-        .command(args)
+    // A child that outlives a failed test is killed as the test unwinds.
+    let mut child = tokio::process::Command::from(env.command(args))
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
         .spawn()
         .expect("run weft");
-    // It must stop at once; one that starts serving is killed and fails the test.
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("weft started with a short WEFT_ADMIN_TOKEN");
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    };
+    // It must stop at once; one that starts serving fails the test.
+    let status = eventually(
+        Duration::from_secs(30),
+        "weft refusing to start with a short WEFT_ADMIN_TOKEN",
+        async || child.try_wait().unwrap().ok_or("still running"),
+    )
+    .await;
     assert!(!status.success());
     let mut stderr = String::new();
-    std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr).unwrap();
+    tokio::io::AsyncReadExt::read_to_string(&mut child.stderr.take().unwrap(), &mut stderr)
+        .await
+        .unwrap();
     assert!(
         stderr.contains("WEFT_ADMIN_TOKEN") && stderr.contains("at least 32 characters"),
         "{stderr}"

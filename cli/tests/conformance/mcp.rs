@@ -171,27 +171,28 @@ async fn a_slow_mcp_tool_hits_the_timeout(b: Backend) {
         marker.display().to_string()
     );
     // The server may still be starting: the tool is offered once it is ready.
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    let events = loop {
-        let events = app
-            .send_stream(&alice, &s, &text)
-            .await
-            .until_terminal()
-            .await;
-        let end = events.iter().find(|e| e.ty == "tool_end").unwrap();
-        if !end.data["output"]
-            .as_str()
-            .unwrap()
-            .contains("no tool named")
-        {
-            break events;
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "demo never offered its tools"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+    let events = eventually_with(
+        Duration::from_secs(30),
+        // Each try is a run, and runs per minute are limited.
+        Duration::from_millis(200),
+        "demo offering its tools",
+        String::new,
+        async || {
+            let events = app
+                .send_stream(&alice, &s, &text)
+                .await
+                .until_terminal()
+                .await;
+            let end = events.iter().find(|e| e.ty == "tool_end").unwrap();
+            let output = end.data["output"].as_str().unwrap();
+            if output.contains("no tool named") {
+                Err(output.to_owned())
+            } else {
+                Ok(events)
+            }
+        },
+    )
+    .await;
     assert_eq!(events.last().unwrap().ty, "done", "the run goes on");
     let end = events.iter().find(|e| e.ty == "tool_end").unwrap();
     assert_eq!(end.data["ok"], false);
@@ -240,21 +241,26 @@ async fn web_and_mcp_in_one_turn_with_an_approval_holding_no_worker(b: Backend) 
         r#"summarise and save @mock.tool web_fetch {{"url": "http://127.0.0.1:{port}/notes"}} @mock.tool demo__echo {{"text": "saved"}}"#
     );
     // The MCP server may still be starting: until it is ready its tool is unknown.
-    let deadline = std::time::Instant::now() + Duration::from_secs(30);
-    let (mut sse, mut events) = loop {
-        let mut sse = app.send_stream(&alice, &s, &text).await;
-        let events = sse
-            .until(|e| e.ty == "approval_required" || e.ty == "done" || e.ty == "error")
-            .await;
-        if events.last().unwrap().ty == "approval_required" {
-            break (sse, events);
-        }
-        assert!(
-            std::time::Instant::now() < deadline,
-            "demo never offered its tools"
-        );
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    };
+    let (mut sse, mut events) = eventually_with(
+        Duration::from_secs(30),
+        // Each try is a run, and runs per minute are limited.
+        Duration::from_millis(200),
+        "demo offering its tools",
+        String::new,
+        async || {
+            let mut sse = app.send_stream(&alice, &s, &text).await;
+            let events = sse
+                .until(|e| e.ty == "approval_required" || e.ty == "done" || e.ty == "error")
+                .await;
+            let last = events.last().unwrap();
+            if last.ty == "approval_required" {
+                Ok((sse, events))
+            } else {
+                Err(format!("{} {}", last.ty, last.data))
+            }
+        },
+    )
+    .await;
     let required = tool_data(&events, "approval_required");
     assert_eq!(
         required.len(),

@@ -86,7 +86,6 @@ impl Replicas {
     /// could still diff against the config before the reload.)
     async fn applied(&self, v: &Value) {
         let version = format!("config.version={}", v["version"]);
-        let started = Instant::now();
         let workers: Vec<&Proc> = self
             .app
             .workers
@@ -94,41 +93,54 @@ impl Replicas {
             .chain(self._worker.iter())
             .chain(self.second.iter().map(|(gateway, _)| gateway))
             .collect();
-        while !workers.iter().all(|w| {
-            plain(&w.logs())
-                .lines()
-                .any(|l| l.contains("config reloaded") && l.contains(&version))
-        }) {
-            assert!(
-                started.elapsed() < Duration::from_secs(15),
-                "the other processes did not apply {version}\n{}",
+        eventually_with(
+            Duration::from_secs(15),
+            POLL,
+            &format!("the other processes applying {version}"),
+            || {
                 workers
                     .iter()
                     .map(|w| w.logs())
                     .collect::<Vec<_>>()
                     .join("\n----\n")
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+            },
+            async || {
+                let behind = workers
+                    .iter()
+                    .filter(|w| {
+                        !plain(&w.logs())
+                            .lines()
+                            .any(|l| l.contains("config reloaded") && l.contains(&version))
+                    })
+                    .count();
+                match behind {
+                    0 => Ok(()),
+                    n => Err(format!("{n} of {} not yet", workers.len())),
+                }
+            },
+        )
+        .await
     }
 
     /// Until every gateway shows `runs_per_minute_per_user == runs`; how long it took.
     async fn everywhere(&self, runs: u64) -> Duration {
         let started = Instant::now();
-        for base in self.bases() {
-            loop {
-                let (_, v) = self.on(&base, Method::GET, "/v1/admin/limits", None).await;
-                if v["runs_per_minute_per_user"] == runs {
-                    break;
+        eventually_with(
+            Duration::from_secs(15),
+            POLL,
+            &format!("every gateway showing runs_per_minute_per_user = {runs}"),
+            || self.app.logs(),
+            async || {
+                for base in self.bases() {
+                    let (_, v) = self.on(&base, Method::GET, "/v1/admin/limits", None).await;
+                    if v["runs_per_minute_per_user"] != runs {
+                        return Err(format!("{base} shows {v}"));
+                    }
                 }
-                assert!(
-                    started.elapsed() < Duration::from_secs(15),
-                    "{base} still shows {v}\n{}",
-                    self.app.logs()
-                );
-                tokio::time::sleep(Duration::from_millis(50)).await;
-            }
-        }
+                Ok(())
+            },
+        )
+        .await;
         started.elapsed()
     }
 }
@@ -357,19 +369,19 @@ async fn a_reload_reaches_every_replica_and_a_bad_one_changes_nothing(b: Backend
         .status()
         .unwrap();
     assert!(hup.success());
-    let started = Instant::now();
-    for base in r.bases() {
-        loop {
-            let (_, models) = r.on(&base, Method::GET, "/v1/models", None).await;
-            if models.to_string().contains("\"later\"") {
-                break;
+    eventually(
+        Duration::from_secs(15),
+        "every gateway offering the model \"later\"",
+        async || {
+            for base in r.bases() {
+                let (_, models) = r.on(&base, Method::GET, "/v1/models", None).await;
+                if !models.to_string().contains("\"later\"") {
+                    return Err(format!("{base}: {models}"));
+                }
             }
-            assert!(
-                started.elapsed() < Duration::from_secs(15),
-                "{base}: {models}"
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
-    }
+            Ok(())
+        },
+    )
+    .await;
     r.everywhere(30).await;
 }

@@ -261,7 +261,7 @@ pub(super) async fn database(env: &Env) -> sqlx::AnyPool {
 }
 
 /// What became of one Lark message, from the database.
-#[derive(Debug, Default)]
+#[derive(Debug, Default, Clone)]
 struct Fate {
     /// User messages stored for it.
     stored: usize,
@@ -321,39 +321,50 @@ async fn inbox_pending(db: &sqlx::AnyPool) -> i64 {
 /// Waits until every message is stored, its runs have ended with a final card,
 /// and the inbox has nothing left to handle.
 async fn wait_answered(w: &LarkWorld, db: &sqlx::AnyPool, messages: &[String]) -> Answered {
-    let deadline = Instant::now() + SETTLE;
-    loop {
-        let (fates, runs) = fates(db, messages).await;
-        let sent = w.fake.sent_messages();
-        let open: Vec<_> = fates
-            .iter()
-            .filter(|(_, f)| {
-                f.stored == 0
-                    || f.runs.is_empty()
-                    || f.runs.keys().any(|run| {
-                        let cards = cards_of(&sent, &runs[run]);
-                        cards.is_empty()
-                            || !cards
-                                .iter()
-                                .all(|c| matches!(template(c), "green" | "red" | "grey"))
-                    })
-            })
-            .collect();
-        let pending = inbox_pending(db).await;
-        if open.is_empty() && pending == 0 {
-            return Answered { fates, runs };
-        }
-        assert!(
-            Instant::now() < deadline,
-            "not everything was answered within {SETTLE:?}: {pending} inbox rows open; {open:?}\n{}",
-            w.logs()
-        );
-        let seen = w.fake.records().calls.len();
-        let _ = w
-            .fake
-            .wait_until(Duration::from_millis(500), |r| r.calls.len() > seen)
-            .await;
-    }
+    eventually_with(
+        SETTLE,
+        POLL,
+        "everything answered",
+        || w.logs(),
+        async || {
+            let (fates, runs) = fates(db, messages).await;
+            let sent = w.fake.sent_messages();
+            let open: Vec<_> = fates
+                .iter()
+                .filter(|(_, f)| {
+                    f.stored == 0
+                        || f.runs.is_empty()
+                        || f.runs.keys().any(|run| {
+                            let cards = cards_of(&sent, &runs[run]);
+                            cards.is_empty()
+                                || !cards
+                                    .iter()
+                                    .all(|c| matches!(template(c), "green" | "red" | "grey"))
+                        })
+                })
+                .map(|(message, fate)| (message.clone(), fate.clone()))
+                .collect();
+            let inbox_rows_open = inbox_pending(db).await;
+            if open.is_empty() && inbox_rows_open == 0 {
+                Ok(Answered { fates, runs })
+            } else {
+                Err(Unanswered {
+                    inbox_rows_open,
+                    open,
+                })
+            }
+        },
+    )
+    .await
+}
+
+/// What was still open when [`wait_answered`] last looked.
+#[derive(Debug)]
+#[expect(dead_code, reason = "read through `Debug`, in the failure")]
+struct Unanswered {
+    inbox_rows_open: i64,
+    /// Messages not stored, not in a run, or without a final card, with their fates.
+    open: Vec<(String, Fate)>,
 }
 
 struct Answered {

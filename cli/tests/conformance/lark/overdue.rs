@@ -5,8 +5,6 @@
 //! worker's reaper, from the event log completed by the database (embedded: the
 //! log died with the process; the stored answer stands for it).
 
-use std::time::{Duration, Instant};
-
 use sqlx::Row;
 
 use super::durability::{SETTLE, database};
@@ -26,8 +24,7 @@ async fn a_card_its_dead_worker_never_finished_is_finished_from_the_log(b: Backe
     .await;
     // Lark fails every call from now on: the card cannot show the end.
     w.fake.fail_next_calls(100_000, 500, 2200, "internal error");
-    let deadline = Instant::now() + SETTLE;
-    loop {
+    eventually(SETTLE, "the run's end", async || {
         let status: Option<String> = sqlx::query(
             "select r.status from runs r join messages m on m.run_id = r.id
              where m.lark_message_id = $1",
@@ -37,12 +34,12 @@ async fn a_card_its_dead_worker_never_finished_is_finished_from_the_log(b: Backe
         .await
         .expect("read the run")
         .map(|row| row.get(0));
-        if status.as_deref() == Some("succeeded") {
-            break;
+        match status.as_deref() {
+            Some("succeeded") => Ok(()),
+            _ => Err(status),
         }
-        assert!(Instant::now() < deadline, "the run did not end: {status:?}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    })
+    .await;
     // Its worker dies before Lark is back.
     match b {
         Backend::Distributed => {

@@ -7,7 +7,7 @@
 use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use axum::body::Bytes;
 use axum::http::{StatusCode, header};
@@ -20,6 +20,8 @@ use opentelemetry_proto::tonic::collector::trace::v1::{
 };
 use opentelemetry_proto::tonic::common::v1::{AnyValue, KeyValue, any_value};
 use prost::Message;
+
+use crate::harness::{POLL, eventually_with};
 
 /// One received span, flattened for assertions.
 #[derive(Debug, Clone)]
@@ -142,19 +144,21 @@ impl Receiver {
         done: impl Fn(&[Got]) -> bool,
         context: impl Fn() -> String,
     ) -> Vec<Got> {
-        let deadline = Instant::now() + within;
-        loop {
-            let spans = self.spans();
-            if done(&spans) {
-                return spans;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "spans never arrived; received:\n{spans:#?}\n{}",
-                context()
-            );
-            tokio::time::sleep(Duration::from_millis(50)).await;
-        }
+        eventually_with(
+            within,
+            POLL,
+            "the awaited spans",
+            || format!("received:\n{:#?}\n{}", self.spans(), context()),
+            async || {
+                let spans = self.spans();
+                if done(&spans) {
+                    Ok(spans)
+                } else {
+                    Err(format!("{} spans, not yet all of them", spans.len()))
+                }
+            },
+        )
+        .await
     }
 }
 

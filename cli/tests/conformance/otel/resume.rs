@@ -153,7 +153,10 @@ async fn a_stopping_worker_flushes_its_spans() {
     );
 
     app.workers[0].terminate();
-    assert_eq!(app.workers[0].exit_code(Duration::from_secs(30)), Some(0));
+    assert_eq!(
+        app.workers[0].exit_code(Duration::from_secs(30)).await,
+        Some(0)
+    );
     let spans = otlp.spans();
     let run = one(&spans, "run", |s| s.name == "run");
     assert_eq!(run.attr("run.id"), Some(run_id.as_str()));
