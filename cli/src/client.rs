@@ -89,6 +89,18 @@ pub struct OneShotArgs {
     /// (nobody is there to answer), `auto` approves them all.
     #[arg(long, value_enum, default_value_t = ApproveMode::Never)]
     pub approve: ApproveMode,
+    /// Questions the agent asks (`ask_user`): `never` says what was asked,
+    /// cancels the run and exits 1 (nobody is there to answer), `auto` picks
+    /// the first option.
+    #[arg(long, value_enum, default_value_t = AnswerArg::Never)]
+    pub answer: AnswerArg,
+}
+
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum AnswerArg {
+    #[default]
+    Never,
+    Auto,
 }
 
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -318,6 +330,10 @@ fn talk(
         approve: match oneshot.approve {
             ApproveMode::Never => weft_client::oneshot::Approve::Never,
             ApproveMode::Auto => weft_client::oneshot::Approve::Auto,
+        },
+        answer: match oneshot.answer {
+            AnswerArg::Never => weft_client::oneshot::AnswerMode::Never,
+            AnswerArg::Auto => weft_client::oneshot::AnswerMode::Auto,
         },
     };
     runtime(false)?.block_on(weft_client::oneshot::run(gw, job))

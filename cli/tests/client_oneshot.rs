@@ -291,6 +291,52 @@ fn approvals_are_refused_by_default_and_given_with_approve_auto() {
     );
 }
 
+#[test]
+fn questions_stop_a_one_shot_by_default_and_answer_auto_picks_the_first_option() {
+    let s = Server::start();
+    let ask = r#"@mock.tool ask_user {"question": "Which colour?", "options": ["red", "blue"]}"#;
+    let mut cmd = s.weft();
+    cmd.args(["-p", ask]);
+    let out = run(cmd, None);
+    assert_code(&out, 1);
+    let err = stderr(&out);
+    assert!(
+        err.contains("Which colour?")
+            && err.contains("red | blue")
+            && err.contains("--answer auto"),
+        "{err}"
+    );
+    assert_eq!(stdout(&out), "", "no reply");
+
+    let mut cmd = s.weft();
+    cmd.args(["--answer", "auto", "-p", ask]);
+    let out = run(cmd, None);
+    assert_code(&out, 0);
+    assert!(
+        stderr(&out).contains("answering \"red\""),
+        "{}",
+        stderr(&out)
+    );
+    assert!(
+        stdout(&out).starts_with("tool ask_user said: The user (")
+            && stdout(&out).contains("answered: red"),
+        "{}",
+        stdout(&out)
+    );
+
+    // A question without options cannot be answered by --answer auto.
+    let mut cmd = s.weft();
+    cmd.args([
+        "--answer",
+        "auto",
+        "-p",
+        r#"@mock.tool ask_user {"question": "What is your name?"}"#,
+    ]);
+    let out = run(cmd, None);
+    assert_code(&out, 1);
+    assert!(stderr(&out).contains("no options"), "{}", stderr(&out));
+}
+
 /// A PNG and a Markdown file next to each other in a fresh directory.
 fn sample_files(dir: &std::path::Path) -> (std::path::PathBuf, Vec<u8>, std::path::PathBuf) {
     let png = weft_files::samples::png();

@@ -396,6 +396,16 @@ impl Gateway {
         self.execute(rb, &path).await.map(drop)
     }
 
+    /// Answer a question the agent asked (`POST /v1/questions/{id}`).
+    pub async fn answer_question(&self, question: &str, answer: &[String]) -> Result<()> {
+        let path = format!("/v1/questions/{question}");
+        let rb = self
+            .request(Method::POST, &path)?
+            .timeout(REQUEST_TIMEOUT)
+            .json(&serde_json::json!({ "answer": answer }));
+        self.execute(rb, &path).await.map(drop)
+    }
+
     /// `POST …/messages` with `stream: true`; the answer is the new run's SSE. The
     /// idempotency key makes a re-sent request (after a drop before the first
     /// event) attach to the same run instead of creating a second one.

@@ -38,6 +38,17 @@ pub enum Approve {
     Auto,
 }
 
+/// What one-shot mode does when the agent asks a question (`ask_user`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AnswerMode {
+    /// Nobody is there to answer: say what was asked, cancel the run and exit
+    /// 1 (the default).
+    Never,
+    /// Pick the first option (a question without options cannot be answered
+    /// this way, as with `never`).
+    Auto,
+}
+
 #[derive(Debug, Clone)]
 pub struct OneShot {
     pub text: String,
@@ -50,6 +61,7 @@ pub struct OneShot {
     pub stream: bool,
     pub print_tools: bool,
     pub approve: Approve,
+    pub answer: AnswerMode,
 }
 
 #[derive(Serialize)]
@@ -150,6 +162,40 @@ pub async fn run(gw: &Gateway, job: OneShot) -> Result<u8> {
                         }
                     }
                     Approve::Never => {}
+                }
+            }
+            if let Change::Question(i) = &change {
+                let q = &reply.questions[*i];
+                match (job.answer, q.options.first()) {
+                    (AnswerMode::Auto, Some(first)) => {
+                        eprintln!(
+                            "weft: the agent asks: {}\n      answering {first:?}, the first option (--answer auto)",
+                            q.question
+                        );
+                        gw.answer_question(&q.question_id, std::slice::from_ref(first))
+                            .await?;
+                    }
+                    _ if !refused => {
+                        refused = true;
+                        let options = if q.options.is_empty() {
+                            String::new()
+                        } else {
+                            format!("\n      Options: {}", q.options.join(" | "))
+                        };
+                        let how = if q.options.is_empty() {
+                            "It has no options to pick from, so one-shot mode cannot answer it"
+                        } else {
+                            "One-shot mode does not answer questions (--answer never)"
+                        };
+                        eprintln!(
+                            "weft: the agent asks: {}{options}\n      {how}, so the run is cancelled.\n      Rerun with --answer auto to pick the first option, or use the REPL (`weft`) to answer.",
+                            q.question
+                        );
+                        if let Some(run) = stream.run_id() {
+                            gw.cancel(run).await?;
+                        }
+                    }
+                    _ => {}
                 }
             }
         }

@@ -24,6 +24,7 @@ mod meta;
 mod observe;
 mod openapi;
 mod passwords;
+mod questions;
 mod runs;
 mod sessions;
 mod settings;
@@ -218,6 +219,7 @@ pub fn router(state: AppState) -> Router {
         .merge(sessions::router(upload_limit))
         .merge(runs::router())
         .merge(approvals::router())
+        .merge(questions::router())
         .merge(agents::router())
         .merge(agents::skills_router())
         .merge(turns::router())

@@ -193,7 +193,13 @@ impl Retriever {
         };
         let mut nearest = if store.knowledge_vector_index().await? {
             store
-                .search_knowledge_vectors_indexed(bases, &current.model, &qv, pool, VectorScan::Index)
+                .search_knowledge_vectors_indexed(
+                    bases,
+                    &current.model,
+                    &qv,
+                    pool,
+                    VectorScan::Index,
+                )
                 .await?
         } else {
             self.exact(&revisions, &current.model, qv, pool).await?

@@ -1,5 +1,5 @@
 //! What changes a run's fate after it was sent: cancel, an approval's decision,
-//! the end of runs deleted with their session or user. Each is the store's one
+//! a question's answer, the end of runs deleted with their session or user. Each is the store's one
 //! transaction (which takes the run's row first) followed by what the world must
 //! hear: the worker holding the run is told to stop, or, for a run no worker
 //! holds, its terminal event is published here, since nobody else would.
@@ -10,7 +10,8 @@ use weft_shared::api::ErrorBody;
 use weft_shared::event::{EventKind, Frame, RunEvent};
 use weft_shared::ids::{MessageId, RunId, UserId};
 use weft_shared::store::{
-    ActiveRun, CancelOutcome, DecideOutcome, Decision, RunRecord, RunStatus, StoreError,
+    ActiveRun, AnswerOutcome, Answerer, CancelOutcome, DecideOutcome, Decision, RunRecord,
+    RunStatus, StoreError,
 };
 use weft_shared::time::now_ms;
 
@@ -120,6 +121,50 @@ impl Runs {
             }
             DecideOutcome::Expired { approval, resume } if *resume => {
                 self.requeue(approval.run_id.clone()).await;
+            }
+            _ => {}
+        }
+        Ok(outcome)
+    }
+
+    /// Answer a question the agent asked, for `answerer` (the person whose
+    /// message caused the run, or an admin; `by` is the name others see). The
+    /// first answer stands; one that moved the run puts it back on the queue,
+    /// whichever door it came by (the API, a Lark card, a reply in the chat).
+    /// `key` names what made the answer where the door can (`lark:<message
+    /// id>`): the same answer made again (a message handled again) is the one
+    /// recorded.
+    pub async fn answer(
+        &self,
+        question_id: &str,
+        answerer: &UserId,
+        is_admin: bool,
+        by: &str,
+        answer: Vec<String>,
+        key: Option<&str>,
+    ) -> Result<AnswerOutcome, StoreError> {
+        let outcome = self
+            .store
+            .answer_question(
+                question_id,
+                &Answerer {
+                    user: answerer,
+                    admin: is_admin,
+                    name: by,
+                },
+                answer,
+                key,
+                weft_shared::telemetry::current_traceparent().as_deref(),
+            )
+            .await?;
+        match &outcome {
+            AnswerOutcome::Answered { question, resume }
+            | AnswerOutcome::Expired { question, resume } => {
+                metrics::counter!("weft_questions_answered_total", "status" => question.status.as_str())
+                    .increment(1);
+                if *resume {
+                    self.requeue(question.run_id.clone()).await;
+                }
             }
             _ => {}
         }

@@ -21,3 +21,43 @@ impl Tool for CurrentTime {
         Ok(weft_shared::time::rfc3339(weft_shared::time::now_ms()))
     }
 }
+
+/// The name of [`AskUser`]: the worker answers its calls with a person's
+/// answer instead of running it.
+pub const ASK_USER: &str = "ask_user";
+
+/// `ask_user`: the agent asks the person a question and the run waits,
+/// holding no worker, for the first answer (docs/protocol.md, "Questions").
+/// The worker handles its calls itself (a wait, like an approval); `call` is
+/// never reached.
+pub struct AskUser;
+
+#[async_trait::async_trait]
+impl Tool for AskUser {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: ASK_USER.into(),
+            description: "Ask the person you are talking to a question and wait for their \
+                answer: when a choice is theirs to make, or you need something only they know. \
+                Offer options when the answer is one of a few; the run waits until they answer \
+                (or the question expires, and you are told nobody answered). Do not ask what \
+                you can find out yourself."
+                .into(),
+            parameters: serde_json::json!({
+                "type": "object",
+                "properties": {
+                    "question": {"type": "string", "description": "The question, as the person will read it."},
+                    "options": {"type": "array", "items": {"type": "string"}, "maxItems": 10, "description": "Choices to offer, if any."},
+                    "multiple": {"type": "boolean", "description": "Several options may be chosen (default false)."},
+                    "allow_text": {"type": "boolean", "description": "A typed answer is accepted besides the options (default true)."}
+                },
+                "required": ["question"],
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    async fn call(&self, _args: serde_json::Value, _ctx: &ToolContext) -> Result<String, String> {
+        Err("ask_user is answered by the person, not run".into())
+    }
+}

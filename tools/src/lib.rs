@@ -14,7 +14,7 @@ pub mod mcp;
 pub mod sources;
 pub mod web;
 
-pub use builtin::CurrentTime;
+pub use builtin::{ASK_USER, AskUser, CurrentTime};
 pub use web::web_tools;
 
 /// Who is calling: tools that keep per-run state (stored outputs) or act for a
@@ -60,6 +60,7 @@ impl ToolRegistry {
     pub fn builtin() -> ToolRegistry {
         let mut reg = ToolRegistry::default();
         reg.add(Arc::new(CurrentTime));
+        reg.add(Arc::new(AskUser));
         reg
     }
 
@@ -117,7 +118,8 @@ mod tests {
                 .await
                 .is_err()
         );
-        assert_eq!(reg.specs()[0].name, "current_time");
+        let names: Vec<String> = reg.specs().into_iter().map(|s| s.name).collect();
+        assert_eq!(names, ["ask_user", "current_time"]);
     }
 
     #[test]

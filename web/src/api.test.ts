@@ -210,6 +210,33 @@ describe('api client', () => {
     })
   })
 
+  it('answers a question with a text or several options, and lists the open ones', async () => {
+    const answered = { id: 'q1', status: 'answered', answer: ['blue'], answered_by: 'ann' }
+    const f = fakeFetch((c) =>
+      c.url.endsWith('/questions')
+        ? json(200, { questions: [] })
+        : c.url.endsWith('/q2')
+          ? json(409, { error: { code: 'already_answered', message: 'already answered by bob: red' } })
+          : json(200, answered),
+    )
+    const api = createApi({ fetch: f.fetch })
+    await expect(api.answerQuestion('q1', 'blue')).resolves.toEqual(answered)
+    await api.answerQuestion('q/1', ['red', 'blue'])
+    await expect(api.answerQuestion('q2', 'red')).rejects.toMatchObject({
+      status: 409,
+      code: 'already_answered',
+      message: 'already answered by bob: red',
+    })
+    await expect(api.listQuestions('s/1')).resolves.toEqual([])
+    expect(f.calls.map((c) => [c.init.method, c.url, c.init.body])).toEqual([
+      ['POST', '/v1/questions/q1', '{"answer":"blue"}'],
+      ['POST', '/v1/questions/q%2F1', '{"answer":["red","blue"]}'],
+      ['POST', '/v1/questions/q2', '{"answer":"red"}'],
+      ['GET', '/v1/sessions/s%2F1/questions', undefined],
+    ])
+    expect(headersOf(f.calls[0])['X-Weft-Csrf']).toBe('1')
+  })
+
   it('lists a session\'s pending approvals and the MCP status', async () => {
     const f = fakeFetch((c) =>
       c.url.endsWith('/approvals') ? json(200, { approvals: [] }) : json(200, { configured: [], workers: [] }),

@@ -10,6 +10,7 @@ import type {
   Agent,
   AgentList,
   AlternativeList,
+  AnswerValue,
   Approval,
   ApprovalDecision,
   ApprovalList,
@@ -39,6 +40,8 @@ import type {
   Model,
   PatchMemory,
   PutAgentRequest,
+  Question,
+  QuestionList,
   ReloadResponse,
   Role,
   Run,
@@ -204,6 +207,15 @@ export function createApi(opts: ApiOptions = {}) {
     /** The session's tool calls waiting for a decision (what a lost event log cannot replay). */
     listApprovals: (sessionId: string) =>
       get<ApprovalList>(`/v1/sessions/${seg(sessionId)}/approvals`).then((r) => r.approvals),
+    /**
+     * Answers a question the agent asked: a text or one option, or several options
+     * when it allows `multiple`. 409 `already_answered` / `expired` / `run_ended`
+     * say what stands; 422 `validation_failed` says why the answer does not fit.
+     */
+    answerQuestion: (id: string, answer: AnswerValue) => post<Question>(`/v1/questions/${seg(id)}`, { answer }),
+    /** The session's questions waiting for an answer (what a lost event log cannot replay). */
+    listQuestions: (sessionId: string) =>
+      get<QuestionList>(`/v1/sessions/${seg(sessionId)}/questions`).then((r) => r.questions),
 
     // knowledge
     /** The bases you may search: yours and the shared ones. */

@@ -687,6 +687,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/questions/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One question, answered or not. */
+        get: operations["get_question"];
+        put?: never;
+        /**
+         * Answer a question: a text, one of its options, or several when it allows
+         *     `multiple`. The first answer stands: answering again, or after it
+         *     expired, is a 409 that says what stands; an answer the question does not
+         *     take (not one of its options, several for one) is a 422 that says why.
+         */
+        post: operations["answer_question"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/runs/{id}": {
         parameters: {
             query?: never;
@@ -886,6 +909,23 @@ export interface paths {
          *     its declared type, 422.
          */
         post: operations["send"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/questions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The session's questions waiting for an answer. */
+        get: operations["list_questions"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1125,6 +1165,14 @@ export interface components {
         AlternativeList: {
             alternatives: components["schemas"]["AlternativeDto"][];
         };
+        AnswerQuestionRequest: {
+            answer: components["schemas"]["AnswerValue"];
+        };
+        /**
+         * @description One answer (a typed text or one option), or several options when the
+         *     question allows `multiple`.
+         */
+        AnswerValue: string | string[];
         /**
          * @description `approve` runs the call once; `always` also lets this tool run without asking
          *     for the rest of the session; `deny` tells the model it was refused.
@@ -1385,6 +1433,38 @@ export interface components {
             step: number;
             /** @enum {string} */
             type: "approval_decided";
+        } | {
+            /** @description A typed answer is accepted besides the options. */
+            allow_text: boolean;
+            call_id: string;
+            /**
+             * Format: int64
+             * @description Unix milliseconds; unanswered by then, the model is told nobody
+             *     answered (`expired`).
+             */
+            expires_at: number;
+            /** @description Several options may be chosen. */
+            multiple: boolean;
+            /** @description Choices offered; empty for a free answer. */
+            options: string[];
+            question: string;
+            question_id: string;
+            /** Format: int32 */
+            step: number;
+            /** @enum {string} */
+            type: "question";
+        } | {
+            /** @description The chosen options, or the one typed answer; empty when it expired. */
+            answer: string[];
+            /** @description Who answered (a username). */
+            by?: string | null;
+            call_id: string;
+            question_id: string;
+            status: components["schemas"]["QuestionStatus"];
+            /** Format: int32 */
+            step: number;
+            /** @enum {string} */
+            type: "question_answered";
         } | (components["schemas"]["UsageDto"] & {
             /** @enum {string} */
             type: "usage";
@@ -1885,6 +1965,39 @@ export interface components {
             };
             skill_md: string;
         };
+        /** @description A question the agent asked, waiting for (or given) its answer. */
+        QuestionDto: {
+            /** @description A typed answer is accepted besides the options. */
+            allow_text: boolean;
+            /** @description The chosen options or the typed answer; empty until answered. */
+            answer: string[];
+            answered_at?: string | null;
+            /** @description Who answered (a username). */
+            answered_by?: string | null;
+            call_id: string;
+            created_at: string;
+            expires_at: string;
+            id: string;
+            /** @description Several options may be chosen. */
+            multiple: boolean;
+            /** @description Choices offered; empty for a free answer. */
+            options: string[];
+            question: string;
+            run_id: string;
+            session_id: string;
+            status: components["schemas"]["QuestionStatus"];
+            /** Format: int32 */
+            step: number;
+        };
+        QuestionList: {
+            questions: components["schemas"]["QuestionDto"][];
+        };
+        /**
+         * @description Where a question the agent asked (`ask_user`) stands: `pending` until the
+         *     first answer, or until it expires (the model is told nobody answered).
+         * @enum {string}
+         */
+        QuestionStatus: "pending" | "answered" | "expired";
         /**
          * @description A reload or a save that was applied: what changed on the replica that
          *     answered (empty: nothing did); every other replica applies it within 2 s.
@@ -1952,11 +2065,14 @@ export interface components {
             usage: components["schemas"]["UsageDto"];
         };
         /**
-         * @description Where a run stands. `queued`, `running` and `waiting_approval` are active
-         *     (one per session at most); the other three are terminal.
+         * @description Where a run stands. `queued`, `running`, `waiting_approval` and
+         *     `waiting_input` are active (one per session at most); the other three are
+         *     terminal. The two waiting states hold no worker: the run waits for a
+         *     person's decision on an approval, or for a person's input (an answer to
+         *     a question the agent asked).
          * @enum {string}
          */
-        RunStatus: "queued" | "running" | "waiting_approval" | "succeeded" | "failed" | "cancelled";
+        RunStatus: "queued" | "running" | "waiting_approval" | "waiting_input" | "succeeded" | "failed" | "cancelled";
         /**
          * @description `PUT /v1/admin/settings`: the sections to replace (any of `models`,
          *     `limits`, `tools`, `mcp_servers`), each whole, as `GET` shows them.
@@ -4153,6 +4269,103 @@ export interface operations {
             };
         };
     };
+    get_question: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QuestionDto"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    answer_question: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["AnswerQuestionRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QuestionDto"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description already_answered, expired or run_ended */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
     get_run: {
         parameters: {
             query?: never;
@@ -4744,6 +4957,44 @@ export interface operations {
                 };
             };
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    list_questions: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QuestionList"];
+                };
+            };
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

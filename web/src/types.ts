@@ -50,6 +50,12 @@ export type RunEventType = RunEvent['type']
 export type Approval = Schemas['ApprovalDto']
 export type ApprovalList = Schemas['ApprovalList']
 export type ApprovalDecision = Schemas['ApprovalDecision']
+/** A question the agent asked (`ask_user`); `status` is `pending`, `answered` or `expired`. */
+export type Question = Schemas['QuestionDto']
+export type QuestionList = Schemas['QuestionList']
+export type QuestionStatus = Schemas['QuestionStatus']
+/** One answer (a typed text or one option), or several options when the question allows `multiple`. */
+export type AnswerValue = Schemas['AnswerValue']
 /** `GET /v1/mcp` (admin): the configured MCP servers, and each reporting worker's view of them. */
 export type McpStatusList = Schemas['McpStatusList']
 export type SettingsView = Schemas['SettingsDto']
@@ -129,6 +135,8 @@ const EVENT_TYPES: Record<RunEventType, true> = {
   tool_end: true,
   approval_required: true,
   approval_decided: true,
+  question: true,
+  question_answered: true,
   usage: true,
   memory_used: true,
   citations: true,

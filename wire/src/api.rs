@@ -9,12 +9,14 @@ use utoipa::ToSchema;
 mod agents;
 mod knowledge;
 mod memory;
+mod questions;
 mod settings;
 mod tools;
 
 pub use agents::*;
 pub use knowledge::*;
 pub use memory::*;
+pub use questions::*;
 pub use settings::*;
 pub use tools::*;
 

@@ -13,7 +13,7 @@ use utoipa::ToSchema;
 
 use crate::api::{Citation, ErrorBody, UsageDto};
 use crate::ids::{MessageId, RunId, SessionId};
-use crate::states::Verdict;
+use crate::states::{QuestionStatus, Verdict};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct RunEvent {
@@ -81,6 +81,37 @@ pub enum EventKind {
         /// Who decided (a username); none when it expired.
         by: Option<String>,
     },
+    /// The agent asks the person a question (`ask_user`) and the run waits
+    /// for the first answer (`POST /v1/questions/{question_id}`, a Lark card's
+    /// button or a plain reply in the chat), holding no worker
+    /// (`waiting_input`).
+    Question {
+        step: u32,
+        question_id: String,
+        call_id: String,
+        question: String,
+        /// Choices offered; empty for a free answer.
+        options: Vec<String>,
+        /// Several options may be chosen.
+        multiple: bool,
+        /// A typed answer is accepted besides the options.
+        allow_text: bool,
+        /// Unix milliseconds; unanswered by then, the model is told nobody
+        /// answered (`expired`).
+        expires_at: i64,
+    },
+    /// A question was answered (`answered`, with the answer) or expired.
+    /// Published by the worker that resumes the run.
+    QuestionAnswered {
+        step: u32,
+        question_id: String,
+        call_id: String,
+        status: QuestionStatus,
+        /// The chosen options, or the one typed answer; empty when it expired.
+        answer: Vec<String>,
+        /// Who answered (a username).
+        by: Option<String>,
+    },
     Usage(UsageDto),
     /// The memories of the person (`GET /v1/me/memories`) this run's prompt
     /// carried, sent before the first step; stored on the run
@@ -128,6 +159,8 @@ impl EventKind {
             EventKind::ToolEnd { .. } => "tool_end",
             EventKind::ApprovalRequired { .. } => "approval_required",
             EventKind::ApprovalDecided { .. } => "approval_decided",
+            EventKind::Question { .. } => "question",
+            EventKind::QuestionAnswered { .. } => "question_answered",
             EventKind::Usage(_) => "usage",
             EventKind::MemoryUsed { .. } => "memory_used",
             EventKind::Citations { .. } => "citations",

@@ -1,6 +1,6 @@
 //! The one fold of a run's events into what the run has said so far: its steps'
-//! text and thinking, its tool calls, the approvals it waited for, its
-//! citations and how it ended. The terminal client, the Lark card and the load
+//! text and thinking, its tool calls, the approvals and questions it waited
+//! for, its citations and how it ended. The terminal client, the Lark card and the load
 //! tester fold events with this; the web's reducer (`web/src/stream/reducer.ts`)
 //! follows the same rules, and one table of cases (`wire/tests/fold_cases.json`)
 //! is run against both.
@@ -14,7 +14,7 @@
 //!   would be too).
 //! * `run_started {resume_step}`: a new attempt goes on from `resume_step`;
 //!   whatever earlier attempts said at steps `>= resume_step` — text,
-//!   thinking, tool calls, approvals — is void. (A run that waited for an
+//!   thinking, tool calls, approvals, questions — is void. (A run that waited for an
 //!   approval resumes at the step after the waiting one, so that step's text and
 //!   its approvals stay.)
 //!
@@ -28,7 +28,7 @@ use std::collections::BTreeMap;
 
 use crate::api::{Citation, ErrorBody, MemoryRef, UsageDto};
 use crate::event::{EventKind, RunEvent};
-use crate::states::Verdict;
+use crate::states::{QuestionStatus, Verdict};
 
 /// What one step said.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -79,6 +79,33 @@ pub struct Decided {
     pub decision: Verdict,
     pub by: Option<String>,
     /// The seq of its `approval_decided`.
+    pub seq: u64,
+}
+
+/// A question the agent asked the person (`question`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Question {
+    /// The seq of its `question`.
+    pub seq: u64,
+    pub question_id: String,
+    pub step: u32,
+    pub call_id: String,
+    pub question: String,
+    pub options: Vec<String>,
+    pub multiple: bool,
+    pub allow_text: bool,
+    /// Unix ms; unanswered by then the model is told nobody answered.
+    pub expires_at: i64,
+    pub answered: Option<Answered>,
+}
+
+/// How a question was answered (`question_answered`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Answered {
+    pub status: QuestionStatus,
+    pub answer: Vec<String>,
+    pub by: Option<String>,
+    /// The seq of its `question_answered`.
     pub seq: u64,
 }
 
@@ -140,6 +167,11 @@ pub enum Change {
     Approval(usize),
     /// The approval at this index of [`RunFold::approvals`] was answered.
     ApprovalDecided(usize),
+    /// The question at this index of [`RunFold::questions`] is asked.
+    Question(usize),
+    /// The question at this index of [`RunFold::questions`] was answered (or
+    /// expired).
+    QuestionAnswered(usize),
     Usage,
     /// The sources the answer cites arrived ([`RunFold::citations`]).
     Citations,
@@ -159,6 +191,7 @@ pub struct RunFold {
     pub steps: BTreeMap<u32, StepOutput>,
     pub tools: Vec<ToolCall>,
     pub approvals: Vec<Approval>,
+    pub questions: Vec<Question>,
     /// The newest usage reported (a step's, then the run's total).
     pub usage: UsageDto,
     pub ttft_ms: Option<u64>,
@@ -193,11 +226,13 @@ impl RunFold {
                 let void = |step: u32| step >= *resume_step;
                 let had = self.steps.keys().any(|s| void(*s))
                     || self.tools.iter().any(|t| void(t.step))
-                    || self.approvals.iter().any(|a| void(a.step));
+                    || self.approvals.iter().any(|a| void(a.step))
+                    || self.questions.iter().any(|q| void(q.step));
                 if had {
                     self.steps.retain(|s, _| !void(*s));
                     self.tools.retain(|t| !void(t.step));
                     self.approvals.retain(|a| !void(a.step));
+                    self.questions.retain(|q| !void(q.step));
                     out.push(Change::Retract {
                         from: *resume_step,
                         to: u32::MAX,
@@ -229,10 +264,11 @@ impl RunFold {
                     .steps
                     .remove(step)
                     .is_some_and(|s| !s.text.is_empty() || !s.thinking.is_empty());
-                let calls = self.tools.len() + self.approvals.len();
+                let calls = self.tools.len() + self.approvals.len() + self.questions.len();
                 self.tools.retain(|t| t.step != *step);
                 self.approvals.retain(|a| a.step != *step);
-                if said || calls != self.tools.len() + self.approvals.len() {
+                self.questions.retain(|q| q.step != *step);
+                if said || calls != self.tools.len() + self.approvals.len() + self.questions.len() {
                     vec![Change::Retract {
                         from: *step,
                         to: *step,
@@ -335,6 +371,53 @@ impl RunFold {
                 }
                 None => vec![],
             },
+            EventKind::Question {
+                step,
+                question_id,
+                call_id,
+                question,
+                options,
+                multiple,
+                allow_text,
+                expires_at,
+            } => {
+                self.questions.retain(|q| &q.question_id != question_id);
+                self.questions.push(Question {
+                    seq: ev.seq,
+                    question_id: question_id.clone(),
+                    step: *step,
+                    call_id: call_id.clone(),
+                    question: question.clone(),
+                    options: options.clone(),
+                    multiple: *multiple,
+                    allow_text: *allow_text,
+                    expires_at: *expires_at,
+                    answered: None,
+                });
+                vec![Change::Question(self.questions.len() - 1)]
+            }
+            EventKind::QuestionAnswered {
+                question_id,
+                status,
+                answer,
+                by,
+                ..
+            } => match self
+                .questions
+                .iter()
+                .position(|q| &q.question_id == question_id)
+            {
+                Some(i) => {
+                    self.questions[i].answered = Some(Answered {
+                        status: *status,
+                        answer: answer.clone(),
+                        by: by.clone(),
+                        seq: ev.seq,
+                    });
+                    vec![Change::QuestionAnswered(i)]
+                }
+                None => vec![],
+            },
             EventKind::Usage(u) => {
                 self.usage = *u;
                 vec![Change::Usage]
@@ -411,6 +494,12 @@ impl RunFold {
     /// The approval with this id.
     pub fn approval(&self, id: &str) -> Option<&Approval> {
         self.approvals.iter().find(|a| a.approval_id == id)
+    }
+
+    /// The question asked and not answered yet, if any (the one a reply
+    /// answers).
+    pub fn open_question(&self) -> Option<&Question> {
+        self.questions.iter().rev().find(|q| q.answered.is_none())
     }
 
     /// The decision on `call`'s approval, if it needed one and it was answered.

@@ -10,8 +10,11 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-/// Where a run stands. `queued`, `running` and `waiting_approval` are active
-/// (one per session at most); the other three are terminal.
+/// Where a run stands. `queued`, `running`, `waiting_approval` and
+/// `waiting_input` are active (one per session at most); the other three are
+/// terminal. The two waiting states hold no worker: the run waits for a
+/// person's decision on an approval, or for a person's input (an answer to
+/// a question the agent asked).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RunStatus {
@@ -19,16 +22,19 @@ pub enum RunStatus {
     Running,
     /// Suspended on a human decision: no worker holds it.
     WaitingApproval,
+    /// Suspended on a person's answer (`ask_user`): no worker holds it.
+    WaitingInput,
     Succeeded,
     Failed,
     Cancelled,
 }
 
 impl RunStatus {
-    pub const ALL: [RunStatus; 6] = [
+    pub const ALL: [RunStatus; 7] = [
         RunStatus::Queued,
         RunStatus::Running,
         RunStatus::WaitingApproval,
+        RunStatus::WaitingInput,
         RunStatus::Succeeded,
         RunStatus::Failed,
         RunStatus::Cancelled,
@@ -39,10 +45,16 @@ impl RunStatus {
             RunStatus::Queued => "queued",
             RunStatus::Running => "running",
             RunStatus::WaitingApproval => "waiting_approval",
+            RunStatus::WaitingInput => "waiting_input",
             RunStatus::Succeeded => "succeeded",
             RunStatus::Failed => "failed",
             RunStatus::Cancelled => "cancelled",
         }
+    }
+
+    /// Suspended on a person, with no worker.
+    pub fn is_waiting(self) -> bool {
+        matches!(self, RunStatus::WaitingApproval | RunStatus::WaitingInput)
     }
 
     pub fn is_terminal(self) -> bool {
@@ -151,6 +163,42 @@ impl FromStr for Verdict {
     }
 }
 
+/// Where a question the agent asked (`ask_user`) stands: `pending` until the
+/// first answer, or until it expires (the model is told nobody answered).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum QuestionStatus {
+    Pending,
+    Answered,
+    Expired,
+}
+
+impl QuestionStatus {
+    pub const ALL: [QuestionStatus; 3] = [
+        QuestionStatus::Pending,
+        QuestionStatus::Answered,
+        QuestionStatus::Expired,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            QuestionStatus::Pending => "pending",
+            QuestionStatus::Answered => "answered",
+            QuestionStatus::Expired => "expired",
+        }
+    }
+}
+
+impl FromStr for QuestionStatus {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Self, ()> {
+        QuestionStatus::ALL
+            .into_iter()
+            .find(|status| status.as_str() == s)
+            .ok_or(())
+    }
+}
+
 /// What a user may do: `admin` manages users, agents and settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
@@ -203,6 +251,11 @@ mod tests {
             }
         }
         assert_eq!("pending".parse::<Verdict>(), Err(()));
+        for status in QuestionStatus::ALL {
+            assert_eq!(status.as_str().parse::<QuestionStatus>(), Ok(status));
+            let json = serde_json::to_string(&status).unwrap();
+            assert_eq!(json, format!("\"{}\"", status.as_str()));
+        }
         assert_eq!("user".parse::<Role>(), Ok(Role::User));
     }
 }

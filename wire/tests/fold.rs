@@ -55,6 +55,19 @@ fn check(name: &str, fold: &mut RunFold, events: &Value, expect: &Value) {
         got["citations"] = json!(fold.citations.iter().map(|c| c.n).collect::<Vec<_>>());
         assert_eq!(&got["citations"], cited, "{name}: citations");
     }
+    if let Some(asked) = expect.get("questions") {
+        got["questions"] = json!(
+            fold.questions
+                .iter()
+                .map(|q| json!({
+                    "question_id": q.question_id,
+                    "status": q.answered.as_ref().map_or("pending", |a| a.status.as_str()),
+                    "answer": q.answered.as_ref().map(|a| a.answer.clone()).unwrap_or_default(),
+                }))
+                .collect::<Vec<_>>()
+        );
+        assert_eq!(&got["questions"], asked, "{name}: questions");
+    }
     for key in ["steps", "tools", "outcome"] {
         assert_eq!(got[key], expect[key], "{name}: {key}");
     }

@@ -60,14 +60,15 @@ pub(crate) async fn run(inner: Arc<Inner>, shutdown: CancellationToken, orphan_a
             }
             Err(e) => tracing::warn!(error = %e, "reaper sweep failed"),
         }
-        // Unanswered approvals count as denied once they expire; their runs go on.
-        match inner.deps.store.expire_approvals(now).await {
+        // Unanswered approvals count as denied once they expire, unanswered
+        // questions as "no answer"; their runs go on.
+        match inner.deps.store.expire_waits(now).await {
             Ok(ids) => {
                 for run_id in ids {
                     inner.runs.requeue(run_id).await;
                 }
             }
-            Err(e) => tracing::warn!(error = %e, "expiring approvals failed"),
+            Err(e) => tracing::warn!(error = %e, "expiring approvals and questions failed"),
         }
         // Lark runs that ended without their final card (their worker died
         // in between) get it from the event log.

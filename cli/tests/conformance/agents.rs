@@ -99,8 +99,8 @@ async fn agents_choose_the_prompt_and_the_tools(b: Backend) {
         "{system}"
     );
     // web_fetch is not enabled here and current_time is not the agent's; an
-    // agent with tools may always page long outputs.
-    assert_eq!(seen["tools"], json!(["read_output"]), "{seen}");
+    // agent with tools may always ask the person and page long outputs.
+    assert_eq!(seen["tools"], json!(["ask_user", "read_output"]), "{seen}");
     let (st, preview) = app
         .get(&format!("/v1/sessions/{s}/system-prompt"), &alice)
         .await;
@@ -157,7 +157,7 @@ async fn agents_choose_the_prompt_and_the_tools(b: Backend) {
     );
     assert_eq!(
         seen["tools"],
-        json!(["current_time", "read_output"]),
+        json!(["ask_user", "current_time", "read_output"]),
         "{seen}"
     );
 
@@ -335,7 +335,10 @@ async fn skills_are_listed_and_loaded_on_demand(b: Backend) {
             .unwrap()
             .contains("release-notes")
     );
-    assert_eq!(seen["tools"], json!(["current_time", "read_output"]));
+    assert_eq!(
+        seen["tools"],
+        json!(["ask_user", "current_time", "read_output"])
+    );
     let events = app
         .send_stream(
             &alice,

@@ -25,6 +25,7 @@ mod memory;
 mod multitask;
 mod otel;
 mod providers;
+mod questions;
 mod reload;
 mod security;
 mod signin;

@@ -85,6 +85,56 @@ pub fn decision_note(name: &str, decision: Verdict, by: Option<&str>) -> String 
     }
 }
 
+/// How an answered question reads: `✓ answered by ana: blue`, or that
+/// nobody answered in time.
+pub fn answer_note(a: &weft_wire::fold::Answered) -> String {
+    if a.status != weft_wire::states::QuestionStatus::Answered {
+        return "✗ nobody answered in time".into();
+    }
+    match &a.by {
+        Some(by) => format!("✓ answered by {by}: {}", a.answer.join(", ")),
+        None => format!("✓ answered: {}", a.answer.join(", ")),
+    }
+}
+
+/// A person's typed reply to a question as its answer: option numbers
+/// (comma-separated when it takes several), else the text itself where a
+/// typed answer is accepted; or why it cannot be.
+pub fn parse_answer(q: &weft_wire::fold::Question, line: &str) -> Result<Vec<String>, String> {
+    if line.is_empty() {
+        return Err("type an answer".into());
+    }
+    let numbers: Option<Vec<usize>> = line
+        .split(',')
+        .map(|p| p.trim().parse::<usize>().ok())
+        .collect();
+    if let Some(numbers) = numbers.filter(|_| !q.options.is_empty()) {
+        if numbers.len() > 1 && !q.multiple {
+            return Err("pick one option".into());
+        }
+        return numbers
+            .iter()
+            .map(|n| {
+                q.options
+                    .get(n.wrapping_sub(1))
+                    .cloned()
+                    .ok_or_else(|| format!("there is no option {n}: 1 to {}", q.options.len()))
+            })
+            .collect();
+    }
+    if let Some(option) = q.options.iter().find(|o| o.eq_ignore_ascii_case(line)) {
+        return Ok(vec![option.clone()]);
+    }
+    if q.options.is_empty() || q.allow_text {
+        Ok(vec![line.to_string()])
+    } else {
+        Err(format!(
+            "pick one of the options by its number (1 to {})",
+            q.options.len()
+        ))
+    }
+}
+
 /// What a reply remembered of the person: "used 2 memories: prefers
 /// answers in Chinese; works on payments" (each cut to 60 characters).
 pub fn memories_note(memories: &[weft_wire::api::MemoryRef]) -> String {
@@ -173,6 +223,54 @@ pub fn attachment_line(a: &weft_wire::api::AttachmentDto) -> String {
 
 #[cfg(test)]
 mod tests {
+
+    fn question(options: &[&str], multiple: bool, allow_text: bool) -> weft_wire::fold::Question {
+        weft_wire::fold::Question {
+            seq: 1,
+            question_id: "q".into(),
+            step: 1,
+            call_id: "c".into(),
+            question: "?".into(),
+            options: options.iter().map(|o| o.to_string()).collect(),
+            multiple,
+            allow_text,
+            expires_at: 0,
+            answered: None,
+        }
+    }
+
+    #[test]
+    fn a_typed_reply_becomes_the_answer_a_question_takes() {
+        let single = question(&["red", "blue"], false, false);
+        assert_eq!(parse_answer(&single, "2"), Ok(vec!["blue".to_string()]));
+        assert_eq!(parse_answer(&single, "Blue"), Ok(vec!["blue".to_string()]));
+        assert!(
+            parse_answer(&single, "1,2")
+                .unwrap_err()
+                .contains("one option")
+        );
+        assert!(
+            parse_answer(&single, "3")
+                .unwrap_err()
+                .contains("no option 3")
+        );
+        assert!(parse_answer(&single, "0").is_err());
+        assert!(
+            parse_answer(&single, "green")
+                .unwrap_err()
+                .contains("by its number")
+        );
+        assert!(parse_answer(&single, "").is_err());
+        let several = question(&["a", "b", "c"], true, true);
+        assert_eq!(
+            parse_answer(&several, "1, 3"),
+            Ok(vec!["a".to_string(), "c".to_string()])
+        );
+        assert_eq!(parse_answer(&several, "d"), Ok(vec!["d".to_string()]));
+        let free = question(&[], false, true);
+        assert_eq!(parse_answer(&free, "42"), Ok(vec!["42".to_string()]));
+    }
+
     use super::*;
 
     #[test]

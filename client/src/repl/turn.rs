@@ -121,6 +121,22 @@ async fn follow(gw: &Gateway, state: &mut ReplState, stream: &mut RunStream) -> 
                         ))
                     }
                 }
+                Change::Question(i) => {
+                    display.finish();
+                    let q = &reply.questions[i];
+                    let answer = ask_question(q).await;
+                    match answer {
+                        Some(answer) => gw.answer_question(&q.question_id, &answer).await?,
+                        None => display_note_unanswered(),
+                    }
+                    display = Display::new();
+                }
+                Change::QuestionAnswered(i) => {
+                    let q = &reply.questions[i];
+                    if let Some(a) = &q.answered {
+                        display.note(&crate::render::answer_note(a));
+                    }
+                }
                 Change::Memories => display.note(&crate::render::memories_note(&reply.memories)),
                 Change::Started { .. } | Change::Usage | Change::Citations | Change::Finished => {}
             }
@@ -148,6 +164,47 @@ async fn follow(gw: &Gateway, state: &mut ReplState, stream: &mut RunStream) -> 
     state.last = Some(reply);
     println!("{}", state.status_line(gw));
     Ok(())
+}
+
+fn display_note_unanswered() {
+    println!(
+        "{DIM}(not answered: it stays open until it expires — answer it from the web page or Lark){RESET}"
+    );
+}
+
+/// The answer to a question the agent asked, read from the terminal: an
+/// option's number (several, comma-separated, when it allows `multiple`), or
+/// a typed answer where one is accepted. `None` at the end of input.
+async fn ask_question(q: &weft_wire::fold::Question) -> Option<Vec<String>> {
+    let q = q.clone();
+    tokio::task::spawn_blocking(move || {
+        println!("{YELLOW}?{RESET} {}", q.question);
+        for (n, option) in q.options.iter().enumerate() {
+            println!("  {}. {option}", n + 1);
+        }
+        let prompt = match (q.options.is_empty(), q.multiple, q.allow_text) {
+            (true, _, _) => "your answer: ".to_string(),
+            (false, true, true) => "numbers (e.g. 1,3) or your own answer: ".into(),
+            (false, true, false) => "numbers (e.g. 1,3): ".into(),
+            (false, false, true) => "a number or your own answer: ".into(),
+            (false, false, false) => "a number: ".into(),
+        };
+        loop {
+            print!("{prompt}");
+            let _ = std::io::stdout().flush();
+            let mut line = String::new();
+            if std::io::stdin().lock().read_line(&mut line).unwrap_or(0) == 0 {
+                return None;
+            }
+            match crate::render::parse_answer(&q, line.trim()) {
+                Ok(answer) => return Some(answer),
+                Err(why) => println!("{DIM}{why}{RESET}"),
+            }
+        }
+    })
+    .await
+    .ok()
+    .flatten()
 }
 
 /// `approve / deny / always`, read from the terminal (cooked mode during a turn).

@@ -1,8 +1,10 @@
 //! Approval buttons (docs/protocol.md, "Approvals"; docs/lark.md, "Approvals in
-//! Lark"). A click on an approval card arrives as a `card.action.trigger` callback
-//! on the long connection and is answered in its ack — Lark wants that within 3 s —
-//! with a toast and, when there is a decision to show, the approval card redrawn
-//! with it and without buttons (Lark puts that card in place of the clicked one).
+//! Lark"); the buttons of question cards are answered the same way, in
+//! [`super::questions`]. A click on an approval card arrives as a
+//! `card.action.trigger` callback on the long connection and is answered in its
+//! ack — Lark wants that within 3 s — with a toast and, when there is a
+//! decision to show, the approval card redrawn with it and without buttons
+//! (Lark puts that card in place of the clicked one).
 //!
 //! The click decides as the clicking Lark user — `lark:<open_id>`, or the
 //! account linked to that identity — through the same store call, rules and
@@ -19,14 +21,14 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 use tokio::sync::oneshot;
-use weft_lark::card::{ApprovalAnswer, ApprovalCard, ApprovalChoice, ApprovalClick};
+use weft_lark::card::{ApprovalAnswer, ApprovalCard, ApprovalChoice, ApprovalClick, QuestionClick};
 use weft_lark::event::{CardAction, CardActionResponse};
 use weft_lark::text::say::{self, Verdict};
 use weft_lark::text::{Lang, Text};
 use weft_lark::ws::CardActionDelivery;
 use weft_shared::ids::RunId;
 use weft_shared::store::{
-    Approval, ApprovalStatus, DecideOutcome, Decision, Role, StoreError, retrying,
+    Approval, ApprovalStatus, AuthUser, DecideOutcome, Decision, Role, StoreError, retrying,
 };
 
 use super::Bot;
@@ -35,8 +37,8 @@ use super::Bot;
 /// waiting at 2.5 s); past this the click is acked with a "working on it".
 const ANSWER_WITHIN: Duration = Duration::from_millis(2000);
 /// Callback value keys written by the worker's card driver (`RUN_KEY`, `STEP_KEY`).
-const RUN_KEY: &str = "run_id";
-const STEP_KEY: &str = "step";
+pub(super) const RUN_KEY: &str = "run_id";
+pub(super) const STEP_KEY: &str = "step";
 /// The card's language (`LANG_KEY` there).
 const LANG_KEY: &str = "lang";
 
@@ -72,21 +74,16 @@ impl Bot {
 
     async fn answer_click(&self, action: &CardAction) -> CardActionResponse {
         let lang = self.click_lang(action);
+        if let Some(click) = QuestionClick::parse(&action.action.value) {
+            return self.answer_question_click(action, click, lang).await;
+        }
         let Some(click) = ApprovalClick::parse(&action.action.value) else {
             metrics::counter!("weft_lark_card_actions_total", "outcome" => "unknown").increment(1);
             return toast("info", lang.text(Text::ClickUnknown));
         };
-        let open_id = action.operator.open_id.as_str();
-        if open_id.is_empty() {
-            return toast("error", lang.text(Text::ClickNoUser));
-        }
-        let store = &self.state.store;
-        let clicker = match retrying("lark user", || store.lark_user(open_id)).await {
+        let clicker = match self.clicker(action, lang).await {
             Ok(user) => user,
-            Err(e) => {
-                tracing::warn!(error = %e, "looking up the lark user of a click failed");
-                return toast("error", lang.text(Text::ClickTryAgain));
-            }
+            Err(answer) => return answer,
         };
         let decision = match click.choice {
             ApprovalChoice::Approve => Decision::Approve,
@@ -152,6 +149,26 @@ impl Bot {
         response
     }
 
+    /// The Weft user who clicked (the account linked to the operator's Lark
+    /// identity, else `lark:<open_id>`), or the answer that says why not.
+    pub(super) async fn clicker(
+        &self,
+        action: &CardAction,
+        lang: Lang,
+    ) -> Result<AuthUser, CardActionResponse> {
+        let open_id = action.operator.open_id.as_str();
+        if open_id.is_empty() {
+            return Err(toast("error", lang.text(Text::ClickNoUser)));
+        }
+        let store = &self.state.store;
+        retrying("lark user", || store.lark_user(open_id))
+            .await
+            .map_err(|e| {
+                tracing::warn!(error = %e, "looking up the lark user of a click failed");
+                toast("error", lang.text(Text::ClickTryAgain))
+            })
+    }
+
     /// The clicker does not own the approval: say who does (or what stands).
     async fn refusal(&self, click: &ApprovalClick, lang: Lang) -> CardActionResponse {
         let store = &self.state.store;
@@ -196,7 +213,7 @@ impl Bot {
     }
 }
 
-fn toast(kind: &str, text: impl Into<String>) -> CardActionResponse {
+pub(super) fn toast(kind: &str, text: impl Into<String>) -> CardActionResponse {
     CardActionResponse::toast(kind, text)
 }
 

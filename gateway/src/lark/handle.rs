@@ -1,9 +1,10 @@
-//! Acting on a message for the bot: a command, a stop word, or a message for the
-//! agent — with the files and images it carries fetched from Lark first
-//! ([`files`]) and sent as its attachments. Replies made here (command answers,
-//! notices, refusals) are small cards sent at most once per inbound message
-//! (their Lark `uuid` derives from its id); the streaming reply card of a run is
-//! the worker's.
+//! Acting on a message for the bot: a command, a stop word, the answer to the
+//! agent's open question ([`super::questions`]), or a message for the agent —
+//! with the files and images it carries fetched from Lark first ([`files`]) and
+//! sent as its attachments. Replies made here (command answers, notices,
+//! refusals) are small cards sent at most once per inbound message (their Lark
+//! `uuid` derives from its id); the streaming reply card of a run is the
+//! worker's.
 
 mod chat_commands;
 mod files;
@@ -23,6 +24,7 @@ use weft_shared::store::{AuthUser, CancelOutcome, ReactionRecord, SessionRecord,
 use super::Bot;
 use super::commands::{self, Lang};
 use super::inbound::{Body, ChatType, Incoming, LarkFile};
+use super::questions::{self, ChatAnswer};
 use crate::error::ApiError;
 use crate::sessions::{Origin, Shared, Submitted, submit};
 
@@ -79,7 +81,19 @@ impl Bot {
             if let Some(command) = commands::parse(&text) {
                 return self.command(&incoming, &user, session, command, lang).await;
             }
-            if commands::is_stop_word(&text)
+            // A reply to the agent's open question is its answer, not a new
+            // message (`questions`); an option named in full wins over a stop
+            // word (`取消` may well be one). One that answered before it was
+            // handled again (a crash in between) is done.
+            if self.answered_before(&incoming).await? {
+                return Ok(());
+            }
+            let question = self.open_question(&session, &user).await?;
+            let names_option = question
+                .as_ref()
+                .is_some_and(|q| questions::names_option(q, &text));
+            if !names_option
+                && commands::is_stop_word(&text)
                 && let Some(active) = session.active_run_id.as_deref().and_then(RunId::parse)
             {
                 self.cancel(&session, &active).await?;
@@ -87,6 +101,14 @@ impl Bot {
                 return self
                     .notice(&incoming, stopped, CardState::Cancelled, stopped)
                     .await;
+            }
+            if let Some(question) = question
+                && self
+                    .answer_in_chat(&incoming, &user, &question, &text)
+                    .await?
+                    == ChatAnswer::Taken
+            {
+                return Ok(());
             }
         }
         // What it replies to comes with it: the quote's words and its files.
@@ -305,7 +327,7 @@ impl Bot {
     }
 
     /// A small card in reply to `incoming`, sent at most once for it.
-    async fn notice(
+    pub(super) async fn notice(
         &self,
         incoming: &Incoming,
         title: &str,

@@ -10,12 +10,14 @@
 
 pub mod approval;
 pub mod markdown;
+pub mod question;
 mod reply;
 
 use serde_json::{Value, json};
 
 pub use approval::{ApprovalAnswer, ApprovalCard, ApprovalChoice, ApprovalClick};
 pub use markdown::MarkdownLimits;
+pub use question::{QuestionAnswer, QuestionCard, QuestionClick};
 pub use reply::{
     Reasoning, ReplyCard, Source, ToolApproval, ToolProgress, ToolStatus, body_change,
 };
@@ -29,6 +31,8 @@ pub enum CardState {
     Thinking,
     Streaming,
     AwaitingApproval,
+    /// Waiting for the person to answer a question the agent asked.
+    AwaitingAnswer,
     Done,
     Failed,
     Cancelled,
@@ -39,7 +43,7 @@ impl CardState {
     pub fn template(self) -> &'static str {
         match self {
             Self::Thinking | Self::Streaming => "blue",
-            Self::AwaitingApproval => "orange",
+            Self::AwaitingApproval | Self::AwaitingAnswer => "orange",
             Self::Done => "green",
             Self::Failed => "red",
             Self::Cancelled => "grey",

@@ -174,6 +174,7 @@ impl ReplyCard {
             CardState::AwaitingApproval => {
                 Some(format!("_⏸ {}_", lang.text(Text::WaitingForApproval)))
             }
+            CardState::AwaitingAnswer => Some(format!("_⏸ {}_", lang.text(Text::WaitingForAnswer))),
             CardState::Failed => {
                 let message = self
                     .error

@@ -202,6 +202,134 @@ pub fn approval_denied(lang: Lang, by: &str) -> String {
     }
 }
 
+// --- The question card ---
+
+/// How a question can be answered, as its card's hint says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answering {
+    /// One of the options: a button, or its number in the chat; `text`: or a
+    /// typed answer.
+    Pick { text: bool },
+    /// Several options: their numbers in the chat; `text`: or a typed answer.
+    PickSeveral { text: bool },
+    /// A typed answer (no options).
+    Type,
+}
+
+/// How to answer an open question of `options` options, and when it expires.
+pub fn question_hint(lang: Lang, how: Answering, options: usize, expires_in: Duration) -> String {
+    let within = span(lang, expires_in);
+    let how = match (lang, how) {
+        (Lang::En, Answering::Pick { text: false }) => {
+            format!("Click an option, or reply in the chat with its number (1–{options}).")
+        }
+        (Lang::En, Answering::Pick { text: true }) => format!(
+            "Click an option, or reply in the chat with its number (1–{options}) or your own answer."
+        ),
+        (Lang::En, Answering::PickSeveral { text: false }) => {
+            "Reply in the chat with the numbers of your choices, e.g. `1,3`.".to_owned()
+        }
+        (Lang::En, Answering::PickSeveral { text: true }) => {
+            "Reply in the chat with the numbers of your choices, e.g. `1,3`, or your own answer."
+                .to_owned()
+        }
+        (Lang::En, Answering::Type) => "Reply in the chat with your answer.".to_owned(),
+        (Lang::Zh, Answering::Pick { text: false }) => {
+            format!("点击一个选项，或在对话中回复它的编号（1–{options}）。")
+        }
+        (Lang::Zh, Answering::Pick { text: true }) => {
+            format!("点击一个选项，或在对话中回复它的编号（1–{options}）或你自己的回答。")
+        }
+        (Lang::Zh, Answering::PickSeveral { text: false }) => {
+            "在对话中回复所选选项的编号，例如 `1,3`。".to_owned()
+        }
+        (Lang::Zh, Answering::PickSeveral { text: true }) => {
+            "在对话中回复所选选项的编号（例如 `1,3`）或你自己的回答。".to_owned()
+        }
+        (Lang::Zh, Answering::Type) => "在对话中回复你的回答。".to_owned(),
+    };
+    match lang {
+        Lang::En => {
+            format!("{how} Unanswered within {within}, the reply goes on without an answer.")
+        }
+        Lang::Zh => format!("{how}{within}内无人回答，回复将在没有回答的情况下继续。"),
+    }
+}
+
+/// An answer as one line: the chosen options (or the typed answer), joined.
+pub fn answer_text(lang: Lang, answer: &[String]) -> String {
+    answer.join(lang.pick(", ", "、"))
+}
+
+/// `✅ Answered by alice: blue`.
+pub fn question_answered(lang: Lang, by: &str, answer: &[String]) -> String {
+    let answer = answer_text(lang, answer);
+    match lang {
+        Lang::En => format!("✅ Answered by {by}: {answer}"),
+        Lang::Zh => format!("✅ {by} 的回答：{answer}"),
+    }
+}
+
+/// A click on (or a reply to) a question already answered: what stands.
+pub fn already_answered(lang: Lang, by: Option<&str>, answer: &[String]) -> String {
+    let answer = answer_text(lang, answer);
+    match (lang, by) {
+        (Lang::En, Some(by)) => format!("Already answered by {by}: {answer}."),
+        (Lang::En, None) => format!("Already answered: {answer}."),
+        (Lang::Zh, Some(by)) => format!("已经回答过了：{by} 的回答是 {answer}。"),
+        (Lang::Zh, None) => format!("已经回答过了：{answer}。"),
+    }
+}
+
+/// A click by someone else than `owner`, whose message led to the question.
+pub fn only_owner_answers(lang: Lang, owner: &str) -> String {
+    match lang {
+        Lang::En => {
+            format!("Only {owner}, whose message led to this question, or a Weft admin can answer.")
+        }
+        Lang::Zh => format!("只有引出这个问题的 {owner} 或 Weft 管理员可以回答。"),
+    }
+}
+
+/// A reply in the chat that does not answer the open question: why, and how
+/// to answer it (`options`: how many it offers).
+pub fn not_an_answer(lang: Lang, why: &str, options: usize) -> String {
+    match (lang, options) {
+        (Lang::En, 0) => {
+            format!("🤔 That does not answer the question: {why}. The question is still open.")
+        }
+        (Lang::En, n) => format!(
+            "🤔 That does not answer the question: {why}. Reply with an option's number (1–{n}) or its text; the question is still open."
+        ),
+        (Lang::Zh, 0) => format!("🤔 这不是对问题的有效回答：{why}。问题仍在等待回答。"),
+        (Lang::Zh, n) => format!(
+            "🤔 这不是对问题的有效回答：{why}。请回复选项的编号（1–{n}）或选项文字；问题仍在等待回答。"
+        ),
+    }
+}
+
+/// Why a reply is not an answer: a number past the options.
+pub fn no_such_option(lang: Lang, n: u64) -> String {
+    match lang {
+        Lang::En => format!("there is no option {n}"),
+        Lang::Zh => format!("没有选项 {n}"),
+    }
+}
+
+/// Why a reply is not an answer: several options for a one-answer question.
+pub fn one_answer_only(lang: Lang) -> &'static str {
+    lang.pick("this question takes one answer", "这个问题只能选一个")
+}
+
+/// Why a reply is not an answer: not one of the options (and no typed answer
+/// is taken).
+pub fn not_an_option(lang: Lang, text: &str) -> String {
+    match lang {
+        Lang::En => format!("“{text}” is not one of the options"),
+        Lang::Zh => format!("“{text}”不是可选的选项"),
+    }
+}
+
 // --- Gateway notices and toasts ---
 
 /// A message of a kind the bot does not read (`audio`, `sticker`, …).

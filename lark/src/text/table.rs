@@ -51,6 +51,8 @@ texts! {
     Running => "running…", "运行中…";
     /// An approval nobody answered in time (tool line).
     Expired => "expired", "已过期";
+    /// The reply waits for the person to answer a question (card paragraph).
+    WaitingForAnswer => "waiting for your answer", "等待你的回答";
 
     /// The app may not read a group's messages, though `[lark] group_context_messages` asks for them (title and text).
     BackgroundDeniedTitle => "Group background unavailable", "无法读取群消息";
@@ -64,6 +66,13 @@ texts! {
     ApprovalExpired => "⌛ expired: nobody answered in time", "⌛ 已过期：无人及时回应";
     /// The card of an approval whose reply ended first (stopped, failed).
     ApprovalClosed => "🛑 the reply ended before anyone answered", "🛑 回复已结束，无人回应";
+
+    // --- The question card ---
+    QuestionTitle => "❓ A question for you", "❓ 请回答";
+    AnsweredTitle => "Question answered", "问题已回答";
+    UnansweredTitle => "Question not answered", "问题未回答";
+    /// The card of a question nobody answered in time.
+    QuestionExpired => "⌛ Nobody answered in time; the reply went on without an answer.", "⌛ 无人及时回答，回复在没有回答的情况下继续了。";
 
     // --- Clicks on approval buttons (gateway toasts) ---
     /// The decision takes longer than the click's answer may.
@@ -82,6 +91,13 @@ texts! {
     ClickTryAgain => "Could not record your decision; please try again.", "未能记录你的决定，请重试。";
     /// Every click slot was taken; nothing was decided.
     ClickBusy => "⏳ Busy right now; nothing was decided. Please click again in a moment.", "⏳ 现在有点忙，没有做出决定，请稍后再点一次。";
+    /// A question answered by a click.
+    ClickAnswered => "✅ Answered", "✅ 已回答";
+    ClickQuestionExpired => "⌛ Too late: this question expired, and the reply went on without an answer.", "⌛ 太晚了：此问题已过期，回复在没有回答的情况下继续了。";
+    ClickQuestionRunEnded => "The reply already ended; there is nothing to answer.", "回复已经结束，无需再回答。";
+    ClickQuestionGone => "This question no longer exists.", "此问题已不存在。";
+    /// Someone else answered, and the owner is unknown.
+    ClickNotYoursToAnswer => "Only the person this question is for, or a Weft admin, can answer.", "只有被提问的人或 Weft 管理员可以回答。";
     /// What stands: an expired approval.
     AlreadyExpired => "⌛ Already expired (counts as denied).", "⌛ 已经过期（视为拒绝）。";
 

@@ -157,7 +157,7 @@ pub const MEMORY_TOOLS: [&str; 3] = ["remember", "forget", "memory_search"];
 
 /// Tools every agent that has tools at all may call: they only read what the
 /// run already produced or what the agent's own skills say.
-const ALWAYS_WITH_TOOLS: [&str; 2] = ["read_output", "use_skill"];
+const ALWAYS_WITH_TOOLS: [&str; 3] = ["ask_user", "read_output", "use_skill"];
 
 impl AgentConfig {
     /// Whether `who` may choose this agent.

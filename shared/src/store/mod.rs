@@ -20,6 +20,7 @@ mod mcp_status;
 mod memories;
 mod messages;
 mod purge;
+mod questions;
 mod recovery;
 mod revisions;
 mod runs;
@@ -33,6 +34,7 @@ mod tool_outputs;
 mod turns;
 mod user_limits;
 mod users;
+mod waits;
 
 use std::str::FromStr;
 use std::sync::Arc;
@@ -44,9 +46,7 @@ use sqlx::{AnyPool, Row};
 use crate::retry::{Backoff, retry};
 
 pub use agents::{AgentOrigin, AgentRecord, builtin_agents};
-pub use approvals::{
-    Approval, ApprovalStatus, DecideOutcome, Decision, NewApproval, PendingStep, WaitOutcome,
-};
+pub use approvals::{Approval, ApprovalStatus, DecideOutcome, Decision, NewApproval};
 pub use attachments::{Attachment, NewAttachment};
 pub use config_settings::ConfigSettings;
 pub use jobs::{ClaimedJob, Enqueued, JobEnd, JobRecord, JobState, LAPSED, LapsedJob, NewJob};
@@ -61,6 +61,9 @@ pub use lark_inbox::{InboxEntry, InboxState, InboxWriter, LeasedInbound, MAX_KEE
 pub use memories::{Kept, Learned, Memory, MemoryChange, NewMemory, PendingTurn};
 pub use messages::{HistoryState, Message, StepCheckpoint, ToolResult, valid_cursor};
 pub use purge::Purged;
+pub use questions::{
+    AnswerOutcome, Answerer, MAX_ANSWER_CHARS, NewQuestion, Question, QuestionStatus,
+};
 pub use runs::{
     ActiveRun, CancelOutcome, ClaimOutcome, ClaimedRun, FinishOutcome, RunEnd, RunRecord, RunStatus,
 };
@@ -72,6 +75,7 @@ pub use summaries::Summary;
 pub use turns::{Alternative, TurnOutcome};
 pub use user_limits::RunLimits;
 pub use users::{AuthUser, PasswordChange, Role, TokenKind, TokenRecord};
+pub use waits::{PendingStep, WaitOutcome};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {

@@ -207,7 +207,7 @@ pub enum RunEnd {
     },
 }
 
-pub(super) const ACTIVE: &str = "('queued', 'running', 'waiting_approval')";
+pub(super) const ACTIVE: &str = "('queued', 'running', 'waiting_approval', 'waiting_input')";
 
 /// A run is yours (`$2`) when you started it or it is in your session: in a
 /// shared Lark conversation the session's owner sees and stops the runs of the
@@ -293,7 +293,7 @@ impl Store {
             created_at: get_i64(&row, "created_at")?,
             last_seq: get_i64(&row, "last_seq")? as u64,
             traceparent: get_opt_str(&row, "traceparent")?,
-            pending_step: super::approvals::parse_pending_step(get_opt_str(&row, "pending_step")?)?,
+            pending_step: super::waits::parse_pending_step(get_opt_str(&row, "pending_step")?)?,
             resumed_by: get_opt_str(&row, "resumed_by")?,
             prompt_rev: get_i64(&row, "prompt_rev")?,
             session_knowledge: match get_opt_str(&row, "session_knowledge")? {

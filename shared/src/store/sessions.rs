@@ -79,7 +79,7 @@ impl SessionCursor {
 }
 
 pub(super) const SELECT: &str = "select s.id, s.user_id, s.title, s.model, s.mode, s.source, s.created_at, s.updated_at, s.knowledge,
-    (select r.id from runs r where r.session_id = s.id and r.status in ('queued', 'running', 'waiting_approval')) as active_run_id
+    (select r.id from runs r where r.session_id = s.id and r.status in ('queued', 'running', 'waiting_approval', 'waiting_input')) as active_run_id
     from sessions s";
 
 /// Escape `%`, `_` and `\` for a `like … escape '\'` pattern.

@@ -33,7 +33,7 @@ async fn a_decision_before_the_wait_is_still_the_one_the_resume_links_to(db: Db)
         expires_at: weft_shared::time::now_ms() + 60_000,
     };
     assert!(
-        s.request_approvals(&run, "w1", &pending, &[asked])
+        s.store_waits(&run, "w1", &pending, &[asked], &[])
             .await
             .unwrap()
     );
@@ -48,7 +48,7 @@ async fn a_decision_before_the_wait_is_still_the_one_the_resume_links_to(db: Db)
     )
     .await
     .unwrap();
-    let waited = s.wait_for_approvals(&run, "w1", 3).await.unwrap();
+    let waited = s.suspend_run(&run, "w1", 3).await.unwrap();
     assert_eq!(
         waited,
         WaitOutcome::Decided,

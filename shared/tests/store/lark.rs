@@ -416,7 +416,7 @@ async fn approval_cards_say_how_they_were_decided(db: Db) {
         call("ap_no", "c"),
     ];
     assert!(
-        s.request_approvals(&run, "w1", &pending, &asked)
+        s.store_waits(&run, "w1", &pending, &asked, &[])
             .await
             .unwrap()
     );

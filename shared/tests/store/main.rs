@@ -15,6 +15,7 @@ mod limits;
 mod memories;
 mod messages;
 mod purge;
+mod questions;
 mod reaper;
 mod runs;
 mod send;

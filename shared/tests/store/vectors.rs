@@ -75,7 +75,13 @@ async fn vectors_are_stored_with_their_chunks_and_found_nearest_first(db: Db) {
     let query = unit([0.9, 0.3, 0.0, 0.0]);
     if indexed {
         let found = s
-            .search_knowledge_vectors_indexed(std::slice::from_ref(&base), "m1", &query, 2, VectorScan::Index)
+            .search_knowledge_vectors_indexed(
+                std::slice::from_ref(&base),
+                "m1",
+                &query,
+                2,
+                VectorScan::Index,
+            )
             .await
             .unwrap();
         assert!(found[0].1 > found[1].1 && found[0].1 <= 1.0001);
@@ -83,10 +89,16 @@ async fn vectors_are_stored_with_their_chunks_and_found_nearest_first(db: Db) {
         assert_eq!(texts_of(ids).await, ["north", "north east"]);
         // Another model's vectors are not compared with this one's.
         assert!(
-            s.search_knowledge_vectors_indexed(std::slice::from_ref(&base), "m2", &query, 2, VectorScan::Index)
-                .await
-                .unwrap()
-                .is_empty()
+            s.search_knowledge_vectors_indexed(
+                std::slice::from_ref(&base),
+                "m2",
+                &query,
+                2,
+                VectorScan::Index
+            )
+            .await
+            .unwrap()
+            .is_empty()
         );
         // The HNSW index of this size exists and the planner takes it.
         assert_eq!(
@@ -254,8 +266,15 @@ async fn the_index_finds_what_exact_search_finds_through_the_base_filter(db: Db)
             "nearest first"
         );
         for (id, _) in &indexed {
-            let text = &s.knowledge_chunks_by_id(std::slice::from_ref(id)).await.unwrap()[0].text;
-            assert!(text.starts_with("small "), "a chunk of another base: {text}");
+            let text = &s
+                .knowledge_chunks_by_id(std::slice::from_ref(id))
+                .await
+                .unwrap()[0]
+                .text;
+            assert!(
+                text.starts_with("small "),
+                "a chunk of another base: {text}"
+            );
         }
         found += indexed
             .iter()

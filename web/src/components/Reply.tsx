@@ -9,10 +9,11 @@ import { api } from '../api'
 import { replyCitations } from '../citations'
 import { contextUse, fmtMs, fmtNum } from '../format'
 import { useT } from '../i18n'
-import { isTerminal, type Phase, type StepView, type ToolView } from '../stream/reducer'
+import { isTerminal, type Phase, type QuestionView, type StepView, type ToolView } from '../stream/reducer'
 import { useRun } from '../stream/useRun'
 import type { Citation, ErrorBody, MemoryRef, Message, Run, RunStatus, Usage } from '../types'
 import { Markdown } from './Markdown'
+import { QuestionCard } from './QuestionCard'
 import { Cited } from './Sources'
 import { ToolCard } from './ToolCard'
 import { Icon } from './Icon'
@@ -39,7 +40,7 @@ export function LiveReply({ runId, sessionId, agent, onPhase, onGone }: LiveRepl
   }, [run.phase, runId, onPhase])
 
   const terminal = isTerminal(run)
-  const hasContent = run.steps.some((s) => s.text || s.thinking || s.tools.length)
+  const hasContent = run.questions.length > 0 || run.steps.some((s) => s.text || s.thinking || s.tools.length)
   return (
     <article
       className={`msg assistant ${terminal ? '' : 'streaming'}`}
@@ -52,7 +53,14 @@ export function LiveReply({ runId, sessionId, agent, onPhase, onGone }: LiveRepl
       {run.memories && run.memories.length > 0 && <MemoriesUsed memories={run.memories} />}
       <Cited citations={run.citations}>
         {run.steps.map((s) => (
-          <Step key={s.step} step={s} tools={run.tools} live={!terminal} citations={run.citations} />
+          <Step
+            key={s.step}
+            step={s}
+            tools={run.tools}
+            questions={run.questions}
+            live={!terminal}
+            citations={run.citations}
+          />
         ))}
       </Cited>
       {!terminal && !hasContent && !run.retry && (
@@ -103,8 +111,18 @@ function MemoriesUsed({ memories }: { memories: MemoryRef[] }) {
   )
 }
 
-function Step(p: { step: StepView; tools: Record<string, ToolView>; live: boolean; citations?: Citation[] }) {
+function Step(p: {
+  step: StepView
+  tools: Record<string, ToolView>
+  questions: QuestionView[]
+  live: boolean
+  citations?: Citation[]
+}) {
   const { step, tools, live } = p
+  // A question stands in for the card of its `ask_user` call: where the call
+  // is once it runs, after the step's other calls until then.
+  const asked = p.questions.filter((q) => q.step === step.step)
+  const byCall = new Map(asked.map((q) => [q.callId, q]))
   return (
     <div className="step" data-step={step.step}>
       {step.thinking && <Thinking text={step.thinking} live={live && !step.text} />}
@@ -113,7 +131,16 @@ function Step(p: { step: StepView; tools: Record<string, ToolView>; live: boolea
           <Markdown text={step.text} citations={p.citations} />
         </div>
       )}
-      {step.tools.map((id) => tools[id] && <ToolCard key={id} tool={tools[id]} />)}
+      {step.tools.map((id) => {
+        const q = byCall.get(id)
+        if (q) return <QuestionCard key={q.questionId} q={q} live={live} />
+        return tools[id] && <ToolCard key={id} tool={tools[id]} />
+      })}
+      {asked
+        .filter((q) => !step.tools.includes(q.callId))
+        .map((q) => (
+          <QuestionCard key={q.questionId} q={q} live={live} />
+        ))}
     </div>
   )
 }
@@ -187,6 +214,7 @@ const PHASE_OF_STATUS: Record<RunStatus, Phase | null> = {
   queued: null,
   running: null,
   waiting_approval: null,
+  waiting_input: null,
   succeeded: 'done',
   failed: 'error',
   cancelled: 'cancelled',

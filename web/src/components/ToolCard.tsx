@@ -42,7 +42,7 @@ export function decisionText(t: Translate, d: ApprovalOutcome): string {
 }
 
 /** The current time, re-read every `everyMs` while `active`. */
-function useNow(active: boolean, everyMs: number): number {
+export function useNow(active: boolean, everyMs: number): number {
   const [now, setNow] = useState(() => Date.now())
   useEffect(() => {
     if (!active) return

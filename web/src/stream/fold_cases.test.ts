@@ -11,6 +11,7 @@ interface Expect {
   outcome: string | null
   citations?: number[]
   memories?: string[]
+  questions?: { question_id: string; status: string; answer: string[] }[]
 }
 
 interface Case {
@@ -36,10 +37,18 @@ function seen(s: RunState) {
 function check(state: RunState, events: unknown[], expected: Expect): RunState {
   let s = state
   for (const e of events) s = applyEvent(s, e as RunEvent)
-  const { citations, memories, ...rest } = expected
+  const { citations, memories, questions, ...rest } = expected
   expect(seen(s)).toEqual(rest)
   if (citations) expect((s.citations ?? []).map((c) => c.n)).toEqual(citations)
   if (memories) expect((s.memories ?? []).map((m) => m.id)).toEqual(memories)
+  if (questions) {
+    const asked = s.questions.map((q) => ({
+      question_id: q.questionId,
+      status: q.answered?.status ?? 'pending',
+      answer: q.answered?.answer ?? [],
+    }))
+    expect(asked).toEqual(questions)
+  }
   return s
 }
 

@@ -15,7 +15,13 @@
 //     `approval_decided` records the decision and who made it; the pending
 //     approvals read over HTTP (`approvals` action) fill in what a lost event log
 //     no longer replays, without undoing a decision the events already told;
-//   * `retrying` restarts one step: what that step streamed so far is discarded;
+//   * questions (`ask_user`): `question` makes the run wait for a person's input
+//     (phase `waiting_input`), `question_answered` records the answer (or that it
+//     expired) and who gave it; like approvals, they are void from `resume_step`
+//     on and with their step's `retrying`. The session's open questions read over
+//     HTTP (`questions` action) fill in what a lost event log no longer replays;
+//   * `retrying` restarts one step: what that step streamed so far (and the
+//     questions it asked) is discarded;
 //   * `citations` (sent just before `done`) sets the sources the answer cites as
 //     `[n]`, whole: a later one replaces the list, never adds to it (the reply text
 //     keeps its `[n]`; drawing them as footnotes is the view's business);
@@ -26,13 +32,14 @@
 // The reducer is pure and returns a new object whenever something changed (and the
 // same object when nothing did), so React can use it directly.
 
-import type { Approval, Citation, ErrorBody, MemoryRef, RunEvent, Usage } from '../types'
+import type { Approval, Citation, ErrorBody, MemoryRef, Question, QuestionStatus, RunEvent, Usage } from '../types'
 
 export type Phase =
   | 'connecting'
   | 'running'
   | 'retrying'
   | 'waiting_approval'
+  | 'waiting_input'
   | 'done'
   | 'error'
   | 'cancelled'
@@ -56,6 +63,32 @@ export interface ApprovalOutcome {
   /** `approved`, `denied` or `expired` */
   decision: string
   /** the username that decided; none when it expired */
+  by: string | null
+}
+
+/** A question the agent asked the person (`question`), and its answer once told. */
+export interface QuestionView {
+  questionId: string
+  callId: string
+  step: number
+  question: string
+  /** choices offered; empty for a free answer */
+  options: string[]
+  /** several options may be chosen */
+  multiple: boolean
+  /** a typed answer is accepted besides the options */
+  allowText: boolean
+  /** unix ms: unanswered by then, the agent is told nobody answered */
+  expiresAt?: number
+  /** once `question_answered` told: `answered` (with the answer and who) or `expired` */
+  answered?: QuestionOutcome
+}
+
+export interface QuestionOutcome {
+  status: QuestionStatus
+  /** the chosen options, or the one typed answer; empty when it expired */
+  answer: string[]
+  /** the username that answered */
   by: string | null
 }
 
@@ -83,6 +116,8 @@ export interface RunState {
   /** sorted by step number */
   steps: StepView[]
   tools: Record<string, ToolView>
+  /** the questions asked, in the order asked (each carries its step) */
+  questions: QuestionView[]
   usage?: Usage
   /** the sources the answer cites as `[n]`, once the `citations` event told */
   citations?: Citation[]
@@ -106,6 +141,8 @@ export type RunAction =
   | { kind: 'connection'; state: 'open' | 'lost' }
   /** the session's pending approvals, as `GET /v1/sessions/{id}/approvals` lists them */
   | { kind: 'approvals'; approvals: Approval[] }
+  /** the session's open questions, as `GET /v1/sessions/{id}/questions` lists them */
+  | { kind: 'questions'; questions: Question[] }
 
 export function initialRunState(runId: string): RunState {
   return {
@@ -115,6 +152,7 @@ export function initialRunState(runId: string): RunState {
     phase: 'connecting',
     steps: [],
     tools: {},
+    questions: [],
     reconnecting: false,
   }
 }
@@ -137,6 +175,7 @@ export function reduceRun(state: RunState, action: RunAction): RunState {
     return reconnecting === state.reconnecting ? state : { ...state, reconnecting }
   }
   if (action.kind === 'approvals') return applyPendingApprovals(state, action.approvals)
+  if (action.kind === 'questions') return applyOpenQuestions(state, action.questions)
   return applyEvent(state, action.event)
 }
 
@@ -171,6 +210,44 @@ export function applyPendingApprovals(state: RunState, approvals: readonly Appro
     s.phase = 'waiting_approval'
   }
   return s ?? state
+}
+
+/**
+ * Adds the run's open questions that the events did not show (a lost event log,
+ * as for approvals). A question the events already told is left alone.
+ */
+export function applyOpenQuestions(state: RunState, questions: readonly Question[]): RunState {
+  if (isTerminal(state)) return state
+  let s: RunState | null = null
+  for (const q of questions) {
+    if (q.run_id !== state.runId || q.status !== 'pending') continue
+    if (state.questions.some((x) => x.questionId === q.id)) continue
+    s ??= { ...state }
+    ensureStep(s, q.step)
+    const expiresAt = Date.parse(q.expires_at)
+    s.questions = [
+      ...s.questions,
+      {
+        questionId: q.id,
+        callId: q.call_id,
+        step: q.step,
+        question: q.question,
+        options: q.options,
+        multiple: q.multiple,
+        allowText: q.allow_text,
+        expiresAt: Number.isNaN(expiresAt) ? undefined : expiresAt,
+      },
+    ]
+    s.phase = 'waiting_input'
+  }
+  return s ?? state
+}
+
+/** Where a run that is not streaming stands: waiting for a person, or running. */
+function waitingPhase(s: RunState): Phase {
+  if (Object.values(s.tools).some((t) => t.status === 'awaiting_approval')) return 'waiting_approval'
+  if (s.questions.some((q) => !q.answered)) return 'waiting_input'
+  return 'running'
 }
 
 export function applyEvent(state: RunState, ev: RunEvent): RunState {
@@ -252,7 +329,34 @@ export function applyEvent(state: RunState, ev: RunEvent): RunState {
           decision: { decision: ev.decision, by: ev.by ?? null },
         },
       }
-      s.phase = Object.values(s.tools).some((t) => t.status === 'awaiting_approval') ? 'waiting_approval' : 'running'
+      s.phase = waitingPhase(s)
+      return s
+    }
+    case 'question': {
+      ensureStep(s, ev.step)
+      // Asked again (a replayed or re-sent event): the newest telling stands.
+      s.questions = [
+        ...s.questions.filter((q) => q.questionId !== ev.question_id),
+        {
+          questionId: ev.question_id,
+          callId: ev.call_id,
+          step: ev.step,
+          question: ev.question,
+          options: ev.options,
+          multiple: ev.multiple,
+          allowText: ev.allow_text,
+          expiresAt: ev.expires_at,
+        },
+      ]
+      s.phase = 'waiting_input'
+      return s
+    }
+    case 'question_answered': {
+      const i = s.questions.findIndex((q) => q.questionId === ev.question_id)
+      if (i < 0) return s
+      s.questions = [...s.questions]
+      s.questions[i] = { ...s.questions[i], answered: { status: ev.status, answer: ev.answer, by: ev.by ?? null } }
+      s.phase = waitingPhase(s)
       return s
     }
     case 'tool_end': {
@@ -273,7 +377,7 @@ export function applyEvent(state: RunState, ev: RunEvent): RunState {
           approvalId: prev?.approvalId,
         },
       }
-      if (s.phase === 'waiting_approval') s.phase = 'running'
+      if (s.phase === 'waiting_approval' || s.phase === 'waiting_input') s.phase = 'running'
       return s
     }
     case 'usage': {
@@ -306,6 +410,7 @@ export function applyEvent(state: RunState, ev: RunEvent): RunState {
         s.steps = [...s.steps]
         s.steps[i] = { step: ev.step, thinking: '', text: '', tools: [] }
       }
+      if (s.questions.some((q) => q.step === ev.step)) s.questions = s.questions.filter((q) => q.step !== ev.step)
       s.retry = { step: ev.step, attempt: ev.attempt, reason: ev.reason, delayMs: ev.delay_ms }
       s.phase = 'retrying'
       return s
@@ -356,6 +461,7 @@ function ensureStep(s: RunState, step: number): StepView {
 }
 
 function dropStepsFrom(s: RunState, resumeStep: number): void {
+  if (s.questions.some((q) => q.step >= resumeStep)) s.questions = s.questions.filter((q) => q.step < resumeStep)
   const kept = s.steps.filter((x) => x.step < resumeStep)
   if (kept.length === s.steps.length) return
   s.steps = kept

@@ -1,10 +1,10 @@
 // React binding: one run's state, fed by one RunAttachment.
 //
 // The attachment replays the run's events from the first, which include any
-// `approval_required`. The session's pending approvals are read once as well, so a
-// run still waiting shows its buttons even when its event log did not survive (an
-// embedded server restarted, a flushed Redis); the reducer ignores what the events
-// already told.
+// `approval_required` and `question`. The session's pending approvals and open
+// questions are read once as well, so a run still waiting shows its buttons even
+// when its event log did not survive (an embedded server restarted, a flushed
+// Redis); the reducer ignores what the events already told.
 
 import { useEffect, useReducer } from 'react'
 import { api } from '../api'
@@ -39,6 +39,12 @@ export function useRun(runId: string, onGone: () => void, sessionId?: string): R
       .catch(() => {
         // The events are the main source; this list only fills a lost log's gap.
       })
+    api
+      .listQuestions(sessionId)
+      .then((questions) => {
+        if (live && questions.length) dispatch({ kind: 'questions', questions })
+      })
+      .catch(() => {})
     return () => {
       live = false
     }

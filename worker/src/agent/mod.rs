@@ -13,7 +13,6 @@
 //! never executed again. No database transaction is held across an LLM or tool
 //! call; nothing is written per token.
 
-mod approval;
 mod citations;
 mod finish;
 mod knowledge;
@@ -22,6 +21,7 @@ mod output;
 mod skills;
 mod step;
 mod toolrun;
+mod wait;
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -316,7 +316,7 @@ impl<'a> Attempt<'a> {
         if let Some(pending) = pending {
             self.step = pending.step;
             let span = step_span(self.step);
-            match approval::resume(self, pending).instrument(span).await {
+            match wait::resume(self, pending).instrument(span).await {
                 Flow::Next => self.step += 1,
                 other => return other,
             }
@@ -438,8 +438,11 @@ impl<'a> Attempt<'a> {
             Err(flow) => return flow,
         };
         let disposed = runner.dispose_step(calls, |_| None);
-        if disposed.iter().any(|(_, d)| *d == Disposition::Confirm) {
-            return approval::suspend(self, text, disposed).await;
+        if disposed
+            .iter()
+            .any(|(_, d)| matches!(d, Disposition::Confirm | Disposition::Ask))
+        {
+            return wait::suspend(self, text, disposed).await;
         }
         self.run_tools(&runner, text, disposed).await
     }

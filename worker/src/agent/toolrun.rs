@@ -29,8 +29,13 @@ pub(super) enum Disposition {
     Run,
     /// Waits for a person's yes.
     Confirm,
-    /// Answered without running: the text the model gets.
+    /// `ask_user`: waits for a person's answer.
+    Ask,
+    /// Answered without running, as an error: the text the model gets.
     Answer(String),
+    /// Answered without running by a person (`ask_user`): the text the model
+    /// gets, as the call's result.
+    Answered(String),
 }
 
 pub(super) struct ToolRunner<'a> {
@@ -108,14 +113,15 @@ impl<'a> ToolRunner<'a> {
     /// would let one call's approval or refusal stand for another's, so every
     /// call after the first with an id is renamed and answered as an error
     /// without running. Then only the first `tools.max_calls_per_step` calls
-    /// are considered; the rest are answered "skipped". `decided` gives the
-    /// person's decision on a call that waited for approval (a resumed step):
-    /// an approved call runs unless it is refused now anyway (a policy turned
-    /// `deny`, the tool gone).
+    /// are considered; the rest are answered "skipped". `decided` gives what a
+    /// person said to a call that waited (a resumed step): `Run` for an
+    /// approved call, which runs unless it is refused now anyway (a policy
+    /// turned `deny`, the tool gone); `Answer` for a denial; `Answered` for a
+    /// question's answer.
     pub fn dispose_step(
         &self,
         calls: Vec<ToolCall>,
-        decided: impl Fn(&ToolCall) -> Option<Result<(), String>>,
+        decided: impl Fn(&ToolCall) -> Option<Disposition>,
     ) -> Vec<(ToolCall, Disposition)> {
         let cap = self.cfg.tools.max_calls_per_step as usize;
         unique_ids(calls)
@@ -133,8 +139,7 @@ impl<'a> ToolRunner<'a> {
                 } else {
                     match (self.dispose(&call), decided(&call)) {
                         (refused @ Disposition::Answer(_), _) => refused,
-                        (_, Some(Ok(()))) => Disposition::Run,
-                        (_, Some(Err(answer))) => Disposition::Answer(answer),
+                        (_, Some(said)) => said,
                         (now, None) => now,
                     }
                 };
@@ -171,6 +176,9 @@ impl<'a> ToolRunner<'a> {
                 "error: {} is not allowed here (denied by the administrator's policy)",
                 call.name
             )),
+            // A question waits for its answer whatever the policy: asking is
+            // the confirmation.
+            _ if call.name == weft_tools::ASK_USER => Disposition::Ask,
             ToolPolicy::Confirm if !self.grants.contains(&call.name) => Disposition::Confirm,
             ToolPolicy::Confirm | ToolPolicy::Auto => Disposition::Run,
         }
@@ -202,7 +210,9 @@ impl<'a> ToolRunner<'a> {
                 let out = match d {
                     Disposition::Run => self.call(c).await,
                     Disposition::Answer(text) => Err(text.clone()),
+                    Disposition::Answered(text) => Ok(text.clone()),
                     Disposition::Confirm => Err("error: this call was not approved".into()),
+                    Disposition::Ask => Err("error: this question was not answered".into()),
                 };
                 let took = t0.elapsed();
                 let span = Span::current();

@@ -2,7 +2,8 @@
 //! ([`pages`]: CardKit card entities that type the answer out, or plain cards
 //! patched whole where CardKit is refused), then the approval cards
 //! ([`approvals`]: one per approval, asked with buttons and rewritten without
-//! them once it is decided, expired or left open by a reply that ended).
+//! them once it is decided, expired or left open by a reply that ended), then
+//! the question cards ([`questions`]: the same, for the agent's questions).
 //!
 //! **Fewer calls, newest content.** A card is created with its first content
 //! (reasoning, text, a call), not as an empty "…" that a patch fills a moment
@@ -16,6 +17,7 @@
 
 mod approvals;
 mod pages;
+mod questions;
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
@@ -62,10 +64,14 @@ pub(super) struct Driver {
     answered: HashSet<String>,
     /// The run's approval cards as recorded (read when needed).
     approval_cards: Option<Vec<LarkApprovalCard>>,
-    /// The log's last seq before this attempt: approvals announced up to it
-    /// were asked (and answers shown) by an earlier attempt's follower; they
-    /// are asked again (same `uuid`, same card) only if this attempt leaves
-    /// them open.
+    /// Questions whose card this driver has sent, and the card's message.
+    questions_asked: HashMap<String, String>,
+    /// Questions whose card this driver has rewritten with their answer.
+    questions_answered: HashSet<String>,
+    /// The log's last seq before this attempt: approvals and questions
+    /// announced up to it were asked (and answers shown) by an earlier
+    /// attempt's follower; they are asked again (same `uuid`, same card) only
+    /// if this attempt leaves them open.
     before: Option<u64>,
     /// The attempt left the run waiting.
     settle: CancellationToken,
@@ -101,6 +107,8 @@ impl Driver {
             asked: HashMap::new(),
             answered: HashSet::new(),
             approval_cards: None,
+            questions_asked: HashMap::new(),
+            questions_answered: HashSet::new(),
             before,
             settle,
             leave,
@@ -206,7 +214,8 @@ impl Driver {
         }
     }
 
-    /// Makes the cards show `view`: the reply's pages, then its approvals.
+    /// Makes the cards show `view`: the reply's pages, then its approvals and
+    /// its questions.
     async fn sync(&mut self, view: &ReplyView) -> Result<(), SyncError> {
         loop {
             match self.push_pages(view).await {
@@ -218,7 +227,8 @@ impl Driver {
                 Ok(()) => break,
             }
         }
-        self.sync_approvals(view).await
+        self.sync_approvals(view).await?;
+        self.sync_questions(view).await
     }
 
     /// A new message in the run's conversation: a reply to its newest Lark

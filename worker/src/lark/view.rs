@@ -7,7 +7,9 @@
 //!
 //! A call held for approval is a tool line that says so (and, once answered,
 //! who answered); the buttons live on a card of their own per approval
-//! ([`ReplyView::approvals`] says what each of those cards must show).
+//! ([`ReplyView::approvals`] says what each of those cards must show). A
+//! question the agent asks (`ask_user`) is a card of its own too
+//! ([`ReplyView::questions`]), while the reply card waits orange for the answer.
 
 mod reasoning;
 
@@ -15,8 +17,8 @@ use weft_lark::card::{CardState, ReplyCard, Source, ToolApproval, ToolProgress, 
 use weft_lark::text::Lang;
 use weft_lark::text::say::{Footer, Verdict};
 use weft_shared::event::{EventKind, RunEvent};
-pub use weft_shared::fold::Approval;
-use weft_shared::fold::{Decided, Outcome, RunFold, ToolCall, ToolStatus as FoldStatus};
+use weft_shared::fold::{Answered, Decided, Outcome, RunFold, ToolCall, ToolStatus as FoldStatus};
+pub use weft_shared::fold::{Approval, Question};
 
 use reasoning::Thinking;
 
@@ -41,6 +43,17 @@ pub enum ApprovalShown<'a> {
     Closed,
 }
 
+/// What a question's own card must show.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum QuestionShown<'a> {
+    /// The question, open (its buttons, or how to reply).
+    Open,
+    /// Answered or expired.
+    Answered(&'a Answered),
+    /// The reply ended before anyone answered.
+    Closed,
+}
+
 /// The reply as its card shows it: the run's events folded by the protocol's
 /// one fold ([`RunFold`]), plus how long the model thought, which only the
 /// card tells.
@@ -61,7 +74,8 @@ impl ReplyView {
             EventKind::Thinking { step, delta } => self.thinking.think(*step, delta, ts),
             EventKind::Text { step, .. }
             | EventKind::ToolStart { step, .. }
-            | EventKind::ApprovalRequired { step, .. } => self.thinking.answered(*step, ts),
+            | EventKind::ApprovalRequired { step, .. }
+            | EventKind::Question { step, .. } => self.thinking.answered(*step, ts),
             EventKind::Retrying { step, .. } => self.thinking.drop_step(*step),
             EventKind::Usage(usage) | EventKind::Done { usage, .. } => {
                 self.thinking.reported(usage.reasoning)
@@ -92,6 +106,7 @@ impl ReplyView {
         self.is_final()
             || !self.body().is_empty()
             || !self.fold.tools.is_empty()
+            || !self.fold.questions.is_empty()
             || self.thinking.shown(false).is_some()
     }
 
@@ -121,6 +136,22 @@ impl ReplyView {
             .collect()
     }
 
+    /// Every question of the reply and what its card must show.
+    pub fn questions(&self) -> Vec<(&Question, QuestionShown<'_>)> {
+        self.fold
+            .questions
+            .iter()
+            .map(|q| {
+                let shown = match &q.answered {
+                    Some(answered) => QuestionShown::Answered(answered),
+                    None if self.is_final() => QuestionShown::Closed,
+                    None => QuestionShown::Open,
+                };
+                (q, shown)
+            })
+            .collect()
+    }
+
     /// The reply's text so far, all steps in order.
     pub fn body(&self) -> String {
         self.fold
@@ -135,8 +166,10 @@ impl ReplyView {
 
     pub fn card(&self, lang: Lang) -> ReplyCard {
         let waiting = !self.open_approvals().is_empty();
+        let asking = self.fold.open_question().is_some();
         let state = match self.phase() {
             Phase::Thinking | Phase::Streaming if waiting => CardState::AwaitingApproval,
+            Phase::Thinking | Phase::Streaming if asking => CardState::AwaitingAnswer,
             Phase::Thinking => CardState::Thinking,
             Phase::Streaming => CardState::Streaming,
             Phase::Done => CardState::Done,

@@ -28,7 +28,7 @@ async fn start(b: Backend) -> LarkWorld {
 }
 
 /// Labels of the buttons anywhere on a card.
-fn buttons(card: &Value) -> Vec<String> {
+pub(super) fn buttons(card: &Value) -> Vec<String> {
     fn walk(v: &Value, out: &mut Vec<String>) {
         match v {
             Value::Object(map) => {
@@ -47,7 +47,7 @@ fn buttons(card: &Value) -> Vec<String> {
 }
 
 /// A card element's markdown, by id, in a raw card document.
-fn text_of(card: &Value, id: &str) -> String {
+pub(super) fn text_of(card: &Value, id: &str) -> String {
     card["body"]["elements"]
         .as_array()
         .into_iter()
@@ -82,7 +82,7 @@ async fn waiting_card(w: &LarkWorld, to: &str) -> SentMessage {
 }
 
 /// The card as the fake holds it now.
-fn current(w: &LarkWorld, message_id: &str) -> SentMessage {
+pub(super) fn current(w: &LarkWorld, message_id: &str) -> SentMessage {
     w.fake
         .sent_messages()
         .into_iter()
@@ -92,7 +92,7 @@ fn current(w: &LarkWorld, message_id: &str) -> SentMessage {
 
 /// A click on a button as it was on `card` (a stale screen, or a second click
 /// before Lark redrew the card).
-fn click_as_seen(w: &LarkWorld, card: &SentMessage, who: &str, label: &str) -> String {
+pub(super) fn click_as_seen(w: &LarkWorld, card: &SentMessage, who: &str, label: &str) -> String {
     let value = card.content["body"]["elements"]
         .as_array()
         .unwrap()

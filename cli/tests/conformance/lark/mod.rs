@@ -18,6 +18,7 @@ mod knowledge;
 mod language;
 mod memory;
 mod overdue;
+mod questions;
 mod replies;
 mod resilience;
 mod speakers;

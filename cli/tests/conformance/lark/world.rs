@@ -2,7 +2,7 @@
 //! to it, and helpers that read what users would see back from the fake (cards
 //! as last patched, call records).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 use weft_lark::fake::{FakeConfig, FakeLark, PushOptions, SentMessage};
@@ -97,18 +97,15 @@ impl LarkWorld {
     }
 
     pub(super) async fn wait_connections(&self, n: usize) {
-        let deadline = Instant::now() + WAIT;
-        while self.fake.live_connections() != n {
-            assert!(
-                Instant::now() < deadline,
-                "{n} lark connections never came up"
-            );
-            let _ = self
-                .fake
-                .wait_until(Duration::from_millis(200), |r| r.connections_opened > 0)
-                .await;
-            tokio::time::sleep(Duration::from_millis(20)).await;
-        }
+        eventually(
+            WAIT,
+            &format!("{n} live lark connections"),
+            async || match self.fake.live_connections() {
+                live if live == n => Ok(()),
+                live => Err(live),
+            },
+        )
+        .await
     }
 
     /// Kills gateway `i` and starts it again on the same data.
@@ -210,25 +207,14 @@ impl LarkWorld {
 
     /// Waits until `check` finds something in what the fake holds.
     pub(super) async fn until<T>(&self, what: &str, check: impl Fn(&FakeLark) -> Option<T>) -> T {
-        let deadline = Instant::now() + WAIT;
-        loop {
-            if let Some(found) = check(&self.fake) {
-                return found;
-            }
-            let seen = self.fake.records().calls.len();
-            let left = deadline.saturating_duration_since(Instant::now());
-            assert!(
-                !left.is_zero(),
-                "timed out waiting for {what}\n{}",
-                self.logs()
-            );
-            let _ = self
-                .fake
-                .wait_until(left.min(Duration::from_millis(500)), |r| {
-                    r.calls.len() > seen
-                })
-                .await;
-        }
+        eventually_with(
+            WAIT,
+            POLL,
+            what,
+            || self.logs(),
+            async || check(&self.fake).ok_or("nothing yet"),
+        )
+        .await
     }
 
     /// The replies to Lark message `to` (cards and notices), oldest first.
@@ -240,14 +226,15 @@ impl LarkWorld {
             .collect()
     }
 
-    /// The reply card to `to` once it shows an ended reply.
-    /// The reply card to `to` once it shows an ended reply (approval cards,
-    /// which turn green or red when answered, are not reply cards).
+    /// The reply card to `to` once it shows an ended reply (approval and
+    /// question cards, which turn green, red or grey when answered, are not
+    /// reply cards).
     pub(super) async fn final_card(&self, to: &str) -> SentMessage {
         self.until(&format!("the final card for {to}"), |_| {
             self.replies(to).into_iter().find(|m| {
                 matches!(template(m), "green" | "red" | "grey")
                     && element(m, "approval_call").is_empty()
+                    && element(m, "question_text").is_empty()
             })
         })
         .await

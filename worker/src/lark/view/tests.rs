@@ -362,3 +362,64 @@ fn citations_become_the_cards_sources() {
         }]
     );
 }
+
+fn asked(seq: u64, id: &str) -> RunEvent {
+    ev(
+        seq,
+        EventKind::Question {
+            step: 1,
+            question_id: id.into(),
+            call_id: format!("call_{id}"),
+            question: "Which colour?".into(),
+            options: vec!["red".into(), "blue".into()],
+            multiple: false,
+            allow_text: false,
+            expires_at: 99,
+        },
+    )
+}
+
+#[test]
+fn a_question_waits_orange_then_says_who_answered() {
+    let mut v = ReplyView::default();
+    v.apply(&ev(1, started(1, 1)));
+    v.apply(&asked(2, "q_1"));
+    assert!(v.has_content(), "a question is worth a card at once");
+    assert_eq!(v.card(Lang::En).state, CardState::AwaitingAnswer);
+    let shown: Vec<_> = v.questions().into_iter().map(|(_, s)| s).collect();
+    assert_eq!(shown, [QuestionShown::Open]);
+    // The resuming attempt announces the answer and goes on.
+    v.apply(&ev(3, started(1, 2)));
+    v.apply(&ev(
+        4,
+        EventKind::QuestionAnswered {
+            step: 1,
+            question_id: "q_1".into(),
+            call_id: "call_q_1".into(),
+            status: weft_shared::store::QuestionStatus::Answered,
+            answer: vec!["blue".into()],
+            by: Some("Alice".into()),
+        },
+    ));
+    assert_eq!(v.card(Lang::En).state, CardState::Thinking);
+    match v.questions()[..] {
+        [(q, QuestionShown::Answered(a))] => {
+            assert_eq!(q.question_id, "q_1");
+            assert_eq!(
+                (a.answer.as_slice(), a.by.as_deref()),
+                (&["blue".to_owned()][..], Some("Alice"))
+            );
+        }
+        ref other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_question_left_open_by_a_stopped_reply_is_closed() {
+    let mut v = ReplyView::default();
+    v.apply(&asked(1, "q_1"));
+    v.apply(&ev(2, EventKind::Cancelled { by: "lark".into() }));
+    assert_eq!(v.card(Lang::En).state, CardState::Cancelled);
+    let shown: Vec<_> = v.questions().into_iter().map(|(_, s)| s).collect();
+    assert_eq!(shown, [QuestionShown::Closed]);
+}

@@ -1,0 +1,290 @@
+//! A step that waits for people (docs/protocol.md, "Approvals" and
+//! "Questions"; the store's side and its race rule: `shared/src/store/waits.rs`).
+//! A step with `confirm` calls or `ask_user` calls suspends the run instead of
+//! holding a worker: the pending step, its approvals and its questions are
+//! stored, `approval_required` and `question` are published, and the run
+//! becomes `waiting_approval` (or `waiting_input`, when a question is open)
+//! with no owner. Every decision and answer re-enqueues it; the worker that
+//! claims it announces them (`approval_decided`, `question_answered`: the
+//! run's log keeps one writer and gapless seqs) and either waits again (some
+//! still open) or runs the step's calls — approved ones run, denied and
+//! expired ones go back to the model as errors it can react to, and each
+//! question's call returns its answer (or that nobody answered).
+
+use weft_llm::ToolCall;
+use weft_shared::event::EventKind;
+use weft_shared::store::{
+    Approval, ApprovalStatus, NewApproval, NewQuestion, PendingStep, Question, QuestionStatus,
+    WaitOutcome,
+};
+use weft_shared::time::now_ms;
+
+use super::toolrun::Disposition;
+use super::{Attempt, Flow, Leave, call_dto};
+
+pub(super) async fn suspend(
+    a: &mut Attempt<'_>,
+    text: String,
+    disposed: Vec<(ToolCall, Disposition)>,
+) -> Flow {
+    let ttl_ms = a.cfg.tools.approval_ttl_secs as i64 * 1000;
+    let expires_at = now_ms() + ttl_ms;
+    let approvals: Vec<NewApproval> = disposed
+        .iter()
+        .filter(|(_, d)| *d == Disposition::Confirm)
+        .map(|(c, _)| NewApproval {
+            id: format!("ap_{}", uuid::Uuid::now_v7().simple()),
+            call_id: c.id.clone(),
+            name: c.name.clone(),
+            args: c.args.clone(),
+            expires_at,
+        })
+        .collect();
+    let questions: Vec<NewQuestion> = disposed
+        .iter()
+        .filter(|(_, d)| *d == Disposition::Ask)
+        .map(|(c, _)| new_question(c, expires_at))
+        .collect();
+    let pending = PendingStep {
+        step: a.step,
+        content: text,
+        tool_calls: disposed.iter().map(|(c, _)| call_dto(c)).collect(),
+    };
+    // Stored before they are announced, so an answer as quick as the event
+    // finds its row.
+    match a
+        .inner
+        .deps
+        .store
+        .store_waits(&a.run.id, &a.inner.id, &pending, &approvals, &questions)
+        .await
+    {
+        Ok(true) => {}
+        Ok(false) => return Flow::Leave(Leave::Abandon),
+        Err(e) => {
+            tracing::error!(error = %e, "storing the step's waits failed; leaving the run to the reaper");
+            return Flow::Leave(Leave::Abandon);
+        }
+    }
+    for ap in &approvals {
+        a.em.emit(EventKind::ApprovalRequired {
+            step: a.step,
+            approval_id: ap.id.clone(),
+            call_id: ap.call_id.clone(),
+            name: ap.name.clone(),
+            args: ap.args.clone(),
+            expires_at: ap.expires_at,
+        })
+        .await;
+    }
+    for q in &questions {
+        a.em.emit(EventKind::Question {
+            step: a.step,
+            question_id: q.id.clone(),
+            call_id: q.call_id.clone(),
+            question: q.question.clone(),
+            options: q.options.clone(),
+            multiple: q.multiple,
+            allow_text: q.allow_text,
+            expires_at: q.expires_at,
+        })
+        .await;
+    }
+    metrics::counter!("weft_approvals_requested_total").increment(approvals.len() as u64);
+    metrics::counter!("weft_questions_asked_total").increment(questions.len() as u64);
+    wait(a).await
+}
+
+/// An `ask_user` call as the question it asks (its arguments were checked
+/// against the tool's schema).
+fn new_question(c: &ToolCall, expires_at: i64) -> NewQuestion {
+    let options: Vec<String> = c.args["options"]
+        .as_array()
+        .map(|list| {
+            list.iter()
+                .filter_map(|o| o.as_str())
+                .map(|o| o.trim().to_string())
+                .filter(|o| !o.is_empty())
+                .collect()
+        })
+        .unwrap_or_default();
+    NewQuestion {
+        id: format!("q_{}", uuid::Uuid::now_v7().simple()),
+        call_id: c.id.clone(),
+        question: c.args["question"].as_str().unwrap_or_default().to_string(),
+        multiple: c.args["multiple"].as_bool().unwrap_or(false) && !options.is_empty(),
+        // A question without options takes a typed answer.
+        allow_text: c.args["allow_text"].as_bool().unwrap_or(true) || options.is_empty(),
+        options,
+        expires_at,
+    }
+}
+
+/// Hand the run to the database as waiting (or straight back to the queue
+/// when everything was answered meanwhile).
+async fn wait(a: &mut Attempt<'_>) -> Flow {
+    a.em.flush().await;
+    match a
+        .inner
+        .deps
+        .store
+        .suspend_run(&a.run.id, &a.inner.id, a.em.seq())
+        .await
+    {
+        Ok(WaitOutcome::Waiting) => Flow::Leave(Leave::Waiting),
+        Ok(WaitOutcome::Decided) => {
+            a.inner.runs.requeue(a.run.id.clone()).await;
+            Flow::Leave(Leave::Waiting)
+        }
+        Ok(WaitOutcome::Lost) => Flow::Leave(Leave::Abandon),
+        Err(e) => {
+            tracing::error!(error = %e, "suspending the run failed; leaving the run to the reaper");
+            Flow::Leave(Leave::Abandon)
+        }
+    }
+}
+
+/// The run was claimed with a step waiting for people.
+pub(super) async fn resume(a: &mut Attempt<'_>, pending: PendingStep) -> Flow {
+    let store = &a.inner.deps.store;
+    let loaded = tokio::try_join!(
+        store.step_approvals(&a.run.id, pending.step),
+        store.step_questions(&a.run.id, pending.step),
+    );
+    let (approvals, questions) = match loaded {
+        Ok(both) => both,
+        Err(e) => {
+            tracing::error!(error = %e, "loading the step's waits failed; leaving the run to the reaper");
+            return Flow::Leave(Leave::Abandon);
+        }
+    };
+    let announced = announce(a, pending.step, &approvals, &questions).await;
+    if let Err(e) = store.mark_announced(&announced.0, &announced.1).await {
+        // A later resume announces them again: a repeat, never a loss.
+        tracing::warn!(error = %e, "marking answers announced failed");
+    }
+    if approvals
+        .iter()
+        .any(|ap| ap.status == ApprovalStatus::Pending)
+        || questions
+            .iter()
+            .any(|q| q.status == QuestionStatus::Pending)
+    {
+        return wait(a).await;
+    }
+    let runner = match a.runner().await {
+        Ok(r) => r,
+        Err(flow) => return flow,
+    };
+    let calls: Vec<ToolCall> = pending
+        .tool_calls
+        .into_iter()
+        .map(|c| ToolCall {
+            id: c.id,
+            name: c.name,
+            args: c.args,
+        })
+        .collect();
+    // An approval stands for the one call it showed: same id, tool and
+    // arguments. (Ids are unique in a step stored since issue 20; one stored
+    // before may repeat an id, and then only its first call can match.)
+    let disposed = runner.dispose_step(calls, |call| {
+        if let Some(q) = questions.iter().find(|q| q.call_id == call.id) {
+            return Some(Disposition::Answered(answer_for_the_model(q)));
+        }
+        let ap = approvals
+            .iter()
+            .find(|ap| ap.call_id == call.id && ap.name == call.name && ap.args == call.args)?;
+        Some(match ap.status {
+            ApprovalStatus::Approved => Disposition::Run,
+            ApprovalStatus::Denied => Disposition::Answer(format!(
+                "error: the user{} denied this call of {}; it did not run",
+                ap.decided_by
+                    .as_deref()
+                    .map(|u| format!(" ({u})"))
+                    .unwrap_or_default(),
+                call.name
+            )),
+            ApprovalStatus::Expired | ApprovalStatus::Pending => Disposition::Answer(format!(
+                "error: nobody approved this call of {} in time; it did not run",
+                call.name
+            )),
+        })
+    });
+    a.run_tools(&runner, pending.content, disposed).await
+}
+
+/// Publishes the decisions and answers not announced yet; their ids
+/// (approvals, questions).
+async fn announce(
+    a: &mut Attempt<'_>,
+    step: u32,
+    approvals: &[Approval],
+    questions: &[Question],
+) -> (Vec<String>, Vec<String>) {
+    let mut done = (Vec::new(), Vec::new());
+    for ap in approvals.iter().filter(|ap| !ap.announced) {
+        let Some(decision) = ap.status.verdict() else {
+            continue;
+        };
+        a.em.emit(EventKind::ApprovalDecided {
+            step,
+            approval_id: ap.id.clone(),
+            call_id: ap.call_id.clone(),
+            name: ap.name.clone(),
+            decision,
+            by: ap.decided_by.clone(),
+        })
+        .await;
+        done.0.push(ap.id.clone());
+    }
+    for q in questions
+        .iter()
+        .filter(|q| !q.announced && q.status != QuestionStatus::Pending)
+    {
+        a.em.emit(EventKind::QuestionAnswered {
+            step,
+            question_id: q.id.clone(),
+            call_id: q.call_id.clone(),
+            status: q.status,
+            answer: q.answer.clone(),
+            by: q.answered_by.clone(),
+        })
+        .await;
+        done.1.push(q.id.clone());
+    }
+    a.em.flush().await;
+    done
+}
+
+/// What the model is told a question's answer was.
+fn answer_for_the_model(q: &Question) -> String {
+    match q.status {
+        QuestionStatus::Answered if q.answer.len() > 1 => format!(
+            "The user{} chose: {}",
+            by(q),
+            q.answer
+                .iter()
+                .map(|a| format!("{a:?}"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        QuestionStatus::Answered => format!(
+            "The user{} answered: {}",
+            by(q),
+            q.answer.first().map(String::as_str).unwrap_or_default()
+        ),
+        QuestionStatus::Expired | QuestionStatus::Pending => {
+            "No answer: nobody answered the question in time. Go on without it, or say what you \
+             still need."
+                .into()
+        }
+    }
+}
+
+fn by(q: &Question) -> String {
+    q.answered_by
+        .as_deref()
+        .map(|u| format!(" ({u})"))
+        .unwrap_or_default()
+}
