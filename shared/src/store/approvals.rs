@@ -4,7 +4,7 @@
 
 use sqlx::any::AnyRow;
 
-use super::waits::{Asked, lock_run, requeue_waiting};
+use super::waits::{Asked, WaitKind, load, lock_run, requeue_waiting};
 use super::{Result, Store, StoreError, get_i64, get_opt_i64, get_opt_str, get_str};
 use crate::ids::{RunId, SessionId, UserId};
 use crate::time::now_ms;
@@ -47,7 +47,10 @@ pub struct Approval {
     pub decided_at: Option<i64>,
 }
 
-impl Approval {
+impl WaitKind for Approval {
+    const TABLE: &'static str = "approvals";
+    const COLUMNS: &'static str = COLUMNS;
+
     fn from_row(row: &AnyRow) -> Result<Approval> {
         Ok(Approval {
             id: get_str(row, "id")?,
@@ -107,25 +110,12 @@ pub enum DecideOutcome {
 
 impl Store {
     pub async fn step_approvals(&self, run: &RunId, step: u32) -> Result<Vec<Approval>> {
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "select {COLUMNS} from approvals where run_id = $1 and step = $2 order by created_at, id"
-        )))
-        .bind(&run.0)
-        .bind(step as i64)
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(Approval::from_row).collect()
+        self.step_waits(run, step).await
     }
 
     /// The pending approvals of a session (its owner's or an admin's view).
     pub async fn session_approvals(&self, session: &SessionId) -> Result<Vec<Approval>> {
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "select {COLUMNS} from approvals where session_id = $1 and status = 'pending' order by created_at, id"
-        )))
-        .bind(&session.0)
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(Approval::from_row).collect()
+        self.open_session_waits(session).await
     }
 
     /// Tools the session allows without asking (`always`).
@@ -163,7 +153,7 @@ impl Store {
         let run = RunId(get_str(&found, "run_id")?);
         // The run's row first: see `waits.rs`.
         let status = lock_run(&mut tx, self.lock_suffix(), &run).await?;
-        let approval = load(&mut tx, id).await?;
+        let approval = load::<Approval>(&mut tx, id).await?;
         let active = status.is_some_and(|s| !s.is_terminal());
         match approval.status {
             ApprovalStatus::Pending => {}
@@ -217,7 +207,7 @@ impl Store {
                 .await?;
         }
         let resume = requeue_waiting(&mut tx, &run, now).await?;
-        let approval = load(&mut tx, id).await?;
+        let approval = load::<Approval>(&mut tx, id).await?;
         tx.commit().await?;
         Ok(if expired {
             DecideOutcome::Expired { approval, resume }
@@ -225,16 +215,6 @@ impl Store {
             DecideOutcome::Decided { approval, resume }
         })
     }
-}
-
-async fn load(tx: &mut sqlx::Transaction<'static, sqlx::Any>, id: &str) -> Result<Approval> {
-    let row = sqlx::query(sqlx::AssertSqlSafe(format!(
-        "select {COLUMNS} from approvals where id = $1"
-    )))
-    .bind(id)
-    .fetch_one(&mut **tx)
-    .await?;
-    Approval::from_row(&row)
 }
 
 /// A step's approvals, in the transaction that stores the step (`waits.rs`).

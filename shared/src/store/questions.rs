@@ -5,7 +5,7 @@
 
 use sqlx::any::AnyRow;
 
-use super::waits::{Asked, lock_run, requeue_waiting};
+use super::waits::{Asked, WaitKind, load, lock_run, requeue_waiting};
 use super::{Result, Store, StoreError, get_i64, get_opt_i64, get_opt_str, get_str};
 use crate::ids::{RunId, SessionId, UserId};
 use crate::time::now_ms;
@@ -57,7 +57,10 @@ fn strings(json: &str, what: &str) -> Result<Vec<String>> {
     serde_json::from_str(json).map_err(|e| StoreError::Other(format!("question {what}: {e}")))
 }
 
-impl Question {
+impl WaitKind for Question {
+    const TABLE: &'static str = "questions";
+    const COLUMNS: &'static str = COLUMNS;
+
     fn from_row(row: &AnyRow) -> Result<Question> {
         Ok(Question {
             id: get_str(row, "id")?,
@@ -85,7 +88,9 @@ impl Question {
             answered_at: get_opt_i64(row, "answered_at")?,
         })
     }
+}
 
+impl Question {
     pub fn to_dto(&self) -> crate::api::QuestionDto {
         use crate::time::rfc3339;
         crate::api::QuestionDto {
@@ -170,25 +175,12 @@ pub enum AnswerOutcome {
 
 impl Store {
     pub async fn step_questions(&self, run: &RunId, step: u32) -> Result<Vec<Question>> {
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "select {COLUMNS} from questions where run_id = $1 and step = $2 order by created_at, id"
-        )))
-        .bind(&run.0)
-        .bind(step as i64)
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(Question::from_row).collect()
+        self.step_waits(run, step).await
     }
 
     /// The open questions of a session (its owner's or an admin's view).
     pub async fn session_questions(&self, session: &SessionId) -> Result<Vec<Question>> {
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "select {COLUMNS} from questions where session_id = $1 and status = 'pending' order by created_at, id"
-        )))
-        .bind(&session.0)
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(Question::from_row).collect()
+        self.open_session_waits(session).await
     }
 
     /// A question by id, for `caller` (its session's owner, or an admin):
@@ -249,7 +241,7 @@ impl Store {
         let run = RunId(get_str(&found, "run_id")?);
         // The run's row first: see `waits.rs`.
         let status = lock_run(&mut tx, self.lock_suffix(), &run).await?;
-        let question = load(&mut tx, id).await?;
+        let question = load::<Question>(&mut tx, id).await?;
         match question.status {
             QuestionStatus::Pending => {}
             QuestionStatus::Expired => {
@@ -307,7 +299,7 @@ impl Store {
                 .await?;
         }
         let resume = requeue_waiting(&mut tx, &run, now).await?;
-        let question = load(&mut tx, id).await?;
+        let question = load::<Question>(&mut tx, id).await?;
         tx.commit().await?;
         Ok(if expired {
             AnswerOutcome::Expired { question, resume }
@@ -340,16 +332,6 @@ impl Store {
             .transpose()?
             .flatten())
     }
-}
-
-async fn load(tx: &mut sqlx::Transaction<'static, sqlx::Any>, id: &str) -> Result<Question> {
-    let row = sqlx::query(sqlx::AssertSqlSafe(format!(
-        "select {COLUMNS} from questions where id = $1"
-    )))
-    .bind(id)
-    .fetch_one(&mut **tx)
-    .await?;
-    Question::from_row(&row)
 }
 
 /// A step's questions, in the transaction that stores the step (`waits.rs`).

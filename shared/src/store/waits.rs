@@ -180,6 +180,58 @@ impl Store {
     }
 }
 
+/// A kind of wait: its table, and a row of it read back.
+pub(super) trait WaitKind: Sized {
+    const TABLE: &'static str;
+    const COLUMNS: &'static str;
+    fn from_row(row: &sqlx::any::AnyRow) -> Result<Self>;
+}
+
+impl Store {
+    /// The waits of `K` a step asked for, in the order asked.
+    pub(super) async fn step_waits<K: WaitKind>(&self, run: &RunId, step: u32) -> Result<Vec<K>> {
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "select {} from {} where run_id = $1 and step = $2 order by created_at, id",
+            K::COLUMNS,
+            K::TABLE
+        )))
+        .bind(&run.0)
+        .bind(step as i64)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(K::from_row).collect()
+    }
+
+    /// The open waits of `K` of a session (its owner's or an admin's view).
+    pub(super) async fn open_session_waits<K: WaitKind>(
+        &self,
+        session: &crate::ids::SessionId,
+    ) -> Result<Vec<K>> {
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "select {} from {} where session_id = $1 and status = 'pending' order by created_at, id",
+            K::COLUMNS,
+            K::TABLE
+        )))
+        .bind(&session.0)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(K::from_row).collect()
+    }
+}
+
+/// One wait of `K`, read in `tx` (after its run's row was locked).
+pub(super) async fn load<K: WaitKind>(tx: &mut Tx, id: &str) -> Result<K> {
+    let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "select {} from {} where id = $1",
+        K::COLUMNS,
+        K::TABLE
+    )))
+    .bind(id)
+    .fetch_one(&mut **tx)
+    .await?;
+    K::from_row(&row)
+}
+
 /// Who and what a step's new waits belong to.
 pub(super) struct Asked<'a> {
     pub run: &'a RunId,
