@@ -30,7 +30,8 @@ pub struct ToolsConfig {
     /// Tool output beyond this many bytes is stored; the model gets the head
     /// and pages through the rest with `read_output`.
     pub output_cap_bytes: u64,
-    /// How long a pending approval waits before it counts as `deny`.
+    /// How long a pending approval waits before it counts as `deny`, and a
+    /// question (`ask_user`) before the model is told nobody answered.
     pub approval_ttl_secs: u64,
     /// Tool calls one model step may make; the calls beyond are not run, each
     /// gets an error answer instead (a model asking for 1,500 fetches at once
