@@ -20,6 +20,9 @@ pub enum ApiError {
     NotAllowed(String),
     #[error("not found")]
     NotFound,
+    /// The path exists, not with this method (axum adds `Allow`).
+    #[error("{0} is not allowed here")]
+    MethodNotAllowed(String),
     #[error("{0}")]
     RunActive(String),
     #[error("events of this run have expired; read the session's messages instead")]
@@ -60,6 +63,7 @@ impl ApiError {
             ApiError::Unauthorized => StatusCode::UNAUTHORIZED,
             ApiError::Forbidden | ApiError::NotAllowed(_) => StatusCode::FORBIDDEN,
             ApiError::NotFound => StatusCode::NOT_FOUND,
+            ApiError::MethodNotAllowed(_) => StatusCode::METHOD_NOT_ALLOWED,
             ApiError::RunActive(_) | ApiError::Conflict(_) | ApiError::ConflictWith { .. } => {
                 StatusCode::CONFLICT
             }
@@ -81,6 +85,7 @@ impl ApiError {
             ApiError::Unauthorized => "unauthorized",
             ApiError::Forbidden | ApiError::NotAllowed(_) => "forbidden",
             ApiError::NotFound => "not_found",
+            ApiError::MethodNotAllowed(_) => "method_not_allowed",
             ApiError::RunActive(_) => "run_active",
             ApiError::EventsExpired => "events_expired",
             ApiError::PayloadTooLarge(_) => "payload_too_large",

@@ -227,6 +227,11 @@ pub fn router(state: AppState) -> Router {
         .merge(files::router())
         .merge(knowledge::router(&state))
         .merge(lark::admin::router())
+        // A known path with another method: the one envelope too (axum keeps
+        // its `Allow` header).
+        .method_not_allowed_fallback(|method: axum::http::Method| async move {
+            ApiError::MethodNotAllowed(method.to_string())
+        })
         .fallback(web::serve);
     observe::requests(
         headers::secure(routes).layer(DefaultBodyLimit::max(body_limit)),

@@ -216,6 +216,23 @@ async fn unknown_api_paths_are_404_and_other_paths_the_web_ui() {
 }
 
 #[tokio::test]
+async fn a_known_path_with_another_method_is_405_saying_which_are_allowed() {
+    let gw = Gateway::new().await;
+    let answer = gw.call(get("/v1/auth/login", None)).await;
+    answer.is_error(405, "method_not_allowed", "GET is not allowed here");
+    assert_eq!(answer.header(header::ALLOW), Some("POST"));
+    let answer = gw
+        .call(
+            Request::delete("/v1/questions/q_1")
+                .body(Body::empty())
+                .unwrap(),
+        )
+        .await;
+    answer.is_error(405, "method_not_allowed", "DELETE is not allowed here");
+    assert_eq!(answer.header(header::ALLOW), Some("GET,HEAD,POST"));
+}
+
+#[tokio::test]
 async fn no_token_or_one_that_is_not_known_is_401() {
     let gw = Gateway::new().await;
     let token = gw.token("ann").await;
