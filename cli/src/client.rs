@@ -189,6 +189,8 @@ pub enum ClientCommand {
     Sessions(SessionsCommand),
     Knowledge(KnowledgeCommand),
     Models,
+    Agents,
+    Skills,
 }
 
 fn runtime(multi: bool) -> Result<tokio::runtime::Runtime, ClientError> {
@@ -238,6 +240,8 @@ fn dispatch(connect: ConnectArgs, cmd: ClientCommand) -> Result<u8, ClientError>
         }
         ClientCommand::Logout => ok(runtime(false)?.block_on(commands::logout(&gw))),
         ClientCommand::Models => ok(runtime(false)?.block_on(commands::models(&gw))),
+        ClientCommand::Agents => ok(runtime(false)?.block_on(commands::agents(&gw))),
+        ClientCommand::Skills => ok(runtime(false)?.block_on(commands::skills(&gw))),
         ClientCommand::Knowledge(c) => runtime(false)?.block_on(async {
             use weft_client::knowledge as kb;
             match c {

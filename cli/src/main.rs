@@ -134,6 +134,17 @@ enum Command {
         #[command(flatten)]
         connect: ConnectArgs,
     },
+    /// The agents you may choose (`weft --agent ID`), with their models and
+    /// knowledge bases.
+    Agents {
+        #[command(flatten)]
+        connect: ConnectArgs,
+    },
+    /// The skills agents may load.
+    Skills {
+        #[command(flatten)]
+        connect: ConnectArgs,
+    },
     /// Update this binary to the latest signed release, or roll it back.
     #[command(after_help = update::after_help())]
     Update(update::UpdateArgs),
@@ -194,6 +205,8 @@ fn main() -> std::process::ExitCode {
         Some(Command::Logout { connect }) => (connect, ClientCommand::Logout),
         Some(Command::Sessions { command, connect }) => (connect, ClientCommand::Sessions(command)),
         Some(Command::Models { connect }) => (connect, ClientCommand::Models),
+        Some(Command::Agents { connect }) => (connect, ClientCommand::Agents),
+        Some(Command::Skills { connect }) => (connect, ClientCommand::Skills),
         Some(Command::Knowledge { command, connect }) => {
             (connect, ClientCommand::Knowledge(command))
         }
@@ -305,6 +318,8 @@ async fn run_server(command: Command, telemetry: &mut Option<Telemetry>) -> anyh
         | Command::Sessions { .. }
         | Command::Knowledge { .. }
         | Command::Models { .. }
+        | Command::Agents { .. }
+        | Command::Skills { .. }
         | Command::Extract { .. }
         | Command::Update(_) => unreachable!("client commands are dispatched in main"),
     }

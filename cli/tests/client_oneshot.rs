@@ -292,6 +292,30 @@ fn approvals_are_refused_by_default_and_given_with_approve_auto() {
 }
 
 #[test]
+fn agents_and_skills_are_listed_not_sent_to_the_model() {
+    let s = Server::start();
+    let mut cmd = s.weft();
+    cmd.arg("agents");
+    let out = run(cmd, None);
+    assert_code(&out, 0);
+    let text = stdout(&out);
+    let ids: Vec<&str> = text
+        .lines()
+        .filter(|l| !l.starts_with(' '))
+        .map(|l| l.split('\t').next().unwrap_or_default())
+        .collect();
+    assert_eq!(ids, ["agent", "chat"], "{text}");
+    assert!(text.contains("agent\tAssistant\t"), "{text}");
+    assert!(!text.contains("You said"), "not a message: {text}");
+
+    let mut cmd = s.weft();
+    cmd.arg("skills");
+    let out = run(cmd, None);
+    assert_code(&out, 0);
+    assert_eq!(stdout(&out), "(no skills)\n");
+}
+
+#[test]
 fn questions_stop_a_one_shot_by_default_and_answer_auto_picks_the_first_option() {
     let s = Server::start();
     let ask = r#"@mock.tool ask_user {"question": "Which colour?", "options": ["red", "blue"]}"#;

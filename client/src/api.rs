@@ -355,6 +355,10 @@ impl Gateway {
             .await
     }
 
+    pub async fn agents(&self) -> Result<weft_wire::api::AgentList> {
+        self.get("/v1/agents").await
+    }
+
     pub async fn skills(&self) -> Result<weft_wire::api::SkillList> {
         self.get("/v1/skills").await
     }

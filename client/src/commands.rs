@@ -164,6 +164,39 @@ pub async fn sessions_delete(gw: &Gateway, id: &str) -> Result<()> {
     Ok(())
 }
 
+/// `weft agents`: one agent a line — its id, name, model (or the default)
+/// and the knowledge bases it searches — and its description below. (Every
+/// string of an answer is cleaned for the terminal where it is decoded.)
+pub async fn agents(gw: &Gateway) -> Result<()> {
+    let list = gw.agents().await?;
+    let mut out = std::io::stdout().lock();
+    for a in list.agents {
+        let model = a.model.as_deref().unwrap_or("(default model)");
+        let mut line = format!("{}\t{}\t{model}", a.id, a.name);
+        if !a.knowledge.is_empty() {
+            line.push_str(&format!("\tknowledge: {}", a.knowledge.join(", ")));
+        }
+        writeln!(out, "{line}")?;
+        if !a.description.trim().is_empty() {
+            writeln!(out, "  {}", a.description.trim())?;
+        }
+    }
+    Ok(())
+}
+
+/// `weft skills`: one skill a line — its name and what it is for.
+pub async fn skills(gw: &Gateway) -> Result<()> {
+    let list = gw.skills().await?;
+    let mut out = std::io::stdout().lock();
+    if list.skills.is_empty() {
+        writeln!(out, "(no skills)")?;
+    }
+    for s in list.skills {
+        writeln!(out, "{}\t{}", s.name, s.description.trim())?;
+    }
+    Ok(())
+}
+
 pub async fn models(gw: &Gateway) -> Result<()> {
     let list = gw.models().await?;
     let mut out = std::io::stdout().lock();
