@@ -39,6 +39,18 @@ const ANSWER_WITHIN: Duration = Duration::from_millis(2000);
 /// Callback value keys written by the worker's card driver (`RUN_KEY`, `STEP_KEY`).
 pub(super) const RUN_KEY: &str = "run_id";
 pub(super) const STEP_KEY: &str = "step";
+
+/// The run and step a clicked card's buttons carry (`RUN_KEY`, `STEP_KEY`):
+/// where its approval or question is found without a lookup that ignores
+/// ownership.
+pub(super) fn clicked_step(context: &serde_json::Map<String, Value>) -> Option<(RunId, u32)> {
+    let run = context
+        .get(RUN_KEY)
+        .and_then(Value::as_str)
+        .and_then(RunId::parse)?;
+    let step = context.get(STEP_KEY).and_then(Value::as_u64)?;
+    Some((run, u32::try_from(step).ok()?))
+}
 /// The card's language (`LANG_KEY` there).
 const LANG_KEY: &str = "lang";
 
@@ -172,15 +184,9 @@ impl Bot {
     /// The clicker does not own the approval: say who does (or what stands).
     async fn refusal(&self, click: &ApprovalClick, lang: Lang) -> CardActionResponse {
         let store = &self.state.store;
-        let run = click
-            .context
-            .get(RUN_KEY)
-            .and_then(Value::as_str)
-            .and_then(RunId::parse);
-        let step = click.context.get(STEP_KEY).and_then(Value::as_u64);
-        let approval = match (run, step) {
-            (Some(run), Some(step)) => store
-                .step_approvals(&run, step as u32)
+        let approval = match clicked_step(&click.context) {
+            Some((run, step)) => store
+                .step_approvals(&run, step)
                 .await
                 .ok()
                 .and_then(|list| list.into_iter().find(|a| a.id == click.approval_id)),

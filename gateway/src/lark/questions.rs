@@ -28,17 +28,16 @@
 
 mod reading;
 
-use serde_json::{Map, Value};
+use serde_json::Map;
 use weft_lark::card::{CardState, QuestionAnswer, QuestionCard, QuestionClick};
 use weft_lark::event::{CardAction, CardActionResponse};
 use weft_lark::text::{Lang, Text, say};
-use weft_shared::ids::RunId;
 use weft_shared::store::{
     AnswerOutcome, AuthUser, Question, QuestionStatus, SessionRecord, StoreError, retrying,
 };
 
 use super::Bot;
-use super::approve::{RUN_KEY, STEP_KEY, toast};
+use super::approve::{clicked_step, toast};
 use super::inbound::Incoming;
 use reading::Reading;
 pub(super) use reading::names_option;
@@ -124,15 +123,9 @@ impl Bot {
     /// lookup that ignores ownership.
     async fn question_refusal(&self, click: &QuestionClick, lang: Lang) -> CardActionResponse {
         let store = &self.state.store;
-        let run = click
-            .context
-            .get(RUN_KEY)
-            .and_then(Value::as_str)
-            .and_then(RunId::parse);
-        let step = click.context.get(STEP_KEY).and_then(Value::as_u64);
-        let question = match (run, step) {
-            (Some(run), Some(step)) => store
-                .step_questions(&run, step as u32)
+        let question = match clicked_step(&click.context) {
+            Some((run, step)) => store
+                .step_questions(&run, step)
                 .await
                 .ok()
                 .and_then(|list| list.into_iter().find(|q| q.id == click.question_id)),
