@@ -31,6 +31,7 @@ use anyhow::{Context, bail};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
+use weft_shared::store::{Store, VectorScan};
 
 use crate::mock_llm::{MockLlmConfig, MockLlmServer};
 use crate::procs::ProcWatch;
@@ -248,6 +249,16 @@ async fn check_vectors(api: &Api, base: &str, doc: &str) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// The stack's store, where it searches vectors with pgvector's index (the
+/// only place an index can lose a neighbour); `None` elsewhere.
+async fn pgvector_store(database_url: &str) -> anyhow::Result<Option<Store>> {
+    if !database_url.starts_with("postgres") {
+        return Ok(None);
+    }
+    let store = Store::connect_with(database_url, 2).await?;
+    Ok(store.knowledge_vector_index().await?.then_some(store))
+}
+
 /// Nearest chunks compared by [`index_recall`].
 const RECALL_AT: u32 = 20;
 
@@ -261,14 +272,9 @@ async fn index_recall(
     n: usize,
     words_per_query: usize,
 ) -> anyhow::Result<Option<f64>> {
-    use weft_shared::store::{Store, VectorScan};
-    if !database_url.starts_with("postgres") {
+    let Some(store) = pgvector_store(database_url).await? else {
         return Ok(None);
-    }
-    let store = Store::connect_with(database_url, 2).await?;
-    if !store.knowledge_vector_index().await? {
-        return Ok(None);
-    }
+    };
     let vocab = vocabulary();
     let mut rng = StdRng::seed_from_u64(20);
     let bases = [base.to_string()];
@@ -300,14 +306,9 @@ async fn nearest_in_the_database(
     base: &str,
     doc: &str,
 ) -> anyhow::Result<String> {
-    use weft_shared::store::{Store, VectorScan};
-    if !database_url.starts_with("postgres") {
+    let Some(store) = pgvector_store(database_url).await? else {
         return Ok(String::new());
-    }
-    let store = Store::connect_with(database_url, 2).await?;
-    if !store.knowledge_vector_index().await? {
-        return Ok(String::new());
-    }
+    };
     let query = crate::mock_llm::embeddings::embed(&garble(doc)?, DIMENSIONS);
     let bases = [base.to_string()];
     let mut out = String::new();
@@ -325,49 +326,6 @@ async fn nearest_in_the_database(
                 .map(|c| c.text.chars().take(60).collect::<String>())
                 .unwrap_or_default();
             let _ = writeln!(out, "  {similarity:.3} {id} {text}");
-        }
-    }
-    // How wide the index's search must be to find the exact nearest.
-    let exact = store
-        .search_knowledge_vectors_indexed(&bases, "mock-embed", &query, 1, VectorScan::Exact)
-        .await?;
-    if let Some((want, _)) = exact.first() {
-        let pool = sqlx::postgres::PgPoolOptions::new()
-            .max_connections(1)
-            .connect(database_url)
-            .await?;
-        let literal = format!(
-            "[{}]",
-            query
-                .iter()
-                .map(|x| x.to_string())
-                .collect::<Vec<_>>()
-                .join(",")
-        );
-        for ef in [40, 100, 400, 1000] {
-            let mut tx = pool.begin().await?;
-            for setting in [
-                format!("set local hnsw.ef_search = {ef}"),
-                "set local hnsw.iterative_scan = relaxed_order".to_string(),
-            ] {
-                sqlx::query(sqlx::AssertSqlSafe(setting))
-                    .execute(&mut *tx)
-                    .await?;
-            }
-            let rows: Vec<(String,)> = sqlx::query_as(sqlx::AssertSqlSafe(format!(
-                "select chunk_id from knowledge_embeddings e where e.dims = {DIMENSIONS} and e.base_id = $1
-                 order by e.embedding::vector({DIMENSIONS}) <=> $2::vector({DIMENSIONS}) limit 20"
-            )))
-            .bind(base)
-            .bind(&literal)
-            .fetch_all(&mut *tx)
-            .await?;
-            let at = rows.iter().position(|(id,)| id == want);
-            let _ = writeln!(
-                out,
-                "ef_search {ef}: the exact nearest at {at:?} of {}",
-                rows.len()
-            );
         }
     }
     Ok(out)
