@@ -6,11 +6,11 @@
 //! with nothing to say; and a step waiting on an approval and a question waits
 //! for both.
 
+use weft_shared::ids::RunId;
 use weft_shared::store::{
     AnswerOutcome, Answerer, AuthUser, Decision, NewApproval, NewQuestion, PendingStep,
-    QuestionStatus, RunStatus, StoreError, WaitOutcome,
+    QuestionStatus, RunStatus, SessionRecord, StoreError, WaitOutcome,
 };
-
 use weft_shared::time::now_ms;
 
 use crate::both_backends;
@@ -28,6 +28,15 @@ fn who<'a>(user: &'a AuthUser, name: &'a str) -> Answerer<'a> {
         admin: false,
         name,
     }
+}
+
+/// Alice's run in a session of hers, claimed by worker `w1`.
+async fn claimed(db: &Db, text: &str) -> (AuthUser, SessionRecord, RunId) {
+    let alice = user(db, "alice").await;
+    let ses = session(db, &alice).await;
+    let run = start(db, &alice.id, &ses.id, text).await.run_id;
+    claim(db, &run, "w1").await;
+    (alice, ses, run)
 }
 
 fn pending() -> PendingStep {
@@ -50,17 +59,14 @@ fn question(id: &str, options: &[&str], allow_text: bool, expires_at: i64) -> Ne
     }
 }
 
-async fn status(db: &Db, run: &weft_shared::ids::RunId) -> RunStatus {
+async fn status(db: &Db, run: &RunId) -> RunStatus {
     db.store.get_run_unscoped(run).await.unwrap().status
 }
 
 async fn the_first_answer_stands_and_resumes_the_run(db: Db) {
     let s = &db.store;
-    let alice = user(&db, "alice").await;
+    let (alice, ses, run) = claimed(&db, "paint it").await;
     let bob = user(&db, "bob").await;
-    let ses = session(&db, &alice).await;
-    let run = start(&db, &alice.id, &ses.id, "paint it").await.run_id;
-    claim(&db, &run, "w1").await;
     let asked = question("q_1", &["red", "blue"], false, now_ms() + 60_000);
     assert!(
         s.store_waits(&run, "w1", &pending(), &[], &[asked])
@@ -175,10 +181,7 @@ async fn the_first_answer_stands_and_resumes_the_run(db: Db) {
 
 async fn a_step_waits_for_its_approval_and_its_question(db: Db) {
     let s = &db.store;
-    let alice = user(&db, "alice").await;
-    let ses = session(&db, &alice).await;
-    let run = start(&db, &alice.id, &ses.id, "both").await.run_id;
-    claim(&db, &run, "w1").await;
+    let (alice, ses, run) = claimed(&db, "both").await;
     let approval = NewApproval {
         id: "ap_1".into(),
         call_id: "c_ap".into(),
@@ -236,10 +239,7 @@ async fn a_step_waits_for_its_approval_and_its_question(db: Db) {
 
 async fn an_expired_question_resumes_the_run_unanswered(db: Db) {
     let s = &db.store;
-    let alice = user(&db, "alice").await;
-    let ses = session(&db, &alice).await;
-    let run = start(&db, &alice.id, &ses.id, "late").await.run_id;
-    claim(&db, &run, "w1").await;
+    let (alice, _, run) = claimed(&db, "late").await;
     let asked = question("q_3", &["yes", "no"], true, now_ms() + 1_000);
     assert!(
         s.store_waits(&run, "w1", &pending(), &[], &[asked])
