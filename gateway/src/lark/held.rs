@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use futures::FutureExt;
 use tokio::sync::Semaphore;
 use weft_shared::store::{InboxState, StoreError};
+use weft_shared::time::now_ms;
 
 use super::Bot;
 use super::inbound::Incoming;
@@ -26,6 +27,11 @@ use crate::error::ApiError;
 
 /// The first and the longest wait between two tries of a handler.
 const HANDLE_RETRY: (Duration, Duration) = (Duration::from_millis(500), Duration::from_secs(8));
+
+/// The first and the longest wait between two asks whether an earlier message
+/// of the conversation is done: on another gateway, it is usually a download or
+/// a send away from done.
+const EARLIER_POLL: (Duration, Duration) = (Duration::from_millis(50), Duration::from_millis(500));
 
 /// A message this gateway holds, in line in its conversation.
 pub(super) struct Held {
@@ -55,6 +61,9 @@ impl Bot {
             mut turn,
         } = held;
         turn.wait().await;
+        if !self.wait_for_earlier(&incoming.message_id).await {
+            return;
+        }
         let Ok(slot) = slots.acquire().await else {
             return;
         };
@@ -82,6 +91,39 @@ impl Bot {
                 self.inbox.finish(&message_id, InboxState::Failed).await
             }
             Handling::Later => self.inbox.release(&message_id).await,
+        }
+    }
+
+    /// Waits while a message of the conversation that arrived before this one
+    /// is on another gateway (or owed by a sweep): Lark spreads one chat's
+    /// events over every connection. `false` on shutdown (the row stays
+    /// pending; its lease runs out and a sweep takes it).
+    async fn wait_for_earlier(&self, message_id: &str) -> bool {
+        let inbox = &self.inbox;
+        let mut delay = EARLIER_POLL.0;
+        let mut waited = false;
+        loop {
+            match inbox
+                .store()
+                .lark_turn_waits(message_id, inbox.owner(), now_ms())
+                .await
+            {
+                Ok(false) => return true,
+                Ok(true) if !waited => {
+                    waited = true;
+                    metrics::counter!("weft_lark_events_total", "outcome" => "waited").increment(1);
+                    tracing::debug!(lark.message_id = %message_id, "an earlier message of this lark conversation is on another gateway; waiting for it");
+                }
+                Ok(true) => {}
+                // An outage: the handler copes with it (and waits it out).
+                Err(e) => {
+                    tracing::debug!(lark.message_id = %message_id, error = %e, "could not ask for earlier messages of the conversation; going on");
+                    return true;
+                }
+            }
+            if !inbox.pause(&mut delay, EARLIER_POLL.1).await {
+                return false;
+            }
         }
     }
 

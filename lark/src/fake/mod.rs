@@ -425,6 +425,13 @@ impl FakeLark {
         self.state().conns.len()
     }
 
+    /// The ids of the live connections, lowest first.
+    pub fn connection_ids(&self) -> Vec<u64> {
+        let mut ids: Vec<u64> = self.state().conns.keys().copied().collect();
+        ids.sort_unstable();
+        ids
+    }
+
     pub fn set_discovery(&self, behaviour: DiscoveryBehaviour) {
         self.state().discovery = behaviour;
     }

@@ -82,7 +82,18 @@ impl FakeLark {
     /// Pushes several events to the same connection with all their fragments
     /// shuffled together (each event's own order per its options on redelivery).
     pub fn push_interleaved(&self, events: Vec<(Value, PushOptions)>) -> Vec<String> {
-        let conn = self.pick_connection();
+        self.push_on(self.pick_connection(), events)
+    }
+
+    /// Pushes one event whose first delivery goes to connection `conn` (see
+    /// [`FakeLark::connection_ids`]; a push's `conn_id` in the records names the
+    /// one it went to); a redelivery goes to a random one, as always.
+    pub fn push_event_to(&self, conn: u64, envelope: Value, options: PushOptions) -> String {
+        self.push_on(Some(conn), vec![(envelope, options)])
+            .remove(0)
+    }
+
+    fn push_on(&self, conn: Option<u64>, events: Vec<(Value, PushOptions)>) -> Vec<String> {
         let mut frames = Vec::new();
         let mut ids = Vec::new();
         for (envelope, options) in events {

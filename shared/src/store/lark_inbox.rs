@@ -11,7 +11,20 @@
 //! ([`Store::lease_lark_inbound`]). A sweep takes a conversation's rows in the
 //! order they arrived and never while another gateway holds a live lease in the
 //! same conversation, so one conversation is never handled on two gateways at
-//! once. Times are the callers' clocks (unix ms); leases of tens of seconds
+//! once.
+//!
+//! The live path keeps the same order. Lark gives each event to one random
+//! connection, so with two gateways a picture and the text sent 2 ms after it
+//! land on different ones as often as not; the picture's download took a
+//! second, the text's run started at once and was answered first (CI saw it,
+//! 2026-12-05). Checking at insert time cannot help: the two inserts commit
+//! concurrently and neither sees the other (that is what happened). So before
+//! a message is handled, [`Store::lark_turn_waits`] asks whether a pending
+//! message of its conversation that arrived before it is in anyone else's
+//! hands (or no one's); it waits while one is. Arrival stamps come from each
+//! gateway's clock, so the order across gateways is as good as their clocks
+//! (NTP: a few ms); ties go by message id, so it is a total order and two
+//! gateways never wait for each other. One indexed read per message. Times are the callers' clocks (unix ms); leases of tens of seconds
 //! tolerate the skew of NTP-synced hosts.
 
 use super::{InboundClaim, Result, Store, get_i64, get_opt_str, get_str};
@@ -160,6 +173,30 @@ impl Store {
             .collect::<Result<Vec<_>>>()?;
         out.sort_by_key(|r| r.arrived_us);
         Ok(out)
+    }
+
+    /// Whether message `message_id` must wait before it is handled: a pending
+    /// message of its conversation arrived before it (by arrival stamp, then
+    /// id) and is held by someone other than `owner`, or by nobody (its lease
+    /// ran out at `now`: a sweep owes it). `owner`'s own earlier rows do not
+    /// count: they are in its line, and one a sweep handed it may sit behind
+    /// this one there. `false` for a row that is not pending.
+    pub async fn lark_turn_waits(&self, message_id: &str, owner: &str, now: i64) -> Result<bool> {
+        let row = sqlx::query(
+            "select count(*) as n from lark_inbound m
+             join lark_inbound o on o.chat_key = m.chat_key
+             where m.message_id = $1 and m.state = 'pending'
+               and o.state = 'pending' and o.message_id <> m.message_id
+               and (o.arrived_us < m.arrived_us
+                    or (o.arrived_us = m.arrived_us and o.message_id < m.message_id))
+               and (coalesce(o.lease_owner, '') <> $2 or o.lease_until < $3)",
+        )
+        .bind(message_id)
+        .bind(owner)
+        .bind(now)
+        .fetch_one(&self.pool)
+        .await?;
+        Ok(get_i64(&row, "n")? > 0)
     }
 
     /// Gives up `owner`'s lease on a pending row, so the next sweep takes it.

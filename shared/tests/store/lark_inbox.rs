@@ -17,6 +17,7 @@ both_backends!(
     a_sweep_leaves_a_conversation_another_gateway_holds_alone,
     concurrent_sweeps_do_not_split_a_conversation,
     done_rows_are_never_taken_again,
+    a_message_waits_for_earlier_ones_on_other_gateways,
 );
 
 /// A lease that runs out at this time (any fixed unix ms: the store compares
@@ -264,4 +265,59 @@ async fn done_rows_are_never_taken_again(db: Db) {
         s.lark_inbox_state("om_open").await.unwrap(),
         Some(InboxState::Pending)
     );
+}
+
+/// Lark gives each event to one random gateway: a message waits while an
+/// earlier one of its conversation is in another gateway's hands or owed by a
+/// sweep, and never for its own gateway's (they are in its line).
+async fn a_message_waits_for_earlier_ones_on_other_gateways(db: Db) {
+    let s = &db.store;
+    let now = T - 100;
+    let waits = |id: &'static str, owner: &'static str, now: i64| {
+        let s = s.clone();
+        async move { s.lark_turn_waits(id, owner, now).await.unwrap() }
+    };
+    keep_one(s, &entry("om_a1", "oc_1", 10), "gw1", T).await;
+    keep_one(s, &entry("om_a2", "oc_1", 20), "gw2", T).await;
+    keep_one(s, &entry("om_b1", "oc_2", 30), "gw2", T).await;
+    keep_one(s, &entry("om_a3", "oc_1", 40), "gw1", T).await;
+    assert!(
+        !waits("om_a1", "gw1", now).await,
+        "first in its conversation"
+    );
+    assert!(waits("om_a2", "gw2", now).await, "om_a1 is on gw1");
+    assert!(!waits("om_b1", "gw2", now).await, "another conversation");
+    assert!(waits("om_a3", "gw1", now).await, "om_a2 is on gw2");
+    s.finish_lark_inbound("om_a1", InboxState::Handled)
+        .await
+        .unwrap();
+    assert!(!waits("om_a2", "gw2", now).await);
+    assert!(waits("om_a3", "gw1", now).await, "om_a2 still is");
+    s.finish_lark_inbound("om_a2", InboxState::Handled)
+        .await
+        .unwrap();
+    assert!(!waits("om_a3", "gw1", now).await);
+
+    // The same stamp on two gateways: the lower message id goes first.
+    keep_one(s, &entry("om_c2", "oc_3", 50), "gw1", T).await;
+    keep_one(s, &entry("om_c1", "oc_3", 50), "gw2", T).await;
+    assert!(!waits("om_c1", "gw2", now).await);
+    assert!(waits("om_c2", "gw1", now).await);
+
+    // gw1 died holding om_a3: a later message waits while a sweep owes it,
+    // until its own gateway's sweep (the conversation's live holder) takes it.
+    keep_one(s, &entry("om_a4", "oc_1", 60), "gw2", T + 10_000).await;
+    assert!(waits("om_a4", "gw2", T + 1).await, "om_a3's lease ran out");
+    let swept = s
+        .lease_lark_inbound("gw3", T + 1, T + 5000, 100)
+        .await
+        .unwrap();
+    assert!(!ids(&swept).contains(&"om_a3"), "gw2 holds oc_1: {swept:?}");
+    let swept = s
+        .lease_lark_inbound("gw2", T + 2, T + 5000, 100)
+        .await
+        .unwrap();
+    assert!(ids(&swept).contains(&"om_a3"));
+    assert!(!waits("om_a4", "gw2", T + 3).await, "gw2's own");
+    assert!(!waits("om_gone", "gw2", now).await);
 }
