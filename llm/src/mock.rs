@@ -17,6 +17,10 @@ use crate::{ChatRequest, EventStream, LlmError, Provider, StreamEvent, classify_
 #[derive(Debug, Clone, Default)]
 pub struct MockProvider {
     timing: Timing,
+    /// A configured `context_window`: a prompt over it (by the estimate the
+    /// context builder uses) is refused with a 400, as real providers refuse
+    /// one over theirs. `None`: no limit.
+    window: Option<u32>,
 }
 
 impl MockProvider {
@@ -27,7 +31,16 @@ impl MockProvider {
 
     /// A mock with default latencies (used when a message has no `@mock.delay`).
     pub fn with_timing(timing: Timing) -> Self {
-        MockProvider { timing }
+        MockProvider {
+            timing,
+            window: None,
+        }
+    }
+
+    /// Refuses prompts longer than `window` tokens (when given).
+    pub fn with_window(mut self, window: Option<u32>) -> Self {
+        self.window = window;
+        self
     }
 }
 
@@ -44,6 +57,17 @@ pub fn fail_error(fail: &Fail) -> LlmError {
 #[async_trait::async_trait]
 impl Provider for MockProvider {
     async fn stream(&self, req: ChatRequest) -> Result<EventStream, LlmError> {
+        if let Some(window) = self.window {
+            let prompt = crate::tokens::estimate_all(&req.messages);
+            if prompt > u64::from(window) {
+                return Err(LlmError::Fatal {
+                    reason: format!(
+                        "HTTP 400: context_length_exceeded: the prompt has {prompt} tokens, the window {window}"
+                    ),
+                    status: Some(400),
+                });
+            }
+        }
         let mut plan =
             mockscript::plan(&req.messages, req.max_tokens).map_err(|e| LlmError::Fatal {
                 reason: format!("HTTP 400: {e}"),
@@ -132,6 +156,19 @@ mod tests {
         };
         assert_eq!(*stop, StopReason::EndTurn);
         assert_eq!((usage.input, usage.output), (2, 4));
+    }
+
+    #[tokio::test]
+    async fn a_prompt_over_a_configured_window_is_refused() {
+        let long = "word ".repeat(400);
+        let small = MockProvider::new().with_window(Some(100));
+        let Err(LlmError::Fatal { reason, status }) = small.stream(req(&long, 1)).await else {
+            panic!("a 2,000-character prompt fits no 100-token window");
+        };
+        assert_eq!(status, Some(400));
+        assert!(reason.contains("context_length_exceeded"), "{reason}");
+        assert!(small.stream(req("short", 1)).await.is_ok());
+        assert!(MockProvider::new().stream(req(&long, 1)).await.is_ok());
     }
 
     #[tokio::test]

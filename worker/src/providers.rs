@@ -98,7 +98,7 @@ impl Providers {
         let mut out = HashMap::new();
         for m in models {
             let provider: Arc<dyn Provider> = match m.provider {
-                ProviderKind::Mock => Arc::new(MockProvider::new()),
+                ProviderKind::Mock => Arc::new(MockProvider::new().with_window(m.context_window)),
                 ProviderKind::Openai => Arc::new(OpenAiProvider::new(OpenAiConfig {
                     base_url: m
                         .base_url

@@ -354,6 +354,17 @@ async fn skills_are_listed_and_loaded_on_demand(b: Backend) {
         "{}",
         rendered_text(&events)
     );
+
+    // The tool-less `chat` agent could never load a skill: none is listed.
+    let (_, c) = app
+        .post("/v1/sessions", &alice, json!({"agent": "chat"}))
+        .await;
+    let c = c["id"].as_str().unwrap().to_string();
+    let seen = context(&app, &alice, &c).await;
+    let system = seen["system"][0].as_str().unwrap();
+    assert!(!system.contains("# Skills"), "{system}");
+    assert!(!system.contains("release-notes"), "{system}");
+    assert_eq!(seen["tools"], json!([]));
 }
 
 /// Workers keep a run's agent, instructions and skills between runs (issue 23):
@@ -370,7 +381,10 @@ async fn every_edit_of_the_prompt_reaches_the_next_run(b: Backend) {
             reqwest::Method::PUT,
             "/v1/admin/agents/helper",
             ADMIN_TOKEN,
-            Some(json!({"name": "Helper", "instructions": instructions, "tools": []})),
+            // A tool (so `use_skill` too): a tool-less agent lists no skills.
+            Some(
+                json!({"name": "Helper", "instructions": instructions, "tools": ["current_time"]}),
+            ),
         )
     };
     assert_eq!(put_agent("HELPER-V1.").await.0, 200);

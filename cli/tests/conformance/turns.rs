@@ -13,7 +13,8 @@ use crate::harness::*;
 crate::both_backends!(
     undo_redo_regenerate_and_edit,
     a_long_conversation_keeps_its_beginning,
-    a_failing_summariser_drops_the_oldest_turns
+    a_failing_summariser_drops_the_oldest_turns,
+    a_small_summariser_is_sent_what_fits_its_own_window
 );
 
 async fn say(app: &App, token: &str, s: &str, text: &str) -> Value {
@@ -291,4 +292,38 @@ async fn a_failing_summariser_drops_the_oldest_turns(b: Backend) {
             .0,
         404
     );
+}
+
+/// The summariser is sized by its own window, not the session model's: a small
+/// model (the mock refuses a prompt over a configured window, as providers do)
+/// summarising for a larger one is sent only what it can read.
+async fn a_small_summariser_is_sent_what_fits_its_own_window(b: Backend) {
+    let (_dir, cfg) = config(
+        "\n[[models]]\nid = \"small\"\nprovider = \"mock\"\ncontext_window = 300\n\n[context]\nsummariser_model = \"small\"\n",
+    );
+    let app = App::start_with(
+        b,
+        &[
+            ("WEFT_CONFIG", cfg.as_str()),
+            ("WEFT_LIMITS__RUNS_PER_MINUTE_PER_USER", "0"),
+        ],
+    )
+    .await;
+    let alice = app.user("alice").await;
+    let s = app.session(&alice).await;
+    for i in 0..40 {
+        say(
+            &app,
+            &alice,
+            &s,
+            &format!("Turn {i}: some words so that the window fills up after a few dozen turns."),
+        )
+        .await;
+    }
+    let (st, summary) = app.get(&format!("/v1/sessions/{s}/summary"), &alice).await;
+    assert_eq!(st, 200, "a summary was made: {summary}");
+    assert_eq!(summary["model"], "small", "{summary}");
+    // It carries the newest of what it was sent, not the oldest.
+    let text = summary["summary"].as_str().unwrap();
+    assert!(text.contains("Turn "), "{text}");
 }

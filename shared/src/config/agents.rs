@@ -200,11 +200,15 @@ impl AgentConfig {
             })
     }
 
-    /// Whether this agent may load `skill`.
+    /// Whether this agent may load `skill`: it names the skill (or names
+    /// none) and it can call `use_skill` at all — an agent without tools (the
+    /// default `chat`) is not told of skills it could never load.
     pub fn allows_skill(&self, skill: &str) -> bool {
-        self.skills
-            .as_ref()
-            .is_none_or(|list| list.iter().any(|s| s == skill))
+        self.allows_tool("use_skill")
+            && self
+                .skills
+                .as_ref()
+                .is_none_or(|list| list.iter().any(|s| s == skill))
     }
 }
 
@@ -238,5 +242,25 @@ mod allow_tests {
         };
         assert!(!none.allows_tool("read_output"));
         assert!(AgentConfig::default().allows_tool("anything"));
+    }
+
+    #[test]
+    fn skills_need_an_agent_that_can_load_them() {
+        let named = |tools: Option<Vec<String>>| AgentConfig {
+            tools,
+            skills: Some(vec!["pdf".into()]),
+            ..AgentConfig::default()
+        };
+        assert!(named(None).allows_skill("pdf"));
+        assert!(!named(None).allows_skill("docx"), "not named");
+        assert!(
+            named(Some(vec!["web_fetch".into()])).allows_skill("pdf"),
+            "use_skill comes with any tool"
+        );
+        assert!(
+            !named(Some(vec![])).allows_skill("pdf"),
+            "a tool-less agent cannot call use_skill"
+        );
+        assert!(AgentConfig::default().allows_skill("anything"));
     }
 }

@@ -261,7 +261,7 @@ async fn summarise(
         .unwrap_or(&run.model);
     let providers = inner.providers();
     let entry = providers.get(by).unwrap_or(model);
-    let mut lines: Vec<String> = older
+    let lines: Vec<String> = older
         .iter()
         .map(|m| match m.role.as_str() {
             "user" if m.attachments.is_empty() => format!("user: {}", m.content),
@@ -282,21 +282,16 @@ async fn summarise(
             _ => format!("assistant: {}", m.content),
         })
         .collect();
-    // The summariser's own window bounds the transcript: the oldest lines go first.
-    let room = window.saturating_mul(3) / 4;
-    while lines.len() > 1 && lines.iter().map(|l| estimate(l) + 1).sum::<u64>() > room {
-        lines.remove(0);
-    }
-    if let Some(s) = earlier {
-        lines.insert(0, format!("{EARLIER_SUMMARY}{}", s.text));
-    }
-    // A summary may take a seventh of the window, so that after it the
-    // conversation has room to grow before the next one.
-    let max_tokens = (window / 7).clamp(64, 4096) as u32;
+    // A summary may take a seventh of the session's window, so that after it
+    // the conversation has room to grow before the next one — and no more than
+    // an eighth of the summariser's own.
+    let own = u64::from(entry.config.window());
+    let max_tokens = (window / 7).clamp(64, 4096).min(own / 8).max(1) as u32;
+    let transcript = fit_transcript(lines, earlier.map(|s| s.text.as_str()), own);
     let (text, _) = entry
         .side_call(
             SUMMARY_INSTRUCTIONS,
-            lines.join("\n"),
+            transcript,
             max_tokens,
             SUMMARY_TIMEOUT,
         )
@@ -305,9 +300,56 @@ async fn summarise(
     Ok((text.trim().to_string(), entry.config.id.clone()))
 }
 
+/// What the summariser is sent: the earlier summary, then as many of the
+/// newest `lines` as fit, with the instructions, in three quarters of the
+/// summariser's own window (`own`, not the session model's: a small cheap
+/// summariser under a large model was sent more than it could read, and
+/// refused it); the oldest go first, the newest always stays.
+fn fit_transcript(mut lines: Vec<String>, earlier: Option<&str>, own: u64) -> String {
+    let earlier = earlier.map(|text| format!("{EARLIER_SUMMARY}{text}"));
+    let room = (own.saturating_mul(3) / 4)
+        .saturating_sub(estimate(SUMMARY_INSTRUCTIONS))
+        .saturating_sub(earlier.as_deref().map_or(0, |l| estimate(l) + 1));
+    let mut size: u64 = lines.iter().map(|l| estimate(l) + 1).sum();
+    let mut drop = 0;
+    while lines.len() - drop > 1 && size > room {
+        size -= estimate(&lines[drop]) + 1;
+        drop += 1;
+    }
+    lines.drain(..drop);
+    if let Some(earlier) = earlier {
+        lines.insert(0, earlier);
+    }
+    lines.join("\n")
+}
+
 #[cfg(test)]
 mod tests {
-    use super::shorten;
+    use super::{fit_transcript, shorten};
+    use weft_llm::tokens::{EARLIER_SUMMARY, SUMMARY_INSTRUCTIONS, estimate};
+
+    #[test]
+    fn the_transcript_fits_the_summarisers_own_window() {
+        // 100 lines of about 13 tokens each: 1,400 tokens in all.
+        let lines: Vec<String> = (0..100)
+            .map(|i| format!("user: line {i:03} with some words to fill it up"))
+            .collect();
+        let sent = fit_transcript(lines.clone(), Some("facts so far"), 400);
+        let prompt = estimate(&sent) + estimate(SUMMARY_INSTRUCTIONS);
+        assert!((200..=300).contains(&prompt), "{prompt} tokens");
+        assert!(sent.starts_with(&format!("{EARLIER_SUMMARY}facts so far\n")));
+        assert!(sent.ends_with("line 099 with some words to fill it up"));
+        assert!(!sent.contains("line 000"), "the oldest went first");
+        // A large window takes everything; a tiny one still the newest line.
+        assert_eq!(
+            fit_transcript(lines.clone(), None, 100_000),
+            lines.join("\n")
+        );
+        assert_eq!(
+            fit_transcript(lines, None, 4),
+            "user: line 099 with some words to fill it up"
+        );
+    }
 
     #[test]
     fn old_outputs_keep_their_head_and_their_pointer() {
