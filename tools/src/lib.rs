@@ -26,7 +26,17 @@ pub struct ToolContext {
     pub user_id: String,
     /// The passages this run's tools numbered for citing (see [`sources`]).
     pub sources: Arc<sources::Sources>,
+    /// This call's idempotency key, `<run>:<step>:<index in the step>`: the
+    /// same when a step is redone after its worker died (the model asked
+    /// again; a different call at that place should be refused by a server
+    /// that keeps keys, as with any idempotency key reused with other
+    /// arguments). MCP servers get it in the request's `_meta` under
+    /// [`IDEMPOTENCY_META_KEY`]. Empty outside a run's step.
+    pub call_key: String,
 }
+
+/// The `_meta` key of a `tools/call` request that carries [`ToolContext::call_key`].
+pub const IDEMPOTENCY_META_KEY: &str = "dev.weft/idempotency-key";
 
 #[async_trait::async_trait]
 pub trait Tool: Send + Sync {

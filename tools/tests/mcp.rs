@@ -298,6 +298,15 @@ async fn streamable_http_tools_work_and_send_the_configured_headers() {
         .await
         .unwrap_err();
     assert!(err.contains("over HTTP"), "{err}");
+    // A call's idempotency key reaches the server in `_meta`; none, no key.
+    let key = json!({"key": weft_tools::IDEMPOTENCY_META_KEY});
+    let keyed = ToolContext {
+        call_key: "run_1:2:0".into(),
+        ..ToolContext::default()
+    };
+    let meta = tool(&hub, "remote__meta");
+    assert_eq!(meta.call(key.clone(), &keyed).await.unwrap(), "run_1:2:0");
+    assert_eq!(call(&hub, "remote__meta", key).await.unwrap(), "<absent>");
     stop(&hub, &shutdown).await;
 }
 

@@ -357,6 +357,10 @@ fn job_runner(inner: &Arc<Inner>) -> jobs::JobRunner {
 /// runs `shutdown_grace_ms` to finish before releasing them to other workers.
 /// `orphan_all_at_start`: in embedded mode this is the only worker, so every
 /// `running` run found at start-up belongs to a dead process.
+/// The longest a starting worker waits for its MCP servers' first try before
+/// it takes runs.
+const MCP_SETTLE_AT_START: Duration = Duration::from_secs(20);
+
 pub async fn run(
     deps: WorkerDeps,
     shutdown: CancellationToken,
@@ -413,6 +417,19 @@ pub async fn run(
         consume_stop.clone(),
     ));
     let reloads = tokio::spawn(follow_config(inner.clone(), consume_stop.clone()));
+    // Runs wait for the MCP servers' first try: a run taken over from a dead
+    // worker redoes its call at once, and was told "no tool named …" while
+    // the servers were still starting.
+    let mcp_settled = tokio::select! {
+        _ = shutdown.cancelled() => true,
+        settled = tokio::time::timeout(MCP_SETTLE_AT_START, inner.mcp.settled()) => settled.is_ok(),
+    };
+    if !mcp_settled {
+        tracing::warn!(
+            waited_secs = MCP_SETTLE_AT_START.as_secs(),
+            "MCP servers still starting; taking runs anyway (their tools come once ready)"
+        );
+    }
     let background = tokio::spawn(job_runner(&inner).run(consume_stop.clone()));
     let handler: Arc<dyn JobHandler> = Arc::new(intake::Handler(inner.clone()));
     inner

@@ -19,7 +19,8 @@ crate::both_backends!(
     an_mcp_tool_runs_after_its_approval,
     a_slow_mcp_tool_hits_the_timeout,
     the_sandbox_hides_the_worker_from_its_mcp_server,
-    without_a_working_sandbox_a_server_is_an_error_and_never_runs
+    without_a_working_sandbox_a_server_is_an_error_and_never_runs,
+    a_call_redone_after_its_worker_died_keeps_its_key
 );
 
 /// `tools/tests/mcp_servers`, as a plain path (a grant must not contain `..`).
@@ -150,6 +151,35 @@ async fn an_mcp_tool_runs_after_its_approval(b: Backend) {
         rendered_text(&events).contains("error: invalid arguments for demo__add"),
         "{}",
         rendered_text(&events)
+    );
+
+    // Each call takes its idempotency key to the server: run, step (from 1),
+    // place in the step (from 0).
+    let mut sse = app
+        .send_stream(
+            &alice,
+            &s,
+            r#"@mock.tool demo__meta {"key": "dev.weft/idempotency-key"}"#,
+        )
+        .await;
+    let mut events = sse.until(|e| e.ty == "approval_required").await;
+    let approval = events.last().unwrap().data["approval_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let (st, decided) = app
+        .post(
+            &format!("/v1/approvals/{approval}"),
+            &alice,
+            json!({"decision": "approve"}),
+        )
+        .await;
+    assert_eq!(st, 200, "{decided}");
+    events.extend(sse.until_terminal().await);
+    let run = decided["run_id"].as_str().unwrap();
+    assert_eq!(
+        rendered_text(&events),
+        format!("tool demo__meta said: {run}:1:0")
     );
 }
 
@@ -498,4 +528,52 @@ fn path_without(path: &str, program: &str) -> String {
         .filter(|dir| !Path::new(dir).join(program).exists())
         .collect::<Vec<_>>()
         .join(":")
+}
+
+/// A call in flight when its worker dies is made again by the next attempt,
+/// with the same idempotency key, so a server can do it once.
+async fn a_call_redone_after_its_worker_died_keeps_its_key(b: Backend) {
+    let (dir, config) = mcp_config("policy = \"auto\"\n");
+    let mut app = App::start_with(b, &[("WEFT_CONFIG", config.as_str())]).await;
+    let alice = app.user("alice").await;
+    let s = app.session(&alice).await;
+    first_server_ready(&app).await;
+    let marker = dir.path().join("keys");
+    let text = format!(
+        r#"@mock.tool demo__keyed {{"marker": {:?}}}"#,
+        marker.display().to_string()
+    );
+    let mut stream = app.send_stream(&alice, &s, &text).await;
+    let run = stream.until(|e| e.ty == "tool_start").await[0].data["run_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let keys = || std::fs::read_to_string(&marker).unwrap_or_default();
+    eventually(
+        Duration::from_secs(10),
+        "the call reached the server",
+        async || {
+            if keys().lines().count() == 1 {
+                Ok(())
+            } else {
+                Err(keys())
+            }
+        },
+    )
+    .await;
+    match b {
+        Backend::Distributed => {
+            app.workers[0].kill();
+            app.workers.push(App::spawn_worker(&app.env));
+        }
+        Backend::Embedded => {
+            drop(stream);
+            app.restart_gateway();
+        }
+    }
+    let r = app.wait_run(&alice, &run, Duration::from_secs(60)).await;
+    assert_eq!(r["status"], "succeeded", "{r}");
+    assert_eq!(keys(), format!("{run}:1:0\n{run}:1:0\n"));
+    let reply = app.messages(&alice, &s).await.last().unwrap()["content"].clone();
+    assert_eq!(reply, "tool demo__keyed said: call 2 with this key");
 }

@@ -33,6 +33,10 @@ async fn memories_are_their_persons_alone(db: Db) {
     let (alice, bob) = (user(&db, "alice").await, user(&db, "bob").await);
     let tea = s.add_memory(&alice.id, &new("prefers tea")).await.unwrap();
     assert_eq!(tea.to_dto().source, MemorySource::Manual);
+    // The same words again (a `remember` redone after a crash) are that memory.
+    let again = s.add_memory(&alice.id, &new("prefers tea")).await.unwrap();
+    assert_eq!(again.id, tea.id);
+    assert_eq!(s.memories(&alice.id, None).await.unwrap().len(), 1);
     let team = s
         .add_memory(
             &alice.id,

@@ -5,7 +5,10 @@
 use std::sync::Arc;
 
 use rmcp::ServiceError;
-use rmcp::model::{CallToolRequestParams, CallToolResult, ContentBlock, ResourceContents};
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ContentBlock, MetaObject, RequestMetaObject,
+    ResourceContents,
+};
 use weft_llm::ToolSpec;
 
 use super::status::{Slot, ToolEntry};
@@ -33,7 +36,7 @@ impl Tool for McpTool {
 
     /// Dropping the future sends `notifications/cancelled` to the server
     /// (rmcp's request guard), so a timed-out call stops there too.
-    async fn call(&self, args: serde_json::Value, _ctx: &ToolContext) -> Result<String, String> {
+    async fn call(&self, args: serde_json::Value, ctx: &ToolContext) -> Result<String, String> {
         let arguments = match args {
             serde_json::Value::Object(map) => Some(map),
             serde_json::Value::Null => None,
@@ -42,6 +45,14 @@ impl Tool for McpTool {
         let link = self.slot.link()?;
         let mut params = CallToolRequestParams::new(self.entry.remote.clone());
         params.arguments = arguments;
+        if !ctx.call_key.is_empty() {
+            let mut meta = MetaObject::default();
+            meta.insert(
+                crate::IDEMPOTENCY_META_KEY.into(),
+                ctx.call_key.clone().into(),
+            );
+            params.meta = Some(RequestMetaObject(meta));
+        }
         match link.peer.call_tool(params).await {
             Ok(result) => render(result),
             Err(e) => {

@@ -86,6 +86,25 @@ def header(name: str, ctx: Context) -> str:
     return headers.get(name.lower(), "<absent>")
 
 
+@server.tool(description="The value of a key of this request's `_meta`.")
+def meta(key: str, ctx: Context) -> str:
+    return str((ctx.request_context.meta or {}).get(key, "<absent>"))
+
+
+@server.tool(
+    description="Appends this call's idempotency key to marker; the first call then "
+    "hangs (its worker is to be killed), a later one answers how many calls it saw."
+)
+async def keyed(marker: str, ctx: Context) -> str:
+    key = str((ctx.request_context.meta or {}).get("dev.weft/idempotency-key", "<absent>"))
+    seen = open(marker).read().splitlines() if os.path.exists(marker) else []
+    with open(marker, "a") as f:
+        f.write(key + "\n")
+    if not seen:
+        await anyio.sleep(600)
+    return f"call {len(seen) + 1} with this key" if seen == [key] * len(seen) else "other keys"
+
+
 async def serve_http() -> None:
     import uvicorn
 

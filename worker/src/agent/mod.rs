@@ -337,6 +337,7 @@ impl<'a> Attempt<'a> {
             session_id: self.run.session_id.0.clone(),
             user_id: self.run.user_id.0.clone(),
             sources: self.sources.clone(),
+            call_key: String::new(),
         }
     }
 

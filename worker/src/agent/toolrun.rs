@@ -203,12 +203,15 @@ impl<'a> ToolRunner<'a> {
             })
             .await;
         }
-        let all = futures::future::join_all(calls.iter().map(|(c, d)| {
+        let all = futures::future::join_all(calls.iter().enumerate().map(|(i, (c, d))| {
             let span = tool_span(c);
             async move {
                 let t0 = Instant::now();
                 let out = match d {
-                    Disposition::Run => self.call(c).await,
+                    Disposition::Run => {
+                        self.call(c, format!("{}:{step}:{i}", self.ctx.run_id))
+                            .await
+                    }
                     Disposition::Answer(text) => Err(text.clone()),
                     Disposition::Answered(text) => Ok(text.clone()),
                     Disposition::Confirm => Err("error: this call was not approved".into()),
@@ -261,15 +264,20 @@ impl<'a> ToolRunner<'a> {
         Some(results)
     }
 
-    /// One call with its timeout; a panic inside the tool is its error, not the run's.
-    async fn call(&self, c: &ToolCall) -> Result<String, String> {
+    /// One call with its timeout; a panic inside the tool is its error, not the
+    /// run's. `call_key`: its idempotency key ([`ToolContext::call_key`]).
+    async fn call(&self, c: &ToolCall, call_key: String) -> Result<String, String> {
         let secs = self
             .cfg
             .tools
             .call_timeout_secs
             .clamp(1, MAX_CALL_TIMEOUT_SECS);
         let tools = self.inner.tools();
-        let fut = AssertUnwindSafe(tools.call(&c.name, c.args.clone(), &self.ctx)).catch_unwind();
+        let ctx = ToolContext {
+            call_key,
+            ..self.ctx.clone()
+        };
+        let fut = AssertUnwindSafe(tools.call(&c.name, c.args.clone(), &ctx)).catch_unwind();
         match tokio::time::timeout(Duration::from_secs(secs), fut).await {
             Err(_) => Err(format!(
                 "the tool did not answer within {secs} s and was stopped"

@@ -143,10 +143,24 @@ impl Store {
         Ok(get_i64(&held, "n")?.max(0) as u64)
     }
 
-    /// Keep a memory for `user`; [`OverLimit::Memories`] past `max_per_user`.
+    /// Keep a memory for `user` (the one with the same text if there is one);
+    /// [`OverLimit::Memories`] past `max_per_user`.
     pub async fn add_memory(&self, user: &UserId, new: &NewMemory<'_>) -> Result<Memory> {
         let mut tx = self.begin().await?;
         let held = self.lock_person(&mut tx, user).await?;
+        // The same words kept again (a `remember` call redone after its
+        // worker died, a person repeating themselves) are the memory they
+        // already are.
+        let same = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "select {COLUMNS} from memories where user_id = $1 and text = $2 limit 1"
+        )))
+        .bind(&user.0)
+        .bind(new.text)
+        .fetch_optional(&mut **tx)
+        .await?;
+        if let Some(row) = same {
+            return memory(&row);
+        }
         if held >= new.max_per_user {
             return Err(StoreError::OverLimit(OverLimit::Memories {
                 held,
