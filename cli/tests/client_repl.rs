@@ -92,6 +92,62 @@ fn slash_commands_switch_mode_list_sessions_and_resume() {
     exits_cleanly(&mut p);
 }
 
+/// Another client's slow reply (40 words, 100 ms apart) in a new session,
+/// once it is streaming.
+#[expect(
+    clippy::zombie_processes,
+    reason = "the child is returned, and the caller waits for it"
+)]
+fn streaming_elsewhere(s: &Server) -> std::process::Child {
+    let mut cmd = s.weft();
+    cmd.args(["-p", "@mock.tokens 40 @mock.delay 0 100"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    let mut child = cmd.spawn().expect("spawn the other client");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let mut list = s.weft();
+        list.args(["sessions", "list"]);
+        let listed = client_support::stdout(&client_support::run(list, None));
+        if listed.contains('●') {
+            return child;
+        }
+        if std::time::Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("the other client's reply never started: {listed}");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+}
+
+#[test]
+fn resuming_a_session_follows_the_reply_streaming_in_it() {
+    let s = Server::start();
+    let mut other = streaming_elsewhere(&s);
+    // `-r last` at start: the reply from its first word to its last.
+    let mut cmd = s.weft();
+    cmd.args(["-r", "last"]).env("TERM", "xterm-256color");
+    let mut p = spawn_command(cmd, Some(TIMEOUT_MS)).expect("spawn weft in a pty");
+    p.exp_string("/help for commands").expect("banner");
+    p.exp_string("a reply is on its way").expect("follows it");
+    p.exp_string("w1 w2 w3").expect("from its start");
+    p.exp_string("w40").expect("to its end");
+    p.exp_string(&b("❯")).expect("then the prompt");
+    assert!(other.wait().unwrap().success());
+
+    // `/resume` in a running REPL does the same.
+    let mut other = streaming_elsewhere(&s);
+    type_line(&mut p, "/resume last");
+    p.exp_string("resumed").unwrap();
+    p.exp_string("a reply is on its way").expect("follows it");
+    p.exp_string("w40").expect("to its end");
+    p.exp_string(&b("❯")).expect("then the prompt");
+    assert!(other.wait().unwrap().success());
+    p.send_control('d').unwrap();
+    exits_cleanly(&mut p);
+}
+
 #[test]
 fn ctrl_c_cancels_a_slow_reply_and_keeps_the_repl() {
     let s = Server::start();

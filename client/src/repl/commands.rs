@@ -6,14 +6,14 @@ use super::state::ReplState;
 use crate::api::Gateway;
 use crate::error::Result;
 use crate::render::{DIM, RESET, YELLOW};
-use crate::session::{self, short};
+use crate::session::{self, SessionChoice, short};
 
 /// Names and one-line help, also used for Tab completion.
 pub const COMMANDS: &[(&str, &str)] = &[
     ("/sessions", "list your recent sessions"),
     (
         "/resume",
-        "ID — continue a session (a unique suffix of its id is enough)",
+        "ID|last — continue a session (a unique suffix of its id is enough), following a reply still streaming in it",
     ),
     (
         "/new",
@@ -124,7 +124,7 @@ pub async fn run(gw: &Gateway, state: &mut ReplState, line: &str) -> Result<Flow
             }
         }
         "/resume" => {
-            let s = session::find(gw, arg).await?;
+            let s = session::open(gw, &SessionChoice::from_resume(arg), None, None).await?;
             state.adopt(&s);
             let title = if s.title.is_empty() {
                 "(untitled)"
@@ -150,6 +150,9 @@ pub async fn run(gw: &Gateway, state: &mut ReplState, line: &str) -> Result<Flow
                 for a in &m.attachments {
                     println!("{DIM}  {}{RESET}", crate::render::attachment_line(a));
                 }
+            }
+            if let Some(run) = &s.active_run_id {
+                super::turn::follow_active(gw, state, run).await?;
             }
         }
         "/model" if arg.is_empty() => {

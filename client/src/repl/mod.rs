@@ -40,7 +40,7 @@ pub struct ReplOptions {
 
 /// Run until `/exit` or Ctrl-D; the answer is the exit code.
 pub fn run(rt: &tokio::runtime::Runtime, gw: &Gateway, opts: ReplOptions) -> Result<u8> {
-    let mut state = rt.block_on(start(gw, &opts))?;
+    let (mut state, streaming) = rt.block_on(start(gw, &opts))?;
     state.pending = opts.files;
     let mut rl: Editor<ReplHelper, FileHistory> = Editor::with_config(
         Config::builder()
@@ -64,6 +64,11 @@ pub fn run(rt: &tokio::runtime::Runtime, gw: &Gateway, opts: ReplOptions) -> Res
     println!(
         "{DIM}/help for commands · \\ at line end continues · Ctrl-C stops a reply · Ctrl-D quits{RESET}"
     );
+    if let Some(run) = streaming
+        && let Err(e) = rt.block_on(turn::follow_active(gw, &mut state, &run))
+    {
+        eprintln!("weft: {e}");
+    }
     loop {
         match rl.readline(&state.prompt()) {
             Ok(line) => {
@@ -96,13 +101,16 @@ pub fn run(rt: &tokio::runtime::Runtime, gw: &Gateway, opts: ReplOptions) -> Res
 }
 
 /// Check the connection (so a bad token fails fast, exit 3), load the catalogue,
-/// and pick the session.
-async fn start(gw: &Gateway, opts: &ReplOptions) -> Result<ReplState> {
+/// and pick the session; with it, the run streaming in it (from another client)
+/// if there is one.
+async fn start(gw: &Gateway, opts: &ReplOptions) -> Result<(ReplState, Option<String>)> {
     let (models, modes) = tokio::try_join!(gw.models(), gw.modes())?;
     let mut state = ReplState::new(models.models, modes.modes);
+    let mut streaming = None;
     if opts.session != SessionChoice::New {
         let s = session::open(gw, &opts.session, None, None).await?;
         state.adopt(&s);
+        streaming = s.active_run_id.clone();
     }
     if let Some(m) = &opts.model {
         if !state.models.iter().any(|x| &x.id == m) {
@@ -121,5 +129,5 @@ async fn start(gw: &Gateway, opts: &ReplOptions) -> Result<ReplState> {
     if opts.model.is_some() || opts.mode.is_some() {
         state.sync_session(gw).await?;
     }
-    Ok(state)
+    Ok((state, streaming))
 }

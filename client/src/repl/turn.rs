@@ -62,6 +62,14 @@ fn still_attached(e: ClientError, state: &ReplState) -> ClientError {
 }
 
 /// Follow a run started elsewhere (`/retry`, `/edit`): the same rendering.
+/// A resumed session's reply that is still streaming (sent from the web page,
+/// Lark or another terminal): shown from its start, then live, as the web page
+/// does on a reload.
+pub async fn follow_active(gw: &Gateway, state: &mut ReplState, run_id: &str) -> Result<()> {
+    println!("{DIM}a reply is on its way; following it (Ctrl-C stops it){RESET}");
+    attach(gw, state, run_id).await
+}
+
 pub async fn attach(gw: &Gateway, state: &mut ReplState, run_id: &str) -> Result<()> {
     follow(gw, state, &mut RunStream::attach(gw, run_id, 0)).await
 }
