@@ -82,6 +82,7 @@ use utoipa::OpenApi;
         crate::turns::summary,
         crate::approvals::decide_approval,
         crate::questions::list_questions,
+        crate::questions::run_questions,
         crate::questions::get_question,
         crate::questions::answer_question,
         crate::chat::chat,

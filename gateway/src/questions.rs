@@ -19,6 +19,7 @@ use crate::sessions::parse_session_id;
 pub fn router() -> Router<AppState> {
     Router::new()
         .route("/v1/sessions/{id}/questions", get(list_questions))
+        .route("/v1/runs/{id}/questions", get(run_questions))
         .route(
             "/v1/questions/{id}",
             get(get_question).post(answer_question),
@@ -36,6 +37,23 @@ pub async fn list_questions(
     let session = parse_session_id(&id)?;
     state.store.get_session(&user.id, &session).await?;
     let questions = state.store.session_questions(&session).await?;
+    Ok(Json(QuestionList {
+        questions: questions.iter().map(Question::to_dto).collect(),
+    }))
+}
+
+/// Every question a run asked, answered or not, in the order asked: what a
+/// finished reply shows in place of its `ask_user` calls.
+#[utoipa::path(get, path = "/v1/runs/{id}/questions",
+    responses((status = 200, body = QuestionList), (status = 404, body = weft_shared::api::ErrorEnvelope)))]
+pub async fn run_questions(
+    State(state): State<AppState>,
+    Caller(user): Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<QuestionList>> {
+    let run = crate::runs::parse_run_id(&id)?;
+    state.store.get_run(&user.id, &run).await?;
+    let questions = state.store.run_questions(&run).await?;
     Ok(Json(QuestionList {
         questions: questions.iter().map(Question::to_dto).collect(),
     }))

@@ -114,6 +114,14 @@ describe('questions the agent asks, in the web UI', () => {
     assert.equal(await page.getByTestId('question').count(), 1, 'one card for the one question')
     assert.equal(await page.getByTestId('tool-call').count(), 0, 'the answered call stays the question card')
     await shot(page, 'question-2-answered')
+
+    // After a reload the finished reply shows the answered card again, not a tool card.
+    await page.reload()
+    const again = lastQuestion()
+    assert.equal(await outcomeOf(again), `Answered by ${USER}: blue`)
+    assert.equal((await again.getByTestId('question-text').textContent()).trim(), 'Which colour?')
+    assert.equal(await again.getByTestId('question-option').count(), 0, 'nothing to answer any more')
+    assert.equal(await page.getByTestId('tool-call').count(), 0, 'not a tool card after a reload')
   })
 
   test('a typed answer is sent as text, from a phone, when the options do not fit', T, async () => {

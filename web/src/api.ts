@@ -213,6 +213,9 @@ export function createApi(opts: ApiOptions = {}) {
      * say what stands; 422 `validation_failed` says why the answer does not fit.
      */
     answerQuestion: (id: string, answer: AnswerValue) => post<Question>(`/v1/questions/${seg(id)}`, { answer }),
+    /** Every question a run asked, answered or not: what a finished reply shows again. */
+    runQuestions: (runId: string) =>
+      get<QuestionList>(`/v1/runs/${seg(runId)}/questions`).then((r) => r.questions),
     /** The session's questions waiting for an answer (what a lost event log cannot replay). */
     listQuestions: (sessionId: string) =>
       get<QuestionList>(`/v1/sessions/${seg(sessionId)}/questions`).then((r) => r.questions),

@@ -173,6 +173,20 @@ async fn a_question_waits_without_a_worker_and_the_first_answer_resumes_the_same
         .get(&format!("/v1/sessions/{s}/questions"), &alice)
         .await;
     assert_eq!(list["questions"].as_array().unwrap().len(), 0);
+    // The run keeps it, answered, for its reply after a reload; to no one else.
+    let (st, asked) = app.get(&format!("/v1/runs/{run}/questions"), &alice).await;
+    assert_eq!(st, 200, "{asked}");
+    let asked = asked["questions"].as_array().unwrap();
+    assert_eq!(asked.len(), 1);
+    assert_eq!(
+        (asked[0]["id"].as_str(), asked[0]["status"].as_str()),
+        (Some(question.as_str()), Some("answered"))
+    );
+    assert_eq!(asked[0]["answer"], json!(["blue"]));
+    assert_eq!(
+        app.get(&format!("/v1/runs/{run}/questions"), &bob).await.0,
+        404
+    );
     let roles: Vec<_> = app
         .messages(&alice, &s)
         .await

@@ -178,6 +178,12 @@ impl Store {
         self.step_waits(run, step).await
     }
 
+    /// Every question a run asked, answered or not, in the order asked (what
+    /// a reply shows again after a reload).
+    pub async fn run_questions(&self, run: &RunId) -> Result<Vec<Question>> {
+        self.run_waits(run).await
+    }
+
     /// The open questions of a session (its owner's or an admin's view).
     pub async fn session_questions(&self, session: &SessionId) -> Result<Vec<Question>> {
         self.open_session_waits(session).await

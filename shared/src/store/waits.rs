@@ -203,6 +203,19 @@ impl Store {
     }
 
     /// The open waits of `K` of a session (its owner's or an admin's view).
+    /// Every wait of `K` a run made, whatever became of it, in the order made.
+    pub(super) async fn run_waits<K: WaitKind>(&self, run: &RunId) -> Result<Vec<K>> {
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "select {} from {} where run_id = $1 order by step, created_at, id",
+            K::COLUMNS,
+            K::TABLE
+        )))
+        .bind(&run.0)
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter().map(K::from_row).collect()
+    }
+
     pub(super) async fn open_session_waits<K: WaitKind>(
         &self,
         session: &crate::ids::SessionId,

@@ -177,6 +177,11 @@ async fn the_first_answer_stands_and_resumes_the_run(db: Db) {
     s.mark_announced(&[], &["q_1".into()]).await.unwrap();
     assert!(s.step_questions(&run, 1).await.unwrap()[0].announced);
     assert!(s.session_questions(&ses.id).await.unwrap().is_empty());
+    // The run still lists it, answered: what its reply shows after a reload.
+    let asked = s.run_questions(&run).await.unwrap();
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0].id, "q_1");
+    assert_eq!(asked[0].status, QuestionStatus::Answered);
 }
 
 async fn a_step_waits_for_its_approval_and_its_question(db: Db) {

@@ -9,6 +9,7 @@ import { api } from '../api'
 import { replyCitations } from '../citations'
 import { contextUse, fmtMs, fmtNum } from '../format'
 import { useT } from '../i18n'
+import { questionView } from '../questions'
 import { isTerminal, type Phase, type QuestionView, type StepView, type ToolView } from '../stream/reducer'
 import { useRun } from '../stream/useRun'
 import type { Citation, ErrorBody, MemoryRef, Message, Run, RunStatus, Usage } from '../types'
@@ -17,6 +18,9 @@ import { QuestionCard } from './QuestionCard'
 import { Cited } from './Sources'
 import { ToolCard } from './ToolCard'
 import { Icon } from './Icon'
+
+/** The built-in tool whose calls are questions to the person. */
+const ASK_USER = 'ask_user'
 
 export interface LiveReplyProps {
   runId: string
@@ -249,6 +253,24 @@ export function HistoricReply({ runId, messages, agent, onActive }: HistoricRepl
     }
   }, [runId, onActive])
 
+  // The questions of its `ask_user` calls, read once: each stands in for its
+  // call's tool card, as while the run waited.
+  const asks = messages.some((m) => m.tool_calls?.some((c) => c.name === ASK_USER))
+  const [asked, setAsked] = useState<Map<string, QuestionView>>(new Map())
+  useEffect(() => {
+    if (!runId || !asks) return
+    let live = true
+    api
+      .runQuestions(runId)
+      .then((qs) => {
+        if (live) setAsked(new Map(qs.map((q) => [q.call_id, questionView(q)])))
+      })
+      .catch(() => {})
+    return () => {
+      live = false
+    }
+  }, [runId, asks])
+
   const citations = useMemo(() => replyCitations(messages), [messages])
   const results = new Map<string, Message>()
   for (const m of messages) if (m.role === 'tool' && m.call_id) results.set(m.call_id, m)
@@ -274,6 +296,8 @@ export function HistoricReply({ runId, messages, agent, onActive }: HistoricRepl
                 {m.tool_calls?.map((c) => {
                   const res = results.get(c.id)
                   if (res) used.add(res.id)
+                  const q = asked.get(c.id)
+                  if (q) return <QuestionCard key={q.questionId} q={q} live={false} />
                   return <ToolCard key={c.id} tool={historicTool(c.id, c.name, c.args, m.step ?? 0, res)} />
                 })}
               </div>

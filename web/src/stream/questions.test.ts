@@ -8,6 +8,7 @@
 
 import { describe, expect, it } from 'vitest'
 import type { Question, RunEvent } from '../types'
+import { questionView } from '../questions'
 import { applyEvent, initialRunState, reduceRun, replyText, type RunState } from './reducer'
 
 const RUN = 'run-q'
@@ -259,5 +260,23 @@ describe('questions in the run reducer', () => {
       const ended = fold(s.events)
       expect(reduceRun(ended, { kind: 'questions', questions: [open({ id: 'q2', call_id: 'c2' })] })).toBe(ended)
     })
+  })
+})
+
+describe('a stored question, as a finished reply shows it after a reload', () => {
+  it('is its card: the text, the options, and what was answered by whom', () => {
+    const answered = questionView(
+      open({ status: 'answered', answer: ['blue'], answered_by: 'alice', answered_at: '2026-12-05T10:00:01Z' }),
+    )
+    expect(answered).toMatchObject({
+      questionId: 'q1',
+      callId: 'c1',
+      options: ['red', 'blue'],
+      allowText: false,
+      answered: { status: 'answered', answer: ['blue'], by: 'alice' },
+    })
+    expect(questionView(open({ status: 'expired' })).answered).toEqual({ status: 'expired', answer: [], by: null })
+    expect(questionView(open()).answered).toBeUndefined()
+    expect(questionView(open()).expiresAt).toBe(Date.parse(open().expires_at))
   })
 })
