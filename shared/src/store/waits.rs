@@ -118,6 +118,11 @@ impl Store {
         if owned.rows_affected() == 0 {
             return Ok(WaitOutcome::Lost);
         }
+        // Counted only now, with the row taken: folding the count into the
+        // update above would read the waits from before an answer that holds
+        // the row and commits while that update waits for it (Postgres re-checks
+        // the row, not a subquery's snapshot), and the run would wait for an
+        // answer already given. Hence the second write below.
         let open = open_waits(&mut tx, run).await?;
         let outcome = if open.pending == 0 || open.unannounced > 0 {
             sqlx::query("update runs set status = 'queued', enqueued_at = $1 where id = $2")
