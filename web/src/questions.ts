@@ -34,21 +34,6 @@ export function outcomeText(t: Translate, o: QuestionOutcome): string {
   return o.by ? t('question.answeredBy', { by: o.by, answer }) : t('question.answered', { answer })
 }
 
-/** A stored question as its card shows it (a finished reply, after a reload). */
-export function questionView(q: Question): QuestionView {
-  return {
-    questionId: q.id,
-    callId: q.call_id,
-    step: q.step,
-    question: q.question,
-    options: q.options,
-    multiple: q.multiple,
-    allowText: q.allow_text,
-    expiresAt: Date.parse(q.expires_at),
-    answered: q.status === 'pending' ? undefined : outcomeOf(q),
-  }
-}
-
 /** What our own accepted answer (the 200's question) stands for until `question_answered` arrives. */
 export function outcomeOf(q: Question): QuestionOutcome {
   return { status: q.status, answer: q.answer, by: q.answered_by ?? null }

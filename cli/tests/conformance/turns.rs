@@ -246,15 +246,13 @@ async fn a_long_conversation_keeps_its_beginning(b: Backend) {
     assert_eq!(picture["users"], json!(["@mock.context"]), "{picture}");
 }
 
-async fn a_failing_summariser_drops_the_oldest_turns(b: Backend) {
-    // The summariser is a model whose endpoint refuses connections.
-    let (_dir, cfg) = config(
-        "\n[[models]]\nid = \"broken\"\nprovider = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\n\n[context]\nsummariser_model = \"broken\"\n",
-    );
+/// A server with config file `cfg` and no run rate limit, and a session of
+/// forty turns that fill its 1,500-token window a few times over.
+async fn forty_turns(b: Backend, cfg: &str) -> (App, String, String) {
     let app = App::start_with(
         b,
         &[
-            ("WEFT_CONFIG", cfg.as_str()),
+            ("WEFT_CONFIG", cfg),
             ("WEFT_LIMITS__RUNS_PER_MINUTE_PER_USER", "0"),
         ],
     )
@@ -270,6 +268,15 @@ async fn a_failing_summariser_drops_the_oldest_turns(b: Backend) {
         )
         .await;
     }
+    (app, alice, s)
+}
+
+async fn a_failing_summariser_drops_the_oldest_turns(b: Backend) {
+    // The summariser is a model whose endpoint refuses connections.
+    let (_dir, cfg) = config(
+        "\n[[models]]\nid = \"broken\"\nprovider = \"openai\"\nbase_url = \"http://127.0.0.1:9/v1\"\n\n[context]\nsummariser_model = \"broken\"\n",
+    );
+    let (app, alice, s) = forty_turns(b, &cfg).await;
     let done = say(&app, &alice, &s, "@mock.context").await;
     assert!(
         done["usage"]["context_tokens"].as_u64().unwrap() <= 1125,
@@ -301,25 +308,7 @@ async fn a_small_summariser_is_sent_what_fits_its_own_window(b: Backend) {
     let (_dir, cfg) = config(
         "\n[[models]]\nid = \"small\"\nprovider = \"mock\"\ncontext_window = 300\n\n[context]\nsummariser_model = \"small\"\n",
     );
-    let app = App::start_with(
-        b,
-        &[
-            ("WEFT_CONFIG", cfg.as_str()),
-            ("WEFT_LIMITS__RUNS_PER_MINUTE_PER_USER", "0"),
-        ],
-    )
-    .await;
-    let alice = app.user("alice").await;
-    let s = app.session(&alice).await;
-    for i in 0..40 {
-        say(
-            &app,
-            &alice,
-            &s,
-            &format!("Turn {i}: some words so that the window fills up after a few dozen turns."),
-        )
-        .await;
-    }
+    let (app, alice, s) = forty_turns(b, &cfg).await;
     let (st, summary) = app.get(&format!("/v1/sessions/{s}/summary"), &alice).await;
     assert_eq!(st, 200, "a summary was made: {summary}");
     assert_eq!(summary["model"], "small", "{summary}");

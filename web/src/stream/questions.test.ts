@@ -8,8 +8,7 @@
 
 import { describe, expect, it } from 'vitest'
 import type { Question, RunEvent } from '../types'
-import { questionView } from '../questions'
-import { applyEvent, initialRunState, reduceRun, replyText, type RunState } from './reducer'
+import { applyEvent, initialRunState, questionView, reduceRun, replyText, type RunState } from './reducer'
 
 const RUN = 'run-q'
 

@@ -212,6 +212,22 @@ export function applyPendingApprovals(state: RunState, approvals: readonly Appro
   return s ?? state
 }
 
+/** A stored question as its card shows it: one the events did not tell, or a finished reply's after a reload. */
+export function questionView(q: Question): QuestionView {
+  const expiresAt = Date.parse(q.expires_at)
+  return {
+    questionId: q.id,
+    callId: q.call_id,
+    step: q.step,
+    question: q.question,
+    options: q.options,
+    multiple: q.multiple,
+    allowText: q.allow_text,
+    expiresAt: Number.isNaN(expiresAt) ? undefined : expiresAt,
+    answered: q.status === 'pending' ? undefined : { status: q.status, answer: q.answer, by: q.answered_by ?? null },
+  }
+}
+
 /**
  * Adds the run's open questions that the events did not show (a lost event log,
  * as for approvals). A question the events already told is left alone.
@@ -224,20 +240,7 @@ export function applyOpenQuestions(state: RunState, questions: readonly Question
     if (state.questions.some((x) => x.questionId === q.id)) continue
     s ??= { ...state }
     ensureStep(s, q.step)
-    const expiresAt = Date.parse(q.expires_at)
-    s.questions = [
-      ...s.questions,
-      {
-        questionId: q.id,
-        callId: q.call_id,
-        step: q.step,
-        question: q.question,
-        options: q.options,
-        multiple: q.multiple,
-        allowText: q.allow_text,
-        expiresAt: Number.isNaN(expiresAt) ? undefined : expiresAt,
-      },
-    ]
+    s.questions = [...s.questions, questionView(q)]
     s.phase = 'waiting_input'
   }
   return s ?? state
