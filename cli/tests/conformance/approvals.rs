@@ -44,7 +44,8 @@ async fn wait_status(app: &App, token: &str, run: &str, status: &str) {
     .await
 }
 
-async fn decide(app: &App, token: &str, approval: &str, decision: &str) -> (u16, Value) {
+/// Decides approval `approval` as `token` (`approve`, `deny`, `always`).
+pub(crate) async fn decide(app: &App, token: &str, approval: &str, decision: &str) -> (u16, Value) {
     app.post(
         &format!("/v1/approvals/{approval}"),
         token,

@@ -12,6 +12,7 @@ use std::time::Duration;
 
 use serde_json::{Value, json};
 
+use crate::approvals::decide;
 use crate::harness::*;
 
 crate::both_backends!(
@@ -128,13 +129,7 @@ async fn an_mcp_tool_runs_after_its_approval(b: Backend) {
     let required = events.last().unwrap().data.clone();
     assert_eq!(required["name"], "demo__add");
     let approval = required["approval_id"].as_str().unwrap();
-    let (st, v) = app
-        .post(
-            &format!("/v1/approvals/{approval}"),
-            &alice,
-            json!({"decision": "approve"}),
-        )
-        .await;
+    let (st, v) = decide(&app, &alice, approval, "approve").await;
     assert_eq!(st, 200, "{v}");
     events.extend(sse.until_terminal().await);
     assert_contiguous(&events);
@@ -167,13 +162,7 @@ async fn an_mcp_tool_runs_after_its_approval(b: Backend) {
         .as_str()
         .unwrap()
         .to_string();
-    let (st, decided) = app
-        .post(
-            &format!("/v1/approvals/{approval}"),
-            &alice,
-            json!({"decision": "approve"}),
-        )
-        .await;
+    let (st, decided) = decide(&app, &alice, &approval, "approve").await;
     assert_eq!(st, 200, "{decided}");
     events.extend(sse.until_terminal().await);
     let run = decided["run_id"].as_str().unwrap();
