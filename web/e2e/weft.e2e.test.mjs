@@ -168,6 +168,11 @@ describe('weft web UI', () => {
     const thinking = page.locator('[data-testid=reply]').last().getByTestId('thinking')
     await thinking.waitFor()
     assert.equal(await thinking.getAttribute('open'), null, 'thinking starts collapsed')
+    assert.match(
+      (await thinking.locator('summary').textContent()).trim(),
+      /^Thought for \d+\.\d s · \d+ tokens$/,
+      'how long it thought and how much',
+    )
     await thinking.locator('summary').click()
     assert.match(await thinking.textContent(), /12/)
     assert.equal(await lastReplyText(), words(5))

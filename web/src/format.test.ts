@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { contextUse, fmtTokensShort } from './format'
+import { contextUse, estimateTokens, fmtTokensShort } from './format'
 
 describe('context use in the reply footer', () => {
   it('names windows the way models are named', () => {
@@ -27,5 +27,16 @@ describe('context use in the reply footer', () => {
     expect(contextUse(4_200, 0)).toEqual({ tokens: '4.2k' })
     expect(contextUse(0, 128_000)).toBeNull()
     expect(contextUse(undefined, undefined)).toBeNull()
+  })
+})
+
+describe('estimateTokens', () => {
+  it('counts as the server does: four ASCII characters or one other per token', () => {
+    expect(estimateTokens('')).toBe(0)
+    expect(estimateTokens('abcd')).toBe(1)
+    expect(estimateTokens('abcde')).toBe(2)
+    expect(estimateTokens('你好')).toBe(2)
+    expect(estimateTokens('hi 你好')).toBe(3)
+    expect(estimateTokens('😀')).toBe(1)
   })
 })

@@ -58,6 +58,20 @@ export function fmtClock(ms: number, lang: Lang, now = Date.now()): string {
   return `${d.toLocaleDateString(loc, { month: 'short', day: 'numeric' })} ${time}`
 }
 
+/**
+ * A text's tokens, estimated as the server does (`weft_llm::tokens::estimate`):
+ * four ASCII characters, or one other character, per token, rounding up.
+ */
+export function estimateTokens(text: string): number {
+  let ascii = 0
+  let other = 0
+  for (const c of text) {
+    if (c.codePointAt(0)! < 128) ascii += 1
+    else other += 1
+  }
+  return Math.ceil(ascii / 4) + other
+}
+
 /** A token count the way context windows are named: `999`, `1.5k`, `128k`, `1M`. */
 export function fmtTokensShort(n: number): string {
   if (n < 1000) return String(Math.round(n))

@@ -7,7 +7,7 @@ import { useEffect, useMemo, useRef, useState } from 'react'
 import { Link } from 'react-router'
 import { api } from '../api'
 import { replyCitations } from '../citations'
-import { contextUse, fmtMs, fmtNum } from '../format'
+import { contextUse, estimateTokens, fmtMs, fmtNum, fmtTokensShort } from '../format'
 import { useT } from '../i18n'
 import { isTerminal, questionView, type Phase, type QuestionView, type StepView, type ToolView } from '../stream/reducer'
 import { useRun } from '../stream/useRun'
@@ -128,7 +128,7 @@ function Step(p: {
   const byCall = new Map(asked.map((q) => [q.callId, q]))
   return (
     <div className="step" data-step={step.step}>
-      {step.thinking && <Thinking text={step.thinking} live={live && !step.text} />}
+      {step.thinking && <Thinking text={step.thinking} live={live && !step.text} ms={step.thinkingMs} />}
       {step.text && (
         <div className="md" data-testid="reply-text">
           <Markdown text={step.text} citations={p.citations} />
@@ -148,14 +148,25 @@ function Step(p: {
   )
 }
 
-function Thinking({ text, live }: { text: string; live: boolean }) {
+/**
+ * The model's reasoning, folded: "Thinking…" while it streams, then "Thought for
+ * 4.3 s · 1.2k tokens" (how long until its answer or tool call began).
+ */
+function Thinking({ text, live, ms }: { text: string; live: boolean; ms?: number }) {
   const t = useT()
-  const words = text.trim() ? text.trim().split(/\s+/).length : 0
+  const tokens = fmtTokensShort(estimateTokens(text))
+  const head = live
+    ? t('chat.thinkingLive')
+    : ms !== undefined
+      ? t('chat.thoughtFor', { secs: (ms / 1000).toFixed(1) })
+      : t('chat.thinking')
   return (
     <details className="thinking" data-testid="thinking">
       <summary>
-        {live && <span className="spinner" aria-hidden="true" />} {live ? t('chat.thinkingLive') : t('chat.thinking')}{' '}
-        <span className="muted">· {t('chat.words', { n: words })}</span>
+        {live && <span className="spinner" aria-hidden="true" />} {head}{' '}
+        <span className="muted" data-testid="thinking-size">
+          · {t('chat.thinkingTokens', { n: tokens })}
+        </span>
       </summary>
       <div className="thinking-body">{text}</div>
     </details>

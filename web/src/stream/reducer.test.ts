@@ -79,6 +79,22 @@ describe('run reducer', () => {
     expect(st.lastSeq).toBe(7)
   })
 
+  it('times a step\'s thinking: from its first thinking delta to its first text or tool call', () => {
+    const s = script()
+    s.started() // ts 1010
+    s.thinking(1, 'let me ') // 1020
+    s.thinking(1, 'see') // 1030
+    const thinking = fold(s.events)
+    expect(thinking.steps[0].thinkingMs).toBeUndefined()
+    s.text(1, 'So.') // 1040
+    s.thinking(1, ' more') // 1050: late thinking does not move it
+    s.thinking(2, 'and then') // 1060
+    s.toolStart(2, 'c1') // 1070
+    s.text(3, 'no thinking') // 1080
+    const st = fold(s.events)
+    expect(st.steps.map((x) => x.thinkingMs)).toEqual([20, 10, undefined])
+  })
+
   it('ignores events it has already applied (seq dedupe), so replay is harmless', () => {
     const s = script()
     s.started()

@@ -95,6 +95,10 @@ export interface QuestionOutcome {
 export interface StepView {
   step: number
   thinking: string
+  /** ts of the step's first thinking delta */
+  thinkingFromTs?: number
+  /** how long it thought: from its first thinking delta to its first text or tool call */
+  thinkingMs?: number
   text: string
   /** call ids in the order the tools started */
   tools: string[]
@@ -212,6 +216,13 @@ export function applyPendingApprovals(state: RunState, approvals: readonly Appro
   return s ?? state
 }
 
+/** The step stopped thinking at `ts` (its first text or tool call), if it thought. */
+function doneThinking(step: StepView, ts: number) {
+  if (step.thinkingFromTs !== undefined && step.thinkingMs === undefined) {
+    step.thinkingMs = Math.max(0, ts - step.thinkingFromTs)
+  }
+}
+
 /** A stored question as its card shows it: one the events did not tell, or a finished reply's after a reload. */
 export function questionView(q: Question): QuestionView {
   const expiresAt = Date.parse(q.expires_at)
@@ -274,8 +285,13 @@ export function applyEvent(state: RunState, ev: RunEvent): RunState {
     case 'text':
     case 'thinking': {
       const step = ensureStep(s, ev.step)
-      if (ev.type === 'text') step.text += ev.delta
-      else step.thinking += ev.delta
+      if (ev.type === 'text') {
+        step.text += ev.delta
+        doneThinking(step, ev.ts)
+      } else {
+        step.thinking += ev.delta
+        step.thinkingFromTs ??= ev.ts
+      }
       s.phase = 'running'
       s.retry = undefined
       s.firstTokenTs ??= ev.ts
@@ -283,6 +299,7 @@ export function applyEvent(state: RunState, ev: RunEvent): RunState {
     }
     case 'tool_start': {
       const step = ensureStep(s, ev.step)
+      doneThinking(step, ev.ts)
       if (!step.tools.includes(ev.call_id)) step.tools = [...step.tools, ev.call_id]
       const prev = s.tools[ev.call_id]
       s.tools = {
