@@ -36,10 +36,7 @@ pub async fn list_questions(
 ) -> ApiResult<Json<QuestionList>> {
     let session = parse_session_id(&id)?;
     state.store.get_session(&user.id, &session).await?;
-    let questions = state.store.session_questions(&session).await?;
-    Ok(Json(QuestionList {
-        questions: questions.iter().map(Question::to_dto).collect(),
-    }))
+    Ok(listed(&state.store.session_questions(&session).await?))
 }
 
 /// Every question a run asked, answered or not, in the order asked: what a
@@ -53,10 +50,7 @@ pub async fn run_questions(
 ) -> ApiResult<Json<QuestionList>> {
     let run = crate::runs::parse_run_id(&id)?;
     state.store.get_run(&user.id, &run).await?;
-    let questions = state.store.run_questions(&run).await?;
-    Ok(Json(QuestionList {
-        questions: questions.iter().map(Question::to_dto).collect(),
-    }))
+    Ok(listed(&state.store.run_questions(&run).await?))
 }
 
 /// One question, answered or not.
@@ -126,4 +120,10 @@ pub async fn answer_question(
         }),
         AnswerOutcome::Invalid { why, .. } => Err(ApiError::Validation(why)),
     }
+}
+
+fn listed(questions: &[Question]) -> Json<QuestionList> {
+    Json(QuestionList {
+        questions: questions.iter().map(Question::to_dto).collect(),
+    })
 }

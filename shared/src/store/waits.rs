@@ -207,30 +207,32 @@ impl Store {
         rows.iter().map(K::from_row).collect()
     }
 
-    /// The open waits of `K` of a session (its owner's or an admin's view).
     /// Every wait of `K` a run made, whatever became of it, in the order made.
     pub(super) async fn run_waits<K: WaitKind>(&self, run: &RunId) -> Result<Vec<K>> {
-        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "select {} from {} where run_id = $1 order by step, created_at, id",
-            K::COLUMNS,
-            K::TABLE
-        )))
-        .bind(&run.0)
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter().map(K::from_row).collect()
+        self.waits_where("run_id = $1 order by step, created_at, id", &run.0)
+            .await
     }
 
+    /// The open waits of `K` of a session (its owner's or an admin's view).
     pub(super) async fn open_session_waits<K: WaitKind>(
         &self,
         session: &crate::ids::SessionId,
     ) -> Result<Vec<K>> {
+        self.waits_where(
+            "session_id = $1 and status = 'pending' order by created_at, id",
+            &session.0,
+        )
+        .await
+    }
+
+    /// The waits of `K` that `filter` (with `$1` bound to `key`) picks.
+    async fn waits_where<K: WaitKind>(&self, filter: &str, key: &str) -> Result<Vec<K>> {
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "select {} from {} where session_id = $1 and status = 'pending' order by created_at, id",
+            "select {} from {} where {filter}",
             K::COLUMNS,
             K::TABLE
         )))
-        .bind(&session.0)
+        .bind(key)
         .fetch_all(&self.pool)
         .await?;
         rows.iter().map(K::from_row).collect()
