@@ -35,13 +35,6 @@ use crate::pgproxy::PgProxy;
 
 both_backends!(acked_messages_survive_a_restart_of_every_process);
 
-mod a_conversation_keeps_its_order_across_gateways {
-    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-    async fn distributed() {
-        super::order_across_gateways().await
-    }
-}
-
 mod a_proxy_outage_mid_burst_loses_and_duplicates_nothing {
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn distributed() {
@@ -179,7 +172,7 @@ async fn acked_messages_survive_a_restart_of_every_process(b: Backend) {
     let hold = w.fake.hold_downloads();
     let (a1_event, a1) = image_message(&mut w, "ou_ann", "a");
     // Sent once the picture is in (a person's next message; see
-    // `order_across_gateways` for why).
+    // `lark::order` for why).
     w.until("the picture acked", |f| {
         f.records().acked(&a1_event).then_some(())
     })
@@ -190,7 +183,7 @@ async fn acked_messages_survive_a_restart_of_every_process(b: Backend) {
     let events = [a1_event, event_of(&a2), b1_event];
     // Stored and acked; the pictures' handlers have started (their THINKING
     // reactions) and wait for their downloads; `a2` waits behind `a1`, on
-    // whichever gateway it landed (see `order_across_gateways`).
+    // whichever gateway it landed (see `lark::order`).
     w.until("acks, and the handlers stuck on their downloads", |f| {
         let r = f.records();
         let reacting = |m: &str| {
@@ -232,77 +225,6 @@ async fn acked_messages_survive_a_restart_of_every_process(b: Backend) {
     }
 }
 
-/// Lark gives each event to one random connection, so a picture and the text
-/// sent after it land on different gateways as often as not; the text still
-/// waits for the picture's answer (before, CI once saw it answered first).
-async fn order_across_gateways() {
-    let mut w = LarkWorld::start_with(Backend::Distributed, 2, fake_config(), &[]).await;
-    let db = database(&w.env).await;
-    let conns = w.fake.connection_ids();
-    assert_eq!(conns.len(), 2, "one connection per gateway");
-
-    let hold = w.fake.hold_downloads();
-    let (a1_event, a1, picture) = image_envelope(&mut w, "ou_ann", "a");
-    w.fake
-        .push_event_to(conns[0], picture, PushOptions::default());
-    // A message can only wait for one already stored: the text follows the
-    // picture's ack (sent 2 ms apart, both gateways stored them at once and
-    // neither could know of the other's).
-    w.until("the picture acked", |f| {
-        f.records().acked(&a1_event).then_some(())
-    })
-    .await;
-    let (a2_event, a2) = w.ids();
-    let text = message_event(
-        &a2_event,
-        &a2,
-        "oc_dm_ou_ann",
-        "p2p",
-        "",
-        "ou_ann",
-        "@mock.reply after the picture",
-        json!([]),
-    );
-    w.fake.push_event_to(conns[1], text, PushOptions::default());
-    w.until("both acked, the picture's handler on its download", |f| {
-        let r = f.records();
-        let reacting = !r
-            .calls_to("POST", &format!("/open-apis/im/v1/messages/{a1}/reactions"))
-            .is_empty();
-        (r.acked(&a1_event) && r.acked(&a2_event) && reacting).then_some(())
-    })
-    .await;
-    let pushed_to = |e: &str| w.fake.records().attempts_of(e)[0].conn_id;
-    assert_ne!(pushed_to(&a1_event), pushed_to(&a2_event), "two gateways");
-    // The text stays pending, unanswered, for as long as the picture's
-    // download is held on the other gateway.
-    let deadline = Instant::now() + Duration::from_secs(1);
-    while Instant::now() < deadline {
-        let state: String = sqlx::query("select state from lark_inbound where message_id = $1")
-            .bind(&a2)
-            .fetch_one(&db)
-            .await
-            .unwrap()
-            .get("state");
-        assert_eq!(state, "pending", "{a2} waits");
-        assert!(w.replies(&a2).is_empty(), "{a2} answered before {a1}");
-        tokio::time::sleep(POLL).await;
-    }
-
-    drop(hold);
-    let both = [a1.clone(), a2.clone()];
-    let fates = wait_answered(&w, &db, &both).await;
-    assert_once(&w, &fates);
-    let cards: Vec<String> = w
-        .fake
-        .sent_messages()
-        .into_iter()
-        .filter(|m| both.contains(&m.reply_to))
-        .map(|m| m.reply_to)
-        .collect();
-    assert_eq!(cards, both, "the picture answered first");
-}
-
 /// A direct message whose picture comes from the fake (held while a
 /// [`FakeLark::hold_downloads`] lives); returns its event and message ids.
 fn image_message(w: &mut LarkWorld, sender: &str, tag: &str) -> (String, String) {
@@ -312,7 +234,7 @@ fn image_message(w: &mut LarkWorld, sender: &str, tag: &str) -> (String, String)
 }
 
 /// [`image_message`]'s event, not pushed yet.
-fn image_envelope(
+pub(super) fn image_envelope(
     w: &mut LarkWorld,
     sender: &str,
     tag: &str,
@@ -416,7 +338,11 @@ async fn inbox_pending(db: &sqlx::AnyPool) -> i64 {
 
 /// Waits until every message is stored, its runs have ended with a final card,
 /// and the inbox has nothing left to handle.
-async fn wait_answered(w: &LarkWorld, db: &sqlx::AnyPool, messages: &[String]) -> Answered {
+pub(super) async fn wait_answered(
+    w: &LarkWorld,
+    db: &sqlx::AnyPool,
+    messages: &[String],
+) -> Answered {
     eventually_with(
         SETTLE,
         POLL,
@@ -463,14 +389,14 @@ struct Unanswered {
     open: Vec<(String, Fate)>,
 }
 
-struct Answered {
+pub(super) struct Answered {
     fates: BTreeMap<String, Fate>,
     runs: BTreeMap<String, Vec<String>>,
 }
 
 /// Each message stored once, in one run; each run ended with one card showing
 /// that end; no other card or notice in reply to any of them.
-fn assert_once(w: &LarkWorld, answered: &Answered) {
+pub(super) fn assert_once(w: &LarkWorld, answered: &Answered) {
     let sent = w.fake.sent_messages();
     for (message, fate) in &answered.fates {
         assert_eq!(fate.stored, 1, "{message} stored once: {fate:?}");

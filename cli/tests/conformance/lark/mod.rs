@@ -17,6 +17,7 @@ mod gestures;
 mod knowledge;
 mod language;
 mod memory;
+mod order;
 mod overdue;
 mod questions;
 mod replies;
