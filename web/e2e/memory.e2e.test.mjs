@@ -175,7 +175,8 @@ describe('the memory page', () => {
     await tab('procedure').focus()
     await page.keyboard.press('ArrowLeft')
     await page.waitForURL(/\?kind=episode$/)
-    assert.equal(await tab('episode').getAttribute('aria-selected'), 'true')
+    // The URL changes before React renders the tab it names: wait for the render, not the URL.
+    await page.locator('[data-testid=memory-tab-episode][aria-selected=true]').waitFor()
     await page.getByTestId('memory-none').waitFor()
     // An edit may change the kind: the memory moves to that tab.
     await tab('procedure').click()
