@@ -28,6 +28,7 @@ pub mod tokens;
 
 pub use classify::{classify_status, parse_retry_after};
 pub use sse::http_client;
+pub use weft_wire::reasoning::Reasoning;
 
 /// One message of the context sent to a model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -45,6 +46,11 @@ pub enum ChatMessage {
     Assistant {
         content: String,
         tool_calls: Vec<ToolCall>,
+        /// The model's reasoning before this turn, block by block. Anthropic signs
+        /// each thinking block and wants the blocks of a turn that called tools back
+        /// unchanged in the next request of the same turn ([`Reasoning`]).
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        reasoning: Vec<Reasoning>,
     },
     Tool {
         call_id: String,
@@ -89,6 +95,10 @@ pub struct ChatRequest {
     pub messages: std::sync::Arc<Vec<ChatMessage>>,
     pub tools: std::sync::Arc<Vec<ToolSpec>>,
     pub max_tokens: Option<u32>,
+    /// Extended thinking's budget in tokens (Anthropic's `thinking.budget_tokens`,
+    /// at least 1,024 and below `max_tokens`); `None` leaves thinking off.
+    /// Providers without such a switch ignore it.
+    pub thinking_budget: Option<u32>,
     /// 1-based attempt of this step within the worker's retry loop. Only the in-process
     /// mock uses it (for `@mock.fail … times=k`).
     pub attempt: u32,
@@ -131,8 +141,15 @@ pub enum StopReason {
 pub enum StreamEvent {
     Text(String),
     Thinking(String),
+    /// A whole reasoning block, after the `Thinking` pieces of its text: what is
+    /// sent back with the turn ([`Reasoning`]). Only providers with signed
+    /// blocks (Anthropic) yield it.
+    Reasoned(Reasoning),
     ToolCall(ToolCall),
-    Finished { stop: StopReason, usage: Usage },
+    Finished {
+        stop: StopReason,
+        usage: Usage,
+    },
 }
 
 #[derive(Debug, Clone, thiserror::Error)]

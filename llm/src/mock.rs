@@ -125,6 +125,7 @@ mod tests {
             .into(),
             tools: vec![].into(),
             max_tokens: None,
+            thinking_budget: None,
             attempt,
         }
     }

@@ -42,6 +42,7 @@ pub fn estimate_message(m: &ChatMessage) -> u64 {
             ChatMessage::Assistant {
                 content,
                 tool_calls,
+                ..
             } => {
                 estimate(content)
                     + tool_calls

@@ -77,6 +77,45 @@ history = [
 final, _ = stream(history, tools=[WEATHER])
 check("tool result reply", final.content[0].text == "tool get_weather said: 18C", repr(final.content))
 
+# 3b. Extended thinking over a tool step: the SDK's own blocks, sent back as they came,
+#     are accepted; without the thinking block, or with its text changed, the mock
+#     answers 400 as the API does.
+think_ask = {"role": "user", "content": '@mock.think 3 @mock.tool get_weather {"location": "Paris"}'}
+thinking = {"type": "enabled", "budget_tokens": 1024}
+with client.messages.stream(model="claude-mock", max_tokens=2048, thinking=thinking, tools=[WEATHER], messages=[think_ask]) as s:
+    thought = s.get_final_message()
+kinds = [b.type for b in thought.content]
+check("thinking then tool_use", kinds == ["thinking", "tool_use"], repr(kinds))
+check("thinking text streamed", thought.content[0].thinking == "t1 t2 t3", repr(thought.content[0]))
+use = thought.content[1]
+result = {"role": "user", "content": [{"type": "tool_result", "tool_use_id": use.id, "content": "18C"}]}
+
+
+def after_tool(assistant_blocks):
+    history = [think_ask, {"role": "assistant", "content": assistant_blocks}, result]
+    return client.messages.create(model="claude-mock", max_tokens=2048, thinking=thinking, tools=[WEATHER], messages=history)
+
+
+answered = after_tool([b.model_dump() for b in thought.content])
+check("the signed block is accepted", answered.content[-1].text == "tool get_weather said: 18C", repr(answered.content))
+try:
+    after_tool([use.model_dump()])
+    check("a tool turn without its thinking is refused", False)
+except anthropic.BadRequestError as e:
+    check("missing thinking 400", "must start with a thinking block" in e.body["error"]["message"], repr(e.body))
+forged = thought.content[0].model_dump()
+forged["thinking"] = "something else"
+try:
+    after_tool([forged, use.model_dump()])
+    check("a changed thinking block is refused", False)
+except anthropic.BadRequestError as e:
+    check("invalid signature 400", "Invalid `signature`" in e.body["error"]["message"], repr(e.body))
+try:
+    client.messages.create(model="claude-mock", max_tokens=1024, thinking=thinking, messages=[think_ask])
+    check("max_tokens at the budget is refused", False)
+except anthropic.BadRequestError as e:
+    check("budget 400", "budget_tokens" in e.body["error"]["message"], repr(e.body))
+
 # 4. Non-streamed create, cache reads reported apart from input.
 msg = client.messages.create(
     model="claude-mock",
@@ -173,6 +212,9 @@ for block in images:
 last = ours["messages"][-1]["content"]
 kinds = [b["type"] for b in last]
 check("tool results first, images before their text", kinds == ["tool_result", "image", "image", "text"], repr(kinds))
+check("provider asks for thinking", ours.get("thinking") == {"type": "enabled", "budget_tokens": 1024}, repr(ours.get("thinking")))
+tool_turn = next(m["content"] for m in ours["messages"] if any(b["type"] == "tool_use" for b in m["content"]))
+check("the tool turn opens with its signed thinking", tool_turn[0]["type"] == "thinking" and tool_turn[0]["signature"], repr(tool_turn))
 
 # The checker can fail: a misspelt optional key and an unsupported media type are refused.
 broken = copy.deepcopy(ours["messages"][0])

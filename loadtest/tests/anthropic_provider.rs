@@ -7,9 +7,9 @@ use futures::TryStreamExt;
 use serde_json::{Value, json};
 use weft_llm::anthropic::{AnthropicConfig, AnthropicProvider};
 use weft_llm::{
-    ChatMessage, ChatRequest, Image, LlmError, Provider, StopReason, StreamEvent, Usage,
+    ChatMessage, ChatRequest, Image, LlmError, Provider, Reasoning, StopReason, StreamEvent, Usage,
 };
-use weft_loadtest::mock_llm::{MockLlmConfig, MockLlmServer};
+use weft_loadtest::mock_llm::{MockLlmConfig, MockLlmServer, anthropic_thinking_signature};
 
 async fn setup() -> (MockLlmServer, AnthropicProvider) {
     let server = MockLlmServer::start(MockLlmConfig::default())
@@ -40,6 +40,7 @@ fn user(text: &str) -> ChatRequest {
         .into(),
         tools: vec![].into(),
         max_tokens: None,
+        thinking_budget: None,
         attempt: 1,
     }
 }
@@ -105,6 +106,7 @@ async fn tool_use_round_trip() {
     std::sync::Arc::make_mut(&mut req.messages).push(ChatMessage::Assistant {
         content: String::new(),
         tool_calls: vec![call.clone()],
+        reasoning: Vec::new(),
     });
     std::sync::Arc::make_mut(&mut req.messages).push(ChatMessage::Tool {
         call_id: call.id.clone(),
@@ -113,6 +115,83 @@ async fn tool_use_round_trip() {
     });
     let events = run(&provider, req).await.unwrap();
     assert_eq!(collect(&events, false), "tool get_weather said: 18C");
+}
+
+/// Extended thinking over a tool step: the signed block comes back whole, and the
+/// next request of the turn opens with it (the mock refuses it missing or changed,
+/// as the API does).
+#[tokio::test]
+async fn thinking_blocks_and_signatures_round_trip_over_a_tool_step() {
+    let (server, provider) = setup().await;
+    let mut req = user(r#"@mock.think 3 @mock.tool get_weather {"location": "Paris"}"#);
+    req.thinking_budget = Some(1024);
+    let events = run(&provider, req.clone()).await.unwrap();
+    assert_eq!(collect(&events, true), "t1 t2 t3");
+    let blocks: Vec<Reasoning> = events
+        .iter()
+        .filter_map(|e| match e {
+            StreamEvent::Reasoned(r) => Some(r.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        blocks,
+        [Reasoning::Thinking {
+            thinking: "t1 t2 t3".into(),
+            signature: anthropic_thinking_signature("t1 t2 t3"),
+        }]
+    );
+    let call = events
+        .iter()
+        .find_map(|e| match e {
+            StreamEvent::ToolCall(c) => Some(c.clone()),
+            _ => None,
+        })
+        .expect("a tool call");
+    let sent: Value = reqwest::get(format!("{}/last_request", server.base_url()))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(
+        sent["thinking"],
+        json!({"type": "enabled", "budget_tokens": 1024})
+    );
+    assert!(sent["max_tokens"].as_u64().unwrap() > 1024);
+
+    let answer = |reasoning: Vec<Reasoning>| {
+        let mut next = req.clone();
+        let messages = std::sync::Arc::make_mut(&mut next.messages);
+        messages.push(ChatMessage::Assistant {
+            content: String::new(),
+            tool_calls: vec![call.clone()],
+            reasoning,
+        });
+        messages.push(ChatMessage::Tool {
+            call_id: call.id.clone(),
+            name: call.name.clone(),
+            content: "18C".into(),
+        });
+        next
+    };
+    let events = run(&provider, answer(blocks.clone())).await.unwrap();
+    assert_eq!(collect(&events, false), "tool get_weather said: 18C");
+
+    let missing = run(&provider, answer(Vec::new())).await.unwrap_err();
+    assert!(
+        matches!(&missing, LlmError::Fatal { reason, status: Some(400) } if reason.contains("must start with a thinking block")),
+        "{missing:?}"
+    );
+    let changed = vec![Reasoning::Thinking {
+        thinking: "t1 t2 t3 and more".into(),
+        signature: anthropic_thinking_signature("t1 t2 t3"),
+    }];
+    let changed = run(&provider, answer(changed)).await.unwrap_err();
+    assert!(
+        matches!(&changed, LlmError::Fatal { reason, .. } if reason.contains("Invalid `signature`")),
+        "{changed:?}"
+    );
 }
 
 #[tokio::test]

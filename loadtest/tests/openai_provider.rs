@@ -36,6 +36,7 @@ fn request(messages: Vec<ChatMessage>) -> ChatRequest {
         messages: messages.into(),
         tools: vec![].into(),
         max_tokens: None,
+        thinking_budget: None,
         attempt: 1,
     }
 }
@@ -145,6 +146,7 @@ async fn fragmented_tool_call_is_assembled_and_answered() {
 
     let call = calls[0].clone();
     std::sync::Arc::make_mut(&mut req.messages).push(ChatMessage::Assistant {
+        reasoning: Vec::new(),
         content: String::new(),
         tool_calls: vec![call.clone()],
     });
@@ -170,6 +172,7 @@ async fn usage_reports_cached_and_reasoning_tokens() {
             images: Vec::new(),
         },
         ChatMessage::Assistant {
+            reasoning: Vec::new(),
             content: "six".into(),
             tool_calls: vec![],
         },

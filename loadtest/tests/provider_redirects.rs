@@ -63,6 +63,7 @@ fn request() -> ChatRequest {
         .into(),
         tools: vec![].into(),
         max_tokens: None,
+        thinking_budget: None,
         attempt: 1,
     }
 }

@@ -15,8 +15,10 @@ use serde_json::json;
 use tokio::process::Command;
 use weft_llm::anthropic::{AnthropicConfig, AnthropicProvider};
 use weft_llm::openai::{OpenAiConfig, OpenAiProvider};
-use weft_llm::{ChatMessage, ChatRequest, Image, Provider, StreamEvent, ToolCall, ToolSpec};
-use weft_loadtest::mock_llm::{MockLlmConfig, MockLlmServer};
+use weft_llm::{
+    ChatMessage, ChatRequest, Image, Provider, Reasoning, StreamEvent, ToolCall, ToolSpec,
+};
+use weft_loadtest::mock_llm::{MockLlmConfig, MockLlmServer, anthropic_thinking_signature};
 
 fn python() -> String {
     std::env::var("WEFT_PYTHON").unwrap_or_else(|_| "python3".into())
@@ -86,6 +88,7 @@ fn conversation_with_images() -> ChatRequest {
         args: json!({"factor": 2}),
     };
     ChatRequest {
+        thinking_budget: Some(1024),
         model: String::new(),
         messages: vec![
             ChatMessage::System {
@@ -96,6 +99,10 @@ fn conversation_with_images() -> ChatRequest {
                 images: vec![image("image/png", PNG)],
             },
             ChatMessage::Assistant {
+                reasoning: vec![Reasoning::Thinking {
+                    thinking: "A closer look first.".into(),
+                    signature: anthropic_thinking_signature("A closer look first."),
+                }],
                 content: String::new(),
                 tool_calls: vec![call.clone()],
             },
@@ -116,7 +123,7 @@ fn conversation_with_images() -> ChatRequest {
             parameters: json!({"type": "object", "properties": {"factor": {"type": "number"}}}),
         }]
         .into(),
-        max_tokens: Some(256),
+        max_tokens: Some(2048),
         attempt: 1,
     }
 }

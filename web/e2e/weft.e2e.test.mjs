@@ -195,6 +195,13 @@ describe('weft web UI', () => {
     assert.equal(await page.getByTestId('tool-call').count(), 1)
     assert.equal(await lastReplyText(), said)
     assert.equal(await lastReplyPhase(), 'done')
+    // The reasoning is stored with the reply it came before, folded as it was.
+    const stored = page.locator('[data-testid=reply]').first().getByTestId('thinking')
+    assert.equal(await stored.getAttribute('open'), null)
+    assert.match((await stored.locator('summary').textContent()).trim(), /^Thinking · \d+ tokens$/)
+    await stored.locator('summary').click()
+    assert.match(await stored.textContent(), /t1 t2 .* t12/)
+    assert.equal(await page.locator('[data-testid=reply]').last().getByTestId('thinking').count(), 0)
   })
 
   test('a reload mid-stream continues the reply exactly once', T, async () => {

@@ -1901,6 +1901,11 @@ export interface components {
             session_id: string;
             /** Format: int32 */
             step?: number | null;
+            /**
+             * @description What the model reasoned before this assistant message (its thinking,
+             *     one paragraph per block); absent when it showed none.
+             */
+            thinking?: string | null;
             tool_calls?: components["schemas"]["ToolCallDto"][];
         };
         MessageList: {

@@ -258,6 +258,10 @@ pub struct MessageDto {
     /// The sources an assistant reply cites as `[n]` (knowledge searches).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub citations: Vec<Citation>,
+    /// What the model reasoned before this assistant message (its thinking,
+    /// one paragraph per block); absent when it showed none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thinking: Option<String>,
 }
 
 /// An image or a document sent with a message; `GET /v1/files/{id}` returns its bytes.

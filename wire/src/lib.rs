@@ -12,5 +12,6 @@ pub mod fold;
 pub mod ids;
 pub mod job;
 pub mod mode;
+pub mod reasoning;
 pub mod states;
 pub mod time;

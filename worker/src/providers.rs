@@ -61,6 +61,7 @@ impl ModelEntry {
             .into(),
             tools: Default::default(),
             max_tokens: Some(max_tokens),
+            thinking_budget: None,
             attempt: 1,
         };
         let call = async {

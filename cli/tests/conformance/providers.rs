@@ -6,7 +6,27 @@ use weft_loadtest::mock_llm::{MockLlmConfig, MockLlmServer};
 use crate::both_backends;
 use crate::harness::*;
 
-both_backends!(openai_and_anthropic_wires_end_to_end);
+both_backends!(
+    openai_and_anthropic_wires_end_to_end,
+    a_thinking_model_gets_its_signed_reasoning_back_after_tools_and_questions,
+);
+
+/// An app whose default model is `[[models]]` `extra` (TOML) on `llm`.
+async fn app_with_model(b: Backend, llm: &MockLlmServer, extra: &str) -> App {
+    let mut env = Env::new(b, &[]).await;
+    let config = env.dir.path().join("weft.toml");
+    let model = format!(
+        "[[models]]\nid = \"claude-think\"\nprovider = \"anthropic\"\nbase_url = \"{}\"\n\
+         api_key_env = \"TEST_ANTHROPIC_KEY\"\ndefault = true\n{extra}\n",
+        llm.base_url()
+    );
+    std::fs::write(&config, model).unwrap();
+    env.extra
+        .push(("WEFT_CONFIG".into(), config.display().to_string()));
+    env.extra
+        .push(("TEST_ANTHROPIC_KEY".into(), "sk-ant-test".into()));
+    App::start_in(env, true)
+}
 
 async fn openai_and_anthropic_wires_end_to_end(b: Backend) {
     let llm = MockLlmServer::start(MockLlmConfig::default())
@@ -87,4 +107,74 @@ async fn openai_and_anthropic_wires_end_to_end(b: Backend) {
             "{model}"
         );
     }
+}
+
+/// Extended thinking (issue 28): the mock LLM refuses, as Anthropic does, a tool
+/// turn sent back without its signed thinking block. So a run that calls a tool
+/// (the blocks kept in the worker) and a later one whose call waited for an answer
+/// (kept in the run's pending step, read back by whichever worker resumes it;
+/// the earlier turn's blocks come from the stored messages) both finish; and
+/// people see the reasoning in the stored conversation.
+async fn a_thinking_model_gets_its_signed_reasoning_back_after_tools_and_questions(b: Backend) {
+    let llm = MockLlmServer::start(MockLlmConfig::default())
+        .await
+        .unwrap();
+    let app = app_with_model(b, &llm, "thinking_budget = 1024\nmax_tokens = 4096").await;
+    let alice = app.user("alice").await;
+    let s = app.session(&alice).await;
+
+    // A tool that runs at once.
+    let events = app
+        .send_stream(&alice, &s, "@mock.think 3 @mock.tool current_time {}")
+        .await
+        .until_terminal()
+        .await;
+    assert_eq!(events.last().unwrap().ty, "done", "{events:?}");
+    assert!(rendered_text(&events).starts_with("tool current_time said: "));
+    let sent: serde_json::Value = reqwest::get(format!("{}/last_request", llm.base_url()))
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(sent["thinking"]["budget_tokens"], 1024);
+    let tool_turn = &sent["messages"][1]["content"];
+    assert_eq!(tool_turn[0]["type"], "thinking", "{sent}");
+    assert_eq!(tool_turn[0]["thinking"], "t1 t2 t3");
+
+    // A call that waits for the owner's answer: the step is resumed from the store.
+    let ask = r#"@mock.think 2 @mock.tool ask_user {"question": "Which?", "options": ["a", "b"]}"#;
+    let mut sse = app.send_stream(&alice, &s, ask).await;
+    let asked = sse.until(|e| e.ty == "question").await;
+    let question = asked.last().unwrap().data["question_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let answer = serde_json::json!({"answer": "b"});
+    let (st, body) = app
+        .post(&format!("/v1/questions/{question}"), &alice, answer)
+        .await;
+    assert_eq!(st, 200, "{body}");
+    let events = sse.until_terminal().await;
+    assert_eq!(events.last().unwrap().ty, "done", "{events:?}");
+    assert!(rendered_text(&events).starts_with("tool ask_user said: "));
+
+    // What people see after a reload: each assistant message's reasoning.
+    let messages = app.messages(&alice, &s).await;
+    let thinking: Vec<(&str, Option<&str>)> = messages
+        .iter()
+        .filter(|m| m["role"] == "assistant")
+        .map(|m| (m["content"].as_str().unwrap(), m["thinking"].as_str()))
+        .collect();
+    assert_eq!(thinking.len(), 4, "{messages:?}");
+    assert_eq!(thinking[0].1, Some("t1 t2 t3"), "the first run's tool step");
+    assert_eq!(thinking[1].1, Some("t1 t2 t3"), "the first run's answer");
+    assert_eq!(thinking[2].1, Some("t1 t2"), "the step that asked");
+    assert_eq!(thinking[3].1, Some("t1 t2"), "the second run's answer");
+    assert!(
+        messages
+            .iter()
+            .filter(|m| m["role"] != "assistant")
+            .all(|m| m.get("thinking").is_none())
+    );
 }

@@ -2,7 +2,10 @@
 //!
 //! Dispatch is on the payload's `type` (which repeats the `event:` name). Tool input
 //! arrives as `input_json_delta` pieces, assembled per block index and yielded whole
-//! at `content_block_stop`. Usage is cumulative: `message_start` carries the input
+//! at `content_block_stop`. A thinking block streams its text as `thinking_delta`s
+//! (yielded as they come) and its `signature` as a `signature_delta`; at its stop the
+//! whole block is yielded as [`StreamEvent::Reasoned`], as is a `redacted_thinking`
+//! block (whose `data` arrives whole in its start). Usage is cumulative: `message_start` carries the input
 //! side, `message_delta` the output (and sometimes repeats the rest; non-null wins).
 
 use std::collections::HashMap;
@@ -11,7 +14,7 @@ use eventsource_stream::Event;
 use serde_json::Value;
 
 use crate::sse::{Decoder, Out, transient};
-use crate::{LlmError, StopReason, StreamEvent, ToolCall, Usage};
+use crate::{LlmError, Reasoning, StopReason, StreamEvent, ToolCall, Usage};
 
 struct ToolBlock {
     id: String,
@@ -24,6 +27,9 @@ struct ToolBlock {
 pub(super) struct EventDecoder {
     started: bool,
     tools: HashMap<u64, ToolBlock>,
+    /// Reasoning blocks open by index: a thinking block's text and signature
+    /// grow with its deltas.
+    thoughts: HashMap<u64, Reasoning>,
     stop: Option<StopReason>,
     saw_tool: bool,
     input: u64,
@@ -94,6 +100,22 @@ impl Decoder for EventDecoder {
 impl EventDecoder {
     fn block_start(&mut self, data: &Value) {
         let block = &data["content_block"];
+        let index = data["index"].as_u64().unwrap_or(0);
+        let text = |key: &str| block[key].as_str().unwrap_or_default().to_owned();
+        match block["type"].as_str() {
+            Some("thinking") => {
+                let thinking = Reasoning::Thinking {
+                    thinking: text("thinking"),
+                    signature: text("signature"),
+                };
+                self.thoughts.insert(index, thinking);
+            }
+            Some("redacted_thinking") => {
+                let redacted = Reasoning::RedactedThinking { data: text("data") };
+                self.thoughts.insert(index, redacted);
+            }
+            _ => {}
+        }
         if block["type"] == "tool_use" {
             let tool = ToolBlock {
                 id: block["id"].as_str().unwrap_or_default().to_owned(),
@@ -116,7 +138,17 @@ impl EventDecoder {
         match delta["type"].as_str() {
             Some("text_delta") => out.extend(piece("text").map(|t| Ok(StreamEvent::Text(t)))),
             Some("thinking_delta") => {
-                out.extend(piece("thinking").map(|t| Ok(StreamEvent::Thinking(t))))
+                if let Some(t) = piece("thinking") {
+                    if let Some(Reasoning::Thinking { thinking, .. }) = self.open_reasoning(data) {
+                        thinking.push_str(&t);
+                    }
+                    out.push_back(Ok(StreamEvent::Thinking(t)));
+                }
+            }
+            Some("signature_delta") => {
+                if let Some(Reasoning::Thinking { signature, .. }) = self.open_reasoning(data) {
+                    signature.push_str(delta["signature"].as_str().unwrap_or_default());
+                }
             }
             Some("input_json_delta") => {
                 if let Some(tool) = self.tools.get_mut(&data["index"].as_u64().unwrap_or(0)) {
@@ -124,12 +156,21 @@ impl EventDecoder {
                         .push_str(delta["partial_json"].as_str().unwrap_or_default());
                 }
             }
-            _ => {} // signature_delta, citations_delta
+            _ => {} // citations_delta
         }
     }
 
+    fn open_reasoning(&mut self, data: &Value) -> Option<&mut Reasoning> {
+        self.thoughts.get_mut(&data["index"].as_u64().unwrap_or(0))
+    }
+
     fn block_stop(&mut self, data: &Value, out: &mut Out) {
-        let Some(tool) = self.tools.remove(&data["index"].as_u64().unwrap_or(0)) else {
+        let index = data["index"].as_u64().unwrap_or(0);
+        if let Some(block) = self.thoughts.remove(&index) {
+            out.push_back(Ok(StreamEvent::Reasoned(block)));
+            return;
+        }
+        let Some(tool) = self.tools.remove(&index) else {
             return;
         };
         let args = match tool.json.trim() {

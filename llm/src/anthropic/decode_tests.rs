@@ -73,16 +73,32 @@ fn thinking_blocks_and_signatures() {
         start(),
         json!({"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}),
         json!({"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"Simple educ"}}),
+        json!({"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"ation."}}),
         json!({"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"c3lu"}}),
+        json!({"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"dGg="}}),
         json!({"type":"content_block_stop","index":0}),
+        json!({"type":"content_block_start","index":1,"content_block":{"type":"redacted_thinking","data":"RW5jcnlwdGVk"}}),
+        json!({"type":"content_block_stop","index":1}),
         json!({"type":"message_delta","delta":{"stop_reason":"max_tokens"},"usage":{"output_tokens":9,"output_tokens_details":{"thinking_tokens":4}}}),
         json!({"type":"message_stop"}),
     ]);
+    let events: Vec<_> = out.iter().map(|e| e.as_ref().unwrap().clone()).collect();
     assert_eq!(
-        out[0].as_ref().unwrap(),
-        &StreamEvent::Thinking("Simple educ".into())
+        events[..4],
+        [
+            StreamEvent::Thinking("Simple educ".into()),
+            StreamEvent::Thinking("ation.".into()),
+            StreamEvent::Reasoned(Reasoning::Thinking {
+                thinking: "Simple education.".into(),
+                signature: "c3ludGg=".into(),
+            }),
+            StreamEvent::Reasoned(Reasoning::RedactedThinking {
+                data: "RW5jcnlwdGVk".into()
+            }),
+        ],
+        "the pieces stream, then each whole block with its signature"
     );
-    let Ok(StreamEvent::Finished { stop, usage }) = &out[1] else {
+    let Ok(StreamEvent::Finished { stop, usage }) = &out[4] else {
         panic!("{out:?}")
     };
     assert_eq!(

@@ -7,6 +7,15 @@
 //! order, so in a merged turn every image still sits just before the text it came
 //! with, and `tool_result` blocks (which must open a turn) stay first: a user message
 //! only ever follows tool results, never precedes them within one turn.
+//!
+//! With extended thinking on (`ChatRequest::thinking_budget`), the assistant turns
+//! after the last user message — the tool loop of the turn being answered — and the
+//! last assistant turn open with their signed reasoning blocks, unchanged, as the
+//! API requires ("a final `assistant` message must start with a thinking block").
+//! Earlier turns' blocks are left out: the API strips them anyway, so sending them
+//! would only cost bytes.
+//! `max_tokens` must exceed the budget; unset, it is the budget plus
+//! [`DEFAULT_MAX_TOKENS`] for the answer.
 
 use serde_json::{Value, json};
 
@@ -30,12 +39,20 @@ pub(super) fn body(req: &ChatRequest, default_model: &str) -> Value {
             }
         })
         .collect();
+    let max_tokens = match (req.max_tokens, req.thinking_budget) {
+        (Some(max), _) => max,
+        (None, Some(budget)) => budget + DEFAULT_MAX_TOKENS,
+        (None, None) => DEFAULT_MAX_TOKENS,
+    };
     let mut body = json!({
         "model": model,
-        "max_tokens": req.max_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+        "max_tokens": max_tokens,
         "stream": true,
-        "messages": turns(&req.messages),
+        "messages": turns(&req.messages, req.thinking_budget.is_some()),
     });
+    if let Some(budget) = req.thinking_budget {
+        body["thinking"] = json!({"type": "enabled", "budget_tokens": budget});
+    }
     if !system.is_empty() {
         body["system"] = json!(system.join("\n\n"));
     }
@@ -49,9 +66,20 @@ pub(super) fn body(req: &ChatRequest, default_model: &str) -> Value {
     body
 }
 
-fn turns(messages: &[ChatMessage]) -> Vec<Value> {
+fn turns(messages: &[ChatMessage], thinking: bool) -> Vec<Value> {
+    // Reasoning goes back only with thinking on: for the turn being answered (the
+    // assistant messages after the last user message), and for the last assistant
+    // message in any case (its tool results may share a turn with new user text).
+    let last_user = messages
+        .iter()
+        .rposition(|m| matches!(m, ChatMessage::User { .. }));
+    let last_assistant = messages
+        .iter()
+        .rposition(|m| matches!(m, ChatMessage::Assistant { .. }));
+    let sends_reasoning =
+        |i: usize| thinking && (Some(i) == last_assistant || last_user.is_none_or(|u| i > u));
     let mut turns: Vec<(&str, Vec<Value>)> = Vec::new();
-    for m in messages {
+    for (i, m) in messages.iter().enumerate() {
         let (role, blocks) = match m {
             ChatMessage::System { .. } => continue,
             ChatMessage::User { content, images } => {
@@ -70,7 +98,12 @@ fn turns(messages: &[ChatMessage]) -> Vec<Value> {
             ChatMessage::Assistant {
                 content,
                 tool_calls,
+                reasoning,
             } => {
+                let reasoning = reasoning
+                    .iter()
+                    .filter(|r| sends_reasoning(i) && r.is_signed())
+                    .map(|r| json!(r));
                 let text = (!content.is_empty()).then(|| json!({"type": "text", "text": content}));
                 let calls = tool_calls.iter().map(|c| {
                     let input = if c.args.is_object() {
@@ -80,7 +113,8 @@ fn turns(messages: &[ChatMessage]) -> Vec<Value> {
                     };
                     json!({"type": "tool_use", "id": c.id, "name": c.name, "input": input})
                 });
-                ("assistant", text.into_iter().chain(calls).collect())
+                let blocks = reasoning.chain(text).chain(calls).collect();
+                ("assistant", blocks)
             }
         };
         match turns.last_mut() {
@@ -103,7 +137,7 @@ fn image_block(image: &Image) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{ToolCall, ToolSpec};
+    use crate::{Reasoning, ToolCall, ToolSpec};
 
     #[test]
     fn system_hoisted_and_tool_results_are_user_blocks() {
@@ -113,6 +147,7 @@ mod tests {
             args: json!({"a": 1}),
         };
         let req = ChatRequest {
+            thinking_budget: None,
             model: String::new(),
             messages: vec![
                 ChatMessage::System {
@@ -123,6 +158,7 @@ mod tests {
                     images: Vec::new(),
                 },
                 ChatMessage::Assistant {
+                    reasoning: Vec::new(),
                     content: "checking".into(),
                     tool_calls: vec![call],
                 },
@@ -182,6 +218,7 @@ mod tests {
             args: json!({}),
         };
         let req = ChatRequest {
+            thinking_budget: None,
             model: String::new(),
             messages: vec![
                 ChatMessage::User {
@@ -196,6 +233,7 @@ mod tests {
                     images: vec![image("image/jpeg", "/9j/4AA=")],
                 },
                 ChatMessage::Assistant {
+                    reasoning: Vec::new(),
                     content: String::new(),
                     tool_calls: vec![call],
                 },
@@ -234,6 +272,116 @@ mod tests {
                 image_json("image/webp", "UklGRg=="),
             ]),
             "tool results first; an image without text sends no empty text block"
+        );
+    }
+
+    #[test]
+    fn with_thinking_the_turn_being_answered_opens_with_its_signed_blocks() {
+        let signed = |text: &str| Reasoning::Thinking {
+            thinking: text.into(),
+            signature: format!("sig-{text}"),
+        };
+        let call = |id: &str| ToolCall {
+            id: id.into(),
+            name: "f".into(),
+            args: json!({}),
+        };
+        let assistant = |reasoning: Vec<Reasoning>, id: &str| ChatMessage::Assistant {
+            content: String::new(),
+            tool_calls: vec![call(id)],
+            reasoning,
+        };
+        let result = |id: &str| ChatMessage::Tool {
+            call_id: id.into(),
+            name: "f".into(),
+            content: "ok".into(),
+        };
+        let user = |text: &str| ChatMessage::User {
+            content: text.into(),
+            images: Vec::new(),
+        };
+        let unsigned = Reasoning::Thinking {
+            thinking: "from another provider".into(),
+            signature: String::new(),
+        };
+        let redacted = Reasoning::RedactedThinking {
+            data: "RW5j".into(),
+        };
+        let mut req = ChatRequest {
+            model: String::new(),
+            messages: vec![
+                user("first"),
+                assistant(vec![signed("old")], "toolu_1"),
+                result("toolu_1"),
+                user("second"),
+                assistant(vec![signed("a"), redacted.clone(), unsigned], "toolu_2"),
+                result("toolu_2"),
+                assistant(vec![signed("b")], "toolu_3"),
+                result("toolu_3"),
+            ]
+            .into(),
+            tools: vec![].into(),
+            max_tokens: None,
+            thinking_budget: Some(2048),
+            attempt: 1,
+        };
+        let sent = body(&req, "claude-x");
+        assert_eq!(
+            sent["thinking"],
+            json!({"type": "enabled", "budget_tokens": 2048})
+        );
+        assert_eq!(sent["max_tokens"], 2048 + DEFAULT_MAX_TOKENS);
+        let kinds = |turn: &Value| -> Vec<String> {
+            turn["content"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|b| b["type"].as_str().unwrap().to_owned())
+                .collect()
+        };
+        let turns = sent["messages"].as_array().unwrap();
+        assert_eq!(
+            kinds(&turns[1]),
+            ["tool_use"],
+            "an earlier turn's are left out"
+        );
+        assert_eq!(
+            kinds(&turns[3]),
+            ["thinking", "redacted_thinking", "tool_use"],
+            "the unsigned block is not sent"
+        );
+        assert_eq!(
+            turns[3]["content"][0],
+            json!({"type": "thinking", "thinking": "a", "signature": "sig-a"})
+        );
+        assert_eq!(
+            turns[3]["content"][1],
+            json!({"type": "redacted_thinking", "data": "RW5j"})
+        );
+        assert_eq!(kinds(&turns[5]), ["thinking", "tool_use"]);
+
+        // New text after the last results: the last assistant turn still opens with its blocks.
+        std::sync::Arc::make_mut(&mut req.messages).push(user("and then?"));
+        let sent = body(&req, "claude-x");
+        let turns = sent["messages"].as_array().unwrap();
+        assert_eq!(
+            kinds(&turns[3]),
+            ["tool_use"],
+            "no longer the turn being answered"
+        );
+        assert_eq!(
+            kinds(&turns[5]),
+            ["thinking", "tool_use"],
+            "the last assistant turn"
+        );
+
+        req.thinking_budget = None;
+        let sent = body(&req, "claude-x");
+        assert!(sent.get("thinking").is_none());
+        assert_eq!(
+            kinds(&sent["messages"][3]),
+            ["tool_use"],
+            "thinking off: no blocks"
         );
     }
 }

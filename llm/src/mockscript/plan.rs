@@ -204,6 +204,7 @@ fn message_words(m: &ChatMessage) -> u64 {
         ChatMessage::Assistant {
             content,
             tool_calls,
+            ..
         } => {
             count(content)
                 + tool_calls

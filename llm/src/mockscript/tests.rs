@@ -95,6 +95,7 @@ fn typos_and_bad_arguments_are_errors() {
 fn no_directive_echoes_the_last_user_message() {
     let mut msgs = user("first");
     msgs.push(ChatMessage::Assistant {
+        reasoning: Vec::new(),
         content: "You said: first".into(),
         tool_calls: vec![],
     });
@@ -152,6 +153,7 @@ fn tool_directive_calls_then_reports_the_result() {
     assert!(matches!(stream_items(&p, 1)[0], Item::ToolCall(_)));
 
     msgs.push(ChatMessage::Assistant {
+        reasoning: Vec::new(),
         content: String::new(),
         tool_calls: vec![call.clone()],
     });
@@ -245,6 +247,7 @@ fn several_tool_directives_make_parallel_calls_and_their_results_are_all_quoted(
     assert_eq!(names, ["a", "b"]);
     assert_ne!(p.tool_calls[0].id, p.tool_calls[1].id);
     msgs.push(ChatMessage::Assistant {
+        reasoning: Vec::new(),
         content: String::new(),
         tool_calls: p.tool_calls.clone(),
     });

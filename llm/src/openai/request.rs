@@ -67,12 +67,14 @@ fn message(m: &ChatMessage) -> Value {
         ChatMessage::Assistant {
             content,
             tool_calls,
+            ..
         } if tool_calls.is_empty() => {
             json!({"role": "assistant", "content": content})
         }
         ChatMessage::Assistant {
             content,
             tool_calls,
+            ..
         } => json!({
             "role": "assistant",
             "content": if content.is_empty() { Value::Null } else { json!(content) },
@@ -124,6 +126,7 @@ mod tests {
             args: json!({"a": 1}),
         };
         let req = ChatRequest {
+            thinking_budget: None,
             model: String::new(),
             messages: vec![
                 ChatMessage::System {
@@ -134,6 +137,7 @@ mod tests {
                     images: Vec::new(),
                 },
                 ChatMessage::Assistant {
+                    reasoning: Vec::new(),
                     content: String::new(),
                     tool_calls: vec![call],
                 },
@@ -190,6 +194,7 @@ mod tests {
             .into(),
             tools: vec![].into(),
             max_tokens: None,
+            thinking_budget: None,
             attempt: 1,
         }
     }

@@ -21,10 +21,9 @@ use weft_llm::{StopReason, Usage};
 
 use super::AppState;
 use super::anthropic_wire::{
-    AnthropicError, MessagesRequest, error_type, messages as chat_messages,
+    AnthropicError, MessagesRequest, check_thinking, error_type, messages as chat_messages,
+    signature,
 };
-
-const SIGNATURE: &str = "bW9jay1zaWduYXR1cmU=";
 static NEXT_ID: AtomicU64 = AtomicU64::new(1);
 
 pub(super) async fn messages(State(state): State<AppState>, body: Bytes) -> Response {
@@ -38,6 +37,7 @@ pub(super) async fn messages(State(state): State<AppState>, body: Bytes) -> Resp
 async fn respond(state: AppState, body: &[u8]) -> Result<Response, AnthropicError> {
     let req: MessagesRequest = serde_json::from_slice(body)
         .map_err(|e| AnthropicError::invalid(format!("invalid request body: {e}")))?;
+    check_thinking(&req)?;
     let chat = chat_messages(&req)?;
     let script = state
         .script(&chat, req.max_tokens, &req.messages)
@@ -91,6 +91,8 @@ enum Block {
 struct Encoder {
     index: u32,
     open: Option<Block>,
+    /// The open thinking block's text, signed when it closes.
+    thinking: String,
     buf: Vec<u8>,
 }
 
@@ -126,7 +128,8 @@ impl Encoder {
         match self.open.take() {
             None => return,
             Some(Block::Thinking) => {
-                self.delta(json!({"type": "signature_delta", "signature": SIGNATURE}))
+                let signed = signature(&std::mem::take(&mut self.thinking));
+                self.delta(json!({"type": "signature_delta", "signature": signed}))
             }
             Some(Block::Text) => {}
         }
@@ -138,6 +141,7 @@ impl Encoder {
         match item {
             Item::Thinking(t) => {
                 self.ensure(Block::Thinking);
+                self.thinking.push_str(t);
                 self.delta(json!({"type": "thinking_delta", "thinking": t}));
             }
             Item::Text(t) => {
@@ -189,6 +193,7 @@ fn stream_response(
     let mut encoder = Encoder {
         index: 0,
         open: None,
+        thinking: String::new(),
         buf: Vec::with_capacity(512),
     };
     encoder.event(json!({"type": "message_start", "message": head.message(json!([]), None, 1)}));
@@ -245,7 +250,8 @@ fn finished(
 ) -> Response {
     let mut content = Vec::new();
     if !thinking.is_empty() {
-        content.push(json!({"type": "thinking", "thinking": thinking, "signature": SIGNATURE}));
+        let signed = signature(&thinking);
+        content.push(json!({"type": "thinking", "thinking": thinking, "signature": signed}));
     }
     if !text.is_empty() {
         content.push(json!({"type": "text", "text": text}));

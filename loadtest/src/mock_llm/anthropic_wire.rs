@@ -4,6 +4,12 @@
 //! A user turn's `image` blocks become the images of its user message. Only a
 //! `base64` source is taken: a `url` or `file` source would need a network or the
 //! Files API, which the mock does not have, so it answers 400 instead.
+//!
+//! Extended thinking is checked as the API checks it ([`check_thinking`]): a budget
+//! of at least 1,024 tokens below `max_tokens`, and, with thinking on, the last
+//! assistant turn that called tools must open with its thinking blocks, each still
+//! carrying the signature the mock gave it ([`signature`]: a hash of the text, so
+//! a block changed or rebuilt from another block's text is refused too).
 
 use std::time::Duration;
 
@@ -11,7 +17,7 @@ use axum::http::{HeaderValue, StatusCode};
 use axum::response::{IntoResponse, Response};
 use serde::Deserialize;
 use serde_json::{Value, json};
-use weft_llm::{ChatMessage, Image, ToolCall};
+use weft_llm::{ChatMessage, Image, Reasoning, ToolCall};
 
 #[derive(Debug, Deserialize)]
 pub(super) struct MessagesRequest {
@@ -21,6 +27,78 @@ pub(super) struct MessagesRequest {
     pub system: Option<Value>,
     #[serde(default)]
     pub stream: Option<bool>,
+    /// `{"type": "enabled", "budget_tokens": N}` or `{"type": "disabled"}`.
+    #[serde(default)]
+    pub thinking: Option<Value>,
+}
+
+/// The signature the mock gives a thinking block: base64 of SHA-256 over its text.
+pub fn signature(thinking: &str) -> String {
+    use base64::Engine;
+    use sha2::{Digest, Sha256};
+    let digest = Sha256::new()
+        .chain_update(b"weft-mock-thinking:")
+        .chain_update(thinking.as_bytes())
+        .finalize();
+    base64::engine::general_purpose::STANDARD.encode(digest)
+}
+
+/// Refuse what the Messages API refuses about thinking (messages in `llm-wire.md` §2).
+pub(super) fn check_thinking(req: &MessagesRequest) -> Result<(), AnthropicError> {
+    for (i, m) in req.messages.iter().enumerate() {
+        for (j, b) in blocks(&m["content"]).enumerate() {
+            let text = b["thinking"].as_str().unwrap_or_default();
+            if b["type"] == "thinking" && b["signature"].as_str() != Some(&signature(text)) {
+                return Err(AnthropicError::invalid(format!(
+                    "messages.{i}.content.{j}: Invalid `signature` in `thinking` block"
+                )));
+            }
+        }
+    }
+    let Some(thinking) = &req.thinking else {
+        return Ok(());
+    };
+    match thinking["type"].as_str() {
+        Some("disabled") => return Ok(()),
+        Some("enabled") => {}
+        other => {
+            return Err(AnthropicError::invalid(format!(
+                "thinking.type: Input should be 'enabled' or 'disabled', got {other:?}"
+            )));
+        }
+    }
+    let budget = thinking["budget_tokens"].as_u64().unwrap_or(0);
+    if budget < 1024 {
+        return Err(AnthropicError::invalid(
+            "thinking.enabled.budget_tokens: Input should be greater than or equal to 1024",
+        ));
+    }
+    if u64::from(req.max_tokens.unwrap_or(0)) <= budget {
+        return Err(AnthropicError::invalid(
+            "`max_tokens` must be greater than `thinking.budget_tokens`",
+        ));
+    }
+    let Some((i, last)) = req
+        .messages
+        .iter()
+        .enumerate()
+        .rfind(|(_, m)| m["role"] == "assistant")
+    else {
+        return Ok(());
+    };
+    let calls_tools = blocks(&last["content"]).any(|b| b["type"] == "tool_use");
+    let first = blocks(&last["content"])
+        .next()
+        .map(|b| b["type"].as_str().unwrap_or(""));
+    match first {
+        Some("thinking" | "redacted_thinking") => Ok(()),
+        Some(found) if calls_tools => Err(AnthropicError::invalid(format!(
+            "messages.{i}.content.0.type: Expected `thinking` or `redacted_thinking`, but found \
+             `{found}`. When `thinking` is enabled, a final `assistant` message must start with \
+             a thinking block (preceeding the lastmost set of `tool_use` and `tool_result` blocks)."
+        ))),
+        _ => Ok(()),
+    }
 }
 
 pub(super) struct AnthropicError {
@@ -140,9 +218,13 @@ pub(super) fn messages(req: &MessagesRequest) -> Result<Vec<ChatMessage>, Anthro
                         args: b["input"].clone(),
                     })
                     .collect();
+                let reasoning = blocks(content)
+                    .filter_map(|b| serde_json::from_value::<Reasoning>(b.clone()).ok())
+                    .collect();
                 out.push(ChatMessage::Assistant {
                     content: text_of(content),
                     tool_calls,
+                    reasoning,
                 });
             }
             other => {

@@ -41,6 +41,7 @@ use tokio::net::TcpListener;
 use weft_llm::ChatMessage;
 use weft_llm::mockscript::{self, Outcome, ScriptError, Timing};
 
+pub use anthropic_wire::signature as anthropic_thinking_signature;
 use knobs::{Counters, Knobs};
 pub use knobs::{FaultRates, StatsSnapshot};
 

@@ -141,6 +141,7 @@ pub(super) fn messages(wire: &[Value]) -> Result<Vec<ChatMessage>, ApiError> {
                 images: images_of(i, m.get("content"))?,
             },
             Some("assistant") => ChatMessage::Assistant {
+                reasoning: Vec::new(),
                 content,
                 tool_calls: tool_calls(m),
             },

@@ -138,6 +138,7 @@ async fn measure(o: &PgOpts, name: &str, url: &str) -> anyhow::Result<Vec<Level>
     let shape = Arc::new(RunShape {
         reply: "word ".repeat(o.reply_words).trim_end().to_owned(),
         checkpoint: StepCheckpoint {
+            reasoning: Vec::new(),
             step: 1,
             content: "Let me look that up.".into(),
             tool_calls: vec![ToolCallDto {
@@ -379,6 +380,7 @@ async fn one_run(
         ..UsageDto::default()
     };
     let end = RunEnd::Succeeded {
+        reasoning: Vec::new(),
         content: shape.reply.clone(),
         step: shape.tool_steps + 1,
         citations: Vec::new(),

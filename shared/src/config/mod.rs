@@ -384,6 +384,9 @@ impl Config {
             {
                 return bad(format!("model {:?} needs base_url", m.id));
             }
+            if let Some(problem) = m.thinking_problem() {
+                return bad(problem);
+            }
             access::validate(
                 &format!("model {:?}", m.id),
                 &m.allowed_users,
@@ -485,6 +488,32 @@ mod tests {
         assert_eq!(models.len(), 1);
         assert_eq!(models[0].id, "mock");
         assert!(models[0].default);
+    }
+
+    #[test]
+    fn thinking_budgets_are_checked_against_the_provider_and_max_tokens() {
+        let model = |provider: ProviderKind, budget: u32, max_tokens: Option<u32>| Config {
+            models: vec![ModelConfig {
+                id: "claude".into(),
+                provider,
+                base_url: Some("http://127.0.0.1:1".into()),
+                thinking_budget: Some(budget),
+                max_tokens,
+                ..ModelConfig::mock()
+            }],
+            ..Config::default()
+        };
+        let problem = |cfg: Config| cfg.validate().err().map(|e| e.to_string());
+        assert_eq!(problem(model(ProviderKind::Anthropic, 2048, Some(4096))), None);
+        assert_eq!(problem(model(ProviderKind::Anthropic, 1024, None)), None);
+        for (cfg, says) in [
+            (model(ProviderKind::Openai, 2048, None), "for Anthropic models"),
+            (model(ProviderKind::Anthropic, 512, None), "at least 1024"),
+            (model(ProviderKind::Anthropic, 2048, Some(2048)), "max_tokens (2048) must be greater"),
+        ] {
+            let said = problem(cfg).expect("refused");
+            assert!(said.contains(says), "{said}");
+        }
     }
 
     #[test]

@@ -46,6 +46,12 @@ pub struct ModelConfig {
     #[serde(default)]
     pub default: bool,
     pub max_tokens: Option<u32>,
+    /// Anthropic extended thinking: the tokens the model may reason with before
+    /// it answers (`thinking.budget_tokens`, at least 1,024 and below
+    /// `max_tokens` when that is set). Unset: thinking stays off. Anthropic
+    /// models only; OpenAI-compatible servers that reason do so unasked.
+    #[serde(default)]
+    pub thinking_budget: Option<u32>,
     /// Tokens the model reads at most; default per provider (OpenAI-compatible
     /// 128k, Anthropic 200k, the mock 32k).
     #[serde(default)]
@@ -75,10 +81,34 @@ impl ModelConfig {
             model: None,
             default: true,
             max_tokens: None,
+            thinking_budget: None,
             context_window: None,
             vision: None,
             allowed_users: Vec::new(),
             allowed_roles: Vec::new(),
+        }
+    }
+
+    /// Why this model's thinking settings cannot work, if they cannot.
+    pub fn thinking_problem(&self) -> Option<String> {
+        let budget = self.thinking_budget?;
+        let id = &self.id;
+        if self.provider != ProviderKind::Anthropic {
+            return Some(format!(
+                "model {id:?}: thinking_budget is for Anthropic models (provider = \"anthropic\")"
+            ));
+        }
+        if budget < 1024 {
+            return Some(format!(
+                "model {id:?}: thinking_budget must be at least 1024 (Anthropic's minimum), not {budget}"
+            ));
+        }
+        match self.max_tokens {
+            Some(max) if max <= budget => Some(format!(
+                "model {id:?}: max_tokens ({max}) must be greater than thinking_budget ({budget}): \
+                 the budget is part of the tokens the model may write"
+            )),
+            _ => None,
         }
     }
 

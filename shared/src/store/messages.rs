@@ -10,6 +10,7 @@ use super::{Result, Store, StoreError, get_i64, get_opt_i64, get_opt_str, get_st
 use crate::api::{Citation, MessageDto, ToolCallDto};
 use crate::ids::{MessageId, RunId, SessionId, UserId};
 use crate::time::{now_ms, rfc3339};
+use weft_wire::reasoning::Reasoning;
 
 #[derive(Debug, Clone, PartialEq)]
 pub struct Message {
@@ -39,6 +40,8 @@ pub struct Message {
     pub seq: i64,
     /// The sources an assistant reply cites (migration 0022).
     pub citations: Vec<Citation>,
+    /// The model's reasoning before an assistant message (migration 0031).
+    pub reasoning: Vec<Reasoning>,
 }
 
 /// What a reader of a session's history checks its copy against (migration
@@ -63,6 +66,11 @@ impl Message {
                 .map_err(|e| StoreError::Other(format!("citations: {e}")))?,
             None => Vec::new(),
         };
+        let reasoning = match get_opt_str(row, "reasoning")? {
+            Some(json) => serde_json::from_str(&json)
+                .map_err(|e| StoreError::Other(format!("reasoning: {e}")))?,
+            None => Vec::new(),
+        };
         Ok(Message {
             id: MessageId(get_str(row, "id")?),
             session_id: SessionId(get_str(row, "session_id")?),
@@ -80,6 +88,7 @@ impl Message {
             author_name: get_opt_str(row, "author_name")?,
             seq: get_i64(row, "seq")?,
             citations,
+            reasoning,
         })
     }
 
@@ -99,8 +108,29 @@ impl Message {
             author_id: self.author_id.as_ref().map(|u| u.0.clone()),
             author_name: self.author_name.clone(),
             citations: self.citations.clone(),
+            thinking: thinking_text(&self.reasoning),
         }
     }
+}
+
+/// What people read of a message's reasoning: its blocks' text, one paragraph each.
+fn thinking_text(reasoning: &[Reasoning]) -> Option<String> {
+    let parts: Vec<&str> = reasoning
+        .iter()
+        .map(Reasoning::text)
+        .filter(|t| !t.is_empty())
+        .collect();
+    (!parts.is_empty()).then(|| parts.join("\n\n"))
+}
+
+/// `reasoning` as its column holds it: JSON, or null for none.
+pub(super) fn reasoning_json(reasoning: &[Reasoning]) -> Result<Option<String>> {
+    if reasoning.is_empty() {
+        return Ok(None);
+    }
+    serde_json::to_string(reasoning)
+        .map(Some)
+        .map_err(|e| StoreError::Other(format!("reasoning: {e}")))
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -117,10 +147,12 @@ pub struct StepCheckpoint {
     pub step: u32,
     pub content: String,
     pub tool_calls: Vec<ToolCallDto>,
+    /// The model's reasoning before the step's calls.
+    pub reasoning: Vec<Reasoning>,
     pub results: Vec<ToolResult>,
 }
 
-const COLUMNS: &str = "id, session_id, role, content, run_id, step, call_id, name, tool_calls, created_at, ord, author_id, author_name, seq, citations";
+const COLUMNS: &str = "id, session_id, role, content, run_id, step, call_id, name, tool_calls, created_at, ord, author_id, author_name, seq, citations, reasoning";
 
 /// A new message's `seq`: one past the session's write count, which the
 /// writing transaction bumps after its inserts (it holds the session's row).
@@ -361,33 +393,26 @@ impl Store {
         }
         let calls =
             serde_json::to_string(&cp.tool_calls).map_err(|e| StoreError::Other(e.to_string()))?;
-        insert_step_message(
-            &mut tx,
-            session,
-            run,
-            cp.step,
-            "assistant",
-            &cp.content,
-            "",
-            None,
-            Some(&calls),
-            now,
-        )
-        .await?;
+        let reasoning = reasoning_json(&cp.reasoning)?;
+        let turn = StepMessage {
+            role: "assistant",
+            content: &cp.content,
+            call_id: "",
+            name: None,
+            tool_calls: Some(&calls),
+            reasoning: reasoning.as_deref(),
+        };
+        insert_step_message(&mut tx, session, run, cp.step, turn, now).await?;
         for r in &cp.results {
-            insert_step_message(
-                &mut tx,
-                session,
-                run,
-                cp.step,
-                "tool",
-                &r.content,
-                &r.call_id,
-                Some(&r.name),
-                None,
-                now,
-            )
-            .await?;
+            let result = StepMessage {
+                role: "tool",
+                content: &r.content,
+                call_id: &r.call_id,
+                name: Some(&r.name),
+                tool_calls: None,
+                reasoning: None,
+            };
+            insert_step_message(&mut tx, session, run, cp.step, result, now).await?;
         }
         count_writes(&mut tx, session).await?;
         tx.commit().await?;
@@ -395,25 +420,42 @@ impl Store {
     }
 }
 
+/// A message of a run step, as [`insert_step_message`] writes it.
+pub(super) struct StepMessage<'a> {
+    pub role: &'a str,
+    pub content: &'a str,
+    /// The call a tool result answers; empty otherwise.
+    pub call_id: &'a str,
+    /// The tool's name, for a tool result.
+    pub name: Option<&'a str>,
+    /// The calls an assistant message asks for (JSON).
+    pub tool_calls: Option<&'a str>,
+    /// The model's reasoning before an assistant message (JSON).
+    pub reasoning: Option<&'a str>,
+}
+
 /// Insert an assistant/tool message of a run step; a duplicate is ignored. Returns
 /// the id of the stored row (the earlier one on a duplicate).
-#[allow(clippy::too_many_arguments)]
 pub(super) async fn insert_step_message(
     tx: &mut sqlx::Transaction<'static, sqlx::Any>,
     session: &SessionId,
     run: &RunId,
     step: u32,
-    role: &str,
-    content: &str,
-    call_id: &str,
-    name: Option<&str>,
-    tool_calls: Option<&str>,
+    m: StepMessage<'_>,
     now: i64,
 ) -> Result<MessageId> {
+    let StepMessage {
+        role,
+        content,
+        call_id,
+        name,
+        tool_calls,
+        reasoning,
+    } = m;
     let id = MessageId::new();
     let inserted = sqlx::query(
-        sqlx::AssertSqlSafe(format!("insert into messages (id, session_id, role, content, run_id, step, call_id, name, tool_calls, queued, created_at, ord, seq)
-         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, 0, $10, $11, {NEXT_SEQ})
+        sqlx::AssertSqlSafe(format!("insert into messages (id, session_id, role, content, run_id, step, call_id, name, tool_calls, queued, created_at, ord, seq, reasoning)
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, 0, $10, $11, {NEXT_SEQ}, $12)
          on conflict (run_id, step, role, call_id) where role <> 'user' do nothing
          returning id")),
     )
@@ -428,6 +470,7 @@ pub(super) async fn insert_step_message(
     .bind(tool_calls)
     .bind(now)
     .bind(order_key(Some(run), role, step, &id))
+    .bind(reasoning)
     .fetch_optional(&mut **tx)
     .await?;
     if inserted.is_some() {

@@ -13,7 +13,7 @@
 
 use sqlx::any::AnyRow;
 
-use super::messages::insert_step_message;
+use super::messages::{StepMessage, insert_step_message, reasoning_json};
 use super::session_writes::{
     create_followup, end_as_cancelled, followup_for_waiting, lock_session,
     touch_session_counting_waiting,
@@ -26,6 +26,7 @@ use crate::api::{Citation, ErrorBody, RunDto, UsageDto};
 use crate::ids::{MessageId, RunId, SessionId, UserId};
 use crate::job::ExtractMemories;
 use crate::time::{now_ms, rfc3339};
+use weft_wire::reasoning::Reasoning;
 
 pub use crate::states::RunStatus;
 
@@ -195,6 +196,8 @@ pub enum RunEnd {
         step: u32,
         /// The sources `content` cites as `[n]`, stored with it.
         citations: Vec<Citation>,
+        /// The model's reasoning before the answer, stored with it.
+        reasoning: Vec<Reasoning>,
     },
     Failed {
         error: ErrorBody,
@@ -389,21 +392,19 @@ impl Store {
         // The reply first (inside the transaction: if the run turns out not to be
         // ours any more, the rollback takes it back), so one update sets everything.
         let message_id = if matches!(end, RunEnd::Succeeded { .. }) || !text.is_empty() {
-            Some(
-                insert_step_message(
-                    &mut tx,
-                    &run.session_id,
-                    &run.id,
-                    step,
-                    "assistant",
-                    text,
-                    "",
-                    None,
-                    None,
-                    now,
-                )
-                .await?,
-            )
+            let reasoning = match end {
+                RunEnd::Succeeded { reasoning, .. } => reasoning_json(reasoning)?,
+                _ => None,
+            };
+            let reply = StepMessage {
+                role: "assistant",
+                content: text,
+                call_id: "",
+                name: None,
+                tool_calls: None,
+                reasoning: reasoning.as_deref(),
+            };
+            Some(insert_step_message(&mut tx, &run.session_id, &run.id, step, reply, now).await?)
         } else {
             None
         };

@@ -41,6 +41,10 @@ pub struct PendingStep {
     pub step: u32,
     pub content: String,
     pub tool_calls: Vec<ToolCallDto>,
+    /// The model's reasoning before the calls, sent back with them when the
+    /// step resumes (absent in steps stored before migration 0031).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub reasoning: Vec<weft_wire::reasoning::Reasoning>,
 }
 
 /// After the worker hands a run over to its waits.

@@ -21,6 +21,7 @@ async fn a_decision_before_the_wait_is_still_the_one_the_resume_links_to(db: Db)
     let first = claim(&db, &run, "w1").await;
     assert_eq!(first.resumed_by, None);
     let pending = PendingStep {
+        reasoning: Vec::new(),
         step: 1,
         content: String::new(),
         tool_calls: Vec::new(),

@@ -323,6 +323,7 @@ pub async fn succeed_claimed(db: &Db, run: &ClaimedRun, limits: &RunLimits) -> F
                 content: "ok".into(),
                 step: 1,
                 citations: Vec::new(),
+                reasoning: Vec::new(),
             },
             Default::default(),
             None,

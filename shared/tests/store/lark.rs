@@ -268,6 +268,7 @@ async fn reply_target_is_the_newest_lark_message(db: Db) {
                 content: "ok".into(),
                 step: 1,
                 citations: Vec::new(),
+                reasoning: Vec::new(),
             },
             Default::default(),
             None,
@@ -406,6 +407,7 @@ async fn approval_cards_say_how_they_were_decided(db: Db) {
         expires_at: weft_shared::time::now_ms() + 60_000,
     };
     let pending = PendingStep {
+        reasoning: Vec::new(),
         step: 1,
         content: String::new(),
         tool_calls: Vec::new(),

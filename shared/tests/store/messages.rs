@@ -8,6 +8,7 @@ use weft_shared::store::{
     FinishOutcome, Message, RunEnd, RunLimits, SendOutcome, StepCheckpoint, StoreError, ToolResult,
     valid_cursor,
 };
+use weft_wire::reasoning::Reasoning;
 
 use crate::both_backends;
 use crate::harness::{Db, claim, req, session, start, user};
@@ -47,6 +48,19 @@ fn tool_calls() -> Vec<ToolCallDto> {
     ]
 }
 
+/// Step 1's reasoning: a signed block and a redacted one, as Anthropic sends them.
+fn step_reasoning() -> Vec<Reasoning> {
+    vec![
+        Reasoning::Thinking {
+            thinking: "The user wants the time.".into(),
+            signature: "c2lnbmVk".into(),
+        },
+        Reasoning::RedactedThinking {
+            data: "RW5jcnlwdGVk".into(),
+        },
+    ]
+}
+
 async fn conversation(db: &Db) -> Conversation {
     let s = &db.store;
     let alice = user(db, "alice").await;
@@ -54,6 +68,7 @@ async fn conversation(db: &Db) -> Conversation {
     let first = start(db, &alice.id, &sess.id, "hello").await;
     let claimed = claim(db, &first.run_id, "w1").await;
     let cp = StepCheckpoint {
+        reasoning: step_reasoning(),
         step: 1,
         content: "let me check".into(),
         tool_calls: tool_calls(),
@@ -91,6 +106,10 @@ async fn conversation(db: &Db) -> Conversation {
                 content: "It is noon".into(),
                 step: 2,
                 citations: Vec::new(),
+                reasoning: vec![Reasoning::Thinking {
+                    thinking: "Noon, then.".into(),
+                    signature: String::new(),
+                }],
             },
             Default::default(),
             None,
@@ -150,8 +169,16 @@ async fn conversation_order_across_runs_and_steps(db: Db) {
         msgs.iter().map(|m| m.step).collect::<Vec<_>>(),
         [None, Some(1), Some(1), Some(1), Some(2), None]
     );
-    // The step's tool calls and the results' ids round-trip.
+    // The step's tool calls and the results' ids round-trip, and the reasoning
+    // before the calls and the reply, block by block (the API shows its text).
     assert_eq!(msgs[1].tool_calls, tool_calls());
+    assert_eq!(msgs[1].reasoning, step_reasoning());
+    assert_eq!(
+        msgs[1].to_dto().thinking.as_deref(),
+        Some("The user wants the time.")
+    );
+    assert_eq!(msgs[4].to_dto().thinking.as_deref(), Some("Noon, then."));
+    assert!(msgs[0].reasoning.is_empty() && msgs[2].to_dto().thinking.is_none());
     assert_eq!(
         (msgs[2].call_id.as_str(), msgs[2].name.as_deref()),
         ("call_1", Some("current_time"))
@@ -239,6 +266,7 @@ async fn context_skips_waiting_messages(db: Db) {
             content: "one".into(),
             step: 1,
             citations: Vec::new(),
+            reasoning: Vec::new(),
         },
         Default::default(),
         None,
@@ -347,6 +375,7 @@ async fn a_reader_of_what_changed_sees_what_a_full_read_sees(db: Db) {
     assert!(!catch_up(s, &sess.id, &mut copy, &mut rev).await);
     let claimed = claim(&db, &first.run_id, "w1").await;
     let cp = StepCheckpoint {
+        reasoning: Vec::new(),
         step: 1,
         content: "checking".into(),
         tool_calls: tool_calls(),
@@ -369,6 +398,7 @@ async fn a_reader_of_what_changed_sees_what_a_full_read_sees(db: Db) {
         content: content.into(),
         step: 2,
         citations: Vec::new(),
+        reasoning: Vec::new(),
     };
     let out = s
         .finish_run(

@@ -41,6 +41,7 @@ async fn claimed(db: &Db, text: &str) -> (AuthUser, SessionRecord, RunId) {
 
 fn pending() -> PendingStep {
     PendingStep {
+        reasoning: Vec::new(),
         step: 1,
         content: "Let me ask.".into(),
         tool_calls: Vec::new(),

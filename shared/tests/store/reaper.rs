@@ -35,6 +35,7 @@ async fn stale_running_runs_are_reaped(db: Db) {
             content: "ok".into(),
             step: 1,
             citations: Vec::new(),
+            reasoning: Vec::new(),
         },
         Default::default(),
         None,

@@ -231,6 +231,7 @@ async fn idempotency_key_replays_the_first_answer(db: Db) {
             content: "hi".into(),
             step: 1,
             citations: Vec::new(),
+            reasoning: Vec::new(),
         },
         Default::default(),
         None,

@@ -376,6 +376,7 @@ async fn active_run_is_shown_until_it_ends(db: Db) {
             content: "hi".into(),
             step: 1,
             citations: Vec::new(),
+            reasoning: Vec::new(),
         },
         Default::default(),
         None,

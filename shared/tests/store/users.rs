@@ -210,6 +210,7 @@ async fn delete_user_takes_everything_and_reports_active_runs(db: Db) {
             content: "ok".into(),
             step: 1,
             citations: Vec::new(),
+            reasoning: Vec::new(),
         },
         Default::default(),
         None,

@@ -150,7 +150,8 @@ function Step(p: {
 
 /**
  * The model's reasoning, folded: "Thinking…" while it streams, then "Thought for
- * 4.3 s · 1.2k tokens" (how long until its answer or tool call began).
+ * 4.3 s · 1.2k tokens" (how long until its answer or tool call began); from the
+ * stored conversation, where no time was kept, "Thinking · 1.2k tokens".
  */
 function Thinking({ text, live, ms }: { text: string; live: boolean; ms?: number }) {
   const t = useT()
@@ -298,6 +299,7 @@ export function HistoricReply({ runId, messages, agent, onActive }: HistoricRepl
           if (m.role === 'assistant') {
             return (
               <div className="step" key={m.id}>
+                {m.thinking && <Thinking text={m.thinking} live={false} />}
                 {m.content && (
                   <div className="md" data-testid="reply-text">
                     <Markdown text={m.content} citations={citations} />

@@ -46,7 +46,7 @@ use crate::context::{self, window::ContextUse};
 use crate::emitter::Emitter;
 use crate::providers::{ModelEntry, Providers};
 use crate::{Inner, RunStop, StopReason};
-use step::{StepOutcome, Timing};
+use step::{Said, StepOutcome, Timing};
 use toolrun::{Disposition, ToolRunner};
 
 /// How an attempt left its run.
@@ -402,12 +402,13 @@ impl<'a> Attempt<'a> {
             messages: self.messages.clone(),
             tools: self.tools.clone(),
             max_tokens: model.config.max_tokens,
+            thinking_budget: model.config.thinking_budget,
             attempt: 1,
         };
         let step = self.step;
         let outcome =
             step::run_step(model, req, step, &mut self.em, &self.stop, &mut self.timing).await;
-        let (text, calls) = match outcome {
+        let (said, calls) = match outcome {
             StepOutcome::Stopped { partial } => return self.stopped(partial),
             StepOutcome::Failed { error, partial } => {
                 return Flow::End(RunEnd::Failed {
@@ -416,7 +417,7 @@ impl<'a> Attempt<'a> {
                     step,
                 });
             }
-            StepOutcome::Done { text, calls, usage } => {
+            StepOutcome::Done { said, calls, usage } => {
                 self.usage.add(usage);
                 self.em
                     .emit(EventKind::Usage(finish::usage_dto(
@@ -424,14 +425,15 @@ impl<'a> Attempt<'a> {
                         self.context,
                     )))
                     .await;
-                (text, calls)
+                (said, calls)
             }
         };
         if calls.is_empty() {
             return Flow::End(RunEnd::Succeeded {
-                content: text,
+                content: said.text,
                 step,
                 citations: Vec::new(),
+                reasoning: said.reasoning,
             });
         }
         let runner = match self.runner().await {
@@ -443,9 +445,9 @@ impl<'a> Attempt<'a> {
             .iter()
             .any(|(_, d)| matches!(d, Disposition::Confirm | Disposition::Ask))
         {
-            return wait::suspend(self, text, disposed).await;
+            return wait::suspend(self, said, disposed).await;
         }
-        self.run_tools(&runner, text, disposed).await
+        self.run_tools(&runner, said, disposed).await
     }
 
     /// The tool runner for this run, with the session's `always` grants.
@@ -478,22 +480,23 @@ impl<'a> Attempt<'a> {
     async fn run_tools(
         &mut self,
         runner: &ToolRunner<'_>,
-        text: String,
+        said: Said,
         calls: Vec<(ToolCall, Disposition)>,
     ) -> Flow {
         let step = self.step;
         let Some(results) = runner.run(&calls, step, &mut self.em, &self.stop).await else {
-            return self.stopped(text);
+            return self.stopped(said.text);
         };
         let calls: Vec<ToolCall> = calls.into_iter().map(|(c, _)| c).collect();
-        match self.checkpoint(&text, &calls, &results).await {
+        match self.checkpoint(&said, &calls, &results).await {
             Flow::Next => {}
             other => return other,
         }
         let messages = Arc::make_mut(&mut self.messages);
         messages.push(ChatMessage::Assistant {
-            content: text,
+            content: said.text,
             tool_calls: calls,
+            reasoning: said.reasoning,
         });
         messages.extend(results.into_iter().map(|r| ChatMessage::Tool {
             call_id: r.call_id,
@@ -503,11 +506,17 @@ impl<'a> Attempt<'a> {
         Flow::Next
     }
 
-    async fn checkpoint(&mut self, text: &str, calls: &[ToolCall], results: &[ToolResult]) -> Flow {
+    async fn checkpoint(
+        &mut self,
+        said: &Said,
+        calls: &[ToolCall],
+        results: &[ToolResult],
+    ) -> Flow {
         let cp = StepCheckpoint {
             step: self.step,
-            content: text.to_string(),
+            content: said.text.clone(),
             tool_calls: calls.iter().map(call_dto).collect(),
+            reasoning: said.reasoning.clone(),
             results: results.to_vec(),
         };
         match self

@@ -6,7 +6,7 @@ use std::time::Instant;
 use futures::StreamExt;
 use tracing::field::Empty;
 use tracing::{Instrument, Span};
-use weft_llm::{ChatRequest, LlmError, StreamEvent, ToolCall, Usage};
+use weft_llm::{ChatRequest, LlmError, Reasoning, StreamEvent, ToolCall, Usage};
 use weft_shared::api::ErrorBody;
 use weft_shared::event::EventKind;
 use weft_shared::time::now_ms;
@@ -15,10 +15,17 @@ use crate::RunStop;
 use crate::emitter::Emitter;
 use crate::providers::ModelEntry;
 
+/// What the model said in a step besides its calls: its text, and the reasoning
+/// before it, block by block (sent back with the calls' results).
+pub(super) struct Said {
+    pub text: String,
+    pub reasoning: Vec<Reasoning>,
+}
+
 /// The result of one step.
 pub(super) enum StepOutcome {
     Done {
-        text: String,
+        said: Said,
         calls: Vec<ToolCall>,
         usage: Usage,
     },
@@ -156,6 +163,10 @@ async fn stream_once(
     };
     let mut text = String::new();
     let mut calls = Vec::new();
+    // Signed blocks as the provider closes them; else the streamed pieces as one
+    // unsigned block (shown after a reload, never sent back).
+    let mut blocks = Vec::new();
+    let mut thought = String::new();
     loop {
         let flush_at = em.flush_deadline();
         tokio::select! {
@@ -178,8 +189,10 @@ async fn stream_once(
                 Some(Ok(StreamEvent::Thinking(t))) => {
                     mark_output();
                     timing.mark_first_token();
+                    thought.push_str(&t);
                     em.thinking(step, &t).await;
                 }
+                Some(Ok(StreamEvent::Reasoned(block))) => blocks.push(block),
                 Some(Ok(StreamEvent::ToolCall(call))) => {
                     mark_output();
                     calls.push(call);
@@ -190,7 +203,11 @@ async fn stream_once(
                         .record("gen_ai.usage.output_tokens", usage.output);
                     em.flush().await;
                     if !em.log_full() {
-                        return Ok(StepOutcome::Done { text, calls, usage });
+                        if blocks.is_empty() && !thought.is_empty() {
+                            blocks.push(Reasoning::Thinking { thinking: thought, signature: String::new() });
+                        }
+                        let said = Said { text, reasoning: blocks };
+                        return Ok(StepOutcome::Done { said, calls, usage });
                     }
                 }
             },

@@ -19,12 +19,13 @@ use weft_shared::store::{
 };
 use weft_shared::time::now_ms;
 
+use super::step::Said;
 use super::toolrun::Disposition;
 use super::{Attempt, Flow, Leave, call_dto};
 
 pub(super) async fn suspend(
     a: &mut Attempt<'_>,
-    text: String,
+    said: Said,
     disposed: Vec<(ToolCall, Disposition)>,
 ) -> Flow {
     let ttl_ms = a.cfg.tools.approval_ttl_secs as i64 * 1000;
@@ -47,8 +48,9 @@ pub(super) async fn suspend(
         .collect();
     let pending = PendingStep {
         step: a.step,
-        content: text,
+        content: said.text,
         tool_calls: disposed.iter().map(|(c, _)| call_dto(c)).collect(),
+        reasoning: said.reasoning,
     };
     // Stored before they are announced, so an answer as quick as the event
     // finds its row.
@@ -211,7 +213,11 @@ pub(super) async fn resume(a: &mut Attempt<'_>, pending: PendingStep) -> Flow {
             )),
         })
     });
-    a.run_tools(&runner, pending.content, disposed).await
+    let said = Said {
+        text: pending.content,
+        reasoning: pending.reasoning,
+    };
+    a.run_tools(&runner, said, disposed).await
 }
 
 /// Publishes the decisions and answers not announced yet; their ids

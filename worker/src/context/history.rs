@@ -146,6 +146,7 @@ mod tests {
 
     fn msg(ord: &str, role: &str) -> Message {
         Message {
+            reasoning: Vec::new(),
             id: MessageId::new(),
             session_id: SessionId("s".into()),
             role: role.into(),

@@ -61,6 +61,7 @@ pub fn to_chat_messages(
                 content: m.content.clone(),
             },
             _ => ChatMessage::Assistant {
+                reasoning: m.reasoning.clone(),
                 content: m.content.clone(),
                 tool_calls: m
                     .tool_calls

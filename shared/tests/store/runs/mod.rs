@@ -45,6 +45,7 @@ pub fn succeeded(text: &str) -> RunEnd {
         content: text.into(),
         step: 1,
         citations: Vec::new(),
+        reasoning: Vec::new(),
     }
 }
 
@@ -64,6 +65,7 @@ pub async fn finish(db: &Db, run: &ClaimedRun, worker: &str, end: RunEnd) -> Fin
 
 pub fn step(n: u32, text: &str) -> StepCheckpoint {
     StepCheckpoint {
+        reasoning: Vec::new(),
         step: n,
         content: text.into(),
         tool_calls: Vec::new(),
