@@ -58,7 +58,7 @@ check("signature", bool(final.content[0].signature), repr(final.content[0]))
 check("text", final.content[1].text == "Hello there", repr(final.content[1]))
 check("text stream", texts == ["Hello ", "there"], repr(texts))
 check("stop reason", final.stop_reason == "end_turn", final.stop_reason)
-check("usage", final.usage.output_tokens == 4 and final.usage.input_tokens == 5 and final.usage.cache_read_input_tokens == 2, repr(final.usage))
+check("usage", final.usage.output_tokens == 4 and final.usage.input_tokens == 7 and final.usage.cache_read_input_tokens == 0, repr(final.usage))
 
 # 2. Tool use with input_json_delta pieces assembled by the SDK.
 ask = {"role": "user", "content": '@mock.tool get_weather {"location": "Paris, France", "unit": "celsius"}'}
@@ -124,7 +124,28 @@ msg = client.messages.create(
     messages=[{"role": "user", "content": "hi"}],
 )
 check("create text", msg.content[0].text == "You said: hi", repr(msg))
-check("create cache", msg.usage.cache_read_input_tokens == 3 and msg.usage.input_tokens == 1, repr(msg.usage))
+check("no breakpoint, no cache", msg.usage.cache_read_input_tokens == 0 and msg.usage.input_tokens == 4, repr(msg.usage))
+
+# 4b. Prompt caching follows the cache_control breakpoints: the first request writes
+#     its prefix, the same prefix again is read, and a longer conversation reads the
+#     earlier end by looking back; a fifth breakpoint is refused.
+EPH = {"type": "ephemeral"}
+system = [{"type": "text", "text": "You answer in one line, always politely.", "cache_control": EPH}]
+turn1 = {"role": "user", "content": [{"type": "text", "text": "first question here", "cache_control": EPH}]}
+a = client.messages.create(model="claude-mock", max_tokens=64, system=system, messages=[turn1])
+check("a new prefix is written", a.usage.cache_creation_input_tokens == 10 and a.usage.cache_read_input_tokens == 0 and a.usage.input_tokens == 0, repr(a.usage))
+b = client.messages.create(model="claude-mock", max_tokens=64, system=system, messages=[turn1])
+check("the same prefix is read", b.usage.cache_read_input_tokens == 10 and b.usage.cache_creation_input_tokens == 0, repr(b.usage))
+plain1 = {"role": "user", "content": [{"type": "text", "text": "first question here"}]}
+turn2 = {"role": "user", "content": [{"type": "text", "text": "and a second one", "cache_control": EPH}]}
+c = client.messages.create(model="claude-mock", max_tokens=64, system=system, messages=[plain1, {"role": "assistant", "content": "ok then"}, turn2])
+check("a longer prompt reads the earlier end", c.usage.cache_read_input_tokens == 10 and c.usage.cache_creation_input_tokens == 6 and c.usage.input_tokens == 0, repr(c.usage))
+many = {"role": "user", "content": [{"type": "text", "text": f"part {i}", "cache_control": EPH} for i in range(4)]}
+try:
+    client.messages.create(model="claude-mock", max_tokens=64, system=system, messages=[many])
+    check("a fifth breakpoint is refused", False)
+except anthropic.BadRequestError as e:
+    check("five breakpoints 400", "maximum of 4 blocks with cache_control" in e.body["error"]["message"], repr(e.body))
 
 # 5. Mid-stream overloaded_error after HTTP 200 raises, as documented.
 try:
@@ -215,6 +236,9 @@ check("tool results first, images before their text", kinds == ["tool_result", "
 check("provider asks for thinking", ours.get("thinking") == {"type": "enabled", "budget_tokens": 1024}, repr(ours.get("thinking")))
 tool_turn = next(m["content"] for m in ours["messages"] if any(b["type"] == "tool_use" for b in m["content"]))
 check("the tool turn opens with its signed thinking", tool_turn[0]["type"] == "thinking" and tool_turn[0]["signature"], repr(tool_turn))
+check("provider caches the system prompt", ours["system"][0].get("cache_control") == EPH, repr(ours["system"]))
+marked = [b for m in ours["messages"] for b in m["content"] if "cache_control" in b]
+check("provider caches up to the newest block", marked == [last[-1]], repr(marked))
 
 # The checker can fail: a misspelt optional key and an unsupported media type are refused.
 broken = copy.deepcopy(ours["messages"][0])

@@ -21,6 +21,7 @@ async fn setup() -> (MockLlmServer, AnthropicProvider) {
         model_name: "claude-mock".into(),
         connect_timeout: Duration::from_secs(5),
         idle_timeout: Duration::from_secs(30),
+        prompt_cache: true,
     });
     (server, provider)
 }
@@ -63,24 +64,49 @@ fn collect(events: &[StreamEvent], thinking: bool) -> String {
 #[tokio::test]
 async fn thinking_text_and_usage_with_cache_reads() {
     let (_server, provider) = setup().await;
-    let events = run(&provider, user("@mock.think 2 @mock.reply Fine, thanks."))
-        .await
-        .unwrap();
+    let first = user("@mock.think 2 @mock.reply Fine, thanks.");
+    let events = run(&provider, first.clone()).await.unwrap();
     assert_eq!(collect(&events, true), "t1 t2");
     assert_eq!(collect(&events, false), "Fine, thanks.");
-    let Some(StreamEvent::Finished { stop, usage }) = events.last() else {
-        panic!("{events:?}")
-    };
-    assert_eq!(*stop, StopReason::EndTurn);
-    assert_eq!(
-        *usage,
-        Usage {
-            input: 8,
-            output: 4,
-            cache_read: 3,
-            reasoning: 0
+    let usage = |events: &[StreamEvent]| match events.last() {
+        Some(StreamEvent::Finished { stop, usage }) => {
+            assert_eq!(*stop, StopReason::EndTurn);
+            *usage
         }
+        other => panic!("{other:?}"),
+    };
+    let written = Usage {
+        input: 8,
+        output: 4,
+        cache_read: 0,
+        reasoning: 0,
+    };
+    assert_eq!(
+        usage(&events),
+        written,
+        "the first prompt is written, not read"
     );
+
+    // The next turn sends the same prefix and more: the cache reads the first prompt.
+    let mut next = first;
+    let messages = std::sync::Arc::make_mut(&mut next.messages);
+    messages.push(ChatMessage::Assistant {
+        content: "Fine, thanks.".into(),
+        tool_calls: Vec::new(),
+        reasoning: Vec::new(),
+    });
+    messages.push(ChatMessage::User {
+        content: "@mock.reply ok".into(),
+        images: Vec::new(),
+    });
+    let events = run(&provider, next).await.unwrap();
+    let read = Usage {
+        input: 8 + 2 + 2,
+        output: 1,
+        cache_read: 8,
+        reasoning: 0,
+    };
+    assert_eq!(usage(&events), read);
 }
 
 #[tokio::test]
@@ -326,7 +352,7 @@ async fn images_reach_the_model_as_base64_image_blocks() {
         json!([
             image("image/png", PNG),
             image("image/gif", GIF),
-            {"type": "text", "text": "what are these? @mock.describe_images"},
+            {"type": "text", "text": "what are these? @mock.describe_images", "cache_control": {"type": "ephemeral"}},
         ])
     );
 }

@@ -86,6 +86,7 @@ fn providers(base: &str) -> Vec<(&'static str, Box<dyn Provider>)> {
         model_name: "claude".into(),
         connect_timeout: Duration::from_secs(5),
         idle_timeout: Duration::from_secs(10),
+        prompt_cache: true,
     });
     vec![
         ("openai", Box::new(openai)),

@@ -194,6 +194,7 @@ async fn official_anthropic_sdk_accepts_the_mock_wire_and_our_requests() {
         model_name: "claude-mock".into(),
         connect_timeout: Duration::from_secs(5),
         idle_timeout: Duration::from_secs(30),
+        prompt_cache: true,
     });
     let dir = tempfile::tempdir().unwrap();
     let body = provider_body(&server, &provider, dir.path()).await;

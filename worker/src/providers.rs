@@ -119,6 +119,7 @@ impl Providers {
                     model_name: m.model.clone().unwrap_or_else(|| m.id.clone()),
                     connect_timeout: CONNECT_TIMEOUT,
                     idle_timeout: IDLE_TIMEOUT,
+                    prompt_cache: m.prompt_cache.unwrap_or(true),
                 })),
             };
             out.insert(

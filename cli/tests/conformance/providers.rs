@@ -158,6 +158,12 @@ async fn a_thinking_model_gets_its_signed_reasoning_back_after_tools_and_questio
     let events = sse.until_terminal().await;
     assert_eq!(events.last().unwrap().ty, "done", "{events:?}");
     assert!(rendered_text(&events).starts_with("tool ask_user said: "));
+    // Prompt caching: this run's steps read the conversation so far from the cache.
+    let usage = &events.last().unwrap().data["usage"];
+    assert!(
+        usage["cache_read"].as_u64().unwrap() > 0,
+        "the second turn reads the first from the cache: {usage}"
+    );
 
     // What people see after a reload: each assistant message's reasoning.
     let messages = app.messages(&alice, &s).await;

@@ -34,6 +34,10 @@ pub struct AnthropicConfig {
     pub connect_timeout: Duration,
     /// The longest silence tolerated: waiting for headers and between events.
     pub idle_timeout: Duration,
+    /// Mark the prompt for Anthropic's cache (`cache_control`): the tools and
+    /// system prompt, and everything up to the newest message, so the next step
+    /// or turn reads that prefix from the cache ([`request`]).
+    pub prompt_cache: bool,
 }
 
 impl std::fmt::Debug for AnthropicConfig {
@@ -44,6 +48,7 @@ impl std::fmt::Debug for AnthropicConfig {
             .field("model_name", &self.model_name)
             .field("connect_timeout", &self.connect_timeout)
             .field("idle_timeout", &self.idle_timeout)
+            .field("prompt_cache", &self.prompt_cache)
             .finish()
     }
 }
@@ -76,7 +81,7 @@ impl AnthropicProvider {
 #[async_trait::async_trait]
 impl Provider for AnthropicProvider {
     async fn stream(&self, req: ChatRequest) -> Result<EventStream, LlmError> {
-        let body = request::body(&req, &self.config.model_name);
+        let body = request::body(&req, &self.config.model_name, self.config.prompt_cache);
         let mut http = self
             .client
             .post(&self.url)

@@ -16,13 +16,23 @@
 //! would only cost bytes.
 //! `max_tokens` must exceed the budget; unset, it is the budget plus
 //! [`DEFAULT_MAX_TOKENS`] for the answer.
+//!
+//! Prompt caching puts two of the four `cache_control` breakpoints the API allows:
+//! on the system prompt (the cache's prefix order is tools, system, messages, so
+//! this one holds the tools and instructions, which change least) and on the last
+//! block of the last message. The next step of the run, or the next turn, sends
+//! that same prefix and more; the API looks back from its own last breakpoint
+//! for the longest prefix it has cached, so it reads everything up to the previous
+//! request's end from the cache (at a tenth of the input price) and writes only
+//! what is new. Prompts under the model's minimum (1,024 tokens for most) are not
+//! cached, and nothing is refused for it.
 
 use serde_json::{Value, json};
 
 use super::DEFAULT_MAX_TOKENS;
 use crate::{ChatMessage, ChatRequest, Image};
 
-pub(super) fn body(req: &ChatRequest, default_model: &str) -> Value {
+pub(super) fn body(req: &ChatRequest, default_model: &str, cache: bool) -> Value {
     let model = if req.model.is_empty() {
         default_model
     } else {
@@ -54,7 +64,20 @@ pub(super) fn body(req: &ChatRequest, default_model: &str) -> Value {
         body["thinking"] = json!({"type": "enabled", "budget_tokens": budget});
     }
     if !system.is_empty() {
-        body["system"] = json!(system.join("\n\n"));
+        let text = system.join("\n\n");
+        body["system"] = match cache {
+            true => json!([{"type": "text", "text": text, "cache_control": ephemeral()}]),
+            false => json!(text),
+        };
+    }
+    if cache
+        && let Some(last) = body["messages"]
+            .as_array_mut()
+            .and_then(|turns| turns.last_mut())
+            .and_then(|turn| turn["content"].as_array_mut())
+            .and_then(|blocks| blocks.last_mut())
+    {
+        last["cache_control"] = ephemeral();
     }
     if !req.tools.is_empty() {
         body["tools"] = req
@@ -64,6 +87,11 @@ pub(super) fn body(req: &ChatRequest, default_model: &str) -> Value {
             .collect();
     }
     body
+}
+
+/// A cache breakpoint of the default lifetime (five minutes, renewed by each read).
+fn ephemeral() -> Value {
+    json!({"type": "ephemeral"})
 }
 
 fn turns(messages: &[ChatMessage], thinking: bool) -> Vec<Value> {
@@ -182,7 +210,7 @@ mod tests {
             max_tokens: None,
             attempt: 1,
         };
-        let body = body(&req, "claude-x");
+        let body = body(&req, "claude-x", false);
         assert_eq!(body["model"], "claude-x");
         assert_eq!(body["system"], "sys");
         assert_eq!(body["max_tokens"], DEFAULT_MAX_TOKENS);
@@ -252,7 +280,7 @@ mod tests {
             max_tokens: None,
             attempt: 1,
         };
-        let body = body(&req, "claude-x");
+        let body = body(&req, "claude-x", false);
         let messages = body["messages"].as_array().unwrap();
         assert_eq!(messages.len(), 3);
         assert_eq!(
@@ -325,7 +353,7 @@ mod tests {
             thinking_budget: Some(2048),
             attempt: 1,
         };
-        let sent = body(&req, "claude-x");
+        let sent = body(&req, "claude-x", false);
         assert_eq!(
             sent["thinking"],
             json!({"type": "enabled", "budget_tokens": 2048})
@@ -362,7 +390,7 @@ mod tests {
 
         // New text after the last results: the last assistant turn still opens with its blocks.
         std::sync::Arc::make_mut(&mut req.messages).push(user("and then?"));
-        let sent = body(&req, "claude-x");
+        let sent = body(&req, "claude-x", false);
         let turns = sent["messages"].as_array().unwrap();
         assert_eq!(
             kinds(&turns[3]),
@@ -376,12 +404,72 @@ mod tests {
         );
 
         req.thinking_budget = None;
-        let sent = body(&req, "claude-x");
+        let sent = body(&req, "claude-x", false);
         assert!(sent.get("thinking").is_none());
         assert_eq!(
             kinds(&sent["messages"][3]),
             ["tool_use"],
             "thinking off: no blocks"
         );
+    }
+
+    #[test]
+    fn the_cache_marks_the_system_prompt_and_the_newest_block() {
+        let req = ChatRequest {
+            model: String::new(),
+            messages: vec![
+                ChatMessage::System {
+                    content: "sys".into(),
+                },
+                ChatMessage::User {
+                    content: "hi".into(),
+                    images: Vec::new(),
+                },
+                ChatMessage::Assistant {
+                    content: "hello".into(),
+                    tool_calls: Vec::new(),
+                    reasoning: Vec::new(),
+                },
+                ChatMessage::User {
+                    content: "more".into(),
+                    images: vec![Image {
+                        mime: "image/png".into(),
+                        data: "iVBORw0KGgo=".into(),
+                    }],
+                },
+            ]
+            .into(),
+            tools: vec![].into(),
+            max_tokens: None,
+            thinking_budget: None,
+            attempt: 1,
+        };
+        let sent = body(&req, "claude-x", true);
+        assert_eq!(
+            sent["system"],
+            json!([{"type": "text", "text": "sys", "cache_control": {"type": "ephemeral"}}])
+        );
+        let marked: Vec<(usize, usize)> = sent["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .enumerate()
+            .flat_map(|(i, turn)| {
+                let blocks = turn["content"].as_array().unwrap();
+                blocks
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, b)| b.get("cache_control").is_some())
+                    .map(move |(j, _)| (i, j))
+            })
+            .collect();
+        assert_eq!(
+            marked,
+            [(2, 1)],
+            "the last block of the last turn, its text"
+        );
+        let plain = body(&req, "claude-x", false);
+        assert_eq!(plain["system"], "sys");
+        assert!(!plain.to_string().contains("cache_control"));
     }
 }

@@ -36,7 +36,7 @@ mod plan;
 
 pub use images::describe_images;
 pub use pace::{Timing, pace};
-pub use plan::{Item, Outcome, Plan, plan};
+pub use plan::{Item, Outcome, Plan, plan, words_in};
 
 use std::time::Duration;
 

@@ -195,6 +195,11 @@ fn summary_plan(messages: &[ChatMessage], max_tokens: Option<u32>) -> Plan {
     }
 }
 
+/// The words of `messages`, as a plan's `input` counts them (the mock's tokens).
+pub fn words_in(messages: &[ChatMessage]) -> u64 {
+    messages.iter().map(message_words).sum()
+}
+
 fn message_words(m: &ChatMessage) -> u64 {
     let count = |s: &str| s.split_whitespace().count() as u64;
     match m {

@@ -6,7 +6,8 @@
 //! `content_block_stop` — then `message_delta` (stop reason, output tokens) and
 //! `message_stop`; every `data:` has an `event:` line naming its `type`, and there is
 //! no `[DONE]` (`llm-wire.md` §2.2). A mid-stream `@mock.fail` is an `event: error`
-//! after HTTP 200, as Anthropic sends `overloaded_error`.
+//! after HTTP 200, as Anthropic sends `overloaded_error`. Cache reads and writes
+//! follow the request's `cache_control` breakpoints ([`super::anthropic_cache`]).
 
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -39,6 +40,7 @@ async fn respond(state: AppState, body: &[u8]) -> Result<Response, AnthropicErro
         .map_err(|e| AnthropicError::invalid(format!("invalid request body: {e}")))?;
     check_thinking(&req)?;
     let chat = chat_messages(&req)?;
+    let cached = state.prompt_cache.account(&req)?;
     let script = state
         .script(&chat, req.max_tokens, &req.messages)
         .map_err(|e| AnthropicError::invalid(e.to_string()))?;
@@ -51,8 +53,9 @@ async fn respond(state: AppState, body: &[u8]) -> Result<Response, AnthropicErro
     let message = MessageHead {
         id: format!("msg_mock{:016x}", NEXT_ID.fetch_add(1, Ordering::Relaxed)),
         model: req.model.clone(),
-        input: script.input - script.cache_read,
-        cache_read: script.cache_read,
+        input: script.input.saturating_sub(cached.read + cached.written),
+        cache_read: cached.read,
+        cache_creation: cached.written,
     };
     let paced = mockscript::pace(items, script.timing);
     if req.stream.unwrap_or(false) {
@@ -64,14 +67,15 @@ async fn respond(state: AppState, body: &[u8]) -> Result<Response, AnthropicErro
 struct MessageHead {
     id: String,
     model: String,
-    /// Uncached input tokens (Anthropic reports cache reads separately).
+    /// Uncached input tokens (Anthropic reports cache reads and writes apart).
     input: u64,
     cache_read: u64,
+    cache_creation: u64,
 }
 
 impl MessageHead {
     fn usage(&self, output: u64) -> Value {
-        json!({"input_tokens": self.input, "cache_creation_input_tokens": 0,
+        json!({"input_tokens": self.input, "cache_creation_input_tokens": self.cache_creation,
                "cache_read_input_tokens": self.cache_read, "output_tokens": output, "service_tier": "standard"})
     }
 

@@ -19,7 +19,7 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 use weft_llm::{ChatMessage, Image, Reasoning, ToolCall};
 
-#[derive(Debug, Deserialize)]
+#[derive(Debug, Clone, Deserialize)]
 pub(super) struct MessagesRequest {
     pub model: String,
     pub max_tokens: Option<u32>,
@@ -30,6 +30,9 @@ pub(super) struct MessagesRequest {
     /// `{"type": "enabled", "budget_tokens": N}` or `{"type": "disabled"}`.
     #[serde(default)]
     pub thinking: Option<Value>,
+    /// The tools offered (read only for the prompt cache's prefix).
+    #[serde(default)]
+    pub tools: Option<Value>,
 }
 
 /// The signature the mock gives a thinking block: base64 of SHA-256 over its text.
@@ -267,7 +270,7 @@ fn images_of(i: usize, content: &Value) -> Result<Vec<Image>, AnthropicError> {
 }
 
 /// A string, or the text of its `text` blocks.
-fn text_of(content: &Value) -> String {
+pub(super) fn text_of(content: &Value) -> String {
     match content {
         Value::String(s) => s.clone(),
         _ => blocks(content)

@@ -18,6 +18,7 @@
 //! request and keeps one body alive.
 
 mod anthropic;
+mod anthropic_cache;
 mod anthropic_wire;
 pub mod embeddings;
 mod knobs;
@@ -64,6 +65,8 @@ struct AppState {
     attempts: Arc<Attempts>,
     knobs: Arc<Knobs>,
     last_request: Arc<LastRequest>,
+    /// Anthropic's prompt cache (the OpenAI wire reports cache reads by itself).
+    prompt_cache: Arc<anthropic_cache::PromptCache>,
 }
 
 /// The raw body of the last chat request, for `GET /last_request`.
@@ -108,7 +111,6 @@ struct Script {
     outcome: Outcome,
     timing: Timing,
     input: u64,
-    cache_read: u64,
 }
 
 impl AppState {
@@ -143,7 +145,6 @@ impl AppState {
             outcome: self.knobs.inject(plan.outcome(attempt)),
             timing: self.knobs.loaded(timing),
             input: plan.input,
-            cache_read: plan.cache_read,
         })
     }
 }
@@ -166,6 +167,7 @@ pub fn router(config: MockLlmConfig) -> Router {
         attempts: Arc::default(),
         knobs: knobs.clone(),
         last_request: Arc::default(),
+        prompt_cache: Arc::default(),
     };
     let stats = {
         let knobs = knobs.clone();

@@ -384,7 +384,7 @@ impl Config {
             {
                 return bad(format!("model {:?} needs base_url", m.id));
             }
-            if let Some(problem) = m.thinking_problem() {
+            if let Some(problem) = m.provider_problem() {
                 return bad(problem);
             }
             access::validate(
@@ -491,7 +491,7 @@ mod tests {
     }
 
     #[test]
-    fn thinking_budgets_are_checked_against_the_provider_and_max_tokens() {
+    fn thinking_and_cache_settings_are_checked_against_the_provider_and_max_tokens() {
         let model = |provider: ProviderKind, budget: u32, max_tokens: Option<u32>| Config {
             models: vec![ModelConfig {
                 id: "claude".into(),
@@ -504,12 +504,32 @@ mod tests {
             ..Config::default()
         };
         let problem = |cfg: Config| cfg.validate().err().map(|e| e.to_string());
-        assert_eq!(problem(model(ProviderKind::Anthropic, 2048, Some(4096))), None);
+        assert_eq!(
+            problem(model(ProviderKind::Anthropic, 2048, Some(4096))),
+            None
+        );
         assert_eq!(problem(model(ProviderKind::Anthropic, 1024, None)), None);
         for (cfg, says) in [
-            (model(ProviderKind::Openai, 2048, None), "for Anthropic models"),
+            (
+                model(ProviderKind::Openai, 2048, None),
+                "for Anthropic models",
+            ),
             (model(ProviderKind::Anthropic, 512, None), "at least 1024"),
-            (model(ProviderKind::Anthropic, 2048, Some(2048)), "max_tokens (2048) must be greater"),
+            (
+                model(ProviderKind::Anthropic, 2048, Some(2048)),
+                "max_tokens (2048) must be greater",
+            ),
+            (
+                Config {
+                    models: vec![ModelConfig {
+                        provider: ProviderKind::Openai,
+                        prompt_cache: Some(true),
+                        ..ModelConfig::mock()
+                    }],
+                    ..Config::default()
+                },
+                "prompt_cache is for Anthropic models",
+            ),
         ] {
             let said = problem(cfg).expect("refused");
             assert!(said.contains(says), "{said}");

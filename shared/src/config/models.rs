@@ -52,6 +52,13 @@ pub struct ModelConfig {
     /// models only; OpenAI-compatible servers that reason do so unasked.
     #[serde(default)]
     pub thinking_budget: Option<u32>,
+    /// Anthropic prompt caching (`cache_control` on the instructions and the
+    /// conversation so far): each step and turn reads what the last one sent from
+    /// the cache, billed at a tenth of the input price. Default on; `false` turns
+    /// it off (the cache's writes cost a quarter more than plain input, which a
+    /// model used for one-off prompts may not earn back). Anthropic models only.
+    #[serde(default)]
+    pub prompt_cache: Option<bool>,
     /// Tokens the model reads at most; default per provider (OpenAI-compatible
     /// 128k, Anthropic 200k, the mock 32k).
     #[serde(default)]
@@ -82,6 +89,7 @@ impl ModelConfig {
             default: true,
             max_tokens: None,
             thinking_budget: None,
+            prompt_cache: None,
             context_window: None,
             vision: None,
             allowed_users: Vec::new(),
@@ -89,10 +97,15 @@ impl ModelConfig {
         }
     }
 
-    /// Why this model's thinking settings cannot work, if they cannot.
-    pub fn thinking_problem(&self) -> Option<String> {
-        let budget = self.thinking_budget?;
+    /// Why this model's provider-specific settings (thinking, cache) cannot work.
+    pub fn provider_problem(&self) -> Option<String> {
         let id = &self.id;
+        if self.prompt_cache.is_some() && self.provider != ProviderKind::Anthropic {
+            return Some(format!(
+                "model {id:?}: prompt_cache is for Anthropic models (OpenAI-compatible servers cache by themselves)"
+            ));
+        }
+        let budget = self.thinking_budget?;
         if self.provider != ProviderKind::Anthropic {
             return Some(format!(
                 "model {id:?}: thinking_budget is for Anthropic models (provider = \"anthropic\")"
