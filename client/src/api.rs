@@ -253,6 +253,11 @@ impl Gateway {
             .await
     }
 
+    /// The session's todo list as it stands (`todo_update`).
+    pub async fn todos(&self, session: &str) -> Result<weft_wire::api::TodoList> {
+        self.get(&format!("/v1/sessions/{session}/todos")).await
+    }
+
     pub async fn knowledge_bases(&self) -> Result<weft_wire::api::KnowledgeBaseList> {
         self.get("/v1/knowledge").await
     }

@@ -31,6 +31,7 @@ mod settings;
 mod sse;
 mod storage_quota;
 mod stream_limit;
+mod todos;
 mod transport;
 mod turns;
 mod uploads;
@@ -219,6 +220,7 @@ pub fn router(state: AppState) -> Router {
         .merge(sessions::router(upload_limit))
         .merge(runs::router())
         .merge(approvals::router())
+        .merge(todos::router())
         .merge(questions::router())
         .merge(agents::router())
         .merge(agents::skills_router())

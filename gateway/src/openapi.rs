@@ -63,6 +63,7 @@ use utoipa::OpenApi;
         crate::runs::events,
         crate::runs::cancel,
         crate::approvals::list_approvals,
+        crate::todos::session_todos,
         crate::agents::list_agents,
         crate::agents::put_agent,
         crate::agents::delete_agent,

@@ -33,6 +33,25 @@ pub struct ToolContext {
     /// arguments). MCP servers get it in the request's `_meta` under
     /// [`IDEMPOTENCY_META_KEY`]. Empty outside a run's step.
     pub call_key: String,
+    /// Events this call publishes besides its `tool_start` / `tool_end` (a
+    /// `todo_update` call's `todo`); the runner emits them just after the
+    /// call's `tool_end`. Each call gets its own.
+    pub events: EventSink,
+}
+
+/// Where a tool leaves the events its call publishes ([`ToolContext::events`]).
+#[derive(Debug, Clone, Default)]
+pub struct EventSink(Arc<std::sync::Mutex<Vec<weft_shared::event::EventKind>>>);
+
+impl EventSink {
+    pub fn push(&self, event: weft_shared::event::EventKind) {
+        self.0.lock().unwrap_or_else(|p| p.into_inner()).push(event);
+    }
+
+    /// The events pushed so far, in order, leaving none.
+    pub fn take(&self) -> Vec<weft_shared::event::EventKind> {
+        std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()))
+    }
 }
 
 /// The `_meta` key of a `tools/call` request that carries [`ToolContext::call_key`].

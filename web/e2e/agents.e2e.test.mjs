@@ -282,6 +282,36 @@ describe('agents and turns in the web UI', () => {
     assert.equal(await refused.count(), 0)
   })
 
+  test('the agent\'s todo list shows above the composer, live, through a reload and an undo', T, async () => {
+    await chatWith('start')
+    const progress = page.getByTestId('todos-progress')
+    const statuses = () => page.getByTestId('todo').evaluateAll((els) => els.map((e) => e.dataset.status))
+    assert.equal(await page.getByTestId('todos').count(), 0, 'no list, no panel')
+    await send('@mock.tool todo_update {"items": [{"text": "read the brief"}, {"text": "write it up"}]}')
+    await waitForCount('user-message', 2)
+    await page.waitForFunction(() => document.querySelector('[data-testid=todos-progress]')?.textContent === '0 of 2 done')
+    assert.deepEqual(await statuses(), ['pending', 'pending'])
+    assert.match(await page.getByTestId('todos').textContent(), /read the brief.*write it up/)
+    await waitForPhase('done')
+
+    await send('@mock.tool todo_update {"items": [{"id": "1", "status": "done"}, {"id": "2", "status": "in_progress"}]}')
+    await waitForCount('user-message', 3)
+    await page.waitForFunction(() => document.querySelector('[data-testid=todos-progress]')?.textContent === '1 of 2 done')
+    assert.deepEqual(await statuses(), ['done', 'in_progress'])
+    await waitForPhase('done')
+    await shot(page, 'agents-todos')
+
+    // The list is the session's: a reload reads it back.
+    await page.reload()
+    await progress.waitFor()
+    assert.equal(await progress.textContent(), '1 of 2 done')
+    // Undoing the turn that ticked it brings back the list from before.
+    await page.getByTestId('undo').click()
+    await waitForCount('user-message', 2)
+    await page.waitForFunction(() => document.querySelector('[data-testid=todos-progress]')?.textContent === '0 of 2 done')
+    assert.deepEqual(await statuses(), ['pending', 'pending'])
+  })
+
   test('regenerate adds a second reply; "‹ 2/2 ›" switches between them', T, async () => {
     await chatWith('again')
     const first = await lastReply().getAttribute('data-run-id')

@@ -42,6 +42,7 @@ import type {
   PutAgentRequest,
   Question,
   QuestionList,
+  TodoList,
   ReloadResponse,
   Role,
   Run,
@@ -214,6 +215,9 @@ export function createApi(opts: ApiOptions = {}) {
      */
     answerQuestion: (id: string, answer: AnswerValue) => post<Question>(`/v1/questions/${seg(id)}`, { answer }),
     /** Every question a run asked, answered or not: what a finished reply shows again. */
+    /** The session's todo list as it stands (`todo_update`; undone turns left out). */
+    sessionTodos: (sessionId: string) =>
+      get<TodoList>(`/v1/sessions/${seg(sessionId)}/todos`).then((r) => r.items),
     runQuestions: (runId: string) =>
       get<QuestionList>(`/v1/runs/${seg(runId)}/questions`).then((r) => r.questions),
     /** The session's questions waiting for an answer (what a lost event log cannot replay). */

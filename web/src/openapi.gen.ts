@@ -1045,6 +1045,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/sessions/{id}/todos": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The session's todo list as it stands (undone turns' changes left out). */
+        get: operations["session_todos"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sessions/{id}/undo": {
         parameters: {
             query?: never;
@@ -1489,6 +1506,12 @@ export interface components {
             /** @enum {string} */
             type: "usage";
         }) | {
+            items: components["schemas"]["TodoItem"][];
+            /** Format: int32 */
+            step: number;
+            /** @enum {string} */
+            type: "todo";
+        } | {
             memories: components["schemas"]["MemoryRef"][];
             /** @enum {string} */
             type: "memory_used";
@@ -2219,6 +2242,27 @@ export interface components {
             memories?: components["schemas"]["MemoryRef"][];
             system_prompt: string;
         };
+        /** @description One item of a session's todo list. */
+        TodoItem: {
+            /** @description Stable within the session: `1`, `2`, … in the order items were added. */
+            id: string;
+            status: components["schemas"]["TodoStatus"];
+            text: string;
+        };
+        /**
+         * @description `GET /v1/sessions/{id}/todos`: the list as it stands (empty when the agent
+         *     kept none).
+         */
+        TodoList: {
+            items: components["schemas"]["TodoItem"][];
+            /** @description RFC 3339; absent when there is no list. */
+            updated_at?: string | null;
+        };
+        /**
+         * @description Where an item of the agent's todo list (`todo_update`) stands.
+         * @enum {string}
+         */
+        TodoStatus: "pending" | "in_progress" | "done" | "cancelled";
         TokenDto: {
             created_at: string;
             /** @description This is the token the request was made with. */
@@ -5289,6 +5333,44 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["SystemPromptDto"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    session_todos: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TodoList"];
                 };
             };
             404: {

@@ -82,6 +82,8 @@ export type Summary = Schemas['SummaryDto']
 /** A source an answer cites as `[n]` (the `citations` event; `citations` on a stored reply). */
 export type Citation = Schemas['Citation']
 export type MemoryRef = Schemas['MemoryRef']
+export type TodoItem = Schemas['TodoItem']
+export type TodoList = Schemas['TodoList']
 /** One of your memories (`GET /v1/me/memories`); times are milliseconds since the epoch. */
 export type Memory = Schemas['MemoryDto']
 /** `fact`, `episode` or `procedure`. */
@@ -139,6 +141,7 @@ const EVENT_TYPES: Record<RunEventType, true> = {
   question_answered: true,
   usage: true,
   memory_used: true,
+  todo: true,
   citations: true,
   retrying: true,
   heartbeat: true,

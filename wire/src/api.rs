@@ -11,6 +11,7 @@ mod knowledge;
 mod memory;
 mod questions;
 mod settings;
+mod todos;
 mod tools;
 
 pub use agents::*;
@@ -18,6 +19,7 @@ pub use knowledge::*;
 pub use memory::*;
 pub use questions::*;
 pub use settings::*;
+pub use todos::*;
 pub use tools::*;
 
 /// `{"error":{"code","message"}}` — the one error envelope.

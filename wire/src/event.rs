@@ -113,6 +113,12 @@ pub enum EventKind {
         by: Option<String>,
     },
     Usage(UsageDto),
+    /// The session's todo list changed (`todo_update`): the whole list after
+    /// the change. The list is the session's (`GET /v1/sessions/{id}/todos`).
+    Todo {
+        step: u32,
+        items: Vec<crate::api::TodoItem>,
+    },
     /// The memories of the person (`GET /v1/me/memories`) this run's prompt
     /// carried, sent before the first step; stored on the run
     /// (`memories_used`).
@@ -163,6 +169,7 @@ impl EventKind {
             EventKind::QuestionAnswered { .. } => "question_answered",
             EventKind::Usage(_) => "usage",
             EventKind::MemoryUsed { .. } => "memory_used",
+            EventKind::Todo { .. } => "todo",
             EventKind::Citations { .. } => "citations",
             EventKind::Retrying { .. } => "retrying",
             EventKind::Heartbeat { .. } => "heartbeat",

@@ -26,7 +26,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::api::{Citation, ErrorBody, MemoryRef, UsageDto};
+use crate::api::{Citation, ErrorBody, MemoryRef, TodoItem, UsageDto};
 use crate::event::{EventKind, RunEvent};
 use crate::states::{QuestionStatus, Verdict};
 
@@ -177,6 +177,8 @@ pub enum Change {
     Citations,
     /// The memories the prompt carried arrived ([`RunFold::memories`]).
     Memories,
+    /// The session's todo list changed ([`RunFold::todos`]).
+    Todos,
     Finished,
 }
 
@@ -200,6 +202,8 @@ pub struct RunFold {
     pub citations: Vec<Citation>,
     /// The person's memories the prompt carried (a new attempt says again).
     pub memories: Vec<MemoryRef>,
+    /// The session's todo list as this run last changed it; `None` until it does.
+    pub todos: Option<Vec<TodoItem>>,
     pub outcome: Option<Outcome>,
 }
 
@@ -429,6 +433,10 @@ impl RunFold {
             EventKind::MemoryUsed { memories } => {
                 self.memories = memories.clone();
                 vec![Change::Memories]
+            }
+            EventKind::Todo { items, .. } => {
+                self.todos = Some(items.clone());
+                vec![Change::Todos]
             }
             EventKind::Heartbeat { .. } => vec![],
             EventKind::Done {

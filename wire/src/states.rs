@@ -163,6 +163,23 @@ impl FromStr for Verdict {
     }
 }
 
+/// Where an item of the agent's todo list (`todo_update`) stands.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum TodoStatus {
+    Pending,
+    InProgress,
+    Done,
+    Cancelled,
+}
+
+impl TodoStatus {
+    /// Whether the item is finished with (done or dropped).
+    pub fn is_closed(self) -> bool {
+        matches!(self, TodoStatus::Done | TodoStatus::Cancelled)
+    }
+}
+
 /// Where a question the agent asked (`ask_user`) stands: `pending` until the
 /// first answer, or until it expires (the model is told nobody answered).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]

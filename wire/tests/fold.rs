@@ -51,6 +51,16 @@ fn check(name: &str, fold: &mut RunFold, events: &Value, expect: &Value) {
         );
         assert_eq!(&got["memories"], recalled, "{name}: memories");
     }
+    if let Some(listed) = expect.get("todos") {
+        got["todos"] = json!(
+            fold.todos
+                .iter()
+                .flatten()
+                .map(|i| [i.id.clone(), status_name(i.status)])
+                .collect::<Vec<_>>()
+        );
+        assert_eq!(&got["todos"], listed, "{name}: todos");
+    }
     if let Some(cited) = expect.get("citations") {
         got["citations"] = json!(fold.citations.iter().map(|c| c.n).collect::<Vec<_>>());
         assert_eq!(&got["citations"], cited, "{name}: citations");
@@ -87,4 +97,12 @@ fn the_shared_cases_fold_as_the_table_says() {
             check(name, &mut fold, &then["events"], &then["expect"]);
         }
     }
+}
+
+fn status_name(s: weft_wire::api::TodoStatus) -> String {
+    serde_json::to_value(s)
+        .unwrap()
+        .as_str()
+        .unwrap()
+        .to_owned()
 }

@@ -260,6 +260,9 @@ fn builtin_tools(cfg: &Config, deps: &WorkerDeps) -> ToolRegistry {
         store: deps.store.clone(),
         live: deps.live.clone(),
     }));
+    tools.add(Arc::new(agent::TodoUpdateTool {
+        store: deps.store.clone(),
+    }));
     tools.add(Arc::new(agent::ReadOutput {
         store: deps.store.clone(),
         blobs: deps.blobs.clone(),

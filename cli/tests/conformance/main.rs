@@ -30,6 +30,7 @@ mod reload;
 mod security;
 mod signin;
 mod streaming;
+mod todos;
 mod tool_calls;
 mod tools;
 mod transport;

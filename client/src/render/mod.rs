@@ -153,6 +153,44 @@ pub fn memories_note(memories: &[weft_wire::api::MemoryRef]) -> String {
     format!("🧠 used {n} {noun}: {}", texts.join("; "))
 }
 
+/// `todo 1/3` and the item in progress, if any: the list's progress in one line
+/// (items dropped are not counted). Empty for no list.
+pub fn todo_progress(items: &[weft_wire::api::TodoItem]) -> String {
+    use weft_wire::api::TodoStatus;
+    let kept: Vec<_> = items
+        .iter()
+        .filter(|i| i.status != TodoStatus::Cancelled)
+        .collect();
+    if kept.is_empty() {
+        return String::new();
+    }
+    let done = kept.iter().filter(|i| i.status == TodoStatus::Done).count();
+    let mut out = format!("todo {done}/{}", kept.len());
+    if let Some(now) = kept.iter().find(|i| i.status == TodoStatus::InProgress) {
+        out.push_str(&format!(" · now: {}", now.text));
+    }
+    out
+}
+
+/// The whole list, one item a line: `✓ 1. read`, `▸ 2. write` (in progress),
+/// `· 3. send`, `✗ 4. print` (dropped).
+pub fn todo_list(items: &[weft_wire::api::TodoItem]) -> String {
+    use weft_wire::api::TodoStatus;
+    items
+        .iter()
+        .map(|i| {
+            let mark = match i.status {
+                TodoStatus::Pending => "·",
+                TodoStatus::InProgress => "▸",
+                TodoStatus::Done => "✓",
+                TodoStatus::Cancelled => "✗",
+            };
+            format!("  {mark} {}. {}", i.id, i.text)
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// The documents a reply cites, under it: `Sources` and one line per `[n]`:
 /// `[1] handbook.pdf — page 7`. Plain text (`styled = false`) for a pipe.
 pub fn sources(citations: &[weft_wire::api::Citation], styled: bool) -> String {

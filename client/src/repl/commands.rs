@@ -1,6 +1,6 @@
 //! Slash commands: `/sessions`, `/resume ID`, `/new`, `/model [ID]`, `/agent [ID]`,
 //! `/undo`, `/redo`, `/retry`, `/edit TEXT`, `/compact`, `/attach PATH`, `/detach`,
-//! `/stop`, `/think`, `/status`, `/mcp`, `/memory`, `/help`, `/exit`.
+//! `/stop`, `/think`, `/todo`, `/status`, `/mcp`, `/memory`, `/help`, `/exit`.
 
 use super::state::ReplState;
 use crate::api::Gateway;
@@ -48,6 +48,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ),
     ("/stop", "cancel the session's active run"),
     ("/think", "show the last reply's thinking in full"),
+    ("/todo", "the agent's todo list for this conversation"),
     ("/status", "show the status line"),
     ("/mcp", "the MCP servers and their tools (admins)"),
     (
@@ -96,6 +97,18 @@ pub async fn run(gw: &Gateway, state: &mut ReplState, line: &str) -> Result<Flow
             Err(e) => return Err(e),
         },
         "/memory" => super::memory::run(gw, state, arg).await?,
+        "/todo" => match &state.session_id {
+            None => println!("{DIM}no conversation yet{RESET}"),
+            Some(id) => {
+                state.todos = gw.todos(id).await?.items;
+                if state.todos.is_empty() {
+                    println!("{DIM}no todo list in this conversation{RESET}");
+                } else {
+                    println!("{}", crate::render::todo_progress(&state.todos));
+                    println!("{}", crate::render::todo_list(&state.todos));
+                }
+            }
+        },
         "/attach" => super::attachments::attach(state, arg),
         "/detach" => super::attachments::detach(state, arg),
         "/new" => {
@@ -126,6 +139,8 @@ pub async fn run(gw: &Gateway, state: &mut ReplState, line: &str) -> Result<Flow
         "/resume" => {
             let s = session::open(gw, &SessionChoice::from_resume(arg), None, None).await?;
             state.adopt(&s);
+            // For the status line; a gateway without the route shows none.
+            state.todos = gw.todos(&s.id).await.map(|l| l.items).unwrap_or_default();
             let title = if s.title.is_empty() {
                 "(untitled)"
             } else {

@@ -27,6 +27,9 @@ pub struct ReplState {
     pub pending: Vec<LocalFile>,
     /// The memories of the last `/memory` list, in its order.
     pub memories: Vec<super::memory::Listed>,
+    /// The session's todo list as the last reply left it (`todo` events), for
+    /// the status line.
+    pub todos: Vec<weft_wire::api::TodoItem>,
 }
 
 impl ReplState {
@@ -50,6 +53,7 @@ impl ReplState {
             last: None,
             pending: Vec::new(),
             memories: Vec::new(),
+            todos: Vec::new(),
         }
     }
 
@@ -59,6 +63,7 @@ impl ReplState {
         self.mode = s.mode.clone();
         self.model = None;
         self.last = None;
+        self.todos.clear();
     }
 
     /// The current session's id, creating the session on first use.
@@ -105,7 +110,7 @@ impl ReplState {
         self.model.as_deref().unwrap_or(&self.session_model)
     }
 
-    /// `model · host · session · ↑in ↓out · cache · ttft`, dimmed.
+    /// `model · host · session · ↑in ↓out · cache · ttft · todo 1/3`, dimmed.
     pub fn status_line(&self, gw: &Gateway) -> String {
         let mut parts = vec![
             self.current_model().to_string(),
@@ -125,6 +130,10 @@ impl ReplState {
             if let Some(t) = r.ttft_ms {
                 parts.push(format!("ttft {}", human_ms(t)));
             }
+        }
+        let todo = crate::render::todo_progress(&self.todos);
+        if !todo.is_empty() {
+            parts.push(todo);
         }
         format!("{DIM}── {} ──{RESET}", parts.join(" · "))
     }

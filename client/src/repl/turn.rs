@@ -146,6 +146,10 @@ async fn follow(gw: &Gateway, state: &mut ReplState, stream: &mut RunStream) -> 
                     }
                 }
                 Change::Memories => display.note(&crate::render::memories_note(&reply.memories)),
+                Change::Todos => {
+                    let items = reply.todos.as_deref().unwrap_or_default();
+                    display.note(&format!("☑ {}", crate::render::todo_progress(items)));
+                }
                 Change::Started { .. } | Change::Usage | Change::Citations | Change::Finished => {}
             }
         }
@@ -168,6 +172,9 @@ async fn follow(gw: &Gateway, state: &mut ReplState, stream: &mut RunStream) -> 
     }
     if !reply.model.is_empty() {
         state.session_model = reply.model.clone();
+    }
+    if let Some(todos) = &reply.todos {
+        state.todos = todos.clone();
     }
     state.last = Some(reply);
     println!("{}", state.status_line(gw));

@@ -156,8 +156,9 @@ mod tests {
 pub const MEMORY_TOOLS: [&str; 3] = ["remember", "forget", "memory_search"];
 
 /// Tools every agent that has tools at all may call: they only read what the
-/// run already produced or what the agent's own skills say.
-const ALWAYS_WITH_TOOLS: [&str; 3] = ["ask_user", "read_output", "use_skill"];
+/// run already produced or what the agent's own skills say, ask the person, or
+/// keep the conversation's own todo list.
+const ALWAYS_WITH_TOOLS: [&str; 4] = ["ask_user", "read_output", "todo_update", "use_skill"];
 
 impl AgentConfig {
     /// Whether `who` may choose this agent.

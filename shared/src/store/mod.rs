@@ -30,6 +30,7 @@ mod sessions;
 mod skills;
 mod storage_quota;
 mod summaries;
+mod todos;
 mod tool_outputs;
 mod turns;
 mod user_limits;
@@ -72,6 +73,9 @@ pub use sessions::{SessionCursor, SessionRecord};
 pub use skills::merge_skills;
 pub use storage_quota::StorageUse;
 pub use summaries::Summary;
+pub use todos::{
+    MAX_TODO_ITEMS, MAX_TODO_TEXT, TodoPatch, TodoUpdate, TodoVersion, apply_todo_patch,
+};
 pub use turns::{Alternative, TurnOutcome};
 pub use user_limits::RunLimits;
 pub use users::{AuthUser, PasswordChange, Role, TokenKind, TokenRecord};

@@ -11,7 +11,7 @@ import { contextUse, estimateTokens, fmtMs, fmtNum, fmtTokensShort } from '../fo
 import { useT } from '../i18n'
 import { isTerminal, questionView, type Phase, type QuestionView, type StepView, type ToolView } from '../stream/reducer'
 import { useRun } from '../stream/useRun'
-import type { Citation, ErrorBody, MemoryRef, Message, Run, RunStatus, Usage } from '../types'
+import type { Citation, ErrorBody, MemoryRef, Message, Run, RunStatus, TodoItem, Usage } from '../types'
 import { Markdown } from './Markdown'
 import { QuestionCard } from './QuestionCard'
 import { Cited } from './Sources'
@@ -29,11 +29,16 @@ export interface LiveReplyProps {
   agent?: string
   onPhase: (runId: string, phase: Phase) => void
   onGone: (runId: string) => void
+  /** the run changed the session's todo list: the whole list */
+  onTodos?: (items: TodoItem[]) => void
 }
 
-export function LiveReply({ runId, sessionId, agent, onPhase, onGone }: LiveReplyProps) {
+export function LiveReply({ runId, sessionId, agent, onPhase, onGone, onTodos }: LiveReplyProps) {
   const t = useT()
   const run = useRun(runId, () => onGone(runId), sessionId)
+  useEffect(() => {
+    if (run.todos) onTodos?.(run.todos)
+  }, [run.todos, onTodos])
   const phaseRef = useRef<Phase | null>(null)
   useEffect(() => {
     if (phaseRef.current !== run.phase) {

@@ -26,6 +26,7 @@ import { ChatTools, SummaryNote, SystemPromptPanel, TurnBar } from '../component
 import { SessionKnowledgePanel } from '../components/SessionKnowledge'
 import { Composer } from '../components/Composer'
 import { HistoricReply, LiveReply } from '../components/Reply'
+import { TodoPanel } from '../components/TodoPanel'
 import { UserMessage, type Pending } from '../components/UserMessage'
 import { sessionsChanged } from '../events'
 import { titleFrom } from '../format'
@@ -34,7 +35,7 @@ import type { Phase } from '../stream/reducer'
 import { rememberRunAgent, runAgentOf } from '../runAgents'
 import { adoptAttachments, buildTimeline, mergeMessages } from '../timeline'
 import { lastTurn } from '../turns'
-import type { Message, Multitask, Session } from '../types'
+import type { Message, Multitask, Session, TodoItem } from '../types'
 import { useChoices } from './useChoices'
 import { useDrafts, useObjectUrls, useSentFiles } from './useDrafts'
 import { useFileDrop } from './useFileDrop'
@@ -73,6 +74,7 @@ function ChatView({ sessionId }: { sessionId?: string }) {
   const [stopping, setStopping] = useState<string | null>(null)
   const [promptOpen, setPromptOpen] = useState(false)
   const [knowledgeOpen, setKnowledgeOpen] = useState(false)
+  const [todos, setTodos] = useState<TodoItem[]>([])
   /** bumped by every reload; a poll that began under an older value is dropped */
   const gen = useRef(0)
   const drafts = useDrafts()
@@ -87,6 +89,25 @@ function ChatView({ sessionId }: { sessionId?: string }) {
     if (startRun) nav(loc.pathname, { replace: true, state: null })
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [])
+
+  // The session's todo list: read when the conversation changes (a reply ends,
+  // a turn is undone or redone), replaced live by a running reply's `todo` events.
+  useEffect(() => {
+    if (!sessionId) {
+      setTodos([])
+      return
+    }
+    let live = true
+    api
+      .sessionTodos(sessionId)
+      .then((items) => {
+        if (live) setTodos(items)
+      })
+      .catch(() => {})
+    return () => {
+      live = false
+    }
+  }, [sessionId, messages])
 
   const liveRef = useRef(liveRuns)
   liveRef.current = liveRuns
@@ -444,6 +465,7 @@ function ChatView({ sessionId }: { sessionId?: string }) {
                     agent={agentName(runAgentOf(it.runId))}
                     onPhase={onPhase}
                     onGone={onGone}
+                    onTodos={setTodos}
                   />
                 ) : (
                   <HistoricReply
@@ -487,6 +509,7 @@ function ChatView({ sessionId }: { sessionId?: string }) {
           </button>
         </div>
       )}
+      <TodoPanel items={todos} />
       <Composer
         models={choices.models}
         agents={choices.agents}

@@ -11,6 +11,8 @@ interface Expect {
   outcome: string | null
   citations?: number[]
   memories?: string[]
+  /** [id, status] of each item of the list the run sent last */
+  todos?: [string, string][]
   questions?: { question_id: string; status: string; answer: string[] }[]
 }
 
@@ -37,10 +39,11 @@ function seen(s: RunState) {
 function check(state: RunState, events: unknown[], expected: Expect): RunState {
   let s = state
   for (const e of events) s = applyEvent(s, e as RunEvent)
-  const { citations, memories, questions, ...rest } = expected
+  const { citations, memories, questions, todos, ...rest } = expected
   expect(seen(s)).toEqual(rest)
   if (citations) expect((s.citations ?? []).map((c) => c.n)).toEqual(citations)
   if (memories) expect((s.memories ?? []).map((m) => m.id)).toEqual(memories)
+  if (todos) expect((s.todos ?? []).map((i) => [i.id, i.status])).toEqual(todos)
   if (questions) {
     const asked = s.questions.map((q) => ({
       question_id: q.questionId,

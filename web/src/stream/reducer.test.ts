@@ -314,6 +314,27 @@ describe('run reducer', () => {
     expect(st.reconnecting).toBe(false)
   })
 
+  it('keeps the todo list the run last sent, whole', () => {
+    const sc = script()
+    sc.started()
+    const item = (id: string, status: string) => ({ id, text: `item ${id}`, status })
+    sc.events.push({ run_id: RUN, seq: 2, ts: 1_020, type: 'todo', step: 1, items: [item('1', 'pending')] } as RunEvent)
+    sc.events.push({
+      run_id: RUN,
+      seq: 3,
+      ts: 1_030,
+      type: 'todo',
+      step: 1,
+      items: [item('1', 'done'), item('2', 'pending')],
+    } as RunEvent)
+    const st = fold(sc.events)
+    expect(st.todos?.map((i) => [i.id, i.status])).toEqual([
+      ['1', 'done'],
+      ['2', 'pending'],
+    ])
+    expect(fold(sc.events.slice(0, 1)).todos).toBeUndefined()
+  })
+
   it('keeps the state object immutable', () => {
     const s = script()
     s.started()

@@ -32,7 +32,7 @@
 // The reducer is pure and returns a new object whenever something changed (and the
 // same object when nothing did), so React can use it directly.
 
-import type { Approval, Citation, ErrorBody, MemoryRef, Question, QuestionStatus, RunEvent, Usage } from '../types'
+import type { Approval, Citation, ErrorBody, MemoryRef, Question, QuestionStatus, RunEvent, TodoItem, Usage } from '../types'
 
 export type Phase =
   | 'connecting'
@@ -127,6 +127,8 @@ export interface RunState {
   citations?: Citation[]
   /** the person's memories the prompt carried (`memory_used`; a new attempt tells again) */
   memories?: MemoryRef[]
+  /** the session's todo list as this run last changed it (`todo`) */
+  todos?: TodoItem[]
   retry?: RetryInfo
   error?: ErrorBody
   cancelledBy?: string
@@ -417,6 +419,10 @@ export function applyEvent(state: RunState, ev: RunEvent): RunState {
     }
     case 'memory_used': {
       s.memories = ev.memories
+      return s
+    }
+    case 'todo': {
+      s.todos = ev.items
       return s
     }
     case 'retrying': {

@@ -20,6 +20,7 @@ mod memory;
 mod output;
 mod skills;
 mod step;
+mod todos;
 mod toolrun;
 mod wait;
 
@@ -41,6 +42,7 @@ pub(crate) use knowledge::KnowledgeSearch;
 pub(crate) use memory::{Forget, MemoryCopies, MemorySearch, Remember};
 pub(crate) use output::{ReadOutput, head_with_pointer};
 pub(crate) use skills::UseSkill;
+pub(crate) use todos::TodoUpdateTool;
 
 use crate::context::{self, window::ContextUse};
 use crate::emitter::Emitter;
@@ -338,6 +340,7 @@ impl<'a> Attempt<'a> {
             user_id: self.run.user_id.0.clone(),
             sources: self.sources.clone(),
             call_key: String::new(),
+            events: Default::default(),
         }
     }
 

@@ -207,10 +207,11 @@ impl<'a> ToolRunner<'a> {
             let span = tool_span(c);
             async move {
                 let t0 = Instant::now();
+                let events = weft_tools::EventSink::default();
                 let out = match d {
                     Disposition::Run => {
-                        self.call(c, format!("{}:{step}:{i}", self.ctx.run_id))
-                            .await
+                        let key = format!("{}:{step}:{i}", self.ctx.run_id);
+                        self.call(c, key, events.clone()).await
                     }
                     Disposition::Answer(text) => Err(text.clone()),
                     Disposition::Answered(text) => Ok(text.clone()),
@@ -224,7 +225,7 @@ impl<'a> ToolRunner<'a> {
                 if out.is_err() {
                     span.record("otel.status_code", "ERROR");
                 }
-                (c, out, took)
+                (c, out, took, events.take())
             }
             .instrument(span)
         }));
@@ -233,7 +234,7 @@ impl<'a> ToolRunner<'a> {
             done = all => done,
         };
         let mut results = Vec::with_capacity(done.len());
-        for (c, out, took) in done {
+        for (c, out, took, events) in done {
             let (ok, content) = match out {
                 Ok(s) => (true, s),
                 Err(e) if e.starts_with("error:") => (false, e),
@@ -253,6 +254,9 @@ impl<'a> ToolRunner<'a> {
                 duration_ms: took.as_millis() as u64,
             })
             .await;
+            for ev in events {
+                em.emit(ev).await;
+            }
             metrics::counter!("weft_tool_calls_total", "ok" => if ok { "true" } else { "false" })
                 .increment(1);
             results.push(ToolResult {
@@ -265,8 +269,14 @@ impl<'a> ToolRunner<'a> {
     }
 
     /// One call with its timeout; a panic inside the tool is its error, not the
-    /// run's. `call_key`: its idempotency key ([`ToolContext::call_key`]).
-    async fn call(&self, c: &ToolCall, call_key: String) -> Result<String, String> {
+    /// run's. `call_key`: its idempotency key ([`ToolContext::call_key`]);
+    /// `events`: where it leaves events of its own ([`ToolContext::events`]).
+    async fn call(
+        &self,
+        c: &ToolCall,
+        call_key: String,
+        events: weft_tools::EventSink,
+    ) -> Result<String, String> {
         let secs = self
             .cfg
             .tools
@@ -275,6 +285,7 @@ impl<'a> ToolRunner<'a> {
         let tools = self.inner.tools();
         let ctx = ToolContext {
             call_key,
+            events,
             ..self.ctx.clone()
         };
         let fut = AssertUnwindSafe(tools.call(&c.name, c.args.clone(), &ctx)).catch_unwind();
