@@ -100,7 +100,11 @@ async fn agents_choose_the_prompt_and_the_tools(b: Backend) {
     );
     // web_fetch is not enabled here and current_time is not the agent's; an
     // agent with tools may always ask the person and page long outputs.
-    assert_eq!(seen["tools"], json!(["ask_user", "read_output"]), "{seen}");
+    assert_eq!(
+        seen["tools"],
+        json!(["ask_user", "read_output", "todo_update"]),
+        "{seen}"
+    );
     let (st, preview) = app
         .get(&format!("/v1/sessions/{s}/system-prompt"), &alice)
         .await;
@@ -157,7 +161,7 @@ async fn agents_choose_the_prompt_and_the_tools(b: Backend) {
     );
     assert_eq!(
         seen["tools"],
-        json!(["ask_user", "current_time", "read_output"]),
+        json!(["ask_user", "current_time", "read_output", "todo_update"]),
         "{seen}"
     );
 
@@ -337,7 +341,7 @@ async fn skills_are_listed_and_loaded_on_demand(b: Backend) {
     );
     assert_eq!(
         seen["tools"],
-        json!(["ask_user", "current_time", "read_output"])
+        json!(["ask_user", "current_time", "read_output", "todo_update"])
     );
     let events = app
         .send_stream(

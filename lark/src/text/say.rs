@@ -60,6 +60,16 @@ pub fn reasoning_title(lang: Lang, thinking: bool, ms: u64, tokens: u64) -> Stri
     }
 }
 
+/// `☑ Todo 2/5 ▰▰▰▰▱▱▱▱▱▱`: how much of the todo list is done, as a bar of ten.
+pub fn todo_title(lang: Lang, done: usize, total: usize) -> String {
+    let filled = (done * 10).checked_div(total).unwrap_or(0).min(10);
+    let bar = format!("{}{}", "▰".repeat(filled), "▱".repeat(10 - filled));
+    match lang {
+        Lang::En => format!("☑ Todo {done}/{total} {bar}"),
+        Lang::Zh => format!("☑ 待办 {done}/{total} {bar}"),
+    }
+}
+
 /// `Weft (continued 2/3)`.
 pub fn continued(lang: Lang, title: &str, page: usize, pages: usize) -> String {
     match lang {

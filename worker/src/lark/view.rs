@@ -200,6 +200,7 @@ impl ReplyView {
                 })
                 .collect(),
             asked_elsewhere: None,
+            todos: fold.todos.clone().unwrap_or_default(),
         }
     }
 

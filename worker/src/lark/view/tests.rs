@@ -423,3 +423,22 @@ fn a_question_left_open_by_a_stopped_reply_is_closed() {
     let shown: Vec<_> = v.questions().into_iter().map(|(_, s)| s).collect();
     assert_eq!(shown, [QuestionShown::Closed]);
 }
+
+#[test]
+fn the_card_shows_the_todo_list_the_reply_last_sent() {
+    use weft_shared::api::{TodoItem, TodoStatus};
+    let item = |id: &str, status| TodoItem {
+        id: id.into(),
+        text: format!("item {id}"),
+        status,
+    };
+    let mut v = ReplyView::default();
+    v.apply(&ev(1, started(1, 1)));
+    assert!(v.card(Lang::En).todos.is_empty(), "no list, no panel");
+    let todo = |items| EventKind::Todo { step: 1, items };
+    v.apply(&ev(2, todo(vec![item("1", TodoStatus::Pending)])));
+    let both = vec![item("1", TodoStatus::Done), item("2", TodoStatus::Pending)];
+    v.apply(&ev(3, todo(both.clone())));
+    v.apply(&ev(4, text(2, "Half done.")));
+    assert_eq!(v.card(Lang::En).todos, both);
+}
