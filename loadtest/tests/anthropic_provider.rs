@@ -174,12 +174,7 @@ async fn thinking_blocks_and_signatures_round_trip_over_a_tool_step() {
             _ => None,
         })
         .expect("a tool call");
-    let sent: Value = reqwest::get(format!("{}/last_request", server.base_url()))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let sent: Value = server.last_request().await;
     assert_eq!(
         sent["thinking"],
         json!({"type": "enabled", "budget_tokens": 1024})
@@ -340,12 +335,7 @@ async fn images_reach_the_model_as_base64_image_blocks() {
     };
     let events = run(&provider, req).await.unwrap();
     assert_eq!(collect(&events, false), DESCRIBED);
-    let sent: Value = reqwest::get(format!("{}/last_request", server.base_url()))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let sent: Value = server.last_request().await;
     let image = |mime: &str, data: &str| json!({"type": "image", "source": {"type": "base64", "media_type": mime, "data": data}});
     assert_eq!(
         sent["messages"][0]["content"],

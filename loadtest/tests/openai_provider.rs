@@ -332,12 +332,7 @@ async fn images_reach_the_model_as_data_url_parts() {
         "image 1: image/png, 70 bytes, sha256 c414cd0e204de974f73753c7e28d7638e7b3691bb8b1a2bab6b25bb7fed7ce77\n\
          image 2: image/gif, 43 bytes, sha256 b1442e85b03bdcaf66dc58c7abb98745dd2687d86350be9a298a1d9382ac849b"
     );
-    let sent: serde_json::Value = reqwest::get(format!("{}/last_request", server.base_url()))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let sent: serde_json::Value = server.last_request().await;
     assert_eq!(
         sent["messages"][1]["content"],
         json!([

@@ -33,6 +33,8 @@ pub struct ToolContext {
     /// arguments). MCP servers get it in the request's `_meta` under
     /// [`IDEMPOTENCY_META_KEY`]. Empty outside a run's step.
     pub call_key: String,
+    /// The step of the run this call belongs to (1-based; 0 outside a step).
+    pub step: u32,
     /// Events this call publishes besides its `tool_start` / `tool_end` (a
     /// `todo_update` call's `todo`); the runner emits them just after the
     /// call's `tool_end`. Each call gets its own.

@@ -131,12 +131,7 @@ async fn a_thinking_model_gets_its_signed_reasoning_back_after_tools_and_questio
         .await;
     assert_eq!(events.last().unwrap().ty, "done", "{events:?}");
     assert!(rendered_text(&events).starts_with("tool current_time said: "));
-    let sent: serde_json::Value = reqwest::get(format!("{}/last_request", llm.base_url()))
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let sent: serde_json::Value = llm.last_request().await;
     assert_eq!(sent["thinking"]["budget_tokens"], 1024);
     let tool_turn = &sent["messages"][1]["content"];
     assert_eq!(tool_turn[0]["type"], "thinking", "{sent}");

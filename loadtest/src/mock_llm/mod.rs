@@ -248,4 +248,15 @@ impl MockLlmServer {
     pub fn base_url(&self) -> String {
         format!("http://{}", self.addr)
     }
+
+    /// The body of the last chat request it received, as JSON (`GET /last_request`).
+    pub async fn last_request(&self) -> serde_json::Value {
+        reqwest::get(format!("{}/last_request", self.base_url()))
+            .await
+            .and_then(reqwest::Response::error_for_status)
+            .expect("the mock kept a request")
+            .json()
+            .await
+            .expect("a JSON body")
+    }
 }

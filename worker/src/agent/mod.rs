@@ -340,6 +340,7 @@ impl<'a> Attempt<'a> {
             user_id: self.run.user_id.0.clone(),
             sources: self.sources.clone(),
             call_key: String::new(),
+            step: 0,
             events: Default::default(),
         }
     }

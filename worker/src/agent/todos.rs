@@ -72,14 +72,8 @@ impl Tool for TodoUpdateTool {
             }
         };
         if !patch.is_empty() {
-            let step = ctx
-                .call_key
-                .split(':')
-                .nth(1)
-                .and_then(|s| s.parse().ok())
-                .unwrap_or(0);
             ctx.events.push(EventKind::Todo {
-                step,
+                step: ctx.step,
                 items: items.clone(),
             });
         }

@@ -211,7 +211,7 @@ impl<'a> ToolRunner<'a> {
                 let out = match d {
                     Disposition::Run => {
                         let key = format!("{}:{step}:{i}", self.ctx.run_id);
-                        self.call(c, key, events.clone()).await
+                        self.call(c, step, key, events.clone()).await
                     }
                     Disposition::Answer(text) => Err(text.clone()),
                     Disposition::Answered(text) => Ok(text.clone()),
@@ -269,11 +269,12 @@ impl<'a> ToolRunner<'a> {
     }
 
     /// One call with its timeout; a panic inside the tool is its error, not the
-    /// run's. `call_key`: its idempotency key ([`ToolContext::call_key`]);
+    /// run's. `step`: its step; `call_key`: its idempotency key ([`ToolContext::call_key`]);
     /// `events`: where it leaves events of its own ([`ToolContext::events`]).
     async fn call(
         &self,
         c: &ToolCall,
+        step: u32,
         call_key: String,
         events: weft_tools::EventSink,
     ) -> Result<String, String> {
@@ -284,6 +285,7 @@ impl<'a> ToolRunner<'a> {
             .clamp(1, MAX_CALL_TIMEOUT_SECS);
         let tools = self.inner.tools();
         let ctx = ToolContext {
+            step,
             call_key,
             events,
             ..self.ctx.clone()
