@@ -415,6 +415,24 @@ impl Gateway {
         self.execute(rb, &path).await.map(drop)
     }
 
+    /// Decide a proposed plan: `approve`, `reject` or `revise` (with a comment).
+    pub async fn decide_plan(
+        &self,
+        plan: &str,
+        decision: weft_wire::states::PlanDecision,
+        comment: Option<&str>,
+    ) -> Result<()> {
+        let path = format!("/v1/plans/{plan}");
+        let rb = self
+            .request(Method::POST, &path)?
+            .timeout(REQUEST_TIMEOUT)
+            .json(&weft_wire::api::DecidePlanRequest {
+                decision,
+                comment: comment.map(str::to_string),
+            });
+        self.execute(rb, &path).await.map(drop)
+    }
+
     /// `POST …/messages` with `stream: true`; the answer is the new run's SSE. The
     /// idempotency key makes a re-sent request (after a drop before the first
     /// event) attach to the same run instead of creating a second one.

@@ -105,6 +105,7 @@ pub async fn run(gw: &Gateway, job: OneShot) -> Result<u8> {
         multitask: Default::default(),
         stream: true,
         wait: false,
+        plan: false,
     };
     let mut stream = RunStream::send(gw, &session.id, req, files);
     let mut reply = Reply::default();

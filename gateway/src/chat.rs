@@ -89,6 +89,7 @@ pub async fn chat(
         multitask: Multitask::Enqueue,
         stream: req.stream,
         wait: !req.stream,
+        plan: false,
     };
     send_message(&state, &user, token, session, send, files, key).await
 }

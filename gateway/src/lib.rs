@@ -24,6 +24,7 @@ mod meta;
 mod observe;
 mod openapi;
 mod passwords;
+mod plans;
 mod questions;
 mod runs;
 mod sessions;
@@ -221,6 +222,7 @@ pub fn router(state: AppState) -> Router {
         .merge(runs::router())
         .merge(approvals::router())
         .merge(todos::router())
+        .merge(plans::router())
         .merge(questions::router())
         .merge(agents::router())
         .merge(agents::skills_router())

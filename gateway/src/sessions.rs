@@ -449,6 +449,7 @@ pub async fn submit(
             multitask: req.multitask,
             idempotency_key: origin.idempotency_key,
             lark_message_id: origin.lark_message_id,
+            plan: req.plan,
         })
         .await;
     // A refused (or replayed) send wrote no attachment rows: its files go again.

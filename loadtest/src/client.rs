@@ -142,6 +142,7 @@ impl WeftClient {
             multitask: Default::default(),
             stream: true,
             wait: false,
+            plan: false,
         };
         self.post(&format!("/v1/sessions/{session}/messages"))
             .header("idempotency-key", idempotency_key)

@@ -1,5 +1,5 @@
 //! What changes a run's fate after it was sent: cancel, an approval's decision,
-//! a question's answer, the end of runs deleted with their session or user. Each is the store's one
+//! a question's answer, a plan's decision, the end of runs deleted with their session or user. Each is the store's one
 //! transaction (which takes the run's row first) followed by what the world must
 //! hear: the worker holding the run is told to stop, or, for a run no worker
 //! holds, its terminal event is published here, since nobody else would.
@@ -10,8 +10,8 @@ use weft_shared::api::ErrorBody;
 use weft_shared::event::{EventKind, Frame, RunEvent};
 use weft_shared::ids::{MessageId, RunId, UserId};
 use weft_shared::store::{
-    ActiveRun, AnswerOutcome, Answerer, CancelOutcome, DecideOutcome, Decision, RunRecord,
-    RunStatus, StoreError,
+    ActiveRun, AnswerOutcome, Answerer, CancelOutcome, DecideOutcome, Decision, PlanDecision,
+    PlanOutcome, RunRecord, RunStatus, StoreError,
 };
 use weft_shared::time::now_ms;
 
@@ -164,6 +164,43 @@ impl Runs {
                     .increment(1);
                 if *resume {
                     self.requeue(question.run_id.clone()).await;
+                }
+            }
+            _ => {}
+        }
+        Ok(outcome)
+    }
+
+    /// Decide a plan the agent proposed (plan mode), for `decider` (the
+    /// person whose message caused the run, or an admin; `by` is the name
+    /// others see). The first decision stands; one that moved the run puts it
+    /// back on the queue, whichever door it came by (the API, a Lark card or
+    /// reply, the REPL). `key` as for [`Runs::answer`].
+    pub async fn decide_plan(
+        &self,
+        plan_id: &str,
+        decider: &Answerer<'_>,
+        decision: PlanDecision,
+        comment: Option<String>,
+        key: Option<&str>,
+    ) -> Result<PlanOutcome, StoreError> {
+        let outcome = self
+            .store
+            .decide_plan(
+                plan_id,
+                decider,
+                decision,
+                comment,
+                key,
+                weft_shared::telemetry::current_traceparent().as_deref(),
+            )
+            .await?;
+        match &outcome {
+            PlanOutcome::Decided { plan, resume } | PlanOutcome::Expired { plan, resume } => {
+                metrics::counter!("weft_plans_decided_total", "status" => plan.status.as_str())
+                    .increment(1);
+                if *resume {
+                    self.requeue(plan.run_id.clone()).await;
                 }
             }
             _ => {}

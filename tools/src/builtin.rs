@@ -17,6 +17,10 @@ impl Tool for CurrentTime {
         }
     }
 
+    fn read_only(&self) -> bool {
+        true
+    }
+
     async fn call(&self, _args: serde_json::Value, _ctx: &ToolContext) -> Result<String, String> {
         Ok(weft_shared::time::rfc3339(weft_shared::time::now_ms()))
     }
@@ -57,7 +61,45 @@ impl Tool for AskUser {
         }
     }
 
+    /// Asking changes nothing: a planner may ask.
+    fn read_only(&self) -> bool {
+        true
+    }
+
     async fn call(&self, _args: serde_json::Value, _ctx: &ToolContext) -> Result<String, String> {
         Err("ask_user is answered by the person, not run".into())
+    }
+}
+
+pub const PROPOSE_PLAN: &str = "propose_plan";
+
+/// `propose_plan`: in plan mode, the agent submits the plan it just wrote (its
+/// reply's text) and the run waits, holding no worker, for a person to
+/// approve, reject or revise it (docs/protocol.md, "Plans"). Offered only in
+/// plan mode; a planning step that ends without calling it proposes its text
+/// all the same. The worker handles its calls itself (a wait); `call` is never
+/// reached.
+pub struct ProposePlan;
+
+#[async_trait::async_trait]
+impl Tool for ProposePlan {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: PROPOSE_PLAN.into(),
+            description:
+                "Plan mode: submit the plan you have just written as your reply (numbered \
+                steps, in Markdown) for the person's approval. Call it once the plan is complete; \
+                the run waits for their decision. Until they approve, only read-only tools work."
+                    .into(),
+            parameters: serde_json::json!({"type": "object", "properties": {}, "additionalProperties": false}),
+        }
+    }
+
+    fn read_only(&self) -> bool {
+        true
+    }
+
+    async fn call(&self, _args: serde_json::Value, _ctx: &ToolContext) -> Result<String, String> {
+        Err("propose_plan is decided by the person, not run".into())
     }
 }

@@ -14,7 +14,7 @@ pub mod mcp;
 pub mod sources;
 pub mod web;
 
-pub use builtin::{ASK_USER, AskUser, CurrentTime};
+pub use builtin::{ASK_USER, AskUser, CurrentTime, PROPOSE_PLAN, ProposePlan};
 pub use web::web_tools;
 
 /// Who is calling: tools that keep per-run state (stored outputs) or act for a
@@ -67,6 +67,13 @@ pub trait Tool: Send + Sync {
     fn side_effects(&self) -> bool {
         false
     }
+    /// Whether a call only reads (changes nothing outside the conversation):
+    /// what plan mode offers before a plan is approved. Built-ins declare it;
+    /// an MCP tool takes its server's `readOnlyHint`; `[tools] read_only`
+    /// overrides either. Unknown means no.
+    fn read_only(&self) -> bool {
+        false
+    }
     /// The policy when the admin set none: `confirm` for tools with side
     /// effects, else `auto`. (An MCP server's configured policy overrides it.)
     fn default_policy(&self) -> weft_shared::config::ToolPolicy {
@@ -92,6 +99,7 @@ impl ToolRegistry {
         let mut reg = ToolRegistry::default();
         reg.add(Arc::new(CurrentTime));
         reg.add(Arc::new(AskUser));
+        reg.add(Arc::new(ProposePlan));
         reg
     }
 
@@ -150,7 +158,7 @@ mod tests {
                 .is_err()
         );
         let names: Vec<String> = reg.specs().into_iter().map(|s| s.name).collect();
-        assert_eq!(names, ["ask_user", "current_time"]);
+        assert_eq!(names, ["ask_user", "current_time", "propose_plan"]);
     }
 
     #[test]

@@ -687,6 +687,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/plans/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** One plan, decided or not. */
+        get: operations["get_plan"];
+        put?: never;
+        /**
+         * Decide a plan: `approve` (the run carries it out with every tool),
+         *     `reject` (the run ends, the plan its reply) or `revise` with a comment
+         *     saying what to change (the agent proposes a new plan). The first decision
+         *     stands: deciding again, or after it expired, is a 409 that names what
+         *     stands; a revise without a comment is a 422.
+         */
+        post: operations["decide_plan"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/questions/{id}": {
         parameters: {
             query?: never;
@@ -753,6 +777,26 @@ export interface paths {
         };
         /** The run's events as SSE: replay after `Last-Event-ID` (or `?after=`), then live. */
         get: operations["events"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/runs/{id}/plans": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every plan a run proposed, whatever became of it, in the order proposed:
+         *     what a finished reply shows again after a reload.
+         */
+        get: operations["run_plans"];
         put?: never;
         post?: never;
         delete?: never;
@@ -929,6 +973,23 @@ export interface paths {
          *     its declared type, 422.
          */
         post: operations["send"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/sessions/{id}/plans": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The session's plans waiting for a decision. */
+        get: operations["list_plans"];
+        put?: never;
+        post?: never;
         delete?: never;
         options?: never;
         head?: never;
@@ -1362,6 +1423,14 @@ export interface components {
         DecideApprovalRequest: {
             decision: components["schemas"]["ApprovalDecision"];
         };
+        DecidePlanRequest: {
+            /**
+             * @description How to change the plan (required with `revise`), or why it was
+             *     rejected.
+             */
+            comment?: string | null;
+            decision: components["schemas"]["PlanDecision"];
+        };
         /** @description One chunk of a document's text. */
         DocumentChunk: {
             id: string;
@@ -1502,6 +1571,31 @@ export interface components {
             step: number;
             /** @enum {string} */
             type: "question_answered";
+        } | {
+            call_id: string;
+            /**
+             * Format: int64
+             * @description Unix milliseconds; undecided by then, the plan `expired` and the
+             *     run ends with it as its reply.
+             */
+            expires_at: number;
+            markdown: string;
+            plan_id: string;
+            /** Format: int32 */
+            step: number;
+            /** @enum {string} */
+            type: "plan_proposed";
+        } | {
+            /** @description Who decided (a username). */
+            by?: string | null;
+            call_id: string;
+            comment?: string | null;
+            plan_id: string;
+            status: components["schemas"]["PlanStatus"];
+            /** Format: int32 */
+            step: number;
+            /** @enum {string} */
+            type: "plan_decided";
         } | (components["schemas"]["UsageDto"] & {
             /** @enum {string} */
             type: "usage";
@@ -1968,6 +2062,39 @@ export interface components {
             pinned?: boolean | null;
             text?: string | null;
         };
+        /**
+         * @description What a person decides about a proposed plan (`POST /v1/plans/{id}`).
+         * @enum {string}
+         */
+        PlanDecision: "approve" | "reject" | "revise";
+        /** @description A plan the agent proposed, waiting for (or given) its decision. */
+        PlanDto: {
+            /** @description What the person said with a revise (or reject). */
+            comment?: string | null;
+            created_at: string;
+            decided_at?: string | null;
+            /** @description Who decided (a username). */
+            decided_by?: string | null;
+            expires_at: string;
+            id: string;
+            /** @description The plan, as the agent wrote it (Markdown). */
+            markdown: string;
+            run_id: string;
+            session_id: string;
+            status: components["schemas"]["PlanStatus"];
+            /** Format: int32 */
+            step: number;
+        };
+        PlanList: {
+            plans: components["schemas"]["PlanDto"][];
+        };
+        /**
+         * @description Where a plan (plan mode, `plan_proposed`) stands: `proposed` until the
+         *     first decision; `revised` when a person asked for changes (a new plan
+         *     follows); `expired` when nobody decided within `tools.approval_ttl_secs`.
+         * @enum {string}
+         */
+        PlanStatus: "proposed" | "approved" | "rejected" | "revised" | "expired";
         PutAgentRequest: {
             /** @description Only these roles (`admin`, `user`) may use the agent. */
             allowed_roles?: string[];
@@ -2156,6 +2283,12 @@ export interface components {
             mode?: string | null;
             model?: string | null;
             multitask?: components["schemas"]["Multitask"];
+            /**
+             * @description Plan mode: the agent researches with read-only tools and proposes a
+             *     plan; nothing is carried out before a person approves it
+             *     (`plan_proposed`, `POST /v1/plans/{id}`).
+             */
+            plan?: boolean;
             stream?: boolean;
             text: string;
             wait?: boolean;
@@ -4338,6 +4471,103 @@ export interface operations {
             };
         };
     };
+    get_plan: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PlanDto"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    decide_plan: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["DecidePlanRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PlanDto"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description already_decided, expired or run_ended */
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
     get_question: {
         parameters: {
             query?: never;
@@ -4537,6 +4767,44 @@ export interface operations {
                 };
             };
             410: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    run_plans: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PlanList"];
+                };
+            };
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };
@@ -5064,6 +5332,44 @@ export interface operations {
                 };
             };
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    list_plans: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PlanList"];
+                };
+            };
+            404: {
                 headers: {
                     [name: string]: unknown;
                 };

@@ -9,6 +9,7 @@ use utoipa::ToSchema;
 mod agents;
 mod knowledge;
 mod memory;
+mod plans;
 mod questions;
 mod settings;
 mod todos;
@@ -17,6 +18,7 @@ mod tools;
 pub use agents::*;
 pub use knowledge::*;
 pub use memory::*;
+pub use plans::*;
 pub use questions::*;
 pub use settings::*;
 pub use todos::*;
@@ -340,6 +342,11 @@ pub struct SendMessageRequest {
     pub stream: bool,
     #[serde(default)]
     pub wait: bool,
+    /// Plan mode: the agent researches with read-only tools and proposes a
+    /// plan; nothing is carried out before a person approves it
+    /// (`plan_proposed`, `POST /v1/plans/{id}`).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub plan: bool,
 }
 
 /// 202 body of a send: a run was created (`status` is the run's), or the message

@@ -13,7 +13,7 @@ use utoipa::ToSchema;
 
 use crate::api::{Citation, ErrorBody, UsageDto};
 use crate::ids::{MessageId, RunId, SessionId};
-use crate::states::{QuestionStatus, Verdict};
+use crate::states::{PlanStatus, QuestionStatus, Verdict};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct RunEvent {
@@ -112,6 +112,31 @@ pub enum EventKind {
         /// Who answered (a username).
         by: Option<String>,
     },
+    /// Plan mode: the agent's plan (the step's text, as Markdown); the run
+    /// waits for the first decision (`POST /v1/plans/{plan_id}`, a Lark
+    /// card's button or a plain reply, the REPL), holding no worker
+    /// (`waiting_input`). Nothing that changes anything ran before it.
+    PlanProposed {
+        step: u32,
+        plan_id: String,
+        call_id: String,
+        markdown: String,
+        /// Unix milliseconds; undecided by then, the plan `expired` and the
+        /// run ends with it as its reply.
+        expires_at: i64,
+    },
+    /// A plan was decided (`approved`: the run goes on with every tool;
+    /// `revised`: a new plan follows; `rejected`, `expired`: the run ends).
+    /// Published by the worker that resumes the run.
+    PlanDecided {
+        step: u32,
+        plan_id: String,
+        call_id: String,
+        status: PlanStatus,
+        comment: Option<String>,
+        /// Who decided (a username).
+        by: Option<String>,
+    },
     Usage(UsageDto),
     /// The session's todo list changed (`todo_update`): the whole list after
     /// the change. The list is the session's (`GET /v1/sessions/{id}/todos`).
@@ -167,6 +192,8 @@ impl EventKind {
             EventKind::ApprovalDecided { .. } => "approval_decided",
             EventKind::Question { .. } => "question",
             EventKind::QuestionAnswered { .. } => "question_answered",
+            EventKind::PlanProposed { .. } => "plan_proposed",
+            EventKind::PlanDecided { .. } => "plan_decided",
             EventKind::Usage(_) => "usage",
             EventKind::MemoryUsed { .. } => "memory_used",
             EventKind::Todo { .. } => "todo",

@@ -1,6 +1,6 @@
 //! The one fold of a run's events into what the run has said so far: its steps'
-//! text and thinking, its tool calls, the approvals and questions it waited
-//! for, its citations and how it ended. The terminal client, the Lark card and the load
+//! text and thinking, its tool calls, the approvals, questions and plans it
+//! waited for, its citations and how it ended. The terminal client, the Lark card and the load
 //! tester fold events with this; the web's reducer (`web/src/stream/reducer.ts`)
 //! follows the same rules, and one table of cases (`wire/tests/fold_cases.json`)
 //! is run against both.
@@ -14,7 +14,7 @@
 //!   would be too).
 //! * `run_started {resume_step}`: a new attempt goes on from `resume_step`;
 //!   whatever earlier attempts said at steps `>= resume_step` — text,
-//!   thinking, tool calls, approvals, questions — is void. (A run that waited for an
+//!   thinking, tool calls, approvals, questions, plans — is void. (A run that waited for an
 //!   approval resumes at the step after the waiting one, so that step's text and
 //!   its approvals stay.)
 //!
@@ -28,7 +28,7 @@ use std::collections::BTreeMap;
 
 use crate::api::{Citation, ErrorBody, MemoryRef, TodoItem, UsageDto};
 use crate::event::{EventKind, RunEvent};
-use crate::states::{QuestionStatus, Verdict};
+use crate::states::{PlanStatus, QuestionStatus, Verdict};
 
 /// What one step said.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -109,6 +109,30 @@ pub struct Answered {
     pub seq: u64,
 }
 
+/// A plan the agent proposed (`plan_proposed`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// The seq of its `plan_proposed`.
+    pub seq: u64,
+    pub plan_id: String,
+    pub step: u32,
+    pub call_id: String,
+    pub markdown: String,
+    /// Unix ms; undecided by then the plan expires and the run ends.
+    pub expires_at: i64,
+    pub decided: Option<PlanDecided>,
+}
+
+/// How a plan was decided (`plan_decided`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlanDecided {
+    pub status: PlanStatus,
+    pub comment: Option<String>,
+    pub by: Option<String>,
+    /// The seq of its `plan_decided`.
+    pub seq: u64,
+}
+
 /// Where a tool call stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ToolStatus {
@@ -172,6 +196,10 @@ pub enum Change {
     /// The question at this index of [`RunFold::questions`] was answered (or
     /// expired).
     QuestionAnswered(usize),
+    /// The plan at this index of [`RunFold::plans`] is proposed.
+    Plan(usize),
+    /// The plan at this index of [`RunFold::plans`] was decided (or expired).
+    PlanDecided(usize),
     Usage,
     /// The sources the answer cites arrived ([`RunFold::citations`]).
     Citations,
@@ -194,6 +222,7 @@ pub struct RunFold {
     pub tools: Vec<ToolCall>,
     pub approvals: Vec<Approval>,
     pub questions: Vec<Question>,
+    pub plans: Vec<Plan>,
     /// The newest usage reported (a step's, then the run's total).
     pub usage: UsageDto,
     pub ttft_ms: Option<u64>,
@@ -231,12 +260,14 @@ impl RunFold {
                 let had = self.steps.keys().any(|s| void(*s))
                     || self.tools.iter().any(|t| void(t.step))
                     || self.approvals.iter().any(|a| void(a.step))
-                    || self.questions.iter().any(|q| void(q.step));
+                    || self.questions.iter().any(|q| void(q.step))
+                    || self.plans.iter().any(|p| void(p.step));
                 if had {
                     self.steps.retain(|s, _| !void(*s));
                     self.tools.retain(|t| !void(t.step));
                     self.approvals.retain(|a| !void(a.step));
                     self.questions.retain(|q| !void(q.step));
+                    self.plans.retain(|p| !void(p.step));
                     out.push(Change::Retract {
                         from: *resume_step,
                         to: u32::MAX,
@@ -268,11 +299,15 @@ impl RunFold {
                     .steps
                     .remove(step)
                     .is_some_and(|s| !s.text.is_empty() || !s.thinking.is_empty());
-                let calls = self.tools.len() + self.approvals.len() + self.questions.len();
+                let waits = |f: &RunFold| {
+                    f.tools.len() + f.approvals.len() + f.questions.len() + f.plans.len()
+                };
+                let calls = waits(self);
                 self.tools.retain(|t| t.step != *step);
                 self.approvals.retain(|a| a.step != *step);
                 self.questions.retain(|q| q.step != *step);
-                if said || calls != self.tools.len() + self.approvals.len() + self.questions.len() {
+                self.plans.retain(|p| p.step != *step);
+                if said || calls != waits(self) {
                     vec![Change::Retract {
                         from: *step,
                         to: *step,
@@ -422,6 +457,43 @@ impl RunFold {
                 }
                 None => vec![],
             },
+            EventKind::PlanProposed {
+                step,
+                plan_id,
+                call_id,
+                markdown,
+                expires_at,
+            } => {
+                self.plans.retain(|p| &p.plan_id != plan_id);
+                self.plans.push(Plan {
+                    seq: ev.seq,
+                    plan_id: plan_id.clone(),
+                    step: *step,
+                    call_id: call_id.clone(),
+                    markdown: markdown.clone(),
+                    expires_at: *expires_at,
+                    decided: None,
+                });
+                vec![Change::Plan(self.plans.len() - 1)]
+            }
+            EventKind::PlanDecided {
+                plan_id,
+                status,
+                comment,
+                by,
+                ..
+            } => match self.plans.iter().position(|p| &p.plan_id == plan_id) {
+                Some(i) => {
+                    self.plans[i].decided = Some(PlanDecided {
+                        status: *status,
+                        comment: comment.clone(),
+                        by: by.clone(),
+                        seq: ev.seq,
+                    });
+                    vec![Change::PlanDecided(i)]
+                }
+                None => vec![],
+            },
             EventKind::Usage(u) => {
                 self.usage = *u;
                 vec![Change::Usage]
@@ -508,6 +580,12 @@ impl RunFold {
     /// answers).
     pub fn open_question(&self) -> Option<&Question> {
         self.questions.iter().rev().find(|q| q.answered.is_none())
+    }
+
+    /// The plan proposed and not decided yet, if any (the one a reply
+    /// revises).
+    pub fn open_plan(&self) -> Option<&Plan> {
+        self.plans.iter().rev().find(|p| p.decided.is_none())
     }
 
     /// The decision on `call`'s approval, if it needed one and it was answered.

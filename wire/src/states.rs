@@ -216,6 +216,71 @@ impl FromStr for QuestionStatus {
     }
 }
 
+/// Where a plan (plan mode, `plan_proposed`) stands: `proposed` until the
+/// first decision; `revised` when a person asked for changes (a new plan
+/// follows); `expired` when nobody decided within `tools.approval_ttl_secs`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PlanStatus {
+    Proposed,
+    Approved,
+    Rejected,
+    Revised,
+    Expired,
+}
+
+impl PlanStatus {
+    pub const ALL: [PlanStatus; 5] = [
+        PlanStatus::Proposed,
+        PlanStatus::Approved,
+        PlanStatus::Rejected,
+        PlanStatus::Revised,
+        PlanStatus::Expired,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PlanStatus::Proposed => "proposed",
+            PlanStatus::Approved => "approved",
+            PlanStatus::Rejected => "rejected",
+            PlanStatus::Revised => "revised",
+            PlanStatus::Expired => "expired",
+        }
+    }
+}
+
+impl FromStr for PlanStatus {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Self, ()> {
+        PlanStatus::ALL
+            .into_iter()
+            .find(|status| status.as_str() == s)
+            .ok_or(())
+    }
+}
+
+/// What a person decides about a proposed plan (`POST /v1/plans/{id}`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum PlanDecision {
+    /// Carry it out: the run goes on with the agent's full tools.
+    Approve,
+    /// Drop it: the run ends with the plan as its reply, nothing carried out.
+    Reject,
+    /// Change it (the comment says how): the agent writes a new plan.
+    Revise,
+}
+
+impl PlanDecision {
+    pub fn status(self) -> PlanStatus {
+        match self {
+            PlanDecision::Approve => PlanStatus::Approved,
+            PlanDecision::Reject => PlanStatus::Rejected,
+            PlanDecision::Revise => PlanStatus::Revised,
+        }
+    }
+}
+
 /// What a user may do: `admin` manages users, agents and settings.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
@@ -270,6 +335,11 @@ mod tests {
         assert_eq!("pending".parse::<Verdict>(), Err(()));
         for status in QuestionStatus::ALL {
             assert_eq!(status.as_str().parse::<QuestionStatus>(), Ok(status));
+            let json = serde_json::to_string(&status).unwrap();
+            assert_eq!(json, format!("\"{}\"", status.as_str()));
+        }
+        for status in PlanStatus::ALL {
+            assert_eq!(status.as_str().parse::<PlanStatus>(), Ok(status));
             let json = serde_json::to_string(&status).unwrap();
             assert_eq!(json, format!("\"{}\"", status.as_str()));
         }

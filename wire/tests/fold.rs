@@ -78,6 +78,19 @@ fn check(name: &str, fold: &mut RunFold, events: &Value, expect: &Value) {
         );
         assert_eq!(&got["questions"], asked, "{name}: questions");
     }
+    if let Some(proposed) = expect.get("plans") {
+        got["plans"] = json!(
+            fold.plans
+                .iter()
+                .map(|p| json!({
+                    "plan_id": p.plan_id,
+                    "status": p.decided.as_ref().map_or("proposed", |d| d.status.as_str()),
+                    "comment": p.decided.as_ref().and_then(|d| d.comment.clone()),
+                }))
+                .collect::<Vec<_>>()
+        );
+        assert_eq!(&got["plans"], proposed, "{name}: plans");
+    }
     for key in ["steps", "tools", "outcome"] {
         assert_eq!(got[key], expect[key], "{name}: {key}");
     }

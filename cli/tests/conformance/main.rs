@@ -24,6 +24,7 @@ mod mcp;
 mod memory;
 mod multitask;
 mod otel;
+mod plans;
 mod providers;
 mod questions;
 mod reload;

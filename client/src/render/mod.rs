@@ -97,6 +97,27 @@ pub fn answer_note(a: &weft_wire::fold::Answered) -> String {
     }
 }
 
+/// How a plan was decided, as a one-line note.
+pub fn plan_note(d: &weft_wire::fold::PlanDecided) -> String {
+    use weft_wire::states::PlanStatus;
+    let by =
+        d.by.as_deref()
+            .map(|b| format!(" by {b}"))
+            .unwrap_or_default();
+    match d.status {
+        PlanStatus::Approved => format!("✓ plan approved{by}: carrying it out"),
+        PlanStatus::Revised => format!(
+            "↻ changes asked{by}: {}",
+            d.comment.as_deref().unwrap_or_default()
+        ),
+        PlanStatus::Rejected => format!("✗ plan rejected{by}: nothing was carried out"),
+        PlanStatus::Expired => {
+            "✗ nobody decided on the plan in time: nothing was carried out".into()
+        }
+        PlanStatus::Proposed => "… the plan waits for a decision".into(),
+    }
+}
+
 /// A person's typed reply to a question as its answer: option numbers
 /// (comma-separated when it takes several), else the text itself where a
 /// typed answer is accepted; or why it cannot be.

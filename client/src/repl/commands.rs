@@ -49,6 +49,10 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ("/stop", "cancel the session's active run"),
     ("/think", "show the last reply's thinking in full"),
     ("/todo", "the agent's todo list for this conversation"),
+    (
+        "/plan",
+        "TASK: plan first — read-only research, then a plan to approve, reject or edit",
+    ),
     ("/status", "show the status line"),
     ("/mcp", "the MCP servers and their tools (admins)"),
     (
@@ -97,6 +101,10 @@ pub async fn run(gw: &Gateway, state: &mut ReplState, line: &str) -> Result<Flow
             Err(e) => return Err(e),
         },
         "/memory" => super::memory::run(gw, state, arg).await?,
+        "/plan" if arg.is_empty() => println!(
+            "{DIM}/plan TASK: the agent researches with read-only tools and proposes a plan; nothing is done before you approve it{RESET}"
+        ),
+        "/plan" => super::turn::plan(gw, state, arg.to_string()).await?,
         "/todo" => match &state.session_id {
             None => println!("{DIM}no conversation yet{RESET}"),
             Some(id) => {

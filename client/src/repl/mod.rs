@@ -10,6 +10,7 @@ pub mod commands;
 pub mod display;
 pub mod helper;
 pub mod memory;
+pub mod pager;
 pub mod state;
 pub mod turn;
 

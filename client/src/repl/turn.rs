@@ -1,6 +1,7 @@
 //! One chat turn in the REPL: send, stream the reply into the [`Display`], and
 //! let Ctrl-C cancel the run (the gateway keeps the partial text as the reply).
-//! Approval requests are answered inline. Attached files go with the message and
+//! Approval requests, questions and plans (plan mode, `/plan`) are answered
+//! inline. Attached files go with the message and
 //! are dropped once the gateway took it; a refused message (a file over a limit,
 //! a type the gateway does not take) keeps them, so the person can fix and resend.
 
@@ -19,6 +20,16 @@ use crate::reply::{Change, Outcome, Reply};
 use crate::stream::RunStream;
 
 pub async fn run(gw: &Gateway, state: &mut ReplState, text: String) -> Result<()> {
+    send(gw, state, text, false).await
+}
+
+/// `/plan <task>`: the agent researches with read-only tools and proposes a
+/// plan, which is shown in full and decided here before anything is done.
+pub async fn plan(gw: &Gateway, state: &mut ReplState, task: String) -> Result<()> {
+    send(gw, state, task, true).await
+}
+
+async fn send(gw: &Gateway, state: &mut ReplState, text: String, plan: bool) -> Result<()> {
     let files = match attach::read_all(&state.pending).await {
         Ok(files) => files,
         Err(e) => return Err(still_attached(e, state)),
@@ -36,6 +47,7 @@ pub async fn run(gw: &Gateway, state: &mut ReplState, text: String) -> Result<()
         multitask: Default::default(),
         stream: true,
         wait: false,
+        plan,
     };
     let mut stream = RunStream::send(gw, &session, req, files);
     let result = follow(gw, state, &mut stream).await;
@@ -145,6 +157,25 @@ async fn follow(gw: &Gateway, state: &mut ReplState, stream: &mut RunStream) -> 
                         display.note(&crate::render::answer_note(a));
                     }
                 }
+                Change::Plan(i) => {
+                    display.finish();
+                    let p = &reply.plans[i];
+                    match decide_plan(&p.markdown).await {
+                        Some((decision, comment)) => {
+                            gw.decide_plan(&p.plan_id, decision, comment.as_deref())
+                                .await?
+                        }
+                        None => println!(
+                            "{DIM}(not decided: the plan waits until it expires — decide it from the web page or Lark){RESET}"
+                        ),
+                    }
+                    display = Display::new();
+                }
+                Change::PlanDecided(i) => {
+                    if let Some(d) = &reply.plans[i].decided {
+                        display.note(&crate::render::plan_note(d));
+                    }
+                }
                 Change::Memories => display.note(&crate::render::memories_note(&reply.memories)),
                 Change::Todos => {
                     let items = reply.todos.as_deref().unwrap_or_default();
@@ -214,6 +245,43 @@ async fn ask_question(q: &weft_wire::fold::Question) -> Option<Vec<String>> {
             match crate::render::parse_answer(&q, line.trim()) {
                 Ok(answer) => return Some(answer),
                 Err(why) => println!("{DIM}{why}{RESET}"),
+            }
+        }
+    })
+    .await
+    .ok()
+    .flatten()
+}
+
+/// The plan shown in full (through the pager when it is taller than the
+/// terminal), then the decision read from the terminal: `y` approves, `n`
+/// rejects, `e` asks for changes with a comment. `None` at the end of input.
+async fn decide_plan(markdown: &str) -> Option<(weft_wire::states::PlanDecision, Option<String>)> {
+    use weft_wire::states::PlanDecision;
+    let markdown = markdown.to_string();
+    tokio::task::spawn_blocking(move || {
+        super::pager::show(&format!("── the plan ──\n\n{markdown}\n"));
+        let read = |prompt: &str| {
+            print!("{prompt}");
+            let _ = std::io::stdout().flush();
+            let mut line = String::new();
+            (std::io::stdin().lock().read_line(&mut line).unwrap_or(0) > 0)
+                .then(|| line.trim().to_string())
+        };
+        loop {
+            let choice = read(&format!(
+                "{YELLOW}?{RESET} carry out this plan?  [y]es / [n]o / [e]dit (ask for changes): "
+            ))?;
+            match choice.to_ascii_lowercase().as_str() {
+                "y" | "yes" | "approve" => return Some((PlanDecision::Approve, None)),
+                "n" | "no" | "reject" => return Some((PlanDecision::Reject, None)),
+                "e" | "edit" | "revise" => loop {
+                    let comment = read("what should change? ")?;
+                    if !comment.is_empty() {
+                        return Some((PlanDecision::Revise, Some(comment)));
+                    }
+                },
+                _ => continue,
             }
         }
     })

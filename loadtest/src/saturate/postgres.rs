@@ -326,6 +326,7 @@ async fn one_run(
                 multitask: Multitask::Enqueue,
                 idempotency_key: Some(uuid::Uuid::new_v4().to_string()),
                 lark_message_id: None,
+                plan: false,
             },
             limits: RunLimits::unlimited(),
             queued_messages_per_session: 10,

@@ -42,6 +42,11 @@ pub struct ToolsConfig {
     /// An agent's `tool_policies` and an MCP server's `policy` join these: the
     /// strictest that applies to a call wins (`deny` > `confirm` > `auto`).
     pub policies: BTreeMap<String, ToolPolicy>,
+    /// Plan mode offers only tools that read. Built-ins say whether they do,
+    /// an MCP tool by its server's `readOnlyHint`; this overrides either, by
+    /// tool name or `mcp:<server>` (`read_only = { "mcp:docs" = true,
+    /// web_fetch = false }`).
+    pub read_only: BTreeMap<String, bool>,
     pub web_fetch: WebFetchConfig,
     pub web_search: WebSearchConfig,
 }
@@ -54,6 +59,7 @@ impl Default for ToolsConfig {
             approval_ttl_secs: 30 * 60,
             max_calls_per_step: 16,
             policies: BTreeMap::new(),
+            read_only: BTreeMap::new(),
             web_fetch: WebFetchConfig::default(),
             web_search: WebSearchConfig::default(),
         }

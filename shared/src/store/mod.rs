@@ -19,6 +19,7 @@ mod lark_inbox;
 mod mcp_status;
 mod memories;
 mod messages;
+mod plans;
 mod purge;
 mod questions;
 mod recovery;
@@ -61,6 +62,7 @@ pub use lark_cards::{CardEntityRecord, LarkApprovalCard, LarkCard};
 pub use lark_inbox::{InboxEntry, InboxState, InboxWriter, LeasedInbound, MAX_KEEP_BATCH};
 pub use memories::{Kept, Learned, Memory, MemoryChange, NewMemory, PendingTurn};
 pub use messages::{HistoryState, Message, StepCheckpoint, ToolResult, valid_cursor};
+pub use plans::{NewPlan, Plan, PlanDecision, PlanOutcome, PlanStatus, accept_comment};
 pub use purge::Purged;
 pub use questions::{
     AnswerOutcome, Answerer, MAX_ANSWER_CHARS, NewQuestion, Question, QuestionStatus,
@@ -79,7 +81,7 @@ pub use todos::{
 pub use turns::{Alternative, TurnOutcome};
 pub use user_limits::RunLimits;
 pub use users::{AuthUser, PasswordChange, Role, TokenKind, TokenRecord};
-pub use waits::{PendingStep, WaitOutcome};
+pub use waits::{Announced, NewWaits, PendingStep, WaitOutcome};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Dialect {

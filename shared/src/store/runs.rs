@@ -155,6 +155,11 @@ pub struct ClaimedRun {
     /// recorded by the transaction that ends the run, off the first token's
     /// path (see `store::memories`).
     pub memories_used: Vec<String>,
+    /// Sent in plan mode (`plans.rs`).
+    pub plan: bool,
+    /// Plan mode, before a plan was approved: only read-only tools, and the
+    /// run ends its planning with a plan proposed.
+    pub planning: bool,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -272,6 +277,9 @@ impl Store {
              returning id, session_id, user_id, model, mode, attempt, cancel_requested, started_at, created_at, last_seq,
                  traceparent, pending_step, resumed_by, {},
                  (select s.knowledge from sessions s where s.id = runs.session_id) as session_knowledge,
+                 plan, case when plan = 0 then 0
+                      when exists (select 1 from plans p where p.run_id = runs.id and p.status = 'approved') then 0
+                      else 1 end as planning,
                  (select case when u.memory_enabled = 1 then u.memory_rev else -1 end from users u where u.id = runs.user_id) as memory_rev",
             super::revisions::PROMPT_REV
         )))
@@ -308,6 +316,8 @@ impl Store {
             memory_rev: get_opt_i64(&row, "memory_rev")?.filter(|r| *r >= 0),
             remember_after: None,
             memories_used: Vec::new(),
+            plan: get_i64(&row, "plan")? != 0,
+            planning: get_i64(&row, "planning")? != 0,
         };
         if claimed.attempt > max_attempts {
             return Ok(ClaimOutcome::Exhausted(claimed));

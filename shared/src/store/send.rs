@@ -47,6 +47,10 @@ pub struct NewMessage {
     pub idempotency_key: Option<String>,
     /// The Lark message this one came from (the bot replies to it).
     pub lark_message_id: Option<String>,
+    /// Plan mode: the run proposes a plan before anything is carried out. A
+    /// plan starts a run of its own, so it never waits behind an active run:
+    /// `enqueue` is refused like `reject` (`interrupt` still works).
+    pub plan: bool,
 }
 
 /// A send: the message, and the limits and trace context it is sent under.
@@ -114,6 +118,11 @@ impl Store {
         let mut interrupted = None;
         if let Some((active_id, status)) = look.active {
             match req.message.multitask {
+                Multitask::Reject | Multitask::Enqueue if req.message.plan => {
+                    return Ok(SendOutcome::Rejected {
+                        active_run_id: active_id,
+                    });
+                }
                 Multitask::Reject => {
                     return Ok(SendOutcome::Rejected {
                         active_run_id: active_id,
@@ -190,6 +199,12 @@ impl Store {
             now,
         )
         .await?;
+        if req.message.plan {
+            sqlx::query("update runs set plan = 1 where id = $1")
+                .bind(&run_id.0)
+                .execute(&mut **tx)
+                .await?;
+        }
         // Messages that were waiting behind the interrupted run (or stranded by a
         // run that ended without its worker) join this one.
         if look.waiting > 0 {

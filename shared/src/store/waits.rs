@@ -1,14 +1,15 @@
-//! Waits: a run suspended on people (issue 24). A step may wait for two kinds
-//! of answer — approvals of its `confirm` calls (`approvals.rs`) and answers to
-//! the questions the agent asked (`questions.rs`, `ask_user`). Both kinds share
-//! one protocol, written here once:
+//! Waits: a run suspended on people (issue 24). A step may wait for three
+//! kinds of answer — approvals of its `confirm` calls (`approvals.rs`), answers
+//! to the questions the agent asked (`questions.rs`, `ask_user`) and the
+//! decision on a plan it proposed (`plans.rs`, plan mode). All kinds share one
+//! protocol, written here once:
 //!
 //! 1. **Store**: while the worker still owns the run, the step (its text and
 //!    every call, `runs.pending_step`) and its waits are written in one
 //!    transaction ([`Store::store_waits`]); only then are they announced, so an
 //!    answer as quick as the event finds its row.
 //! 2. **Suspend**: the worker hands the run over ([`Store::suspend_run`]):
-//!    `waiting_input` when a question is open, else `waiting_approval`, with
+//!    `waiting_input` when a question or a plan is open, else `waiting_approval`, with
 //!    no owner — or straight back to `queued` when everything was answered
 //!    meanwhile. The attempt count starts again: waiting is progress, not a
 //!    crash.
@@ -25,12 +26,13 @@
 //! second sees the other, and the run goes back to the queue.
 
 use super::approvals::insert_approvals;
+use super::plans::insert_plans;
 use super::questions::insert_questions;
 use super::{Result, Store, StoreError, get_i64, get_str};
 use crate::api::ToolCallDto;
 use crate::ids::RunId;
 use crate::states::RunStatus;
-use crate::store::{NewApproval, NewQuestion};
+use crate::store::{NewApproval, NewPlan, NewQuestion};
 use crate::time::now_ms;
 
 type Tx = sqlx::Transaction<'static, sqlx::Any>;
@@ -45,6 +47,22 @@ pub struct PendingStep {
     /// step resumes (absent in steps stored before migration 0031).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub reasoning: Vec<weft_wire::reasoning::Reasoning>,
+}
+
+/// What a step waits for, of each kind.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct NewWaits {
+    pub approvals: Vec<NewApproval>,
+    pub questions: Vec<NewQuestion>,
+    pub plans: Vec<NewPlan>,
+}
+
+/// Answered waits a resuming worker published, of each kind (ids).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Announced {
+    pub approvals: Vec<String>,
+    pub questions: Vec<String>,
+    pub plans: Vec<String>,
 }
 
 /// After the worker hands a run over to its waits.
@@ -67,8 +85,7 @@ impl Store {
         run: &RunId,
         worker: &str,
         pending: &PendingStep,
-        approvals: &[NewApproval],
-        questions: &[NewQuestion],
+        waits: &NewWaits,
     ) -> Result<bool> {
         let mut tx = self.begin().await?;
         let now = now_ms();
@@ -97,13 +114,14 @@ impl Store {
             step: pending.step,
             now,
         };
-        insert_approvals(&mut tx, &asked, approvals).await?;
-        insert_questions(&mut tx, &asked, questions).await?;
+        insert_approvals(&mut tx, &asked, &waits.approvals).await?;
+        insert_questions(&mut tx, &asked, &waits.questions).await?;
+        insert_plans(&mut tx, &asked, &waits.plans).await?;
         tx.commit().await?;
         Ok(true)
     }
 
-    /// Release the run to its waits: `waiting_input` (a question is open) or
+    /// Release the run to its waits: `waiting_input` (a question or a plan is open) or
     /// `waiting_approval` with no owner, or straight back to `queued` when
     /// nothing is open any more or an answer is still to be announced.
     pub async fn suspend_run(&self, run: &RunId, worker: &str, seq: u64) -> Result<WaitOutcome> {
@@ -148,13 +166,15 @@ impl Store {
         Ok(outcome)
     }
 
-    /// Pending approvals and questions past their time become `expired`; their
-    /// runs go back to the queue. Returns the runs to enqueue.
+    /// Open approvals, questions and plans past their time become `expired`;
+    /// their runs go back to the queue. Returns the runs to enqueue.
     pub async fn expire_waits(&self, now: i64) -> Result<Vec<RunId>> {
         let runs = sqlx::query(
             "select run_id from approvals where status = 'pending' and expires_at <= $1
              union
-             select run_id from questions where status = 'pending' and expires_at <= $1",
+             select run_id from questions where status = 'pending' and expires_at <= $1
+             union
+             select run_id from plans where status = 'proposed' and expires_at <= $1",
         )
         .bind(now)
         .fetch_all(&self.pool)
@@ -180,6 +200,14 @@ impl Store {
             .bind(&run.0)
             .execute(&mut **tx)
             .await?;
+            sqlx::query(
+                "update plans set status = 'expired', decided_at = $1
+                 where run_id = $2 and status = 'proposed' and expires_at <= $1",
+            )
+            .bind(now)
+            .bind(&run.0)
+            .execute(&mut **tx)
+            .await?;
             if requeue_waiting(&mut tx, &run, now).await? {
                 resumed.push(run);
             }
@@ -193,6 +221,8 @@ impl Store {
 pub(super) trait WaitKind: Sized {
     const TABLE: &'static str;
     const COLUMNS: &'static str;
+    /// The status of a wait still open.
+    const OPEN: &'static str = "pending";
     fn from_row(row: &sqlx::any::AnyRow) -> Result<Self>;
 }
 
@@ -223,7 +253,10 @@ impl Store {
         session: &crate::ids::SessionId,
     ) -> Result<Vec<K>> {
         self.waits_where(
-            "session_id = $1 and status = 'pending' order by created_at, id",
+            &format!(
+                "session_id = $1 and status = '{}' order by created_at, id",
+                K::OPEN
+            ),
             &session.0,
         )
         .await
@@ -289,19 +322,22 @@ pub(super) async fn lock_run(
 struct Open {
     /// Waits of the newest step still open.
     pending: i64,
-    /// Of them, questions (the run waits for input).
+    /// Of them, questions and plans (the run waits for input).
     questions: i64,
     /// Answered, and not announced yet.
     unannounced: i64,
 }
 
-/// The newest waiting step's waits, of both kinds.
+/// The newest waiting step's waits, of every kind.
 async fn open_waits(tx: &mut Tx, run: &RunId) -> Result<Open> {
     let row = sqlx::query(
         "with w as (
              select step, status, announced, 0 as question from approvals where run_id = $1
              union all
              select step, status, announced, 1 as question from questions where run_id = $1
+             union all
+             select step, case when status = 'proposed' then 'pending' else status end,
+                 announced, 1 as question from plans where run_id = $1
          )
          select
              coalesce(sum(case when status = 'pending' then 1 else 0 end), 0) as pending,
@@ -343,12 +379,16 @@ pub(super) fn parse_pending_step(json: Option<String>) -> Result<Option<PendingS
 
 impl Store {
     /// Marks answered waits announced (the resuming worker published them).
-    pub async fn mark_announced(&self, approvals: &[String], questions: &[String]) -> Result<()> {
-        if approvals.is_empty() && questions.is_empty() {
+    pub async fn mark_announced(&self, done: &Announced) -> Result<()> {
+        if done.approvals.is_empty() && done.questions.is_empty() && done.plans.is_empty() {
             return Ok(());
         }
         let _gate = self.write_gate().await;
-        for (table, ids) in [("approvals", approvals), ("questions", questions)] {
+        for (table, ids) in [
+            ("approvals", &done.approvals),
+            ("questions", &done.questions),
+            ("plans", &done.plans),
+        ] {
             for id in ids {
                 sqlx::query(sqlx::AssertSqlSafe(format!(
                     "update {table} set announced = 1 where id = $1"

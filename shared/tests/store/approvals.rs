@@ -34,9 +34,18 @@ async fn a_decision_before_the_wait_is_still_the_one_the_resume_links_to(db: Db)
         expires_at: weft_shared::time::now_ms() + 60_000,
     };
     assert!(
-        s.store_waits(&run, "w1", &pending, &[asked], &[])
-            .await
-            .unwrap()
+        s.store_waits(
+            &run,
+            "w1",
+            &pending,
+            &weft_shared::store::NewWaits {
+                approvals: vec![asked],
+                questions: Vec::new(),
+                plans: Vec::new()
+            }
+        )
+        .await
+        .unwrap()
     );
     // Decided while the worker is still on its way to the wait.
     s.decide_approval(

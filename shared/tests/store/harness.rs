@@ -280,6 +280,7 @@ pub fn req(user: &UserId, session: &SessionId, text: &str) -> SendRequest {
             multitask: Multitask::Enqueue,
             idempotency_key: None,
             lark_message_id: None,
+            plan: false,
         },
         limits: RunLimits::unlimited(),
         queued_messages_per_session: 0,

@@ -418,9 +418,18 @@ async fn approval_cards_say_how_they_were_decided(db: Db) {
         call("ap_no", "c"),
     ];
     assert!(
-        s.store_waits(&run, "w1", &pending, &asked, &[])
-            .await
-            .unwrap()
+        s.store_waits(
+            &run,
+            "w1",
+            &pending,
+            &weft_shared::store::NewWaits {
+                approvals: asked.to_vec(),
+                questions: Vec::new(),
+                plans: Vec::new()
+            }
+        )
+        .await
+        .unwrap()
     );
     for ap in &asked {
         s.record_lark_approval_card(&ap.id, &format!("om_{}", ap.id))

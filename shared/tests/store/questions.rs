@@ -70,9 +70,18 @@ async fn the_first_answer_stands_and_resumes_the_run(db: Db) {
     let bob = user(&db, "bob").await;
     let asked = question("q_1", &["red", "blue"], false, now_ms() + 60_000);
     assert!(
-        s.store_waits(&run, "w1", &pending(), &[], &[asked])
-            .await
-            .unwrap()
+        s.store_waits(
+            &run,
+            "w1",
+            &pending(),
+            &weft_shared::store::NewWaits {
+                approvals: Vec::new(),
+                questions: vec![asked],
+                plans: Vec::new()
+            }
+        )
+        .await
+        .unwrap()
     );
     assert_eq!(
         s.suspend_run(&run, "w1", 4).await.unwrap(),
@@ -175,7 +184,12 @@ async fn the_first_answer_stands_and_resumes_the_run(db: Db) {
     let qs = s.step_questions(&run, 1).await.unwrap();
     assert_eq!(qs.len(), 1);
     assert!(!qs[0].announced);
-    s.mark_announced(&[], &["q_1".into()]).await.unwrap();
+    s.mark_announced(&weft_shared::store::Announced {
+        questions: vec!["q_1".into()],
+        ..Default::default()
+    })
+    .await
+    .unwrap();
     assert!(s.step_questions(&run, 1).await.unwrap()[0].announced);
     assert!(s.session_questions(&ses.id).await.unwrap().is_empty());
     // The run still lists it, answered: what its reply shows after a reload.
@@ -197,9 +211,18 @@ async fn a_step_waits_for_its_approval_and_its_question(db: Db) {
     };
     let asked = question("q_2", &[], true, now_ms() + 60_000);
     assert!(
-        s.store_waits(&run, "w1", &pending(), &[approval], &[asked])
-            .await
-            .unwrap()
+        s.store_waits(
+            &run,
+            "w1",
+            &pending(),
+            &weft_shared::store::NewWaits {
+                approvals: vec![approval],
+                questions: vec![asked],
+                plans: Vec::new()
+            }
+        )
+        .await
+        .unwrap()
     );
     // Answered while the worker is still on its way to the wait: the run
     // waits on the approval alone now.
@@ -218,7 +241,12 @@ async fn a_step_waits_for_its_approval_and_its_question(db: Db) {
         WaitOutcome::Decided
     );
     claim(&db, &run, "w2").await;
-    s.mark_announced(&[], &["q_2".into()]).await.unwrap();
+    s.mark_announced(&weft_shared::store::Announced {
+        questions: vec!["q_2".into()],
+        ..Default::default()
+    })
+    .await
+    .unwrap();
     assert_eq!(
         s.suspend_run(&run, "w2", 6).await.unwrap(),
         WaitOutcome::Waiting
@@ -248,9 +276,18 @@ async fn an_expired_question_resumes_the_run_unanswered(db: Db) {
     let (alice, _, run) = claimed(&db, "late").await;
     let asked = question("q_3", &["yes", "no"], true, now_ms() + 1_000);
     assert!(
-        s.store_waits(&run, "w1", &pending(), &[], &[asked])
-            .await
-            .unwrap()
+        s.store_waits(
+            &run,
+            "w1",
+            &pending(),
+            &weft_shared::store::NewWaits {
+                approvals: Vec::new(),
+                questions: vec![asked],
+                plans: Vec::new()
+            }
+        )
+        .await
+        .unwrap()
     );
     assert_eq!(
         s.suspend_run(&run, "w1", 4).await.unwrap(),

@@ -244,6 +244,11 @@ pub(crate) fn tool_entries(config: &McpServerConfig, listed: Vec<RemoteTool>) ->
                 description,
                 parameters: serde_json::Value::Object((*tool.input_schema).clone()),
             },
+            read_only: tool
+                .annotations
+                .as_ref()
+                .and_then(|a| a.read_only_hint)
+                .unwrap_or(false),
             remote: tool.name.into_owned(),
         });
     }

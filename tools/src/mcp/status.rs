@@ -53,6 +53,9 @@ pub(crate) struct ToolEntry {
     pub spec: ToolSpec,
     /// The server's own name for it.
     pub remote: String,
+    /// The server says it only reads (`annotations.readOnlyHint`): offered in
+    /// plan mode. A hint, from a server the administrator chose to trust.
+    pub read_only: bool,
 }
 
 /// A live connection's handle, with a number that changes on every reconnect

@@ -29,6 +29,10 @@ impl Tool for McpTool {
         true
     }
 
+    fn read_only(&self) -> bool {
+        self.entry.read_only
+    }
+
     /// The server's configured policy (`confirm` unless the admin chose).
     fn default_policy(&self) -> weft_shared::config::ToolPolicy {
         self.slot.config.policy

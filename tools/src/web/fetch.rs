@@ -385,6 +385,11 @@ impl Tool for WebFetch {
         }
     }
 
+    /// A `GET` through the SSRF guard: it reads.
+    fn read_only(&self) -> bool {
+        true
+    }
+
     async fn call(&self, args: serde_json::Value, ctx: &ToolContext) -> Result<String, String> {
         let Some(url) = args.get("url").and_then(|u| u.as_str()) else {
             return Err(r#"web_fetch needs {"url": "https://…"}"#.into());

@@ -346,6 +346,11 @@ impl Tool for WebSearch {
         }
     }
 
+    /// A search reads.
+    fn read_only(&self) -> bool {
+        true
+    }
+
     async fn call(&self, args: serde_json::Value, _ctx: &ToolContext) -> Result<String, String> {
         let Some(query) = args.get("query").and_then(|q| q.as_str()) else {
             return Err(r#"web_search needs {"query": "…"}"#.into());

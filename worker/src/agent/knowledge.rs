@@ -179,6 +179,11 @@ impl Tool for KnowledgeSearch {
         }
     }
 
+    /// Searches knowledge bases.
+    fn read_only(&self) -> bool {
+        true
+    }
+
     async fn call(&self, args: serde_json::Value, ctx: &ToolContext) -> Result<String, String> {
         let query = args["query"].as_str().unwrap_or_default().trim();
         if query.is_empty() {

@@ -290,6 +290,11 @@ impl Tool for MemorySearch {
         }
     }
 
+    /// Reads the person's memories.
+    fn read_only(&self) -> bool {
+        true
+    }
+
     async fn call(&self, args: serde_json::Value, ctx: &ToolContext) -> Result<String, String> {
         let user = UserId(ctx.user_id.clone());
         memory_on(&self.store, &self.live, &user).await?;

@@ -18,6 +18,7 @@ mod finish;
 mod knowledge;
 mod memory;
 mod output;
+mod plan;
 mod skills;
 mod step;
 mod todos;
@@ -183,18 +184,28 @@ impl<'a> Attempt<'a> {
             }
         };
         // A tool the agent may not use is never offered (and refused if called).
-        let tools = inner
-            .tools()
+        let registry = inner.tools();
+        let tools = registry
             .specs()
             .into_iter()
-            .filter(|t| agent.allows_tool_in(&t.name, !run.session_knowledge.is_empty()))
+            .filter(|t| {
+                // Offered to a run sent in plan mode, to its end: its history
+                // may hold the call.
+                t.name == weft_tools::PROPOSE_PLAN && run.plan
+                    || agent.allows_tool_in(&t.name, !run.session_knowledge.is_empty())
+            })
             .filter(|t| has_skills || t.name != "use_skill")
             .filter(|t| {
                 memory::applies(&run, &cfg, &agent)
                     || !weft_shared::config::agents::MEMORY_TOOLS.contains(&t.name.as_str())
             })
+            .filter(|t| !run.planning || plan::offered_while_planning(&registry, &cfg, &t.name))
             .collect::<Vec<_>>()
             .into();
+        let mut system = system;
+        if run.planning {
+            system.push_str(plan::PLAN_MODE_PROMPT);
+        }
         let mut run = run;
         run.remember_after = memory::extraction_after(&run, &cfg, &agent);
         Ok(Attempt {
@@ -432,30 +443,38 @@ impl<'a> Attempt<'a> {
                 (said, calls)
             }
         };
-        if calls.is_empty() {
-            return Flow::End(RunEnd::Succeeded {
-                content: said.text,
-                step,
-                citations: Vec::new(),
-                reasoning: said.reasoning,
-            });
-        }
-        let runner = match self.runner().await {
+        // Planning ends with a plan proposed, called for or not.
+        let calls = match plan::calls_of_step(self.run.planning, step, &said, calls) {
+            Some(calls) => calls,
+            None => {
+                return Flow::End(RunEnd::Succeeded {
+                    content: said.text,
+                    step,
+                    citations: Vec::new(),
+                    reasoning: said.reasoning,
+                });
+            }
+        };
+        let runner = match self.runner(self.run.planning).await {
             Ok(r) => r,
             Err(flow) => return flow,
         };
-        let disposed = runner.dispose_step(calls, |_| None);
-        if disposed
-            .iter()
-            .any(|(_, d)| matches!(d, Disposition::Confirm | Disposition::Ask))
-        {
+        let mut disposed = runner.dispose_step(calls, |_| None);
+        plan::one_plan_with_text(&said, &mut disposed);
+        if disposed.iter().any(|(_, d)| {
+            matches!(
+                d,
+                Disposition::Confirm | Disposition::Ask | Disposition::Plan
+            )
+        }) {
             return wait::suspend(self, said, disposed).await;
         }
         self.run_tools(&runner, said, disposed).await
     }
 
-    /// The tool runner for this run, with the session's `always` grants.
-    async fn runner(&self) -> Result<ToolRunner<'a>, Flow> {
+    /// The tool runner for this run, with the session's `always` grants;
+    /// `planning`: for a step made in plan mode (only read-only tools run).
+    async fn runner(&self, planning: bool) -> Result<ToolRunner<'a>, Flow> {
         let grants: HashSet<String> = match self
             .inner
             .deps
@@ -477,7 +496,8 @@ impl<'a> Attempt<'a> {
             self.cfg.clone(),
             !self.run.session_knowledge.is_empty(),
             self.tools.clone(),
-        ))
+        )
+        .while_planning(planning))
     }
 
     /// Run a step's disposed calls, checkpoint the step, extend the context.

@@ -90,6 +90,11 @@ impl Tool for ReadOutput {
         }
     }
 
+    /// Reads what this run already produced.
+    fn read_only(&self) -> bool {
+        true
+    }
+
     async fn call(&self, args: serde_json::Value, ctx: &ToolContext) -> Result<String, String> {
         let id = args["id"].as_str().unwrap_or_default();
         let offset = args["offset"].as_u64().unwrap_or(0);

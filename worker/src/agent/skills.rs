@@ -46,6 +46,11 @@ impl Tool for UseSkill {
         }
     }
 
+    /// Reads a skill's instructions.
+    fn read_only(&self) -> bool {
+        true
+    }
+
     async fn call(&self, args: serde_json::Value, ctx: &ToolContext) -> Result<String, String> {
         let name = args["name"].as_str().unwrap_or_default();
         let unknown = || format!("there is no skill {name:?} for this agent");

@@ -51,6 +51,11 @@ impl Tool for TodoUpdateTool {
         }
     }
 
+    /// Changes only the conversation's own todo list: a planner may keep one.
+    fn read_only(&self) -> bool {
+        true
+    }
+
     async fn call(&self, args: serde_json::Value, ctx: &ToolContext) -> Result<String, String> {
         let patch = patch_of(&args)?;
         let session = SessionId(ctx.session_id.clone());

@@ -23,6 +23,21 @@ use crate::Inner;
 use crate::RunStop;
 use crate::emitter::Emitter;
 
+/// Whether a call of `name` only reads (plan mode offers and runs only
+/// these): `[tools] read_only` by the tool's name, then by `mcp:<server>`,
+/// then what the tool declares ([`weft_tools::Tool::read_only`]).
+pub(super) fn read_only(cfg: &Config, tool: &dyn weft_tools::Tool, name: &str) -> bool {
+    let overrides = &cfg.tools.read_only;
+    overrides
+        .get(name)
+        .or_else(|| {
+            name.split_once("__")
+                .and_then(|(server, _)| overrides.get(&format!("mcp:{server}")))
+        })
+        .copied()
+        .unwrap_or_else(|| tool.read_only())
+}
+
 /// How one call is handled, decided before anything of its step runs.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(super) enum Disposition {
@@ -31,6 +46,8 @@ pub(super) enum Disposition {
     Confirm,
     /// `ask_user`: waits for a person's answer.
     Ask,
+    /// `propose_plan` in plan mode: waits for a person's decision on the plan.
+    Plan,
     /// Answered without running, as an error: the text the model gets.
     Answer(String),
     /// Answered without running by a person (`ask_user`): the text the model
@@ -52,6 +69,8 @@ pub(super) struct ToolRunner<'a> {
     /// The tools the model was offered: a call of any other is refused (a
     /// memory tool in a run with memory off, say).
     offered: Arc<Vec<ToolSpec>>,
+    /// Plan mode before a plan was approved: only read-only tools run.
+    planning: bool,
 }
 
 impl<'a> ToolRunner<'a> {
@@ -72,7 +91,13 @@ impl<'a> ToolRunner<'a> {
             cfg,
             session_bases,
             offered,
+            planning: false,
         }
+    }
+
+    /// For a step made in plan mode: only read-only tools run.
+    pub fn while_planning(self, planning: bool) -> Self {
+        ToolRunner { planning, ..self }
     }
 
     /// Every policy that speaks to this call, and the strictest wins (`deny` >
@@ -153,6 +178,26 @@ impl<'a> ToolRunner<'a> {
         let Some(tool) = tools.get(&call.name) else {
             return Disposition::Answer(format!("error: there is no tool named {:?}", call.name));
         };
+        if call.name == weft_tools::PROPOSE_PLAN {
+            return if self.planning {
+                Disposition::Plan
+            } else {
+                Disposition::Answer(
+                    "error: propose_plan is for plan mode only; nothing waits for a plan now"
+                        .into(),
+                )
+            };
+        }
+        // Enforced here, whatever the model was offered or told: in plan mode
+        // a tool that may change anything never runs.
+        if self.planning && !read_only(&self.cfg, tool.as_ref(), &call.name) {
+            return Disposition::Answer(format!(
+                "error: plan mode: {} may change things, so it cannot run before the plan is \
+                 approved; it did not run. Use read-only tools to research, write the plan, then \
+                 call propose_plan.",
+                call.name
+            ));
+        }
         if !self.agent.allows_tool_in(&call.name, self.session_bases) {
             return Disposition::Answer(format!(
                 "error: {} is not available to this agent",
@@ -217,6 +262,7 @@ impl<'a> ToolRunner<'a> {
                     Disposition::Answered(text) => Ok(text.clone()),
                     Disposition::Confirm => Err("error: this call was not approved".into()),
                     Disposition::Ask => Err("error: this question was not answered".into()),
+                    Disposition::Plan => Err("error: this plan was not decided".into()),
                 };
                 let took = t0.elapsed();
                 let span = Span::current();

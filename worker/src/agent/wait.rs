@@ -1,21 +1,24 @@
-//! A step that waits for people (docs/protocol.md, "Approvals" and
-//! "Questions"; the store's side and its race rule: `shared/src/store/waits.rs`).
-//! A step with `confirm` calls or `ask_user` calls suspends the run instead of
-//! holding a worker: the pending step, its approvals and its questions are
-//! stored, `approval_required` and `question` are published, and the run
-//! becomes `waiting_approval` (or `waiting_input`, when a question is open)
-//! with no owner. Every decision and answer re-enqueues it; the worker that
-//! claims it announces them (`approval_decided`, `question_answered`: the
-//! run's log keeps one writer and gapless seqs) and either waits again (some
-//! still open) or runs the step's calls — approved ones run, denied and
-//! expired ones go back to the model as errors it can react to, and each
-//! question's call returns its answer (or that nobody answered).
+//! A step that waits for people (docs/protocol.md, "Approvals", "Questions"
+//! and "Plans"; the store's side and its race rule: `shared/src/store/waits.rs`).
+//! A step with `confirm` calls, `ask_user` calls or a plan (`propose_plan`)
+//! suspends the run instead of holding a worker: the pending step and its
+//! approvals, questions and plan are stored, `approval_required`, `question`
+//! and `plan_proposed` are published, and the run becomes `waiting_approval`
+//! (or `waiting_input`, when a question or a plan is open) with no owner.
+//! Every decision and answer re-enqueues it; the worker that claims it
+//! announces them (`approval_decided`, `question_answered`, `plan_decided`:
+//! the run's log keeps one writer and gapless seqs) and either waits again
+//! (some still open) or runs the step's calls — approved ones run, denied and
+//! expired ones go back to the model as errors it can react to, each
+//! question's call returns its answer (or that nobody answered), and the
+//! plan's call returns the decision: approved (carry it out), or revise (what
+//! to change). A rejected or expired plan ends the run, the plan its reply.
 
 use weft_llm::ToolCall;
 use weft_shared::event::EventKind;
 use weft_shared::store::{
-    Approval, ApprovalStatus, NewApproval, NewQuestion, PendingStep, Question, QuestionStatus,
-    WaitOutcome,
+    Announced, Approval, ApprovalStatus, NewApproval, NewPlan, NewQuestion, NewWaits, PendingStep,
+    Plan, PlanStatus, Question, QuestionStatus, RunEnd, WaitOutcome,
 };
 use weft_shared::time::now_ms;
 
@@ -46,11 +49,26 @@ pub(super) async fn suspend(
         .filter(|(_, d)| *d == Disposition::Ask)
         .map(|(c, _)| new_question(c, expires_at))
         .collect();
+    let plans: Vec<NewPlan> = disposed
+        .iter()
+        .filter(|(_, d)| *d == Disposition::Plan)
+        .map(|(c, _)| NewPlan {
+            id: format!("pl_{}", uuid::Uuid::now_v7().simple()),
+            call_id: c.id.clone(),
+            markdown: said.text.trim().to_string(),
+            expires_at,
+        })
+        .collect();
     let pending = PendingStep {
         step: a.step,
         content: said.text,
         tool_calls: disposed.iter().map(|(c, _)| call_dto(c)).collect(),
         reasoning: said.reasoning,
+    };
+    let waits = NewWaits {
+        approvals,
+        questions,
+        plans,
     };
     // Stored before they are announced, so an answer as quick as the event
     // finds its row.
@@ -58,7 +76,7 @@ pub(super) async fn suspend(
         .inner
         .deps
         .store
-        .store_waits(&a.run.id, &a.inner.id, &pending, &approvals, &questions)
+        .store_waits(&a.run.id, &a.inner.id, &pending, &waits)
         .await
     {
         Ok(true) => {}
@@ -68,7 +86,7 @@ pub(super) async fn suspend(
             return Flow::Leave(Leave::Abandon);
         }
     }
-    for ap in &approvals {
+    for ap in &waits.approvals {
         a.em.emit(EventKind::ApprovalRequired {
             step: a.step,
             approval_id: ap.id.clone(),
@@ -79,7 +97,7 @@ pub(super) async fn suspend(
         })
         .await;
     }
-    for q in &questions {
+    for q in &waits.questions {
         a.em.emit(EventKind::Question {
             step: a.step,
             question_id: q.id.clone(),
@@ -92,8 +110,19 @@ pub(super) async fn suspend(
         })
         .await;
     }
-    metrics::counter!("weft_approvals_requested_total").increment(approvals.len() as u64);
-    metrics::counter!("weft_questions_asked_total").increment(questions.len() as u64);
+    for p in &waits.plans {
+        a.em.emit(EventKind::PlanProposed {
+            step: a.step,
+            plan_id: p.id.clone(),
+            call_id: p.call_id.clone(),
+            markdown: p.markdown.clone(),
+            expires_at: p.expires_at,
+        })
+        .await;
+    }
+    metrics::counter!("weft_approvals_requested_total").increment(waits.approvals.len() as u64);
+    metrics::counter!("weft_questions_asked_total").increment(waits.questions.len() as u64);
+    metrics::counter!("weft_plans_proposed_total").increment(waits.plans.len() as u64);
     wait(a).await
 }
 
@@ -152,16 +181,17 @@ pub(super) async fn resume(a: &mut Attempt<'_>, pending: PendingStep) -> Flow {
     let loaded = tokio::try_join!(
         store.step_approvals(&a.run.id, pending.step),
         store.step_questions(&a.run.id, pending.step),
+        store.step_plans(&a.run.id, pending.step),
     );
-    let (approvals, questions) = match loaded {
-        Ok(both) => both,
+    let (approvals, questions, plans) = match loaded {
+        Ok(all) => all,
         Err(e) => {
             tracing::error!(error = %e, "loading the step's waits failed; leaving the run to the reaper");
             return Flow::Leave(Leave::Abandon);
         }
     };
-    let announced = announce(a, pending.step, &approvals, &questions).await;
-    if let Err(e) = store.mark_announced(&announced.0, &announced.1).await {
+    let announced = announce(a, pending.step, &approvals, &questions, &plans).await;
+    if let Err(e) = store.mark_announced(&announced).await {
         // A later resume announces them again: a repeat, never a loss.
         tracing::warn!(error = %e, "marking answers announced failed");
     }
@@ -171,10 +201,26 @@ pub(super) async fn resume(a: &mut Attempt<'_>, pending: PendingStep) -> Flow {
         || questions
             .iter()
             .any(|q| q.status == QuestionStatus::Pending)
+        || plans.iter().any(|p| p.status == PlanStatus::Proposed)
     {
         return wait(a).await;
     }
-    let runner = match a.runner().await {
+    // A plan turned down ends the run: nothing of it is carried out, and the
+    // plan is the reply.
+    if plans
+        .iter()
+        .any(|p| matches!(p.status, PlanStatus::Rejected | PlanStatus::Expired))
+    {
+        return Flow::End(RunEnd::Succeeded {
+            content: pending.content,
+            step: pending.step,
+            citations: Vec::new(),
+            reasoning: pending.reasoning,
+        });
+    }
+    // A step made while planning is judged as it was made: its calls that may
+    // change things stay refused, even once its plan is approved.
+    let runner = match a.runner(a.run.planning || !plans.is_empty()).await {
         Ok(r) => r,
         Err(flow) => return flow,
     };
@@ -193,6 +239,9 @@ pub(super) async fn resume(a: &mut Attempt<'_>, pending: PendingStep) -> Flow {
     let disposed = runner.dispose_step(calls, |call| {
         if let Some(q) = questions.iter().find(|q| q.call_id == call.id) {
             return Some(Disposition::Answered(answer_for_the_model(q)));
+        }
+        if let Some(p) = plans.iter().find(|p| p.call_id == call.id) {
+            return Some(Disposition::Answered(decision_for_the_model(p)));
         }
         let ap = approvals
             .iter()
@@ -220,15 +269,15 @@ pub(super) async fn resume(a: &mut Attempt<'_>, pending: PendingStep) -> Flow {
     a.run_tools(&runner, said, disposed).await
 }
 
-/// Publishes the decisions and answers not announced yet; their ids
-/// (approvals, questions).
+/// Publishes the decisions and answers not announced yet; their ids.
 async fn announce(
     a: &mut Attempt<'_>,
     step: u32,
     approvals: &[Approval],
     questions: &[Question],
-) -> (Vec<String>, Vec<String>) {
-    let mut done = (Vec::new(), Vec::new());
+    plans: &[Plan],
+) -> Announced {
+    let mut done = Announced::default();
     for ap in approvals.iter().filter(|ap| !ap.announced) {
         let Some(decision) = ap.status.verdict() else {
             continue;
@@ -242,7 +291,7 @@ async fn announce(
             by: ap.decided_by.clone(),
         })
         .await;
-        done.0.push(ap.id.clone());
+        done.approvals.push(ap.id.clone());
     }
     for q in questions
         .iter()
@@ -257,10 +306,53 @@ async fn announce(
             by: q.answered_by.clone(),
         })
         .await;
-        done.1.push(q.id.clone());
+        done.questions.push(q.id.clone());
+    }
+    for p in plans
+        .iter()
+        .filter(|p| !p.announced && p.status != PlanStatus::Proposed)
+    {
+        a.em.emit(EventKind::PlanDecided {
+            step,
+            plan_id: p.id.clone(),
+            call_id: p.call_id.clone(),
+            status: p.status,
+            comment: p.comment.clone(),
+            by: p.decided_by.clone(),
+        })
+        .await;
+        done.plans.push(p.id.clone());
     }
     a.em.flush().await;
     done
+}
+
+/// What the model is told was decided about its plan (a plan turned down
+/// ends the run before the model hears of it).
+fn decision_for_the_model(p: &Plan) -> String {
+    let who = p
+        .decided_by
+        .as_deref()
+        .map(|u| format!(" ({u})"))
+        .unwrap_or_default();
+    match p.status {
+        PlanStatus::Revised => format!(
+            "The user{who} asked for changes to the plan: {}\n\nStill in plan mode: write the \
+             revised plan in full, then call propose_plan again.",
+            p.comment.as_deref().unwrap_or_default()
+        ),
+        _ => {
+            let note = p
+                .comment
+                .as_deref()
+                .map(|c| format!(" They added: {c}"))
+                .unwrap_or_default();
+            format!(
+                "The user{who} approved the plan.{note} Plan mode is over: carry the plan out \
+                 now, step by step, with all of your tools."
+            )
+        }
+    }
 }
 
 /// What the model is told a question's answer was.
