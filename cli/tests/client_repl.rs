@@ -218,6 +218,42 @@ fn a_tool_call_waiting_for_approval_is_answered_at_an_inline_prompt() {
 }
 
 #[test]
+fn a_plan_is_revised_approved_and_rejected_at_an_inline_prompt() {
+    let s = Server::start();
+    let mut p = repl(&s, &[]);
+    type_line(&mut p, "/plan");
+    p.exp_string("/plan TASK").expect("usage");
+    type_line(
+        &mut p,
+        "/plan @mock.reply 1. Read the code. 2. Fix the bug.",
+    );
+    p.exp_string("Fix the bug.").expect("the plan streams");
+    p.exp_string("carry out this plan?")
+        .expect("the decision prompt");
+    type_line(&mut p, "e");
+    p.exp_string("what should change?").unwrap();
+    type_line(&mut p, "add a test first");
+    p.exp_string("changes asked by")
+        .expect("the revise is shown");
+    p.exp_string("asked for changes to the plan: add a test first")
+        .expect("a new plan that heard the comment");
+    p.exp_string("carry out this plan?").unwrap();
+    type_line(&mut p, "y");
+    p.exp_string("plan approved by").unwrap();
+    p.exp_string("approved the plan. Plan mode is over")
+        .expect("the model carries on with the decision");
+    p.exp_string(&b("❯")).unwrap();
+    type_line(&mut p, "/plan @mock.reply 1. Delete everything.");
+    p.exp_string("carry out this plan?").unwrap();
+    type_line(&mut p, "n");
+    p.exp_string("plan rejected by")
+        .expect("nothing is carried out");
+    p.exp_string(&b("❯")).unwrap();
+    type_line(&mut p, "/exit");
+    exits_cleanly(&mut p);
+}
+
+#[test]
 fn undo_retry_edit_and_compact_from_the_repl() {
     let s = Server::start();
     let mut p = repl(&s, &[]);

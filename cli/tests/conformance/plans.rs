@@ -15,6 +15,8 @@ use crate::harness::*;
 crate::both_backends!(
     plan_mode_refuses_every_write_call_and_approving_the_plan_opens_the_tools,
     a_revised_plan_is_proposed_again_and_a_rejected_one_ends_the_run,
+    an_mcp_tool_plans_by_its_read_only_hint_unless_the_admin_says_otherwise,
+    an_undecided_plan_expires_and_the_run_ends_with_it,
 );
 
 /// Send `text` in plan mode, streaming.
@@ -298,6 +300,71 @@ async fn a_revised_plan_is_proposed_again_and_a_rejected_one_ends_the_run(b: Bac
     assert_eq!(
         (st, v["error"]["code"].as_str()),
         (409, Some("already_decided")),
+        "{v}"
+    );
+}
+
+async fn an_mcp_tool_plans_by_its_read_only_hint_unless_the_admin_says_otherwise(b: Backend) {
+    // `add` and `echo` say they only read; the admin overrides `echo`.
+    let (_dir, config) =
+        crate::mcp::mcp_config("policy = \"auto\"\n[tools.read_only]\ndemo__echo = false\n");
+    let app = App::start_with(b, &[("WEFT_CONFIG", config.as_str())]).await;
+    crate::mcp::first_server_ready(&app).await;
+    let alice = app.user("alice").await;
+    let s = app.session(&alice).await;
+    let mut sse = send_plan(
+        &app,
+        &alice,
+        &s,
+        r#"@mock.tool demo__add {"a": 2, "b": 3} @mock.tool demo__echo {"text": "hi"} @mock.tool demo__env_var {"name": "HOME"}"#,
+    )
+    .await;
+    let events = sse.until(|e| e.ty == "plan_proposed").await;
+    let ends = tool_message(&events, "tool_end");
+    let ok = |name: &str| {
+        ends.iter()
+            .find(|e| e["name"] == name)
+            .unwrap_or_else(|| panic!("{name} in {ends:?}"))["ok"]
+            .as_bool()
+            .unwrap()
+    };
+    assert!(ok("demo__add"), "read-only by its hint: runs");
+    assert!(!ok("demo__echo"), "the admin's override wins over the hint");
+    assert!(!ok("demo__env_var"), "no hint: may write, refused");
+    let plan = events.last().unwrap().data["markdown"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(plan.starts_with("tool demo__add said: 5;"), "{plan}");
+}
+
+async fn an_undecided_plan_expires_and_the_run_ends_with_it(b: Backend) {
+    let app = App::start_with(b, &[("WEFT_TOOLS__APPROVAL_TTL_SECS", "1")]).await;
+    let alice = app.user("alice").await;
+    let s = app.session(&alice).await;
+    let mut sse = send_plan(&app, &alice, &s, "@mock.reply 1. Wait. 2. See.").await;
+    let events = sse.until_terminal().await;
+    let proposed = tool_message(&events, "plan_proposed");
+    let decided = tool_message(&events, "plan_decided");
+    assert_eq!(
+        (proposed.len(), decided.len(), decided[0]["status"].as_str()),
+        (1, 1, Some("expired"))
+    );
+    assert_eq!(events.last().unwrap().ty, "done");
+    assert!(
+        tool_message(&events, "tool_start").is_empty(),
+        "nothing carried out"
+    );
+    let messages = app.messages(&alice, &s).await;
+    assert_eq!(
+        messages.last().unwrap()["content"].as_str().unwrap().trim(),
+        "1. Wait. 2. See."
+    );
+    let plan = proposed[0]["plan_id"].as_str().unwrap();
+    let (st, v) = decide(&app, &alice, plan, json!({"decision": "approve"})).await;
+    assert_eq!(
+        (st, v["error"]["code"].as_str()),
+        (409, Some("expired")),
         "{v}"
     );
 }

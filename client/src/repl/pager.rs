@@ -1,19 +1,20 @@
-//! Long text shown whole before a decision (a proposed plan): rendered as
-//! Markdown, and paged through `$PAGER` (`less -R` when unset) when it is
-//! taller than the terminal, so nothing scrolls away before it is read. Not a
-//! terminal, or no pager to start: printed as it is.
+//! Long text shown whole before a decision (a proposed plan, already streamed
+//! above as the reply's text): when it is taller than the terminal, rendered
+//! as Markdown and paged through `$PAGER` (`less -R` when unset), so its start
+//! has not scrolled away when the person decides. Short, not a terminal, or no
+//! pager to start: left as streamed.
 
 use std::io::{IsTerminal, Write};
 use std::process::{Command, Stdio};
 
 use crate::render::markdown::{Emit, Markdown};
 
-pub fn show(markdown: &str) {
+pub fn page_if_tall(markdown: &str) {
     let text = render(markdown);
     let rows = terminal_size::terminal_size().map_or(0, |(_, h)| usize::from(h.0));
     let tall = rows > 0 && text.lines().count() + 2 > rows;
-    if !(tall && std::io::stdout().is_terminal() && page(&text)) {
-        println!("{text}");
+    if tall && std::io::stdout().is_terminal() {
+        page(&text);
     }
 }
 

@@ -253,14 +253,15 @@ async fn ask_question(q: &weft_wire::fold::Question) -> Option<Vec<String>> {
     .flatten()
 }
 
-/// The plan shown in full (through the pager when it is taller than the
-/// terminal), then the decision read from the terminal: `y` approves, `n`
+/// The plan (streamed above; paged in full when taller than the terminal),
+/// then the decision read from the terminal: `y` approves, `n`
 /// rejects, `e` asks for changes with a comment. `None` at the end of input.
 async fn decide_plan(markdown: &str) -> Option<(weft_wire::states::PlanDecision, Option<String>)> {
     use weft_wire::states::PlanDecision;
     let markdown = markdown.to_string();
     tokio::task::spawn_blocking(move || {
-        super::pager::show(&format!("── the plan ──\n\n{markdown}\n"));
+        super::pager::page_if_tall(&markdown);
+        println!("{DIM}── the plan above waits for your decision ──{RESET}");
         let read = |prompt: &str| {
             print!("{prompt}");
             let _ = std::io::stdout().flush();

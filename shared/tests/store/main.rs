@@ -14,6 +14,7 @@ mod lark_inbox;
 mod limits;
 mod memories;
 mod messages;
+mod plans;
 mod purge;
 mod questions;
 mod reaper;

@@ -17,16 +17,21 @@ import anyio
 from mcp.server.mcpserver import Context, Image, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.shared.exceptions import MCPError
+from mcp.types import ToolAnnotations
 
 server = MCPServer("weft-demo")
 
 
-@server.tool(description="Add two integers.")
+# Pure: the server says so (`readOnlyHint`), and plan mode offers them.
+READS_ONLY = ToolAnnotations(readOnlyHint=True)
+
+
+@server.tool(description="Add two integers.", annotations=READS_ONLY)
 def add(a: int, b: int) -> int:
     return a + b
 
 
-@server.tool(description="Echo the text back.")
+@server.tool(description="Echo the text back.", annotations=READS_ONLY)
 def echo(text: str) -> str:
     return text
 
