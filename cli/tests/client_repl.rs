@@ -218,6 +218,23 @@ fn a_tool_call_waiting_for_approval_is_answered_at_an_inline_prompt() {
 }
 
 #[test]
+fn thinking_folds_to_its_last_lines_and_think_shows_it_all() {
+    let s = Server::start();
+    let mut p = repl(&s, &[]);
+    type_line(&mut p, "@mock.think 400 @mock.reply ok");
+    p.exp_string("thought for").expect("the fold's header");
+    p.exp_string(&b("400 words · /think to expand")).unwrap();
+    p.exp_string("t400")
+        .expect("the thinking's end stays in view");
+    p.exp_string(&b("❯")).unwrap();
+    type_line(&mut p, "/think");
+    p.exp_string("t1 t2 t3").expect("all of it on /think");
+    p.exp_string(&b("❯")).unwrap();
+    type_line(&mut p, "/exit");
+    exits_cleanly(&mut p);
+}
+
+#[test]
 fn a_plan_is_revised_approved_and_rejected_at_an_inline_prompt() {
     let s = Server::start();
     let mut p = repl(&s, &[]);

@@ -102,12 +102,28 @@ async fn a_todo_list_is_patched_outlives_compaction_and_follows_undo(b: Backend)
 
     // A compaction summarises messages; the list is not one of them.
     assert_eq!(act(&app, &alice, &s, "compact").await, 202);
-    let run = app.send(&alice, &s, "and now?").await;
+    let run = app.send(&alice, &s, "and now? @mock.context").await;
     let done = app
         .wait_run(&alice, &run, std::time::Duration::from_secs(30))
         .await;
     assert_eq!(done["status"], "succeeded", "{done}");
     assert_eq!(todos(&app, &alice, &s).await, second);
+    // The next run starts knowing the list: it is shown before the question.
+    let messages = app.messages(&alice, &s).await;
+    let seen: Value =
+        serde_json::from_str(messages.last().unwrap()["content"].as_str().unwrap().trim()).unwrap();
+    let question = seen["users"]
+        .as_array()
+        .unwrap()
+        .last()
+        .unwrap()
+        .as_str()
+        .unwrap();
+    assert!(
+        question.contains("as it stands]") && question.contains("[~] 2. write"),
+        "{question}"
+    );
+    assert!(question.ends_with("and now? @mock.context"), "{question}");
 
     // Undo the last two turns: the list from before the patch is back; redo, the patch again.
     assert_eq!(act(&app, &alice, &s, "undo").await, 200);

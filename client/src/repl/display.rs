@@ -1,5 +1,6 @@
 //! The live view of one reply in the REPL: a spinner until the first output,
-//! thinking as one dimmed line that collapses when the answer starts, tool calls
+//! thinking as one dimmed line that folds to its last three lines when the
+//! answer starts (`/think` shows it all), tool calls
 //! as compact lines that turn into ✓/✗ with their duration, and text rendered as
 //! Markdown line by line.
 //!
@@ -13,6 +14,39 @@ use std::time::Instant;
 use crate::render::markdown::{Emit, Markdown};
 use crate::render::{self, DIM, GREEN, RED, RESET, args_summary, human_ms, rows, truncate};
 use crate::reply::ToolCall;
+
+/// Lines of thinking left in view once the answer starts.
+const THINKING_LINES: usize = 3;
+
+/// The end of `text` as at most [`THINKING_LINES`] lines of `width` columns
+/// (words wrapped, line breaks kept; `…` where it starts mid-way), and whether
+/// more was left out.
+fn folded(text: &str, width: usize) -> (Vec<String>, bool) {
+    let width = width.max(10);
+    let mut lines: Vec<String> = Vec::new();
+    for paragraph in text.lines().map(str::trim).filter(|l| !l.is_empty()) {
+        let mut line = String::new();
+        for word in paragraph.split_whitespace() {
+            let word = truncate(word, width);
+            if !line.is_empty()
+                && render::visible_width(&line) + 1 + render::visible_width(&word) > width
+            {
+                lines.push(std::mem::take(&mut line));
+            }
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(&word);
+        }
+        lines.push(line);
+    }
+    let more = lines.len() > THINKING_LINES;
+    let mut shown = lines.split_off(lines.len().saturating_sub(THINKING_LINES));
+    if more && let Some(first) = shown.first_mut() {
+        *first = truncate(&format!("…{first}"), width);
+    }
+    (shown, more)
+}
 
 const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 
@@ -138,11 +172,18 @@ impl Display {
     fn end_thinking(&mut self) {
         if let Some((since, text)) = self.thinking.take() {
             let words = text.split_whitespace().count();
-            let line = format!(
-                "\r\x1b[2K{DIM}▸ thought for {} · {words} words · /think to expand{RESET}\n",
+            let (shown, more) = folded(&text, self.width.saturating_sub(2));
+            let mut out = format!(
+                "\r\x1b[2K{DIM}▸ thought for {} · {words} words",
                 human_ms(since.elapsed().as_millis() as u64)
             );
-            self.w(&line);
+            out.push_str(if more { " · /think to expand" } else { "" });
+            out.push('\n');
+            for line in shown {
+                out.push_str(&format!("  {line}\n"));
+            }
+            out.push_str(RESET);
+            self.w(&out);
             self.mid_line = false;
         }
     }
@@ -274,5 +315,23 @@ impl Display {
             self.show(emit);
         }
         self.flush();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::folded;
+
+    #[test]
+    fn thinking_folds_to_its_last_three_lines() {
+        let (shown, more) = folded("one\ntwo\nthree\nfour five six seven", 12);
+        assert!(more);
+        assert_eq!(shown, ["…three", "four five", "six seven"]);
+        // Short thinking is shown whole, nothing to expand.
+        assert_eq!(
+            folded("just this", 40),
+            (vec!["just this".to_string()], false)
+        );
+        assert_eq!(folded("", 40), (Vec::<String>::new(), false));
     }
 }

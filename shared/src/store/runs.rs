@@ -155,6 +155,9 @@ pub struct ClaimedRun {
     /// recorded by the transaction that ends the run, off the first token's
     /// path (see `store::memories`).
     pub memories_used: Vec<String>,
+    /// The session has kept a todo list (`todo_update`) at some point: the
+    /// worker reads the list as it stands and shows it to the model.
+    pub has_todos: bool,
     /// Sent in plan mode (`plans.rs`).
     pub plan: bool,
     /// Plan mode, before a plan was approved: only read-only tools, and the
@@ -277,6 +280,8 @@ impl Store {
              returning id, session_id, user_id, model, mode, attempt, cancel_requested, started_at, created_at, last_seq,
                  traceparent, pending_step, resumed_by, {},
                  (select s.knowledge from sessions s where s.id = runs.session_id) as session_knowledge,
+                 case when exists (select 1 from todo_lists t where t.session_id = runs.session_id)
+                      then 1 else 0 end as has_todos,
                  plan, case when plan = 0 then 0
                       when exists (select 1 from plans p where p.run_id = runs.id and p.status = 'approved') then 0
                       else 1 end as planning,
@@ -316,6 +321,7 @@ impl Store {
             memory_rev: get_opt_i64(&row, "memory_rev")?.filter(|r| *r >= 0),
             remember_after: None,
             memories_used: Vec::new(),
+            has_todos: get_i64(&row, "has_todos")? != 0,
             plan: get_i64(&row, "plan")? != 0,
             planning: get_i64(&row, "planning")? != 0,
         };

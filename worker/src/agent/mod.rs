@@ -318,6 +318,7 @@ impl<'a> Attempt<'a> {
         // Numbered first, as in the attempt that first ran: then the numbers
         // the tool outputs of earlier steps gave.
         self.knowledge_before_the_question().await;
+        self.todos_before_the_question().await;
         self.recall().await;
         citations::learn(&self.sources, &self.messages);
         if let Some(background) = self.inner.group_background(&self.run.id).await {

@@ -111,6 +111,41 @@ fn patch_of(args: &serde_json::Value) -> Result<Vec<TodoPatch>, String> {
         .collect()
 }
 
+impl super::Attempt<'_> {
+    /// The conversation's todo list as it stands, shown to the model before the
+    /// question at a run's start (for this run only: nothing is stored), so a
+    /// run picks up where the last one left off without first asking for it.
+    /// Read only for sessions that ever kept one (the claim says), by agents
+    /// that keep one.
+    pub(super) async fn todos_before_the_question(&mut self) {
+        if !self.run.has_todos || !self.tools.iter().any(|t| t.name == TODO_UPDATE) {
+            return;
+        }
+        let list = match self
+            .inner
+            .deps
+            .store
+            .session_todos(&self.run.session_id)
+            .await
+        {
+            Ok(Some(list)) if !list.items.is_empty() => list,
+            Ok(_) => return,
+            Err(e) => {
+                tracing::warn!(error = %e, "reading the todo list failed; the run goes on without it");
+                return;
+            }
+        };
+        let shown = format!(
+            "[The todo list you keep for this conversation with todo_update, as it stands]\n{}",
+            describe(&list.items)
+        );
+        crate::context::before_the_question(
+            std::sync::Arc::make_mut(&mut self.messages).as_mut_slice(),
+            &shown,
+        );
+    }
+}
+
 /// The list as the model reads it: `[x] 2. text` per item, and the count done.
 fn describe(items: &[TodoItem]) -> String {
     if items.is_empty() {
