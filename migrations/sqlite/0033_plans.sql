@@ -32,5 +32,5 @@ create table plans (
 );
 create index plans_decision_key on plans(decision_key) where decision_key is not null;
 create index plans_run_step on plans(run_id, step);
-create index plans_session_open on plans(session_id) where status = 'proposed';
+create index plans_session on plans(session_id);
 create index plans_expiring on plans(expires_at) where status = 'proposed';

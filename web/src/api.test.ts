@@ -237,6 +237,35 @@ describe('api client', () => {
     expect(headersOf(f.calls[0])['X-Weft-Csrf']).toBe('1')
   })
 
+  it('decides a plan with {decision} (and a comment for revise), lists a run\'s and a session\'s plans', async () => {
+    const revised = { id: 'pl_1', status: 'revised', comment: 'Test it too.', decided_by: 'ann' }
+    const f = fakeFetch((c) =>
+      c.url.endsWith('/plans')
+        ? json(200, { plans: [revised] })
+        : c.url.endsWith('/pl_2')
+          ? json(409, { error: { code: 'already_decided', message: 'already approved by bob' } })
+          : json(200, revised),
+    )
+    const api = createApi({ fetch: f.fetch })
+    await expect(api.decidePlan('pl_1', 'revise', 'Test it too.')).resolves.toEqual(revised)
+    await api.decidePlan('pl/1', 'approve')
+    await expect(api.decidePlan('pl_2', 'reject')).rejects.toMatchObject({
+      status: 409,
+      code: 'already_decided',
+      message: 'already approved by bob',
+    })
+    await expect(api.runPlans('r/1')).resolves.toEqual([revised])
+    await expect(api.listPlans('s1')).resolves.toEqual([revised])
+    expect(f.calls.map((c) => [c.init.method, c.url, c.init.body])).toEqual([
+      ['POST', '/v1/plans/pl_1', '{"decision":"revise","comment":"Test it too."}'],
+      ['POST', '/v1/plans/pl%2F1', '{"decision":"approve"}'],
+      ['POST', '/v1/plans/pl_2', '{"decision":"reject"}'],
+      ['GET', '/v1/runs/r%2F1/plans', undefined],
+      ['GET', '/v1/sessions/s1/plans', undefined],
+    ])
+    expect(headersOf(f.calls[0])['X-Weft-Csrf']).toBe('1')
+  })
+
   it('lists a session\'s pending approvals and the MCP status', async () => {
     const f = fakeFetch((c) =>
       c.url.endsWith('/approvals') ? json(200, { approvals: [] }) : json(200, { configured: [], workers: [] }),

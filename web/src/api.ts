@@ -39,6 +39,9 @@ import type {
   MessageList,
   Model,
   PatchMemory,
+  Plan,
+  PlanDecision,
+  PlanList,
   PutAgentRequest,
   Question,
   QuestionList,
@@ -223,6 +226,18 @@ export function createApi(opts: ApiOptions = {}) {
     /** The session's questions waiting for an answer (what a lost event log cannot replay). */
     listQuestions: (sessionId: string) =>
       get<QuestionList>(`/v1/sessions/${seg(sessionId)}/questions`).then((r) => r.questions),
+    /**
+     * Decides a plan the agent proposed (plan mode): `approve`, `reject`, or `revise`
+     * with a comment saying what to change (422 `validation_failed` without one).
+     * 409 `already_decided` / `expired` / `run_ended` name what stands.
+     */
+    decidePlan: (id: string, decision: PlanDecision, comment?: string) =>
+      post<Plan>(`/v1/plans/${seg(id)}`, comment === undefined ? { decision } : { decision, comment }),
+    /** Every plan a run proposed, whatever became of it: what a finished reply shows again. */
+    runPlans: (runId: string) => get<PlanList>(`/v1/runs/${seg(runId)}/plans`).then((r) => r.plans),
+    /** The session's plans waiting for a decision (what a lost event log cannot replay). */
+    listPlans: (sessionId: string) =>
+      get<PlanList>(`/v1/sessions/${seg(sessionId)}/plans`).then((r) => r.plans),
 
     // knowledge
     /** The bases you may search: yours and the shared ones. */

@@ -2012,6 +2012,11 @@ export interface components {
             created_at: string;
             id: string;
             name?: string | null;
+            /**
+             * @description Its run proposed plans (plan mode): `GET /v1/runs/{run_id}/plans`
+             *     lists them.
+             */
+            plan?: boolean;
             /** @description `user`, `assistant` or `tool`. */
             role: string;
             run_id?: string | null;

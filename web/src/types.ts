@@ -56,6 +56,13 @@ export type QuestionList = Schemas['QuestionList']
 export type QuestionStatus = Schemas['QuestionStatus']
 /** One answer (a typed text or one option), or several options when the question allows `multiple`. */
 export type AnswerValue = Schemas['AnswerValue']
+/** A plan the agent proposed in plan mode; `status` is `proposed`, `approved`, `rejected`, `revised` or `expired`. */
+export type Plan = Schemas['PlanDto']
+export type PlanList = Schemas['PlanList']
+export type PlanStatus = Schemas['PlanStatus']
+/** `approve`, `reject` or `revise` (with a comment saying what to change). */
+export type PlanDecision = Schemas['PlanDecision']
+export type DecidePlanRequest = Schemas['DecidePlanRequest']
 /** `GET /v1/mcp` (admin): the configured MCP servers, and each reporting worker's view of them. */
 export type McpStatusList = Schemas['McpStatusList']
 export type SettingsView = Schemas['SettingsDto']
@@ -139,6 +146,8 @@ const EVENT_TYPES: Record<RunEventType, true> = {
   approval_decided: true,
   question: true,
   question_answered: true,
+  plan_proposed: true,
+  plan_decided: true,
   usage: true,
   memory_used: true,
   todo: true,

@@ -266,6 +266,10 @@ pub struct MessageDto {
     /// one paragraph per block); absent when it showed none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thinking: Option<String>,
+    /// Its run proposed plans (plan mode): `GET /v1/runs/{run_id}/plans`
+    /// lists them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub plan: bool,
 }
 
 /// An image or a document sent with a message; `GET /v1/files/{id}` returns its bytes.

@@ -292,6 +292,17 @@ async fn a_revised_plan_is_proposed_again_and_a_rejected_one_ends_the_run(b: Bac
     let messages = app.messages(&alice, &s).await;
     let last = messages.last().unwrap();
     assert_eq!(last["role"], "assistant");
+    assert_eq!(last["plan"], true, "the history marks a plan-mode reply");
+    let other = app.session(&alice).await;
+    let plain = app.send(&alice, &other, "hi").await;
+    app.wait_run(&alice, &plain, Duration::from_secs(10)).await;
+    assert!(
+        app.messages(&alice, &other)
+            .await
+            .iter()
+            .all(|m| m.get("plan").is_none()),
+        "and only those"
+    );
     assert_eq!(
         last["content"].as_str().unwrap().trim(),
         second["markdown"].as_str().unwrap()

@@ -4,10 +4,9 @@
 
 use sqlx::any::AnyRow;
 
-use super::waits::{Asked, WaitKind, load, lock_run, requeue_waiting};
+use super::waits::{Asked, WaitKind};
 use super::{Result, Store, StoreError, get_i64, get_opt_i64, get_opt_str, get_str};
 use crate::ids::{RunId, SessionId, UserId};
-use crate::time::now_ms;
 
 pub use crate::states::ApprovalStatus;
 
@@ -140,21 +139,10 @@ impl Store {
         decision: Decision,
         traceparent: Option<&str>,
     ) -> Result<DecideOutcome> {
-        let mut tx = self.begin().await?;
-        let now = now_ms();
-        let found = sqlx::query("select run_id, user_id from approvals where id = $1")
-            .bind(id)
-            .fetch_optional(&mut **tx)
-            .await?
-            .ok_or(StoreError::NotFound)?;
-        if !admin && get_str(&found, "user_id")? != caller.0 {
-            return Err(StoreError::NotFound);
-        }
-        let run = RunId(get_str(&found, "run_id")?);
-        // The run's row first: see `waits.rs`.
-        let status = lock_run(&mut tx, self.lock_suffix(), &run).await?;
-        let approval = load::<Approval>(&mut tx, id).await?;
-        let active = status.is_some_and(|s| !s.is_terminal());
+        let mut taken = self.take_wait::<Approval>(id, caller, admin).await?;
+        let approval = taken.wait.clone();
+        let now = taken.now;
+        let active = taken.run_status.is_some_and(|s| !s.is_terminal());
         match approval.status {
             ApprovalStatus::Pending => {}
             ApprovalStatus::Expired => {
@@ -185,7 +173,7 @@ impl Store {
         .bind(by)
         .bind(now)
         .bind(id)
-        .execute(&mut **tx)
+        .execute(&mut **taken.tx)
         .await?;
         if decision == Decision::Always && !expired {
             sqlx::query(
@@ -196,19 +184,10 @@ impl Store {
             .bind(&approval.name)
             .bind(decided_by)
             .bind(now)
-            .execute(&mut **tx)
+            .execute(&mut **taken.tx)
             .await?;
         }
-        if let Some(traceparent) = traceparent {
-            sqlx::query("update runs set resumed_by = $1 where id = $2")
-                .bind(traceparent)
-                .bind(&run.0)
-                .execute(&mut **tx)
-                .await?;
-        }
-        let resume = requeue_waiting(&mut tx, &run, now).await?;
-        let approval = load::<Approval>(&mut tx, id).await?;
-        tx.commit().await?;
+        let (approval, resume) = taken.settle(id, traceparent).await?;
         Ok(if expired {
             DecideOutcome::Expired { approval, resume }
         } else {

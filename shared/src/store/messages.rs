@@ -42,6 +42,8 @@ pub struct Message {
     pub citations: Vec<Citation>,
     /// The model's reasoning before an assistant message (migration 0031).
     pub reasoning: Vec<Reasoning>,
+    /// Its run was sent in plan mode (filled for history pages only).
+    pub plan: bool,
 }
 
 /// What a reader of a session's history checks its copy against (migration
@@ -89,6 +91,7 @@ impl Message {
             seq: get_i64(row, "seq")?,
             citations,
             reasoning,
+            plan: false,
         })
     }
 
@@ -109,6 +112,7 @@ impl Message {
             author_name: self.author_name.clone(),
             citations: self.citations.clone(),
             thinking: thinking_text(&self.reasoning),
+            plan: self.plan,
         }
     }
 }
@@ -214,7 +218,29 @@ impl Store {
             .collect::<Result<Vec<_>>>()?;
         msgs.reverse();
         self.fill_attachments(&mut msgs).await?;
+        self.mark_plans(session, &mut msgs).await?;
         Ok((msgs, next))
+    }
+
+    /// Marks the messages of the session's plan-mode runs (a client shows their
+    /// plans; a rejected plan leaves no call to tell such a reply by). One
+    /// read, and only when the session ever planned.
+    async fn mark_plans(&self, session: &SessionId, msgs: &mut [Message]) -> Result<()> {
+        let rows = sqlx::query("select distinct run_id from plans where session_id = $1")
+            .bind(&session.0)
+            .fetch_all(&self.pool)
+            .await?;
+        if rows.is_empty() {
+            return Ok(());
+        }
+        let planned = rows
+            .iter()
+            .map(|r| get_str(r, "run_id"))
+            .collect::<Result<std::collections::HashSet<_>>>()?;
+        for m in msgs.iter_mut() {
+            m.plan = m.run_id.as_ref().is_some_and(|r| planned.contains(&r.0));
+        }
+        Ok(())
     }
 
     /// Attach each user message's files.

@@ -7,11 +7,10 @@
 use sqlx::any::AnyRow;
 
 use super::questions::Answerer;
-use super::waits::{Asked, WaitKind, load, lock_run, requeue_waiting};
+use super::waits::{Asked, Owned, WaitKind};
 use super::{Result, Store, StoreError, get_i64, get_opt_i64, get_opt_str, get_str};
 use crate::api::MAX_PLAN_COMMENT_CHARS;
 use crate::ids::{RunId, SessionId, UserId};
-use crate::time::now_ms;
 
 pub use crate::states::{PlanDecision, PlanStatus};
 
@@ -72,6 +71,12 @@ impl WaitKind for Plan {
             expires_at: get_i64(row, "expires_at")?,
             decided_at: get_opt_i64(row, "decided_at")?,
         })
+    }
+}
+
+impl Owned for Plan {
+    fn owner(&self) -> &UserId {
+        &self.user_id
     }
 }
 
@@ -150,30 +155,13 @@ impl Store {
     /// A plan by id, for `caller` (its session's owner, or an admin): anyone
     /// else gets `NotFound`, as for one that does not exist.
     pub async fn plan(&self, id: &str, caller: &UserId, admin: bool) -> Result<Plan> {
-        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "select {COLUMNS} from plans where id = $1"
-        )))
-        .bind(id)
-        .fetch_optional(&self.pool)
-        .await?
-        .ok_or(StoreError::NotFound)?;
-        let p = Plan::from_row(&row)?;
-        if !admin && p.user_id != *caller {
-            return Err(StoreError::NotFound);
-        }
-        Ok(p)
+        self.wait_for(id, caller, admin).await
     }
 
     /// The plan decided by what `key` names (`lark:<message id>`), if any: a
     /// message handled again after a crash is that decision, not a new message.
     pub async fn plan_decided_by(&self, key: &str) -> Result<Option<Plan>> {
-        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "select {COLUMNS} from plans where decision_key = $1"
-        )))
-        .bind(key)
-        .fetch_optional(&self.pool)
-        .await?;
-        row.as_ref().map(Plan::from_row).transpose()
+        self.wait_keyed("decision_key", key).await
     }
 
     /// Record a decision; the first one stands. `who` must own the session
@@ -189,20 +177,9 @@ impl Store {
         key: Option<&str>,
         traceparent: Option<&str>,
     ) -> Result<PlanOutcome> {
-        let mut tx = self.begin().await?;
-        let now = now_ms();
-        let found = sqlx::query("select run_id, user_id from plans where id = $1")
-            .bind(id)
-            .fetch_optional(&mut **tx)
-            .await?
-            .ok_or(StoreError::NotFound)?;
-        if !who.admin && get_str(&found, "user_id")? != who.user.0 {
-            return Err(StoreError::NotFound);
-        }
-        let run = RunId(get_str(&found, "run_id")?);
-        // The run's row first: see `waits.rs`.
-        let status = lock_run(&mut tx, self.lock_suffix(), &run).await?;
-        let plan = load::<Plan>(&mut tx, id).await?;
+        let mut taken = self.take_wait::<Plan>(id, who.user, who.admin).await?;
+        let plan = taken.wait.clone();
+        let now = taken.now;
         match plan.status {
             PlanStatus::Proposed => {}
             PlanStatus::Expired => {
@@ -219,7 +196,7 @@ impl Store {
             }
             _ => return Ok(PlanOutcome::AlreadyDecided(plan)),
         }
-        if status.is_none_or(|s| s.is_terminal()) {
+        if taken.run_status.is_none_or(|s| s.is_terminal()) {
             return Ok(PlanOutcome::RunEnded(plan));
         }
         let expired = plan.expires_at <= now;
@@ -246,18 +223,9 @@ impl Store {
         .bind(now)
         .bind(key.filter(|_| !expired))
         .bind(id)
-        .execute(&mut **tx)
+        .execute(&mut **taken.tx)
         .await?;
-        if let Some(traceparent) = traceparent.filter(|_| !expired) {
-            sqlx::query("update runs set resumed_by = $1 where id = $2")
-                .bind(traceparent)
-                .bind(&run.0)
-                .execute(&mut **tx)
-                .await?;
-        }
-        let resume = requeue_waiting(&mut tx, &run, now).await?;
-        let plan = load::<Plan>(&mut tx, id).await?;
-        tx.commit().await?;
+        let (plan, resume) = taken.settle(id, traceparent.filter(|_| !expired)).await?;
         Ok(if expired {
             PlanOutcome::Expired { plan, resume }
         } else {

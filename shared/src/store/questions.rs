@@ -5,10 +5,9 @@
 
 use sqlx::any::AnyRow;
 
-use super::waits::{Asked, WaitKind, load, lock_run, requeue_waiting};
+use super::waits::{Asked, Owned, WaitKind};
 use super::{Result, Store, StoreError, get_i64, get_opt_i64, get_opt_str, get_str};
 use crate::ids::{RunId, SessionId, UserId};
-use crate::time::now_ms;
 
 pub use crate::states::QuestionStatus;
 
@@ -87,6 +86,12 @@ impl WaitKind for Question {
             expires_at: get_i64(row, "expires_at")?,
             answered_at: get_opt_i64(row, "answered_at")?,
         })
+    }
+}
+
+impl Owned for Question {
+    fn owner(&self) -> &UserId {
+        &self.user_id
     }
 }
 
@@ -192,31 +197,14 @@ impl Store {
     /// A question by id, for `caller` (its session's owner, or an admin):
     /// anyone else gets `NotFound`, as for one that does not exist.
     pub async fn question(&self, id: &str, caller: &UserId, admin: bool) -> Result<Question> {
-        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "select {COLUMNS} from questions where id = $1"
-        )))
-        .bind(id)
-        .fetch_optional(&self.pool)
-        .await?
-        .ok_or(StoreError::NotFound)?;
-        let q = Question::from_row(&row)?;
-        if !admin && q.user_id != *caller {
-            return Err(StoreError::NotFound);
-        }
-        Ok(q)
+        self.wait_for(id, caller, admin).await
     }
 
     /// The question answered by what `key` names (`lark:<message id>`), if
     /// any: a message handled again after a crash is that answer, not a new
     /// message.
     pub async fn question_answered_by(&self, key: &str) -> Result<Option<Question>> {
-        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "select {COLUMNS} from questions where answer_key = $1"
-        )))
-        .bind(key)
-        .fetch_optional(&self.pool)
-        .await?;
-        row.as_ref().map(Question::from_row).transpose()
+        self.wait_keyed("answer_key", key).await
     }
 
     /// Record an answer; the first one stands. `caller` must own the session
@@ -233,21 +221,9 @@ impl Store {
         key: Option<&str>,
         traceparent: Option<&str>,
     ) -> Result<AnswerOutcome> {
-        let (caller, admin, answered_by) = (who.user, who.admin, who.name);
-        let mut tx = self.begin().await?;
-        let now = now_ms();
-        let found = sqlx::query("select run_id, user_id from questions where id = $1")
-            .bind(id)
-            .fetch_optional(&mut **tx)
-            .await?
-            .ok_or(StoreError::NotFound)?;
-        if !admin && get_str(&found, "user_id")? != caller.0 {
-            return Err(StoreError::NotFound);
-        }
-        let run = RunId(get_str(&found, "run_id")?);
-        // The run's row first: see `waits.rs`.
-        let status = lock_run(&mut tx, self.lock_suffix(), &run).await?;
-        let question = load::<Question>(&mut tx, id).await?;
+        let mut taken = self.take_wait::<Question>(id, who.user, who.admin).await?;
+        let question = taken.wait.clone();
+        let now = taken.now;
         match question.status {
             QuestionStatus::Pending => {}
             QuestionStatus::Expired => {
@@ -264,7 +240,7 @@ impl Store {
             }
             QuestionStatus::Answered => return Ok(AnswerOutcome::AlreadyAnswered(question)),
         }
-        if status.is_none_or(|s| s.is_terminal()) {
+        if taken.run_status.is_none_or(|s| s.is_terminal()) {
             return Ok(AnswerOutcome::RunEnded(question));
         }
         let expired = question.expires_at <= now;
@@ -281,7 +257,7 @@ impl Store {
         } else {
             (
                 QuestionStatus::Answered,
-                Some(answered_by),
+                Some(who.name),
                 Some(serde_json::Value::from(answer).to_string()),
             )
         };
@@ -295,18 +271,9 @@ impl Store {
         .bind(now)
         .bind(key.filter(|_| !expired))
         .bind(id)
-        .execute(&mut **tx)
+        .execute(&mut **taken.tx)
         .await?;
-        if let Some(traceparent) = traceparent.filter(|_| !expired) {
-            sqlx::query("update runs set resumed_by = $1 where id = $2")
-                .bind(traceparent)
-                .bind(&run.0)
-                .execute(&mut **tx)
-                .await?;
-        }
-        let resume = requeue_waiting(&mut tx, &run, now).await?;
-        let question = load::<Question>(&mut tx, id).await?;
-        tx.commit().await?;
+        let (question, resume) = taken.settle(id, traceparent.filter(|_| !expired)).await?;
         Ok(if expired {
             AnswerOutcome::Expired { question, resume }
         } else {

@@ -276,6 +276,110 @@ impl Store {
     }
 }
 
+/// A wait taken to change its fate (a decision, an answer): its transaction,
+/// with the run's row locked first (the race rule), the run's status (`None`:
+/// the run is gone) and the wait as it stands under that lock.
+pub(super) struct Taken<K> {
+    pub tx: super::WriteTx,
+    pub run: RunId,
+    pub run_status: Option<RunStatus>,
+    pub wait: K,
+    pub now: i64,
+}
+
+impl Store {
+    /// Takes the wait `id` of `K` for `caller` — its session's owner, or an
+    /// admin; to anyone else it does not exist (`NotFound`).
+    pub(super) async fn take_wait<K: WaitKind>(
+        &self,
+        id: &str,
+        caller: &crate::ids::UserId,
+        admin: bool,
+    ) -> Result<Taken<K>> {
+        let mut tx = self.begin().await?;
+        let found = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "select run_id, user_id from {} where id = $1",
+            K::TABLE
+        )))
+        .bind(id)
+        .fetch_optional(&mut **tx)
+        .await?
+        .ok_or(StoreError::NotFound)?;
+        if !admin && get_str(&found, "user_id")? != caller.0 {
+            return Err(StoreError::NotFound);
+        }
+        let run = RunId(get_str(&found, "run_id")?);
+        let run_status = lock_run(&mut tx, self.lock_suffix(), &run).await?;
+        let wait = load::<K>(&mut tx, id).await?;
+        Ok(Taken {
+            tx,
+            run,
+            run_status,
+            wait,
+            now: now_ms(),
+        })
+    }
+
+    /// A wait of `K` by id, for `caller` (its session's owner, or an admin):
+    /// anyone else gets `NotFound`, as for one that does not exist.
+    pub(super) async fn wait_for<K: WaitKind + Owned>(
+        &self,
+        id: &str,
+        caller: &crate::ids::UserId,
+        admin: bool,
+    ) -> Result<K> {
+        let wait: K = self
+            .waits_where("id = $1", id)
+            .await?
+            .pop()
+            .ok_or(StoreError::NotFound)?;
+        if !admin && wait.owner() != caller {
+            return Err(StoreError::NotFound);
+        }
+        Ok(wait)
+    }
+
+    /// The wait of `K` a front door's key recorded (`lark:<message id>`) in
+    /// `column`, if any.
+    pub(super) async fn wait_keyed<K: WaitKind>(
+        &self,
+        column: &str,
+        key: &str,
+    ) -> Result<Option<K>> {
+        Ok(self
+            .waits_where(&format!("{column} = $1"), key)
+            .await?
+            .pop())
+    }
+}
+
+/// Who a wait belongs to: the person whose message led to its run.
+pub(super) trait Owned {
+    fn owner(&self) -> &crate::ids::UserId;
+}
+
+impl<K> Taken<K> {
+    /// Records the decider's trace context on the run (`resumed_by`), puts a
+    /// waiting run back on the queue and commits; the wait as it now stands,
+    /// and whether the run was requeued (enqueue its job).
+    pub(super) async fn settle(mut self, id: &str, traceparent: Option<&str>) -> Result<(K, bool)>
+    where
+        K: WaitKind,
+    {
+        if let Some(traceparent) = traceparent {
+            sqlx::query("update runs set resumed_by = $1 where id = $2")
+                .bind(traceparent)
+                .bind(&self.run.0)
+                .execute(&mut **self.tx)
+                .await?;
+        }
+        let resume = requeue_waiting(&mut self.tx, &self.run, self.now).await?;
+        let wait = load::<K>(&mut self.tx, id).await?;
+        self.tx.commit().await?;
+        Ok((wait, resume))
+    }
+}
+
 /// One wait of `K`, read in `tx` (after its run's row was locked).
 pub(super) async fn load<K: WaitKind>(tx: &mut Tx, id: &str) -> Result<K> {
     let row = sqlx::query(sqlx::AssertSqlSafe(format!(

@@ -4,6 +4,11 @@
 // interrupts. Files are attached with the 📎 button, by pasting (an image copied
 // to the clipboard) or by dropping them on the chat (`useFileDrop`); the chat
 // owns them (`useDrafts`), as a send takes them along and a failed one gives them back.
+//
+// "Plan first" (plan mode) asks for a plan before anything is done, for the next
+// message only: the toggle turns itself off once that message is sent (and back on
+// if the send failed, with the text). A plan never waits behind a running reply
+// (the server refuses to queue one), so while one runs only "Send now" sends it.
 
 import { useEffect, useRef, useState, type ClipboardEvent, type KeyboardEvent } from 'react'
 import { pastedFiles, problemText } from '../attachments'
@@ -26,13 +31,21 @@ export interface ComposerProps {
   /** the files to go with the message */
   drafts: Drafts
   /** sends the text with `drafts`; false when it failed (the text is put back) */
-  onSend: (text: string, multitask?: Multitask) => Promise<boolean>
+  onSend: (text: string, opts: SendOptions) => Promise<boolean>
   onStop: () => void
+}
+
+export interface SendOptions {
+  /** what to do with a reply already running (the server's default: queue behind it) */
+  multitask?: Multitask
+  /** plan mode: a plan to approve before anything is done */
+  plan: boolean
 }
 
 export function Composer(p: ComposerProps) {
   const t = useT()
   const [text, setText] = useState('')
+  const [plan, setPlan] = useState(false)
   const ref = useRef<HTMLTextAreaElement>(null)
   const picker = useRef<HTMLInputElement>(null)
   const { drafts } = p
@@ -49,12 +62,21 @@ export function Composer(p: ComposerProps) {
     el.style.height = `${el.scrollHeight}px`
   }, [text])
 
+  // A plan is never queued behind a running reply.
+  const planBlocked = plan && p.running
+
   async function send(multitask?: Multitask) {
     const body = text.trim()
     if (!body && !drafts.items.length) return
+    if (planBlocked && multitask !== 'interrupt') return
+    const planned = plan
     setText('')
-    const ok = await p.onSend(body, multitask)
-    if (!ok) setText((cur) => cur || body)
+    setPlan(false)
+    const ok = await p.onSend(body, { multitask, plan: planned })
+    if (!ok) {
+      setText((cur) => cur || body)
+      if (planned) setPlan(true)
+    }
     ref.current?.focus()
   }
 
@@ -154,6 +176,16 @@ export function Composer(p: ComposerProps) {
             ))}
           </select>
         </label>
+        <button
+          type="button"
+          className="btn small plan-toggle"
+          aria-pressed={plan}
+          title={t('chat.planFirstHint')}
+          data-testid="plan-toggle"
+          onClick={() => setPlan((on) => !on)}
+        >
+          {t('chat.planFirst')}
+        </button>
         <span className="spacer" />
         {p.running && (
           <button
@@ -180,10 +212,21 @@ export function Composer(p: ComposerProps) {
             {t('chat.interrupt')}
           </button>
         )}
-        <button type="submit" className="btn primary" disabled={empty} data-testid="send">
+        <button
+          type="submit"
+          className="btn primary"
+          disabled={empty || planBlocked}
+          aria-describedby={planBlocked ? 'plan-hint' : undefined}
+          data-testid="send"
+        >
           {p.running ? t('chat.queue') : t('chat.send')}
         </button>
       </div>
+      {planBlocked && (
+        <p className="muted small plan-hint" id="plan-hint" data-testid="plan-hint">
+          {t('chat.planNeedsIdle')}
+        </p>
+      )}
     </form>
   )
 }

@@ -1,7 +1,9 @@
 // An assistant reply, either live (rendered from the run's events through the
 // reducer) or from history (rendered from persisted messages, with the run's
 // totals fetched once). Either way the sources it cites (the `citations` event, or
-// `citations` on the stored reply) turn its `[n]` into footnotes and list under it.
+// `citations` on the stored reply) turn its `[n]` into footnotes and list under it,
+// and a plan (plan mode) shows as its step's plan card, in place of the step's text
+// and its `propose_plan` call.
 
 import { useEffect, useMemo, useRef, useState } from 'react'
 import { Link } from 'react-router'
@@ -9,10 +11,21 @@ import { api } from '../api'
 import { replyCitations } from '../citations'
 import { contextUse, estimateTokens, fmtMs, fmtNum, fmtTokensShort } from '../format'
 import { useT } from '../i18n'
-import { isTerminal, questionView, type Phase, type QuestionView, type StepView, type ToolView } from '../stream/reducer'
+import { standsInForCall, textIsPlan } from '../plans'
+import {
+  isTerminal,
+  planView,
+  questionView,
+  type Phase,
+  type PlanView,
+  type QuestionView,
+  type StepView,
+  type ToolView,
+} from '../stream/reducer'
 import { useRun } from '../stream/useRun'
 import type { Citation, ErrorBody, MemoryRef, Message, Run, RunStatus, TodoItem, Usage } from '../types'
 import { Markdown } from './Markdown'
+import { PlanCard } from './PlanCard'
 import { QuestionCard } from './QuestionCard'
 import { Cited } from './Sources'
 import { ToolCard } from './ToolCard'
@@ -48,7 +61,8 @@ export function LiveReply({ runId, sessionId, agent, onPhase, onGone, onTodos }:
   }, [run.phase, runId, onPhase])
 
   const terminal = isTerminal(run)
-  const hasContent = run.questions.length > 0 || run.steps.some((s) => s.text || s.thinking || s.tools.length)
+  const hasContent =
+    run.questions.length > 0 || run.plans.length > 0 || run.steps.some((s) => s.text || s.thinking || s.tools.length)
   return (
     <article
       className={`msg assistant ${terminal ? '' : 'streaming'}`}
@@ -66,6 +80,7 @@ export function LiveReply({ runId, sessionId, agent, onPhase, onGone, onTodos }:
             step={s}
             tools={run.tools}
             questions={run.questions}
+            plans={run.plans}
             live={!terminal}
             citations={run.citations}
           />
@@ -123,6 +138,7 @@ function Step(p: {
   step: StepView
   tools: Record<string, ToolView>
   questions: QuestionView[]
+  plans: PlanView[]
   live: boolean
   citations?: Citation[]
 }) {
@@ -131,18 +147,26 @@ function Step(p: {
   // is once it runs, after the step's other calls until then.
   const asked = p.questions.filter((q) => q.step === step.step)
   const byCall = new Map(asked.map((q) => [q.callId, q]))
+  // A plan is its step's text: the card shows it where the text was, and stands
+  // in for its `propose_plan` call.
+  const plans = p.plans.filter((x) => x.step === step.step)
   return (
     <div className="step" data-step={step.step}>
       {step.thinking && <Thinking text={step.thinking} live={live && !step.text} ms={step.thinkingMs} />}
-      {step.text && (
+      {step.text && !textIsPlan(step.text, plans) && (
         <div className="md" data-testid="reply-text">
           <Markdown text={step.text} citations={p.citations} />
         </div>
       )}
+      {plans.map((x) => (
+        <PlanCard key={x.planId} plan={x} live={live} />
+      ))}
       {step.tools.map((id) => {
         const q = byCall.get(id)
         if (q) return <QuestionCard key={q.questionId} q={q} live={live} />
-        return tools[id] && <ToolCard key={id} tool={tools[id]} />
+        const tool = tools[id]
+        if (!tool || standsInForCall(plans, tool)) return null
+        return <ToolCard key={id} tool={tool} />
       })}
       {asked
         .filter((q) => !step.tools.includes(q.callId))
@@ -228,6 +252,8 @@ function Footer(p: {
 // ---- history ---------------------------------------------------------------------
 
 const runCache = new Map<string, Run>()
+/** A finished run's plans, once every one is decided (they change no more). */
+const planCache = new Map<string, PlanView[]>()
 /** the live reply's name for each run status, so both read alike; null while the
  *  run is still going. Every status is listed: one the server adds fails tsc here. */
 const PHASE_OF_STATUS: Record<RunStatus, Phase | null> = {
@@ -287,6 +313,28 @@ export function HistoricReply({ runId, messages, agent, onActive }: HistoricRepl
     }
   }, [runId, asks])
 
+  // Its plans, read once: each stands in for its step's text and `propose_plan`
+  // call, as while the run waited. Only for a plan-mode reply: the history
+  // marks its messages (`plan`), since a rejected or expired plan leaves no
+  // call to tell one by.
+  const planned = messages.some((m) => m.plan)
+  const [plans, setPlans] = useState<PlanView[]>(() => (runId ? (planCache.get(runId) ?? []) : []))
+  useEffect(() => {
+    if (!runId || !planned || planCache.has(runId)) return
+    let live = true
+    api
+      .runPlans(runId)
+      .then((ps) => {
+        const views = ps.map(planView)
+        if (views.every((v) => v.decided)) planCache.set(runId, views)
+        if (live) setPlans(views)
+      })
+      .catch(() => {})
+    return () => {
+      live = false
+    }
+  }, [runId, planned])
+
   const citations = useMemo(() => replyCitations(messages), [messages])
   const results = new Map<string, Message>()
   for (const m of messages) if (m.role === 'tool' && m.call_id) results.set(m.call_id, m)
@@ -302,19 +350,24 @@ export function HistoricReply({ runId, messages, agent, onActive }: HistoricRepl
       <Cited citations={citations}>
         {messages.map((m) => {
           if (m.role === 'assistant') {
+            const planned = plans.filter((x) => m.step !== undefined && m.step !== null && x.step === m.step)
             return (
               <div className="step" key={m.id}>
                 {m.thinking && <Thinking text={m.thinking} live={false} />}
-                {m.content && (
+                {m.content && !textIsPlan(m.content, planned) && (
                   <div className="md" data-testid="reply-text">
                     <Markdown text={m.content} citations={citations} />
                   </div>
                 )}
+                {planned.map((x) => (
+                  <PlanCard key={x.planId} plan={x} live={false} />
+                ))}
                 {m.tool_calls?.map((c) => {
                   const res = results.get(c.id)
                   if (res) used.add(res.id)
                   const q = asked.get(c.id)
                   if (q) return <QuestionCard key={q.questionId} q={q} live={false} />
+                  if (standsInForCall(planned, { callId: c.id, name: c.name })) return null
                   return <ToolCard key={c.id} tool={historicTool(c.id, c.name, c.args, m.step ?? 0, res)} />
                 })}
               </div>

@@ -24,7 +24,7 @@ import { shownFromDraft } from '../attachments'
 import { DropZone } from '../components/Attachments'
 import { ChatTools, SummaryNote, SystemPromptPanel, TurnBar } from '../components/ChatTools'
 import { SessionKnowledgePanel } from '../components/SessionKnowledge'
-import { Composer } from '../components/Composer'
+import { Composer, type SendOptions } from '../components/Composer'
 import { HistoricReply, LiveReply } from '../components/Reply'
 import { TodoPanel } from '../components/TodoPanel'
 import { UserMessage, type Pending } from '../components/UserMessage'
@@ -35,7 +35,7 @@ import type { Phase } from '../stream/reducer'
 import { rememberRunAgent, runAgentOf } from '../runAgents'
 import { adoptAttachments, buildTimeline, mergeMessages } from '../timeline'
 import { lastTurn } from '../turns'
-import type { Message, Multitask, Session, TodoItem } from '../types'
+import type { Message, Session, TodoItem } from '../types'
 import { useChoices } from './useChoices'
 import { useDrafts, useObjectUrls, useSentFiles } from './useDrafts'
 import { useFileDrop } from './useFileDrop'
@@ -264,7 +264,7 @@ function ChatView({ sessionId }: { sessionId?: string }) {
     if (g === gen.current) setMessages((cur) => adoptAttachments(cur, page.messages))
   }
 
-  async function send(text: string, multitask?: Multitask): Promise<boolean> {
+  async function send(text: string, { multitask, plan }: SendOptions): Promise<boolean> {
     const key = newKey()
     const files = drafts.take()
     setPending((p) => [...p, { key, text, status: 'sending', files }])
@@ -280,7 +280,7 @@ function ChatView({ sessionId }: { sessionId?: string }) {
       }
       const r = await api.sendMessage(
         sid,
-        { text, model: model || undefined, agent: agent || undefined, multitask },
+        { text, model: model || undefined, agent: agent || undefined, multitask, plan: plan || undefined },
         key,
         files,
       )

@@ -14,6 +14,8 @@ interface Expect {
   /** [id, status] of each item of the list the run sent last */
   todos?: [string, string][]
   questions?: { question_id: string; status: string; answer: string[] }[]
+  /** each plan proposed: `proposed` until decided, then the decided status */
+  plans?: { plan_id: string; status: string; comment: string | null }[]
 }
 
 interface Case {
@@ -39,7 +41,7 @@ function seen(s: RunState) {
 function check(state: RunState, events: unknown[], expected: Expect): RunState {
   let s = state
   for (const e of events) s = applyEvent(s, e as RunEvent)
-  const { citations, memories, questions, todos, ...rest } = expected
+  const { citations, memories, questions, plans, todos, ...rest } = expected
   expect(seen(s)).toEqual(rest)
   if (citations) expect((s.citations ?? []).map((c) => c.n)).toEqual(citations)
   if (memories) expect((s.memories ?? []).map((m) => m.id)).toEqual(memories)
@@ -51,6 +53,14 @@ function check(state: RunState, events: unknown[], expected: Expect): RunState {
       answer: q.answered?.answer ?? [],
     }))
     expect(asked).toEqual(questions)
+  }
+  if (plans) {
+    const proposed = s.plans.map((p) => ({
+      plan_id: p.planId,
+      status: p.decided?.status ?? 'proposed',
+      comment: p.decided?.comment ?? null,
+    }))
+    expect(proposed).toEqual(plans)
   }
   return s
 }

@@ -20,8 +20,14 @@
 //     expired) and who gave it; like approvals, they are void from `resume_step`
 //     on and with their step's `retrying`. The session's open questions read over
 //     HTTP (`questions` action) fill in what a lost event log no longer replays;
+//   * plans (plan mode): `plan_proposed` makes the run wait for a decision (phase
+//     `waiting_input`), `plan_decided` records it (approved, rejected, revised with
+//     a comment, or expired) and who made it; a revised plan stays, the new plan
+//     follows at a later step. Void like questions: from `resume_step` on, and with
+//     their step's `retrying`. The session's open plans read over HTTP (`plans`
+//     action) fill in what a lost event log no longer replays;
 //   * `retrying` restarts one step: what that step streamed so far (and the
-//     questions it asked) is discarded;
+//     questions and plans it asked) is discarded;
 //   * `citations` (sent just before `done`) sets the sources the answer cites as
 //     `[n]`, whole: a later one replaces the list, never adds to it (the reply text
 //     keeps its `[n]`; drawing them as footnotes is the view's business);
@@ -32,7 +38,19 @@
 // The reducer is pure and returns a new object whenever something changed (and the
 // same object when nothing did), so React can use it directly.
 
-import type { Approval, Citation, ErrorBody, MemoryRef, Question, QuestionStatus, RunEvent, TodoItem, Usage } from '../types'
+import type {
+  Approval,
+  Citation,
+  ErrorBody,
+  MemoryRef,
+  Plan,
+  PlanStatus,
+  Question,
+  QuestionStatus,
+  RunEvent,
+  TodoItem,
+  Usage,
+} from '../types'
 
 export type Phase =
   | 'connecting'
@@ -92,6 +110,29 @@ export interface QuestionOutcome {
   by: string | null
 }
 
+/** A plan the agent proposed in plan mode (`plan_proposed`), and its decision once told. */
+export interface PlanView {
+  planId: string
+  /** the `propose_plan` call it stands for; unknown for a plan read over HTTP */
+  callId?: string
+  step: number
+  /** the plan, as the agent wrote it (the step's text) */
+  markdown: string
+  /** unix ms: undecided by then, the plan expires and the run ends with it */
+  expiresAt?: number
+  /** once `plan_decided` told */
+  decided?: PlanOutcome
+}
+
+export interface PlanOutcome {
+  /** `approved`, `rejected`, `revised` or `expired` */
+  status: PlanStatus
+  /** what the person said with a revise (or a reject) */
+  comment: string | null
+  /** the username that decided; none when it expired */
+  by: string | null
+}
+
 export interface StepView {
   step: number
   thinking: string
@@ -122,6 +163,8 @@ export interface RunState {
   tools: Record<string, ToolView>
   /** the questions asked, in the order asked (each carries its step) */
   questions: QuestionView[]
+  /** the plans proposed, in the order proposed (each carries its step) */
+  plans: PlanView[]
   usage?: Usage
   /** the sources the answer cites as `[n]`, once the `citations` event told */
   citations?: Citation[]
@@ -149,6 +192,8 @@ export type RunAction =
   | { kind: 'approvals'; approvals: Approval[] }
   /** the session's open questions, as `GET /v1/sessions/{id}/questions` lists them */
   | { kind: 'questions'; questions: Question[] }
+  /** the session's open plans, as `GET /v1/sessions/{id}/plans` lists them */
+  | { kind: 'plans'; plans: Plan[] }
 
 export function initialRunState(runId: string): RunState {
   return {
@@ -159,6 +204,7 @@ export function initialRunState(runId: string): RunState {
     steps: [],
     tools: {},
     questions: [],
+    plans: [],
     reconnecting: false,
   }
 }
@@ -182,6 +228,7 @@ export function reduceRun(state: RunState, action: RunAction): RunState {
   }
   if (action.kind === 'approvals') return applyPendingApprovals(state, action.approvals)
   if (action.kind === 'questions') return applyOpenQuestions(state, action.questions)
+  if (action.kind === 'plans') return applyOpenPlans(state, action.plans)
   return applyEvent(state, action.event)
 }
 
@@ -259,10 +306,42 @@ export function applyOpenQuestions(state: RunState, questions: readonly Question
   return s ?? state
 }
 
+/** A stored plan as its card shows it: one the events did not tell, or a finished reply's after a reload. */
+export function planView(p: Plan): PlanView {
+  const expiresAt = Date.parse(p.expires_at)
+  return {
+    planId: p.id,
+    step: p.step,
+    markdown: p.markdown,
+    expiresAt: Number.isNaN(expiresAt) ? undefined : expiresAt,
+    decided:
+      p.status === 'proposed' ? undefined : { status: p.status, comment: p.comment ?? null, by: p.decided_by ?? null },
+  }
+}
+
+/**
+ * Adds the run's open plans that the events did not show (a lost event log, as
+ * for questions). A plan the events already told is left alone.
+ */
+export function applyOpenPlans(state: RunState, plans: readonly Plan[]): RunState {
+  if (isTerminal(state)) return state
+  let s: RunState | null = null
+  for (const p of plans) {
+    if (p.run_id !== state.runId || p.status !== 'proposed') continue
+    if (state.plans.some((x) => x.planId === p.id)) continue
+    s ??= { ...state }
+    ensureStep(s, p.step)
+    s.plans = [...s.plans, planView(p)]
+    s.phase = 'waiting_input'
+  }
+  return s ?? state
+}
+
 /** Where a run that is not streaming stands: waiting for a person, or running. */
 function waitingPhase(s: RunState): Phase {
   if (Object.values(s.tools).some((t) => t.status === 'awaiting_approval')) return 'waiting_approval'
   if (s.questions.some((q) => !q.answered)) return 'waiting_input'
+  if (s.plans.some((p) => !p.decided)) return 'waiting_input'
   return 'running'
 }
 
@@ -381,6 +460,24 @@ export function applyEvent(state: RunState, ev: RunEvent): RunState {
       s.phase = waitingPhase(s)
       return s
     }
+    case 'plan_proposed': {
+      ensureStep(s, ev.step)
+      // Proposed again (a replayed or re-sent event): the newest telling stands.
+      s.plans = [
+        ...s.plans.filter((p) => p.planId !== ev.plan_id),
+        { planId: ev.plan_id, callId: ev.call_id, step: ev.step, markdown: ev.markdown, expiresAt: ev.expires_at },
+      ]
+      s.phase = 'waiting_input'
+      return s
+    }
+    case 'plan_decided': {
+      const i = s.plans.findIndex((p) => p.planId === ev.plan_id)
+      if (i < 0) return s
+      s.plans = [...s.plans]
+      s.plans[i] = { ...s.plans[i], decided: { status: ev.status, comment: ev.comment ?? null, by: ev.by ?? null } }
+      s.phase = waitingPhase(s)
+      return s
+    }
     case 'tool_end': {
       const step = ensureStep(s, ev.step)
       if (!step.tools.includes(ev.call_id)) step.tools = [...step.tools, ev.call_id]
@@ -437,6 +534,7 @@ export function applyEvent(state: RunState, ev: RunEvent): RunState {
         s.steps[i] = { step: ev.step, thinking: '', text: '', tools: [] }
       }
       if (s.questions.some((q) => q.step === ev.step)) s.questions = s.questions.filter((q) => q.step !== ev.step)
+      if (s.plans.some((p) => p.step === ev.step)) s.plans = s.plans.filter((p) => p.step !== ev.step)
       s.retry = { step: ev.step, attempt: ev.attempt, reason: ev.reason, delayMs: ev.delay_ms }
       s.phase = 'retrying'
       return s
@@ -488,6 +586,7 @@ function ensureStep(s: RunState, step: number): StepView {
 
 function dropStepsFrom(s: RunState, resumeStep: number): void {
   if (s.questions.some((q) => q.step >= resumeStep)) s.questions = s.questions.filter((q) => q.step < resumeStep)
+  if (s.plans.some((p) => p.step >= resumeStep)) s.plans = s.plans.filter((p) => p.step < resumeStep)
   const kept = s.steps.filter((x) => x.step < resumeStep)
   if (kept.length === s.steps.length) return
   s.steps = kept

@@ -1,10 +1,11 @@
 // React binding: one run's state, fed by one RunAttachment.
 //
 // The attachment replays the run's events from the first, which include any
-// `approval_required` and `question`. The session's pending approvals and open
-// questions are read once as well, so a run still waiting shows its buttons even
-// when its event log did not survive (an embedded server restarted, a flushed
-// Redis); the reducer ignores what the events already told.
+// `approval_required`, `question` and `plan_proposed`. The session's pending
+// approvals, open questions and open plans are read once as well, so a run still
+// waiting shows its buttons even when its event log did not survive (an embedded
+// server restarted, a flushed Redis); the reducer ignores what the events already
+// told.
 
 import { useEffect, useReducer } from 'react'
 import { api } from '../api'
@@ -43,6 +44,12 @@ export function useRun(runId: string, onGone: () => void, sessionId?: string): R
       .listQuestions(sessionId)
       .then((questions) => {
         if (live && questions.length) dispatch({ kind: 'questions', questions })
+      })
+      .catch(() => {})
+    api
+      .listPlans(sessionId)
+      .then((plans) => {
+        if (live && plans.length) dispatch({ kind: 'plans', plans })
       })
       .catch(() => {})
     return () => {

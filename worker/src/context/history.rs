@@ -147,6 +147,7 @@ mod tests {
     fn msg(ord: &str, role: &str) -> Message {
         Message {
             reasoning: Vec::new(),
+            plan: false,
             id: MessageId::new(),
             session_id: SessionId("s".into()),
             role: role.into(),
