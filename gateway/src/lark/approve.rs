@@ -1,10 +1,10 @@
 //! Approval buttons (docs/protocol.md, "Approvals"; docs/lark.md, "Approvals in
-//! Lark"); the buttons of question cards are answered the same way, in
-//! [`super::questions`]. A click on an approval card arrives as a
-//! `card.action.trigger` callback on the long connection and is answered in its
-//! ack — Lark wants that within 3 s — with a toast and, when there is a
-//! decision to show, the approval card redrawn with it and without buttons
-//! (Lark puts that card in place of the clicked one).
+//! Lark"); the buttons of question and plan cards are answered the same way,
+//! in [`super::questions`] and [`super::plans`]. A click on an approval card
+//! arrives as a `card.action.trigger` callback on the long connection and is
+//! answered in its ack — Lark wants that within 3 s — with a toast and, when
+//! there is a decision to show, the approval card redrawn with it and without
+//! buttons (Lark puts that card in place of the clicked one).
 //!
 //! The click decides as the clicking Lark user — `lark:<open_id>`, or the
 //! account linked to that identity — through the same store call, rules and
@@ -21,7 +21,9 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 use tokio::sync::oneshot;
-use weft_lark::card::{ApprovalAnswer, ApprovalCard, ApprovalChoice, ApprovalClick, QuestionClick};
+use weft_lark::card::{
+    ApprovalAnswer, ApprovalCard, ApprovalChoice, ApprovalClick, PlanClick, QuestionClick,
+};
 use weft_lark::event::{CardAction, CardActionResponse};
 use weft_lark::text::say::{self, Verdict};
 use weft_lark::text::{Lang, Text};
@@ -41,8 +43,8 @@ pub(super) const RUN_KEY: &str = "run_id";
 pub(super) const STEP_KEY: &str = "step";
 
 /// The run and step a clicked card's buttons carry (`RUN_KEY`, `STEP_KEY`):
-/// where its approval or question is found without a lookup that ignores
-/// ownership.
+/// where its approval, question or plan is found without a lookup that
+/// ignores ownership.
 pub(super) fn clicked_step(context: &serde_json::Map<String, Value>) -> Option<(RunId, u32)> {
     let run = context
         .get(RUN_KEY)
@@ -88,6 +90,9 @@ impl Bot {
         let lang = self.click_lang(action);
         if let Some(click) = QuestionClick::parse(&action.action.value) {
             return self.answer_question_click(action, click, lang).await;
+        }
+        if let Some(click) = PlanClick::parse(&action.action.value) {
+            return self.answer_plan_click(action, click, lang).await;
         }
         let Some(click) = ApprovalClick::parse(&action.action.value) else {
             metrics::counter!("weft_lark_card_actions_total", "outcome" => "unknown").increment(1);

@@ -30,6 +30,9 @@ pub enum Command {
     Kb(KbCommand),
     /// `/memory`: what the assistant remembers about the speaker (a DM only).
     Memory(MemoryCommand),
+    /// `/plan TASK`: send TASK in plan mode (everything after `/plan`, lines
+    /// and all; none: say how).
+    Plan(Option<String>),
     Help,
     Unknown(String),
 }
@@ -75,7 +78,7 @@ pub fn parse(text: &str) -> Option<Command> {
     let name = parts.next().unwrap_or_default().to_lowercase();
     let arg = parts.next().map(str::to_owned);
     let second = parts.next();
-    // `/edit` takes the whole rest of the message, lines and all.
+    // `/edit` and `/plan` take the whole rest of the message, lines and all.
     let rest = rest
         .trim_start()
         .get(name.len()..)
@@ -93,6 +96,7 @@ pub fn parse(text: &str) -> Option<Command> {
         "retry" | "regenerate" => Command::Turn(TurnCommand::Retry),
         "edit" => Command::Turn(TurnCommand::Edit(rest)),
         "compact" => Command::Compact,
+        "plan" => Command::Plan(rest),
         "sessions" => Command::Sessions,
         "resume" => Command::Resume(arg.and_then(|a| a.parse().ok()).filter(|n| *n > 0)),
         // Base names may hold spaces: the name is the rest of the line.
@@ -131,6 +135,7 @@ pub fn help(lang: Lang) -> &'static str {
          `/retry` answer the last question again\n\
          `/edit TEXT` replace the last question with TEXT and answer again (in a group: your own)\n\
          `/compact` summarise the older turns before the next reply\n\
+         `/plan TASK` plan first: I research TASK and propose a plan; approve or reject it, or reply with changes, before anything is done\n\
          `/sessions` this chat's conversations\n\
          `/resume N` go back to conversation N of `/sessions`\n\
          `/kb` the knowledge bases I search here; `/kb use NAME` add one, `/kb off` only the agent's\n\
@@ -150,6 +155,7 @@ pub fn help(lang: Lang) -> &'static str {
          `/retry` 重新回答上一个问题\n\
          `/edit 内容` 把上一个问题改成新内容并重新回答（群聊中只能改自己的）\n\
          `/compact` 在下一次回复前先总结较早的对话\n\
+         `/plan 任务` 先出计划：我调研任务并提出计划，你批准、否决或回复修改意见之后才动手\n\
          `/sessions` 本聊天的对话列表\n\
          `/resume N` 回到 `/sessions` 中的第 N 个对话\n\
          `/kb` 本对话检索的知识库；`/kb use 名称` 添加一个，`/kb off` 只用智能体自己的\n\
@@ -208,6 +214,13 @@ mod tests {
         );
         assert_eq!(parse("/edit"), Some(Command::Turn(TurnCommand::Edit(None))));
         assert_eq!(parse("/compact"), Some(Command::Compact));
+        assert_eq!(
+            parse("/plan fix the login bug\nand add a test"),
+            Some(Command::Plan(Some(
+                "fix the login bug\nand add a test".into()
+            )))
+        );
+        assert_eq!(parse("/PLAN  "), Some(Command::Plan(None)));
         assert_eq!(
             parse(" /Model gpt "),
             Some(Command::Model(Some("gpt".into())))

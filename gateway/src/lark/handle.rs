@@ -1,10 +1,11 @@
 //! Acting on a message for the bot: a command, a stop word, the answer to the
-//! agent's open question ([`super::questions`]), or a message for the agent —
-//! with the files and images it carries fetched from Lark first ([`files`]) and
-//! sent as its attachments. Replies made here (command answers, notices,
-//! refusals) are small cards sent at most once per inbound message (their Lark
-//! `uuid` derives from its id); the streaming reply card of a run is the
-//! worker's.
+//! agent's open question ([`super::questions`]), changes asked for to its open
+//! plan ([`super::plans`]), or a message for the agent — with the files and
+//! images it carries fetched from Lark first ([`files`]) and sent as its
+//! attachments (`/plan TASK` sends TASK so, in plan mode). Replies made here
+//! (command answers, notices, refusals) are small cards sent at most once per
+//! inbound message (their Lark `uuid` derives from its id); the streaming
+//! reply card of a run is the worker's.
 
 mod chat_commands;
 mod files;
@@ -14,15 +15,15 @@ mod turn_commands;
 
 use std::future::Future;
 use weft_lark::card::{CardState, notice_card};
-
 use weft_lark::rest::{ErrorClass, LarkError, MessageContent, ReplyMode};
+use weft_lark::text::Text;
 use weft_shared::api::{Multitask, SendMessageRequest};
 use weft_shared::ids::RunId;
 use weft_shared::retry::{Backoff, retry};
 use weft_shared::store::{AuthUser, CancelOutcome, ReactionRecord, SessionRecord, retrying};
 
 use super::Bot;
-use super::commands::{self, Lang};
+use super::commands::{self, Command, Lang};
 use super::inbound::{Body, ChatType, Incoming, LarkFile};
 use super::questions::{self, ChatAnswer};
 use crate::error::ApiError;
@@ -34,6 +35,23 @@ use crate::sessions::{Origin, Shared, Submitted, submit};
 struct Speaker {
     user: AuthUser,
     shared: Option<Shared>,
+}
+
+/// A message for the agent, as the chat gave it.
+struct ForAgent {
+    text: String,
+    files: Vec<LarkFile>,
+    send_as: SendAs,
+}
+
+/// How a message for the agent is sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum SendAs {
+    /// An ordinary turn.
+    Message,
+    /// Plan mode (`/plan TASK`): the agent researches with tools that only
+    /// read and proposes a plan to decide before anything is done.
+    Plan,
 }
 
 /// The reaction shown while a reply is on its way (the "thinking face").
@@ -64,7 +82,7 @@ impl Bot {
             store.lark_session(&incoming.chat, &user.id, &model, &mode)
         })
         .await?;
-        let (text, mut files) = match &incoming.body {
+        let (mut text, mut files) = match &incoming.body {
             Body::Message { text, files } => (text.clone(), files.clone()),
             Body::Unsupported(kind) => {
                 let note = format!(
@@ -76,40 +94,26 @@ impl Bot {
             }
         };
         let lang = Lang::of(&text, self.tenant);
-        // With files it is a message for the agent, whatever its text says.
-        if files.is_empty() {
-            if let Some(command) = commands::parse(&text) {
+        let mut send_as = SendAs::Message;
+        match commands::parse(&text) {
+            // A message for the agent, in plan mode (with its files, if any).
+            Some(Command::Plan(Some(task))) => {
+                text = task;
+                send_as = SendAs::Plan;
+            }
+            // With files it is a message for the agent, whatever its text says.
+            Some(command) if files.is_empty() => {
                 return self.command(&incoming, &user, session, command, lang).await;
             }
-            // A reply to the agent's open question is its answer, not a new
-            // message (`questions`); an option named in full wins over a stop
-            // word (`取消` may well be one). One that answered before it was
-            // handled again (a crash in between) is done.
-            if self.answered_before(&incoming).await? {
-                return Ok(());
+            None if files.is_empty() => {
+                let taken = self
+                    .to_the_waiting_run(&incoming, &user, &session, &text, lang)
+                    .await?;
+                if taken == ChatAnswer::Taken {
+                    return Ok(());
+                }
             }
-            let question = self.open_question(&session, &user).await?;
-            let names_option = question
-                .as_ref()
-                .is_some_and(|q| questions::names_option(q, &text));
-            if !names_option
-                && commands::is_stop_word(&text)
-                && let Some(active) = session.active_run_id.as_deref().and_then(RunId::parse)
-            {
-                self.cancel(&session, &active).await?;
-                let stopped = lang.pick("🛑 stopped", "🛑 已停止");
-                return self
-                    .notice(&incoming, stopped, CardState::Cancelled, stopped)
-                    .await;
-            }
-            if let Some(question) = question
-                && self
-                    .answer_in_chat(&incoming, &user, &question, &text)
-                    .await?
-                    == ChatAnswer::Taken
-            {
-                return Ok(());
-            }
+            _ => {}
         }
         // What it replies to comes with it: the quote's words and its files.
         let text = match &quoted {
@@ -129,8 +133,60 @@ impl Bot {
             },
             user,
         };
-        self.ask_agent(&incoming, &session, &speaker, text, &files, lang)
+        let message = ForAgent {
+            text,
+            files,
+            send_as,
+        };
+        self.ask_agent(&incoming, &session, &speaker, message, lang)
             .await
+    }
+
+    /// What a plain text means to the session's active run before it is a
+    /// message for the agent: a stop word ends the run; a reply to the
+    /// agent's open question is its answer ([`questions`]), and one to its
+    /// open plan asks for changes ([`super::plans`]); an option named in full
+    /// wins over a stop word (`取消` may well be one). A message that answered
+    /// (or decided) before it was handled again — a crash in between — is
+    /// done. `NotAnAnswer`: none of these, an ordinary message.
+    async fn to_the_waiting_run(
+        &self,
+        incoming: &Incoming,
+        user: &AuthUser,
+        session: &SessionRecord,
+        text: &str,
+        lang: Lang,
+    ) -> anyhow::Result<ChatAnswer> {
+        let (answered, decided) = tokio::try_join!(
+            self.answered_before(incoming),
+            self.decided_before(incoming)
+        )?;
+        if answered || decided {
+            return Ok(ChatAnswer::Taken);
+        }
+        let question = self.open_question(session, user).await?;
+        let names_option = question
+            .as_ref()
+            .is_some_and(|q| questions::names_option(q, text));
+        if !names_option
+            && commands::is_stop_word(text)
+            && let Some(active) = session.active_run_id.as_deref().and_then(RunId::parse)
+        {
+            self.cancel(session, &active).await?;
+            let stopped = lang.pick("🛑 stopped", "🛑 已停止");
+            self.notice(incoming, stopped, CardState::Cancelled, stopped)
+                .await?;
+            return Ok(ChatAnswer::Taken);
+        }
+        if let Some(question) = question
+            && self.answer_in_chat(incoming, user, &question, text).await? == ChatAnswer::Taken
+        {
+            return Ok(ChatAnswer::Taken);
+        }
+        match self.open_plan(session, user).await? {
+            Some(plan) => self.revise_in_chat(incoming, user, &plan, text).await,
+            None => Ok(ChatAnswer::NotAnAnswer),
+        }
     }
 
     /// The ordinary send path, after the message's files are fetched; the
@@ -141,10 +197,14 @@ impl Bot {
         incoming: &Incoming,
         session: &SessionRecord,
         speaker: &Speaker,
-        text: String,
-        files: &[LarkFile],
+        message: ForAgent,
         lang: Lang,
     ) -> anyhow::Result<()> {
+        let ForAgent {
+            text,
+            files,
+            send_as,
+        } = message;
         let reaction = {
             let (sender, message) = (self.sender.clone(), incoming.message_id.clone());
             tokio::spawn(async move {
@@ -152,12 +212,12 @@ impl Bot {
             })
         };
         let sent = match self
-            .fetch_files(&speaker.user.id, &incoming.message_id, files)
+            .fetch_files(&speaker.user.id, &incoming.message_id, &files)
             .await
         {
             Ok(files::Fetched { uploads, room }) => {
                 let sent = self
-                    .submit_retrying(incoming, speaker, session, text, uploads)
+                    .submit_retrying(incoming, speaker, session, text, uploads, send_as)
                     .await;
                 // Stored (or refused) by now: the memory is free again.
                 drop(room);
@@ -214,10 +274,12 @@ impl Bot {
         session: &SessionRecord,
         text: String,
         files: Vec<crate::uploads::Upload>,
+        send_as: SendAs,
     ) -> Result<Submitted, ApiError> {
         let request = SendMessageRequest {
             text,
             multitask: Multitask::Enqueue,
+            plan: send_as == SendAs::Plan,
             ..SendMessageRequest::default()
         };
         let origin = Origin {
@@ -277,6 +339,9 @@ impl Bot {
             ),
             // Kept typed: `held` retries a database error.
             ApiError::Internal(_) => return Err(anyhow::Error::new(error).context("send failed")),
+            // Only a plan is refused for a running reply: it starts a run of
+            // its own and never waits behind one (other sends queue).
+            ApiError::RunActive(_) => lang.text(Text::PlanRunActive).to_owned(),
             other => other.to_string(),
         };
         self.notice(incoming, "Weft", CardState::AwaitingApproval, &text)

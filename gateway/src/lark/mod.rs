@@ -16,7 +16,8 @@
 //! 3. the sender's Weft user and the conversation's session;
 //! 4. a command, a stop word, the answer to the agent's open question
 //!    ([`questions`]: a reply in the chat resumes the waiting run instead of
-//!    starting another), or the ordinary send path ([`crate::sessions::submit`]:
+//!    starting another), changes asked for to its open plan ([`plans`], the
+//!    same), or the ordinary send path ([`crate::sessions::submit`]:
 //!    the same transaction, limits and idempotency as the HTTP API, with the Lark
 //!    message id as the idempotency key and multitask `enqueue`), retried through
 //!    database errors ([`held`]); then the row is marked handled.
@@ -24,8 +25,9 @@
 //! Messages of one conversation are handled one at a time in arrival order (a
 //! place in the conversation's line, taken as the event comes off the
 //! connection, [`turns`]); the reply card is the worker's job. Button
-//! clicks (`card.action.trigger`) are approvals and answers to questions,
-//! answered in their ack ([`approve`], [`questions`]).
+//! clicks (`card.action.trigger`) are approvals, answers to questions and
+//! decisions on plans, answered in their ack ([`approve`], [`questions`],
+//! [`plans`]).
 //!
 //! Nothing here waits in the dispatch loop, so no chat holds up another, nor
 //! any click: a message waits for its chat's turn in its own task, then for one
@@ -41,6 +43,7 @@ mod handle;
 mod held;
 mod inbound;
 mod inbox;
+mod plans;
 mod questions;
 mod sweep;
 mod turns;

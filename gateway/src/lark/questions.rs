@@ -42,12 +42,13 @@ use super::inbound::Incoming;
 use reading::Reading;
 pub(super) use reading::names_option;
 
-/// What a reply in the chat did to the open question.
+/// What a reply in the chat did to the open question (or plan,
+/// [`super::plans`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum ChatAnswer {
     /// It was (or tried to be) the answer: nothing more to do with it.
     Taken,
-    /// The question takes no answer any more: an ordinary message.
+    /// The question (or plan) takes no answer any more: an ordinary message.
     NotAnAnswer,
 }
 
@@ -241,8 +242,9 @@ impl Bot {
     }
 }
 
-/// The key an answer made by a chat message is recorded under.
-fn answer_key(incoming: &Incoming) -> String {
+/// The key an answer (or a plan's revise) made by a chat message is
+/// recorded under.
+pub(super) fn answer_key(incoming: &Incoming) -> String {
     format!("lark:{}", incoming.message_id)
 }
 

@@ -10,6 +10,7 @@
 
 pub mod approval;
 pub mod markdown;
+pub mod plan;
 pub mod question;
 mod reply;
 
@@ -17,6 +18,7 @@ use serde_json::{Value, json};
 
 pub use approval::{ApprovalAnswer, ApprovalCard, ApprovalChoice, ApprovalClick};
 pub use markdown::MarkdownLimits;
+pub use plan::{PlanAnswer, PlanCard, PlanChoice, PlanClick};
 pub use question::{QuestionAnswer, QuestionCard, QuestionClick};
 pub use reply::{
     Reasoning, ReplyCard, Source, ToolApproval, ToolProgress, ToolStatus, body_change,
@@ -33,6 +35,8 @@ pub enum CardState {
     AwaitingApproval,
     /// Waiting for the person to answer a question the agent asked.
     AwaitingAnswer,
+    /// Waiting for the person to decide the agent's plan (plan mode).
+    AwaitingDecision,
     Done,
     Failed,
     Cancelled,
@@ -43,7 +47,7 @@ impl CardState {
     pub fn template(self) -> &'static str {
         match self {
             Self::Thinking | Self::Streaming => "blue",
-            Self::AwaitingApproval | Self::AwaitingAnswer => "orange",
+            Self::AwaitingApproval | Self::AwaitingAnswer | Self::AwaitingDecision => "orange",
             Self::Done => "green",
             Self::Failed => "red",
             Self::Cancelled => "grey",

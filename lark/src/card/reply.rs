@@ -184,6 +184,9 @@ impl ReplyCard {
                 Some(format!("_⏸ {}_", lang.text(Text::WaitingForApproval)))
             }
             CardState::AwaitingAnswer => Some(format!("_⏸ {}_", lang.text(Text::WaitingForAnswer))),
+            CardState::AwaitingDecision => {
+                Some(format!("_⏸ {}_", lang.text(Text::WaitingForDecision)))
+            }
             CardState::Failed => {
                 let message = self
                     .error

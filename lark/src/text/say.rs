@@ -5,6 +5,8 @@ use std::time::Duration;
 
 use super::Lang;
 
+/// Where a plan stands (what a plan card or toast reports).
+pub use weft_wire::states::PlanStatus;
 /// How an approval was answered (what a card or toast reports).
 pub use weft_wire::states::Verdict;
 
@@ -340,6 +342,95 @@ pub fn not_an_option(lang: Lang, text: &str) -> String {
     }
 }
 
+// --- The plan card (plan mode) ---
+
+/// What the buttons of an open plan do, how to ask for changes, and when it
+/// expires.
+pub fn plan_hint(lang: Lang, expires_in: Duration) -> String {
+    let within = span(lang, expires_in);
+    match lang {
+        Lang::En => format!(
+            "**Approve** carries the plan out, with every tool; **Reject** ends the reply with nothing done. To ask for changes, reply in this chat. Undecided within {within}, the plan expires and the reply ends."
+        ),
+        Lang::Zh => format!(
+            "**批准**：按计划执行（可使用全部工具）；**否决**：结束回复，不做任何改动。要修改计划，在本对话中回复即可。{within}内无人决定，计划过期，回复结束。"
+        ),
+    }
+}
+
+/// `what` (said by `by`), with the comment that came with it, if any.
+fn with_comment(lang: Lang, what: String, comment: Option<&str>) -> String {
+    match comment {
+        Some(c) => format!("{what}{}{c}", lang.pick(": ", "：")),
+        None => what,
+    }
+}
+
+/// `✅ Approved by alice` (and what they added).
+pub fn plan_approved(lang: Lang, by: &str, comment: Option<&str>) -> String {
+    let what = match lang {
+        Lang::En => format!("✅ Approved by {by}"),
+        Lang::Zh => format!("✅ {by} 已批准"),
+    };
+    with_comment(lang, what, comment)
+}
+
+/// `❌ Rejected by alice` (and why, when they said).
+pub fn plan_rejected(lang: Lang, by: &str, comment: Option<&str>) -> String {
+    let what = match lang {
+        Lang::En => format!("❌ Rejected by {by}"),
+        Lang::Zh => format!("❌ {by} 已否决"),
+    };
+    with_comment(lang, what, comment)
+}
+
+/// `✏️ alice asked for changes: …` (a new plan follows).
+pub fn plan_revised(lang: Lang, by: &str, comment: &str) -> String {
+    match lang {
+        Lang::En => format!("✏️ {by} asked for changes: {comment}"),
+        Lang::Zh => format!("✏️ {by} 要求修改：{comment}"),
+    }
+}
+
+/// What stands, for a click on (or a reply to) a plan that takes no decision
+/// any more: who decided what, that it expired, or that its reply ended.
+pub fn plan_already(lang: Lang, status: PlanStatus, by: Option<&str>) -> String {
+    use super::Text;
+    let (en, zh) = match status {
+        PlanStatus::Approved => ("approved", "已批准"),
+        PlanStatus::Rejected => ("rejected", "已否决"),
+        PlanStatus::Revised => ("revised", "已要求修改"),
+        PlanStatus::Expired => return lang.text(Text::ClickPlanExpired).to_owned(),
+        PlanStatus::Proposed => return lang.text(Text::ClickRunEnded).to_owned(),
+    };
+    let follows = status == PlanStatus::Revised;
+    match (lang, by) {
+        (Lang::En, Some(by)) if follows => {
+            format!("Already decided: {by} asked for changes, and a new plan follows.")
+        }
+        (Lang::En, None) if follows => {
+            "Already decided: changes were asked for, and a new plan follows.".to_owned()
+        }
+        (Lang::En, Some(by)) => format!("Already {en} by {by}."),
+        (Lang::En, None) => format!("Already {en}."),
+        (Lang::Zh, Some(by)) if follows => format!("已经决定了：{by} 要求修改，新的计划随后发出。"),
+        (Lang::Zh, None) if follows => "已经决定了：已要求修改，新的计划随后发出。".to_owned(),
+        (Lang::Zh, Some(by)) => format!("已经决定了：{by} {zh}。"),
+        (Lang::Zh, None) => format!("已经决定了：{zh}。"),
+    }
+}
+
+/// A reply in the chat that could not be taken as changes to the open plan:
+/// why (the plan stays open).
+pub fn not_a_revision(lang: Lang, why: &str) -> String {
+    match lang {
+        Lang::En => {
+            format!("🤔 That was not taken as changes to the plan: {why}. The plan is still open.")
+        }
+        Lang::Zh => format!("🤔 这条回复没有作为修改意见：{why}。计划仍在等待决定。"),
+    }
+}
+
 // --- Gateway notices and toasts ---
 
 /// A message of a kind the bot does not read (`audio`, `sticker`, …).
@@ -448,5 +539,36 @@ mod tests {
         );
         assert_eq!("denied".parse::<Verdict>(), Ok(Verdict::Denied));
         assert_eq!("maybe".parse::<Verdict>(), Err(()));
+    }
+
+    #[test]
+    fn what_stands_on_a_plan_reads_naturally() {
+        let by = Some("Alice");
+        assert_eq!(
+            plan_already(Lang::En, PlanStatus::Approved, by),
+            "Already approved by Alice."
+        );
+        assert_eq!(
+            plan_already(Lang::Zh, PlanStatus::Rejected, by),
+            "已经决定了：Alice 已否决。"
+        );
+        assert_eq!(
+            plan_already(Lang::En, PlanStatus::Revised, by),
+            "Already decided: Alice asked for changes, and a new plan follows."
+        );
+        assert_eq!(
+            plan_already(Lang::En, PlanStatus::Approved, None),
+            "Already approved."
+        );
+        assert!(plan_already(Lang::En, PlanStatus::Expired, None).starts_with("⌛ Too late"));
+        assert_eq!(
+            plan_already(Lang::Zh, PlanStatus::Proposed, None),
+            "回复已经结束，无需再决定。",
+            "still proposed, its run ended"
+        );
+        assert_eq!(
+            plan_approved(Lang::En, "Alice", Some("go")),
+            "✅ Approved by Alice: go"
+        );
     }
 }

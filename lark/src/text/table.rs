@@ -53,6 +53,8 @@ texts! {
     Expired => "expired", "已过期";
     /// The reply waits for the person to answer a question (card paragraph).
     WaitingForAnswer => "waiting for your answer", "等待你的回答";
+    /// The reply waits for the person to decide its plan (card paragraph).
+    WaitingForDecision => "waiting for your decision on the plan", "等待你对计划的决定";
 
     /// The app may not read a group's messages, though `[lark] group_context_messages` asks for them (title and text).
     BackgroundDeniedTitle => "Group background unavailable", "无法读取群消息";
@@ -73,6 +75,18 @@ texts! {
     UnansweredTitle => "Question not answered", "问题未回答";
     /// The card of a question nobody answered in time.
     QuestionExpired => "⌛ Nobody answered in time; the reply went on without an answer.", "⌛ 无人及时回答，回复在没有回答的情况下继续了。";
+
+    // --- The plan card (plan mode) ---
+    PlanTitle => "📋 A plan for your approval", "📋 请审批计划";
+    PlanApprovedTitle => "Plan approved", "计划已批准";
+    PlanRejectedTitle => "Plan rejected", "计划已否决";
+    PlanRevisedTitle => "Plan: changes asked for", "计划：已要求修改";
+    PlanUndecidedTitle => "Plan not decided", "计划未决定";
+    RejectButton => "Reject", "否决";
+    /// Below a plan too long for its card.
+    PlanCut => "_… cut here: the whole plan is in the reply above and on the web page._", "_…… 此处截断：完整计划见上方回复或网页。_";
+    /// The card of a plan nobody decided in time.
+    PlanExpired => "⌛ Nobody decided in time; the reply ended with the plan, and nothing of it was carried out.", "⌛ 无人及时决定，回复已结束，计划中的内容均未执行。";
 
     // --- Clicks on approval buttons (gateway toasts) ---
     /// The decision takes longer than the click's answer may.
@@ -98,6 +112,10 @@ texts! {
     ClickQuestionGone => "This question no longer exists.", "此问题已不存在。";
     /// Someone else answered, and the owner is unknown.
     ClickNotYoursToAnswer => "Only the person this question is for, or a Weft admin, can answer.", "只有被提问的人或 Weft 管理员可以回答。";
+    /// A plan rejected by a click.
+    ClickRejected => "❌ Rejected", "❌ 已否决";
+    ClickPlanExpired => "⌛ Too late: this plan expired undecided, and the reply ended without carrying it out.", "⌛ 太晚了：此计划已过期，回复已结束，计划未执行。";
+    ClickPlanGone => "This plan no longer exists.", "此计划已不存在。";
     /// What stands: an expired approval.
     AlreadyExpired => "⌛ Already expired (counts as denied).", "⌛ 已经过期（视为拒绝）。";
 
@@ -123,6 +141,10 @@ texts! {
     Untitled => "(untitled)", "（未命名）";
     ResumedLabel => "Resumed:", "已回到：";
     ResumeWhich => "Which one? See `/sessions`, then `/resume N`.", "请先用 `/sessions` 查看，再 `/resume N`。";
+    /// `/plan` without a task.
+    PlanUsage => "`/plan TASK`: I research TASK with tools that only read and propose a plan; nothing is changed before you approve it. Reply in the chat to ask for changes.", "`/plan 任务`：我先只用只读工具调研任务，再提出计划；你批准之前不做任何改动。在对话中回复即可要求修改。";
+    /// `/plan TASK` while a reply is running.
+    PlanRunActive => "A reply is still running: wait for it or /stop it, then send /plan again.", "还有回复在进行中：请等它结束或 /stop，然后再发送 /plan。";
     /// `/help`.
     Help => "**Commands**\n\
         `/new` start a new conversation\n\
@@ -132,6 +154,7 @@ texts! {
         `/agent [id]` show or switch the agent (`/mode` works too)\n\
         `/undo` take the last question and answer out of the conversation\n\
         `/compact` summarise the older turns before the next reply\n\
+        `/plan TASK` plan first: approve, reject or reply with changes before anything is done\n\
         `/sessions` this chat's conversations\n\
         `/resume N` go back to conversation N of `/sessions`\n\
         `/help` this list",
@@ -143,6 +166,7 @@ texts! {
         `/agent [id]` 查看或切换智能体（也可用 `/mode`）\n\
         `/undo` 把上一轮问答从对话中撤下\n\
         `/compact` 在下一次回复前先总结较早的对话\n\
+        `/plan 任务` 先出计划：批准、否决或回复修改意见后才动手\n\
         `/sessions` 本聊天的对话列表\n\
         `/resume N` 回到 `/sessions` 中的第 N 个对话\n\
         `/help` 显示本帮助";

@@ -3,7 +3,8 @@
 //! patched whole where CardKit is refused), then the approval cards
 //! ([`approvals`]: one per approval, asked with buttons and rewritten without
 //! them once it is decided, expired or left open by a reply that ended), then
-//! the question cards ([`questions`]: the same, for the agent's questions).
+//! the question cards ([`questions`]: the same, for the agent's questions),
+//! then the plan cards ([`plans`]: the same, for the plans of plan mode).
 //!
 //! **Fewer calls, newest content.** A card is created with its first content
 //! (reasoning, text, a call), not as an empty "…" that a patch fills a moment
@@ -17,6 +18,7 @@
 
 mod approvals;
 mod pages;
+mod plans;
 mod questions;
 
 use std::collections::{HashMap, HashSet};
@@ -68,7 +70,11 @@ pub(super) struct Driver {
     questions_asked: HashMap<String, String>,
     /// Questions whose card this driver has rewritten with their answer.
     questions_answered: HashSet<String>,
-    /// The log's last seq before this attempt: approvals and questions
+    /// Plans whose card this driver has sent, and the card's message.
+    plans_asked: HashMap<String, String>,
+    /// Plans whose card this driver has rewritten with their decision.
+    plans_decided: HashSet<String>,
+    /// The log's last seq before this attempt: approvals, questions and plans
     /// announced up to it were asked (and answers shown) by an earlier
     /// attempt's follower; they are asked again (same `uuid`, same card) only
     /// if this attempt leaves them open.
@@ -109,6 +115,8 @@ impl Driver {
             approval_cards: None,
             questions_asked: HashMap::new(),
             questions_answered: HashSet::new(),
+            plans_asked: HashMap::new(),
+            plans_decided: HashSet::new(),
             before,
             settle,
             leave,
@@ -214,8 +222,8 @@ impl Driver {
         }
     }
 
-    /// Makes the cards show `view`: the reply's pages, then its approvals and
-    /// its questions.
+    /// Makes the cards show `view`: the reply's pages, then its approvals,
+    /// its questions and its plans.
     async fn sync(&mut self, view: &ReplyView) -> Result<(), SyncError> {
         loop {
             match self.push_pages(view).await {
@@ -228,7 +236,8 @@ impl Driver {
             }
         }
         self.sync_approvals(view).await?;
-        self.sync_questions(view).await
+        self.sync_questions(view).await?;
+        self.sync_plans(view).await
     }
 
     /// A new message in the run's conversation: a reply to its newest Lark

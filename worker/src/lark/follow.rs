@@ -6,7 +6,7 @@
 //! * **following** — every event is shown, until the reply ends;
 //! * **settling** — the attempt left the run waiting for people: the events
 //!   it published (up to the log's end at that moment) are shown, open
-//!   approvals and questions included, then
+//!   approvals, questions and plans included, then
 //! * **watching** — nothing more is shown unless the run ends without another
 //!   attempt (cancelled, deleted, failed by the gateway or the reaper: nobody
 //!   else would update the card then). The next attempt's `run_started` ends
@@ -168,9 +168,9 @@ impl LarkEgress {
         let ending = loop {
             if reader.settled() {
                 reader.phase = Phase::Watching;
-                // Once more with settling known: approvals and questions
-                // announced before this attempt get their cards too, if
-                // still open.
+                // Once more with settling known: approvals, questions and
+                // plans announced before this attempt get their cards too,
+                // if still open.
                 views.send_replace(reader.view.clone());
             }
             let deadline = match reader.phase {

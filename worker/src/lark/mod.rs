@@ -28,9 +28,9 @@
 //! target), else the tenant's (`[lark] language`; see `weft_lark::text`).
 //!
 //! **One follower per card.** A follower belongs to one attempt. When the
-//! attempt leaves the run to a person (approvals, questions), its follower
+//! attempt leaves the run to a person (approvals, questions, plans), its follower
 //! *settles*: it shows everything the attempt published — the reply card turns
-//! orange and an approval or question card is sent — and from then on only watches, holding
+//! orange and an approval, question or plan card is sent — and from then on only watches, holding
 //! no claim and no slot, for an end nobody else would show (a cancel while
 //! waiting). The attempt that resumes the run starts a new follower, which
 //! rebuilds the same view from the log and goes on patching the same card. A

@@ -9,7 +9,10 @@
 //! who answered); the buttons live on a card of their own per approval
 //! ([`ReplyView::approvals`] says what each of those cards must show). A
 //! question the agent asks (`ask_user`) is a card of its own too
-//! ([`ReplyView::questions`]), while the reply card waits orange for the answer.
+//! ([`ReplyView::questions`]), while the reply card waits orange for the
+//! answer; so is a plan the agent proposes in plan mode ([`ReplyView::plans`]),
+//! while the reply card, which shows the plan as the step's text, waits for
+//! the decision.
 
 mod reasoning;
 
@@ -17,8 +20,10 @@ use weft_lark::card::{CardState, ReplyCard, Source, ToolApproval, ToolProgress, 
 use weft_lark::text::Lang;
 use weft_lark::text::say::{Footer, Verdict};
 use weft_shared::event::{EventKind, RunEvent};
-use weft_shared::fold::{Answered, Decided, Outcome, RunFold, ToolCall, ToolStatus as FoldStatus};
-pub use weft_shared::fold::{Approval, Question};
+use weft_shared::fold::{
+    Answered, Decided, Outcome, PlanDecided, RunFold, ToolCall, ToolStatus as FoldStatus,
+};
+pub use weft_shared::fold::{Approval, Plan, Question};
 
 use reasoning::Thinking;
 
@@ -54,6 +59,17 @@ pub enum QuestionShown<'a> {
     Closed,
 }
 
+/// What a plan's own card must show.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum PlanShown<'a> {
+    /// The plan, open (its buttons, and that a reply asks for changes).
+    Open,
+    /// Decided or expired.
+    Decided(&'a PlanDecided),
+    /// The reply ended before anyone decided.
+    Closed,
+}
+
 /// The reply as its card shows it: the run's events folded by the protocol's
 /// one fold ([`RunFold`]), plus how long the model thought, which only the
 /// card tells.
@@ -75,7 +91,8 @@ impl ReplyView {
             EventKind::Text { step, .. }
             | EventKind::ToolStart { step, .. }
             | EventKind::ApprovalRequired { step, .. }
-            | EventKind::Question { step, .. } => self.thinking.answered(*step, ts),
+            | EventKind::Question { step, .. }
+            | EventKind::PlanProposed { step, .. } => self.thinking.answered(*step, ts),
             EventKind::Retrying { step, .. } => self.thinking.drop_step(*step),
             EventKind::Usage(usage) | EventKind::Done { usage, .. } => {
                 self.thinking.reported(usage.reasoning)
@@ -107,6 +124,7 @@ impl ReplyView {
             || !self.body().is_empty()
             || !self.fold.tools.is_empty()
             || !self.fold.questions.is_empty()
+            || !self.fold.plans.is_empty()
             || self.thinking.shown(false).is_some()
     }
 
@@ -152,6 +170,22 @@ impl ReplyView {
             .collect()
     }
 
+    /// Every plan of the reply and what its card must show.
+    pub fn plans(&self) -> Vec<(&Plan, PlanShown<'_>)> {
+        self.fold
+            .plans
+            .iter()
+            .map(|p| {
+                let shown = match &p.decided {
+                    Some(decided) => PlanShown::Decided(decided),
+                    None if self.is_final() => PlanShown::Closed,
+                    None => PlanShown::Open,
+                };
+                (p, shown)
+            })
+            .collect()
+    }
+
     /// The reply's text so far, all steps in order.
     pub fn body(&self) -> String {
         self.fold
@@ -167,9 +201,11 @@ impl ReplyView {
     pub fn card(&self, lang: Lang) -> ReplyCard {
         let waiting = !self.open_approvals().is_empty();
         let asking = self.fold.open_question().is_some();
+        let planned = self.fold.open_plan().is_some();
         let state = match self.phase() {
             Phase::Thinking | Phase::Streaming if waiting => CardState::AwaitingApproval,
             Phase::Thinking | Phase::Streaming if asking => CardState::AwaitingAnswer,
+            Phase::Thinking | Phase::Streaming if planned => CardState::AwaitingDecision,
             Phase::Thinking => CardState::Thinking,
             Phase::Streaming => CardState::Streaming,
             Phase::Done => CardState::Done,

@@ -19,6 +19,7 @@ mod language;
 mod memory;
 mod order;
 mod overdue;
+mod plans;
 mod questions;
 mod replies;
 mod resilience;

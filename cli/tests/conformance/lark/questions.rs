@@ -57,7 +57,7 @@ async fn ended_card(w: &LarkWorld, message_id: &str) -> SentMessage {
 }
 
 /// What the bot said in reply to `to`.
-async fn told(w: &LarkWorld, to: &str) -> String {
+pub(super) async fn told(w: &LarkWorld, to: &str) -> String {
     let said = w
         .until("the answer to the reply", |_| {
             w.replies(to).into_iter().next()
@@ -67,7 +67,7 @@ async fn told(w: &LarkWorld, to: &str) -> String {
 }
 
 /// One number from the world's database.
-async fn count(w: &LarkWorld, sql: &'static str) -> i64 {
+pub(super) async fn count(w: &LarkWorld, sql: &'static str) -> i64 {
     let db = database(&w.env).await;
     let row = sqlx::query(sql).fetch_one(&db).await.expect(sql);
     row.get(0)

@@ -226,15 +226,16 @@ impl LarkWorld {
             .collect()
     }
 
-    /// The reply card to `to` once it shows an ended reply (approval and
-    /// question cards, which turn green, red or grey when answered, are not
-    /// reply cards).
+    /// The reply card to `to` once it shows an ended reply (approval,
+    /// question and plan cards, which turn green, red or grey when answered,
+    /// are not reply cards).
     pub(super) async fn final_card(&self, to: &str) -> SentMessage {
         self.until(&format!("the final card for {to}"), |_| {
             self.replies(to).into_iter().find(|m| {
                 matches!(template(m), "green" | "red" | "grey")
                     && element(m, "approval_call").is_empty()
                     && element(m, "question_text").is_empty()
+                    && element(m, "plan_text").is_empty()
             })
         })
         .await

@@ -4,6 +4,7 @@
 //! modules ([`super::turn_commands`], [`super::memory_commands`]).
 
 use weft_lark::card::CardState;
+use weft_lark::text::Text;
 use weft_shared::ids::RunId;
 use weft_shared::store::{AuthUser, SessionRecord, StoreError};
 
@@ -24,6 +25,13 @@ impl Bot {
         let owner = &session.user_id;
         let (title, state, text) = match command {
             Command::Help => ("Weft", CardState::Done, commands::help(lang).to_owned()),
+            // `/plan TASK` is a message for the agent (`handle` sends it in
+            // plan mode); only `/plan` alone comes here.
+            Command::Plan(_) => (
+                "Weft",
+                CardState::Done,
+                lang.text(Text::PlanUsage).to_owned(),
+            ),
             Command::Unknown(name) => (
                 "Weft",
                 CardState::AwaitingApproval,

@@ -424,6 +424,69 @@ fn a_question_left_open_by_a_stopped_reply_is_closed() {
     assert_eq!(shown, [QuestionShown::Closed]);
 }
 
+fn proposed(seq: u64, step: u32, id: &str) -> RunEvent {
+    ev(
+        seq,
+        EventKind::PlanProposed {
+            step,
+            plan_id: id.into(),
+            call_id: format!("plan_{step}"),
+            markdown: "1. Read the code.".into(),
+            expires_at: 99,
+        },
+    )
+}
+
+#[test]
+fn a_plan_waits_for_its_decision_and_a_revised_one_is_followed_by_the_next() {
+    let mut v = ReplyView::default();
+    v.apply(&ev(1, started(1, 1)));
+    v.apply(&ev(2, text(1, "1. Read the code.")));
+    v.apply(&proposed(3, 1, "pl_1"));
+    let card = v.card(Lang::En);
+    assert_eq!(card.state, CardState::AwaitingDecision);
+    let shown: Vec<_> = v.plans().into_iter().map(|(_, s)| s).collect();
+    assert_eq!(shown, [PlanShown::Open]);
+    // A reply in the chat revised it: the resuming attempt announces that,
+    // and the agent plans again.
+    v.apply(&ev(4, started(1, 2)));
+    v.apply(&ev(
+        5,
+        EventKind::PlanDecided {
+            step: 1,
+            plan_id: "pl_1".into(),
+            call_id: "plan_1".into(),
+            status: weft_shared::store::PlanStatus::Revised,
+            comment: Some("add a test first".into()),
+            by: Some("Alice".into()),
+        },
+    ));
+    assert_eq!(
+        v.card(Lang::En).state,
+        CardState::Streaming,
+        "working again"
+    );
+    v.apply(&ev(6, text(2, "1. Add a test.")));
+    v.apply(&proposed(7, 2, "pl_2"));
+    match v.plans()[..] {
+        [
+            (first, PlanShown::Decided(decided)),
+            (second, PlanShown::Open),
+        ] => {
+            assert_eq!(
+                (first.plan_id.as_str(), second.plan_id.as_str()),
+                ("pl_1", "pl_2")
+            );
+            assert_eq!(decided.comment.as_deref(), Some("add a test first"));
+        }
+        ref other => panic!("{other:?}"),
+    }
+    assert_eq!(v.card(Lang::En).state, CardState::AwaitingDecision);
+    // Stopped while it waits: the open plan's card closes.
+    v.apply(&ev(8, EventKind::Cancelled { by: "lark".into() }));
+    assert_eq!(v.plans()[1].1, PlanShown::Closed);
+}
+
 #[test]
 fn the_card_shows_the_todo_list_the_reply_last_sent() {
     use weft_shared::api::{TodoItem, TodoStatus};
