@@ -202,6 +202,7 @@ fn to_dto(a: &AgentRecord, admin: bool) -> AgentDto {
         skills: s.skills.clone(),
         knowledge: s.knowledge.clone(),
         knowledge_mode: s.knowledge_mode,
+        delegates: s.delegates.clone(),
         memory: s.memory,
         max_steps: s.max_steps,
         default: s.default,
@@ -289,6 +290,7 @@ pub async fn put_agent(
     weft_shared::config::access::validate("agent", &req.allowed_users, &req.allowed_roles)
         .map_err(ApiError::Validation)?;
     weft_shared::config::agents::valid_knowledge(&req.knowledge).map_err(ApiError::Validation)?;
+    weft_shared::config::agents::valid_delegates(&req.delegates).map_err(ApiError::Validation)?;
     if req.max_steps == Some(0) {
         return Err(ApiError::Validation("max_steps must be at least 1".into()));
     }
@@ -317,6 +319,7 @@ pub async fn put_agent(
         skills: req.skills,
         knowledge: req.knowledge,
         knowledge_mode: req.knowledge_mode,
+        delegates: req.delegates,
         memory: req.memory,
         max_steps: req.max_steps,
         default: req.default,

@@ -84,6 +84,7 @@ use utoipa::OpenApi;
         crate::approvals::decide_approval,
         crate::plans::list_plans,
         crate::plans::run_plans,
+        crate::plans::run_delegations,
         crate::plans::get_plan,
         crate::plans::decide_plan,
         crate::questions::list_questions,

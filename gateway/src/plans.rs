@@ -1,5 +1,6 @@
 //! Plans the agent proposed in plan mode (docs/protocol.md, "Plans"): the open
-//! plans of a session, a run's plans, one plan, and its decision. A decision
+//! plans of a session, a run's plans, one plan, and its decision; and the
+//! tasks a run delegated (the other run-scoped read a reload needs). A decision
 //! re-enqueues the waiting run; the worker that claims it publishes
 //! `plan_decided` and carries on (approved: with every tool; revised: a new
 //! plan) or ends the run (rejected). Only the session's owner (or an admin)
@@ -21,6 +22,7 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/v1/sessions/{id}/plans", get(list_plans))
         .route("/v1/runs/{id}/plans", get(run_plans))
+        .route("/v1/runs/{id}/delegations", get(run_delegations))
         .route("/v1/plans/{id}", get(get_plan).post(decide_plan))
 }
 
@@ -49,6 +51,24 @@ pub async fn run_plans(
     let run = crate::runs::parse_run_id(&id)?;
     state.store.get_run(&user.id, &run).await?;
     Ok(listed(&state.store.run_plans(&run).await?))
+}
+
+/// Every task a run handed to other agents (`delegate`), in the order
+/// made, with its child's session and run: what a finished reply shows again
+/// after a reload (docs/protocol.md, "Delegation").
+#[utoipa::path(get, path = "/v1/runs/{id}/delegations",
+    responses((status = 200, body = weft_shared::api::DelegationList), (status = 404, body = weft_shared::api::ErrorEnvelope)))]
+pub async fn run_delegations(
+    State(state): State<AppState>,
+    Caller(user): Caller,
+    Path(id): Path<String>,
+) -> ApiResult<Json<weft_shared::api::DelegationList>> {
+    let run = crate::runs::parse_run_id(&id)?;
+    state.store.get_run(&user.id, &run).await?;
+    let delegations = state.store.run_delegations(&run).await?;
+    Ok(Json(weft_shared::api::DelegationList {
+        delegations: delegations.iter().map(|d| d.to_dto()).collect(),
+    }))
 }
 
 /// One plan, decided or not.

@@ -29,13 +29,36 @@ impl Runs {
     ) -> Result<CancelOutcome, StoreError> {
         let limits = self.live.get().limits.run_limits();
         let outcome = self.store.cancel_run(owner, run, by, &limits).await?;
-        if let CancelOutcome::Cancelled { run, followup } = &outcome {
+        if let CancelOutcome::Cancelled {
+            run,
+            followup,
+            parent,
+        } = &outcome
+        {
             self.announce_cancel(run).await;
-            if let Some(next) = followup {
+            for next in followup.iter().chain(parent) {
                 self.enqueue(next.clone()).await;
             }
+            self.cancel_children(&run.id).await;
         }
         Ok(outcome)
+    }
+
+    /// What `run` delegated ends with it (`cancelled` by `parent`), and
+    /// what those delegated in turn: each told to its worker or its stream.
+    pub async fn cancel_children(&self, run: &RunId) {
+        match self.store.cancel_children(run, "parent").await {
+            Ok(children) => {
+                for child in &children {
+                    self.announce_cancel(child).await;
+                }
+            }
+            Err(e) => {
+                // The children run on and end by themselves; their parent,
+                // ended, takes nothing from them.
+                tracing::warn!(run.id = %run, error = %e, "cancelling the runs it delegated failed");
+            }
+        }
     }
 
     /// Tell the world a run was cancelled: its worker (which then emits

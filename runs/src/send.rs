@@ -73,6 +73,7 @@ impl Runs {
             SendOutcome::Started { run, interrupted } => {
                 if let Some(active) = interrupted {
                     self.announce_cancel(&active).await;
+                    self.cancel_children(&active.id).await;
                 }
                 self.enqueue(run.run_id.clone()).await;
                 Ok(written(Submitted::Run {

@@ -103,3 +103,42 @@ impl Tool for ProposePlan {
         Err("propose_plan is decided by the person, not run".into())
     }
 }
+
+pub const DELEGATE: &str = "delegate";
+
+/// `delegate`: the agent hands a task to another agent, which does it in a run
+/// of its own (a child session, crash-safe, cancelled with its parent) while
+/// this run waits holding no worker; the other agent's answer is the call's
+/// result (docs/protocol.md, "Delegation"). Offered to agents that list whom
+/// they may delegate to (`[[agents]] delegates`), below
+/// `tools.delegate_max_depth`. Several calls in one step run in parallel. The
+/// worker handles its calls itself (a wait); `call` is never reached.
+pub struct Delegate;
+
+#[async_trait::async_trait]
+impl Tool for Delegate {
+    fn spec(&self) -> ToolSpec {
+        ToolSpec {
+            name: DELEGATE.into(),
+            description: "Hand a self-contained task to another agent and get its answer back. \
+                The other agent starts fresh: it sees only the task, so say everything it needs \
+                (what to find or do, the context, the form of the answer). Several delegate \
+                calls in one step run in parallel. Use it for parts of the work that another \
+                agent is better at, or that can be done side by side."
+                .into(),
+            parameters: serde_json::json!({
+                "type": "object",
+                "properties": {
+                    "agent": {"type": "string", "description": "The id of the agent to hand the task to (one of those this agent may delegate to)."},
+                    "task": {"type": "string", "minLength": 1, "maxLength": 20000, "description": "The task, complete and self-contained."}
+                },
+                "required": ["agent", "task"],
+                "additionalProperties": false
+            }),
+        }
+    }
+
+    async fn call(&self, _args: serde_json::Value, _ctx: &ToolContext) -> Result<String, String> {
+        Err("delegate is done by another agent, not run".into())
+    }
+}

@@ -14,7 +14,7 @@ pub mod mcp;
 pub mod sources;
 pub mod web;
 
-pub use builtin::{ASK_USER, AskUser, CurrentTime, PROPOSE_PLAN, ProposePlan};
+pub use builtin::{ASK_USER, AskUser, CurrentTime, DELEGATE, Delegate, PROPOSE_PLAN, ProposePlan};
 pub use web::web_tools;
 
 /// Who is calling: tools that keep per-run state (stored outputs) or act for a
@@ -100,6 +100,7 @@ impl ToolRegistry {
         reg.add(Arc::new(CurrentTime));
         reg.add(Arc::new(AskUser));
         reg.add(Arc::new(ProposePlan));
+        reg.add(Arc::new(Delegate));
         reg
     }
 
@@ -158,7 +159,10 @@ mod tests {
                 .is_err()
         );
         let names: Vec<String> = reg.specs().into_iter().map(|s| s.name).collect();
-        assert_eq!(names, ["ask_user", "current_time", "propose_plan"]);
+        assert_eq!(
+            names,
+            ["ask_user", "current_time", "delegate", "propose_plan"]
+        );
     }
 
     #[test]

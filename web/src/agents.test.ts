@@ -1,5 +1,13 @@
 import { describe, expect, it } from 'vitest'
-import { emptyForm, formFromAgent, formProblem, parseToolList, toPutRequest, toggleName } from './agents'
+import {
+  delegateChoices,
+  emptyForm,
+  formFromAgent,
+  formProblem,
+  parseToolList,
+  toPutRequest,
+  toggleName,
+} from './agents'
 import type { Agent } from './types'
 
 const pirate: Agent = {
@@ -42,6 +50,7 @@ describe('agent form', () => {
       knowledge: [],
       knowledge_mode: 'tool',
       memory: true,
+      delegates: [],
     })
   })
 
@@ -66,6 +75,42 @@ describe('agent form', () => {
     const old: Agent = { ...pirate, knowledge: undefined, knowledge_mode: undefined }
     expect(toPutRequest(formFromAgent(old), old)).toMatchObject({ knowledge: [], knowledge_mode: 'tool' })
     expect(toPutRequest(emptyForm())).toMatchObject({ knowledge: [], knowledge_mode: 'tool' })
+  })
+
+  it('keeps the agents it may delegate to on a save; an agent without them delegates to no one', () => {
+    const lead: Agent = { ...pirate, id: 'lead', delegates: ['researcher', 'writer'] }
+    const f = formFromAgent(lead)
+    expect(f.delegates).toEqual(['researcher', 'writer'])
+    expect(toPutRequest(f, lead).delegates).toEqual(['researcher', 'writer'])
+    // Unticked and ticked again, one goes last; a repeat is sent once.
+    const edited = { ...f, delegates: [...toggleName(toggleName(f.delegates, 'researcher', false), 'researcher', true), 'writer'] }
+    expect(edited.delegates).toEqual(['writer', 'researcher', 'writer'])
+    expect(toPutRequest(edited, lead).delegates).toEqual(['writer', 'researcher'])
+    expect(toPutRequest(formFromAgent({ ...pirate, delegates: undefined })).delegates).toEqual([])
+    expect(emptyForm().delegates).toEqual([])
+    // The form's list is its own: editing it leaves the agent as it was read.
+    f.delegates.push('x')
+    expect(lead.delegates).toEqual(['researcher', 'writer'])
+  })
+
+  it('offers every other agent as a delegate, and keeps a chosen one that is gone, marked', () => {
+    const agents: Agent[] = [
+      { ...pirate, id: 'lead', name: 'Lead' },
+      { ...pirate, id: 'researcher', name: 'Researcher' },
+      { ...pirate, id: 'writer', name: '' },
+    ]
+    expect(delegateChoices(agents, 'lead', [])).toEqual([
+      { id: 'researcher', name: 'Researcher', missing: false },
+      { id: 'writer', name: 'writer', missing: false },
+    ])
+    // Chosen before: an agent deleted since, and (from a config file) the agent itself.
+    expect(delegateChoices(agents, 'lead', ['old', 'researcher', 'lead', 'old']).slice(2)).toEqual([
+      { id: 'old', name: 'old', missing: true },
+      { id: 'lead', name: 'Lead', missing: false },
+    ])
+    // A new agent (no id yet) may delegate to any agent there is.
+    expect(delegateChoices(agents, '', []).map((c) => c.id)).toEqual(['lead', 'researcher', 'writer'])
+    expect(delegateChoices([], 'lead', [])).toEqual([])
   })
 
   it('toggles a base on and off without repeats', () => {

@@ -1,8 +1,9 @@
 // The admin's agent form, as pure functions: an agent to the form's fields and
 // back to `PUT /v1/admin/agents/{id}`. A PUT replaces the agent, so what the form
 // does not edit (tool policies, skills) is carried over from the agent as it was;
-// an agent saved before it had knowledge bases gets none, searched as a `tool`, and
-// one read without `memory` remembers people (the server's default).
+// an agent saved before it had knowledge bases gets none, searched as a `tool`, one
+// read without `memory` remembers people (the server's default), and one read
+// without `delegates` delegates to no one.
 // Only admins get an agent's instructions, policies and access lists.
 
 import type { Agent, KnowledgeMode, PutAgentRequest } from './types'
@@ -36,6 +37,8 @@ export interface AgentForm {
   knowledgeMode: KnowledgeMode
   /** it remembers the people it talks to (off: recalls nothing, no memory tools, not learned from) */
   memory: boolean
+  /** the agents (ids) it may hand tasks to with `delegate`, in the order chosen */
+  delegates: string[]
 }
 
 export function emptyForm(): AgentForm {
@@ -54,6 +57,7 @@ export function emptyForm(): AgentForm {
     knowledge: [],
     knowledgeMode: 'tool',
     memory: true,
+    delegates: [],
   }
 }
 
@@ -73,6 +77,7 @@ export function formFromAgent(a: Agent): AgentForm {
     knowledge: [...(a.knowledge ?? [])],
     knowledgeMode: a.knowledge_mode ?? 'tool',
     memory: a.memory ?? true,
+    delegates: [...(a.delegates ?? [])],
   }
 }
 
@@ -80,6 +85,29 @@ export function formFromAgent(a: Agent): AgentForm {
 export function toggleName(names: readonly string[], name: string, on: boolean): string[] {
   const rest = names.filter((n) => n !== name)
   return on ? [...rest, name] : rest
+}
+
+export interface DelegateChoice {
+  id: string
+  /** the agent's name; its id when it is not (or no longer) listed */
+  name: string
+  /** chosen before, but no agent has this id now (a call naming it is refused) */
+  missing: boolean
+}
+
+/**
+ * The agents the form offers as delegates: every other agent, then any chosen id
+ * that is not one of them — the agent itself, or an agent gone since (marked) — so
+ * a save never drops a choice unseen.
+ */
+export function delegateChoices(agents: readonly Agent[], self: string, chosen: readonly string[]): DelegateChoice[] {
+  const choice = (id: string): DelegateChoice => {
+    const a = agents.find((x) => x.id === id)
+    return { id, name: a?.name || id, missing: !a }
+  }
+  const others = agents.filter((a) => a.id !== self).map((a) => choice(a.id))
+  const rest = chosen.filter((id) => !others.some((o) => o.id === id)).map(choice)
+  return [...others, ...new Map(rest.map((c) => [c.id, c])).values()]
 }
 
 /** `"web_fetch, mcp:docs ,,"` → `["web_fetch", "mcp:docs"]`, without repeats. */
@@ -116,5 +144,6 @@ export function toPutRequest(f: AgentForm, existing?: Agent): PutAgentRequest {
     knowledge_mode: f.knowledgeMode,
     // Always sent: the server's default is on, so leaving it out would turn it back on.
     memory: f.memory,
+    delegates: [...new Set(f.delegates)],
   }
 }

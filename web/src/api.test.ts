@@ -266,6 +266,16 @@ describe('api client', () => {
     expect(headersOf(f.calls[0])['X-Weft-Csrf']).toBe('1')
   })
 
+  it('lists a run\'s delegations', async () => {
+    const d = { id: 'dl_1', call_id: 'call_1', agent: 'researcher', status: 'succeeded' }
+    const f = fakeFetch(() => json(200, { delegations: [d] }))
+    const api = createApi({ fetch: f.fetch })
+    await expect(api.runDelegations('r/1')).resolves.toEqual([d])
+    expect(f.calls.map((c) => [c.init.method, c.url, c.init.body])).toEqual([
+      ['GET', '/v1/runs/r%2F1/delegations', undefined],
+    ])
+  })
+
   it('lists a session\'s pending approvals and the MCP status', async () => {
     const f = fakeFetch((c) =>
       c.url.endsWith('/approvals') ? json(200, { approvals: [] }) : json(200, { configured: [], workers: [] }),

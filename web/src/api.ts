@@ -19,6 +19,7 @@ import type {
   CreateMemory,
   CreateSessionRequest,
   CreateUserRequest,
+  DelegationList,
   DocumentChunks,
   Instructions,
   KnowledgeBase,
@@ -238,6 +239,9 @@ export function createApi(opts: ApiOptions = {}) {
     /** The session's plans waiting for a decision (what a lost event log cannot replay). */
     listPlans: (sessionId: string) =>
       get<PlanList>(`/v1/sessions/${seg(sessionId)}/plans`).then((r) => r.plans),
+    /** Every task a run handed to other agents (`delegate`), in the order made: what a finished reply shows again. */
+    runDelegations: (runId: string) =>
+      get<DelegationList>(`/v1/runs/${seg(runId)}/delegations`).then((r) => r.delegations),
 
     // knowledge
     /** The bases you may search: yours and the shared ones. */

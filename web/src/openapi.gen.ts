@@ -768,6 +768,27 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/runs/{id}/delegations": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Every task a run handed to other agents (`delegate`), in the order
+         *     made, with its child's session and run: what a finished reply shows again
+         *     after a reload (docs/protocol.md, "Delegation").
+         */
+        get: operations["run_delegations"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/runs/{id}/events": {
         parameters: {
             query?: never;
@@ -1218,6 +1239,8 @@ export interface components {
              */
             allowed_users?: string[] | null;
             default: boolean;
+            /** @description The agents (ids) it may hand tasks to with `delegate`. */
+            delegates?: string[];
             description: string;
             id: string;
             /** @description Admins only. */
@@ -1431,6 +1454,34 @@ export interface components {
             comment?: string | null;
             decision: components["schemas"]["PlanDecision"];
         };
+        /** @description A task a run handed to another agent (`delegate`). */
+        DelegationDto: {
+            agent: string;
+            /** @description The `delegate` call whose result the child's answer is. */
+            call_id: string;
+            child_run_id: string;
+            /** @description The child's session and run (its events can be attached to). */
+            child_session_id: string;
+            created_at: string;
+            finished_at?: string | null;
+            id: string;
+            /** @description The delegating run and its session. */
+            run_id: string;
+            session_id: string;
+            status: components["schemas"]["DelegationStatus"];
+            /** Format: int32 */
+            step: number;
+            task: string;
+        };
+        DelegationList: {
+            delegations: components["schemas"]["DelegationDto"][];
+        };
+        /**
+         * @description Where a delegated run stands (`delegate`, `agent_start` / `agent_end`):
+         *     `running` until the child run ends, then how it ended.
+         * @enum {string}
+         */
+        DelegationStatus: "running" | "succeeded" | "failed" | "cancelled";
         /** @description One chunk of a document's text. */
         DocumentChunk: {
             id: string;
@@ -1596,6 +1647,29 @@ export interface components {
             step: number;
             /** @enum {string} */
             type: "plan_decided";
+        } | {
+            agent: string;
+            call_id: string;
+            /** @description The child's run: attach to its events to watch it. */
+            child_run_id: string;
+            /** @description The child's session. */
+            child_session_id: string;
+            delegation_id: string;
+            /** Format: int32 */
+            step: number;
+            task: string;
+            /** @enum {string} */
+            type: "agent_start";
+        } | {
+            agent: string;
+            call_id: string;
+            child_run_id: string;
+            delegation_id: string;
+            status: components["schemas"]["DelegationStatus"];
+            /** Format: int32 */
+            step: number;
+            /** @enum {string} */
+            type: "agent_end";
         } | (components["schemas"]["UsageDto"] & {
             /** @enum {string} */
             type: "usage";
@@ -2109,6 +2183,11 @@ export interface components {
              */
             allowed_users?: string[];
             default?: boolean;
+            /**
+             * @description The agents (ids) it may hand tasks to with `delegate` (each a run of
+             *     its own, in a child session; docs/protocol.md, "Delegation").
+             */
+            delegates?: string[];
             description?: string;
             instructions?: string;
             /**
@@ -2245,14 +2324,15 @@ export interface components {
             usage: components["schemas"]["UsageDto"];
         };
         /**
-         * @description Where a run stands. `queued`, `running`, `waiting_approval` and
-         *     `waiting_input` are active (one per session at most); the other three are
-         *     terminal. The two waiting states hold no worker: the run waits for a
-         *     person's decision on an approval, or for a person's input (an answer to
-         *     a question the agent asked).
+         * @description Where a run stands. `queued`, `running`, `waiting_approval`,
+         *     `waiting_input` and `waiting_agents` are active (one per session at most);
+         *     the other three are terminal. The three waiting states hold no worker: the
+         *     run waits for a person's decision on an approval, for a person's input (an
+         *     answer to a question the agent asked, a decision on its plan), or for the
+         *     runs it delegated to other agents.
          * @enum {string}
          */
-        RunStatus: "queued" | "running" | "waiting_approval" | "waiting_input" | "succeeded" | "failed" | "cancelled";
+        RunStatus: "queued" | "running" | "waiting_approval" | "waiting_input" | "waiting_agents" | "succeeded" | "failed" | "cancelled";
         /**
          * @description `PUT /v1/admin/settings`: the sections to replace (any of `models`,
          *     `limits`, `tools`, `mcp_servers`), each whole, as `GET` shows them.
@@ -4725,6 +4805,44 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["RunDto"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    run_delegations: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DelegationList"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
                 };
             };
             /** @description An error: `{"error":{"code","message"}}` (see the status) */

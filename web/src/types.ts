@@ -63,6 +63,11 @@ export type PlanStatus = Schemas['PlanStatus']
 /** `approve`, `reject` or `revise` (with a comment saying what to change). */
 export type PlanDecision = Schemas['PlanDecision']
 export type DecidePlanRequest = Schemas['DecidePlanRequest']
+/** Where a delegated run stands (`agent_start` / `agent_end`): `running`, then `succeeded`, `failed` or `cancelled`. */
+export type DelegationStatus = Schemas['DelegationStatus']
+/** A task a run handed to another agent (`delegate`), with its child's session and run. */
+export type Delegation = Schemas['DelegationDto']
+export type DelegationList = Schemas['DelegationList']
 /** `GET /v1/mcp` (admin): the configured MCP servers, and each reporting worker's view of them. */
 export type McpStatusList = Schemas['McpStatusList']
 export type SettingsView = Schemas['SettingsDto']
@@ -148,6 +153,8 @@ const EVENT_TYPES: Record<RunEventType, true> = {
   question_answered: true,
   plan_proposed: true,
   plan_decided: true,
+  agent_start: true,
+  agent_end: true,
   usage: true,
   memory_used: true,
   todo: true,

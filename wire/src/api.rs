@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
 mod agents;
+mod delegations;
 mod knowledge;
 mod memory;
 mod plans;
@@ -16,6 +17,7 @@ mod todos;
 mod tools;
 
 pub use agents::*;
+pub use delegations::*;
 pub use knowledge::*;
 pub use memory::*;
 pub use plans::*;

@@ -13,7 +13,7 @@ use utoipa::ToSchema;
 
 use crate::api::{Citation, ErrorBody, UsageDto};
 use crate::ids::{MessageId, RunId, SessionId};
-use crate::states::{PlanStatus, QuestionStatus, Verdict};
+use crate::states::{DelegationStatus, PlanStatus, QuestionStatus, Verdict};
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct RunEvent {
@@ -137,6 +137,36 @@ pub enum EventKind {
         /// Who decided (a username).
         by: Option<String>,
     },
+    /// Delegation: the agent handed `task` to the agent `agent` (`delegate`).
+    /// The task is a run of its own (`run_id`) in a child session of the same
+    /// person (`session_id`), crash-safe like any run and cancelled with this
+    /// one: attach to `run_id`'s events to watch it. This run waits for the
+    /// step's delegations holding no worker (`waiting_agents`).
+    AgentStart {
+        step: u32,
+        delegation_id: String,
+        call_id: String,
+        agent: String,
+        task: String,
+        /// The child's session.
+        #[schema(value_type = String)]
+        child_session_id: SessionId,
+        /// The child's run: attach to its events to watch it.
+        #[schema(value_type = String)]
+        child_run_id: RunId,
+    },
+    /// A delegated run ended: `succeeded` (its answer is the call's result,
+    /// in the `tool_end` that follows), `failed` or `cancelled`. Published by
+    /// the worker that resumes this run.
+    AgentEnd {
+        step: u32,
+        delegation_id: String,
+        call_id: String,
+        agent: String,
+        #[schema(value_type = String)]
+        child_run_id: RunId,
+        status: DelegationStatus,
+    },
     Usage(UsageDto),
     /// The session's todo list changed (`todo_update`): the whole list after
     /// the change. The list is the session's (`GET /v1/sessions/{id}/todos`).
@@ -194,6 +224,8 @@ impl EventKind {
             EventKind::QuestionAnswered { .. } => "question_answered",
             EventKind::PlanProposed { .. } => "plan_proposed",
             EventKind::PlanDecided { .. } => "plan_decided",
+            EventKind::AgentStart { .. } => "agent_start",
+            EventKind::AgentEnd { .. } => "agent_end",
             EventKind::Usage(_) => "usage",
             EventKind::MemoryUsed { .. } => "memory_used",
             EventKind::Todo { .. } => "todo",

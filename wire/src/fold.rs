@@ -1,6 +1,6 @@
 //! The one fold of a run's events into what the run has said so far: its steps'
 //! text and thinking, its tool calls, the approvals, questions and plans it
-//! waited for, its citations and how it ended. The terminal client, the Lark card and the load
+//! waited for, the runs it delegated to other agents, its citations and how it ended. The terminal client, the Lark card and the load
 //! tester fold events with this; the web's reducer (`web/src/stream/reducer.ts`)
 //! follows the same rules, and one table of cases (`wire/tests/fold_cases.json`)
 //! is run against both.
@@ -14,7 +14,7 @@
 //!   would be too).
 //! * `run_started {resume_step}`: a new attempt goes on from `resume_step`;
 //!   whatever earlier attempts said at steps `>= resume_step` — text,
-//!   thinking, tool calls, approvals, questions, plans — is void. (A run that waited for an
+//!   thinking, tool calls, approvals, questions, plans, delegations — is void. (A run that waited for an
 //!   approval resumes at the step after the waiting one, so that step's text and
 //!   its approvals stay.)
 //!
@@ -28,7 +28,7 @@ use std::collections::BTreeMap;
 
 use crate::api::{Citation, ErrorBody, MemoryRef, TodoItem, UsageDto};
 use crate::event::{EventKind, RunEvent};
-use crate::states::{PlanStatus, QuestionStatus, Verdict};
+use crate::states::{DelegationStatus, PlanStatus, QuestionStatus, Verdict};
 
 /// What one step said.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -133,6 +133,24 @@ pub struct PlanDecided {
     pub seq: u64,
 }
 
+/// A task the agent handed to another agent (`agent_start`): a run of its
+/// own, `run_id`, whose events can be attached to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Delegation {
+    /// The seq of its `agent_start`.
+    pub seq: u64,
+    pub delegation_id: String,
+    pub step: u32,
+    pub call_id: String,
+    pub agent: String,
+    pub task: String,
+    /// The child's session and run.
+    pub session_id: String,
+    pub run_id: String,
+    /// `running` until its `agent_end`.
+    pub status: DelegationStatus,
+}
+
 /// Where a tool call stands.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ToolStatus {
@@ -200,6 +218,10 @@ pub enum Change {
     Plan(usize),
     /// The plan at this index of [`RunFold::plans`] was decided (or expired).
     PlanDecided(usize),
+    /// The delegation at this index of [`RunFold::delegations`] started.
+    Agent(usize),
+    /// The delegation at this index of [`RunFold::delegations`] ended.
+    AgentEnded(usize),
     Usage,
     /// The sources the answer cites arrived ([`RunFold::citations`]).
     Citations,
@@ -223,6 +245,7 @@ pub struct RunFold {
     pub approvals: Vec<Approval>,
     pub questions: Vec<Question>,
     pub plans: Vec<Plan>,
+    pub delegations: Vec<Delegation>,
     /// The newest usage reported (a step's, then the run's total).
     pub usage: UsageDto,
     pub ttft_ms: Option<u64>,
@@ -261,13 +284,15 @@ impl RunFold {
                     || self.tools.iter().any(|t| void(t.step))
                     || self.approvals.iter().any(|a| void(a.step))
                     || self.questions.iter().any(|q| void(q.step))
-                    || self.plans.iter().any(|p| void(p.step));
+                    || self.plans.iter().any(|p| void(p.step))
+                    || self.delegations.iter().any(|d| void(d.step));
                 if had {
                     self.steps.retain(|s, _| !void(*s));
                     self.tools.retain(|t| !void(t.step));
                     self.approvals.retain(|a| !void(a.step));
                     self.questions.retain(|q| !void(q.step));
                     self.plans.retain(|p| !void(p.step));
+                    self.delegations.retain(|d| !void(d.step));
                     out.push(Change::Retract {
                         from: *resume_step,
                         to: u32::MAX,
@@ -300,13 +325,18 @@ impl RunFold {
                     .remove(step)
                     .is_some_and(|s| !s.text.is_empty() || !s.thinking.is_empty());
                 let waits = |f: &RunFold| {
-                    f.tools.len() + f.approvals.len() + f.questions.len() + f.plans.len()
+                    f.tools.len()
+                        + f.approvals.len()
+                        + f.questions.len()
+                        + f.plans.len()
+                        + f.delegations.len()
                 };
                 let calls = waits(self);
                 self.tools.retain(|t| t.step != *step);
                 self.approvals.retain(|a| a.step != *step);
                 self.questions.retain(|q| q.step != *step);
                 self.plans.retain(|p| p.step != *step);
+                self.delegations.retain(|d| d.step != *step);
                 if said || calls != waits(self) {
                     vec![Change::Retract {
                         from: *step,
@@ -491,6 +521,45 @@ impl RunFold {
                         seq: ev.seq,
                     });
                     vec![Change::PlanDecided(i)]
+                }
+                None => vec![],
+            },
+            EventKind::AgentStart {
+                step,
+                delegation_id,
+                call_id,
+                agent,
+                task,
+                child_session_id,
+                child_run_id,
+            } => {
+                self.delegations
+                    .retain(|d| &d.delegation_id != delegation_id);
+                self.delegations.push(Delegation {
+                    seq: ev.seq,
+                    delegation_id: delegation_id.clone(),
+                    step: *step,
+                    call_id: call_id.clone(),
+                    agent: agent.clone(),
+                    task: task.clone(),
+                    session_id: child_session_id.0.clone(),
+                    run_id: child_run_id.0.clone(),
+                    status: DelegationStatus::Running,
+                });
+                vec![Change::Agent(self.delegations.len() - 1)]
+            }
+            EventKind::AgentEnd {
+                delegation_id,
+                status,
+                ..
+            } => match self
+                .delegations
+                .iter()
+                .position(|d| &d.delegation_id == delegation_id)
+            {
+                Some(i) => {
+                    self.delegations[i].status = *status;
+                    vec![Change::AgentEnded(i)]
                 }
                 None => vec![],
             },

@@ -10,11 +10,12 @@ use std::str::FromStr;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-/// Where a run stands. `queued`, `running`, `waiting_approval` and
-/// `waiting_input` are active (one per session at most); the other three are
-/// terminal. The two waiting states hold no worker: the run waits for a
-/// person's decision on an approval, or for a person's input (an answer to
-/// a question the agent asked).
+/// Where a run stands. `queued`, `running`, `waiting_approval`,
+/// `waiting_input` and `waiting_agents` are active (one per session at most);
+/// the other three are terminal. The three waiting states hold no worker: the
+/// run waits for a person's decision on an approval, for a person's input (an
+/// answer to a question the agent asked, a decision on its plan), or for the
+/// runs it delegated to other agents.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum RunStatus {
@@ -22,19 +23,22 @@ pub enum RunStatus {
     Running,
     /// Suspended on a human decision: no worker holds it.
     WaitingApproval,
-    /// Suspended on a person's answer (`ask_user`): no worker holds it.
+    /// Suspended on a person's answer (`ask_user`, a plan): no worker holds it.
     WaitingInput,
+    /// Suspended on the runs it delegated (`delegate`): no worker holds it.
+    WaitingAgents,
     Succeeded,
     Failed,
     Cancelled,
 }
 
 impl RunStatus {
-    pub const ALL: [RunStatus; 7] = [
+    pub const ALL: [RunStatus; 8] = [
         RunStatus::Queued,
         RunStatus::Running,
         RunStatus::WaitingApproval,
         RunStatus::WaitingInput,
+        RunStatus::WaitingAgents,
         RunStatus::Succeeded,
         RunStatus::Failed,
         RunStatus::Cancelled,
@@ -46,15 +50,19 @@ impl RunStatus {
             RunStatus::Running => "running",
             RunStatus::WaitingApproval => "waiting_approval",
             RunStatus::WaitingInput => "waiting_input",
+            RunStatus::WaitingAgents => "waiting_agents",
             RunStatus::Succeeded => "succeeded",
             RunStatus::Failed => "failed",
             RunStatus::Cancelled => "cancelled",
         }
     }
 
-    /// Suspended on a person, with no worker.
+    /// Suspended (on a person, or on delegated runs), with no worker.
     pub fn is_waiting(self) -> bool {
-        matches!(self, RunStatus::WaitingApproval | RunStatus::WaitingInput)
+        matches!(
+            self,
+            RunStatus::WaitingApproval | RunStatus::WaitingInput | RunStatus::WaitingAgents
+        )
     }
 
     pub fn is_terminal(self) -> bool {
@@ -253,6 +261,55 @@ impl FromStr for PlanStatus {
     type Err = ();
     fn from_str(s: &str) -> Result<Self, ()> {
         PlanStatus::ALL
+            .into_iter()
+            .find(|status| status.as_str() == s)
+            .ok_or(())
+    }
+}
+
+/// Where a delegated run stands (`delegate`, `agent_start` / `agent_end`):
+/// `running` until the child run ends, then how it ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum DelegationStatus {
+    Running,
+    Succeeded,
+    Failed,
+    Cancelled,
+}
+
+impl DelegationStatus {
+    pub const ALL: [DelegationStatus; 4] = [
+        DelegationStatus::Running,
+        DelegationStatus::Succeeded,
+        DelegationStatus::Failed,
+        DelegationStatus::Cancelled,
+    ];
+
+    pub fn as_str(self) -> &'static str {
+        match self {
+            DelegationStatus::Running => "running",
+            DelegationStatus::Succeeded => "succeeded",
+            DelegationStatus::Failed => "failed",
+            DelegationStatus::Cancelled => "cancelled",
+        }
+    }
+
+    /// How a child run that ended as `status` leaves its delegation.
+    pub fn of_run(status: RunStatus) -> DelegationStatus {
+        match status {
+            RunStatus::Succeeded => DelegationStatus::Succeeded,
+            RunStatus::Cancelled => DelegationStatus::Cancelled,
+            RunStatus::Failed => DelegationStatus::Failed,
+            _ => DelegationStatus::Running,
+        }
+    }
+}
+
+impl FromStr for DelegationStatus {
+    type Err = ();
+    fn from_str(s: &str) -> Result<Self, ()> {
+        DelegationStatus::ALL
             .into_iter()
             .find(|status| status.as_str() == s)
             .ok_or(())

@@ -91,6 +91,20 @@ fn check(name: &str, fold: &mut RunFold, events: &Value, expect: &Value) {
         );
         assert_eq!(&got["plans"], proposed, "{name}: plans");
     }
+    if let Some(delegated) = expect.get("delegations") {
+        got["delegations"] = json!(
+            fold.delegations
+                .iter()
+                .map(|d| json!({
+                    "delegation_id": d.delegation_id,
+                    "agent": d.agent,
+                    "run_id": d.run_id,
+                    "status": d.status.as_str(),
+                }))
+                .collect::<Vec<_>>()
+        );
+        assert_eq!(&got["delegations"], delegated, "{name}: delegations");
+    }
     for key in ["steps", "tools", "outcome"] {
         assert_eq!(got[key], expect[key], "{name}: {key}");
     }

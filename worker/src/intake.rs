@@ -195,7 +195,7 @@ async fn exhausted(inner: &Inner, run: ClaimedRun) {
         .fail_exhausted(&run, &error, &inner.deps.config().limits.run_limits())
         .await
     {
-        Ok(followup) => {
+        Ok(next) => {
             let seq = inner
                 .deps
                 .bus
@@ -220,8 +220,9 @@ async fn exhausted(inner: &Inner, run: ClaimedRun) {
                 )
                 .await;
             metrics::counter!("weft_runs_finished_total", "status" => "failed").increment(1);
-            if let Some(next) = followup {
-                inner.runs.requeue(next).await;
+            // Messages that waited behind it, and the run that delegated it.
+            for run in next {
+                inner.runs.requeue(run).await;
             }
         }
         Err(e) => tracing::error!(run.id = %run.id, error = %e, "failing an exhausted run failed"),

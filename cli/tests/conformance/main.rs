@@ -12,6 +12,7 @@ mod api;
 mod approvals;
 mod attachments;
 mod crash;
+mod delegation;
 mod drain;
 mod hardening;
 mod hostile;

@@ -118,6 +118,32 @@ pub fn plan_note(d: &weft_wire::fold::PlanDecided) -> String {
     }
 }
 
+/// A task handed to another agent (`agent_start`), as a one-line note: the
+/// agent, the task's first line, and how to watch it (`weft -r` on the
+/// child's session attaches to its reply as it streams).
+pub fn agent_start_note(d: &weft_wire::fold::Delegation) -> String {
+    let line = d.task.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+    let mut task: String = line.trim().chars().take(80).collect();
+    if line.trim().chars().count() > 80 || d.task.trim().lines().count() > 1 {
+        task.push('…');
+    }
+    format!(
+        "↳ {} is on it: {task}  (watch: weft -r {})",
+        d.agent, d.session_id
+    )
+}
+
+/// How a delegated run ended (`agent_end`), as a one-line note.
+pub fn agent_end_note(d: &weft_wire::fold::Delegation) -> String {
+    use weft_wire::states::DelegationStatus;
+    match d.status {
+        DelegationStatus::Succeeded => format!("✓ {} answered", d.agent),
+        DelegationStatus::Failed => format!("✗ {} failed", d.agent),
+        DelegationStatus::Cancelled => format!("⏹ {}'s run was cancelled", d.agent),
+        DelegationStatus::Running => format!("… {} is working", d.agent),
+    }
+}
+
 /// A person's typed reply to a question as its answer: option numbers
 /// (comma-separated when it takes several), else the text itself where a
 /// typed answer is accepted; or why it cannot be.

@@ -176,6 +176,12 @@ async fn follow(gw: &Gateway, state: &mut ReplState, stream: &mut RunStream) -> 
                         display.note(&crate::render::plan_note(d));
                     }
                 }
+                Change::Agent(i) => {
+                    display.note(&crate::render::agent_start_note(&reply.delegations[i]))
+                }
+                Change::AgentEnded(i) => {
+                    display.note(&crate::render::agent_end_note(&reply.delegations[i]))
+                }
                 Change::Memories => display.note(&crate::render::memories_note(&reply.memories)),
                 Change::Todos => {
                     let items = reply.todos.as_deref().unwrap_or_default();

@@ -21,7 +21,8 @@ pub use markdown::MarkdownLimits;
 pub use plan::{PlanAnswer, PlanCard, PlanChoice, PlanClick};
 pub use question::{QuestionAnswer, QuestionCard, QuestionClick};
 pub use reply::{
-    Reasoning, ReplyCard, Source, ToolApproval, ToolProgress, ToolStatus, body_change,
+    AgentProgress, Reasoning, ReplyCard, Source, ToolApproval, ToolProgress, ToolStatus,
+    body_change,
 };
 
 /// Element id of the streamed reply text.

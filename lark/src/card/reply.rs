@@ -97,6 +97,17 @@ pub struct ReplyCard {
     /// (`todo_update`): an open panel under the calls, with a progress bar,
     /// updated in place with the card. Empty: no panel.
     pub todos: Vec<TodoItem>,
+    /// The tasks this reply handed to other agents (`delegate`), one line
+    /// each with where it stands, under the calls.
+    pub agents: Vec<AgentProgress>,
+}
+
+/// A task handed to another agent.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AgentProgress {
+    pub agent: String,
+    pub task: String,
+    pub status: weft_wire::states::DelegationStatus,
 }
 
 impl ReplyCard {
@@ -114,6 +125,7 @@ impl ReplyCard {
             sources: Vec::new(),
             asked_elsewhere: None,
             todos: Vec::new(),
+            agents: Vec::new(),
         }
     }
 
@@ -143,6 +155,9 @@ impl ReplyCard {
                     }));
                     elements.extend(self.reasoning.as_ref().map(|r| reasoning_panel(r, lang)));
                     elements.extend(tool_elements(&self.tools, lang));
+                    if !self.agents.is_empty() {
+                        elements.push(notation("agents", &agents_text(&self.agents, lang)));
+                    }
                     if !self.todos.is_empty() {
                         elements.push(todo_panel(&self.todos, lang));
                     }
@@ -231,6 +246,29 @@ fn sources_text(sources: &[Source], lang: Lang) -> String {
         }
     }
     text
+}
+
+/// One line per task handed to another agent: the agent, where it stands,
+/// the task's first line (shortened).
+fn agents_text(agents: &[AgentProgress], lang: Lang) -> String {
+    agents
+        .iter()
+        .map(|a| {
+            let line = a.task.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+            let mut task: String = line.trim().chars().take(60).collect();
+            if line.trim().chars().count() > 60 {
+                task.push('…');
+            }
+            let task = markdown::neutralize_mentions(&task).replace('*', "∗");
+            say::delegation(
+                lang,
+                &markdown::neutralize_mentions(&a.agent),
+                &task,
+                a.status,
+            )
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
 }
 
 /// The todo list: the progress as a bar in the panel's title (items dropped not

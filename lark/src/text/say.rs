@@ -72,6 +72,28 @@ pub fn todo_title(lang: Lang, done: usize, total: usize) -> String {
     }
 }
 
+/// One task the agent handed to another agent (`delegate`): `↳ researcher ·
+/// working… — find the numbers`.
+pub fn delegation(
+    lang: Lang,
+    agent: &str,
+    task: &str,
+    status: weft_wire::states::DelegationStatus,
+) -> String {
+    use weft_wire::states::DelegationStatus as S;
+    let state = match (lang, status) {
+        (Lang::En, S::Running) => "working…",
+        (Lang::En, S::Succeeded) => "✓ answered",
+        (Lang::En, S::Failed) => "✗ failed",
+        (Lang::En, S::Cancelled) => "⏹ cancelled",
+        (Lang::Zh, S::Running) => "处理中…",
+        (Lang::Zh, S::Succeeded) => "✓ 已答复",
+        (Lang::Zh, S::Failed) => "✗ 失败",
+        (Lang::Zh, S::Cancelled) => "⏹ 已取消",
+    };
+    format!("↳ **{agent}** · {state} — {task}")
+}
+
 /// `Weft (continued 2/3)`.
 pub fn continued(lang: Lang, title: &str, page: usize, pages: usize) -> String {
     match lang {

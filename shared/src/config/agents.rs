@@ -32,6 +32,9 @@ pub struct AgentConfig {
     /// `tool` (default) or `auto`: the best passages go into the context
     /// before the model is called.
     pub knowledge_mode: crate::api::KnowledgeMode,
+    /// The agents (ids) it may hand tasks to with `delegate`; none: it is not
+    /// offered the tool.
+    pub delegates: Vec<String>,
     /// Whether it remembers the people it talks to (docs/memory.md; default
     /// on): off, it recalls nothing, offers no memory tools and its turns are
     /// not learned from.
@@ -58,6 +61,7 @@ impl Default for AgentConfig {
             skills: None,
             knowledge: Vec::new(),
             knowledge_mode: Default::default(),
+            delegates: Vec::new(),
             memory: true,
             max_steps: None,
             default: false,
@@ -66,6 +70,9 @@ impl Default for AgentConfig {
         }
     }
 }
+
+/// The tool that hands a task to another agent (`delegates`).
+pub const DELEGATE_TOOL: &str = "delegate";
 
 /// The tool that searches an agent's knowledge bases.
 pub const KNOWLEDGE_TOOL: &str = "knowledge_search";
@@ -91,6 +98,21 @@ pub fn valid_knowledge(names: &[String]) -> Result<(), String> {
     Ok(())
 }
 
+/// The agent ids an agent may delegate to: valid ids, each once. (Whether
+/// each exists is judged when a call names it: agents come and go.)
+pub fn valid_delegates(ids: &[String]) -> Result<(), String> {
+    let mut seen = std::collections::HashSet::new();
+    for id in ids {
+        if !valid_id(id) {
+            return Err(format!("delegates: {id:?} is not an agent id"));
+        }
+        if !seen.insert(id) {
+            return Err(format!("delegates: {id:?} appears twice"));
+        }
+    }
+    Ok(())
+}
+
 /// The start-up check: ids valid and unique, at most one default.
 pub fn validate(agents: &[AgentConfig]) -> Result<(), String> {
     let mut seen = std::collections::HashSet::new();
@@ -108,6 +130,7 @@ pub fn validate(agents: &[AgentConfig]) -> Result<(), String> {
             return Err(format!("agents: {:?}: max_steps must be at least 1", a.id));
         }
         valid_knowledge(&a.knowledge).map_err(|e| format!("agents: {:?}: {e}", a.id))?;
+        valid_delegates(&a.delegates).map_err(|e| format!("agents: {:?}: {e}", a.id))?;
         super::access::validate(
             &format!("agents: {:?}", a.id),
             &a.allowed_users,
@@ -179,6 +202,11 @@ impl AgentConfig {
     /// [`Self::allows_tool`] in a session that searches knowledge bases of its
     /// own (`session_bases`) besides the agent's.
     pub fn allows_tool_in(&self, tool: &str, session_bases: bool) -> bool {
+        if tool == DELEGATE_TOOL {
+            // Offered when it has agents to delegate to, unless it has no
+            // tools at all.
+            return !self.delegates.is_empty() && self.tools.as_ref().is_none_or(|l| !l.is_empty());
+        }
         if tool == KNOWLEDGE_TOOL {
             // Offered when there are bases to search, unless the agent has no
             // tools at all.

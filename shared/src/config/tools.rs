@@ -47,6 +47,10 @@ pub struct ToolsConfig {
     /// tool name or `mcp:<server>` (`read_only = { "mcp:docs" = true,
     /// web_fetch = false }`).
     pub read_only: BTreeMap<String, bool>,
+    /// How deep delegation goes (`delegate`): a run a person sent is at depth
+    /// 0, a run it delegated at 1, and a run at this depth may not delegate
+    /// further. 0 turns delegation off.
+    pub delegate_max_depth: u32,
     pub web_fetch: WebFetchConfig,
     pub web_search: WebSearchConfig,
 }
@@ -60,6 +64,7 @@ impl Default for ToolsConfig {
             max_calls_per_step: 16,
             policies: BTreeMap::new(),
             read_only: BTreeMap::new(),
+            delegate_max_depth: 2,
             web_fetch: WebFetchConfig::default(),
             web_search: WebSearchConfig::default(),
         }
@@ -75,6 +80,9 @@ impl ToolsConfig {
         }
         if self.output_cap_bytes < 1024 {
             return Err("tools.output_cap_bytes must be at least 1024".into());
+        }
+        if self.delegate_max_depth > 5 {
+            return Err("tools.delegate_max_depth must be at most 5".into());
         }
         if self.max_calls_per_step == 0 {
             return Err("tools.max_calls_per_step must be at least 1".into());

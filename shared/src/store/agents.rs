@@ -69,6 +69,7 @@ impl AgentRecord {
                 skills: json("skills")?,
                 knowledge: json("knowledge")?.unwrap_or_default(),
                 knowledge_mode: get_str(row, "knowledge_mode")?.parse().unwrap_or_default(),
+                delegates: json("delegates")?.unwrap_or_default(),
                 memory: get_i64(row, "memory")? != 0,
                 max_steps: get_opt_i64(row, "max_steps")?.map(|n| n as u32),
                 default: get_i64(row, "is_default")? != 0,
@@ -103,7 +104,7 @@ pub fn builtin_agents() -> Vec<AgentConfig> {
     ]
 }
 
-const COLUMNS: &str = "id, name, description, model, instructions, tools, tool_policies, skills, max_steps, is_default, origin, created_at, updated_at, allowed_users, allowed_roles, knowledge, knowledge_mode, memory";
+const COLUMNS: &str = "id, name, description, model, instructions, tools, tool_policies, skills, max_steps, is_default, origin, created_at, updated_at, allowed_users, allowed_roles, knowledge, knowledge_mode, memory, delegates";
 
 impl Store {
     /// Start-up: write the built-in agents and `[[agents]]` that are not in the
@@ -309,14 +310,14 @@ async fn write_agent(
              skills = excluded.skills, max_steps = excluded.max_steps, origin = excluded.origin,
              allowed_users = excluded.allowed_users, allowed_roles = excluded.allowed_roles,
              knowledge = excluded.knowledge, knowledge_mode = excluded.knowledge_mode,
-             memory = excluded.memory, updated_at = excluded.updated_at";
+             memory = excluded.memory, delegates = excluded.delegates, updated_at = excluded.updated_at";
     let conflict = match upsert {
         Upsert::IfMissing => "do nothing".to_string(),
         Upsert::Always => REPLACE.to_string(),
     };
     let people = |v: &Vec<String>| serde_json::to_string(v).unwrap_or_else(|_| "[]".into());
     sqlx::query(sqlx::AssertSqlSafe(format!(
-        "insert into agents ({COLUMNS}) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12, $13, $14, $15, $16, $17)
+        "insert into agents ({COLUMNS}) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $12, $13, $14, $15, $16, $17, $18)
          on conflict (id) {conflict}"
     )))
     .bind(&a.id)
@@ -336,6 +337,7 @@ async fn write_agent(
     .bind(people(&a.knowledge))
     .bind(a.knowledge_mode.as_str())
     .bind(i64::from(a.memory))
+    .bind(people(&a.delegates))
     .execute(&mut **tx)
     .await?;
     Ok(())

@@ -11,6 +11,7 @@ mod agents;
 mod approvals;
 mod attachments;
 mod config_settings;
+mod delegations;
 mod jobs;
 mod knowledge;
 mod lark;
@@ -51,6 +52,7 @@ pub use agents::{AgentOrigin, AgentRecord, builtin_agents};
 pub use approvals::{Approval, ApprovalStatus, DecideOutcome, Decision, NewApproval};
 pub use attachments::{Attachment, NewAttachment};
 pub use config_settings::ConfigSettings;
+pub use delegations::{Delegation, DelegationStatus, MAX_RESULT_CHARS, NewDelegation};
 pub use jobs::{ClaimedJob, Enqueued, JobEnd, JobRecord, JobState, LAPSED, LapsedJob, NewJob};
 pub use knowledge::{
     BaseChange, BaseVectors, ChunkHit, ChunkVectors, ChunkWindow, DocumentLimits, IndexedChunk,

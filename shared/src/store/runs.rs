@@ -13,6 +13,7 @@
 
 use sqlx::any::AnyRow;
 
+use super::delegations::{DelegationStatus, settle_child};
 use super::messages::{StepMessage, insert_step_message, reasoning_json};
 use super::session_writes::{
     create_followup, end_as_cancelled, followup_for_waiting, lock_session,
@@ -163,6 +164,12 @@ pub struct ClaimedRun {
     /// Plan mode, before a plan was approved: only read-only tools, and the
     /// run ends its planning with a plan proposed.
     pub planning: bool,
+    /// The run that delegated this one (`delegations.rs`): its end settles
+    /// the delegation and resumes the parent.
+    pub parent_run_id: Option<RunId>,
+    /// 0 for a run a person sent; a delegated run is one deeper than its
+    /// parent.
+    pub depth: u32,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -179,6 +186,9 @@ pub enum FinishOutcome {
     Finished {
         message_id: Option<MessageId>,
         followup: Option<RunId>,
+        /// The run that delegated this one, back on the queue now that this
+        /// one ended (enqueue it).
+        parent: Option<RunId>,
     },
     /// Another worker took the run over; this one writes nothing.
     Lost,
@@ -192,6 +202,8 @@ pub enum CancelOutcome {
     Cancelled {
         run: ActiveRun,
         followup: Option<RunId>,
+        /// The run that delegated this one, back on the queue (enqueue it).
+        parent: Option<RunId>,
     },
     NotActive(RunStatus),
 }
@@ -218,7 +230,8 @@ pub enum RunEnd {
     },
 }
 
-pub(super) const ACTIVE: &str = "('queued', 'running', 'waiting_approval', 'waiting_input')";
+pub(super) const ACTIVE: &str =
+    "('queued', 'running', 'waiting_approval', 'waiting_input', 'waiting_agents')";
 
 /// A run is yours (`$2`) when you started it or it is in your session: in a
 /// shared Lark conversation the session's owner sees and stops the runs of the
@@ -278,7 +291,7 @@ impl Store {
                  started_at = coalesce(started_at, $3)
              where id = $1 and (status = 'queued' or (status = 'running' and heartbeat_at < $4))
              returning id, session_id, user_id, model, mode, attempt, cancel_requested, started_at, created_at, last_seq,
-                 traceparent, pending_step, resumed_by, {},
+                 traceparent, pending_step, resumed_by, parent_run_id, depth, {},
                  (select s.knowledge from sessions s where s.id = runs.session_id) as session_knowledge,
                  case when exists (select 1 from todo_lists t where t.session_id = runs.session_id)
                       then 1 else 0 end as has_todos,
@@ -324,6 +337,8 @@ impl Store {
             has_todos: get_i64(&row, "has_todos")? != 0,
             plan: get_i64(&row, "plan")? != 0,
             planning: get_i64(&row, "planning")? != 0,
+            parent_run_id: get_opt_str(&row, "parent_run_id")?.map(RunId),
+            depth: get_i64(&row, "depth")? as u32,
         };
         if claimed.attempt > max_attempts {
             return Ok(ClaimOutcome::Exhausted(claimed));
@@ -476,6 +491,20 @@ impl Store {
             self.rearm_kind_job(&mut tx, &job, now + after.as_millis() as i64)
                 .await?;
         }
+        let parent = match &run.parent_run_id {
+            Some(_) => {
+                let (status, result) = match end {
+                    RunEnd::Succeeded { content, .. } => (DelegationStatus::Succeeded, content),
+                    RunEnd::Failed { error, .. } => (
+                        DelegationStatus::Failed,
+                        &format!("{}: {}", error.code, error.message),
+                    ),
+                    RunEnd::Cancelled { partial, .. } => (DelegationStatus::Cancelled, partial),
+                };
+                settle_child(&mut tx, self.lock_suffix(), &run.id, status, result, now).await?
+            }
+            None => None,
+        };
         let waiting = touch_session_counting_waiting(&mut tx, &run.session_id, now).await?;
         let followup = followup_for_waiting(
             &mut tx,
@@ -490,16 +519,19 @@ impl Store {
         Ok(FinishOutcome::Finished {
             message_id,
             followup,
+            parent,
         })
     }
 
-    /// Mark a run whose attempts are spent as failed (the claim already bumped it).
+    /// Mark a run whose attempts are spent as failed (the claim already bumped
+    /// it). The runs to enqueue: the follow-up for messages waiting behind
+    /// it, and the run that delegated it.
     pub async fn fail_exhausted(
         &self,
         run: &ClaimedRun,
         error: &ErrorBody,
         limits: &RunLimits,
-    ) -> Result<Option<RunId>> {
+    ) -> Result<Vec<RunId>> {
         let mut tx = self.begin().await?;
         let now = now_ms();
         lock_session(&mut tx, self.lock_suffix(), &run.session_id).await?;
@@ -510,10 +542,19 @@ impl Store {
             .bind(&run.id.0)
             .execute(&mut **tx)
             .await?;
+        let parent = settle_child(
+            &mut tx,
+            self.lock_suffix(),
+            &run.id,
+            DelegationStatus::Failed,
+            &format!("{}: {}", error.code, error.message),
+            now,
+        )
+        .await?;
         let followup =
             create_followup(&mut tx, self.lock_suffix(), limits, &run.session_id, now).await?;
         tx.commit().await?;
-        Ok(followup)
+        Ok(followup.into_iter().chain(parent).collect())
     }
 
     /// Cancel a user's run. An active run is marked `cancelled` at once (the
@@ -559,6 +600,16 @@ impl Store {
         }
         let session = SessionId(get_str(&row, "session_id")?);
         end_as_cancelled(&mut tx, id, by, now).await?;
+        // A delegated run cancelled on its own: its parent goes on without it.
+        let parent = settle_child(
+            &mut tx,
+            self.lock_suffix(),
+            id,
+            DelegationStatus::Cancelled,
+            "",
+            now,
+        )
+        .await?;
         // Nobody will execute a queued run: messages waiting behind it move on now.
         // A running run's worker creates the follow-up when it has saved its text.
         // (A run waiting for approval has no worker either.)
@@ -574,6 +625,7 @@ impl Store {
                 was_queued: status != RunStatus::Running,
             },
             followup,
+            parent,
         })
     }
 }

@@ -149,6 +149,18 @@ impl Store {
                 }
                 Multitask::Interrupt => {
                     end_as_cancelled(&mut tx, &active_id, "interrupt", now).await?;
+                    // A delegated run interrupted in its own session: its
+                    // parent goes on without it (back in `queued`; the reaper
+                    // enqueues it, as this door does not reach the queue).
+                    super::delegations::settle_child(
+                        &mut tx,
+                        self.lock_suffix(),
+                        &active_id,
+                        super::delegations::DelegationStatus::Cancelled,
+                        "interrupted",
+                        now,
+                    )
+                    .await?;
                     interrupted = Some(ActiveRun {
                         id: active_id,
                         was_queued: status == RunStatus::Queued,

@@ -79,7 +79,7 @@ impl SessionCursor {
 }
 
 pub(super) const SELECT: &str = "select s.id, s.user_id, s.title, s.model, s.mode, s.source, s.created_at, s.updated_at, s.knowledge,
-    (select r.id from runs r where r.session_id = s.id and r.status in ('queued', 'running', 'waiting_approval', 'waiting_input')) as active_run_id
+    (select r.id from runs r where r.session_id = s.id and r.status in ('queued', 'running', 'waiting_approval', 'waiting_input', 'waiting_agents')) as active_run_id
     from sessions s";
 
 /// Escape `%`, `_` and `\` for a `like … escape '\'` pattern.
@@ -166,7 +166,7 @@ impl Store {
     ) -> Result<(Vec<SessionRecord>, Option<SessionCursor>)> {
         let sql = const_format(
             SELECT,
-            " where s.user_id = $1
+            " where s.user_id = $1 and s.parent_session_id is null
               and ($2 = '' or s.title_lower like $2 escape '\\')
               and ($3 = 0 or s.updated_at < $4 or (s.updated_at = $4 and s.id < $5))
               order by s.updated_at desc, s.id desc limit $6",
@@ -296,13 +296,49 @@ impl Store {
         if owned.is_none() {
             return Err(StoreError::NotFound);
         }
-        let active = active_runs_where(&mut tx, self.lock_suffix(), "session_id", &id.0).await?;
-        for table in [
-            "delete from messages where session_id = $1",
-            "delete from runs where session_id = $1",
-            "delete from sessions where id = $1",
-        ] {
-            sqlx::query(table).bind(&id.0).execute(&mut **tx).await?;
+        // With it go the sessions of the runs it delegated (and theirs),
+        // deepest first.
+        let tree = sqlx::query(
+            "with recursive tree(id, depth) as (
+                 select id, 0 from sessions where id = $1
+                 union all
+                 select s.id, t.depth + 1 from sessions s join tree t on s.parent_session_id = t.id
+             )
+             select id from tree order by depth desc",
+        )
+        .bind(&id.0)
+        .fetch_all(&mut **tx)
+        .await?
+        .iter()
+        .map(|r| get_str(r, "id"))
+        .collect::<Result<Vec<_>>>()?;
+        let mut active = Vec::new();
+        let now = crate::time::now_ms();
+        for session in &tree {
+            let ending =
+                active_runs_where(&mut tx, self.lock_suffix(), "session_id", session).await?;
+            // A delegated run deleted with its session (not its parent's): the
+            // parent goes on without it. It is back in `queued`, and the
+            // reaper enqueues it (this door does not reach the queue).
+            for run in &ending {
+                super::delegations::settle_child(
+                    &mut tx,
+                    self.lock_suffix(),
+                    &run.id,
+                    super::delegations::DelegationStatus::Cancelled,
+                    "deleted",
+                    now,
+                )
+                .await?;
+            }
+            active.extend(ending);
+            for table in [
+                "delete from messages where session_id = $1",
+                "delete from runs where session_id = $1",
+                "delete from sessions where id = $1",
+            ] {
+                sqlx::query(table).bind(session).execute(&mut **tx).await?;
+            }
         }
         tx.commit().await?;
         Ok(active)

@@ -1,38 +1,42 @@
-//! Waits: a run suspended on people (issue 24). A step may wait for three
-//! kinds of answer — approvals of its `confirm` calls (`approvals.rs`), answers
-//! to the questions the agent asked (`questions.rs`, `ask_user`) and the
-//! decision on a plan it proposed (`plans.rs`, plan mode). All kinds share one
-//! protocol, written here once:
+//! Waits: a run suspended on people or on other runs (issue 24). A step may
+//! wait for four kinds of answer — approvals of its `confirm` calls
+//! (`approvals.rs`), answers to the questions the agent asked (`questions.rs`,
+//! `ask_user`), the decision on a plan it proposed (`plans.rs`, plan mode) and
+//! the end of the runs it delegated to other agents (`delegations.rs`,
+//! `delegate`). All kinds share one protocol, written here once:
 //!
 //! 1. **Store**: while the worker still owns the run, the step (its text and
 //!    every call, `runs.pending_step`) and its waits are written in one
 //!    transaction ([`Store::store_waits`]); only then are they announced, so an
 //!    answer as quick as the event finds its row.
 //! 2. **Suspend**: the worker hands the run over ([`Store::suspend_run`]):
-//!    `waiting_input` when a question or a plan is open, else `waiting_approval`, with
-//!    no owner — or straight back to `queued` when everything was answered
+//!    `waiting_input` when a question or a plan is open, else `waiting_approval`
+//!    when an approval is, else `waiting_agents`, with no owner — or straight back to `queued` when everything was answered
 //!    meanwhile. The attempt count starts again: waiting is progress, not a
 //!    crash.
 //! 3. **Answer**: each decision, answer or expiry records itself and puts a
 //!    waiting run back on the queue ([`requeue_waiting`]); the worker that
 //!    claims it announces what was answered (`approval_decided`,
-//!    `question_answered`: the run's log keeps one writer and gapless seqs)
+//!    `question_answered`, `plan_decided`, `agent_end`: the run's log keeps one
+//!    writer and gapless seqs)
 //!    and waits again while anything is open, or goes on with the step.
 //!
 //! **The race rule.** Every transaction that changes a waiting run's fate takes
 //! the run's row first ([`lock_run`], or an `update runs …`): the worker
-//! suspending it, a decision, an answer, an expiry. So an answer that lands
+//! suspending it, a decision, an answer, an expiry, a delegated run's end. So
+//! an answer that lands
 //! while the worker is still suspending is never missed — whichever commits
 //! second sees the other, and the run goes back to the queue.
 
 use super::approvals::insert_approvals;
+use super::delegations::insert_delegations;
 use super::plans::insert_plans;
 use super::questions::insert_questions;
 use super::{Result, Store, StoreError, get_i64, get_str};
 use crate::api::ToolCallDto;
 use crate::ids::RunId;
 use crate::states::RunStatus;
-use crate::store::{NewApproval, NewPlan, NewQuestion};
+use crate::store::{NewApproval, NewDelegation, NewPlan, NewQuestion};
 use crate::time::now_ms;
 
 type Tx = sqlx::Transaction<'static, sqlx::Any>;
@@ -55,6 +59,7 @@ pub struct NewWaits {
     pub approvals: Vec<NewApproval>,
     pub questions: Vec<NewQuestion>,
     pub plans: Vec<NewPlan>,
+    pub delegations: Vec<NewDelegation>,
 }
 
 /// Answered waits a resuming worker published, of each kind (ids).
@@ -63,12 +68,13 @@ pub struct Announced {
     pub approvals: Vec<String>,
     pub questions: Vec<String>,
     pub plans: Vec<String>,
+    pub delegations: Vec<String>,
 }
 
 /// After the worker hands a run over to its waits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum WaitOutcome {
-    /// `waiting_approval` or `waiting_input`, no owner.
+    /// `waiting_approval`, `waiting_input` or `waiting_agents`, no owner.
     Waiting,
     /// Everything was answered meanwhile: the run is `queued` again (enqueue
     /// it).
@@ -94,7 +100,7 @@ impl Store {
         let owner = sqlx::query(
             "update runs set pending_step = $1, heartbeat_at = $2
              where id = $3 and worker_id = $4 and status = 'running'
-             returning session_id, user_id",
+             returning session_id, user_id, depth",
         )
         .bind(&step_json)
         .bind(now)
@@ -117,12 +123,15 @@ impl Store {
         insert_approvals(&mut tx, &asked, &waits.approvals).await?;
         insert_questions(&mut tx, &asked, &waits.questions).await?;
         insert_plans(&mut tx, &asked, &waits.plans).await?;
+        let depth = get_i64(&owner, "depth")?;
+        insert_delegations(&mut tx, &asked, depth, &waits.delegations).await?;
         tx.commit().await?;
         Ok(true)
     }
 
-    /// Release the run to its waits: `waiting_input` (a question or a plan is open) or
-    /// `waiting_approval` with no owner, or straight back to `queued` when
+    /// Release the run to its waits: `waiting_input` (a question or a plan is
+    /// open), `waiting_approval` (an approval is) or `waiting_agents` (only
+    /// delegated runs are), with no owner; or straight back to `queued` when
     /// nothing is open any more or an answer is still to be announced.
     pub async fn suspend_run(&self, run: &RunId, worker: &str, seq: u64) -> Result<WaitOutcome> {
         let mut tx = self.begin().await?;
@@ -154,8 +163,16 @@ impl Store {
                 .await?;
             WaitOutcome::Decided
         } else {
-            if open.questions > 0 {
-                sqlx::query("update runs set status = 'waiting_input' where id = $1")
+            let status = if open.questions > 0 {
+                RunStatus::WaitingInput
+            } else if open.approvals > 0 {
+                RunStatus::WaitingApproval
+            } else {
+                RunStatus::WaitingAgents
+            };
+            if status != RunStatus::WaitingApproval {
+                sqlx::query("update runs set status = $1 where id = $2")
+                    .bind(status.as_str())
                     .bind(&run.0)
                     .execute(&mut **tx)
                     .await?;
@@ -428,6 +445,8 @@ struct Open {
     pending: i64,
     /// Of them, questions and plans (the run waits for input).
     questions: i64,
+    /// Of them, approvals.
+    approvals: i64,
     /// Answered, and not announced yet.
     unannounced: i64,
 }
@@ -436,16 +455,20 @@ struct Open {
 async fn open_waits(tx: &mut Tx, run: &RunId) -> Result<Open> {
     let row = sqlx::query(
         "with w as (
-             select step, status, announced, 0 as question from approvals where run_id = $1
+             select step, status, announced, 0 as question, 1 as approval from approvals where run_id = $1
              union all
-             select step, status, announced, 1 as question from questions where run_id = $1
+             select step, status, announced, 1 as question, 0 as approval from questions where run_id = $1
              union all
              select step, case when status = 'proposed' then 'pending' else status end,
-                 announced, 1 as question from plans where run_id = $1
+                 announced, 1 as question, 0 as approval from plans where run_id = $1
+             union all
+             select step, case when status = 'running' then 'pending' else status end,
+                 announced, 0 as question, 0 as approval from delegations where run_id = $1
          )
          select
              coalesce(sum(case when status = 'pending' then 1 else 0 end), 0) as pending,
              coalesce(sum(case when status = 'pending' then question else 0 end), 0) as questions,
+             coalesce(sum(case when status = 'pending' then approval else 0 end), 0) as approvals,
              coalesce(sum(case when status <> 'pending' and announced = 0 then 1 else 0 end), 0) as unannounced
          from w where step = (select max(step) from w)",
     )
@@ -455,6 +478,7 @@ async fn open_waits(tx: &mut Tx, run: &RunId) -> Result<Open> {
     Ok(Open {
         pending: get_i64(&row, "pending")?,
         questions: get_i64(&row, "questions")?,
+        approvals: get_i64(&row, "approvals")?,
         unannounced: get_i64(&row, "unannounced")?,
     })
 }
@@ -464,7 +488,7 @@ async fn open_waits(tx: &mut Tx, run: &RunId) -> Result<Open> {
 pub(super) async fn requeue_waiting(tx: &mut Tx, run: &RunId, now: i64) -> Result<bool> {
     let done = sqlx::query(
         "update runs set status = 'queued', enqueued_at = $1
-         where id = $2 and status in ('waiting_approval', 'waiting_input')",
+         where id = $2 and status in ('waiting_approval', 'waiting_input', 'waiting_agents')",
     )
     .bind(now)
     .bind(&run.0)
@@ -484,7 +508,11 @@ pub(super) fn parse_pending_step(json: Option<String>) -> Result<Option<PendingS
 impl Store {
     /// Marks answered waits announced (the resuming worker published them).
     pub async fn mark_announced(&self, done: &Announced) -> Result<()> {
-        if done.approvals.is_empty() && done.questions.is_empty() && done.plans.is_empty() {
+        if done.approvals.is_empty()
+            && done.questions.is_empty()
+            && done.plans.is_empty()
+            && done.delegations.is_empty()
+        {
             return Ok(());
         }
         let _gate = self.write_gate().await;
@@ -492,6 +520,7 @@ impl Store {
             ("approvals", &done.approvals),
             ("questions", &done.questions),
             ("plans", &done.plans),
+            ("delegations", &done.delegations),
         ] {
             for id in ids {
                 sqlx::query(sqlx::AssertSqlSafe(format!(

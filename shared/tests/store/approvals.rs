@@ -41,7 +41,8 @@ async fn a_decision_before_the_wait_is_still_the_one_the_resume_links_to(db: Db)
             &weft_shared::store::NewWaits {
                 approvals: vec![asked],
                 questions: Vec::new(),
-                plans: Vec::new()
+                plans: Vec::new(),
+                delegations: Vec::new()
             }
         )
         .await

@@ -425,7 +425,8 @@ async fn approval_cards_say_how_they_were_decided(db: Db) {
             &weft_shared::store::NewWaits {
                 approvals: asked.to_vec(),
                 questions: Vec::new(),
-                plans: Vec::new()
+                plans: Vec::new(),
+                delegations: Vec::new()
             }
         )
         .await

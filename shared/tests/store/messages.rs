@@ -98,6 +98,7 @@ async fn conversation(db: &Db) -> Conversation {
     let FinishOutcome::Finished {
         message_id: Some(final_reply),
         followup: Some(followup),
+        ..
     } = s
         .finish_run(
             &claimed,

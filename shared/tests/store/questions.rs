@@ -77,7 +77,8 @@ async fn the_first_answer_stands_and_resumes_the_run(db: Db) {
             &weft_shared::store::NewWaits {
                 approvals: Vec::new(),
                 questions: vec![asked],
-                plans: Vec::new()
+                plans: Vec::new(),
+                delegations: Vec::new()
             }
         )
         .await
@@ -218,7 +219,8 @@ async fn a_step_waits_for_its_approval_and_its_question(db: Db) {
             &weft_shared::store::NewWaits {
                 approvals: vec![approval],
                 questions: vec![asked],
-                plans: Vec::new()
+                plans: Vec::new(),
+                delegations: Vec::new()
             }
         )
         .await
@@ -283,7 +285,8 @@ async fn an_expired_question_resumes_the_run_unanswered(db: Db) {
             &weft_shared::store::NewWaits {
                 approvals: Vec::new(),
                 questions: vec![asked],
-                plans: Vec::new()
+                plans: Vec::new(),
+                delegations: Vec::new()
             }
         )
         .await

@@ -17,6 +17,7 @@ const PATHS = {
   attach: 'M20.5 11.5l-8.3 8.3a5 5 0 0 1-7.1-7.1l8.7-8.7a3.4 3.4 0 0 1 4.8 4.8l-8.7 8.7a1.7 1.7 0 0 1-2.4-2.4l7.9-7.9',
   file: 'M14 3H6v18h12V7zM14 3v4h4M9 13h6M9 17h6',
   close: 'M6 6l12 12M18 6L6 18',
+  check: 'M5 12.5l4.5 4.5L19 7',
 }
 
 export function Icon({ name, size = 16 }: { name: keyof typeof PATHS; size?: number }) {

@@ -3,12 +3,16 @@
 // totals fetched once). Either way the sources it cites (the `citations` event, or
 // `citations` on the stored reply) turn its `[n]` into footnotes and list under it,
 // and a plan (plan mode) shows as its step's plan card, in place of the step's text
-// and its `propose_plan` call.
+// and its `propose_plan` call. A task handed to another agent (`delegate`) shows as
+// a folded delegation card in place of its call, the child run inside it once
+// opened (`ChildRun`: the same steps, from the child's own events); from history,
+// the run's stored delegations are matched to its calls by call id.
 
 import { useEffect, useMemo, useRef, useState } from 'react'
 import { Link } from 'react-router'
 import { api } from '../api'
 import { replyCitations } from '../citations'
+import { callsDelegate, delegationsByCall, standsInForCall as delegationStandsIn } from '../delegations'
 import { contextUse, estimateTokens, fmtMs, fmtNum, fmtTokensShort } from '../format'
 import { useT } from '../i18n'
 import { standsInForCall, textIsPlan } from '../plans'
@@ -16,6 +20,7 @@ import {
   isTerminal,
   planView,
   questionView,
+  type DelegationView,
   type Phase,
   type PlanView,
   type QuestionView,
@@ -24,6 +29,7 @@ import {
 } from '../stream/reducer'
 import { useRun } from '../stream/useRun'
 import type { Citation, ErrorBody, MemoryRef, Message, Run, RunStatus, TodoItem, Usage } from '../types'
+import { DelegationCard } from './DelegationCard'
 import { Markdown } from './Markdown'
 import { PlanCard } from './PlanCard'
 import { QuestionCard } from './QuestionCard'
@@ -40,13 +46,15 @@ export interface LiveReplyProps {
   sessionId?: string
   /** the agent's name, when known */
   agent?: string
+  /** an agent's display name by its id (a delegation names the agent by id) */
+  nameOf?: (agentId: string) => string | undefined
   onPhase: (runId: string, phase: Phase) => void
   onGone: (runId: string) => void
   /** the run changed the session's todo list: the whole list */
   onTodos?: (items: TodoItem[]) => void
 }
 
-export function LiveReply({ runId, sessionId, agent, onPhase, onGone, onTodos }: LiveReplyProps) {
+export function LiveReply({ runId, sessionId, agent, nameOf, onPhase, onGone, onTodos }: LiveReplyProps) {
   const t = useT()
   const run = useRun(runId, () => onGone(runId), sessionId)
   useEffect(() => {
@@ -62,7 +70,10 @@ export function LiveReply({ runId, sessionId, agent, onPhase, onGone, onTodos }:
 
   const terminal = isTerminal(run)
   const hasContent =
-    run.questions.length > 0 || run.plans.length > 0 || run.steps.some((s) => s.text || s.thinking || s.tools.length)
+    run.questions.length > 0 ||
+    run.plans.length > 0 ||
+    run.delegations.length > 0 ||
+    run.steps.some((s) => s.text || s.thinking || s.tools.length)
   return (
     <article
       className={`msg assistant ${terminal ? '' : 'streaming'}`}
@@ -81,6 +92,8 @@ export function LiveReply({ runId, sessionId, agent, onPhase, onGone, onTodos }:
             tools={run.tools}
             questions={run.questions}
             plans={run.plans}
+            delegations={run.delegations}
+            nameOf={nameOf}
             live={!terminal}
             citations={run.citations}
           />
@@ -139,6 +152,8 @@ function Step(p: {
   tools: Record<string, ToolView>
   questions: QuestionView[]
   plans: PlanView[]
+  delegations: DelegationView[]
+  nameOf?: (agentId: string) => string | undefined
   live: boolean
   citations?: Citation[]
 }) {
@@ -150,6 +165,10 @@ function Step(p: {
   // A plan is its step's text: the card shows it where the text was, and stands
   // in for its `propose_plan` call.
   const plans = p.plans.filter((x) => x.step === step.step)
+  // A delegation stands in for its `delegate` call. The cards keep one place,
+  // after the step's other calls (the call starts only once the children ended),
+  // so an open card is not remounted then.
+  const delegated = p.delegations.filter((d) => d.step === step.step)
   return (
     <div className="step" data-step={step.step}>
       {step.thinking && <Thinking text={step.thinking} live={live && !step.text} ms={step.thinkingMs} />}
@@ -165,14 +184,81 @@ function Step(p: {
         const q = byCall.get(id)
         if (q) return <QuestionCard key={q.questionId} q={q} live={live} />
         const tool = tools[id]
-        if (!tool || standsInForCall(plans, tool)) return null
+        if (!tool || standsInForCall(plans, tool) || delegationStandsIn(delegated, id)) return null
         return <ToolCard key={id} tool={tool} />
       })}
+      {delegated.map((d) => (
+        <DelegationCard
+          key={d.delegationId}
+          delegation={d}
+          name={p.nameOf?.(d.agent) ?? d.agent}
+          live={live}
+          child={<ChildRun delegation={d} answer={tools[d.callId]?.output} nameOf={p.nameOf} />}
+        />
+      ))}
       {asked
         .filter((q) => !step.tools.includes(q.callId))
         .map((q) => (
           <QuestionCard key={q.questionId} q={q} live={live} />
         ))}
+    </div>
+  )
+}
+
+/**
+ * A delegated run inside its (open) delegation card: its steps as its own events
+ * tell them, live while it works. Its events no longer kept, it is the answer its
+ * parent's call got, or a pointer to its conversation.
+ */
+function ChildRun(p: { delegation: DelegationView; answer?: string; nameOf?: (agentId: string) => string | undefined }) {
+  const t = useT()
+  const [gone, setGone] = useState(false)
+  const run = useRun(p.delegation.runId, () => setGone(true), p.delegation.sessionId)
+  if (gone) {
+    return (
+      <div className="delegation-child" data-testid="delegation-child" data-phase="gone">
+        {p.answer ? (
+          <div className="md" data-testid="delegation-answer">
+            <Markdown text={p.answer} />
+          </div>
+        ) : (
+          <p className="muted small">{t('delegation.gone')}</p>
+        )}
+      </div>
+    )
+  }
+  const terminal = isTerminal(run)
+  const said = run.steps.some((s) => s.text || s.thinking || s.tools.length) || run.delegations.length > 0
+  return (
+    <div
+      className={`delegation-child ${terminal ? '' : 'streaming'}`}
+      data-testid="delegation-child"
+      data-run-id={p.delegation.runId}
+      data-phase={run.phase}
+      aria-busy={!terminal}
+    >
+      <Cited citations={run.citations}>
+        {run.steps.map((s) => (
+          <Step
+            key={s.step}
+            step={s}
+            tools={run.tools}
+            questions={run.questions}
+            plans={run.plans}
+            delegations={run.delegations}
+            nameOf={p.nameOf}
+            live={!terminal}
+            citations={run.citations}
+          />
+        ))}
+      </Cited>
+      {!terminal && !said && (
+        <p className="muted small waiting" role="status">
+          <span className="spinner" aria-hidden="true" /> {t('chat.waiting')}
+        </p>
+      )}
+      {run.phase === 'error' && run.error && <ErrorBox error={run.error} />}
+      {run.phase === 'cancelled' && <Cancelled by={run.cancelledBy} />}
     </div>
   )
 }
@@ -254,6 +340,8 @@ function Footer(p: {
 const runCache = new Map<string, Run>()
 /** A finished run's plans, once every one is decided (they change no more). */
 const planCache = new Map<string, PlanView[]>()
+/** A finished run's delegations by their `delegate` call, once every child ended (they change no more). */
+const delegationCache = new Map<string, Map<string, DelegationView>>()
 /** the live reply's name for each run status, so both read alike; null while the
  *  run is still going. Every status is listed: one the server adds fails tsc here. */
 const PHASE_OF_STATUS: Record<RunStatus, Phase | null> = {
@@ -261,6 +349,7 @@ const PHASE_OF_STATUS: Record<RunStatus, Phase | null> = {
   running: null,
   waiting_approval: null,
   waiting_input: null,
+  waiting_agents: null,
   succeeded: 'done',
   failed: 'error',
   cancelled: 'cancelled',
@@ -271,11 +360,13 @@ export interface HistoricReplyProps {
   messages: Message[]
   /** the agent's name, when known */
   agent?: string
+  /** an agent's display name by its id (a delegation names the agent by id) */
+  nameOf?: (agentId: string) => string | undefined
   /** the run turned out to be still going: attach to it instead */
   onActive: (runId: string) => void
 }
 
-export function HistoricReply({ runId, messages, agent, onActive }: HistoricReplyProps) {
+export function HistoricReply({ runId, messages, agent, nameOf, onActive }: HistoricReplyProps) {
   const [run, setRun] = useState<Run | undefined>(runId ? runCache.get(runId) : undefined)
 
   useEffect(() => {
@@ -335,6 +426,29 @@ export function HistoricReply({ runId, messages, agent, onActive }: HistoricRepl
     }
   }, [runId, planned])
 
+  // Its delegations, read once: each stands in for its `delegate` call, as while
+  // the run waited for its children. Only for a reply that delegated (a stored
+  // `delegate` call is the only place a delegation shows).
+  const delegates = useMemo(() => callsDelegate(messages), [messages])
+  const [delegated, setDelegated] = useState<Map<string, DelegationView>>(
+    () => (runId ? delegationCache.get(runId) : undefined) ?? new Map(),
+  )
+  useEffect(() => {
+    if (!runId || !delegates || delegationCache.has(runId)) return
+    let live = true
+    api
+      .runDelegations(runId)
+      .then((ds) => {
+        const byCall = delegationsByCall(ds)
+        if (ds.every((d) => d.status !== 'running')) delegationCache.set(runId, byCall)
+        if (live) setDelegated(byCall)
+      })
+      .catch(() => {})
+    return () => {
+      live = false
+    }
+  }, [runId, delegates])
+
   const citations = useMemo(() => replyCitations(messages), [messages])
   const results = new Map<string, Message>()
   for (const m of messages) if (m.role === 'tool' && m.call_id) results.set(m.call_id, m)
@@ -368,6 +482,18 @@ export function HistoricReply({ runId, messages, agent, onActive }: HistoricRepl
                   const q = asked.get(c.id)
                   if (q) return <QuestionCard key={q.questionId} q={q} live={false} />
                   if (standsInForCall(planned, { callId: c.id, name: c.name })) return null
+                  const d = delegated.get(c.id)
+                  if (d) {
+                    return (
+                      <DelegationCard
+                        key={d.delegationId}
+                        delegation={d}
+                        name={nameOf?.(d.agent) ?? d.agent}
+                        live={false}
+                        child={<ChildRun delegation={d} answer={res?.content} nameOf={nameOf} />}
+                      />
+                    )
+                  }
                   return <ToolCard key={c.id} tool={historicTool(c.id, c.name, c.args, m.step ?? 0, res)} />
                 })}
               </div>

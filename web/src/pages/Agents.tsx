@@ -7,6 +7,7 @@ import { api } from '../api'
 import {
   BUILTIN_AGENT,
   MAX_INSTRUCTIONS,
+  delegateChoices,
   emptyForm,
   formFromAgent,
   formProblem,
@@ -148,6 +149,11 @@ export function AgentsSection({ admin }: { admin: boolean }) {
                       })}
                     </div>
                   )}
+                  {!!a.delegates?.length && (
+                    <div className="muted small" data-testid="agent-delegates-summary">
+                      {t('agents.delegatesSummary', { names: a.delegates.join(', ') })}
+                    </div>
+                  )}
                   {a.memory === false && (
                     <div className="muted small" data-testid="agent-memory-off">
                       {t('agents.memoryOff')}
@@ -185,6 +191,7 @@ export function AgentsSection({ admin }: { admin: boolean }) {
           key={editing.agent?.id ?? 'new'}
           initial={editing.form}
           agent={editing.agent}
+          agents={agents}
           models={models}
           onCancel={() => setEditing(null)}
           onSaved={() => {
@@ -197,7 +204,15 @@ export function AgentsSection({ admin }: { admin: boolean }) {
   )
 }
 
-function AgentEditor(p: { initial: AgentForm; agent?: Agent; models: Model[]; onCancel: () => void; onSaved: () => void }) {
+function AgentEditor(p: {
+  initial: AgentForm
+  agent?: Agent
+  /** every agent, to choose its delegates from */
+  agents: Agent[]
+  models: Model[]
+  onCancel: () => void
+  onSaved: () => void
+}) {
   const { t } = useI18n()
   const [f, setF] = useState(p.initial)
   const [saving, setSaving] = useState(false)
@@ -318,6 +333,7 @@ function AgentEditor(p: { initial: AgentForm; agent?: Agent; models: Model[]; on
         onNames={(knowledge) => set({ knowledge })}
         onMode={(knowledgeMode) => set({ knowledgeMode })}
       />
+      <DelegatesField agents={p.agents} self={f.id} ids={f.delegates} onIds={(delegates) => set({ delegates })} />
       <fieldset className="wide tools-field" data-testid="agent-memory-field">
         <legend>{t('agents.memoryField')}</legend>
         <label className="check">
@@ -401,6 +417,36 @@ function KnowledgeField(p: {
           </span>
         </label>
       ))}
+    </fieldset>
+  )
+}
+
+/**
+ * The agents it may hand tasks to (`delegate`): every other agent, and any id
+ * chosen before that is not one now, marked.
+ */
+function DelegatesField(p: { agents: Agent[]; self: string; ids: string[]; onIds: (ids: string[]) => void }) {
+  const { t } = useI18n()
+  const choices = delegateChoices(p.agents, p.self, p.ids)
+  return (
+    <fieldset className="wide tools-field kb-field" data-testid="agent-delegates">
+      <legend>{t('agents.delegates')}</legend>
+      <span className="muted small">{t('agents.delegatesHint')}</span>
+      {!choices.length && <span className="muted small">{t('agents.delegatesNone')}</span>}
+      <div className="kb-choices">
+        {choices.map((c) => (
+          <label key={c.id} className="check" title={c.id}>
+            <input
+              type="checkbox"
+              checked={p.ids.includes(c.id)}
+              data-testid="agent-delegate"
+              data-id={c.id}
+              onChange={(e) => p.onIds(toggleName(p.ids, c.id, e.target.checked))}
+            />
+            {c.missing ? t('agents.delegateMissing', { name: c.id }) : c.name}
+          </label>
+        ))}
+      </div>
     </fieldset>
   )
 }

@@ -463,6 +463,7 @@ function ChatView({ sessionId }: { sessionId?: string }) {
                     runId={it.runId}
                     sessionId={sessionId}
                     agent={agentName(runAgentOf(it.runId))}
+                    nameOf={agentName}
                     onPhase={onPhase}
                     onGone={onGone}
                     onTodos={setTodos}
@@ -472,6 +473,7 @@ function ChatView({ sessionId }: { sessionId?: string }) {
                     runId={it.runId}
                     messages={it.messages}
                     agent={agentName(runAgentOf(it.runId))}
+                    nameOf={agentName}
                     onActive={onActive}
                   />
                 )}

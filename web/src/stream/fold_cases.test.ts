@@ -16,6 +16,8 @@ interface Expect {
   questions?: { question_id: string; status: string; answer: string[] }[]
   /** each plan proposed: `proposed` until decided, then the decided status */
   plans?: { plan_id: string; status: string; comment: string | null }[]
+  /** each task handed to another agent: `running` until its end is told; `run_id` is the child's run */
+  delegations?: { delegation_id: string; agent: string; run_id: string; status: string }[]
 }
 
 interface Case {
@@ -41,7 +43,7 @@ function seen(s: RunState) {
 function check(state: RunState, events: unknown[], expected: Expect): RunState {
   let s = state
   for (const e of events) s = applyEvent(s, e as RunEvent)
-  const { citations, memories, questions, plans, todos, ...rest } = expected
+  const { citations, memories, questions, plans, delegations, todos, ...rest } = expected
   expect(seen(s)).toEqual(rest)
   if (citations) expect((s.citations ?? []).map((c) => c.n)).toEqual(citations)
   if (memories) expect((s.memories ?? []).map((m) => m.id)).toEqual(memories)
@@ -61,6 +63,15 @@ function check(state: RunState, events: unknown[], expected: Expect): RunState {
       comment: p.decided?.comment ?? null,
     }))
     expect(proposed).toEqual(plans)
+  }
+  if (delegations) {
+    const handed = s.delegations.map((d) => ({
+      delegation_id: d.delegationId,
+      agent: d.agent,
+      run_id: d.runId,
+      status: d.status,
+    }))
+    expect(handed).toEqual(delegations)
   }
   return s
 }

@@ -26,8 +26,13 @@
 //     follows at a later step. Void like questions: from `resume_step` on, and with
 //     their step's `retrying`. The session's open plans read over HTTP (`plans`
 //     action) fill in what a lost event log no longer replays;
+//   * delegations (`delegate`): `agent_start` hands a task to another agent, a
+//     run of its own (the child's run id, to attach to) — a newer telling of the
+//     same delegation replaces it — and the run waits for its children (phase
+//     `waiting_agents`); `agent_end` records how the child ended. Void like plans:
+//     from `resume_step` on, and with their step's `retrying`;
 //   * `retrying` restarts one step: what that step streamed so far (and the
-//     questions and plans it asked) is discarded;
+//     questions, plans and delegations it asked for) is discarded;
 //   * `citations` (sent just before `done`) sets the sources the answer cites as
 //     `[n]`, whole: a later one replaces the list, never adds to it (the reply text
 //     keeps its `[n]`; drawing them as footnotes is the view's business);
@@ -41,6 +46,8 @@
 import type {
   Approval,
   Citation,
+  Delegation,
+  DelegationStatus,
   ErrorBody,
   MemoryRef,
   Plan,
@@ -58,6 +65,7 @@ export type Phase =
   | 'retrying'
   | 'waiting_approval'
   | 'waiting_input'
+  | 'waiting_agents'
   | 'done'
   | 'error'
   | 'cancelled'
@@ -133,6 +141,22 @@ export interface PlanOutcome {
   by: string | null
 }
 
+/** A task the agent handed to another agent (`agent_start`), and how it ended once `agent_end` told. */
+export interface DelegationView {
+  delegationId: string
+  /** the `delegate` call it stands for */
+  callId: string
+  step: number
+  /** the agent's id */
+  agent: string
+  task: string
+  /** the child's session and run: attach to the run's events to watch it */
+  sessionId: string
+  runId: string
+  /** `running` until its `agent_end` */
+  status: DelegationStatus
+}
+
 export interface StepView {
   step: number
   thinking: string
@@ -165,6 +189,8 @@ export interface RunState {
   questions: QuestionView[]
   /** the plans proposed, in the order proposed (each carries its step) */
   plans: PlanView[]
+  /** the tasks handed to other agents, in the order handed (each carries its step) */
+  delegations: DelegationView[]
   usage?: Usage
   /** the sources the answer cites as `[n]`, once the `citations` event told */
   citations?: Citation[]
@@ -205,6 +231,7 @@ export function initialRunState(runId: string): RunState {
     tools: {},
     questions: [],
     plans: [],
+    delegations: [],
     reconnecting: false,
   }
 }
@@ -319,6 +346,20 @@ export function planView(p: Plan): PlanView {
   }
 }
 
+/** A stored delegation as its card shows it: a finished reply's, after a reload. */
+export function delegationView(d: Delegation): DelegationView {
+  return {
+    delegationId: d.id,
+    callId: d.call_id,
+    step: d.step,
+    agent: d.agent,
+    task: d.task,
+    sessionId: d.child_session_id,
+    runId: d.child_run_id,
+    status: d.status,
+  }
+}
+
 /**
  * Adds the run's open plans that the events did not show (a lost event log, as
  * for questions). A plan the events already told is left alone.
@@ -337,11 +378,12 @@ export function applyOpenPlans(state: RunState, plans: readonly Plan[]): RunStat
   return s ?? state
 }
 
-/** Where a run that is not streaming stands: waiting for a person, or running. */
+/** Where a run that is not streaming stands: waiting for a person, for other agents, or running. */
 function waitingPhase(s: RunState): Phase {
   if (Object.values(s.tools).some((t) => t.status === 'awaiting_approval')) return 'waiting_approval'
   if (s.questions.some((q) => !q.answered)) return 'waiting_input'
   if (s.plans.some((p) => !p.decided)) return 'waiting_input'
+  if (s.delegations.some((d) => d.status === 'running')) return 'waiting_agents'
   return 'running'
 }
 
@@ -478,6 +520,34 @@ export function applyEvent(state: RunState, ev: RunEvent): RunState {
       s.phase = waitingPhase(s)
       return s
     }
+    case 'agent_start': {
+      ensureStep(s, ev.step)
+      // Told again (a replayed or re-sent event): the newest telling stands.
+      s.delegations = [
+        ...s.delegations.filter((d) => d.delegationId !== ev.delegation_id),
+        {
+          delegationId: ev.delegation_id,
+          callId: ev.call_id,
+          step: ev.step,
+          agent: ev.agent,
+          task: ev.task,
+          sessionId: ev.child_session_id,
+          runId: ev.child_run_id,
+          status: 'running',
+        },
+      ]
+      s.phase = waitingPhase(s)
+      return s
+    }
+    case 'agent_end': {
+      const i = s.delegations.findIndex((d) => d.delegationId === ev.delegation_id)
+      if (i < 0) return s
+      s.delegations = [...s.delegations]
+      s.delegations[i] = { ...s.delegations[i], status: ev.status }
+      // The run resumed with this end; children still working make it wait again.
+      s.phase = waitingPhase(s)
+      return s
+    }
     case 'tool_end': {
       const step = ensureStep(s, ev.step)
       if (!step.tools.includes(ev.call_id)) step.tools = [...step.tools, ev.call_id]
@@ -496,7 +566,7 @@ export function applyEvent(state: RunState, ev: RunEvent): RunState {
           approvalId: prev?.approvalId,
         },
       }
-      if (s.phase === 'waiting_approval' || s.phase === 'waiting_input') s.phase = 'running'
+      if (s.phase === 'waiting_approval' || s.phase === 'waiting_input' || s.phase === 'waiting_agents') s.phase = 'running'
       return s
     }
     case 'usage': {
@@ -535,6 +605,7 @@ export function applyEvent(state: RunState, ev: RunEvent): RunState {
       }
       if (s.questions.some((q) => q.step === ev.step)) s.questions = s.questions.filter((q) => q.step !== ev.step)
       if (s.plans.some((p) => p.step === ev.step)) s.plans = s.plans.filter((p) => p.step !== ev.step)
+      if (s.delegations.some((d) => d.step === ev.step)) s.delegations = s.delegations.filter((d) => d.step !== ev.step)
       s.retry = { step: ev.step, attempt: ev.attempt, reason: ev.reason, delayMs: ev.delay_ms }
       s.phase = 'retrying'
       return s
@@ -587,6 +658,9 @@ function ensureStep(s: RunState, step: number): StepView {
 function dropStepsFrom(s: RunState, resumeStep: number): void {
   if (s.questions.some((q) => q.step >= resumeStep)) s.questions = s.questions.filter((q) => q.step < resumeStep)
   if (s.plans.some((p) => p.step >= resumeStep)) s.plans = s.plans.filter((p) => p.step < resumeStep)
+  if (s.delegations.some((d) => d.step >= resumeStep)) {
+    s.delegations = s.delegations.filter((d) => d.step < resumeStep)
+  }
   const kept = s.steps.filter((x) => x.step < resumeStep)
   if (kept.length === s.steps.length) return
   s.steps = kept

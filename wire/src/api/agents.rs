@@ -69,6 +69,9 @@ pub struct AgentDto {
     /// How it uses them.
     #[serde(default)]
     pub knowledge_mode: KnowledgeMode,
+    /// The agents (ids) it may hand tasks to with `delegate`.
+    #[serde(default)]
+    pub delegates: Vec<String>,
     /// Whether it remembers the people it talks to (docs/memory.md).
     #[serde(default = "on")]
     pub memory: bool,
@@ -107,6 +110,10 @@ pub struct PutAgentRequest {
     /// `tool` (default) or `auto` (see [`KnowledgeMode`]).
     #[serde(default)]
     pub knowledge_mode: KnowledgeMode,
+    /// The agents (ids) it may hand tasks to with `delegate` (each a run of
+    /// its own, in a child session; docs/protocol.md, "Delegation").
+    #[serde(default)]
+    pub delegates: Vec<String>,
     /// Whether the agent remembers the people it talks to (default: on):
     /// off, it recalls nothing, offers no memory tools and its turns are not
     /// learned from.

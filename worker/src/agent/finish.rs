@@ -57,11 +57,12 @@ pub(super) async fn finish(
         },
     };
     let retention = Duration::from_secs(inner.deps.config().events.retention_secs);
-    let (message_id, followup) = match outcome {
+    let (message_id, followup, parent) = match outcome {
         FinishOutcome::Finished {
             message_id,
             followup,
-        } => (message_id, followup),
+            parent,
+        } => (message_id, followup, parent),
         FinishOutcome::Lost => return Execution::Abandoned,
         FinishOutcome::Deleted => {
             // Deleted with its session or user: nothing to save, but attached
@@ -115,7 +116,8 @@ pub(super) async fn finish(
     if let Some(ttft) = totals.ttft_ms {
         metrics::histogram!("weft_run_ttft_seconds").record(ttft as f64 / 1000.0);
     }
-    if let Some(next) = followup {
+    // Messages that waited behind it, and the run that delegated it.
+    for next in followup.into_iter().chain(parent) {
         inner.runs.requeue(next).await;
     }
     Execution::Ended
@@ -151,6 +153,8 @@ where
         s if s == ended_as => Some(FinishOutcome::Finished {
             message_id: now.final_message_id.map(MessageId),
             followup: None,
+            // Back on the queue with that commit: the reaper enqueues it.
+            parent: None,
         }),
         RunStatus::Running => retrying("finishing the run", finish_run).await.ok(),
         _ => None,

@@ -14,6 +14,7 @@
 //! call; nothing is written per token.
 
 mod citations;
+mod delegate;
 mod finish;
 mod knowledge;
 mod memory;
@@ -200,6 +201,7 @@ impl<'a> Attempt<'a> {
                     || !weft_shared::config::agents::MEMORY_TOOLS.contains(&t.name.as_str())
             })
             .filter(|t| !run.planning || plan::offered_while_planning(&registry, &cfg, &t.name))
+            .filter(|t| t.name != weft_tools::DELEGATE || run.depth < cfg.tools.delegate_max_depth)
             .collect::<Vec<_>>()
             .into();
         let mut system = system;
@@ -462,13 +464,14 @@ impl<'a> Attempt<'a> {
         };
         let mut disposed = runner.dispose_step(calls, |_| None);
         plan::one_plan_with_text(&said, &mut disposed);
+        let delegations = delegate::prepare(self, &mut disposed).await;
         if disposed.iter().any(|(_, d)| {
             matches!(
                 d,
-                Disposition::Confirm | Disposition::Ask | Disposition::Plan
+                Disposition::Confirm | Disposition::Ask | Disposition::Plan | Disposition::Delegate
             )
         }) {
-            return wait::suspend(self, said, disposed).await;
+            return wait::suspend(self, said, disposed, delegations).await;
         }
         self.run_tools(&runner, said, disposed).await
     }
@@ -498,7 +501,8 @@ impl<'a> Attempt<'a> {
             !self.run.session_knowledge.is_empty(),
             self.tools.clone(),
         )
-        .while_planning(planning))
+        .while_planning(planning)
+        .at_depth(self.run.depth))
     }
 
     /// Run a step's disposed calls, checkpoint the step, extend the context.

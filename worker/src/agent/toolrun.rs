@@ -48,6 +48,8 @@ pub(super) enum Disposition {
     Ask,
     /// `propose_plan` in plan mode: waits for a person's decision on the plan.
     Plan,
+    /// `delegate`: waits for the run it hands to another agent.
+    Delegate,
     /// Answered without running, as an error: the text the model gets.
     Answer(String),
     /// Answered without running by a person (`ask_user`): the text the model
@@ -71,6 +73,9 @@ pub(super) struct ToolRunner<'a> {
     offered: Arc<Vec<ToolSpec>>,
     /// Plan mode before a plan was approved: only read-only tools run.
     planning: bool,
+    /// The run's delegation depth (`delegate` is refused at
+    /// `tools.delegate_max_depth`).
+    depth: u32,
 }
 
 impl<'a> ToolRunner<'a> {
@@ -92,7 +97,13 @@ impl<'a> ToolRunner<'a> {
             session_bases,
             offered,
             planning: false,
+            depth: 0,
         }
+    }
+
+    /// For a run at delegation depth `depth`.
+    pub fn at_depth(self, depth: u32) -> Self {
+        ToolRunner { depth, ..self }
     }
 
     /// For a step made in plan mode: only read-only tools run.
@@ -204,6 +215,15 @@ impl<'a> ToolRunner<'a> {
                 call.name
             ));
         }
+        // Not offered at the deepest level; say why to a model that calls it
+        // all the same.
+        if call.name == weft_tools::DELEGATE && self.depth >= self.cfg.tools.delegate_max_depth {
+            return Disposition::Answer(format!(
+                "error: delegation goes {} levels deep at most, and this run is at that depth; \
+                 do the task yourself",
+                self.cfg.tools.delegate_max_depth
+            ));
+        }
         if !self.offered.iter().any(|t| t.name == call.name) {
             return Disposition::Answer(format!(
                 "error: {} is not available in this conversation",
@@ -224,9 +244,26 @@ impl<'a> ToolRunner<'a> {
             // A question waits for its answer whatever the policy: asking is
             // the confirmation.
             _ if call.name == weft_tools::ASK_USER => Disposition::Ask,
+            // Handing a task on is this agent's to decide, within the agents
+            // it lists and the depth allowed; what the other agent does is
+            // held to that agent's own policies.
+            _ if call.name == weft_tools::DELEGATE => self.delegation(call),
             ToolPolicy::Confirm if !self.grants.contains(&call.name) => Disposition::Confirm,
             ToolPolicy::Confirm | ToolPolicy::Auto => Disposition::Run,
         }
+    }
+
+    /// A `delegate` call (within the depth, see `dispose`): waits for its
+    /// run, or why it may not.
+    fn delegation(&self, call: &ToolCall) -> Disposition {
+        let agent = call.args["agent"].as_str().unwrap_or_default();
+        if !self.agent.delegates.iter().any(|d| d == agent) {
+            return Disposition::Answer(format!(
+                "error: this agent may not delegate to {agent:?}; it may delegate to: {}",
+                self.agent.delegates.join(", ")
+            ));
+        }
+        Disposition::Delegate
     }
 
     /// Runs the calls whose disposition is `Run`, in parallel, and answers the
@@ -263,6 +300,7 @@ impl<'a> ToolRunner<'a> {
                     Disposition::Confirm => Err("error: this call was not approved".into()),
                     Disposition::Ask => Err("error: this question was not answered".into()),
                     Disposition::Plan => Err("error: this plan was not decided".into()),
+                    Disposition::Delegate => Err("error: this delegation did not end".into()),
                 };
                 let took = t0.elapsed();
                 let span = Span::current();

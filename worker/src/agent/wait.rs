@@ -1,5 +1,6 @@
-//! A step that waits for people (docs/protocol.md, "Approvals", "Questions"
-//! and "Plans"; the store's side and its race rule: `shared/src/store/waits.rs`).
+//! A step that waits for people or for other agents (docs/protocol.md,
+//! "Approvals", "Questions", "Plans" and "Delegation"; the store's side and
+//! its race rule: `shared/src/store/waits.rs`; delegation: `delegate.rs`).
 //! A step with `confirm` calls, `ask_user` calls or a plan (`propose_plan`)
 //! suspends the run instead of holding a worker: the pending step and its
 //! approvals, questions and plan are stored, `approval_required`, `question`
@@ -17,8 +18,9 @@
 use weft_llm::ToolCall;
 use weft_shared::event::EventKind;
 use weft_shared::store::{
-    Announced, Approval, ApprovalStatus, NewApproval, NewPlan, NewQuestion, NewWaits, PendingStep,
-    Plan, PlanStatus, Question, QuestionStatus, RunEnd, WaitOutcome,
+    Announced, Approval, ApprovalStatus, Delegation, DelegationStatus, NewApproval, NewDelegation,
+    NewPlan, NewQuestion, NewWaits, PendingStep, Plan, PlanStatus, Question, QuestionStatus,
+    RunEnd, WaitOutcome,
 };
 use weft_shared::time::now_ms;
 
@@ -30,6 +32,7 @@ pub(super) async fn suspend(
     a: &mut Attempt<'_>,
     said: Said,
     disposed: Vec<(ToolCall, Disposition)>,
+    delegations: Vec<NewDelegation>,
 ) -> Flow {
     let ttl_ms = a.cfg.tools.approval_ttl_secs as i64 * 1000;
     let expires_at = now_ms() + ttl_ms;
@@ -69,6 +72,7 @@ pub(super) async fn suspend(
         approvals,
         questions,
         plans,
+        delegations,
     };
     // Stored before they are announced, so an answer as quick as the event
     // finds its row.
@@ -120,7 +124,27 @@ pub(super) async fn suspend(
         })
         .await;
     }
+    for d in &waits.delegations {
+        a.em.emit(EventKind::AgentStart {
+            step: a.step,
+            delegation_id: d.id.clone(),
+            call_id: d.call_id.clone(),
+            agent: d.agent.clone(),
+            task: d.task.clone(),
+            child_session_id: d.child_session.clone(),
+            child_run_id: d.child_run.clone(),
+        })
+        .await;
+    }
+    // Announced first, so the parent's viewers hear of a child before it
+    // speaks; stored before either, so a child lost here is a queued run the
+    // reaper enqueues.
+    a.em.flush().await;
+    for d in &waits.delegations {
+        a.inner.runs.enqueue(d.child_run.clone()).await;
+    }
     metrics::counter!("weft_approvals_requested_total").increment(waits.approvals.len() as u64);
+    metrics::counter!("weft_delegations_started_total").increment(waits.delegations.len() as u64);
     metrics::counter!("weft_questions_asked_total").increment(waits.questions.len() as u64);
     metrics::counter!("weft_plans_proposed_total").increment(waits.plans.len() as u64);
     wait(a).await
@@ -182,15 +206,22 @@ pub(super) async fn resume(a: &mut Attempt<'_>, pending: PendingStep) -> Flow {
         store.step_approvals(&a.run.id, pending.step),
         store.step_questions(&a.run.id, pending.step),
         store.step_plans(&a.run.id, pending.step),
+        store.step_delegations(&a.run.id, pending.step),
     );
-    let (approvals, questions, plans) = match loaded {
+    let (approvals, questions, plans, delegations) = match loaded {
         Ok(all) => all,
         Err(e) => {
             tracing::error!(error = %e, "loading the step's waits failed; leaving the run to the reaper");
             return Flow::Leave(Leave::Abandon);
         }
     };
-    let announced = announce(a, pending.step, &approvals, &questions, &plans).await;
+    let waits = StepWaits {
+        approvals: &approvals,
+        questions: &questions,
+        plans: &plans,
+        delegations: &delegations,
+    };
+    let announced = announce(a, pending.step, &waits).await;
     if let Err(e) = store.mark_announced(&announced).await {
         // A later resume announces them again: a repeat, never a loss.
         tracing::warn!(error = %e, "marking answers announced failed");
@@ -202,6 +233,9 @@ pub(super) async fn resume(a: &mut Attempt<'_>, pending: PendingStep) -> Flow {
             .iter()
             .any(|q| q.status == QuestionStatus::Pending)
         || plans.iter().any(|p| p.status == PlanStatus::Proposed)
+        || delegations
+            .iter()
+            .any(|d| d.status == DelegationStatus::Running)
     {
         return wait(a).await;
     }
@@ -243,6 +277,9 @@ pub(super) async fn resume(a: &mut Attempt<'_>, pending: PendingStep) -> Flow {
         if let Some(p) = plans.iter().find(|p| p.call_id == call.id) {
             return Some(Disposition::Answered(decision_for_the_model(p)));
         }
+        if let Some(d) = delegations.iter().find(|d| d.call_id == call.id) {
+            return Some(super::delegate::outcome_for_the_model(d));
+        }
         let ap = approvals
             .iter()
             .find(|ap| ap.call_id == call.id && ap.name == call.name && ap.args == call.args)?;
@@ -262,6 +299,8 @@ pub(super) async fn resume(a: &mut Attempt<'_>, pending: PendingStep) -> Flow {
             )),
         })
     });
+    let mut disposed = disposed;
+    super::delegate::refused_again(a, &mut disposed).await;
     let said = Said {
         text: pending.content,
         reasoning: pending.reasoning,
@@ -269,14 +308,22 @@ pub(super) async fn resume(a: &mut Attempt<'_>, pending: PendingStep) -> Flow {
     a.run_tools(&runner, said, disposed).await
 }
 
-/// Publishes the decisions and answers not announced yet; their ids.
-async fn announce(
-    a: &mut Attempt<'_>,
-    step: u32,
-    approvals: &[Approval],
-    questions: &[Question],
-    plans: &[Plan],
-) -> Announced {
+/// What a resumed step waited for, of each kind.
+struct StepWaits<'w> {
+    approvals: &'w [Approval],
+    questions: &'w [Question],
+    plans: &'w [Plan],
+    delegations: &'w [Delegation],
+}
+
+/// Publishes the decisions, answers and ends not announced yet; their ids.
+async fn announce(a: &mut Attempt<'_>, step: u32, waits: &StepWaits<'_>) -> Announced {
+    let StepWaits {
+        approvals,
+        questions,
+        plans,
+        delegations,
+    } = *waits;
     let mut done = Announced::default();
     for ap in approvals.iter().filter(|ap| !ap.announced) {
         let Some(decision) = ap.status.verdict() else {
@@ -322,6 +369,23 @@ async fn announce(
         })
         .await;
         done.plans.push(p.id.clone());
+    }
+    for d in delegations
+        .iter()
+        .filter(|d| !d.announced && d.status != DelegationStatus::Running)
+    {
+        a.em.emit(EventKind::AgentEnd {
+            step,
+            delegation_id: d.id.clone(),
+            call_id: d.call_id.clone(),
+            agent: d.agent.clone(),
+            child_run_id: d.child_run_id.clone(),
+            status: d.status,
+        })
+        .await;
+        metrics::counter!("weft_delegations_ended_total", "status" => d.status.as_str())
+            .increment(1);
+        done.delegations.push(d.id.clone());
     }
     a.em.flush().await;
     done

@@ -16,7 +16,9 @@
 
 mod reasoning;
 
-use weft_lark::card::{CardState, ReplyCard, Source, ToolApproval, ToolProgress, ToolStatus};
+use weft_lark::card::{
+    AgentProgress, CardState, ReplyCard, Source, ToolApproval, ToolProgress, ToolStatus,
+};
 use weft_lark::text::Lang;
 use weft_lark::text::say::{Footer, Verdict};
 use weft_shared::event::{EventKind, RunEvent};
@@ -125,6 +127,7 @@ impl ReplyView {
             || !self.fold.tools.is_empty()
             || !self.fold.questions.is_empty()
             || !self.fold.plans.is_empty()
+            || !self.fold.delegations.is_empty()
             || self.thinking.shown(false).is_some()
     }
 
@@ -237,6 +240,15 @@ impl ReplyView {
                 .collect(),
             asked_elsewhere: None,
             todos: fold.todos.clone().unwrap_or_default(),
+            agents: fold
+                .delegations
+                .iter()
+                .map(|d| AgentProgress {
+                    agent: d.agent.clone(),
+                    task: d.task.clone(),
+                    status: d.status,
+                })
+                .collect(),
         }
     }
 

@@ -314,3 +314,64 @@ fn the_todo_list_is_an_open_panel_with_its_progress() {
             .any(|e| e["element_id"] == "todos")
     );
 }
+
+#[test]
+fn tasks_handed_to_other_agents_are_a_line_each() {
+    use crate::card::AgentProgress;
+    use weft_wire::states::DelegationStatus;
+    let mut card = ReplyCard::new("Weft", CardState::Streaming, Lang::En);
+    let task = |agent: &str, task: &str, status| AgentProgress {
+        agent: agent.into(),
+        task: task.into(),
+        status,
+    };
+    card.agents = vec![
+        task(
+            "researcher",
+            "find the Q3 numbers\nin the wiki",
+            DelegationStatus::Running,
+        ),
+        task(
+            "writer",
+            &"draft <at id=all></at> it ".repeat(10),
+            DelegationStatus::Succeeded,
+        ),
+        task("researcher", "check", DelegationStatus::Failed),
+    ];
+    let limits = MarkdownLimits {
+        max_tables: 3,
+        max_element_bytes: 8000,
+    };
+    let pages = card.render(limits);
+    let text = by_id(&pages[0], "agents")["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 3, "{text}");
+    assert_eq!(
+        lines[0],
+        "↳ **researcher** · working… — find the Q3 numbers"
+    );
+    assert!(
+        lines[1].starts_with("↳ **writer** · ✓ answered — draft ")
+            && lines[1].ends_with('…')
+            && !text.contains("<at"),
+        "{text}"
+    );
+    assert_eq!(lines[2], "↳ **researcher** · ✗ failed — check");
+    card.lang = Lang::Zh;
+    let pages = card.render(limits);
+    let text = by_id(&pages[0], "agents")["content"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(text.starts_with("↳ **researcher** · 处理中… — "), "{text}");
+    card.agents.clear();
+    let pages = card.render(limits);
+    assert!(
+        !elements(&pages[0])
+            .iter()
+            .any(|e| e["element_id"] == "agents")
+    );
+}

@@ -203,6 +203,7 @@ async fn spent_attempts_fail_the_run(db: Db) {
         .fail_exhausted(&spent, &error, &RunLimits::unlimited())
         .await
         .unwrap()
+        .pop()
         .expect("the waiting message gets its run");
     let rec = s.get_run(&one.user, &one.run).await.unwrap();
     assert_eq!(rec.status, RunStatus::Failed);

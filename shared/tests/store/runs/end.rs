@@ -48,6 +48,7 @@ async fn finish_records_the_reply_and_totals(db: Db) {
     let FinishOutcome::Finished {
         message_id: Some(reply),
         followup: None,
+        parent: None,
     } = out
     else {
         panic!("{out:?}");
@@ -135,7 +136,8 @@ async fn failure_keeps_the_partial_reply(db: Db) {
         out,
         FinishOutcome::Finished {
             message_id: None,
-            followup: None
+            followup: None,
+            parent: None,
         }
     );
     assert_eq!(run_messages(&db, &run.run_id).await, 1);
@@ -240,7 +242,7 @@ async fn cancel_of_a_running_run(db: Db) {
         .cancel_run(&one.user, &one.run, "user", &RunLimits::unlimited())
         .await
         .unwrap();
-    let CancelOutcome::Cancelled { run, followup } = out else {
+    let CancelOutcome::Cancelled { run, followup, .. } = out else {
         panic!("{out:?}");
     };
     assert_eq!((run.id, run.was_queued), (one.run.clone(), false));
@@ -286,6 +288,7 @@ async fn cancel_of_a_running_run(db: Db) {
     let FinishOutcome::Finished {
         message_id: Some(partial),
         followup: Some(next),
+        parent: None,
     } = out
     else {
         panic!("{out:?}");
@@ -314,6 +317,7 @@ async fn cancel_of_a_queued_run_moves_waiting_messages_on(db: Db) {
     let CancelOutcome::Cancelled {
         run,
         followup: Some(next),
+        ..
     } = out
     else {
         panic!("{out:?}");
