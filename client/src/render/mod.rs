@@ -309,6 +309,49 @@ pub fn attachment_line(a: &weft_wire::api::AttachmentDto) -> String {
 #[cfg(test)]
 mod tests {
 
+    #[test]
+    fn a_delegation_is_a_line_when_it_starts_and_when_it_ends() {
+        use weft_wire::states::DelegationStatus;
+        let mut d = weft_wire::fold::Delegation {
+            seq: 3,
+            delegation_id: "dg_1".into(),
+            step: 1,
+            call_id: "c1".into(),
+            agent: "researcher".into(),
+            task: "find the Q3 numbers\nand their sources".into(),
+            session_id: "s-child".into(),
+            run_id: "r-child".into(),
+            status: DelegationStatus::Running,
+        };
+        assert_eq!(
+            super::agent_start_note(&d),
+            "↳ researcher is on it: find the Q3 numbers…  (watch: weft -r s-child)"
+        );
+        d.task = "x".repeat(100);
+        assert!(super::agent_start_note(&d).contains(&format!("{}…", "x".repeat(80))));
+        let ends: Vec<String> = [
+            DelegationStatus::Succeeded,
+            DelegationStatus::Failed,
+            DelegationStatus::Cancelled,
+        ]
+        .into_iter()
+        .map(|status| {
+            super::agent_end_note(&weft_wire::fold::Delegation {
+                status,
+                ..d.clone()
+            })
+        })
+        .collect();
+        assert_eq!(
+            ends,
+            [
+                "✓ researcher answered",
+                "✗ researcher failed",
+                "⏹ researcher's run was cancelled"
+            ]
+        );
+    }
+
     fn question(options: &[&str], multiple: bool, allow_text: bool) -> weft_wire::fold::Question {
         weft_wire::fold::Question {
             seq: 1,
