@@ -220,6 +220,18 @@ async fn two_tasks_run_side_by_side_and_their_answers_are_the_results(b: Backend
             .0,
         404
     );
+    // The person's turn is learned from; the children's, whose messages are
+    // the parent agent's tasks, are not.
+    assert_eq!(
+        app.count_rows("select count(*) from runs where memory_pending = 1 and depth = 0")
+            .await,
+        1
+    );
+    assert_eq!(
+        app.count_rows("select count(*) from runs where memory_pending = 1 and depth > 0")
+            .await,
+        0
+    );
     // The parent's history keeps the calls and their results.
     let history = app.messages(&alice, &s).await;
     let results: Vec<&str> = history

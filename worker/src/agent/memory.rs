@@ -80,13 +80,15 @@ pub(crate) fn applies(run: &ClaimedRun, cfg: &Config, agent: &AgentConfig) -> bo
     run.memory_rev.is_some() && cfg.memory.enabled && agent.memory
 }
 
-/// When `run`'s turn is learned from, if it is (see `jobs::extract`).
+/// When `run`'s turn is learned from, if it is (see `jobs::extract`). Never
+/// for a delegated run: its "user" message is another agent's task, not the
+/// person's words (it still recalls what is known of the person).
 pub(crate) fn extraction_after(
     run: &ClaimedRun,
     cfg: &Config,
     agent: &AgentConfig,
 ) -> Option<Duration> {
-    (applies(run, cfg, agent) && cfg.memory.extract)
+    (applies(run, cfg, agent) && cfg.memory.extract && run.parent_run_id.is_none())
         .then(|| Duration::from_secs(cfg.memory.extract_after_secs))
 }
 
