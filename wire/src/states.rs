@@ -294,16 +294,6 @@ impl DelegationStatus {
             DelegationStatus::Cancelled => "cancelled",
         }
     }
-
-    /// How a child run that ended as `status` leaves its delegation.
-    pub fn of_run(status: RunStatus) -> DelegationStatus {
-        match status {
-            RunStatus::Succeeded => DelegationStatus::Succeeded,
-            RunStatus::Cancelled => DelegationStatus::Cancelled,
-            RunStatus::Failed => DelegationStatus::Failed,
-            _ => DelegationStatus::Running,
-        }
-    }
 }
 
 impl FromStr for DelegationStatus {

@@ -20,6 +20,7 @@ use sqlx::any::AnyRow;
 
 use super::messages::{NEXT_SEQ, order_key};
 use super::runs::ACTIVE;
+use super::send::auto_title;
 use super::session_writes::{end_as_cancelled, insert_run, lock_session, touch_session};
 use super::waits::{Asked, Owned, WaitKind, lock_run, requeue_waiting};
 use super::{Result, Store, StoreError, get_i64, get_opt_i64, get_opt_str, get_str};
@@ -129,20 +130,6 @@ impl Owned for Delegation {
     }
 }
 
-/// A child session's title: the task's first line, shortened.
-fn title_of(task: &str) -> String {
-    let line = task
-        .lines()
-        .find(|l| !l.trim().is_empty())
-        .unwrap_or_default()
-        .trim();
-    let mut title: String = line.chars().take(60).collect();
-    if line.chars().count() > 60 {
-        title.push('…');
-    }
-    title
-}
-
 /// The children of a step that delegates, made with it (`store_waits`):
 /// `depth` is the delegating run's.
 pub(super) async fn insert_delegations(
@@ -154,7 +141,8 @@ pub(super) async fn insert_delegations(
     let user = UserId(asked.user.to_string());
     for d in list {
         let (session, run) = (&d.child_session, &d.child_run);
-        let title = title_of(&d.task);
+        // Titled as a session is by its first message.
+        let title = auto_title(&d.task);
         sqlx::query(
             "insert into sessions (id, user_id, title, title_lower, model, mode, source, created_at, updated_at, parent_session_id)
              values ($1, $2, $3, $4, $5, $6, 'delegate', $7, $7, $8)",
@@ -296,16 +284,8 @@ impl Store {
                 if status.is_terminal() {
                     continue;
                 }
-                end_as_cancelled(&mut tx, &child, by, now).await?;
-                settle_child(
-                    &mut tx,
-                    self.lock_suffix(),
-                    &child,
-                    DelegationStatus::Cancelled,
-                    "",
-                    now,
-                )
-                .await?;
+                // Its parent is cancelled: nothing to resume.
+                end_as_cancelled(&mut tx, self.lock_suffix(), &child, by, now).await?;
                 tx.commit().await?;
                 ended.push(ActiveRun {
                     id: child.clone(),

@@ -52,7 +52,7 @@ pub use agents::{AgentOrigin, AgentRecord, builtin_agents};
 pub use approvals::{Approval, ApprovalStatus, DecideOutcome, Decision, NewApproval};
 pub use attachments::{Attachment, NewAttachment};
 pub use config_settings::ConfigSettings;
-pub use delegations::{Delegation, DelegationStatus, MAX_RESULT_CHARS, NewDelegation};
+pub use delegations::{Delegation, DelegationStatus, NewDelegation};
 pub use jobs::{ClaimedJob, Enqueued, JobEnd, JobRecord, JobState, LAPSED, LapsedJob, NewJob};
 pub use knowledge::{
     BaseChange, BaseVectors, ChunkHit, ChunkVectors, ChunkWindow, DocumentLimits, IndexedChunk,

@@ -599,17 +599,8 @@ impl Store {
             return Ok(CancelOutcome::NotActive(status));
         }
         let session = SessionId(get_str(&row, "session_id")?);
-        end_as_cancelled(&mut tx, id, by, now).await?;
         // A delegated run cancelled on its own: its parent goes on without it.
-        let parent = settle_child(
-            &mut tx,
-            self.lock_suffix(),
-            id,
-            DelegationStatus::Cancelled,
-            "",
-            now,
-        )
-        .await?;
+        let parent = end_as_cancelled(&mut tx, self.lock_suffix(), id, by, now).await?;
         // Nobody will execute a queued run: messages waiting behind it move on now.
         // A running run's worker creates the follow-up when it has saved its text.
         // (A run waiting for approval has no worker either.)

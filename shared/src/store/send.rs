@@ -148,19 +148,11 @@ impl Store {
                     });
                 }
                 Multitask::Interrupt => {
-                    end_as_cancelled(&mut tx, &active_id, "interrupt", now).await?;
                     // A delegated run interrupted in its own session: its
-                    // parent goes on without it (back in `queued`; the reaper
-                    // enqueues it, as this door does not reach the queue).
-                    super::delegations::settle_child(
-                        &mut tx,
-                        self.lock_suffix(),
-                        &active_id,
-                        super::delegations::DelegationStatus::Cancelled,
-                        "interrupted",
-                        now,
-                    )
-                    .await?;
+                    // parent is back in `queued`, and the reaper enqueues it
+                    // (this door does not reach the queue).
+                    end_as_cancelled(&mut tx, self.lock_suffix(), &active_id, "interrupt", now)
+                        .await?;
                     interrupted = Some(ActiveRun {
                         id: active_id,
                         was_queued: status == RunStatus::Queued,
@@ -404,7 +396,7 @@ async fn remember_key(
 }
 
 /// A session title from its first message: the first line, at most 60 characters.
-fn auto_title(text: &str) -> String {
+pub(super) fn auto_title(text: &str) -> String {
     let line = text
         .lines()
         .find(|l| !l.trim().is_empty())

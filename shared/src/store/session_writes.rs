@@ -11,19 +11,32 @@ use super::user_limits::{LimitCheck, RunLimits, check_run_limits};
 use super::{Conflict, Result, StoreError, get_i64, get_opt_str, get_str};
 use crate::ids::{MessageId, RunId, SessionId, UserId};
 
+/// Ends an active run as `cancelled` (by `by`: a person, an interrupt, its
+/// parent). A delegated run's delegation records the end too, and its parent
+/// goes back to the queue to go on without it: that parent, to enqueue (see
+/// `delegations.rs`).
 pub(super) async fn end_as_cancelled(
     tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    lock_suffix: &str,
     id: &RunId,
     by: &str,
     now: i64,
-) -> Result<()> {
+) -> Result<Option<RunId>> {
     sqlx::query("update runs set status = 'cancelled', cancel_requested = 1, cancelled_by = $1, finished_at = $2 where id = $3")
         .bind(by)
         .bind(now)
         .bind(&id.0)
         .execute(&mut **tx)
         .await?;
-    Ok(())
+    super::delegations::settle_child(
+        tx,
+        lock_suffix,
+        id,
+        super::delegations::DelegationStatus::Cancelled,
+        "",
+        now,
+    )
+    .await
 }
 
 #[allow(clippy::too_many_arguments)]

@@ -326,7 +326,7 @@ impl Store {
                     self.lock_suffix(),
                     &run.id,
                     super::delegations::DelegationStatus::Cancelled,
-                    "deleted",
+                    "",
                     now,
                 )
                 .await?;

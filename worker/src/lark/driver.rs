@@ -240,6 +240,37 @@ impl Driver {
         self.sync_plans(view).await
     }
 
+    /// Rewrites the card of a question or a plan as it now stands: on
+    /// `recorded` (the message that shows it, known to this follower or read
+    /// from the store), else on the card sent under `uuid` — its worker died
+    /// between sending and recording, and the same `uuid` gets that message
+    /// back. `metric`: the call's name in `weft_lark_calls_total`.
+    async fn rewrite_card(
+        &mut self,
+        recorded: Option<String>,
+        card: &serde_json::Value,
+        uuid: &str,
+        metric: &'static str,
+    ) -> Result<(), SyncError> {
+        let message = match recorded {
+            Some(message) => message,
+            None => {
+                self.send(&MessageContent::Interactive(card.clone()), uuid)
+                    .await
+                    .map_err(classify)?
+                    .message_id
+            }
+        };
+        let patched = self
+            .egress
+            .sender
+            .patch_card(&message, card)
+            .instrument(lark_call("patch_card"))
+            .await;
+        counted(metric, patched).map_err(classify)?;
+        Ok(())
+    }
+
     /// A new message in the run's conversation: a reply to its newest Lark
     /// message (in the thread for topic threads), else a plain send.
     async fn send(

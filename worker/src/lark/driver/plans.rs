@@ -17,7 +17,6 @@
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
-use tracing::Instrument;
 use weft_lark::card::{PlanAnswer, PlanCard};
 use weft_lark::rest::MessageContent;
 use weft_shared::fold::PlanDecided;
@@ -25,7 +24,7 @@ use weft_shared::store::PlanStatus;
 use weft_shared::time::now_ms;
 
 use super::approvals::{LANG_KEY, RUN_KEY, STEP_KEY};
-use super::{Driver, SyncError, classify, counted, lark_call};
+use super::{Driver, SyncError, classify};
 use crate::lark::view::{Plan, PlanShown, ReplyView};
 
 impl Driver {
@@ -63,24 +62,8 @@ impl Driver {
                         None
                     }),
             };
-            let message = match recorded {
-                Some(message) => message,
-                // Sent, not recorded (its worker died in between): the same
-                // `uuid` finds the card.
-                None => {
-                    self.send(&MessageContent::Interactive(card.clone()), &uuid_of(id))
-                        .await
-                        .map_err(classify)?
-                        .message_id
-                }
-            };
-            let patched = self
-                .egress
-                .sender
-                .patch_card(&message, &card)
-                .instrument(lark_call("patch_card"))
-                .await;
-            counted("plan_patch", patched).map_err(classify)?;
+            self.rewrite_card(recorded, &card, &uuid_of(id), "plan_patch")
+                .await?;
             self.plans_decided.insert(id.clone());
         }
         Ok(())

@@ -19,14 +19,13 @@
 use std::time::Duration;
 
 use serde_json::{Map, Value, json};
-use tracing::Instrument;
 use weft_lark::card::{QuestionAnswer, QuestionCard};
 use weft_lark::rest::MessageContent;
 use weft_shared::store::QuestionStatus;
 use weft_shared::time::now_ms;
 
 use super::approvals::{LANG_KEY, RUN_KEY, STEP_KEY};
-use super::{Driver, SyncError, classify, counted, lark_call};
+use super::{Driver, SyncError, classify};
 use crate::lark::view::{Question, QuestionShown, ReplyView};
 
 impl Driver {
@@ -72,24 +71,8 @@ impl Driver {
                         None
                     }),
             };
-            let message = match recorded {
-                Some(message) => message,
-                // Sent, not recorded (its worker died in between): the same
-                // `uuid` finds the card.
-                None => {
-                    self.send(&MessageContent::Interactive(card.clone()), &uuid_of(id))
-                        .await
-                        .map_err(classify)?
-                        .message_id
-                }
-            };
-            let patched = self
-                .egress
-                .sender
-                .patch_card(&message, &card)
-                .instrument(lark_call("patch_card"))
-                .await;
-            counted("question_patch", patched).map_err(classify)?;
+            self.rewrite_card(recorded, &card, &uuid_of(id), "question_patch")
+                .await?;
             self.questions_answered.insert(id.clone());
         }
         Ok(())
