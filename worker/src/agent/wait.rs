@@ -1,6 +1,6 @@
 //! A step that waits for people or for other agents (docs/protocol.md,
 //! "Approvals", "Questions", "Plans" and "Delegation"; the store's side and
-//! its race rule: `shared/src/store/waits.rs`; delegation: `delegate.rs`).
+//! its race rule: `shared/src/store/waits/`; delegation: `delegate.rs`).
 //! A step with `confirm` calls, `ask_user` calls or a plan (`propose_plan`)
 //! suspends the run instead of holding a worker: the pending step and its
 //! approvals, questions and plan are stored, `approval_required`, `question`
