@@ -157,6 +157,9 @@ impl From<OverLimit> for ApiError {
             OverLimit::Memories { held, limit } => format!(
                 "memory.max_per_user: {held} of {limit} memories are kept; forget some first"
             ),
+            OverLimit::Schedules { held, limit } => format!(
+                "schedules.max_per_user: you have {held} of {limit} schedules; delete one first"
+            ),
         })
     }
 }

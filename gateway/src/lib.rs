@@ -27,6 +27,7 @@ mod passwords;
 mod plans;
 mod questions;
 mod runs;
+mod schedules;
 mod sessions;
 mod settings;
 mod sse;
@@ -222,6 +223,7 @@ pub fn router(state: AppState) -> Router {
         .merge(runs::router())
         .merge(approvals::router())
         .merge(todos::router())
+        .merge(schedules::router())
         .merge(plans::router())
         .merge(questions::router())
         .merge(agents::router())

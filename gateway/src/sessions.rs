@@ -76,13 +76,28 @@ pub async fn create_session(
     let title = req.title.unwrap_or_default();
     validate_title(&title)?;
     let mode = state.resolve_mode(user, req.agent.as_deref().or(req.mode.as_deref()))?;
-    let model = match req.model.as_deref() {
+    let model = model_for(state, user, &mode, req.model.as_deref()).await?;
+    let s = state
+        .store
+        .create_session(&user.id, title.trim(), &model, &mode, source)
+        .await?;
+    Ok(s.to_dto())
+}
+
+/// The model of a new session (or schedule) of `agent`: the one asked for;
+/// else the agent's own, if it names one that exists and is open to the user;
+/// else the user's default.
+pub async fn model_for(
+    state: &AppState,
+    user: &AuthUser,
+    agent: &str,
+    asked: Option<&str>,
+) -> ApiResult<String> {
+    Ok(match asked {
         Some(m) => state.resolve_model(user, Some(m))?,
-        // The agent's own model, if it names one that exists and is open to
-        // the user; else the user's default.
         None => match state
             .store
-            .get_agent(&mode)
+            .get_agent(agent)
             .await
             .ok()
             .and_then(|a| a.spec.model)
@@ -92,12 +107,7 @@ pub async fn create_session(
                 .or_else(|_| state.resolve_model(user, None))?,
             None => state.resolve_model(user, None)?,
         },
-    };
-    let s = state
-        .store
-        .create_session(&user.id, title.trim(), &model, &mode, source)
-        .await?;
-    Ok(s.to_dto())
+    })
 }
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]

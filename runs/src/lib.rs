@@ -19,6 +19,7 @@
 
 mod control;
 mod refusal;
+mod schedules;
 mod send;
 
 use weft_shared::bus::SharedBus;

@@ -19,6 +19,7 @@ pub mod queue;
 pub mod reload;
 pub mod remember;
 pub mod retry;
+pub mod schedule_time;
 pub mod skills;
 pub mod store;
 pub mod telemetry;

@@ -16,6 +16,7 @@ pub mod jobs;
 mod lark;
 pub mod providers;
 mod reaper;
+mod scheduler;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -420,6 +421,7 @@ pub async fn run(
         consume_stop.clone(),
     ));
     let reloads = tokio::spawn(follow_config(inner.clone(), consume_stop.clone()));
+    let scheduler = tokio::spawn(scheduler::run(inner.clone(), consume_stop.clone()));
     // Runs wait for the MCP servers' first try: a run taken over from a dead
     // worker redoes its call at once, and was told "no tool named …" while
     // the servers were still starting.
@@ -470,5 +472,6 @@ pub async fn run(
     reaper.abort();
     mcp_report.abort();
     reloads.abort();
+    scheduler.abort();
     Ok(())
 }

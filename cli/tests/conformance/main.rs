@@ -29,6 +29,7 @@ mod plans;
 mod providers;
 mod questions;
 mod reload;
+mod schedules;
 mod security;
 mod signin;
 mod streaming;

@@ -24,6 +24,7 @@ pub mod masking;
 mod mcp;
 mod memory;
 mod models;
+mod schedules;
 mod secret_files;
 mod tools;
 mod web;
@@ -40,6 +41,7 @@ pub use live::{Change, LiveConfig, ReloadError};
 pub use mcp::{McpPathGrant, McpSandbox, McpServerConfig};
 pub use memory::{MAX_MEMORY_CHARS, MemoryConfig};
 pub use models::{ModelConfig, ProviderKind, api_key_from_env};
+pub use schedules::SchedulesConfig;
 pub use tools::{
     AllowHost, MAX_CALL_TIMEOUT_SECS, SearchBackendKind, ToolPolicy, ToolsConfig, WebFetchConfig,
     WebSearchConfig,
@@ -107,6 +109,8 @@ pub struct Config {
     pub knowledge: KnowledgeConfig,
     /// What the assistant remembers about each person.
     pub memory: MemoryConfig,
+    /// Prompts agents run on their own, on a cron, an interval or once.
+    pub schedules: SchedulesConfig,
     /// Connection timeouts and the connection cap of the HTTP server.
     pub http: HttpConfig,
     pub worker: WorkerConfig,
@@ -148,6 +152,7 @@ impl Default for Config {
             files: FilesConfig::default(),
             knowledge: KnowledgeConfig::default(),
             memory: MemoryConfig::default(),
+            schedules: SchedulesConfig::default(),
             http: HttpConfig::default(),
             worker: WorkerConfig::default(),
             events: EventsConfig::default(),
@@ -342,6 +347,7 @@ impl Config {
         self.files.validate().map_err(ConfigError::Invalid)?;
         self.knowledge.validate().map_err(ConfigError::Invalid)?;
         self.memory.validate().map_err(ConfigError::Invalid)?;
+        self.schedules.validate().map_err(ConfigError::Invalid)?;
         self.knowledge
             .validate_embeddings(&self.embedding_models)
             .map_err(ConfigError::Invalid)?;

@@ -26,6 +26,7 @@ mod questions;
 mod recovery;
 mod revisions;
 mod runs;
+mod schedules;
 mod send;
 mod session_writes;
 mod sessions;
@@ -72,6 +73,7 @@ pub use questions::{
 pub use runs::{
     ActiveRun, CancelOutcome, ClaimOutcome, ClaimedRun, FinishOutcome, RunEnd, RunRecord, RunStatus,
 };
+pub use schedules::{FireRecord, FireSettings, Fired, NewSchedule, ScheduleRecord, ScheduleUpdate};
 pub use send::{NewMessage, NewRun, SendOutcome, SendRequest};
 pub use sessions::{SessionCursor, SessionRecord};
 pub use skills::merge_skills;
@@ -133,6 +135,8 @@ pub enum OverLimit {
     Storage { used: u64, adding: u64, limit: u64 },
     /// `memory.max_per_user`: the person keeps `held` memories.
     Memories { held: u64, limit: u64 },
+    /// `schedules.max_per_user`: the person has `held` schedules.
+    Schedules { held: u64, limit: u64 },
 }
 
 /// Which uniqueness rule said no: callers branch on the kind, never on a string.

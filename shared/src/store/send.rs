@@ -108,8 +108,28 @@ impl Store {
     /// The send transaction (docs/runs.md, "One chat turn, in full", step 1).
     pub async fn send_message(&self, req: &SendRequest) -> Result<SendOutcome> {
         let mut tx = self.begin().await?;
+        let outcome = self.send_in(&mut tx, req).await?;
+        if matches!(
+            outcome,
+            SendOutcome::Started { .. } | SendOutcome::Queued { .. }
+        ) {
+            tx.commit().await?;
+        }
+        Ok(outcome)
+    }
+
+    /// The send transaction's work inside `tx`, which the caller commits when
+    /// the outcome is `Started` or `Queued` (a refusal writes nothing, except
+    /// an `interrupt` that ended the active run and was then refused by the
+    /// run limits: its caller rolls back). A schedule's fire sends in the
+    /// transaction that claims the fire (`store::schedules`).
+    pub(super) async fn send_in(
+        &self,
+        tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+        req: &SendRequest,
+    ) -> Result<SendOutcome> {
         let now = now_ms();
-        let look = self.look_before_send(&mut tx, req).await?;
+        let look = self.look_before_send(tx, req).await?;
 
         if let Some(seen) = look.replayed {
             return Ok(seen);
@@ -135,13 +155,12 @@ impl Store {
                             active_run_id: active_id,
                         });
                     }
-                    if let Some(usage) = self.check_storage(&mut tx, req).await? {
+                    if let Some(usage) = self.check_storage(tx, req).await? {
                         return Ok(SendOutcome::OverStorage(usage));
                     }
-                    let message_id = insert_user_message(&mut tx, req, None, now).await?;
-                    remember_key(&mut tx, req, &message_id, None, now).await?;
-                    touch_session(&mut tx, &req.message.session, now).await?;
-                    tx.commit().await?;
+                    let message_id = insert_user_message(tx, req, None, now).await?;
+                    remember_key(tx, req, &message_id, None, now).await?;
+                    touch_session(tx, &req.message.session, now).await?;
                     return Ok(SendOutcome::Queued {
                         message_id,
                         active_run_id: active_id,
@@ -151,8 +170,7 @@ impl Store {
                     // A delegated run interrupted in its own session: its
                     // parent is back in `queued`, and the reaper enqueues it
                     // (this door does not reach the queue).
-                    end_as_cancelled(&mut tx, self.lock_suffix(), &active_id, "interrupt", now)
-                        .await?;
+                    end_as_cancelled(tx, self.lock_suffix(), &active_id, "interrupt", now).await?;
                     interrupted = Some(ActiveRun {
                         id: active_id,
                         was_queued: status == RunStatus::Queued,
@@ -162,22 +180,14 @@ impl Store {
         }
         // Counted after the interrupt above: the run it ended is no longer active
         // (and a refusal rolls the cancel back with everything else).
-        match check_run_limits(
-            &mut tx,
-            self.lock_suffix(),
-            &req.message.user,
-            &req.limits,
-            now,
-        )
-        .await?
-        {
+        match check_run_limits(tx, self.lock_suffix(), &req.message.user, &req.limits, now).await? {
             LimitCheck::Within => {}
             LimitCheck::TooManyActive => return Ok(SendOutcome::TooManyActive),
             LimitCheck::RateLimited { retry_after_secs } => {
                 return Ok(SendOutcome::RateLimited { retry_after_secs });
             }
         }
-        if let Some(usage) = self.check_storage(&mut tx, req).await? {
+        if let Some(usage) = self.check_storage(tx, req).await? {
             return Ok(SendOutcome::OverStorage(usage));
         }
         let session = look.session;
@@ -193,7 +203,7 @@ impl Store {
             .unwrap_or(get_str(&session, "mode")?);
         let run_id = RunId::new();
         insert_run(
-            &mut tx,
+            tx,
             &run_id,
             &req.message.session,
             &req.message.user,
@@ -212,10 +222,10 @@ impl Store {
         // Messages that were waiting behind the interrupted run (or stranded by a
         // run that ended without its worker) join this one.
         if look.waiting > 0 {
-            attach_queued(&mut tx, &req.message.session, &run_id).await?;
+            attach_queued(tx, &req.message.session, &run_id).await?;
         }
-        let message_id = insert_user_message(&mut tx, req, Some(&run_id), now).await?;
-        remember_key(&mut tx, req, &message_id, Some(&run_id), now).await?;
+        let message_id = insert_user_message(tx, req, Some(&run_id), now).await?;
+        remember_key(tx, req, &message_id, Some(&run_id), now).await?;
         if get_str(&session, "title")?.is_empty() {
             sqlx::query("update sessions set title = $1, title_lower = $2 where id = $3")
                 .bind(auto_title(&req.message.text))
@@ -224,8 +234,7 @@ impl Store {
                 .execute(&mut **tx)
                 .await?;
         }
-        touch_session(&mut tx, &req.message.session, now).await?;
-        tx.commit().await?;
+        touch_session(tx, &req.message.session, now).await?;
         Ok(SendOutcome::Started {
             run: NewRun { run_id, message_id },
             interrupted,

@@ -20,6 +20,7 @@ mod purge;
 mod questions;
 mod reaper;
 mod runs;
+mod schedules;
 mod send;
 mod sessions;
 mod tokens;

@@ -1,0 +1,297 @@
+//! Schedules (docs/schedules.md) through the API and the workers' scheduler:
+//! bad input refused naming its field, another person's schedule a 404, a
+//! one-off fire that runs as an ordinary run and answers, "run now", pause;
+//! and every fire exactly once while processes are SIGKILLed mid-fire
+//! (distributed: two workers racing for the same due schedules, one killed;
+//! embedded: the one process killed and started again on the same database).
+
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use crate::harness::*;
+
+crate::both_backends!(
+    a_schedule_is_checked_fires_once_and_answers,
+    every_fire_happens_once_through_kills,
+);
+
+fn rfc3339_in(ms_from_now: i64) -> String {
+    weft_shared::time::rfc3339(weft_shared::time::now_ms() + ms_from_now)
+}
+
+async fn a_schedule_is_checked_fires_once_and_answers(b: Backend) {
+    let app = App::start(b).await;
+    let alice = app.user("alice").await;
+    let bob = app.user("bob").await;
+
+    // Bad input: a 422 naming the field, nothing stored.
+    for (body, field) in [
+        (
+            json!({"prompt": "x", "trigger": {"cron": "61 9 * * *"}}),
+            "trigger.cron",
+        ),
+        (
+            json!({"prompt": "x", "trigger": {"cron": "0 9 * * *"}, "timezone": "Mars/Olympus"}),
+            "timezone",
+        ),
+        (
+            json!({"prompt": "x", "trigger": {"every_secs": 30}}),
+            "trigger.every_secs",
+        ),
+        (
+            json!({"prompt": "x", "trigger": {"at": "2020-01-01T00:00:00Z"}}),
+            "trigger.at",
+        ),
+        (
+            json!({"prompt": "x", "trigger": {"at": "tomorrow"}}),
+            "trigger.at",
+        ),
+        (
+            json!({"prompt": "x", "trigger": {"every_secs": 60}, "target": {"session": "nope"}}),
+            "target.session",
+        ),
+        (
+            json!({"prompt": " ", "trigger": {"every_secs": 60}}),
+            "prompt",
+        ),
+    ] {
+        let (st, err) = app.post("/v1/schedules", &alice, body.clone()).await;
+        assert_eq!(st, 422, "{body} → {err}");
+        let message = err["error"]["message"].as_str().unwrap();
+        assert!(
+            message.starts_with(field),
+            "{body}: {message:?} should name {field}"
+        );
+    }
+    let (st, list) = app.get("/v1/schedules", &alice).await;
+    assert_eq!((st, list["schedules"].as_array().unwrap().len()), (200, 0));
+
+    // The form's preview: weekdays at 09:00 in Shanghai.
+    let (st, preview) = app
+        .post(
+            "/v1/schedules/preview",
+            &alice,
+            json!({"trigger": {"cron": "0 9 * * 1-5"}, "timezone": "Asia/Shanghai"}),
+        )
+        .await;
+    assert_eq!(st, 200, "{preview}");
+    let next = preview["next"].as_array().unwrap();
+    assert_eq!(next.len(), 5);
+    assert!(
+        next.iter()
+            .all(|t| t.as_str().unwrap().ends_with("T09:00:00+08:00")),
+        "{next:?}"
+    );
+
+    // A one-off two seconds from now.
+    let (st, made) = app
+        .post(
+            "/v1/schedules",
+            &alice,
+            json!({"name": "greeting", "prompt": "say hello to the team", "trigger": {"at": rfc3339_in(2000)},
+                   "timezone": "Asia/Shanghai"}),
+        )
+        .await;
+    assert_eq!(st, 201, "{made}");
+    let id = made["id"].as_str().unwrap().to_string();
+    assert_eq!(made["target"], "new_session");
+    assert_eq!(
+        (made["misfire"].as_str(), made["overlap"].as_str()),
+        (Some("run_once"), Some("skip"))
+    );
+    assert!(
+        made["next_fire_at"].as_str().unwrap().ends_with("+08:00"),
+        "{made}"
+    );
+
+    // Bob sees none of it.
+    let path = format!("/v1/schedules/{id}");
+    assert_eq!(app.get(&path, &bob).await.0, 404);
+    for method in [reqwest::Method::PATCH, reqwest::Method::DELETE] {
+        let (st, _) = app
+            .call(method, &path, &bob, Some(json!({"enabled": false})))
+            .await;
+        assert_eq!(st, 404);
+    }
+    assert_eq!(
+        app.post(&format!("{path}/run"), &bob, json!({})).await.0,
+        404
+    );
+
+    // It fires once; its run answers in a session of its own.
+    let fires_path = format!("{path}/fires");
+    let fire: Value = eventually(
+        Duration::from_secs(30),
+        "the fire's run to succeed",
+        async || {
+            let (_, fires) = app.get(&fires_path, &alice).await;
+            match fires["fires"].as_array().and_then(|f| f.first()) {
+                Some(f) if f["run_status"] == "succeeded" => Ok(f.clone()),
+                other => Err(format!("{other:?}")),
+            }
+        },
+    )
+    .await;
+    assert_eq!(
+        (fire["outcome"].as_str(), fire["manual"].as_bool()),
+        (Some("started"), Some(false))
+    );
+    let session = fire["session_id"].as_str().unwrap();
+    let messages = app.messages(&alice, session).await;
+    assert_eq!(messages[0]["content"], "say hello to the team");
+    assert!(
+        messages.iter().any(|m| m["role"] == "assistant"),
+        "{messages:?}"
+    );
+    let (_, shown) = app.get(&path, &alice).await;
+    assert!(
+        shown.get("next_fire_at").is_none(),
+        "an `at` fires once: {shown}"
+    );
+    assert_eq!(shown["last_fire"]["run_id"], fire["run_id"]);
+
+    // "Run now", then pause and delete.
+    let (st, now) = app.post(&format!("{path}/run"), &alice, json!({})).await;
+    assert_eq!(st, 201, "{now}");
+    assert_eq!(
+        (now["outcome"].as_str(), now["manual"].as_bool()),
+        (Some("started"), Some(true))
+    );
+    let run = now["run_id"].as_str().unwrap();
+    assert_eq!(
+        app.wait_run(&alice, run, Duration::from_secs(30)).await["status"],
+        "succeeded"
+    );
+    let (st, _) = app
+        .call(
+            reqwest::Method::PATCH,
+            &path,
+            &alice,
+            Some(json!({"trigger": {"every_secs": 3600}, "name": "hourly"})),
+        )
+        .await;
+    assert_eq!(st, 200);
+    let (st, paused) = app
+        .call(
+            reqwest::Method::PATCH,
+            &path,
+            &alice,
+            Some(json!({"enabled": false})),
+        )
+        .await;
+    assert_eq!(
+        (st, paused["enabled"].as_bool()),
+        (200, Some(false)),
+        "{paused}"
+    );
+    assert!(paused.get("next_fire_at").is_none());
+    assert_eq!(paused["name"], "hourly");
+    let (_, fires) = app.get(&fires_path, &alice).await;
+    assert_eq!(fires["fires"].as_array().unwrap().len(), 2);
+    assert_eq!(
+        app.call(reqwest::Method::DELETE, &path, &alice, None)
+            .await
+            .0,
+        204
+    );
+    assert_eq!(app.get(&path, &alice).await.0, 404);
+}
+
+/// Schedules made through the API, then made due 25 ms apart.
+const MANY: usize = 120;
+
+async fn every_fire_happens_once_through_kills(b: Backend) {
+    let mut app = App::start_with(
+        b,
+        &[
+            ("WEFT_SCHEDULES__MAX_PER_USER", "0"),
+            ("WEFT_LIMITS__ACTIVE_RUNS_PER_USER", "0"),
+            ("WEFT_LIMITS__RUNS_PER_MINUTE_PER_USER", "0"),
+            ("WEFT_DATABASE_MAX_CONNECTIONS", "4"),
+        ],
+    )
+    .await;
+    let alice = app.user("alice").await;
+    for i in 0..MANY {
+        let (st, made) = app
+            .post(
+                "/v1/schedules",
+                &alice,
+                json!({"name": format!("s{i}"), "prompt": format!("report {i}"), "trigger": {"every_secs": 3600}}),
+            )
+            .await;
+        assert_eq!(st, 201, "{made}");
+    }
+    if b == Backend::Distributed {
+        app.workers.push(App::spawn_worker(&app.env));
+    }
+    // Due one after another over three seconds from now; the scheduler is
+    // killed once the first have fired, with most still to come.
+    app.execute_sql(&format!(
+        "update schedules set next_fire_at = {} + cast(substr(name, 2) as bigint) * 25",
+        weft_shared::time::now_ms()
+    ))
+    .await;
+    let before_kill = eventually(
+        Duration::from_secs(20),
+        "the first fires",
+        async || match app.count_rows("select count(*) from schedule_fires").await {
+            0 => Err("none yet"),
+            n => Ok(n),
+        },
+    )
+    .await;
+    match b {
+        Backend::Distributed => app.workers[0].kill(),
+        Backend::Embedded => app.restart_gateway(),
+    }
+    let total = MANY as i64;
+    assert!(before_kill < total, "the kill came after every fire");
+    eventually(
+        Duration::from_secs(60),
+        "every schedule fired",
+        async || {
+            let fired = app.count_rows("select count(*) from schedule_fires").await;
+            if fired == total { Ok(()) } else { Err(fired) }
+        },
+    )
+    .await;
+    assert_eq!(
+        app.count_rows("select count(*) from runs").await,
+        total,
+        "one run per fire"
+    );
+    assert_eq!(
+        app.count_rows(
+            "select count(*) from schedule_fires where run_id is null or outcome <> 'started'"
+        )
+        .await,
+        0
+    );
+    // Every run completes (those the killed process held are taken over).
+    eventually(
+        Duration::from_secs(90),
+        "every fire's run to succeed",
+        async || {
+            let done = app
+                .count_rows("select count(*) from runs where status = 'succeeded'")
+                .await;
+            if done == total { Ok(()) } else { Err(done) }
+        },
+    )
+    .await;
+    // Each schedule moved on to its next hour, not fired again.
+    assert_eq!(
+        app.count_rows(&format!(
+            "select count(*) from schedules where next_fire_at <= {}",
+            weft_shared::time::now_ms()
+        ))
+        .await,
+        0
+    );
+    assert_eq!(
+        app.count_rows("select count(*) from schedule_fires").await,
+        total
+    );
+}

@@ -1,0 +1,44 @@
+//! `[schedules]`: prompts agents run on their own (docs/schedules.md).
+
+use serde::{Deserialize, Serialize};
+
+/// Schedule settings (`[schedules]`, env `WEFT_SCHEDULES__<KEY>`).
+#[derive(Debug, Clone, Serialize, Deserialize)]
+#[serde(default)]
+pub struct SchedulesConfig {
+    /// Schedules one person may have; 0 turns the limit off.
+    pub max_per_user: u64,
+    /// The timezone of a schedule made without one (IANA).
+    pub default_timezone: String,
+    /// How often an idle worker looks for due schedules, in ms (a schedule
+    /// made in the same process wakes it at once). Fire lateness is at most
+    /// about this.
+    pub poll_ms: u64,
+    /// Fires one worker process makes at once (each is one transaction).
+    pub fire_concurrency: usize,
+}
+
+impl Default for SchedulesConfig {
+    fn default() -> Self {
+        SchedulesConfig {
+            max_per_user: 20,
+            default_timezone: "UTC".into(),
+            poll_ms: 1000,
+            fire_concurrency: 8,
+        }
+    }
+}
+
+impl SchedulesConfig {
+    pub fn validate(&self) -> Result<(), String> {
+        crate::schedule_time::parse_timezone(&self.default_timezone)
+            .map_err(|e| format!("schedules.default_timezone: {}", e.message))?;
+        if !(100..=60_000).contains(&self.poll_ms) {
+            return Err("schedules.poll_ms must be between 100 and 60000".into());
+        }
+        if !(1..=64).contains(&self.fire_concurrency) {
+            return Err("schedules.fire_concurrency must be between 1 and 64".into());
+        }
+        Ok(())
+    }
+}
