@@ -25,11 +25,16 @@ use crate::sessions::model_for;
 
 pub fn router() -> Router<AppState> {
     Router::new()
-        .route("/v1/schedules", get(list).post(create))
-        .route("/v1/schedules/preview", post(preview))
-        .route("/v1/schedules/{id}", get(show).patch(update).delete(remove))
-        .route("/v1/schedules/{id}/run", post(run_now))
-        .route("/v1/schedules/{id}/fires", get(fires))
+        .route("/v1/schedules", get(list_schedules).post(create_schedule))
+        .route("/v1/schedules/preview", post(preview_schedule))
+        .route(
+            "/v1/schedules/{id}",
+            get(get_schedule)
+                .patch(update_schedule)
+                .delete(delete_schedule),
+        )
+        .route("/v1/schedules/{id}/run", post(run_schedule))
+        .route("/v1/schedules/{id}/fires", get(schedule_fires))
 }
 
 /// Names: at most 200 characters.
@@ -37,7 +42,7 @@ const MAX_NAME_CHARS: usize = 200;
 
 /// The caller's schedules, oldest first, each with its newest fire.
 #[utoipa::path(get, path = "/v1/schedules", responses((status = 200, body = ScheduleList)))]
-pub async fn list(
+pub async fn list_schedules(
     State(state): State<AppState>,
     Caller(user): Caller,
 ) -> ApiResult<Json<ScheduleList>> {
@@ -51,7 +56,7 @@ pub async fn list(
 /// `trigger.every_secs`, `trigger.at`, `timezone`, `target.session`, `prompt`).
 #[utoipa::path(post, path = "/v1/schedules", request_body = CreateScheduleRequest,
     responses((status = 201, body = ScheduleDto), (status = 422, body = weft_shared::api::ErrorEnvelope)))]
-pub async fn create(
+pub async fn create_schedule(
     State(state): State<AppState>,
     Caller(user): Caller,
     ApiJson(req): ApiJson<CreateScheduleRequest>,
@@ -97,7 +102,7 @@ pub async fn create(
 
 #[utoipa::path(get, path = "/v1/schedules/{id}",
     responses((status = 200, body = ScheduleDto), (status = 404, body = weft_shared::api::ErrorEnvelope)))]
-pub async fn show(
+pub async fn get_schedule(
     State(state): State<AppState>,
     Caller(user): Caller,
     Path(id): Path<String>,
@@ -111,7 +116,7 @@ pub async fn show(
 #[utoipa::path(patch, path = "/v1/schedules/{id}", request_body = UpdateScheduleRequest,
     responses((status = 200, body = ScheduleDto), (status = 404, body = weft_shared::api::ErrorEnvelope),
         (status = 422, body = weft_shared::api::ErrorEnvelope)))]
-pub async fn update(
+pub async fn update_schedule(
     State(state): State<AppState>,
     Caller(user): Caller,
     Path(id): Path<String>,
@@ -171,7 +176,7 @@ pub async fn update(
 /// Delete a schedule and its history; the runs it made and their sessions stay.
 #[utoipa::path(delete, path = "/v1/schedules/{id}",
     responses((status = 204), (status = 404, body = weft_shared::api::ErrorEnvelope)))]
-pub async fn remove(
+pub async fn delete_schedule(
     State(state): State<AppState>,
     Caller(user): Caller,
     Path(id): Path<String>,
@@ -184,7 +189,7 @@ pub async fn remove(
 /// overlap rule applies as to any fire; the answer is the fire, with its run.
 #[utoipa::path(post, path = "/v1/schedules/{id}/run",
     responses((status = 201, body = FireDto), (status = 404, body = weft_shared::api::ErrorEnvelope)))]
-pub async fn run_now(
+pub async fn run_schedule(
     State(state): State<AppState>,
     Caller(user): Caller,
     Path(id): Path<String>,
@@ -210,7 +215,7 @@ pub struct FiresQuery {
 /// went, and its run.
 #[utoipa::path(get, path = "/v1/schedules/{id}/fires", params(FiresQuery),
     responses((status = 200, body = FireList), (status = 404, body = weft_shared::api::ErrorEnvelope)))]
-pub async fn fires(
+pub async fn schedule_fires(
     State(state): State<AppState>,
     Caller(user): Caller,
     Path(id): Path<String>,
@@ -226,7 +231,7 @@ pub async fn fires(
 /// A trigger's next fire times in a timezone (the form's preview).
 #[utoipa::path(post, path = "/v1/schedules/preview", request_body = PreviewRequest,
     responses((status = 200, body = PreviewResponse), (status = 422, body = weft_shared::api::ErrorEnvelope)))]
-pub async fn preview(
+pub async fn preview_schedule(
     State(state): State<AppState>,
     Caller(_user): Caller,
     ApiJson(req): ApiJson<PreviewRequest>,

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest'
-import { contextUse, estimateTokens, fmtTokensShort } from './format'
+import { contextUse, estimateTokens, fmtMinutes, fmtTokensShort } from './format'
 
 describe('context use in the reply footer', () => {
   it('names windows the way models are named', () => {
@@ -38,5 +38,15 @@ describe('estimateTokens', () => {
     expect(estimateTokens('你好')).toBe(2)
     expect(estimateTokens('hi 你好')).toBe(3)
     expect(estimateTokens('😀')).toBe(1)
+  })
+})
+
+describe('fmtMinutes', () => {
+  it('says how long a run has been going in whole minutes, then hours', () => {
+    expect(fmtMinutes(180_000)).toBe('3 min')
+    expect(fmtMinutes(239_999)).toBe('3 min')
+    expect(fmtMinutes(12 * 60_000 + 59_000)).toBe('12 min')
+    expect(fmtMinutes(60 * 60_000)).toBe('1 h')
+    expect(fmtMinutes(65 * 60_000 + 30_000)).toBe('1 h 5 min')
   })
 })

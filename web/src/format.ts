@@ -48,6 +48,14 @@ export function fmtLeft(ms: number): string {
   return m % 60 ? `${h} h ${m % 60} min` : `${h} h`
 }
 
+/** How long a run has been going, in whole minutes (rounded down): `3 min`, `1 h`, `1 h 5 min`. */
+export function fmtMinutes(ms: number): string {
+  const m = Math.floor(Math.max(0, ms) / 60_000)
+  if (m < 60) return `${m} min`
+  const h = Math.floor(m / 60)
+  return m % 60 ? `${h} h ${m % 60} min` : `${h} h`
+}
+
 /** A moment as a clock time (today) or date and time (another day). */
 export function fmtClock(ms: number, lang: Lang, now = Date.now()): string {
   const d = new Date(ms)

@@ -846,6 +846,102 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/schedules": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The caller's schedules, oldest first, each with its newest fire. */
+        get: operations["list_schedules"];
+        put?: never;
+        /**
+         * Make a schedule. 422 names the field that is wrong (`trigger.cron`,
+         *     `trigger.every_secs`, `trigger.at`, `timezone`, `target.session`, `prompt`).
+         */
+        post: operations["create_schedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/schedules/preview": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** A trigger's next fire times in a timezone (the form's preview). */
+        post: operations["preview_schedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/schedules/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["get_schedule"];
+        put?: never;
+        post?: never;
+        /** Delete a schedule and its history; the runs it made and their sessions stay. */
+        delete: operations["delete_schedule"];
+        options?: never;
+        head?: never;
+        /** Change a schedule: rename, pause (`enabled: false`), resume, retime, retarget. */
+        patch: operations["update_schedule"];
+        trace?: never;
+    };
+    "/v1/schedules/{id}/fires": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * A schedule's fires, newest first: when each was due and claimed, how it
+         *     went, and its run.
+         */
+        get: operations["schedule_fires"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/schedules/{id}/run": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * "Run now": one fire outside the trigger (its times stay as they are). The
+         *     overlap rule applies as to any fire; the answer is the fire, with its run.
+         */
+        post: operations["run_schedule"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/sessions": {
         parameters: {
             query?: never;
@@ -1422,6 +1518,21 @@ export interface components {
             pinned?: boolean;
             text: string;
         };
+        /** @description `POST /v1/schedules`. */
+        CreateScheduleRequest: {
+            /** @description Default: the default agent (`agent`). */
+            agent?: string | null;
+            enabled?: boolean | null;
+            misfire?: null | components["schemas"]["Misfire"];
+            /** @description Default: the prompt's first line. */
+            name?: string | null;
+            overlap?: null | components["schemas"]["Overlap"];
+            prompt: string;
+            target?: null | components["schemas"]["ScheduleTarget"];
+            /** @description IANA; default `schedules.default_timezone` (UTC unless set). */
+            timezone?: string | null;
+            trigger: components["schemas"]["Trigger"];
+        };
         CreateSessionRequest: {
             /** @description The agent (`GET /v1/agents`); `mode` is the older name for it. */
             agent?: string | null;
@@ -1700,6 +1811,8 @@ export interface components {
         } | {
             /** Format: int64 */
             elapsed_ms: number;
+            /** Format: int64 */
+            idle_ms?: number;
             /** @enum {string} */
             type: "heartbeat";
         } | {
@@ -1720,6 +1833,33 @@ export interface components {
             /** @enum {string} */
             type: "cancelled";
         };
+        /** @description One fire of a schedule, newest first in its history. */
+        FireDto: {
+            /** @description Why a fire was refused. */
+            detail?: string | null;
+            /**
+             * @description The time the trigger named (RFC 3339, UTC); with the schedule, the
+             *     fire's unique key. A "run now" fire has the time it was asked for.
+             */
+            fire_at: string;
+            /** @description When it was claimed (RFC 3339, UTC): `fired_at - fire_at` is its lateness. */
+            fired_at: string;
+            /** @description Asked for with "run now", not by the trigger. */
+            manual: boolean;
+            outcome: components["schemas"]["FireOutcome"];
+            run_id?: string | null;
+            run_status?: null | components["schemas"]["RunStatus"];
+            session_id?: string | null;
+        };
+        /** @description `GET /v1/schedules/{id}/fires`: newest first. */
+        FireList: {
+            fires: components["schemas"]["FireDto"][];
+        };
+        /**
+         * @description How a fire went (`schedule_fires.outcome`).
+         * @enum {string}
+         */
+        FireOutcome: "started" | "queued" | "skipped" | "missed" | "refused";
         Health: {
             status: string;
             version: string;
@@ -2108,6 +2248,11 @@ export interface components {
             messages: components["schemas"]["MessageDto"][];
             next_cursor?: string | null;
         };
+        /**
+         * @description What a fire found late (the cluster was down past its time) does.
+         * @enum {string}
+         */
+        Misfire: "skip" | "run_once";
         ModeDto: {
             default: boolean;
             description: string;
@@ -2129,6 +2274,11 @@ export interface components {
          * @enum {string}
          */
         Multitask: "enqueue" | "interrupt" | "reject";
+        /**
+         * @description What a fire does while the schedule's previous run is still active.
+         * @enum {string}
+         */
+        Overlap: "skip" | "queue";
         /** @description `PATCH /v1/knowledge/{id}`: the fields given change. */
         PatchKnowledgeBase: {
             description?: string | null;
@@ -2174,6 +2324,25 @@ export interface components {
          * @enum {string}
          */
         PlanStatus: "proposed" | "approved" | "rejected" | "revised" | "expired";
+        /**
+         * @description `POST /v1/schedules/preview`: a trigger's next fire times, for a form
+         *     that shows them as the person types.
+         */
+        PreviewRequest: {
+            /**
+             * Format: int32
+             * @description How many (1–20, default 5).
+             */
+            count?: number | null;
+            timezone?: string | null;
+            trigger: components["schemas"]["Trigger"];
+        };
+        /** @description The next fire times, RFC 3339 in the timezone, and the trigger in words. */
+        PreviewResponse: {
+            describe: string;
+            next: string[];
+            timezone: string;
+        };
         PutAgentRequest: {
             /** @description Only these roles (`admin`, `user`) may use the agent. */
             allowed_roles?: string[];
@@ -2340,6 +2509,41 @@ export interface components {
         SaveSettingsRequest: {
             settings: Record<string, never>;
         };
+        /** @description A schedule as its owner sees it. */
+        ScheduleDto: {
+            agent: string;
+            created_at: string;
+            /** @description The trigger in words, e.g. "At 09:00, on Monday, …". */
+            describe: string;
+            enabled: boolean;
+            id: string;
+            last_fire?: null | components["schemas"]["FireDto"];
+            misfire: components["schemas"]["Misfire"];
+            name: string;
+            /**
+             * @description RFC 3339 in the schedule's timezone; absent when it will not fire
+             *     again (paused, or an `{at}` that fired).
+             */
+            next_fire_at?: string | null;
+            overlap: components["schemas"]["Overlap"];
+            prompt: string;
+            target: components["schemas"]["ScheduleTarget"];
+            /** @description IANA, e.g. `Asia/Shanghai`. */
+            timezone: string;
+            trigger: components["schemas"]["Trigger"];
+            updated_at: string;
+        };
+        /** @description `GET /v1/schedules`. */
+        ScheduleList: {
+            schedules: components["schemas"]["ScheduleDto"][];
+        };
+        /**
+         * @description Where a fire's run goes: a fresh session each time, or one session the
+         *     owner has (each fire a new message in it).
+         */
+        ScheduleTarget: "new_session" | {
+            session: string;
+        };
         /**
          * @description How a knowledge search found its results: `lexical` (the full-text index
          *     only) or `hybrid` (the full-text index and vectors, fused by rank).
@@ -2505,11 +2709,41 @@ export interface components {
             name: string;
         };
         /**
+         * @description When a schedule fires: exactly one of `{cron}` (five fields, minute first,
+         *     read in the schedule's timezone), `{every_secs}` (at least 60, counted
+         *     from the schedule's creation) or `{at}` (RFC 3339, once).
+         */
+        Trigger: {
+            /** @description e.g. `0 9 * * 1-5`: 09:00 on weekdays. */
+            cron: string;
+        } | {
+            /** Format: int64 */
+            every_secs: number;
+        } | {
+            /** @description e.g. `2026-12-24T18:00:00+08:00`. */
+            at: string;
+        };
+        /**
          * @description The run an undo, redo or alternative choice touched, or a regenerate started
          *     (attach to `/v1/runs/{run_id}/events` to follow it).
          */
         TurnResult: {
             run_id: string;
+        };
+        /**
+         * @description `PATCH /v1/schedules/{id}`: the fields to change. A new trigger or
+         *     timezone, or enabling a paused schedule, sets the next fire time from now.
+         */
+        UpdateScheduleRequest: {
+            agent?: string | null;
+            enabled?: boolean | null;
+            misfire?: null | components["schemas"]["Misfire"];
+            name?: string | null;
+            overlap?: null | components["schemas"]["Overlap"];
+            prompt?: string | null;
+            target?: null | components["schemas"]["ScheduleTarget"];
+            timezone?: string | null;
+            trigger?: null | components["schemas"]["Trigger"];
         };
         UpdateSessionRequest: {
             /** @description The agent (`GET /v1/agents`); `mode` is the older name for it. */
@@ -4963,6 +5197,316 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["QuestionList"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    list_schedules: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleList"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    create_schedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateScheduleRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleDto"];
+                };
+            };
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    preview_schedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["PreviewRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PreviewResponse"];
+                };
+            };
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    get_schedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleDto"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    delete_schedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    update_schedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateScheduleRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ScheduleDto"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    schedule_fires: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description 1–200 (default 50). */
+                limit: number | null;
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FireList"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    run_schedule: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["FireDto"];
                 };
             };
             404: {

@@ -193,8 +193,14 @@ pub enum EventKind {
         reason: String,
         delay_ms: u64,
     },
+    /// Nothing else was said for the heartbeat interval (30 s), while the
+    /// model or a tool is still at work. `elapsed_ms`: since this attempt (or
+    /// its resume after a wait) started; `idle_ms`: since it last said anything
+    /// but a heartbeat (absent from logs written before it was sent: 0).
     Heartbeat {
         elapsed_ms: u64,
+        #[serde(default)]
+        idle_ms: u64,
     },
     Done {
         #[schema(value_type = String)]
@@ -343,5 +349,18 @@ mod tests {
         assert_eq!(v["type"], "error");
         assert_eq!(v["code"], "upstream");
         assert!(Frame::encode(&ev).is_terminal());
+    }
+
+    #[test]
+    fn a_heartbeat_from_before_idle_ms_still_decodes() {
+        let old = r#"{"type":"heartbeat","run_id":"r","seq":3,"ts":0,"elapsed_ms":30000}"#;
+        let ev: RunEvent = serde_json::from_str(old).unwrap();
+        assert_eq!(
+            ev.kind,
+            EventKind::Heartbeat {
+                elapsed_ms: 30_000,
+                idle_ms: 0
+            }
+        );
     }
 }

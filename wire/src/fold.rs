@@ -21,6 +21,12 @@
 //! And a run that ended takes no more events. A tool call's state is
 //! [`RunFold::tool_status`].
 //!
+//! A run that has said nothing but `heartbeat`s for [`STILL_WORKING_AFTER_MS`]
+//! (a slow tool, a model thinking out of sight) is [`RunFold::still_working`]:
+//! every client says "still working… N min" rather than look hung. The
+//! heartbeat's `idle_ms` decides, not the time between events a client saw, so
+//! a client that attaches late or replays the log shows the same.
+//!
 //! [`RunFold::apply`] returns the [`Change`]s an event made, so a renderer can
 //! show progress live and take back what became void.
 
@@ -29,6 +35,10 @@ use std::collections::BTreeMap;
 use crate::api::{Citation, ErrorBody, MemoryRef, TodoItem, UsageDto};
 use crate::event::{EventKind, RunEvent};
 use crate::states::{DelegationStatus, PlanStatus, QuestionStatus, Verdict};
+
+/// How long a run says nothing but heartbeats before it shows as still
+/// working (issue 27: three minutes).
+pub const STILL_WORKING_AFTER_MS: u64 = 180_000;
 
 /// What one step said.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -229,6 +239,8 @@ pub enum Change {
     Memories,
     /// The session's todo list changed ([`RunFold::todos`]).
     Todos,
+    /// [`RunFold::still_working`] was set, moved on, or cleared.
+    StillWorking,
     Finished,
 }
 
@@ -256,6 +268,10 @@ pub struct RunFold {
     pub memories: Vec<MemoryRef>,
     /// The session's todo list as this run last changed it; `None` until it does.
     pub todos: Option<Vec<TodoItem>>,
+    /// While the run has said nothing but heartbeats for
+    /// [`STILL_WORKING_AFTER_MS`]: how long it has been going (the newest
+    /// heartbeat's `elapsed_ms`). Any other event clears it.
+    pub still_working: Option<u64>,
     pub outcome: Option<Outcome>,
 }
 
@@ -268,6 +284,23 @@ impl RunFold {
         if self.run_id.is_none() {
             self.run_id = Some(ev.run_id.0.clone());
         }
+        let was = self.still_working.take();
+        if let EventKind::Heartbeat {
+            elapsed_ms,
+            idle_ms,
+        } = ev.kind
+        {
+            self.still_working = (idle_ms >= STILL_WORKING_AFTER_MS).then_some(elapsed_ms);
+        }
+        let mut changes = self.said(ev);
+        if self.still_working != was {
+            changes.push(Change::StillWorking);
+        }
+        changes
+    }
+
+    /// What `ev` says besides whether the run is still working.
+    fn said(&mut self, ev: &RunEvent) -> Vec<Change> {
         match &ev.kind {
             EventKind::RunStarted {
                 session_id,

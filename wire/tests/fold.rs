@@ -105,6 +105,10 @@ fn check(name: &str, fold: &mut RunFold, events: &Value, expect: &Value) {
         );
         assert_eq!(&got["delegations"], delegated, "{name}: delegations");
     }
+    if let Some(working) = expect.get("still_working") {
+        got["still_working"] = json!(fold.still_working);
+        assert_eq!(&got["still_working"], working, "{name}: still_working");
+    }
     for key in ["steps", "tools", "outcome"] {
         assert_eq!(got[key], expect[key], "{name}: {key}");
     }
@@ -132,4 +136,54 @@ fn status_name(s: weft_wire::api::TodoStatus) -> String {
         .as_str()
         .unwrap()
         .to_owned()
+}
+
+/// The REPL redraws its "still working" line from these changes alone.
+#[test]
+fn still_working_is_reported_when_it_is_set_moves_on_and_clears() {
+    use weft_wire::event::EventKind;
+    use weft_wire::fold::Change;
+    use weft_wire::ids::RunId;
+    let mut fold = RunFold::default();
+    let mut seq = 0;
+    let mut apply = |kind: EventKind| {
+        seq += 1;
+        let ev = RunEvent {
+            run_id: RunId("r".into()),
+            seq,
+            ts: 0,
+            kind,
+        };
+        (fold.apply(&ev), fold.still_working)
+    };
+    let beat = |elapsed_ms, idle_ms| EventKind::Heartbeat {
+        elapsed_ms,
+        idle_ms,
+    };
+    assert_eq!(apply(beat(30_000, 30_000)), (vec![], None));
+    assert_eq!(
+        apply(beat(200_000, 180_000)),
+        (vec![Change::StillWorking], Some(200_000))
+    );
+    assert_eq!(
+        apply(beat(230_000, 210_000)),
+        (vec![Change::StillWorking], Some(230_000))
+    );
+    let text = EventKind::Text {
+        step: 1,
+        delta: "at last".into(),
+    };
+    assert_eq!(
+        apply(text),
+        (
+            vec![
+                Change::Text {
+                    step: 1,
+                    delta: "at last".into()
+                },
+                Change::StillWorking
+            ],
+            None
+        )
+    );
 }

@@ -1,8 +1,11 @@
 //! Publishes one run's events: assigns `seq` (continuing across attempts from the
 //! bus log), coalesces text and thinking deltas (default 25 ms, 0 disables), and
 //! remembers when it last spoke so the loop can emit `heartbeat` after 30 s of
-//! silence. Publishing failures are logged, never fatal: Redis is delivery only,
-//! the database keeps the reply.
+//! silence — while the model streams and while a step's tools run
+//! ([`Emitter::beating`]): a run whose tool takes minutes is heard from, and
+//! each heartbeat says how long the run has said nothing else (`idle_ms`, which
+//! clients turn into "still working… 3 min"). Publishing failures are logged,
+//! never fatal: Redis is delivery only, the database keeps the reply.
 //!
 //! Each attempt may publish at most `events.max_bytes_per_run` bytes of event
 //! JSON (default 8 MiB, about a million words). An event that would pass it is not
@@ -37,7 +40,11 @@ pub struct Emitter {
     buffer: Option<(DeltaKind, u32, String)>,
     flush_at: Option<Instant>,
     last_emit: Instant,
+    /// The last event published that was not a heartbeat.
+    last_said: Instant,
     started: Instant,
+    /// Silence before a heartbeat ([`HEARTBEAT_AFTER`]; shorter in tests).
+    heartbeat_after: Duration,
     /// Bytes of event JSON this attempt may publish, and has published.
     byte_cap: u64,
     bytes: u64,
@@ -88,7 +95,9 @@ impl Emitter {
             buffer: None,
             flush_at: None,
             last_emit: Instant::now(),
+            last_said: Instant::now(),
             started: Instant::now(),
+            heartbeat_after: HEARTBEAT_AFTER,
             byte_cap: u64::MAX,
             bytes: 0,
             full: false,
@@ -98,6 +107,14 @@ impl Emitter {
     /// Publish at most `cap` bytes of events (terminal events excepted).
     pub fn with_byte_cap(mut self, cap: u64) -> Emitter {
         self.byte_cap = cap;
+        self
+    }
+
+    /// Say `heartbeat` after `after` of silence instead of [`HEARTBEAT_AFTER`]
+    /// (tests, which must not wait 30 s).
+    #[cfg(test)]
+    pub fn with_heartbeat_after(mut self, after: Duration) -> Emitter {
+        self.heartbeat_after = after;
         self
     }
 
@@ -126,12 +143,32 @@ impl Emitter {
 
     /// When a `heartbeat` is due if nothing else is said.
     pub fn heartbeat_deadline(&self) -> Instant {
-        self.last_emit + HEARTBEAT_AFTER
+        self.last_emit + self.heartbeat_after
     }
 
     pub async fn heartbeat(&mut self) {
         let elapsed_ms = self.started.elapsed().as_millis() as u64;
-        self.emit(EventKind::Heartbeat { elapsed_ms }).await;
+        let idle_ms = self.last_said.elapsed().as_millis() as u64;
+        self.emit(EventKind::Heartbeat {
+            elapsed_ms,
+            idle_ms,
+        })
+        .await;
+    }
+
+    /// Awaits `work` (a step's tool calls), saying `heartbeat` whenever nothing
+    /// else was said for the interval. `work` is only awaited here, never
+    /// spawned: what it returns, and dropping it when the caller is cancelled,
+    /// are as if it were awaited directly.
+    pub async fn beating<F: Future>(&mut self, work: F) -> F::Output {
+        let mut work = std::pin::pin!(work);
+        loop {
+            tokio::select! {
+                biased;
+                out = &mut work => return out,
+                _ = tokio::time::sleep_until(self.heartbeat_deadline()) => self.heartbeat().await,
+            }
+        }
     }
 
     pub async fn text(&mut self, step: u32, delta: &str) {
@@ -198,6 +235,9 @@ impl Emitter {
         self.seq += 1;
         self.shared_seq.store(self.seq, Ordering::Relaxed);
         self.last_emit = Instant::now();
+        if !matches!(ev.kind, EventKind::Heartbeat { .. }) {
+            self.last_said = self.last_emit;
+        }
         if let Err(e) = self.bus.publish(&self.run, &frame).await {
             tracing::warn!(run.id = %self.run, seq = self.seq, error = %e, "publishing event failed");
         }
@@ -208,5 +248,53 @@ impl Emitter {
         if let Err(e) = self.bus.retire(&self.run, retention).await {
             tracing::warn!(run.id = %self.run, error = %e, "retiring event log failed");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use weft_shared::bus::MemoryBus;
+
+    /// A tool call that outlasts the heartbeat interval: the run is heard from
+    /// while it runs. The call ends only once a heartbeat was published, so the
+    /// test waits on that event (with a timeout), not on the clock.
+    #[tokio::test]
+    async fn a_call_longer_than_the_interval_yields_heartbeats() {
+        let bus: SharedBus = Arc::new(MemoryBus::new(1_000));
+        let run = RunId("r".into());
+        let mut live = bus.subscribe(&run).await.unwrap();
+        let mut em = Emitter::new(bus.clone(), run.clone(), Duration::ZERO, 0, false)
+            .await
+            .with_heartbeat_after(Duration::from_millis(20));
+        em.emit(EventKind::ToolStart {
+            step: 1,
+            call_id: "c1".into(),
+            name: "slow".into(),
+            args: serde_json::json!({}),
+        })
+        .await;
+        let slow_call = async {
+            loop {
+                let frame = live.rx.recv().await.expect("the run's live events");
+                if &*frame.ty == "heartbeat" {
+                    return frame.decode().expect("a heartbeat").kind;
+                }
+            }
+        };
+        let heard = tokio::time::timeout(Duration::from_secs(10), em.beating(slow_call))
+            .await
+            .expect("no heartbeat while the call ran");
+        let EventKind::Heartbeat {
+            elapsed_ms,
+            idle_ms,
+        } = heard
+        else {
+            unreachable!("{heard:?}")
+        };
+        assert!(idle_ms <= elapsed_ms, "{idle_ms} > {elapsed_ms}");
+        let logged = bus.read(&run, 0, 100).await.unwrap();
+        let types: Vec<&str> = logged.iter().map(|f| &*f.ty).collect();
+        assert_eq!(types[..2], ["tool_start", "heartbeat"]);
     }
 }

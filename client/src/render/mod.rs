@@ -283,6 +283,16 @@ pub fn human_ms(ms: u64) -> String {
     }
 }
 
+/// `still working… 3 min`: a run that has said nothing but heartbeats for
+/// three minutes ([`weft_wire::fold::RunFold::still_working`]), `elapsed_ms`
+/// into it.
+pub fn still_working(elapsed_ms: u64) -> String {
+    format!(
+        "still working… {}",
+        weft_wire::time::whole_minutes(elapsed_ms, "min", "h")
+    )
+}
+
 /// `812 B`, `12.3 KiB`, `4.0 MiB`.
 pub fn human_bytes(n: u64) -> String {
     const KIB: f64 = 1024.0;
@@ -415,6 +425,13 @@ mod tests {
             attachment_line(&a),
             "📎 loop.pdf (document, 636 B): could not be read (it is nested too deeply to read)"
         );
+    }
+
+    #[test]
+    fn a_long_silence_reads_in_whole_minutes() {
+        assert_eq!(still_working(185_000), "still working… 3 min");
+        assert_eq!(still_working(12 * 60_000 + 59_999), "still working… 12 min");
+        assert_eq!(still_working(65 * 60_000), "still working… 1 h 5 min");
     }
 
     #[test]

@@ -2,7 +2,9 @@
 //! thinking as one dimmed line that folds to its last three lines when the
 //! answer starts (`/think` shows it all), tool calls
 //! as compact lines that turn into ✓/✗ with their duration, and text rendered as
-//! Markdown line by line.
+//! Markdown line by line. A run that has said nothing but heartbeats for three
+//! minutes is "still working… 3 min" in the line already redrawn — the
+//! spinner's or the running call's — so a long wait adds no lines.
 //!
 //! The unfinished last line of text is shown raw and redrawn, rendered, once its
 //! newline arrives; table rows stay provisional until the table ends. Both need
@@ -50,6 +52,17 @@ fn folded(text: &str, width: usize) -> (Vec<String>, bool) {
 
 const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
 
+/// The line of a call that runs: `  ⚙ name key=value …`, then how long the
+/// run has been still working, if it has; one terminal row, so it can be
+/// redrawn in place.
+fn running_line(call: &str, still: Option<&str>, width: usize) -> String {
+    let line = match still {
+        Some(still) => format!("  ⚙ {call} … {still}"),
+        None => format!("  ⚙ {call} …"),
+    };
+    format!("{DIM}{}{RESET}", truncate(&line, width.saturating_sub(1)))
+}
+
 /// `name key=value …`, or just `name` without arguments.
 fn with_args(name: &str, args: &serde_json::Value, width: usize) -> String {
     let summary = args_summary(args, width.saturating_sub(name.len() + 1));
@@ -69,7 +82,10 @@ pub struct Display {
     partial: String,
     provisional_rows: usize,
     thinking: Option<(Instant, String)>,
-    open_tool: Option<String>,
+    /// The call whose line is the unfinished last line: its id and `name args`.
+    open_tool: Option<(String, String)>,
+    /// `still working… 3 min`, while the run is ([`Display::still_working`]).
+    still: Option<String>,
     text_step: Option<u32>,
     /// Something was printed on the current (unfinished) terminal line.
     mid_line: bool,
@@ -94,6 +110,7 @@ impl Display {
             provisional_rows: 0,
             thinking: None,
             open_tool: None,
+            still: None,
             text_step: None,
             mid_line: false,
         }
@@ -110,10 +127,16 @@ impl Display {
     /// Advance the spinner (called on a timer) while nothing else was shown.
     pub fn tick(&mut self) {
         if let Some(frame) = self.spinner {
+            let waiting = match &self.still {
+                Some(still) => still.clone(),
+                None => format!(
+                    "waiting for the model… {}",
+                    human_ms(self.started.elapsed().as_millis() as u64)
+                ),
+            };
             let s = format!(
-                "\r\x1b[2K{DIM}{} waiting for the model… {}{RESET}",
+                "\r\x1b[2K{DIM}{} {waiting}{RESET}",
                 SPINNER[frame % SPINNER.len()],
-                human_ms(self.started.elapsed().as_millis() as u64)
             );
             self.w(&s);
             self.spinner = Some(frame + 1);
@@ -257,19 +280,39 @@ impl Display {
 
     pub fn tool_start(&mut self, t: &ToolCall) {
         self.settle();
-        let line = format!(
-            "{DIM}  ⚙ {} …{RESET}",
-            with_args(&t.name, &t.args, self.width.saturating_sub(10))
-        );
+        let call = with_args(&t.name, &t.args, self.width.saturating_sub(10));
+        let line = running_line(&call, self.still.as_deref(), self.width);
         self.w(&line);
-        self.open_tool = Some(t.call_id.clone());
+        self.open_tool = Some((t.call_id.clone(), call));
         self.mid_line = true;
         self.flush();
     }
 
+    /// The run has said nothing but heartbeats for a while, `elapsed_ms` into
+    /// it (`None`: it spoke again). The spinner shows it from its next tick, a
+    /// running call's line is redrawn with it; elsewhere (the model stopped
+    /// mid-text or mid-thought) it is a note, once per minute shown.
+    pub fn still_working(&mut self, elapsed_ms: Option<u64>) {
+        let still = elapsed_ms.map(render::still_working);
+        if still == self.still {
+            return;
+        }
+        self.still = still;
+        if self.spinner.is_some() {
+            return;
+        }
+        if let Some((_, call)) = &self.open_tool {
+            let line = running_line(call, self.still.as_deref(), self.width);
+            self.w(&format!("\r\x1b[2K{line}"));
+            self.flush();
+        } else if let Some(still) = self.still.clone() {
+            self.note(&format!("⏳ {still}"));
+        }
+    }
+
     pub fn tool_end(&mut self, t: &ToolCall) {
         self.clear_spinner();
-        if self.open_tool.as_deref() == Some(t.call_id.as_str()) {
+        if self.open_tool.as_ref().map(|(id, _)| id) == Some(&t.call_id) {
             self.w("\r\x1b[2K");
             self.open_tool = None;
             self.mid_line = false;
@@ -320,7 +363,24 @@ impl Display {
 
 #[cfg(test)]
 mod tests {
-    use super::folded;
+    use super::{folded, running_line};
+    use crate::render::{DIM, RESET};
+
+    #[test]
+    fn a_running_call_says_when_the_run_is_still_working_in_one_row() {
+        assert_eq!(
+            running_line("web_fetch url=https://x", None, 80),
+            format!("{DIM}  ⚙ web_fetch url=https://x …{RESET}")
+        );
+        let still = crate::render::still_working(190_000);
+        assert_eq!(
+            running_line("web_fetch url=https://x", Some(&still), 80),
+            format!("{DIM}  ⚙ web_fetch url=https://x … still working… 3 min{RESET}")
+        );
+        // Redrawn in place, so never wider than the terminal.
+        let narrow = running_line("web_fetch url=https://x", Some(&still), 30);
+        assert!(crate::render::visible_width(&narrow) < 30, "{narrow}");
+    }
 
     #[test]
     fn thinking_folds_to_its_last_three_lines() {

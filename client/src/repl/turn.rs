@@ -187,6 +187,7 @@ async fn follow(gw: &Gateway, state: &mut ReplState, stream: &mut RunStream) -> 
                     let items = reply.todos.as_deref().unwrap_or_default();
                     display.note(&format!("☑ {}", crate::render::todo_progress(items)));
                 }
+                Change::StillWorking => display.still_working(reply.still_working),
                 Change::Started { .. } | Change::Usage | Change::Citations | Change::Finished => {}
             }
         }

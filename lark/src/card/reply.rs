@@ -1,8 +1,9 @@
 //! The streaming reply card of one run: from the top, the model's reasoning (a
 //! panel, open while it thinks, folded once the answer starts), one folded
 //! panel per tool call (its title says how it went; inside, the pretty-printed
-//! arguments and a preview of the result), the answer, and a footer with the
-//! reply's numbers.
+//! arguments and a preview of the result), the answer, a "still working… 3 min"
+//! line while the reply has said nothing for minutes (a slow tool: the chat
+//! must not take it for hung), and a footer with the reply's numbers.
 //!
 //! A card must stay under Lark's 30 KB, so what the extras may take is capped:
 //! the reasoning shows its last 200 characters, a call its first 2,000
@@ -100,6 +101,10 @@ pub struct ReplyCard {
     /// The tasks this reply handed to other agents (`delegate`), one line
     /// each with where it stands, under the calls.
     pub agents: Vec<AgentProgress>,
+    /// While the reply has said nothing for minutes: how long it has been
+    /// going (ms), a line under the answer. A line of its own, not part of the
+    /// answer's element, so the answer's text keeps streaming as typing.
+    pub still_working: Option<u64>,
 }
 
 /// A task handed to another agent.
@@ -126,6 +131,7 @@ impl ReplyCard {
             asked_elsewhere: None,
             todos: Vec::new(),
             agents: Vec::new(),
+            still_working: None,
         }
     }
 
@@ -164,6 +170,11 @@ impl ReplyCard {
                 }
                 let piece = markdown::sanitize(piece, limits.max_tables);
                 elements.push(markdown_element(BODY_ELEMENT_ID, &piece));
+                if i + 1 == count
+                    && let Some(ms) = self.still_working
+                {
+                    elements.push(notation("still_working", &say::still_working(lang, ms)));
+                }
                 if i + 1 == count && !self.sources.is_empty() {
                     elements.push(notation("sources", &sources_text(&self.sources, lang)));
                 }

@@ -33,6 +33,20 @@ pub fn span(lang: Lang, d: Duration) -> String {
     format!("{n} {}", lang.pick(en, zh))
 }
 
+/// `⏳ still working… 3 min` (`⏳ 仍在处理… 3 分钟`): a reply that has said
+/// nothing for minutes, `elapsed_ms` into it (whole minutes, then hours).
+pub fn still_working(lang: Lang, elapsed_ms: u64) -> String {
+    let spent = weft_wire::time::whole_minutes(
+        elapsed_ms,
+        lang.pick("min", "分钟"),
+        lang.pick("h", "小时"),
+    );
+    match lang {
+        Lang::En => format!("⏳ still working… {spent}"),
+        Lang::Zh => format!("⏳ 仍在处理… {spent}"),
+    }
+}
+
 /// The question of a reply asked outside Lark, quoted over the answer:
 /// `💬 From the web UI: "…"`.
 pub fn asked_elsewhere(lang: Lang, question: &str) -> String {

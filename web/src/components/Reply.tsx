@@ -13,7 +13,7 @@ import { Link } from 'react-router'
 import { api } from '../api'
 import { replyCitations } from '../citations'
 import { callsDelegate, delegationsByCall, standsInForCall as delegationStandsIn } from '../delegations'
-import { contextUse, estimateTokens, fmtMs, fmtNum, fmtTokensShort } from '../format'
+import { contextUse, estimateTokens, fmtMinutes, fmtMs, fmtNum, fmtTokensShort } from '../format'
 import { useT } from '../i18n'
 import { standsInForCall, textIsPlan } from '../plans'
 import {
@@ -99,7 +99,8 @@ export function LiveReply({ runId, sessionId, agent, nameOf, onPhase, onGone, on
           />
         ))}
       </Cited>
-      {!terminal && !hasContent && !run.retry && (
+      {!terminal && <StillWorking ms={run.stillWorkingMs} />}
+      {!terminal && !hasContent && !run.retry && run.stillWorkingMs === undefined && (
         <p className="muted waiting" role="status">
           <span className="spinner" aria-hidden="true" /> {t('chat.waiting')}
         </p>
@@ -124,6 +125,20 @@ export function LiveReply({ runId, sessionId, agent, nameOf, onPhase, onGone, on
         durationMs={run.durationMs}
       />
     </article>
+  )
+}
+
+/**
+ * "still working… 3 min" under a reply that has said nothing but heartbeats for
+ * three minutes (a slow tool, a model thinking out of sight): it is not hung.
+ */
+function StillWorking({ ms }: { ms?: number }) {
+  const t = useT()
+  if (ms === undefined) return null
+  return (
+    <p className="muted small still-working" role="status" data-testid="still-working">
+      <span className="spinner" aria-hidden="true" /> {t('chat.stillWorking', { time: fmtMinutes(ms) })}
+    </p>
   )
 }
 
@@ -252,7 +267,8 @@ function ChildRun(p: { delegation: DelegationView; answer?: string; nameOf?: (ag
           />
         ))}
       </Cited>
-      {!terminal && !said && (
+      {!terminal && <StillWorking ms={run.stillWorkingMs} />}
+      {!terminal && !said && run.stillWorkingMs === undefined && (
         <p className="muted small waiting" role="status">
           <span className="spinner" aria-hidden="true" /> {t('chat.waiting')}
         </p>

@@ -38,6 +38,7 @@ export const en = {
   'chat.thinkingTokens': '{n} tokens',
   'chat.waiting': 'Waiting for the model…',
   'chat.reconnecting': 'Reconnecting…',
+  'chat.stillWorking': 'still working… {time}',
   'chat.retrying': 'Step {step} is being retried (attempt {attempt}): {reason}',
   'chat.attempt': 'Attempt {n}',
   'chat.memoriesUsed': 'Used {n} memories',

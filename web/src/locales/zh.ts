@@ -40,6 +40,7 @@ export const zh: Record<MessageKey, string> = {
   'chat.thinkingTokens': '{n} 个 token',
   'chat.waiting': '等待模型响应…',
   'chat.reconnecting': '正在重新连接…',
+  'chat.stillWorking': '仍在处理… {time}',
   'chat.retrying': '第 {step} 步正在重试（第 {attempt} 次）：{reason}',
   'chat.attempt': '第 {n} 次尝试',
   'chat.memoriesUsed': '用到 {n} 条记忆',

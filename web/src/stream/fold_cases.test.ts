@@ -18,6 +18,8 @@ interface Expect {
   plans?: { plan_id: string; status: string; comment: string | null }[]
   /** each task handed to another agent: `running` until its end is told; `run_id` is the child's run */
   delegations?: { delegation_id: string; agent: string; run_id: string; status: string }[]
+  /** the newest heartbeat's elapsed_ms while the run is still working, else null */
+  still_working?: number | null
 }
 
 interface Case {
@@ -43,10 +45,11 @@ function seen(s: RunState) {
 function check(state: RunState, events: unknown[], expected: Expect): RunState {
   let s = state
   for (const e of events) s = applyEvent(s, e as RunEvent)
-  const { citations, memories, questions, plans, delegations, todos, ...rest } = expected
+  const { citations, memories, questions, plans, delegations, todos, still_working, ...rest } = expected
   expect(seen(s)).toEqual(rest)
   if (citations) expect((s.citations ?? []).map((c) => c.n)).toEqual(citations)
   if (memories) expect((s.memories ?? []).map((m) => m.id)).toEqual(memories)
+  if (still_working !== undefined) expect(s.stillWorkingMs ?? null).toEqual(still_working)
   if (todos) expect((s.todos ?? []).map((i) => [i.id, i.status])).toEqual(todos)
   if (questions) {
     const asked = s.questions.map((q) => ({

@@ -29,7 +29,7 @@ function script() {
     usage: (input: number, output: number) => push({ type: 'usage', input, output, cache_read: 0, reasoning: 0 }),
     retrying: (step: number, attempt = 1) =>
       push({ type: 'retrying', step, attempt, reason: 'upstream 503', delay_ms: 500 }),
-    heartbeat: () => push({ type: 'heartbeat', elapsed_ms: 30_000 }),
+    heartbeat: (elapsed_ms = 30_000, idle_ms = 30_000) => push({ type: 'heartbeat', elapsed_ms, idle_ms }),
     citations: (...ns: number[]) =>
       push({
         type: 'citations',
@@ -272,6 +272,23 @@ describe('run reducer', () => {
     expect(afterHb.steps).toBe(before.steps)
     const unknown = { type: 'future_thing', run_id: RUN, seq: 4, ts: 0 } as unknown as RunEvent
     expect(applyEvent(afterHb, unknown)).toMatchObject({ lastSeq: 4, phase: 'running' })
+  })
+
+  it('shows a run silent but for heartbeats for three minutes as still working, until it says anything else', () => {
+    const s = script()
+    s.started()
+    s.toolStart(1, 'c1', 'web_fetch')
+    s.heartbeat(150_000, 150_000)
+    expect(fold(s.events).stillWorkingMs).toBeUndefined()
+    s.heartbeat(190_000, 180_000)
+    expect(fold(s.events).stillWorkingMs).toBe(190_000)
+    s.heartbeat(250_000, 240_000)
+    expect(fold(s.events).stillWorkingMs).toBe(250_000)
+    s.toolEnd(1, 'c1')
+    expect(fold(s.events).stillWorkingMs).toBeUndefined()
+    // An older worker's heartbeat has no idle_ms: never still working.
+    const old = { type: 'heartbeat', run_id: RUN, seq: 99, ts: 0, elapsed_ms: 900_000 } as unknown as RunEvent
+    expect(applyEvent(fold(s.events), old).stillWorkingMs).toBeUndefined()
   })
 
   it('ignores events of another run', () => {

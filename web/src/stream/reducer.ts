@@ -36,6 +36,10 @@
 //   * `citations` (sent just before `done`) sets the sources the answer cites as
 //     `[n]`, whole: a later one replaces the list, never adds to it (the reply text
 //     keeps its `[n]`; drawing them as footnotes is the view's business);
+//   * a `heartbeat` whose `idle_ms` reaches STILL_WORKING_AFTER_MS (the run has
+//     said nothing else for three minutes: a slow tool, a model thinking out of
+//     sight) sets `stillWorkingMs` to its `elapsed_ms` ("still working… 3 min");
+//     any other event clears it;
 //   * terminal events (`done`, `error`, `cancelled`) freeze the run; partial text
 //     stays.
 // Connection state ("reconnecting…") is kept here too, as local actions.
@@ -58,6 +62,9 @@ import type {
   TodoItem,
   Usage,
 } from '../types'
+
+/** A run that said nothing but heartbeats this long shows as still working (weft_wire::fold). */
+export const STILL_WORKING_AFTER_MS = 180_000
 
 export type Phase =
   | 'connecting'
@@ -209,6 +216,8 @@ export interface RunState {
   firstTokenTs?: number
   /** the connection dropped and we are re-attaching */
   reconnecting: boolean
+  /** while the run has said nothing but heartbeats for three minutes: how long it has been going (ms) */
+  stillWorkingMs?: number
 }
 
 export type RunAction =
@@ -393,7 +402,7 @@ export function applyEvent(state: RunState, ev: RunEvent): RunState {
   // Once terminal, nothing else belongs to this run.
   if (isTerminal(state)) return state
 
-  const s: RunState = { ...state, lastSeq: ev.seq, reconnecting: false }
+  const s: RunState = { ...state, lastSeq: ev.seq, reconnecting: false, stillWorkingMs: undefined }
 
   switch (ev.type) {
     case 'run_started': {
@@ -610,8 +619,11 @@ export function applyEvent(state: RunState, ev: RunEvent): RunState {
       s.phase = 'retrying'
       return s
     }
-    case 'heartbeat':
+    case 'heartbeat': {
+      // `idle_ms` is absent from an older worker's heartbeats: never still working.
+      if ((ev.idle_ms ?? 0) >= STILL_WORKING_AFTER_MS) s.stillWorkingMs = ev.elapsed_ms
       return s
+    }
     case 'done': {
       s.phase = 'done'
       s.messageId = ev.message_id

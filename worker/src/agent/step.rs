@@ -159,7 +159,8 @@ async fn stream_once(
     };
     let mut stream = tokio::select! {
         _ = stop.token.cancelled() => return Ok(StepOutcome::Stopped { partial: String::new() }),
-        s = model.provider.stream(req) => s?,
+        // A provider may hold its answer's headers back while the model works.
+        s = em.beating(model.provider.stream(req)) => s?,
     };
     let mut text = String::new();
     let mut calls = Vec::new();

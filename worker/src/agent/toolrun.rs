@@ -313,9 +313,11 @@ impl<'a> ToolRunner<'a> {
             }
             .instrument(span)
         }));
+        // A call may take minutes (a slow MCP tool, `web_fetch`): heartbeats
+        // meanwhile tell clients the run is still at work.
         let done = tokio::select! {
             _ = stop.token.cancelled() => return None,
-            done = all => done,
+            done = em.beating(all) => done,
         };
         let mut results = Vec::with_capacity(done.len());
         for (c, out, took, events) in done {

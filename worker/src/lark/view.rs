@@ -249,6 +249,7 @@ impl ReplyView {
                     status: d.status,
                 })
                 .collect(),
+            still_working: fold.still_working.filter(|_| going_on),
         }
     }
 

@@ -375,3 +375,44 @@ fn tasks_handed_to_other_agents_are_a_line_each() {
             .any(|e| e["element_id"] == "agents")
     );
 }
+
+#[test]
+fn a_reply_silent_for_minutes_says_it_is_still_working_under_the_answer() {
+    let mut card = ReplyCard::new("Weft", CardState::Streaming, Lang::En);
+    card.body = "Fetching the report.".into();
+    card.tools.push(call("web_fetch", ToolStatus::Running));
+    let before = card.render(MarkdownLimits::default()).remove(0);
+    assert!(
+        !elements(&before)
+            .iter()
+            .any(|e| e["element_id"] == "still_working")
+    );
+    card.still_working = Some(65 * 60_000 + 59_000);
+    let page = card.render(MarkdownLimits::default()).remove(0);
+    let ids: Vec<Value> = elements(&page)
+        .iter()
+        .map(|e| e["element_id"].clone())
+        .collect();
+    let at = |id: &str| ids.iter().position(|e| e == id).unwrap();
+    assert_eq!(
+        at("still_working"),
+        at(BODY_ELEMENT_ID) + 1,
+        "under the answer"
+    );
+    assert_eq!(
+        by_id(&page, "still_working")["content"],
+        "⏳ still working… 1 h 5 min"
+    );
+    assert_eq!(
+        by_id(&page, BODY_ELEMENT_ID)["content"],
+        "Fetching the report."
+    );
+    assert_eq!(body_change(&before, &page), None, "a new line: whole card");
+    card.lang = Lang::Zh;
+    card.still_working = Some(3 * 60_000 + 5_000);
+    let page = card.render(MarkdownLimits::default()).remove(0);
+    assert_eq!(
+        by_id(&page, "still_working")["content"],
+        "⏳ 仍在处理… 3 分钟"
+    );
+}

@@ -505,3 +505,38 @@ fn the_card_shows_the_todo_list_the_reply_last_sent() {
     v.apply(&ev(4, text(2, "Half done.")));
     assert_eq!(v.card(Lang::En).todos, both);
 }
+
+#[test]
+fn a_call_running_for_minutes_puts_still_working_on_the_card_until_it_ends() {
+    let mut v = ReplyView::default();
+    v.apply(&ev(1, started(1, 1)));
+    v.apply(&ev(
+        2,
+        EventKind::ToolStart {
+            step: 1,
+            call_id: "c".into(),
+            name: "web_fetch".into(),
+            args: json!({"url": "https://example.com"}),
+        },
+    ));
+    let beat = |elapsed_ms, idle_ms| EventKind::Heartbeat {
+        elapsed_ms,
+        idle_ms,
+    };
+    v.apply(&ev(3, beat(60_000, 30_000)));
+    assert_eq!(v.card(Lang::En).still_working, None, "30 s is not long");
+    v.apply(&ev(4, beat(210_000, 180_000)));
+    assert_eq!(v.card(Lang::En).still_working, Some(210_000));
+    v.apply(&ev(
+        5,
+        EventKind::ToolEnd {
+            step: 1,
+            call_id: "c".into(),
+            name: "web_fetch".into(),
+            ok: true,
+            output: "page".into(),
+            duration_ms: 200_000,
+        },
+    ));
+    assert_eq!(v.card(Lang::En).still_working, None);
+}
