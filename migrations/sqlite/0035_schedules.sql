@@ -46,3 +46,7 @@ create table schedule_fires (
     primary key (schedule_id, fire_at)
 );
 create index schedule_fires_run on schedule_fires(run_id) where run_id is not null;
+
+-- The schedule whose fire made a run: an unattended run, which never takes a
+-- session's "always allow" grants (its confirm tools wait for the owner).
+alter table runs add column schedule_id text;

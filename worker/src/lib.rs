@@ -264,6 +264,13 @@ fn builtin_tools(cfg: &Config, deps: &WorkerDeps) -> ToolRegistry {
     tools.add(Arc::new(agent::TodoUpdateTool {
         store: deps.store.clone(),
     }));
+    tools.add(Arc::new(agent::ScheduleCreate {
+        store: deps.store.clone(),
+        live: deps.live.clone(),
+    }));
+    tools.add(Arc::new(agent::ScheduleList {
+        store: deps.store.clone(),
+    }));
     tools.add(Arc::new(agent::ReadOutput {
         store: deps.store.clone(),
         blobs: deps.blobs.clone(),

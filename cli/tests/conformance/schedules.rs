@@ -14,6 +14,7 @@ use crate::harness::*;
 crate::both_backends!(
     a_schedule_is_checked_fires_once_and_answers,
     every_fire_happens_once_through_kills,
+    made_from_chat_with_confirmation_and_never_auto_approved,
 );
 
 fn rfc3339_in(ms_from_now: i64) -> String {
@@ -294,4 +295,78 @@ async fn every_fire_happens_once_through_kills(b: Backend) {
         app.count_rows("select count(*) from schedule_fires").await,
         total
     );
+}
+
+/// `schedule_create` from chat asks first (its default policy is `confirm`)
+/// and schedules into this conversation; a fire there never takes the
+/// session's "always allow": its confirm tool waits for the owner.
+async fn made_from_chat_with_confirmation_and_never_auto_approved(b: Backend) {
+    use crate::approvals::{decide, tool_message};
+    let app = App::start_with(b, &[("WEFT_TOOLS__POLICIES__CURRENT_TIME", "confirm")]).await;
+    let alice = app.user("alice").await;
+    let s = app.session(&alice).await;
+
+    // "Always allow" current_time in this conversation.
+    let mut sse = app
+        .send_stream(&alice, &s, "@mock.tool current_time {}")
+        .await;
+    let asked = sse.until(|e| e.ty == "approval_required").await;
+    let id = tool_message(&asked, "approval_required")[0]["approval_id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert_eq!(decide(&app, &alice, &id, "always").await.0, 200);
+    sse.until_terminal().await;
+
+    // The model schedules a prompt; the person confirms it first.
+    let at = rfc3339_in(3000);
+    let call =
+        json!({"prompt": "what time is it? @mock.tool current_time {}", "at": at, "name": "clock"});
+    // The prompt's own directive escaped, so it is not read as this message's.
+    let call = call.to_string().replace("@mock", "\\u0040mock");
+    let text = format!("@mock.tool schedule_create {call}");
+    let mut sse = app.send_stream(&alice, &s, &text).await;
+    let asked = sse.until(|e| e.ty == "approval_required").await;
+    let required = &tool_message(&asked, "approval_required")[0];
+    assert_eq!(required["name"], "schedule_create");
+    assert_eq!(
+        app.get("/v1/schedules", &alice).await.1["schedules"],
+        json!([]),
+        "nothing before the yes"
+    );
+    let id = required["approval_id"].as_str().unwrap().to_string();
+    assert_eq!(decide(&app, &alice, &id, "approve").await.0, 200);
+    let events = sse.until_terminal().await;
+    let end = &tool_message(&events, "tool_end")[0];
+    assert_eq!(end["ok"], true, "{end}");
+    assert!(
+        end["output"]
+            .as_str()
+            .unwrap()
+            .contains("in this conversation"),
+        "{end}"
+    );
+    let (_, list) = app.get("/v1/schedules", &alice).await;
+    let made = &list["schedules"][0];
+    assert_eq!(
+        (made["name"].as_str(), made["target"]["session"].as_str()),
+        (Some("clock"), Some(s.as_str()))
+    );
+
+    // The fire's run asks for current_time despite the session's grant.
+    let path = format!("/v1/schedules/{}/fires", made["id"].as_str().unwrap());
+    eventually(
+        Duration::from_secs(30),
+        "the scheduled run to wait for approval",
+        async || {
+            let (_, fires) = app.get(&path, &alice).await;
+            match fires["fires"][0]["run_status"].as_str() {
+                Some("waiting_approval") => Ok(()),
+                other => Err(format!("{other:?}")),
+            }
+        },
+    )
+    .await;
+    let (_, pending) = app.get(&format!("/v1/sessions/{s}/approvals"), &alice).await;
+    assert!(pending.to_string().contains("current_time"), "{pending}");
 }

@@ -170,6 +170,9 @@ pub struct ClaimedRun {
     /// 0 for a run a person sent; a delegated run is one deeper than its
     /// parent.
     pub depth: u32,
+    /// The schedule whose fire made this run: nobody is watching, so the
+    /// session's `always` grants do not apply (`store::schedules`).
+    pub schedule_id: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq)]
@@ -291,7 +294,7 @@ impl Store {
                  started_at = coalesce(started_at, $3)
              where id = $1 and (status = 'queued' or (status = 'running' and heartbeat_at < $4))
              returning id, session_id, user_id, model, mode, attempt, cancel_requested, started_at, created_at, last_seq,
-                 traceparent, pending_step, resumed_by, parent_run_id, depth, {},
+                 traceparent, pending_step, resumed_by, parent_run_id, depth, schedule_id, {},
                  (select s.knowledge from sessions s where s.id = runs.session_id) as session_knowledge,
                  case when exists (select 1 from todo_lists t where t.session_id = runs.session_id)
                       then 1 else 0 end as has_todos,
@@ -339,6 +342,7 @@ impl Store {
             planning: get_i64(&row, "planning")? != 0,
             parent_run_id: get_opt_str(&row, "parent_run_id")?.map(RunId),
             depth: get_i64(&row, "depth")? as u32,
+            schedule_id: get_opt_str(&row, "schedule_id")?,
         };
         if claimed.attempt > max_attempts {
             return Ok(ClaimOutcome::Exhausted(claimed));

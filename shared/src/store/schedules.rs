@@ -566,7 +566,14 @@ impl Store {
                 traceparent: None,
             };
             match self.send_in(tx, &req).await {
-                Ok(SendOutcome::Started { run, .. }) => fired.run_id = Some(run.run_id),
+                Ok(SendOutcome::Started { run, .. }) => {
+                    sqlx::query("update runs set schedule_id = $1 where id = $2")
+                        .bind(&schedule.id)
+                        .bind(&run.run_id.0)
+                        .execute(&mut **tx)
+                        .await?;
+                    fired.run_id = Some(run.run_id);
+                }
                 Ok(SendOutcome::Queued { .. }) => fired.outcome = FireOutcome::Queued,
                 Ok(SendOutcome::TooManyActive | SendOutcome::RateLimited { .. }) if !manual => {
                     fired.outcome = FireOutcome::Refused;

@@ -20,6 +20,7 @@ mod knowledge;
 mod memory;
 mod output;
 mod plan;
+mod schedules;
 mod skills;
 mod step;
 mod todos;
@@ -43,6 +44,7 @@ pub(crate) use finish::release;
 pub(crate) use knowledge::KnowledgeSearch;
 pub(crate) use memory::{Forget, MemoryCopies, MemorySearch, Remember};
 pub(crate) use output::{ReadOutput, head_with_pointer};
+pub(crate) use schedules::{ScheduleCreate, ScheduleList};
 pub(crate) use skills::UseSkill;
 pub(crate) use todos::TodoUpdateTool;
 
@@ -479,18 +481,12 @@ impl<'a> Attempt<'a> {
     /// The tool runner for this run, with the session's `always` grants;
     /// `planning`: for a step made in plan mode (only read-only tools run).
     async fn runner(&self, planning: bool) -> Result<ToolRunner<'a>, Flow> {
-        let grants: HashSet<String> = match self
-            .inner
-            .deps
-            .store
-            .session_tool_grants(&self.run.session_id)
-            .await
-        {
-            Ok(g) => g.into_iter().collect(),
-            Err(e) => {
-                tracing::error!(error = %e, "loading tool grants failed; leaving the run to the reaper");
-                return Err(Flow::Leave(Leave::Abandon));
-            }
+        // A scheduled run is unattended: "always allow" was said to a person
+        // watching, so its `confirm` tools wait for the owner's decision.
+        let grants: HashSet<String> = if self.run.schedule_id.is_some() {
+            HashSet::new()
+        } else {
+            self.session_grants().await?
         };
         Ok(ToolRunner::new(
             self.inner,
@@ -503,6 +499,25 @@ impl<'a> Attempt<'a> {
         )
         .while_planning(planning)
         .at_depth(self.run.depth))
+    }
+
+    /// The session's `always` grants (a failure leaves the run to the reaper).
+    async fn session_grants(&self) -> Result<HashSet<String>, Flow> {
+        Ok(
+            match self
+                .inner
+                .deps
+                .store
+                .session_tool_grants(&self.run.session_id)
+                .await
+            {
+                Ok(g) => g.into_iter().collect(),
+                Err(e) => {
+                    tracing::error!(error = %e, "loading tool grants failed; leaving the run to the reaper");
+                    return Err(Flow::Leave(Leave::Abandon));
+                }
+            },
+        )
     }
 
     /// Run a step's disposed calls, checkpoint the step, extend the context.
