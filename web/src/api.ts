@@ -17,10 +17,13 @@ import type {
   ChangePasswordRequest,
   CreatedToken,
   CreateMemory,
+  CreateScheduleRequest,
   CreateSessionRequest,
   CreateUserRequest,
   DelegationList,
   DocumentChunks,
+  Fire,
+  FireList,
   Instructions,
   KnowledgeBase,
   KnowledgeBaseList,
@@ -50,6 +53,10 @@ import type {
   ReloadResponse,
   Role,
   Run,
+  Schedule,
+  ScheduleList,
+  SchedulePreview,
+  SchedulePreviewRequest,
   SendMessageRequest,
   SendResult,
   Session,
@@ -59,6 +66,7 @@ import type {
   SystemPrompt,
   TokenList,
   TurnResult,
+  UpdateScheduleRequest,
   UpdateSessionRequest,
   UpdateUserRequest,
   User,
@@ -295,6 +303,23 @@ export function createApi(opts: ApiOptions = {}) {
     /** Your switch: off, nothing is remembered or recalled (what is kept stays). */
     setMemoryEnabled: (enabled: boolean) =>
       patch<MemorySwitch>('/v1/me/memory', { enabled } satisfies MemorySwitch).then((r) => r.enabled),
+
+    // your schedules (docs/schedules.md): a 422's message starts with the field it names
+    /** Oldest first, each with its newest fire. */
+    listSchedules: () => get<ScheduleList>('/v1/schedules').then((r) => r.schedules),
+    createSchedule: (body: CreateScheduleRequest) => post<Schedule>('/v1/schedules', body),
+    getSchedule: (id: string) => get<Schedule>(`/v1/schedules/${seg(id)}`),
+    /** Only the fields to change; a new trigger or timezone, or resuming, sets the next fire from now. */
+    updateSchedule: (id: string, body: UpdateScheduleRequest) => patch<Schedule>(`/v1/schedules/${seg(id)}`, body),
+    /** Its history goes with it; the runs it made and their sessions stay. */
+    deleteSchedule: (id: string) => del(`/v1/schedules/${seg(id)}`),
+    /** "Run now": one fire outside the trigger (the overlap rule applies); the fire, with its run. */
+    runSchedule: (id: string) => post<Fire>(`/v1/schedules/${seg(id)}/run`, {}),
+    /** Newest first. */
+    scheduleFires: (id: string, limit?: number) =>
+      get<FireList>(`/v1/schedules/${seg(id)}/fires`, { limit }).then((r) => r.fires),
+    /** A trigger's next fire times in a timezone, and the trigger in words (the form's preview). */
+    previewSchedule: (body: SchedulePreviewRequest) => post<SchedulePreview>('/v1/schedules/preview', body),
 
     // admin
     listUsers: () => get<{ users: User[] }>('/v1/admin/users').then((r) => r.users),

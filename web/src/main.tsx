@@ -11,6 +11,7 @@ import { SettingsPage } from './pages/Settings'
 import { KnowledgePage } from './pages/Knowledge'
 import { KnowledgeBasePage } from './pages/KnowledgeBase'
 import { MemoryPage } from './pages/Memory'
+import { SchedulesPage } from './pages/Schedules'
 import './styles.css'
 
 function RequireAuth({ children }: { children: React.ReactNode }) {
@@ -42,6 +43,7 @@ function App() {
         <Route path="/knowledge" element={<KnowledgePage />} />
         <Route path="/knowledge/:id" element={<KnowledgeBasePage />} />
         <Route path="/memory" element={<MemoryPage />} />
+        <Route path="/schedules" element={<SchedulesPage />} />
         <Route path="/settings" element={<SettingsPage />} />
       </Route>
       <Route path="*" element={<Navigate to="/chat" replace />} />

@@ -133,6 +133,28 @@ export type IngestProgress = Schemas['IngestProgress']
 /** How an agent uses its bases: `tool` (the model searches) or `auto` (passages put in the context). */
 export type KnowledgeMode = Schemas['KnowledgeMode']
 
+/** A schedule (`GET /v1/schedules`): `next_fire_at` is RFC 3339 in its `timezone`; `describe` is the trigger in words. */
+export type Schedule = Schemas['ScheduleDto']
+export type ScheduleList = Schemas['ScheduleList']
+/** Exactly one of `{cron}`, `{every_secs}` (at least 60) or `{at}` (RFC 3339, once). */
+export type Trigger = Schemas['Trigger']
+/** `new_session` (a fresh session each fire) or `{session}` (one of yours). */
+export type ScheduleTarget = Schemas['ScheduleTarget']
+/** `skip` or `run_once`: what a fire found late after downtime does. */
+export type Misfire = Schemas['Misfire']
+/** `skip` or `queue`: what a fire does while the previous run is still going. */
+export type Overlap = Schemas['Overlap']
+/** One fire in a schedule's history; `fire_at` and `fired_at` are RFC 3339 in UTC. */
+export type Fire = Schemas['FireDto']
+/** `started`, `queued`, `skipped`, `missed` or `refused` (with `detail`). */
+export type FireOutcome = Schemas['FireOutcome']
+export type FireList = Schemas['FireList']
+export type CreateScheduleRequest = Schemas['CreateScheduleRequest']
+export type UpdateScheduleRequest = Schemas['UpdateScheduleRequest']
+export type SchedulePreviewRequest = Schemas['PreviewRequest']
+/** A trigger's next fire times (RFC 3339 in the timezone) and the trigger in words. */
+export type SchedulePreview = Schemas['PreviewResponse']
+
 /**
  * Hand-written: the document gives `role` as a plain string ("`admin` or `user`"
  * in prose), and the UI needs the two values to offer them.

@@ -99,6 +99,9 @@ export function Layout() {
           <NavLink to="/memory" data-testid="nav-memory">
             {t('nav.memory')}
           </NavLink>
+          <NavLink to="/schedules" data-testid="nav-schedules">
+            {t('nav.schedules')}
+          </NavLink>
           <NavLink to="/settings" data-testid="nav-settings">
             {t('nav.settings')}
           </NavLink>
