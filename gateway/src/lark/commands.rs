@@ -30,6 +30,8 @@ pub enum Command {
     Kb(KbCommand),
     /// `/memory`: what the assistant remembers about the speaker (a DM only).
     Memory(MemoryCommand),
+    /// `/schedules`: the speaker's schedules (a DM only).
+    Schedules(ScheduleCommand),
     /// `/plan TASK`: send TASK in plan mode (everything after `/plan`, lines
     /// and all; none: say how).
     Plan(Option<String>),
@@ -69,6 +71,19 @@ pub enum MemoryCommand {
     Forget(Option<usize>),
     Off,
     On,
+}
+
+/// `/schedules` (list), `/schedules pause|resume|run|rm N`: the speaker's
+/// schedules, numbered as the list shows them. A verb without a number (or
+/// with one that is not) is `Missing`: the bot says how.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ScheduleCommand {
+    List,
+    Pause(usize),
+    Resume(usize),
+    Run(usize),
+    Remove(usize),
+    Missing,
 }
 
 /// A command, when `text` starts with `/`.
@@ -117,6 +132,20 @@ pub fn parse(text: &str) -> Option<Command> {
             Some(a) if a == "on" => MemoryCommand::On,
             _ => MemoryCommand::List,
         }),
+        "schedules" | "schedule" => Command::Schedules({
+            let n = second.and_then(|n| n.parse().ok()).filter(|n| *n > 0);
+            match (arg.as_deref().map(str::to_lowercase).as_deref(), n) {
+                (None, _) => ScheduleCommand::List,
+                (Some("pause"), Some(n)) => ScheduleCommand::Pause(n),
+                (Some("resume"), Some(n)) => ScheduleCommand::Resume(n),
+                (Some("run"), Some(n)) => ScheduleCommand::Run(n),
+                (Some("rm" | "remove" | "delete"), Some(n)) => ScheduleCommand::Remove(n),
+                (Some("pause" | "resume" | "run" | "rm" | "remove" | "delete"), None) => {
+                    ScheduleCommand::Missing
+                }
+                _ => ScheduleCommand::List,
+            }
+        }),
         "help" | "h" | "?" => Command::Help,
         _ => Command::Unknown(format!("/{name}")),
     })
@@ -140,6 +169,7 @@ pub fn help(lang: Lang) -> &'static str {
          `/resume N` go back to conversation N of `/sessions`\n\
          `/kb` the knowledge bases I search here; `/kb use NAME` add one, `/kb off` only the agent's\n\
          `/memory` what I remember about you (in a DM); `/memory forget N` forget one, `/memory off` / `/memory on` your memory\n\
+         `/schedules` your schedules (in a DM); `/schedules pause|resume|run|rm N`. To make one, just ask: \"every weekday at 9:00 summarise … here\"\n\
          `/help` this list\n\n\
          In a group everyone speaks as themselves in one shared conversation; \
          reply to one of my messages to talk to me without an @mention. \
@@ -160,6 +190,7 @@ pub fn help(lang: Lang) -> &'static str {
          `/resume N` 回到 `/sessions` 中的第 N 个对话\n\
          `/kb` 本对话检索的知识库；`/kb use 名称` 添加一个，`/kb off` 只用智能体自己的\n\
          `/memory` 我记住的关于你的内容（仅限私聊）；`/memory forget N` 删除一条，`/memory off` / `/memory on` 关闭或开启记忆\n\
+         `/schedules` 你的定时任务（仅限私聊）；`/schedules pause|resume|run|rm N`。新建只需直接说：“每个工作日 9 点在这里总结……”\n\
          `/help` 显示本帮助\n\n\
          群聊中每个人以自己的身份参与同一个对话；回复我的消息即可与我对话，无需 @。\
          任何人都可以用 `/stop` 停止当前回复；审批由提出请求的人决定。",
@@ -268,6 +299,25 @@ mod tests {
             parse("/memory what"),
             Some(Command::Memory(MemoryCommand::List))
         );
+        assert_eq!(
+            parse("/schedules"),
+            Some(Command::Schedules(ScheduleCommand::List))
+        );
+        assert_eq!(
+            parse("/schedules pause 2"),
+            Some(Command::Schedules(ScheduleCommand::Pause(2)))
+        );
+        assert_eq!(
+            parse("/Schedule RM 1"),
+            Some(Command::Schedules(ScheduleCommand::Remove(1)))
+        );
+        for bad in ["/schedules run", "/schedules resume x", "/schedules rm 0"] {
+            assert_eq!(
+                parse(bad),
+                Some(Command::Schedules(ScheduleCommand::Missing)),
+                "{bad}"
+            );
+        }
         assert_eq!(
             parse("/frobnicate"),
             Some(Command::Unknown("/frobnicate".into()))

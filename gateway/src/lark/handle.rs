@@ -10,6 +10,7 @@
 mod chat_commands;
 mod files;
 mod memory_commands;
+mod schedule_commands;
 mod quote;
 mod turn_commands;
 

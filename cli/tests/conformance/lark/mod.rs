@@ -23,6 +23,7 @@ mod plans;
 mod questions;
 mod replies;
 mod resilience;
+mod schedules;
 mod speakers;
 mod traces;
 mod world;

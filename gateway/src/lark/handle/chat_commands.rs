@@ -160,6 +160,10 @@ impl Bot {
                 let text = self.memory_command(incoming, user, memory, lang).await?;
                 ("Weft", CardState::Done, text)
             }
+            Command::Schedules(command) => {
+                let text = self.schedule_command(incoming, user, command, lang).await?;
+                ("Weft", CardState::Done, text)
+            }
             Command::Resume(n) => {
                 let sessions = store.lark_chat_sessions(&incoming.chat, 10).await?;
                 let text = match n.and_then(|n| sessions.get(n - 1)) {
