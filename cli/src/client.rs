@@ -1,5 +1,5 @@
 //! Client-side flags and dispatch: the REPL, one-shot sends and the account and
-//! session commands. Runs on a current-thread tokio runtime (the REPL gets one
+//! session commands (`weft schedules` has its own file, `schedules.rs`). Runs on a current-thread tokio runtime (the REPL gets one
 //! worker thread) and never touches server code, so start-up stays cheap.
 
 use std::io::{IsTerminal, Read};
@@ -188,6 +188,8 @@ pub enum ClientCommand {
     Logout,
     Sessions(SessionsCommand),
     Knowledge(KnowledgeCommand),
+    /// `weft schedules` alone lists them.
+    Schedules(Option<crate::schedules::SchedulesCommand>),
     Models,
     Agents,
     Skills,
@@ -242,6 +244,7 @@ fn dispatch(connect: ConnectArgs, cmd: ClientCommand) -> Result<u8, ClientError>
         ClientCommand::Models => ok(runtime(false)?.block_on(commands::models(&gw))),
         ClientCommand::Agents => ok(runtime(false)?.block_on(commands::agents(&gw))),
         ClientCommand::Skills => ok(runtime(false)?.block_on(commands::skills(&gw))),
+        ClientCommand::Schedules(c) => runtime(false)?.block_on(crate::schedules::run(&gw, c)),
         ClientCommand::Knowledge(c) => runtime(false)?.block_on(async {
             use weft_client::knowledge as kb;
             match c {

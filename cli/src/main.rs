@@ -1,9 +1,11 @@
 //! `weft`: one binary for the server (`up`, `serve`, `worker`, `migrate`, `admin`)
-//! and the terminal client (`weft`, `weft -p`, `weft chat`, `login`, `sessions` …).
+//! and the terminal client (`weft`, `weft -p`, `weft chat`, `login`, `sessions`,
+//! `schedules` …).
 //! Thin: parse flags, then dispatch. Server commands get a multi-thread runtime and
 //! telemetry; client commands go to `client.rs`, which initialises neither.
 
 mod client;
+mod schedules;
 mod server;
 mod update;
 
@@ -129,6 +131,15 @@ enum Command {
         #[command(flatten)]
         connect: ConnectArgs,
     },
+    /// Prompts an agent runs on its own — cron, every so long, or once — in
+    /// your timezone: list (the default), add, pause, resume, rename, rm, run now, fires.
+    #[command(after_help = schedules::EXAMPLES)]
+    Schedules {
+        #[command(subcommand)]
+        command: Option<schedules::SchedulesCommand>,
+        #[command(flatten)]
+        connect: ConnectArgs,
+    },
     /// The models the gateway offers.
     Models {
         #[command(flatten)]
@@ -204,6 +215,9 @@ fn main() -> std::process::ExitCode {
         ),
         Some(Command::Logout { connect }) => (connect, ClientCommand::Logout),
         Some(Command::Sessions { command, connect }) => (connect, ClientCommand::Sessions(command)),
+        Some(Command::Schedules { command, connect }) => {
+            (connect, ClientCommand::Schedules(command))
+        }
         Some(Command::Models { connect }) => (connect, ClientCommand::Models),
         Some(Command::Agents { connect }) => (connect, ClientCommand::Agents),
         Some(Command::Skills { connect }) => (connect, ClientCommand::Skills),
@@ -317,6 +331,7 @@ async fn run_server(command: Command, telemetry: &mut Option<Telemetry>) -> anyh
         | Command::Logout { .. }
         | Command::Sessions { .. }
         | Command::Knowledge { .. }
+        | Command::Schedules { .. }
         | Command::Models { .. }
         | Command::Agents { .. }
         | Command::Skills { .. }

@@ -351,6 +351,60 @@ impl Gateway {
         .await
     }
 
+    /// `GET /v1/schedules`: yours, oldest first, each with its newest fire.
+    pub async fn schedules(&self) -> Result<weft_wire::api::ScheduleList> {
+        self.get("/v1/schedules").await
+    }
+
+    pub async fn schedule(&self, id: &str) -> Result<weft_wire::api::ScheduleDto> {
+        self.get(&format!("/v1/schedules/{id}")).await
+    }
+
+    pub async fn create_schedule(
+        &self,
+        req: &weft_wire::api::CreateScheduleRequest,
+    ) -> Result<weft_wire::api::ScheduleDto> {
+        self.json(Method::POST, "/v1/schedules", Some(req)).await
+    }
+
+    pub async fn update_schedule(
+        &self,
+        id: &str,
+        req: &weft_wire::api::UpdateScheduleRequest,
+    ) -> Result<weft_wire::api::ScheduleDto> {
+        self.json(Method::PATCH, &format!("/v1/schedules/{id}"), Some(req))
+            .await
+    }
+
+    pub async fn delete_schedule(&self, id: &str) -> Result<()> {
+        self.delete(&format!("/v1/schedules/{id}")).await
+    }
+
+    /// `POST /v1/schedules/{id}/run`: one fire now; the answer is that fire.
+    pub async fn run_schedule(&self, id: &str) -> Result<weft_wire::api::FireDto> {
+        self.json(
+            Method::POST,
+            &format!("/v1/schedules/{id}/run"),
+            None::<&()>,
+        )
+        .await
+    }
+
+    /// `GET /v1/schedules/{id}/fires`: newest first.
+    pub async fn schedule_fires(&self, id: &str, limit: u32) -> Result<weft_wire::api::FireList> {
+        self.get(&format!("/v1/schedules/{id}/fires?limit={limit}"))
+            .await
+    }
+
+    /// `POST /v1/schedules/preview`: a trigger's next times in a timezone.
+    pub async fn preview_schedule(
+        &self,
+        req: &weft_wire::api::PreviewRequest,
+    ) -> Result<weft_wire::api::PreviewResponse> {
+        self.json(Method::POST, "/v1/schedules/preview", Some(req))
+            .await
+    }
+
     pub async fn run(&self, id: &str) -> Result<RunDto> {
         self.get(&format!("/v1/runs/{id}")).await
     }

@@ -12,7 +12,8 @@
 //!   deduplicated by `seq`, so a dropped connection never repeats or loses output.
 //! * [`reply`] — folds events into a reply, honouring `retrying` and resumed attempts.
 //! * [`attach`] — files named with `-f` or `/attach`, checked then, read when sent.
-//! * [`oneshot`], [`repl`], [`commands`] — the three ways a person uses it.
+//! * [`oneshot`], [`repl`], [`commands`] — the three ways a person uses it;
+//!   [`knowledge`] and [`schedules`] are command families of their own.
 //!
 //! Nothing here touches a database or starts server machinery; the binary runs it
 //! on a current-thread tokio runtime.
@@ -29,6 +30,7 @@ pub mod oneshot;
 pub mod render;
 pub mod repl;
 pub mod reply;
+pub mod schedules;
 pub mod session;
 pub mod stream;
 
