@@ -21,6 +21,7 @@ mod knowledge;
 pub mod lark;
 mod memories;
 mod meta;
+mod notifications;
 mod observe;
 mod openapi;
 mod passwords;
@@ -224,6 +225,7 @@ pub fn router(state: AppState) -> Router {
         .merge(approvals::router())
         .merge(todos::router())
         .merge(schedules::router())
+        .merge(notifications::router())
         .merge(plans::router())
         .merge(questions::router())
         .merge(agents::router())

@@ -72,6 +72,8 @@ use utoipa::OpenApi;
         crate::schedules::run_schedule,
         crate::schedules::schedule_fires,
         crate::schedules::preview_schedule,
+        crate::notifications::list_notifications,
+        crate::notifications::mark_notifications_read,
         crate::agents::list_agents,
         crate::agents::put_agent,
         crate::agents::delete_agent,

@@ -629,6 +629,40 @@ export interface paths {
         patch: operations["switch_memory"];
         trace?: never;
     };
+    "/v1/me/notifications": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The caller's notifications, newest first, and the unread count. */
+        get: operations["list_notifications"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/me/notifications/read": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /** Mark notifications read: the ids given (others' are ignored), or all. */
+        post: operations["mark_notifications_read"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/me/password": {
         parameters: {
             query?: never;
@@ -2108,6 +2142,10 @@ export interface components {
             token: string;
             user: components["schemas"]["UserDto"];
         };
+        /** @description `POST /v1/me/notifications/read`: mark these read (none given: all). */
+        MarkReadRequest: {
+            ids?: string[] | null;
+        };
         /** @description One MCP server as a worker sees it. */
         McpServerDto: {
             last_error?: string | null;
@@ -2274,6 +2312,31 @@ export interface components {
          * @enum {string}
          */
         Multitask: "enqueue" | "interrupt" | "reject";
+        /** @description One entry of a person's inbox. */
+        NotificationDto: {
+            /** @description e.g. "succeeded: Yesterday 3 issues were opened …". */
+            body: string;
+            created_at: string;
+            id: string;
+            kind: components["schemas"]["NotificationKind"];
+            read_at?: string | null;
+            run_id?: string | null;
+            schedule_id?: string | null;
+            session_id?: string | null;
+            /** @description e.g. the schedule's name. */
+            title: string;
+        };
+        /**
+         * @description What a notification is about.
+         * @enum {string}
+         */
+        NotificationKind: "schedule_finished" | "schedule_waiting";
+        /** @description `GET /v1/me/notifications`: newest first, and how many are unread. */
+        NotificationList: {
+            notifications: components["schemas"]["NotificationDto"][];
+            /** Format: int64 */
+            unread: number;
+        };
         /**
          * @description What a fire does while the schedule's previous run is still active.
          * @enum {string}
@@ -4665,6 +4728,69 @@ export interface operations {
                 content: {
                     "application/json": components["schemas"]["MemorySwitch"];
                 };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    list_notifications: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Only those not read yet. */
+                unread: boolean;
+                /** @description 1–200 (default 50). */
+                limit: number | null;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["NotificationList"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    mark_notifications_read: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["MarkReadRequest"];
+            };
+        };
+        responses: {
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
             };
             /** @description An error: `{"error":{"code","message"}}` (see the status) */
             default: {

@@ -145,6 +145,45 @@ async fn a_schedule_is_checked_fires_once_and_answers(b: Backend) {
         messages.iter().any(|m| m["role"] == "assistant"),
         "{messages:?}"
     );
+    // Alice's inbox says so, once; Bob's is empty; read, it is unread no more.
+    let (st, inbox) = app.get("/v1/me/notifications", &alice).await;
+    assert_eq!((st, inbox["unread"].as_u64()), (200, Some(1)), "{inbox}");
+    let note = &inbox["notifications"][0];
+    assert_eq!(
+        (note["kind"].as_str(), note["title"].as_str()),
+        (Some("schedule_finished"), Some("greeting"))
+    );
+    assert!(
+        note["body"].as_str().unwrap().starts_with("succeeded: "),
+        "{note}"
+    );
+    assert_eq!(
+        (&note["run_id"], &note["session_id"]),
+        (&fire["run_id"], &fire["session_id"])
+    );
+    assert_eq!(app.get("/v1/me/notifications", &bob).await.1["unread"], 0);
+    let id = note["id"].as_str().unwrap();
+    let (st, _) = app
+        .post("/v1/me/notifications/read", &bob, json!({"ids": [id]}))
+        .await;
+    assert_eq!(st, 204);
+    assert_eq!(
+        app.get("/v1/me/notifications?unread=true", &alice).await.1["unread"],
+        1,
+        "not Bob's to read"
+    );
+    let (st, _) = app
+        .post("/v1/me/notifications/read", &alice, json!({"ids": [id]}))
+        .await;
+    assert_eq!(st, 204);
+    let (_, inbox) = app.get("/v1/me/notifications?unread=true", &alice).await;
+    assert_eq!(
+        (
+            inbox["unread"].as_u64(),
+            inbox["notifications"].as_array().unwrap().len()
+        ),
+        (Some(0), 0)
+    );
     let (_, shown) = app.get(&path, &alice).await;
     assert!(
         shown.get("next_fire_at").is_none(),
@@ -367,6 +406,12 @@ async fn made_from_chat_with_confirmation_and_never_auto_approved(b: Backend) {
         },
     )
     .await;
-    let (_, pending) = app.get(&format!("/v1/sessions/{s}/approvals"), &alice).await;
+    let (_, inbox) = app.get("/v1/me/notifications", &alice).await;
+    let note = &inbox["notifications"][0];
+    assert_eq!(note["kind"], "schedule_waiting", "{inbox}");
+    assert_eq!(note["body"], "waits for your approval: current_time");
+    let (_, pending) = app
+        .get(&format!("/v1/sessions/{s}/approvals"), &alice)
+        .await;
     assert!(pending.to_string().contains("current_time"), "{pending}");
 }

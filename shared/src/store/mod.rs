@@ -20,6 +20,7 @@ mod lark_inbox;
 mod mcp_status;
 mod memories;
 mod messages;
+mod notifications;
 mod plans;
 mod purge;
 mod questions;
@@ -65,6 +66,7 @@ pub use lark_cards::{CardEntityRecord, LarkApprovalCard, LarkCard};
 pub use lark_inbox::{InboxEntry, InboxState, InboxWriter, LeasedInbound, MAX_KEEP_BATCH};
 pub use memories::{Kept, Learned, Memory, MemoryChange, NewMemory, PendingTurn};
 pub use messages::{HistoryState, Message, StepCheckpoint, ToolResult, valid_cursor};
+pub use notifications::NotificationRecord;
 pub use plans::{NewPlan, Plan, PlanDecision, PlanOutcome, PlanStatus, accept_comment};
 pub use purge::Purged;
 pub use questions::{

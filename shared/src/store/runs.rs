@@ -23,7 +23,7 @@ use super::user_limits::RunLimits;
 use super::{
     Dialect, Result, Store, StoreError, get_enum, get_i64, get_opt_i64, get_opt_str, get_str,
 };
-use crate::api::{Citation, ErrorBody, RunDto, UsageDto};
+use crate::api::{Citation, ErrorBody, NotificationKind, RunDto, UsageDto};
 use crate::ids::{MessageId, RunId, SessionId, UserId};
 use crate::job::ExtractMemories;
 use crate::time::{now_ms, rfc3339};
@@ -509,6 +509,22 @@ impl Store {
             }
             None => None,
         };
+        if run.schedule_id.is_some() {
+            let body = match end {
+                RunEnd::Succeeded { content, .. } => format!("succeeded: {content}"),
+                RunEnd::Failed { error, .. } => format!("failed: {}", error.message),
+                RunEnd::Cancelled { .. } => "cancelled".to_string(),
+            };
+            super::notifications::notify_scheduled(
+                &mut tx,
+                &run.id,
+                NotificationKind::ScheduleFinished,
+                &format!("{}:end", run.id.0),
+                &body,
+                now,
+            )
+            .await?;
+        }
         let waiting = touch_session_counting_waiting(&mut tx, &run.session_id, now).await?;
         let followup = followup_for_waiting(
             &mut tx,
@@ -555,6 +571,17 @@ impl Store {
             now,
         )
         .await?;
+        if run.schedule_id.is_some() {
+            super::notifications::notify_scheduled(
+                &mut tx,
+                &run.id,
+                NotificationKind::ScheduleFinished,
+                &format!("{}:end", run.id.0),
+                &format!("failed: {}", error.message),
+                now,
+            )
+            .await?;
+        }
         let followup =
             create_followup(&mut tx, self.lock_suffix(), limits, &run.session_id, now).await?;
         tx.commit().await?;

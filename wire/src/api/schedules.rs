@@ -231,6 +231,56 @@ spelled!(FireOutcome {
     Refused => "refused",
 });
 
+/// What a notification is about.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, ToSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum NotificationKind {
+    /// A scheduled run ended (its outcome and the start of its reply).
+    ScheduleFinished,
+    /// A scheduled run waits for its owner: an approval, a question or a plan.
+    ScheduleWaiting,
+}
+
+spelled!(NotificationKind {
+    ScheduleFinished => "schedule_finished",
+    ScheduleWaiting => "schedule_waiting",
+});
+
+/// One entry of a person's inbox.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct NotificationDto {
+    pub id: String,
+    pub kind: NotificationKind,
+    /// e.g. the schedule's name.
+    pub title: String,
+    /// e.g. "succeeded: Yesterday 3 issues were opened …".
+    pub body: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub schedule_id: Option<String>,
+    pub created_at: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub read_at: Option<String>,
+}
+
+/// `GET /v1/me/notifications`: newest first, and how many are unread.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
+pub struct NotificationList {
+    pub notifications: Vec<NotificationDto>,
+    pub unread: u64,
+}
+
+/// `POST /v1/me/notifications/read`: mark these read (none given: all).
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, ToSchema)]
+#[serde(deny_unknown_fields)]
+pub struct MarkReadRequest {
+    #[serde(default)]
+    pub ids: Option<Vec<String>>,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -32,7 +32,7 @@ use super::approvals::insert_approvals;
 use super::delegations::insert_delegations;
 use super::plans::insert_plans;
 use super::questions::insert_questions;
-use super::{Result, Store, StoreError, get_i64, get_str};
+use super::{Result, Store, StoreError, get_i64, get_opt_str, get_str};
 use crate::api::ToolCallDto;
 use crate::ids::RunId;
 use crate::states::RunStatus;
@@ -104,7 +104,7 @@ impl Store {
         let owner = sqlx::query(
             "update runs set pending_step = $1, heartbeat_at = $2
              where id = $3 and worker_id = $4 and status = 'running'
-             returning session_id, user_id, depth",
+             returning session_id, user_id, depth, schedule_id",
         )
         .bind(&step_json)
         .bind(now)
@@ -129,6 +129,19 @@ impl Store {
         insert_plans(&mut tx, &asked, &waits.plans).await?;
         let depth = get_i64(&owner, "depth")?;
         insert_delegations(&mut tx, &asked, depth, &waits.delegations).await?;
+        if get_opt_str(&owner, "schedule_id")?.is_some()
+            && let Some(body) = waiting_words(waits)
+        {
+            super::notifications::notify_scheduled(
+                &mut tx,
+                run,
+                crate::api::NotificationKind::ScheduleWaiting,
+                &format!("{}:{}:wait", run.0, pending.step),
+                &body,
+                now,
+            )
+            .await?;
+        }
         tx.commit().await?;
         Ok(true)
     }
@@ -361,4 +374,20 @@ impl Store {
         }
         Ok(())
     }
+}
+
+/// What a scheduled run's owner is asked for, in words (none: it only waits
+/// for the runs it delegated).
+fn waiting_words(waits: &NewWaits) -> Option<String> {
+    if !waits.approvals.is_empty() {
+        let names: Vec<&str> = waits.approvals.iter().map(|a| a.name.as_str()).collect();
+        return Some(format!("waits for your approval: {}", names.join(", ")));
+    }
+    if let Some(q) = waits.questions.first() {
+        return Some(format!("asks you: {}", q.question));
+    }
+    if !waits.plans.is_empty() {
+        return Some("proposes a plan for you to decide on".into());
+    }
+    None
 }

@@ -1,0 +1,144 @@
+//! A person's inbox (migration 0036, docs/schedules.md "Notifications"): what
+//! happened while nobody watched. Rows are written inside the transaction that
+//! ends a scheduled run or stores its waits, keyed so a retried transaction
+//! never notifies twice, and only for runs a schedule made: a run a person
+//! sent and watches notifies nobody (and costs no statement).
+
+use sqlx::any::AnyRow;
+
+use super::{Result, Store, get_i64, get_opt_i64, get_opt_str, get_str};
+use crate::api::NotificationKind;
+use crate::ids::{RunId, UserId};
+
+/// The characters of a reply an end's notification carries.
+const BODY_CHARS: usize = 300;
+/// Notifications listed at most.
+pub const MAX_LISTED: i64 = 200;
+
+#[derive(Debug, Clone, PartialEq)]
+pub struct NotificationRecord {
+    pub id: String,
+    pub kind: NotificationKind,
+    pub title: String,
+    pub body: String,
+    pub session_id: Option<String>,
+    pub run_id: Option<String>,
+    pub schedule_id: Option<String>,
+    pub created_at: i64,
+    pub read_at: Option<i64>,
+}
+
+/// Notify the owner of scheduled run `run` (its schedule's name as the title)
+/// in `tx`: `kind` with `body`, once per `key`.
+pub(super) async fn notify_scheduled(
+    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    run: &RunId,
+    kind: NotificationKind,
+    key: &str,
+    body: &str,
+    now: i64,
+) -> Result<()> {
+    let mut body: String = body.chars().take(BODY_CHARS).collect();
+    if body.chars().count() == BODY_CHARS {
+        body.push('…');
+    }
+    sqlx::query(
+        "insert into notifications (id, user_id, kind, key, title, body, session_id, run_id, schedule_id, created_at)
+         select $1, r.user_id, $2, $3, s.name, $4, r.session_id, r.id, s.id, $5
+         from runs r join schedules s on s.id = r.schedule_id where r.id = $6
+         on conflict (key) do nothing",
+    )
+    .bind(format!("ntf_{}", uuid::Uuid::now_v7().simple()))
+    .bind(kind.as_str())
+    .bind(key)
+    .bind(body)
+    .bind(now)
+    .bind(&run.0)
+    .execute(&mut **tx)
+    .await?;
+    Ok(())
+}
+
+impl Store {
+    /// A person's notifications, newest first (`unread_only`: those not read),
+    /// and how many are unread.
+    pub async fn notifications(
+        &self,
+        user: &UserId,
+        unread_only: bool,
+        limit: i64,
+    ) -> Result<(Vec<NotificationRecord>, u64)> {
+        let rows = sqlx::query(
+            "select id, kind, title, body, session_id, run_id, schedule_id, created_at, read_at
+             from notifications where user_id = $1 and ($2 = 0 or read_at is null)
+             order by created_at desc, id desc limit $3",
+        )
+        .bind(&user.0)
+        .bind(i64::from(unread_only))
+        .bind(limit.clamp(1, MAX_LISTED))
+        .fetch_all(&self.pool)
+        .await?;
+        let unread: i64 = sqlx::query_scalar(
+            "select count(*) from notifications where user_id = $1 and read_at is null",
+        )
+        .bind(&user.0)
+        .fetch_one(&self.pool)
+        .await?;
+        let list = rows.iter().map(notification_from).collect::<Result<_>>()?;
+        Ok((list, unread as u64))
+    }
+
+    /// Mark `ids` read (all of the person's when `None`); others' ids are ignored.
+    pub async fn mark_notifications_read(
+        &self,
+        user: &UserId,
+        ids: Option<&[String]>,
+    ) -> Result<u64> {
+        let now = crate::time::now_ms();
+        let _gate = self.write_gate().await;
+        let done = match ids {
+            None => {
+                sqlx::query(
+                    "update notifications set read_at = $1 where user_id = $2 and read_at is null",
+                )
+                .bind(now)
+                .bind(&user.0)
+                .execute(&self.pool)
+                .await?
+            }
+            Some(ids) => {
+                let json = serde_json::to_string(ids).expect("ids serialise");
+                let each = match self.dialect {
+                    super::Dialect::Postgres => "select jsonb_array_elements_text($3::jsonb)",
+                    super::Dialect::Sqlite => "select value from json_each($3)",
+                };
+                sqlx::query(sqlx::AssertSqlSafe(format!(
+                    "update notifications set read_at = $1 where user_id = $2 and read_at is null and id in ({each})"
+                )))
+                .bind(now)
+                .bind(&user.0)
+                .bind(json)
+                .execute(&self.pool)
+                .await?
+            }
+        };
+        Ok(done.rows_affected())
+    }
+}
+
+fn notification_from(row: &AnyRow) -> Result<NotificationRecord> {
+    let kind = get_str(row, "kind")?;
+    Ok(NotificationRecord {
+        id: get_str(row, "id")?,
+        kind: kind
+            .parse()
+            .map_err(|()| super::StoreError::Other(format!("notification kind {kind:?}")))?,
+        title: get_str(row, "title")?,
+        body: get_str(row, "body")?,
+        session_id: get_opt_str(row, "session_id")?,
+        run_id: get_opt_str(row, "run_id")?,
+        schedule_id: get_opt_str(row, "schedule_id")?,
+        created_at: get_i64(row, "created_at")?,
+        read_at: get_opt_i64(row, "read_at")?,
+    })
+}
