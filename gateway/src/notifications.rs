@@ -23,6 +23,7 @@ pub fn router() -> Router<AppState> {
 }
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct NotificationsQuery {
     /// Only those not read yet.
     #[serde(default)]

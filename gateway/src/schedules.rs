@@ -206,6 +206,7 @@ pub async fn run_schedule(
 }
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
+#[into_params(parameter_in = Query)]
 pub struct FiresQuery {
     /// 1–200 (default 50).
     pub limit: Option<i64>,

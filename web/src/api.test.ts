@@ -289,6 +289,21 @@ describe('api client', () => {
     ])
   })
 
+  it('reads the unread count and marks notifications read, some or all', async () => {
+    const f = fakeFetch((c) => (c.init.method === 'GET' ? json(200, { notifications: [], unread: 3 }) : new Response(null, { status: 204 })))
+    const api = createApi({ fetch: f.fetch })
+    await expect(api.notifications({ unread: true, limit: 1 })).resolves.toEqual({ notifications: [], unread: 3 })
+    await api.notifications({ limit: 50 })
+    await expect(api.markNotificationsRead(['n1'])).resolves.toBeUndefined()
+    await api.markNotificationsRead()
+    expect(f.calls.map((c) => [c.init.method, c.url, c.init.body])).toEqual([
+      ['GET', '/v1/me/notifications?unread=true&limit=1', undefined],
+      ['GET', '/v1/me/notifications?limit=50', undefined],
+      ['POST', '/v1/me/notifications/read', '{"ids":["n1"]}'],
+      ['POST', '/v1/me/notifications/read', '{}'],
+    ])
+  })
+
   it('builds the run events URL, with ?after only for a real seq', () => {
     expect(runEventsUrl('r1')).toBe('/v1/runs/r1/events')
     expect(runEventsUrl('r1', 0)).toBe('/v1/runs/r1/events')

@@ -41,6 +41,7 @@ import type {
   MemoryList,
   MemorySwitch,
   MessageList,
+  NotificationList,
   Model,
   PatchMemory,
   Plan,
@@ -320,6 +321,17 @@ export function createApi(opts: ApiOptions = {}) {
       get<FireList>(`/v1/schedules/${seg(id)}/fires`, { limit }).then((r) => r.fires),
     /** A trigger's next fire times in a timezone, and the trigger in words (the form's preview). */
     previewSchedule: (body: SchedulePreviewRequest) => post<SchedulePreview>('/v1/schedules/preview', body),
+
+    // your notifications (docs/schedules.md, "Notifications"): the bell's inbox
+    /** Newest first (`limit` 1–200, default 50), and how many are unread whatever the limit. */
+    notifications: (q?: { unread?: boolean; limit?: number }) =>
+      get<NotificationList>('/v1/me/notifications', {
+        unread: q?.unread === undefined ? undefined : String(q.unread),
+        limit: q?.limit,
+      }),
+    /** The ids given (others' are ignored), or every one of yours when none are given. */
+    markNotificationsRead: (ids?: readonly string[]) =>
+      post<void>('/v1/me/notifications/read', ids ? { ids } : {}),
 
     // admin
     listUsers: () => get<{ users: User[] }>('/v1/admin/users').then((r) => r.users),

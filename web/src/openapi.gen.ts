@@ -4742,14 +4742,14 @@ export interface operations {
     };
     list_notifications: {
         parameters: {
-            query?: never;
-            header?: never;
-            path: {
+            query?: {
                 /** @description Only those not read yet. */
-                unread: boolean;
+                unread?: boolean;
                 /** @description 1–200 (default 50). */
-                limit: number | null;
+                limit?: number;
             };
+            header?: never;
+            path?: never;
             cookie?: never;
         };
         requestBody?: never;
@@ -5578,11 +5578,12 @@ export interface operations {
     };
     schedule_fires: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description 1–200 (default 50). */
+                limit?: number;
+            };
             header?: never;
             path: {
-                /** @description 1–200 (default 50). */
-                limit: number | null;
                 id: string;
             };
             cookie?: never;

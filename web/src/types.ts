@@ -156,6 +156,16 @@ export type SchedulePreviewRequest = Schemas['PreviewRequest']
 export type SchedulePreview = Schemas['PreviewResponse']
 
 /**
+ * One entry of your inbox (`GET /v1/me/notifications`): a scheduled run that ended
+ * or waits for you. Not `Notification`, which is the browser's.
+ */
+export type NotificationItem = Schemas['NotificationDto']
+/** `schedule_finished` or `schedule_waiting`. */
+export type NotificationKind = Schemas['NotificationKind']
+/** Newest first, and how many of yours are unread. */
+export type NotificationList = Schemas['NotificationList']
+
+/**
  * Hand-written: the document gives `role` as a plain string ("`admin` or `user`"
  * in prose), and the UI needs the two values to offer them.
  */

@@ -543,4 +543,12 @@ export const en = {
   'schedules.rename': 'Rename',
   'schedules.edit': 'Edit',
   'schedules.confirmDelete': 'Delete the schedule “{name}” and its history? The conversations it made stay.',
+  'notif.title': 'Notifications',
+  'notif.bellUnread': 'Notifications, {n} unread',
+  'notif.unread': 'Unread',
+  'notif.none': 'Nothing yet. When a scheduled run ends or waits for you, it shows here.',
+  'notif.markAll': 'Mark all read',
+  'notif.browser': 'Notify me in the browser',
+  'notif.browserDenied': 'The browser blocks notifications from this site: allow them in its site settings.',
+  'notif.more': '{n} more notifications',
 }

@@ -545,4 +545,12 @@ export const zh: Record<MessageKey, string> = {
   'schedules.rename': '重命名',
   'schedules.edit': '编辑',
   'schedules.confirmDelete': '删除定时任务“{name}”及其历史？它产生的对话会保留。',
+  'notif.title': '通知',
+  'notif.bellUnread': '通知，{n} 条未读',
+  'notif.unread': '未读',
+  'notif.none': '暂无通知。定时任务运行结束或等待你处理时，会显示在这里。',
+  'notif.markAll': '全部标为已读',
+  'notif.browser': '在浏览器中通知我',
+  'notif.browserDenied': '浏览器已阻止本站的通知：请在浏览器的网站设置中允许。',
+  'notif.more': '还有 {n} 条通知',
 }

@@ -1,6 +1,7 @@
 // The shell shared by every signed-in page: a sidebar (new chat, recent
 // conversations, navigation, language, sign-out) that folds into a drawer on
-// narrow screens.
+// narrow screens, and the notification bell — at the sidebar's head, or in the
+// top bar where the sidebar is a drawer (one bell, so one poller).
 
 import { useCallback, useEffect, useState } from 'react'
 import { NavLink, Outlet, useLocation, useNavigate } from 'react-router'
@@ -11,6 +12,22 @@ import { useT } from '../i18n'
 import { LangSwitch } from '../components/LangSwitch'
 import type { Session } from '../types'
 import { Icon } from '../components/Icon'
+import { NotificationBell } from '../components/NotificationBell'
+import { useNotifications } from './useNotifications'
+
+/** The width below which the sidebar is a drawer (styles.css says the same). */
+const NARROW = '(max-width: 800px)'
+
+function useNarrow(): boolean {
+  const [narrow, setNarrow] = useState(() => window.matchMedia(NARROW).matches)
+  useEffect(() => {
+    const mq = window.matchMedia(NARROW)
+    const on = () => setNarrow(mq.matches)
+    mq.addEventListener('change', on)
+    return () => mq.removeEventListener('change', on)
+  }, [])
+  return narrow
+}
 
 export function Layout() {
   const { user, signOut } = useAuth()
@@ -19,6 +36,9 @@ export function Layout() {
   const loc = useLocation()
   const [open, setOpen] = useState(false)
   const [recent, setRecent] = useState<Session[]>([])
+  const notifications = useNotifications()
+  const narrow = useNarrow()
+  const bell = <NotificationBell n={notifications} />
 
   const loadRecent = useCallback(() => {
     api
@@ -64,14 +84,20 @@ export function Layout() {
         <span className="brand">
           <span className="logo" aria-hidden="true" /> {t('app.name')}
         </span>
-        <NavLink className="btn icon" to="/chat" aria-label={t('nav.newChat')}>
-          <Icon name="plus" size={20} />
-        </NavLink>
+        <span className="topbar-actions">
+          {narrow && bell}
+          <NavLink className="btn icon" to="/chat" aria-label={t('nav.newChat')}>
+            <Icon name="plus" size={20} />
+          </NavLink>
+        </span>
       </header>
       <div className="scrim" onClick={() => setOpen(false)} aria-hidden="true" />
       <aside id="sidebar" className="sidebar" aria-label={t('nav.menu')}>
-        <div className="brand side-brand">
-          <span className="logo" aria-hidden="true" /> {t('app.name')}
+        <div className="side-brand">
+          <span className="brand">
+            <span className="logo" aria-hidden="true" /> {t('app.name')}
+          </span>
+          {!narrow && bell}
         </div>
         <NavLink to="/chat" end className="btn primary new-chat" data-testid="new-chat">
           <Icon name="plus" /> {t('nav.newChat')}

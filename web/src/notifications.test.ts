@@ -1,0 +1,66 @@
+import { describe, expect, it } from 'vitest'
+import { browserNotifyState, countLabel, freshUnread, planAlerts, timeAgo } from './notifications'
+import type { NotificationItem } from './types'
+
+const item = (id: string, read = false): NotificationItem => ({
+  id,
+  kind: 'schedule_finished',
+  title: `Schedule ${id}`,
+  body: 'succeeded: done',
+  created_at: '2026-03-01T09:00:00Z',
+  read_at: read ? '2026-03-01T09:05:00Z' : null,
+})
+
+describe('the bell', () => {
+  it('shows nothing at 0, the number up to 99, then 99+', () => {
+    expect(countLabel(0)).toBe('')
+    expect(countLabel(-1)).toBe('')
+    expect(countLabel(Number.NaN)).toBe('')
+    expect(countLabel(1)).toBe('1')
+    expect(countLabel(99)).toBe('99')
+    expect(countLabel(100)).toBe('99+')
+    expect(countLabel(12345)).toBe('99+')
+  })
+
+  it('finds the unread entries not seen before, newest first', () => {
+    const seen = new Set(['a', 'b'])
+    const list = [item('d'), item('c'), item('e', true), item('b'), item('a')]
+    expect(freshUnread(seen, list).map((n) => n.id)).toEqual(['d', 'c'])
+    expect(freshUnread(new Set(['a', 'b', 'c', 'd']), list)).toEqual([])
+    expect(freshUnread(new Set(), [])).toEqual([])
+  })
+
+  it('shows at most three browser notifications, then one for the rest', () => {
+    const some = [item('1'), item('2')]
+    expect(planAlerts(some)).toEqual({ each: some, more: 0 })
+    const three = [item('1'), item('2'), item('3')]
+    expect(planAlerts(three)).toEqual({ each: three, more: 0 })
+    const five = [item('1'), item('2'), item('3'), item('4'), item('5')]
+    const plan = planAlerts(five)
+    expect(plan.each.map((n) => n.id)).toEqual(['1', '2', '3'])
+    expect(plan.more).toBe(2)
+    expect(planAlerts([])).toEqual({ each: [], more: 0 })
+  })
+
+  it('notifies in the browser only when asked and still allowed', () => {
+    expect(browserNotifyState('1', 'granted')).toBe('on')
+    expect(browserNotifyState('0', 'granted')).toBe('off')
+    expect(browserNotifyState(null, 'granted')).toBe('off')
+    expect(browserNotifyState('1', 'default')).toBe('off')
+    expect(browserNotifyState('1', 'denied')).toBe('denied')
+    expect(browserNotifyState('1', undefined)).toBe('unsupported')
+  })
+
+  it('says how long ago an entry came', () => {
+    const now = Date.parse('2026-03-10T12:00:00Z')
+    const ago = (ms: number) => new Date(now - ms).toISOString()
+    expect(timeAgo(ago(10_000), 'en', now)).toBe('now')
+    expect(timeAgo(ago(5 * 60_000), 'en', now)).toBe('5 minutes ago')
+    expect(timeAgo(ago(3 * 3600_000), 'en', now)).toBe('3 hours ago')
+    expect(timeAgo(ago(26 * 3600_000), 'en', now)).toBe('yesterday')
+    expect(timeAgo(ago(3 * 86400_000), 'en', now)).toBe('3 days ago')
+    expect(timeAgo(ago(5 * 60_000), 'zh', now)).toBe('5分钟前')
+    expect(timeAgo(ago(30 * 86400_000), 'en', now)).not.toMatch(/ago/)
+    expect(timeAgo('not a time', 'en', now)).toBe('not a time')
+  })
+})
