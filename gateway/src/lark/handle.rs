@@ -10,8 +10,8 @@
 mod chat_commands;
 mod files;
 mod memory_commands;
-mod schedule_commands;
 mod quote;
+mod schedule_commands;
 mod turn_commands;
 
 use std::future::Future;
