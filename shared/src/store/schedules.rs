@@ -151,6 +151,9 @@ const COLUMNS: &str = "s.id, s.user_id, s.name, s.agent, s.model, s.prompt, s.tr
 const LAST_FIRE: &str = "left join schedule_fires f on f.schedule_id = s.id and f.fire_at = (select max(fire_at) from schedule_fires m where m.schedule_id = s.id)
      left join runs r on r.id = f.run_id";
 
+/// The fire columns of a read that locks a schedule row alone (no join).
+const NO_FIRE: &str = "null as f_schedule, null as fire_at, null as fired_at, null as manual, null as outcome, null as f_run, null as f_session, null as detail, null as run_status";
+
 const FIRE_COLUMNS: &str = "f.schedule_id as f_schedule, f.fire_at, f.fired_at, f.manual, f.outcome, f.run_id as f_run, f.session_id as f_session, f.detail, r.status as run_status";
 
 impl Store {
@@ -243,17 +246,7 @@ impl Store {
         change: &ScheduleUpdate,
     ) -> Result<ScheduleRecord> {
         let mut tx = self.begin().await?;
-        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "select {COLUMNS}, null as f_schedule, null as fire_at, null as fired_at, null as manual, null as outcome, null as f_run, null as f_session, null as detail, null as run_status
-             from schedules s where s.id = $1 and s.user_id = $2{}",
-            self.lock_suffix()
-        )))
-        .bind(id)
-        .bind(&user.0)
-        .fetch_optional(&mut **tx)
-        .await?
-        .ok_or(StoreError::NotFound)?;
-        let mut s = schedule_from(&row)?;
+        let mut s = self.locked_schedule(&mut tx, user, id).await?;
         let retime = change.trigger.is_some()
             || change.timezone.is_some()
             || (change.enabled == Some(true) && !s.enabled);
@@ -404,7 +397,7 @@ impl Store {
             Dialect::Sqlite => "",
         };
         let Some(row) = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "select {COLUMNS}, null as f_schedule, null as fire_at, null as fired_at, null as manual, null as outcome, null as f_run, null as f_session, null as detail, null as run_status
+            "select {COLUMNS}, {NO_FIRE}
              from schedules s where s.id = $1 and s.enabled = 1 and s.next_fire_at is not null and s.next_fire_at <= $2{skip_locked}"
         )))
         .bind(id)
@@ -466,17 +459,7 @@ impl Store {
         settings: &FireSettings,
     ) -> Result<Fired> {
         let mut tx = self.begin().await?;
-        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "select {COLUMNS}, null as f_schedule, null as fire_at, null as fired_at, null as manual, null as outcome, null as f_run, null as f_session, null as detail, null as run_status
-             from schedules s where s.id = $1 and s.user_id = $2{}",
-            self.lock_suffix()
-        )))
-        .bind(id)
-        .bind(&user.0)
-        .fetch_optional(&mut **tx)
-        .await?
-        .ok_or(StoreError::NotFound)?;
-        let schedule = schedule_from(&row)?;
+        let schedule = self.locked_schedule(&mut tx, user, id).await?;
         let fired = self
             .fire_in(&mut tx, &schedule, now, now, true, settings)
             .await?
@@ -487,6 +470,25 @@ impl Store {
             })?;
         tx.commit().await?;
         Ok(fired)
+    }
+
+    /// `user`'s schedule `id`, its row locked for `tx` (`NotFound` for anyone else's).
+    async fn locked_schedule(
+        &self,
+        tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+        user: &UserId,
+        id: &str,
+    ) -> Result<ScheduleRecord> {
+        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "select {COLUMNS}, {NO_FIRE} from schedules s where s.id = $1 and s.user_id = $2{}",
+            self.lock_suffix()
+        )))
+        .bind(id)
+        .bind(&user.0)
+        .fetch_optional(&mut **tx)
+        .await?
+        .ok_or(StoreError::NotFound)?;
+        schedule_from(&row)
     }
 
     /// Claim the fire `(schedule, fire_at)` and act on it in `tx`. `None` when
