@@ -13,6 +13,7 @@ pub mod markdown;
 pub mod plan;
 pub mod question;
 mod reply;
+pub mod todo;
 
 use serde_json::{Value, json};
 
@@ -24,6 +25,7 @@ pub use reply::{
     AgentProgress, Reasoning, ReplyCard, Source, ToolApproval, ToolProgress, ToolStatus,
     body_change,
 };
+pub use todo::TodoCard;
 
 /// Element id of the streamed reply text.
 pub const BODY_ELEMENT_ID: &str = "reply_body";

@@ -18,7 +18,6 @@ use super::markdown::{self, MarkdownLimits};
 use super::{BODY_ELEMENT_ID, CardState, card, markdown as markdown_element, notation, panel};
 use crate::text::say::{self, Footer, Verdict};
 use crate::text::{Lang, Text};
-use weft_wire::api::{TodoItem, TodoStatus};
 
 /// Characters of reasoning shown, at most (the tail: what the model thinks now).
 const REASONING_SHOWN: usize = 200;
@@ -94,10 +93,6 @@ pub struct ReplyCard {
     /// conversation in the web UI or the terminal): quoted at the top, so the
     /// chat sees what the answer answers.
     pub asked_elsewhere: Option<String>,
-    /// The conversation's todo list as this reply last changed it
-    /// (`todo_update`): an open panel under the calls, with a progress bar,
-    /// updated in place with the card. Empty: no panel.
-    pub todos: Vec<TodoItem>,
     /// The tasks this reply handed to other agents (`delegate`), one line
     /// each with where it stands, under the calls.
     pub agents: Vec<AgentProgress>,
@@ -129,7 +124,6 @@ impl ReplyCard {
             footer: None,
             sources: Vec::new(),
             asked_elsewhere: None,
-            todos: Vec::new(),
             agents: Vec::new(),
             still_working: None,
         }
@@ -163,9 +157,6 @@ impl ReplyCard {
                     elements.extend(tool_elements(&self.tools, lang));
                     if !self.agents.is_empty() {
                         elements.push(notation("agents", &agents_text(&self.agents, lang)));
-                    }
-                    if !self.todos.is_empty() {
-                        elements.push(todo_panel(&self.todos, lang));
                     }
                 }
                 let piece = markdown::sanitize(piece, limits.max_tables);
@@ -280,39 +271,6 @@ fn agents_text(agents: &[AgentProgress], lang: Lang) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
-}
-
-/// The todo list: the progress as a bar in the panel's title (items dropped not
-/// counted), then one line per item — ☐ to do, ▶ **in progress**, ☑ ~~done~~,
-/// ☒ ~~dropped~~.
-fn todo_panel(items: &[TodoItem], lang: Lang) -> Value {
-    let kept = items
-        .iter()
-        .filter(|i| i.status != TodoStatus::Cancelled)
-        .count();
-    let done = items
-        .iter()
-        .filter(|i| i.status == TodoStatus::Done)
-        .count();
-    let lines: Vec<String> = items
-        .iter()
-        .map(|i| {
-            let text = markdown::neutralize_mentions(&i.text.replace('\n', " "));
-            let text = text.replace('~', "∼").replace('*', "∗");
-            match i.status {
-                TodoStatus::Pending => format!("☐ {text}"),
-                TodoStatus::InProgress => format!("▶ **{text}**"),
-                TodoStatus::Done => format!("☑ ~~{text}~~"),
-                TodoStatus::Cancelled => format!("☒ ~~{text}~~"),
-            }
-        })
-        .collect();
-    panel(
-        "todos",
-        true,
-        &say::todo_title(lang, done, kept),
-        vec![notation("todos_text", &lines.join("\n"))],
-    )
 }
 
 /// The reasoning panel: open with the latest thoughts while the model thinks.

@@ -4,7 +4,9 @@
 //! ([`approvals`]: one per approval, asked with buttons and rewritten without
 //! them once it is decided, expired or left open by a reply that ended), then
 //! the question cards ([`questions`]: the same, for the agent's questions),
-//! then the plan cards ([`plans`]: the same, for the plans of plan mode).
+//! then the plan cards ([`plans`]: the same, for the plans of plan mode),
+//! then the todo card ([`todos`]: one per reply that changes the list,
+//! rewritten in place as it ticks over).
 //!
 //! **Fewer calls, newest content.** A card is created with its first content
 //! (reasoning, text, a call), not as an empty "…" that a patch fills a moment
@@ -20,6 +22,7 @@ mod approvals;
 mod pages;
 mod plans;
 mod questions;
+mod todos;
 
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
@@ -74,6 +77,10 @@ pub(super) struct Driver {
     plans_asked: HashMap<String, String>,
     /// Plans whose card this driver has rewritten with their decision.
     plans_decided: HashSet<String>,
+    /// The run's todo card, once this driver sent (or found) it, and the
+    /// list it shows.
+    todo_message: Option<String>,
+    todos_shown: todos::Shown,
     /// The log's last seq before this attempt: approvals, questions and plans
     /// announced up to it were asked (and answers shown) by an earlier
     /// attempt's follower; they are asked again (same `uuid`, same card) only
@@ -117,6 +124,8 @@ impl Driver {
             questions_answered: HashSet::new(),
             plans_asked: HashMap::new(),
             plans_decided: HashSet::new(),
+            todo_message: None,
+            todos_shown: None,
             before,
             settle,
             leave,
@@ -223,7 +232,7 @@ impl Driver {
     }
 
     /// Makes the cards show `view`: the reply's pages, then its approvals,
-    /// its questions and its plans.
+    /// its questions, its plans and its todo list.
     async fn sync(&mut self, view: &ReplyView) -> Result<(), SyncError> {
         loop {
             match self.push_pages(view).await {
@@ -237,7 +246,8 @@ impl Driver {
         }
         self.sync_approvals(view).await?;
         self.sync_questions(view).await?;
-        self.sync_plans(view).await
+        self.sync_plans(view).await?;
+        self.sync_todos(view).await
     }
 
     /// Rewrites the card of a question or a plan as it now stands: on

@@ -189,6 +189,13 @@ impl ReplyView {
             .collect()
     }
 
+    /// The conversation's todo list as this reply last changed it
+    /// (`todo_update`); empty when the reply has not touched it. Shown on a
+    /// card of its own ([`weft_lark::card::TodoCard`]).
+    pub fn todos(&self) -> &[weft_shared::api::TodoItem] {
+        self.fold.todos.as_deref().unwrap_or_default()
+    }
+
     /// The reply's text so far, all steps in order.
     pub fn body(&self) -> String {
         self.fold
@@ -239,7 +246,6 @@ impl ReplyView {
                 })
                 .collect(),
             asked_elsewhere: None,
-            todos: fold.todos.clone().unwrap_or_default(),
             agents: fold
                 .delegations
                 .iter()

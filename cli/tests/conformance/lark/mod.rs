@@ -25,5 +25,6 @@ mod replies;
 mod resilience;
 mod schedules;
 mod speakers;
+mod todos;
 mod traces;
 mod world;

@@ -3,13 +3,18 @@
 //! its own (no message to reply to); `/schedules` lists, pauses, resumes and
 //! deletes the speaker's own, in a DM only.
 
+use std::time::Duration;
+
 use serde_json::json;
 
 use super::world::*;
 use crate::both_backends;
 use crate::harness::*;
 
-both_backends!(a_fire_posts_into_the_chat_and_schedules_are_managed_in_a_dm);
+both_backends!(
+    a_fire_posts_into_the_chat_and_schedules_are_managed_in_a_dm,
+    a_rolling_restart_at_the_fire_time_posts_once,
+);
 
 async fn answer(w: &LarkWorld, to: &str) -> String {
     notice(
@@ -99,4 +104,78 @@ async fn a_fire_posts_into_the_chat_and_schedules_are_managed_in_a_dm(b: Backend
     // In a group: only a pointer to the DM.
     let group = w.group("oc_team", "ou_alice", "/schedules");
     assert!(answer(&w, &group).await.starts_with("🔒"));
+}
+
+/// The "rolling restart of every process at 08:59:59": every process
+/// is stopped (SIGTERM, as a deploy does) and started again, one after the
+/// other, across the second a schedule is due. One fire, one run, one card
+/// in the chat, and the history shows it.
+async fn a_rolling_restart_at_the_fire_time_posts_once(b: Backend) {
+    let mut w = LarkWorld::start_with(b, 2, fake_config(), &[]).await;
+    let alice = w.linked_account("alice", "ou_alice").await;
+    let hello = w.dm("ou_alice", "hello");
+    w.final_card(&hello).await;
+    let sessions = w.get_json("/v1/sessions", &alice).await;
+    let dm_session = sessions["sessions"][0]["id"].as_str().unwrap().to_owned();
+    let due = weft_shared::time::now_ms() + 3000;
+    let (st, made) = w
+        .call(
+            reqwest::Method::POST,
+            "/v1/schedules",
+            &alice,
+            Some(json!({"name": "digest", "prompt": "summarise the day",
+                        "trigger": {"at": weft_shared::time::rfc3339(due)},
+                        "target": {"session": dm_session}})),
+        )
+        .await;
+    assert_eq!(st, 201, "{made}");
+    let fires_path = format!("/v1/schedules/{}/fires", made["id"].as_str().unwrap());
+    let posted = |fake: &weft_lark::fake::FakeLark| {
+        fake.sent_messages()
+            .into_iter()
+            .filter(|m| m.chat_id == "oc_dm_ou_alice" && m.reply_to.is_empty())
+            .count()
+    };
+
+    // From just before the fire: each worker, then each gateway, stopped
+    // and started again in turn.
+    tokio::time::sleep(Duration::from_millis(
+        (due - 600 - weft_shared::time::now_ms()).max(0) as u64,
+    ))
+    .await;
+    for i in 0..w.workers.len() {
+        w.workers[i].terminate();
+        let _ = w.workers[i].exit_code(Duration::from_secs(10)).await;
+        w.workers[i] = App::spawn_worker(&w.env);
+    }
+    for i in 0..w.gateways.len() {
+        w.gateways[i].terminate();
+        let _ = w.gateways[i].exit_code(Duration::from_secs(10)).await;
+        w.gateways[i] = w.spawn_gateway();
+    }
+    let n = w.gateways.len();
+    w.wait_connections(n).await;
+
+    let fire = eventually(
+        Duration::from_secs(30),
+        "the fire's run to succeed",
+        async || {
+            let fires = w.get_json(&fires_path, &alice).await;
+            match fires["fires"].as_array().map(Vec::as_slice) {
+                Some([f]) if f["run_status"] == "succeeded" => Ok(f.clone()),
+                other => Err(format!("{other:?}")),
+            }
+        },
+    )
+    .await;
+    assert_eq!(fire["outcome"], "started");
+    w.until("the fire's card in the DM", |fake| {
+        (posted(fake) >= 1).then_some(())
+    })
+    .await;
+    // A moment more: nothing else arrives.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(posted(&w.fake), 1, "one post for one fire");
+    let fires = w.get_json(&fires_path, &alice).await;
+    assert_eq!(fires["fires"].as_array().unwrap().len(), 1, "{fires}");
 }

@@ -268,54 +268,6 @@ fn cited_documents_are_listed_under_the_answer_on_the_last_card() {
 }
 
 #[test]
-fn the_todo_list_is_an_open_panel_with_its_progress() {
-    let mut card = ReplyCard::new("Weft", CardState::Streaming, Lang::En);
-    card.body = "Working on it.".into();
-    let item = |id: &str, text: &str, status| TodoItem {
-        id: id.into(),
-        text: text.into(),
-        status,
-    };
-    card.todos = vec![
-        item("1", "read the brief", TodoStatus::Done),
-        item("2", "write <at id=all></at> it up", TodoStatus::InProgress),
-        item("3", "send", TodoStatus::Pending),
-        item("4", "print", TodoStatus::Cancelled),
-    ];
-    let limits = MarkdownLimits {
-        max_tables: 3,
-        max_element_bytes: 8000,
-    };
-    let pages = card.render(limits);
-    let panel = by_id(&pages[0], "todos");
-    assert_eq!(panel["tag"], "collapsible_panel");
-    assert_eq!(panel["expanded"], true);
-    assert_eq!(
-        panel["header"]["title"]["content"], "☑ Todo 1/3 ▰▰▰▱▱▱▱▱▱▱",
-        "the dropped item is not counted"
-    );
-    let text = panel["elements"][0]["content"].as_str().unwrap();
-    let lines: Vec<&str> = text.lines().collect();
-    assert_eq!(lines[0], "☑ ~~read the brief~~");
-    assert!(
-        lines[1].starts_with("▶ **write ") && !text.contains("<at"),
-        "{text}"
-    );
-    assert_eq!(&lines[2..], ["☐ send", "☒ ~~print~~"]);
-    card.lang = Lang::Zh;
-    let pages = card.render(limits);
-    let title = by_id(&pages[0], "todos")["header"]["title"]["content"].clone();
-    assert_eq!(title, "☑ 待办 1/3 ▰▰▰▱▱▱▱▱▱▱");
-    card.todos.clear();
-    let pages = card.render(limits);
-    assert!(
-        !elements(&pages[0])
-            .iter()
-            .any(|e| e["element_id"] == "todos")
-    );
-}
-
-#[test]
 fn tasks_handed_to_other_agents_are_a_line_each() {
     use crate::card::AgentProgress;
     use weft_wire::states::DelegationStatus;

@@ -488,7 +488,7 @@ fn a_plan_waits_for_its_decision_and_a_revised_one_is_followed_by_the_next() {
 }
 
 #[test]
-fn the_card_shows_the_todo_list_the_reply_last_sent() {
+fn the_view_holds_the_todo_list_the_reply_last_sent() {
     use weft_shared::api::{TodoItem, TodoStatus};
     let item = |id: &str, status| TodoItem {
         id: id.into(),
@@ -497,13 +497,13 @@ fn the_card_shows_the_todo_list_the_reply_last_sent() {
     };
     let mut v = ReplyView::default();
     v.apply(&ev(1, started(1, 1)));
-    assert!(v.card(Lang::En).todos.is_empty(), "no list, no panel");
+    assert!(v.todos().is_empty(), "no list, no card");
     let todo = |items| EventKind::Todo { step: 1, items };
     v.apply(&ev(2, todo(vec![item("1", TodoStatus::Pending)])));
     let both = vec![item("1", TodoStatus::Done), item("2", TodoStatus::Pending)];
     v.apply(&ev(3, todo(both.clone())));
     v.apply(&ev(4, text(2, "Half done.")));
-    assert_eq!(v.card(Lang::En).todos, both);
+    assert_eq!(v.todos(), both.as_slice());
 }
 
 #[test]
