@@ -14,7 +14,9 @@ use weft_shared::api::{
 };
 use weft_shared::ids::SessionId;
 use weft_shared::schedule_time::Timing;
-use weft_shared::store::{AuthUser, FireRecord, NewSchedule, ScheduleRecord, ScheduleUpdate};
+use weft_shared::store::{
+    AuthUser, FireRecord, NewSchedule, ScheduleRecord, ScheduleUpdate, auto_title,
+};
 use weft_shared::time::{now_ms, rfc3339};
 
 use crate::AppState;
@@ -73,7 +75,7 @@ pub async fn create_schedule(
     check_timing(&req.trigger, &timezone)?;
     let name = match req.name.as_deref().map(str::trim) {
         Some(n) if !n.is_empty() => check_name(n)?,
-        _ => first_line(&req.prompt),
+        _ => auto_title(&req.prompt),
     };
     let agent = state.resolve_mode(&user, req.agent.as_deref())?;
     let model = model_for(&state, &user, &agent, None).await?;
@@ -282,20 +284,6 @@ fn check_name(name: &str) -> ApiResult<String> {
         )));
     }
     Ok(name.to_string())
-}
-
-/// A name from the prompt: its first line, at most 60 characters.
-fn first_line(prompt: &str) -> String {
-    let line = prompt
-        .lines()
-        .map(str::trim)
-        .find(|l| !l.is_empty())
-        .unwrap_or("");
-    let mut name: String = line.chars().take(60).collect();
-    if line.chars().count() > 60 {
-        name.push('…');
-    }
-    name
 }
 
 /// A refusal of the run service about one field, as a 422 naming it.

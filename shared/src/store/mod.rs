@@ -76,7 +76,7 @@ pub use runs::{
     ActiveRun, CancelOutcome, ClaimOutcome, ClaimedRun, FinishOutcome, RunEnd, RunRecord, RunStatus,
 };
 pub use schedules::{FireRecord, FireSettings, Fired, NewSchedule, ScheduleRecord, ScheduleUpdate};
-pub use send::{NewMessage, NewRun, SendOutcome, SendRequest};
+pub use send::{NewMessage, NewRun, SendOutcome, SendRequest, auto_title};
 pub use sessions::{SessionCursor, SessionRecord};
 pub use skills::merge_skills;
 pub use storage_quota::StorageUse;

@@ -404,8 +404,9 @@ async fn remember_key(
     Ok(())
 }
 
-/// A session title from its first message: the first line, at most 60 characters.
-pub(super) fn auto_title(text: &str) -> String {
+/// A session title from its first message (and a schedule's default name
+/// from its prompt): the first line, at most 60 characters.
+pub fn auto_title(text: &str) -> String {
     let line = text
         .lines()
         .find(|l| !l.trim().is_empty())

@@ -99,13 +99,7 @@ impl Tool for ScheduleCreate {
         }
         let name = match args["name"].as_str().map(str::trim) {
             Some(n) if !n.is_empty() => n.chars().take(200).collect(),
-            _ => prompt
-                .lines()
-                .next()
-                .unwrap_or(prompt)
-                .chars()
-                .take(60)
-                .collect(),
+            _ => weft_shared::store::auto_title(prompt),
         };
         let new = NewSchedule {
             user_id: user,
