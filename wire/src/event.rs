@@ -170,8 +170,13 @@ pub enum EventKind {
     Usage(UsageDto),
     /// The session's todo list changed (`todo_update`): the whole list after
     /// the change. The list is the session's (`GET /v1/sessions/{id}/todos`).
+    /// `version` counts the session's lists up: calls of one step run at once
+    /// and their events may arrive in any order, so a client keeps the list
+    /// of the highest version (0: a log written before versions, newest last).
     Todo {
         step: u32,
+        #[serde(default)]
+        version: u64,
         items: Vec<crate::api::TodoItem>,
     },
     /// The memories of the person (`GET /v1/me/memories`) this run's prompt

@@ -268,6 +268,8 @@ pub struct RunFold {
     pub memories: Vec<MemoryRef>,
     /// The session's todo list as this run last changed it; `None` until it does.
     pub todos: Option<Vec<TodoItem>>,
+    /// The version of `todos` (see [`EventKind::Todo`]).
+    pub todos_version: u64,
     /// While the run has said nothing but heartbeats for
     /// [`STILL_WORKING_AFTER_MS`]: how long it has been going (the newest
     /// heartbeat's `elapsed_ms`). Any other event clears it.
@@ -608,7 +610,13 @@ impl RunFold {
                 self.memories = memories.clone();
                 vec![Change::Memories]
             }
-            EventKind::Todo { items, .. } => {
+            EventKind::Todo { items, version, .. } => {
+                // An older list arriving after a newer one (two calls of one
+                // step) changes nothing.
+                if *version != 0 && *version < self.todos_version {
+                    return vec![];
+                }
+                self.todos_version = *version;
                 self.todos = Some(items.clone());
                 vec![Change::Todos]
             }

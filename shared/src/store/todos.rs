@@ -93,8 +93,10 @@ pub fn apply_todo_patch(
 /// What [`Store::update_todos`] did.
 #[derive(Debug, Clone, PartialEq)]
 pub enum TodoUpdate {
-    /// The list after the change (or after this call's first time).
-    Updated(Vec<TodoItem>),
+    /// The list after the change (or after this call's first time), and its
+    /// version: the session's versions count up, so of two lists the higher
+    /// version is the newer, whatever order their events arrive in.
+    Updated { items: Vec<TodoItem>, version: i64 },
     /// The patch breaks a rule; nothing was written.
     Refused(String),
 }
@@ -138,12 +140,15 @@ impl Store {
         if !lock_session(&mut tx, self.lock_suffix(), session).await? {
             return Err(StoreError::NotFound);
         }
-        let done = sqlx::query("select items from todo_lists where call_key = $1")
+        let done = sqlx::query("select items, seq from todo_lists where call_key = $1")
             .bind(call_key)
             .fetch_optional(&mut **tx)
             .await?;
         if let Some(row) = done {
-            return Ok(TodoUpdate::Updated(parse_items(&get_str(&row, "items")?)?));
+            return Ok(TodoUpdate::Updated {
+                items: parse_items(&get_str(&row, "items")?)?,
+                version: get_i64(&row, "seq")?,
+            });
         }
         let current = sqlx::query(CURRENT)
             .bind(&session.0)
@@ -159,21 +164,22 @@ impl Store {
             Err(why) => return Ok(TodoUpdate::Refused(why)),
         };
         let json = serde_json::to_string(&items).map_err(|e| StoreError::Other(e.to_string()))?;
-        sqlx::query(
+        let version: i64 = sqlx::query_scalar(
             "insert into todo_lists (session_id, run_id, call_key, seq, items, created_at)
              values ($1, $2, $3,
                      (select coalesce(max(seq), 0) + 1 from todo_lists where session_id = $1),
-                     $4, $5)",
+                     $4, $5)
+             returning seq",
         )
         .bind(&session.0)
         .bind(&run.0)
         .bind(call_key)
         .bind(json)
         .bind(now_ms())
-        .execute(&mut **tx)
+        .fetch_one(&mut **tx)
         .await?;
         tx.commit().await?;
-        Ok(TodoUpdate::Updated(items))
+        Ok(TodoUpdate::Updated { items, version })
     }
 }
 

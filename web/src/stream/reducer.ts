@@ -205,6 +205,8 @@ export interface RunState {
   memories?: MemoryRef[]
   /** the session's todo list as this run last changed it (`todo`) */
   todos?: TodoItem[]
+  /** the version of `todos`: a `todo` event with a lower one is older */
+  todosVersion?: number
   retry?: RetryInfo
   error?: ErrorBody
   cancelledBy?: string
@@ -598,7 +600,12 @@ export function applyEvent(state: RunState, ev: RunEvent): RunState {
       return s
     }
     case 'todo': {
+      // Calls of one step run at once: an older list arriving after a newer
+      // one changes nothing (0: a log written before versions, newest last).
+      const version = ev.version ?? 0
+      if (version !== 0 && version < (s.todosVersion ?? 0)) return s
       s.todos = ev.items
+      s.todosVersion = version
       return s
     }
     case 'retrying': {

@@ -60,11 +60,13 @@ impl Tool for TodoUpdateTool {
         let patch = patch_of(&args)?;
         let session = SessionId(ctx.session_id.clone());
         let run = RunId(ctx.run_id.clone());
-        let items = if patch.is_empty() {
+        let (items, version) = if patch.is_empty() {
             let held = self.store.session_todos(&session).await;
-            held.map_err(|e| format!("reading the todo list failed: {e}"))?
+            let items = held
+                .map_err(|e| format!("reading the todo list failed: {e}"))?
                 .map(|v| v.items)
-                .unwrap_or_default()
+                .unwrap_or_default();
+            (items, 0)
         } else {
             let updated = self
                 .store
@@ -72,13 +74,14 @@ impl Tool for TodoUpdateTool {
                 .await
                 .map_err(|e| format!("updating the todo list failed: {e}"))?;
             match updated {
-                TodoUpdate::Updated(items) => items,
+                TodoUpdate::Updated { items, version } => (items, version),
                 TodoUpdate::Refused(why) => return Err(why),
             }
         };
         if !patch.is_empty() {
             ctx.events.push(EventKind::Todo {
                 step: ctx.step,
+                version: version.max(0) as u64,
                 items: items.clone(),
             });
         }

@@ -1,6 +1,6 @@
 //! The todo card from Lark (issue 28, docs/lark.md): a reply that changes the
 //! conversation's todo list gets one turquoise card of its own, its progress in
-//! the header (rewritten in place as the list changes within the reply); the reply card carries
+//! the header, rewritten in place as the list changes; the reply card carries
 //! no copy of the list; the next reply that changes it gets its own card.
 
 use super::world::*;
@@ -12,12 +12,12 @@ both_backends!(a_reply_that_keeps_a_todo_list_has_one_card_for_it);
 async fn a_reply_that_keeps_a_todo_list_has_one_card_for_it(b: Backend) {
     let mut w = LarkWorld::start(b).await;
     let alice = w.linked_account("alice", "ou_alice").await;
-    // One call: two calls of one step run at once, and the `todo` event each
-    // carries is the list as that call left it, so their order is not the
-    // order of the changes (docs/status.md) — this test does not rely on it.
+    // Two calls in one step: the list changes twice while the reply goes on.
+    // They run at once and their `todo` events may arrive in either order;
+    // the card keeps the list of the higher version (docs/protocol.md, "Todos").
     let said = w.dm(
         "ou_alice",
-        r#"plan it @mock.tool todo_update {"items": [{"text": "read the brief"}, {"text": "draft"}, {"text": "send"}]}"#,
+        r#"plan it @mock.tool todo_update {"items": [{"text": "read the brief"}, {"text": "draft"}]} @mock.tool todo_update {"items": [{"text": "send"}]}"#,
     );
     let reply = w.final_card(&said).await;
     assert!(
@@ -51,9 +51,10 @@ async fn a_reply_that_keeps_a_todo_list_has_one_card_for_it(b: Backend) {
         items.contains("☐ read the brief") && items.contains("☐ draft"),
         "{items}"
     );
-    assert_eq!(todo_cards(&w).len(), 1, "one card");
+    assert_eq!(todo_cards(&w).len(), 1, "one card, rewritten in place");
 
     // The next reply ticks the list over: a card of its own, with its progress.
+    // (The two calls ran at once: the ids are read, not assumed.)
     let sessions = w.get_json("/v1/sessions", &alice).await;
     let session = sessions["sessions"][0]["id"].as_str().unwrap().to_owned();
     let list = w

@@ -498,7 +498,11 @@ fn the_view_holds_the_todo_list_the_reply_last_sent() {
     let mut v = ReplyView::default();
     v.apply(&ev(1, started(1, 1)));
     assert!(v.todos().is_empty(), "no list, no card");
-    let todo = |items| EventKind::Todo { step: 1, items };
+    let todo = |items| EventKind::Todo {
+        step: 1,
+        version: 0,
+        items,
+    };
     v.apply(&ev(2, todo(vec![item("1", TodoStatus::Pending)])));
     let both = vec![item("1", TodoStatus::Done), item("2", TodoStatus::Pending)];
     v.apply(&ev(3, todo(both.clone())));
