@@ -190,6 +190,8 @@ pub enum ClientCommand {
     Knowledge(KnowledgeCommand),
     /// `weft schedules` alone lists them.
     Schedules(Option<crate::schedules::SchedulesCommand>),
+    /// `weft channels` alone lists them.
+    Channels(Option<crate::channels::ChannelsCommand>),
     Models,
     Agents,
     Skills,
@@ -245,6 +247,7 @@ fn dispatch(connect: ConnectArgs, cmd: ClientCommand) -> Result<u8, ClientError>
         ClientCommand::Agents => ok(runtime(false)?.block_on(commands::agents(&gw))),
         ClientCommand::Skills => ok(runtime(false)?.block_on(commands::skills(&gw))),
         ClientCommand::Schedules(c) => runtime(false)?.block_on(crate::schedules::run(&gw, c)),
+        ClientCommand::Channels(c) => runtime(false)?.block_on(crate::channels::run(&gw, c)),
         ClientCommand::Knowledge(c) => runtime(false)?.block_on(async {
             use weft_client::knowledge as kb;
             match c {

@@ -1,9 +1,10 @@
 //! `weft`: one binary for the server (`up`, `serve`, `worker`, `migrate`, `admin`)
 //! and the terminal client (`weft`, `weft -p`, `weft chat`, `login`, `sessions`,
-//! `schedules` …).
+//! `schedules`, `channels` …).
 //! Thin: parse flags, then dispatch. Server commands get a multi-thread runtime and
 //! telemetry; client commands go to `client.rs`, which initialises neither.
 
+mod channels;
 mod client;
 mod schedules;
 mod server;
@@ -132,11 +133,22 @@ enum Command {
         connect: ConnectArgs,
     },
     /// Prompts an agent runs on its own — cron, every so long, or once — in
-    /// your timezone: list (the default), add, pause, resume, rename, rm, run now, fires.
+    /// your timezone: list (the default), add, pause, resume, rename, deliver,
+    /// rm, run now, fires.
     #[command(after_help = schedules::EXAMPLES)]
     Schedules {
         #[command(subcommand)]
         command: Option<schedules::SchedulesCommand>,
+        #[command(flatten)]
+        connect: ConnectArgs,
+    },
+    /// Where your schedules' notifications go besides the inbox — a signed
+    /// webhook, an email address, Lark: list (the default), add, rename, rm,
+    /// test, deliveries.
+    #[command(after_help = channels::EXAMPLES)]
+    Channels {
+        #[command(subcommand)]
+        command: Option<channels::ChannelsCommand>,
         #[command(flatten)]
         connect: ConnectArgs,
     },
@@ -218,6 +230,7 @@ fn main() -> std::process::ExitCode {
         Some(Command::Schedules { command, connect }) => {
             (connect, ClientCommand::Schedules(command))
         }
+        Some(Command::Channels { command, connect }) => (connect, ClientCommand::Channels(command)),
         Some(Command::Models { connect }) => (connect, ClientCommand::Models),
         Some(Command::Agents { connect }) => (connect, ClientCommand::Agents),
         Some(Command::Skills { connect }) => (connect, ClientCommand::Skills),
@@ -332,6 +345,7 @@ async fn run_server(command: Command, telemetry: &mut Option<Telemetry>) -> anyh
         | Command::Sessions { .. }
         | Command::Knowledge { .. }
         | Command::Schedules { .. }
+        | Command::Channels { .. }
         | Command::Models { .. }
         | Command::Agents { .. }
         | Command::Skills { .. }

@@ -20,8 +20,10 @@ Examples:
     weft schedules
   fire one now, then watch its run:
     weft schedules run standup       # prints `weft -r SESSION`
-  its history (due time, lateness, outcome, run status):
+  its history (due time, lateness, outcome, run status, deliveries):
     weft schedules fires standup
+  deliver its notifications to channels too (`weft channels` makes them):
+    weft schedules deliver standup ops-hook
   pause, resume, rename, remove (by id, short id or name):
     weft schedules pause standup";
 
@@ -33,15 +35,26 @@ Examples:
     weft schedules add --every 90m --session 1a2b3c4d --overlap skip \"Check the build\"
   once, on Christmas Eve at 18:00 Beijing time:
     weft schedules add --at 2026-12-24T18:00:00+08:00 \"Remind me to call home\"
+  with each result also posted to a webhook and emailed (`weft channels` lists them):
+    weft schedules add --every 1h --deliver ops-hook --deliver me-mail \"Check the build\"
 
 Cron is five fields, minute first (minute hour day-of-month month weekday), read
 in the schedule's timezone. Without --tz, TZ is used when it names a zone
 (e.g. TZ=Europe/Berlin), else the gateway's default (UTC unless its admin set one).";
 
+const DELIVER_EXAMPLES: &str = "\
+Examples:
+  weft schedules deliver standup ops-hook me-mail   # to these two (and the inbox)
+  weft schedules deliver standup --none             # the inbox only
+
+The channels named replace the ones it had. `weft schedules` shows each
+schedule's channels; `weft schedules fires standup`, how each delivery went.";
+
 #[derive(Debug, Subcommand)]
 pub enum SchedulesCommand {
     /// Your schedules (the default): id, name, the trigger in words, the next
-    /// fire in the schedule's timezone, enabled or paused, and how the last fire went.
+    /// fire in the schedule's timezone, enabled or paused, the channels it
+    /// delivers to, and how the last fire went.
     List,
     /// Make a schedule: prints the trigger in words and its next 3 fire times, then creates it.
     #[command(after_help = ADD_EXAMPLES)]
@@ -66,6 +79,20 @@ pub enum SchedulesCommand {
         /// The new name (at most 200 characters).
         name: String,
     },
+    /// Set the channels a schedule's notifications (a run finished, or waits
+    /// for you) go to besides your inbox: exactly the ones named, replacing
+    /// what it had; --none for the inbox only.
+    #[command(after_help = DELIVER_EXAMPLES)]
+    Deliver {
+        /// Schedule id, the short id `weft schedules` shows, or its name.
+        id: String,
+        /// Channels: id, the short id `weft channels` shows, or name.
+        #[arg(value_name = "CHANNEL", required_unless_present = "none")]
+        channels: Vec<String>,
+        /// No channels: notify your inbox only.
+        #[arg(long, conflicts_with = "channels")]
+        none: bool,
+    },
     /// Delete a schedule and its fire history (the sessions it made stay).
     #[command(after_help = "Example:\n  weft schedules rm standup")]
     Rm {
@@ -81,7 +108,8 @@ pub enum SchedulesCommand {
         id: String,
     },
     /// A schedule's fires, newest first: the time each was due, how late it was
-    /// claimed, how it went, its run's status and session, and why one was refused.
+    /// claimed, how it went, its run's status and session, and why one was
+    /// refused; under each, its deliveries (channel, status, attempts, error).
     #[command(after_help = "Example:\n  weft schedules fires standup --limit 10")]
     Fires {
         /// Schedule id, the short id `weft schedules` shows, or its name.
@@ -129,6 +157,10 @@ pub struct AddArgs {
     #[arg(long, value_parser = PossibleValuesParser::new(Overlap::ALL.iter().map(|o| o.as_str()))
         .map(|s| s.parse::<Overlap>().expect("one of Overlap::ALL")))]
     overlap: Option<Overlap>,
+    /// Also deliver its notifications to this channel (id, short id or name;
+    /// repeat for more). `weft channels` lists yours.
+    #[arg(long, value_name = "CHANNEL")]
+    deliver: Vec<String>,
     /// What the agent is asked each time.
     #[arg(value_name = "PROMPT")]
     prompt: String,
@@ -150,6 +182,7 @@ impl AddArgs {
             session: self.session,
             misfire: self.misfire,
             overlap: self.overlap,
+            deliver: self.deliver,
             prompt: self.prompt,
         }
     }
@@ -164,6 +197,11 @@ pub async fn run(gw: &Gateway, cmd: Option<SchedulesCommand>) -> Result<u8, Clie
         SchedulesCommand::Pause { id } => sched::pause(gw, &id).await.map(done),
         SchedulesCommand::Resume { id } => sched::resume(gw, &id).await.map(done),
         SchedulesCommand::Rename { id, name } => sched::rename(gw, &id, &name).await.map(done),
+        SchedulesCommand::Deliver {
+            id,
+            channels,
+            none: _,
+        } => sched::deliver(gw, &id, &channels).await.map(done),
         SchedulesCommand::Rm { id } => sched::remove(gw, &id).await.map(done),
         SchedulesCommand::Run { id } => sched::run_now(gw, &id).await.map(|started| {
             if started {

@@ -1,7 +1,9 @@
 //! `weft schedules …` against a live `weft up`: add (the next fire times
 //! printed first), a bad cron refused with its field named, the timezone taken
 //! from `--tz`, then `TZ`, then the gateway's default, list, pause and resume,
-//! rename, run now (and watching that run), its fire history, remove.
+//! rename, run now (and watching that run), its fire history, remove; and the
+//! channels a schedule delivers to — named on add, listed, replaced, cleared —
+//! with each fire's deliveries in its history.
 
 mod client_support;
 
@@ -278,4 +280,162 @@ fn a_weekday_schedule_is_previewed_made_paused_run_and_removed_from_the_terminal
     let out = schedules(&s, None, &["rm", short]);
     assert_code(&out, 2);
     assert!(stderr(&out).contains("no schedule"), "{}", stderr(&out));
+}
+
+/// Asks `probe` until it answers, failing the test after [`WAIT`].
+fn eventually<T>(what: &str, mut probe: impl FnMut() -> Result<T, String>) -> T {
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        match probe() {
+            Ok(found) => return found,
+            Err(last) if std::time::Instant::now() >= deadline => {
+                panic!("{what}: not within {WAIT:?}; last seen: {last}")
+            }
+            Err(_) => std::thread::sleep(std::time::Duration::from_millis(200)),
+        }
+    }
+}
+
+#[test]
+fn a_schedule_delivers_to_the_channels_it_names() {
+    let s = Server::start_env(
+        true,
+        &[("WEFT_TOOLS__WEB_FETCH__ALLOW_HOSTS", "[\"127.0.0.1\"]")],
+    );
+    // A port nobody listens on: each try is refused, and retried.
+    let closed = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let channel = |name: &str| {
+        let url = format!("http://127.0.0.1:{closed}/{name}");
+        let body = serde_json::json!({"name": name, "target": {"kind": "webhook", "url": url}});
+        let (status, made) = api(&s, reqwest::Method::POST, "/v1/channels", Some(body));
+        assert_eq!(status, 201, "{made}");
+        made["id"].as_str().unwrap().to_string()
+    };
+    let ops = channel("ops-hook");
+    let audit = channel("audit");
+    let audit_short = &audit[audit.len() - 8..];
+
+    // An unknown channel: said before anything is previewed or made.
+    let out = schedules(
+        &s,
+        None,
+        &[
+            "add",
+            "--every",
+            "1h",
+            "--deliver",
+            "nope",
+            "Check the build",
+        ],
+    );
+    assert_code(&out, 2);
+    assert!(
+        stderr(&out).contains("no channel \"nope\"; `weft channels` lists yours"),
+        "{}",
+        stderr(&out)
+    );
+    assert_eq!(stdout(&out), "");
+
+    // By name and by short id.
+    let out = schedules(
+        &s,
+        None,
+        &[
+            "add",
+            "--every",
+            "1h",
+            "--deliver",
+            "ops-hook",
+            "--deliver",
+            audit_short,
+            "Check the build",
+        ],
+    );
+    assert_code(&out, 0);
+    assert!(
+        stdout(&out).ends_with("delivers to ops-hook, audit (and your inbox)\n"),
+        "{}",
+        stdout(&out)
+    );
+    let build = schedule(&s, "Check the build");
+    assert_eq!(build["deliver"], serde_json::json!([ops, audit]));
+    let id = build["id"].as_str().unwrap().to_string();
+    let short = &id[id.len() - 8..];
+    let listed = stdout(&schedules(&s, None, &[]));
+    assert!(listed.contains(" DELIVERS TO "), "{listed}");
+    assert!(
+        line_with(&listed, short).contains("  ops-hook, audit  "),
+        "{listed}"
+    );
+
+    // `deliver` replaces the list: now only ops-hook, which `weft channels`
+    // counts a schedule for.
+    let out = schedules(&s, None, &["deliver", "Check the build", "ops-hook"]);
+    assert_code(&out, 0);
+    assert_eq!(
+        stdout(&out),
+        format!("Check the build ({short}) now delivers to ops-hook (and your inbox)\n")
+    );
+    assert_eq!(
+        schedule(&s, "Check the build")["deliver"],
+        serde_json::json!([ops])
+    );
+    let row = line_with(&stdout(&schedules(&s, None, &[])), short).to_string();
+    assert!(
+        row.contains("  ops-hook  ") && !row.contains("audit"),
+        "{row}"
+    );
+    let mut cmd = s.weft();
+    cmd.arg("channels");
+    let listed = stdout(&run(cmd, None));
+    let cells = |name: &str| -> Vec<String> {
+        line_with(&listed, name)
+            .split_whitespace()
+            .map(String::from)
+            .collect()
+    };
+    assert_eq!(cells("ops-hook")[4], "1", "{listed}");
+    assert_eq!(cells("audit")[4], "0", "{listed}");
+
+    // A fire: its run's notification goes to ops-hook, whose receiver is
+    // not there; the history shows the delivery and what its tries met.
+    let said = stdout(&schedules(&s, None, &["run", short]));
+    let run_id = line_with(&said, "run ")
+        .trim_start_matches("run ")
+        .to_string();
+    wait_for_end(&s, &run_id);
+    let fires_path = format!("/v1/schedules/{id}/fires");
+    eventually("a try at ops-hook", || {
+        let (_, fires) = api(&s, reqwest::Method::GET, &fires_path, None);
+        match fires["fires"][0]["deliveries"][0]["attempts"].as_u64() {
+            Some(1..) => Ok(()),
+            _ => Err(fires.to_string()),
+        }
+    });
+    let out = schedules(&s, None, &["fires", short]);
+    assert_code(&out, 0);
+    let history = stdout(&out);
+    let lines: Vec<&str> = history.lines().collect();
+    assert!(lines[1].contains("started (run now)"), "{history}");
+    assert!(
+        lines[2].starts_with("  -> ops-hook (webhook): pending, ")
+            && lines[2].contains(&format!("http://127.0.0.1:{closed}/ops-hook")),
+        "{history}"
+    );
+
+    // --none: the inbox only.
+    let out = schedules(&s, None, &["deliver", short, "--none"]);
+    assert_code(&out, 0);
+    assert_eq!(
+        stdout(&out),
+        format!("Check the build ({short}) now notifies your inbox only\n")
+    );
+    assert_eq!(
+        schedule(&s, "Check the build")["deliver"],
+        serde_json::json!([])
+    );
 }

@@ -405,6 +405,53 @@ impl Gateway {
             .await
     }
 
+    /// `GET /v1/channels`: yours, oldest first, each with its newest delivery.
+    pub async fn channels(&self) -> Result<weft_wire::api::ChannelList> {
+        self.get("/v1/channels").await
+    }
+
+    /// `POST /v1/channels`: a webhook made without a secret answers with the
+    /// one it was given, this once.
+    pub async fn create_channel(
+        &self,
+        req: &weft_wire::api::CreateChannelRequest,
+    ) -> Result<weft_wire::api::ChannelDto> {
+        self.json(Method::POST, "/v1/channels", Some(req)).await
+    }
+
+    pub async fn update_channel(
+        &self,
+        id: &str,
+        req: &weft_wire::api::UpdateChannelRequest,
+    ) -> Result<weft_wire::api::ChannelDto> {
+        self.json(Method::PATCH, &format!("/v1/channels/{id}"), Some(req))
+            .await
+    }
+
+    pub async fn delete_channel(&self, id: &str) -> Result<()> {
+        self.delete(&format!("/v1/channels/{id}")).await
+    }
+
+    /// `POST /v1/channels/{id}/test`: the answer is the test's delivery, pending.
+    pub async fn test_channel(&self, id: &str) -> Result<weft_wire::api::DeliveryDto> {
+        self.json(
+            Method::POST,
+            &format!("/v1/channels/{id}/test"),
+            None::<&()>,
+        )
+        .await
+    }
+
+    /// `GET /v1/channels/{id}/deliveries`: newest first.
+    pub async fn channel_deliveries(
+        &self,
+        id: &str,
+        limit: u32,
+    ) -> Result<weft_wire::api::DeliveryList> {
+        self.get(&format!("/v1/channels/{id}/deliveries?limit={limit}"))
+            .await
+    }
+
     pub async fn run(&self, id: &str) -> Result<RunDto> {
         self.get(&format!("/v1/runs/{id}")).await
     }

@@ -13,13 +13,15 @@
 //! * [`reply`] — folds events into a reply, honouring `retrying` and resumed attempts.
 //! * [`attach`] — files named with `-f` or `/attach`, checked then, read when sent.
 //! * [`oneshot`], [`repl`], [`commands`] — the three ways a person uses it;
-//!   [`knowledge`] and [`schedules`] are command families of their own.
+//!   [`knowledge`], [`schedules`] and [`channels`] are command families of
+//!   their own.
 //!
 //! Nothing here touches a database or starts server machinery; the binary runs it
 //! on a current-thread tokio runtime.
 
 pub mod api;
 pub mod attach;
+pub mod channels;
 pub mod clean;
 pub mod commands;
 pub mod config;

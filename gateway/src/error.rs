@@ -128,6 +128,9 @@ impl From<StoreError> for ApiError {
             StoreError::Conflict(Conflict::RunActive) => {
                 ApiError::RunActive("the session already has an active run".into())
             }
+            StoreError::Conflict(Conflict::ChannelNameTaken) => {
+                ApiError::Conflict("name: you have a channel of that name".into())
+            }
             StoreError::Conflict(what) => ApiError::Conflict(what.as_str().replace('_', " ")),
             StoreError::Invalid(why) => ApiError::Validation(why),
             StoreError::OverLimit(over) => over.into(),
@@ -159,6 +162,9 @@ impl From<OverLimit> for ApiError {
             ),
             OverLimit::Schedules { held, limit } => format!(
                 "schedules.max_per_user: you have {held} of {limit} schedules; delete one first"
+            ),
+            OverLimit::Channels { held, limit } => format!(
+                "schedules.max_channels_per_user: you have {held} of {limit} channels; delete one first"
             ),
         })
     }

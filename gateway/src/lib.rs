@@ -11,6 +11,7 @@ mod account;
 pub mod agents;
 mod approvals;
 mod auth;
+mod channels;
 mod chat;
 mod client;
 mod error;
@@ -225,6 +226,7 @@ pub fn router(state: AppState) -> Router {
         .merge(approvals::router())
         .merge(todos::router())
         .merge(schedules::router())
+        .merge(channels::router())
         .merge(notifications::router())
         .merge(plans::router())
         .merge(questions::router())

@@ -10,12 +10,12 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use weft_shared::api::{
     CreateScheduleRequest, FireDto, FireList, Misfire, Overlap, PreviewRequest, PreviewResponse,
-    ScheduleDto, ScheduleList, ScheduleTarget, Trigger, UpdateScheduleRequest,
+    ScheduleDto, ScheduleList, ScheduleTarget, TimezoneDto, Trigger, UpdateScheduleRequest,
 };
 use weft_shared::ids::SessionId;
 use weft_shared::schedule_time::Timing;
 use weft_shared::store::{
-    AuthUser, FireRecord, NewSchedule, ScheduleRecord, ScheduleUpdate, auto_title,
+    AuthUser, DeliveryRecord, FireRecord, NewSchedule, ScheduleRecord, ScheduleUpdate, auto_title,
 };
 use weft_shared::time::{now_ms, rfc3339};
 
@@ -37,6 +37,54 @@ pub fn router() -> Router<AppState> {
         )
         .route("/v1/schedules/{id}/run", post(run_schedule))
         .route("/v1/schedules/{id}/fires", get(schedule_fires))
+        .route("/v1/me/timezone", get(get_timezone).put(set_timezone))
+}
+
+/// The timezone a schedule of `user`'s made without one takes: theirs, else
+/// the server's (`schedules.default_timezone`).
+async fn owner_timezone(state: &AppState, user: &AuthUser) -> ApiResult<String> {
+    Ok(match state.store.user_timezone(&user.id).await? {
+        Some(tz) => tz,
+        None => state.config().schedules.default_timezone.clone(),
+    })
+}
+
+/// The caller's timezone: the default of the schedules they make.
+#[utoipa::path(get, path = "/v1/me/timezone", responses((status = 200, body = TimezoneDto)))]
+pub async fn get_timezone(
+    State(state): State<AppState>,
+    Caller(user): Caller,
+) -> ApiResult<Json<TimezoneDto>> {
+    Ok(Json(TimezoneDto {
+        timezone: state.store.user_timezone(&user.id).await?,
+        effective: Some(owner_timezone(&state, &user).await?),
+    }))
+}
+
+/// Set the caller's timezone (IANA), or clear it (`null`) to take the
+/// server's. 422 `timezone` for a name that is not IANA. Schedules made
+/// before keep theirs.
+#[utoipa::path(put, path = "/v1/me/timezone", request_body = TimezoneDto,
+    responses((status = 200, body = TimezoneDto), (status = 422, body = weft_shared::api::ErrorEnvelope)))]
+pub async fn set_timezone(
+    State(state): State<AppState>,
+    Caller(user): Caller,
+    ApiJson(req): ApiJson<TimezoneDto>,
+) -> ApiResult<Json<TimezoneDto>> {
+    let tz = req
+        .timezone
+        .as_deref()
+        .map(str::trim)
+        .filter(|t| !t.is_empty());
+    if let Some(tz) = tz {
+        weft_shared::schedule_time::parse_timezone(tz)
+            .map_err(|e| ApiError::Validation(e.to_string()))?;
+    }
+    state.store.set_user_timezone(&user.id, tz).await?;
+    Ok(Json(TimezoneDto {
+        timezone: tz.map(str::to_string),
+        effective: Some(owner_timezone(&state, &user).await?),
+    }))
 }
 
 /// Names: at most 200 characters.
@@ -55,7 +103,8 @@ pub async fn list_schedules(
 }
 
 /// Make a schedule. 422 names the field that is wrong (`trigger.cron`,
-/// `trigger.every_secs`, `trigger.at`, `timezone`, `target.session`, `prompt`).
+/// `trigger.every_secs`, `trigger.at`, `timezone`, `target.session`, `prompt`,
+/// `deliver`: a channel that is not the caller's).
 #[utoipa::path(post, path = "/v1/schedules", request_body = CreateScheduleRequest,
     responses((status = 201, body = ScheduleDto), (status = 422, body = weft_shared::api::ErrorEnvelope)))]
 pub async fn create_schedule(
@@ -68,10 +117,10 @@ pub async fn create_schedule(
         .runs
         .check_text(&req.prompt, false)
         .map_err(|r| field("prompt", r))?;
-    let timezone = req
-        .timezone
-        .clone()
-        .unwrap_or_else(|| config.schedules.default_timezone.clone());
+    let timezone = match req.timezone.clone() {
+        Some(tz) => tz,
+        None => owner_timezone(&state, &user).await?,
+    };
     check_timing(&req.trigger, &timezone)?;
     let name = match req.name.as_deref().map(str::trim) {
         Some(n) if !n.is_empty() => check_name(n)?,
@@ -95,6 +144,7 @@ pub async fn create_schedule(
                 session_id,
                 misfire: req.misfire.unwrap_or(Misfire::RunOnce),
                 overlap: req.overlap.unwrap_or(Overlap::Skip),
+                deliver: req.deliver.unwrap_or_default(),
             },
             config.schedules.max_per_user,
         )
@@ -169,6 +219,7 @@ pub async fn update_schedule(
                 session_id,
                 misfire: req.misfire,
                 overlap: req.overlap,
+                deliver: req.deliver,
             },
         )
         .await?;
@@ -204,7 +255,7 @@ pub async fn run_schedule(
         .into_iter()
         .find(|f| f.fire_at == fired.fire_at)
         .ok_or(ApiError::NotFound)?;
-    Ok((StatusCode::CREATED, Json(fire_dto(&fire))))
+    Ok((StatusCode::CREATED, Json(fire_dto(&fire, &[]))))
 }
 
 #[derive(Debug, Deserialize, utoipa::IntoParams)]
@@ -226,8 +277,13 @@ pub async fn schedule_fires(
 ) -> ApiResult<Json<FireList>> {
     let limit = page_limit(q.limit, 50, 200)?;
     let fires = state.store.schedule_fires(&user.id, &id, limit).await?;
+    let runs: Vec<String> = fires
+        .iter()
+        .filter_map(|f| f.run_id.as_ref().map(|r| r.0.clone()))
+        .collect();
+    let deliveries = state.store.run_deliveries(&runs).await?;
     Ok(Json(FireList {
-        fires: fires.iter().map(fire_dto).collect(),
+        fires: fires.iter().map(|f| fire_dto(f, &deliveries)).collect(),
     }))
 }
 
@@ -236,12 +292,13 @@ pub async fn schedule_fires(
     responses((status = 200, body = PreviewResponse), (status = 422, body = weft_shared::api::ErrorEnvelope)))]
 pub async fn preview_schedule(
     State(state): State<AppState>,
-    Caller(_user): Caller,
+    Caller(user): Caller,
     ApiJson(req): ApiJson<PreviewRequest>,
 ) -> ApiResult<Json<PreviewResponse>> {
-    let timezone = req
-        .timezone
-        .unwrap_or_else(|| state.config().schedules.default_timezone.clone());
+    let timezone = match req.timezone {
+        Some(tz) => tz,
+        None => owner_timezone(&state, &user).await?,
+    };
     let count = req.count.unwrap_or(5);
     if !(1..=20).contains(&count) {
         return Err(ApiError::Validation(
@@ -332,15 +389,18 @@ pub fn to_dto(s: &ScheduleRecord) -> ScheduleDto {
         },
         misfire: s.misfire,
         overlap: s.overlap,
+        deliver: s.deliver.clone(),
         next_fire_at: s.next_fire_at.map(local),
         describe: timing.as_ref().map(Timing::describe).unwrap_or_default(),
-        last_fire: s.last_fire.as_ref().map(fire_dto),
+        last_fire: s.last_fire.as_ref().map(|f| fire_dto(f, &[])),
         created_at: rfc3339(s.created_at),
         updated_at: rfc3339(s.updated_at),
     }
 }
 
-fn fire_dto(f: &FireRecord) -> FireDto {
+/// A fire with the deliveries of its run's notifications (from `deliveries`).
+fn fire_dto(f: &FireRecord, deliveries: &[DeliveryRecord]) -> FireDto {
+    let run = f.run_id.as_ref().map(|r| r.0.as_str());
     FireDto {
         fire_at: rfc3339(f.fire_at),
         fired_at: rfc3339(f.fired_at),
@@ -350,5 +410,10 @@ fn fire_dto(f: &FireRecord) -> FireDto {
         session_id: f.session_id.as_ref().map(|s| s.0.clone()),
         run_status: f.run_status,
         detail: f.detail.clone(),
+        deliveries: deliveries
+            .iter()
+            .filter(|d| run.is_some() && d.run_id.as_deref() == run)
+            .map(crate::channels::delivery_dto)
+            .collect(),
     }
 }

@@ -12,12 +12,15 @@ mod knowledge;
 mod memory;
 mod plans;
 mod questions;
+#[macro_use]
 mod schedules;
+mod channels;
 mod settings;
 mod todos;
 mod tools;
 
 pub use agents::*;
+pub use channels::*;
 pub use delegations::*;
 pub use knowledge::*;
 pub use memory::*;

@@ -75,3 +75,21 @@ impl JobKind for ExtractMemories {
         format!("{}/{}", self.session_id, self.user_id)
     }
 }
+
+/// Deliver one notification to one channel (`notify.deliver`): a row of
+/// `deliveries`, made with the notification in the transaction that ends (or
+/// suspends) a scheduled run. See `worker::jobs::deliver`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DeliverNotification {
+    pub delivery_id: String,
+}
+
+impl JobKind for DeliverNotification {
+    const KIND: &'static str = "notify.deliver";
+    /// Tries over about 8.5 minutes (2 s doubling): a receiver that is down
+    /// for a deploy gets it; one that stays down is marked failed, visibly.
+    const MAX_ATTEMPTS: u32 = 9;
+    fn key(&self) -> String {
+        self.delivery_id.clone()
+    }
+}

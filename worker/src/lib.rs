@@ -361,6 +361,13 @@ fn job_runner(inner: &Arc<Inner>) -> jobs::JobRunner {
         },
         jobs::extract::AT_ONCE,
     );
+    runner.register_with(
+        jobs::Deliver {
+            live: deps.live.clone(),
+            lark: deps.lark.clone(),
+        },
+        jobs::deliver::AT_ONCE,
+    );
     runner
 }
 

@@ -11,6 +11,7 @@ mod agents;
 mod api;
 mod approvals;
 mod attachments;
+mod channels;
 mod crash;
 mod delegation;
 mod drain;

@@ -15,6 +15,7 @@ crate::both_backends!(
     a_schedule_is_checked_fires_once_and_answers,
     every_fire_happens_once_through_kills,
     made_from_chat_with_confirmation_and_never_auto_approved,
+    a_persons_timezone_is_their_schedules_default,
 );
 
 fn rfc3339_in(ms_from_now: i64) -> String {
@@ -414,4 +415,65 @@ async fn made_from_chat_with_confirmation_and_never_auto_approved(b: Backend) {
         .get(&format!("/v1/sessions/{s}/approvals"), &alice)
         .await;
     assert!(pending.to_string().contains("current_time"), "{pending}");
+}
+
+async fn a_persons_timezone_is_their_schedules_default(b: Backend) {
+    let app = App::start(b).await;
+    let alice = app.user("alice").await;
+    let (st, tz) = app.get("/v1/me/timezone", &alice).await;
+    assert_eq!(st, 200);
+    assert_eq!(tz, json!({"timezone": null, "effective": "UTC"}));
+    let put = |body: Value| {
+        let app = &app;
+        let alice = alice.clone();
+        async move {
+            app.call(reqwest::Method::PUT, "/v1/me/timezone", &alice, Some(body))
+                .await
+        }
+    };
+    let (st, err) = put(json!({"timezone": "Mars/Olympus"})).await;
+    assert_eq!(st, 422, "{err}");
+    assert!(
+        err["error"]["message"]
+            .as_str()
+            .unwrap()
+            .starts_with("timezone")
+    );
+    let (st, set) = put(json!({"timezone": "Asia/Shanghai"})).await;
+    assert_eq!(st, 200, "{set}");
+    assert_eq!(set["effective"], "Asia/Shanghai");
+    let (st, made) = app
+        .post(
+            "/v1/schedules",
+            &alice,
+            json!({"prompt": "standup", "trigger": {"cron": "0 9 * * 1-5"}}),
+        )
+        .await;
+    assert_eq!(st, 201, "{made}");
+    assert_eq!(made["timezone"], "Asia/Shanghai");
+    assert!(
+        made["next_fire_at"]
+            .as_str()
+            .unwrap()
+            .ends_with("T09:00:00+08:00"),
+        "{made}"
+    );
+    let (_, preview) = app
+        .post(
+            "/v1/schedules/preview",
+            &alice,
+            json!({"trigger": {"cron": "0 9 * * *"}}),
+        )
+        .await;
+    assert_eq!(preview["timezone"], "Asia/Shanghai");
+    // Cleared: the server's again; the schedule keeps its own.
+    let (st, cleared) = put(json!({"timezone": null})).await;
+    assert_eq!((st, &cleared["effective"]), (200, &json!("UTC")));
+    let (_, kept) = app
+        .get(
+            &format!("/v1/schedules/{}", made["id"].as_str().unwrap()),
+            &alice,
+        )
+        .await;
+    assert_eq!(kept["timezone"], "Asia/Shanghai");
 }

@@ -1,28 +1,32 @@
 //! `weft schedules …`: prompts an agent runs on its own, from the terminal —
 //! list, add (after showing the next fire times the gateway previews), pause,
-//! resume, rename, remove, run now, and a schedule's fire history.
+//! resume, rename, remove, run now, the channels it delivers to, and a
+//! schedule's fire history with each fire's deliveries.
 //!
 //! Every check of a trigger or timezone is the gateway's (`/v1/schedules`):
 //! the client sends what was typed and prints the 422 that names the field, so
 //! the rules cannot drift between the web form, the API and here. Schedules
 //! are named as sessions are, by a full id or a unique suffix of one (the short
-//! id the list shows), or by a unique name.
+//! id the list shows), or by a unique name ([`listing`], which `weft channels`
+//! shares).
 
-mod when;
+pub(crate) mod listing;
+pub(crate) mod when;
 
 use std::io::Write;
 
 use weft_wire::api::{
-    CreateScheduleRequest, FireDto, FireOutcome, PreviewRequest, PreviewResponse, ScheduleDto,
-    ScheduleTarget, UpdateScheduleRequest,
+    ChannelDto, CreateScheduleRequest, FireDto, FireOutcome, PreviewRequest, PreviewResponse,
+    ScheduleDto, ScheduleTarget, UpdateScheduleRequest,
 };
 pub use weft_wire::api::{Misfire, Overlap, Trigger};
 pub use when::parse_every;
 
 use crate::api::Gateway;
 use crate::error::{ClientError, Result};
-use crate::render::{truncate, visible_width};
+use crate::render::truncate;
 use crate::session::{self, short};
+use listing::table;
 
 /// How many fire times `add` shows before it creates.
 const PREVIEW_COUNT: u32 = 3;
@@ -84,64 +88,17 @@ pub struct NewSchedule {
     pub session: Option<String>,
     pub misfire: Option<Misfire>,
     pub overlap: Option<Overlap>,
+    /// Channels (name, id or short id) to deliver its notifications to,
+    /// besides the inbox; none: the inbox only.
+    pub deliver: Vec<String>,
     pub prompt: String,
 }
 
 /// The schedule `id` means: a full id, else a unique name, else a unique
 /// suffix of an id (the short id the list shows).
 async fn find(gw: &Gateway, id: &str) -> Result<ScheduleDto> {
-    let id = id.trim();
-    if id.is_empty() {
-        return Err(ClientError::Usage("a schedule id is needed".into()));
-    }
     let all = gw.schedules().await?.schedules;
-    let by = |hit: &dyn Fn(&ScheduleDto) -> bool| -> Vec<&ScheduleDto> {
-        all.iter().filter(|s| hit(s)).collect()
-    };
-    for hits in [
-        by(&|s| s.id == id),
-        by(&|s| s.name == id),
-        by(&|s| s.id.ends_with(&id.to_ascii_lowercase())),
-    ] {
-        match hits.as_slice() {
-            [one] => return Ok((*one).clone()),
-            [] => continue,
-            many => {
-                return Err(ClientError::Usage(format!(
-                    "{} schedules match {id:?}; give more of the id (`weft schedules` lists them)",
-                    many.len()
-                )));
-            }
-        }
-    }
-    Err(ClientError::Usage(format!(
-        "no schedule {id:?}; `weft schedules` lists yours"
-    )))
-}
-
-/// Rows padded to their widest cell by display width (CJK names line up);
-/// the last column is left ragged.
-fn table(rows: &[Vec<String>]) -> String {
-    let cols = rows.iter().map(Vec::len).max().unwrap_or(0);
-    let mut widths = vec![0; cols];
-    for row in rows {
-        for (i, cell) in row.iter().enumerate() {
-            widths[i] = widths[i].max(visible_width(cell));
-        }
-    }
-    let mut out = String::new();
-    for row in rows {
-        let mut line = String::new();
-        for (i, cell) in row.iter().enumerate() {
-            line.push_str(cell);
-            if i + 1 < row.len() {
-                line.push_str(&" ".repeat(widths[i] - visible_width(cell) + 2));
-            }
-        }
-        out.push_str(line.trim_end());
-        out.push('\n');
-    }
-    out
+    listing::pick(&all, id).cloned()
 }
 
 /// `started (succeeded)`, `refused`, `skipped (run now)`.
@@ -167,10 +124,23 @@ pub async fn list(gw: &Gateway) -> Result<()> {
         )?;
         return Ok(());
     }
+    // Only a gateway that delivers anywhere is asked for channels.
+    let channels = match schedules.iter().any(|s| !s.deliver.is_empty()) {
+        true => gw.channels().await?.channels,
+        false => Vec::new(),
+    };
     let mut rows = vec![
-        ["ID", "NAME", "WHEN", "NEXT FIRE", "STATE", "LAST FIRE"]
-            .map(String::from)
-            .to_vec(),
+        [
+            "ID",
+            "NAME",
+            "WHEN",
+            "NEXT FIRE",
+            "STATE",
+            "DELIVERS TO",
+            "LAST FIRE",
+        ]
+        .map(String::from)
+        .to_vec(),
     ];
     for s in &schedules {
         rows.push(vec![
@@ -181,11 +151,47 @@ pub async fn list(gw: &Gateway) -> Result<()> {
                 .as_deref()
                 .map_or_else(|| "-".into(), when::local),
             if s.enabled { "enabled" } else { "paused" }.into(),
+            channel_names(&s.deliver, &channels),
             s.last_fire.as_ref().map_or_else(|| "-".into(), outcome),
         ]);
     }
     write!(out, "{}", table(&rows))?;
     Ok(())
+}
+
+/// `ops-hook, mail` for a schedule's `deliver`, a channel this list does not
+/// know by its short id; `-` for the inbox only.
+fn channel_names(deliver: &[String], channels: &[ChannelDto]) -> String {
+    if deliver.is_empty() {
+        return "-".into();
+    }
+    let names: Vec<String> = deliver
+        .iter()
+        .map(|id| {
+            channels
+                .iter()
+                .find(|c| &c.id == id)
+                .map_or_else(|| short(id).to_string(), |c| truncate(&c.name, 24))
+        })
+        .collect();
+    names.join(", ")
+}
+
+/// The caller's channels when `typed` names any (none typed asks nothing),
+/// and the ids of those it names (each a name, id or short id).
+async fn channel_ids(gw: &Gateway, typed: &[String]) -> Result<(Vec<ChannelDto>, Vec<String>)> {
+    if typed.is_empty() {
+        return Ok((Vec::new(), Vec::new()));
+    }
+    let all = gw.channels().await?.channels;
+    let mut ids = Vec::new();
+    for t in typed {
+        let id = &listing::pick(&all, t)?.id;
+        if !ids.contains(id) {
+            ids.push(id.clone());
+        }
+    }
+    Ok((all, ids))
 }
 
 /// The trigger's next times, in the zone chosen; a `TZ` the gateway does not
@@ -227,6 +233,7 @@ pub async fn add(gw: &Gateway, new: NewSchedule) -> Result<()> {
         Some(id) => Some(ScheduleTarget::Session(session::find(gw, id).await?.id)),
         None => None,
     };
+    let (channels, deliver) = channel_ids(gw, &new.deliver).await?;
     let (zone, shown) = preview(gw, &new.trigger, new.zone).await?;
     let mut out = std::io::stdout().lock();
     // A cron's words name their timezone already: `At 09:00, … (Asia/Shanghai)`.
@@ -253,6 +260,7 @@ pub async fn add(gw: &Gateway, new: NewSchedule) -> Result<()> {
             target,
             misfire: new.misfire,
             overlap: new.overlap,
+            deliver: (!deliver.is_empty()).then_some(deliver),
         })
         .await?;
     writeln!(
@@ -266,6 +274,13 @@ pub async fn add(gw: &Gateway, new: NewSchedule) -> Result<()> {
             ScheduleTarget::Session(id) => format!("in session {}", short(id)),
         }
     )?;
+    if !s.deliver.is_empty() {
+        writeln!(
+            out,
+            "delivers to {} (and your inbox)",
+            channel_names(&s.deliver, &channels)
+        )?;
+    }
     Ok(())
 }
 
@@ -310,6 +325,30 @@ pub async fn rename(gw: &Gateway, id: &str, name: &str) -> Result<()> {
     };
     let s = update(gw, id, change).await?;
     println!("renamed {} to {}", short(&s.id), s.name);
+    Ok(())
+}
+
+/// `weft schedules deliver ID CHANNEL…`: its notifications go to exactly
+/// these channels (each a name, id or short id) besides the inbox; none: the
+/// inbox only.
+pub async fn deliver(gw: &Gateway, id: &str, channels: &[String]) -> Result<()> {
+    let s = find(gw, id).await?;
+    let (all, ids) = channel_ids(gw, channels).await?;
+    let change = UpdateScheduleRequest {
+        deliver: Some(ids),
+        ..Default::default()
+    };
+    let s = gw.update_schedule(&s.id, &change).await?;
+    if s.deliver.is_empty() {
+        println!("{} ({}) now notifies your inbox only", s.name, short(&s.id));
+    } else {
+        println!(
+            "{} ({}) now delivers to {} (and your inbox)",
+            s.name,
+            short(&s.id),
+            channel_names(&s.deliver, &all)
+        );
+    }
     Ok(())
 }
 
@@ -398,7 +437,14 @@ pub async fn fires(gw: &Gateway, id: &str, limit: u32) -> Result<()> {
                 .map_or_else(String::new, |d| truncate(d, 80)),
         ]);
     }
-    write!(out, "{}", table(&rows))?;
+    let mut lines = listing::table_lines(&rows).into_iter();
+    writeln!(out, "{}", lines.next().unwrap_or_default())?;
+    for (f, line) in fires.iter().zip(lines) {
+        writeln!(out, "{line}")?;
+        for d in &f.deliveries {
+            writeln!(out, "  -> {}", crate::channels::words::delivery(d))?;
+        }
+    }
     Ok(())
 }
 
@@ -419,14 +465,5 @@ mod tests {
         );
         assert_eq!(zone_name(":/etc/localtime"), None);
         assert_eq!(zone_name("  "), None);
-    }
-
-    #[test]
-    fn tables_line_up_by_display_width() {
-        let rows = vec![
-            vec!["ID".to_string(), "NAME".into(), "X".into()],
-            vec!["1".to_string(), "早会".into(), "y".into()],
-        ];
-        assert_eq!(table(&rows), "ID  NAME  X\n1   早会  y\n");
     }
 }

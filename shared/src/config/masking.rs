@@ -15,6 +15,7 @@ const SECRET_KEYS: &[&str] = &[
     "database_url",
     "redis_url",
     "secret_access_key",
+    "smtp_url",
     "password",
     "token",
     "env",

@@ -15,6 +15,7 @@ use serde::{Deserialize, Serialize};
 pub mod access;
 pub mod agents;
 mod attachments;
+mod email;
 mod files;
 mod http;
 mod knowledge;
@@ -33,6 +34,7 @@ mod worker;
 pub use access::Requester;
 pub use agents::AgentConfig;
 pub use attachments::AttachmentsConfig;
+pub use email::EmailConfig;
 pub use files::FilesConfig;
 pub use http::{HttpConfig, Limits, LoginConfig, parse_proxy};
 pub use knowledge::{EmbeddingModelConfig, KnowledgeConfig, MAX_TOP_K, valid_base_name};
@@ -111,6 +113,8 @@ pub struct Config {
     pub memory: MemoryConfig,
     /// Prompts agents run on their own, on a cron, an interval or once.
     pub schedules: SchedulesConfig,
+    /// The SMTP server email channels send through.
+    pub email: EmailConfig,
     /// Connection timeouts and the connection cap of the HTTP server.
     pub http: HttpConfig,
     pub worker: WorkerConfig,
@@ -153,6 +157,7 @@ impl Default for Config {
             knowledge: KnowledgeConfig::default(),
             memory: MemoryConfig::default(),
             schedules: SchedulesConfig::default(),
+            email: EmailConfig::default(),
             http: HttpConfig::default(),
             worker: WorkerConfig::default(),
             events: EventsConfig::default(),
@@ -348,6 +353,7 @@ impl Config {
         self.knowledge.validate().map_err(ConfigError::Invalid)?;
         self.memory.validate().map_err(ConfigError::Invalid)?;
         self.schedules.validate().map_err(ConfigError::Invalid)?;
+        self.email.validate().map_err(ConfigError::Invalid)?;
         self.knowledge
             .validate_embeddings(&self.embedding_models)
             .map_err(ConfigError::Invalid)?;

@@ -16,6 +16,11 @@ pub struct SchedulesConfig {
     pub poll_ms: u64,
     /// Fires one worker process makes at once (each is one transaction).
     pub fire_concurrency: usize,
+    /// Channels (notification destinations) one person may have; 0 turns
+    /// the limit off.
+    pub max_channels_per_user: u64,
+    /// Time for one delivery's try (a webhook's whole POST, a Lark send), in ms.
+    pub delivery_timeout_ms: u64,
 }
 
 impl Default for SchedulesConfig {
@@ -25,6 +30,8 @@ impl Default for SchedulesConfig {
             default_timezone: "UTC".into(),
             poll_ms: 1000,
             fire_concurrency: 8,
+            max_channels_per_user: 20,
+            delivery_timeout_ms: 10_000,
         }
     }
 }
@@ -38,6 +45,9 @@ impl SchedulesConfig {
         }
         if !(1..=64).contains(&self.fire_concurrency) {
             return Err("schedules.fire_concurrency must be between 1 and 64".into());
+        }
+        if !(1_000..=120_000).contains(&self.delivery_timeout_ms) {
+            return Err("schedules.delivery_timeout_ms must be between 1000 and 120000".into());
         }
         Ok(())
     }

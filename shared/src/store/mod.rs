@@ -10,6 +10,7 @@
 mod agents;
 mod approvals;
 mod attachments;
+mod channels;
 mod config_settings;
 mod delegations;
 mod jobs;
@@ -53,6 +54,7 @@ use crate::retry::{Backoff, retry};
 pub use agents::{AgentOrigin, AgentRecord, builtin_agents};
 pub use approvals::{Approval, ApprovalStatus, DecideOutcome, Decision, NewApproval};
 pub use attachments::{Attachment, NewAttachment};
+pub use channels::{ChannelRecord, DELIVERY_CHARS, DeliveryRecord, DeliveryWork};
 pub use config_settings::ConfigSettings;
 pub use delegations::{Delegation, DelegationStatus, NewDelegation};
 pub use jobs::{ClaimedJob, Enqueued, JobEnd, JobRecord, JobState, LAPSED, LapsedJob, NewJob};
@@ -139,6 +141,8 @@ pub enum OverLimit {
     Memories { held: u64, limit: u64 },
     /// `schedules.max_per_user`: the person has `held` schedules.
     Schedules { held: u64, limit: u64 },
+    /// `schedules.max_channels_per_user`: the person has `held` channels.
+    Channels { held: u64, limit: u64 },
 }
 
 /// Which uniqueness rule said no: callers branch on the kind, never on a string.
@@ -156,6 +160,8 @@ pub enum Conflict {
     LarkChatBound,
     /// The owner has a knowledge base of that name.
     KnowledgeBaseExists,
+    /// The owner has a channel of that name.
+    ChannelNameTaken,
 }
 
 impl Conflict {
@@ -168,6 +174,7 @@ impl Conflict {
             Conflict::IdempotencyKeyRace => "idempotency_key_race",
             Conflict::LarkChatBound => "lark_chat_bound",
             Conflict::KnowledgeBaseExists => "knowledge_base_exists",
+            Conflict::ChannelNameTaken => "channel_name_taken",
         }
     }
 }

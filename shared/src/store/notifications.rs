@@ -28,38 +28,43 @@ pub struct NotificationRecord {
     pub read_at: Option<i64>,
 }
 
-/// Notify the owner of scheduled run `run` (its schedule's name as the title)
-/// in `tx`: `kind` with `body`, once per `key`.
-pub(super) async fn notify_scheduled(
-    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
-    run: &RunId,
-    kind: NotificationKind,
-    key: &str,
-    body: &str,
-    now: i64,
-) -> Result<()> {
-    let mut body: String = body.chars().take(BODY_CHARS).collect();
-    if body.chars().count() == BODY_CHARS {
-        body.push('…');
-    }
-    sqlx::query(
-        "insert into notifications (id, user_id, kind, key, title, body, session_id, run_id, schedule_id, created_at)
-         select $1, r.user_id, $2, $3, s.name, $4, r.session_id, r.id, s.id, $5
-         from runs r join schedules s on s.id = r.schedule_id where r.id = $6
-         on conflict (key) do nothing",
-    )
-    .bind(format!("ntf_{}", uuid::Uuid::now_v7().simple()))
-    .bind(kind.as_str())
-    .bind(key)
-    .bind(body)
-    .bind(now)
-    .bind(&run.0)
-    .execute(&mut **tx)
-    .await?;
-    Ok(())
-}
-
 impl Store {
+    /// Notify the owner of scheduled run `run` (its schedule's name as the
+    /// title) in `tx`: `kind` with `body`, once per `key`; and, the first
+    /// time, deliver it to the schedule's channels (`channels::fan_out`).
+    pub(super) async fn notify_scheduled(
+        &self,
+        tx: &mut super::WriteTx,
+        run: &RunId,
+        kind: NotificationKind,
+        key: &str,
+        body: &str,
+        now: i64,
+    ) -> Result<()> {
+        let mut short: String = body.chars().take(BODY_CHARS).collect();
+        if short.chars().count() == BODY_CHARS {
+            short.push('…');
+        }
+        let id = format!("ntf_{}", uuid::Uuid::now_v7().simple());
+        let made = sqlx::query(
+            "insert into notifications (id, user_id, kind, key, title, body, session_id, run_id, schedule_id, created_at)
+             select $1, r.user_id, $2, $3, s.name, $4, r.session_id, r.id, s.id, $5
+             from runs r join schedules s on s.id = r.schedule_id where r.id = $6
+             on conflict (key) do nothing",
+        )
+        .bind(&id)
+        .bind(kind.as_str())
+        .bind(key)
+        .bind(short)
+        .bind(now)
+        .bind(&run.0)
+        .execute(&mut ***tx)
+        .await?;
+        if made.rows_affected() == 1 {
+            self.fan_out(tx, &id, &run.0, body, now).await?;
+        }
+        Ok(())
+    }
     /// A person's notifications, newest first (`unread_only`: those not read),
     /// and how many are unread.
     pub async fn notifications(

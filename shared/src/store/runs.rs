@@ -515,7 +515,7 @@ impl Store {
                 RunEnd::Failed { error, .. } => format!("failed: {}", error.message),
                 RunEnd::Cancelled { .. } => "cancelled".to_string(),
             };
-            super::notifications::notify_scheduled(
+            self.notify_scheduled(
                 &mut tx,
                 &run.id,
                 NotificationKind::ScheduleFinished,
@@ -572,7 +572,7 @@ impl Store {
         )
         .await?;
         if run.schedule_id.is_some() {
-            super::notifications::notify_scheduled(
+            self.notify_scheduled(
                 &mut tx,
                 &run.id,
                 NotificationKind::ScheduleFinished,

@@ -7,6 +7,7 @@ mod harness;
 mod agents;
 mod approvals;
 mod attachments;
+mod channels;
 mod delegations;
 mod jobs;
 mod knowledge;

@@ -45,6 +45,7 @@ fn new(owner: &UserId, trigger: Trigger) -> NewSchedule {
         session_id: None,
         misfire: Misfire::RunOnce,
         overlap: Overlap::Skip,
+        deliver: Vec::new(),
     }
 }
 

@@ -73,7 +73,7 @@ impl GuardedGet {
                 .header(reqwest::header::ACCEPT, ACCEPT)
                 .send()
                 .await
-                .map_err(|e| describe_send_error(&e, &url, hop))?;
+                .map_err(|e| describe_send_error(&e, "fetching", &url, hop))?;
             let status = resp.status();
             if status.is_redirection()
                 && let Some(next) = redirect_target(&resp, &url)?
@@ -329,7 +329,14 @@ fn split_content_type(header: Option<&str>) -> (Option<String>, Option<String>) 
 }
 
 /// The guard's refusal when that is why the request failed, else the error.
-fn describe_send_error(err: &reqwest::Error, url: &Url, hop: usize) -> String {
+/// Why a request to `url` got no answer: the guard's refusal, or `"{doing}
+/// {url} failed: …"` with the transport's chain of causes.
+pub(super) fn describe_send_error(
+    err: &reqwest::Error,
+    doing: &str,
+    url: &Url,
+    hop: usize,
+) -> String {
     let mut source: Option<&(dyn std::error::Error + 'static)> = Some(err);
     while let Some(e) = source {
         let refusal = e.downcast_ref::<Refusal>().or_else(|| {
@@ -345,7 +352,7 @@ fn describe_send_error(err: &reqwest::Error, url: &Url, hop: usize) -> String {
         }
         source = e.source();
     }
-    format!("fetching {url} failed: {}", error_chain(err))
+    format!("{doing} {url} failed: {}", error_chain(err))
 }
 
 /// `outer: inner: innermost`, without repeating a message.

@@ -16,11 +16,13 @@ use crate::Tool;
 mod convert;
 mod fetch;
 mod guard;
+mod post;
 mod resolve;
 mod search;
 
 pub use fetch::{Downloaded, MAX_REDIRECTS, UrlDownload, WebFetch};
 pub use guard::{Blocked, Guard, Refusal, classify};
+pub use post::{GuardedPost, PostError, Posted};
 pub use resolve::{NameResolver, SystemResolver};
 pub use search::{Brave, SearchBackend, SearchHit, Searxng, WebSearch, format_hits};
 

@@ -82,6 +82,10 @@ pub struct ScheduleDto {
     pub target: ScheduleTarget,
     pub misfire: Misfire,
     pub overlap: Overlap,
+    /// The channels (ids) its notifications are delivered to, besides the
+    /// owner's inbox.
+    #[serde(default)]
+    pub deliver: Vec<String>,
     /// RFC 3339 in the schedule's timezone; absent when it will not fire
     /// again (paused, or an `{at}` that fired).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -115,6 +119,9 @@ pub struct FireDto {
     /// Why a fire was refused.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub detail: Option<String>,
+    /// Its run's notifications' deliveries to the schedule's channels.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub deliveries: Vec<crate::api::DeliveryDto>,
 }
 
 /// `POST /v1/schedules`.
@@ -129,7 +136,7 @@ pub struct CreateScheduleRequest {
     pub agent: Option<String>,
     pub prompt: String,
     pub trigger: Trigger,
-    /// IANA; default `schedules.default_timezone` (UTC unless set).
+    /// IANA; default the owner's (`/v1/me/timezone`), else `schedules.default_timezone` (UTC unless set).
     #[serde(default)]
     pub timezone: Option<String>,
     #[serde(default)]
@@ -143,6 +150,10 @@ pub struct CreateScheduleRequest {
     /// Default: `skip`.
     #[serde(default)]
     pub overlap: Option<Overlap>,
+    /// Channel ids to deliver its notifications to (default: none, the
+    /// inbox only).
+    #[serde(default)]
+    pub deliver: Option<Vec<String>>,
 }
 
 /// `PATCH /v1/schedules/{id}`: the fields to change. A new trigger or
@@ -168,6 +179,8 @@ pub struct UpdateScheduleRequest {
     pub misfire: Option<Misfire>,
     #[serde(default)]
     pub overlap: Option<Overlap>,
+    #[serde(default)]
+    pub deliver: Option<Vec<String>>,
 }
 
 /// `GET /v1/schedules`.
@@ -239,11 +252,14 @@ pub enum NotificationKind {
     ScheduleFinished,
     /// A scheduled run waits for its owner: an approval, a question or a plan.
     ScheduleWaiting,
+    /// A test message its owner sent to a channel (`POST /v1/channels/{id}/test`).
+    ChannelTest,
 }
 
 spelled!(NotificationKind {
     ScheduleFinished => "schedule_finished",
     ScheduleWaiting => "schedule_waiting",
+    ChannelTest => "channel_test",
 });
 
 /// One entry of a person's inbox.

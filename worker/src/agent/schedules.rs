@@ -22,6 +22,45 @@ pub(crate) struct ScheduleCreate {
     pub live: LiveConfig,
 }
 
+impl ScheduleCreate {
+    /// The ids of the person's channels named in `names` (a JSON array);
+    /// an unknown name is an error listing the ones they have.
+    async fn channels_named(
+        &self,
+        user: &UserId,
+        names: &serde_json::Value,
+    ) -> Result<Vec<String>, String> {
+        let Some(names) = names.as_array().filter(|n| !n.is_empty()) else {
+            return Ok(Vec::new());
+        };
+        let channels = self
+            .store
+            .list_channels(user)
+            .await
+            .map_err(|e| format!("reading the person's channels failed: {e}"))?;
+        let mut ids = Vec::new();
+        for name in names {
+            let name = name.as_str().unwrap_or_default().trim();
+            match channels.iter().find(|c| c.name == name || c.id == name) {
+                Some(c) => ids.push(c.id.clone()),
+                None => {
+                    let have: Vec<&str> = channels.iter().map(|c| c.name.as_str()).collect();
+                    return Err(match have.is_empty() {
+                        true => format!(
+                            "deliver: the person has no channels (they make them on the web page's Channels, or with `weft channels add`); there is no {name:?}"
+                        ),
+                        false => format!(
+                            "deliver: no channel {name:?}; the person's channels are: {}",
+                            have.join(", ")
+                        ),
+                    });
+                }
+            }
+        }
+        Ok(ids)
+    }
+}
+
 #[async_trait::async_trait]
 impl Tool for ScheduleCreate {
     fn spec(&self) -> ToolSpec {
@@ -42,8 +81,9 @@ impl Tool for ScheduleCreate {
                     "cron": {"type": "string", "description": "e.g. \"0 9 * * 1-5\": 09:00 on weekdays."},
                     "every_secs": {"type": "integer", "minimum": 60},
                     "at": {"type": "string", "description": "RFC 3339, e.g. 2026-12-24T18:00:00+08:00."},
-                    "timezone": {"type": "string", "description": "IANA; default the server's."},
-                    "target": {"type": "string", "enum": ["here", "new_session"], "description": "Default here: this conversation."}
+                    "timezone": {"type": "string", "description": "IANA; default the person's own (their account setting), else the server's."},
+                    "target": {"type": "string", "enum": ["here", "new_session"], "description": "Default here: this conversation."},
+                    "deliver": {"type": "array", "items": {"type": "string"}, "description": "Names of the person's channels (a Lark chat or DM, a webhook, an email) to also send each result to; schedule_list shows them."}
                 },
                 "required": ["prompt"],
                 "additionalProperties": false
@@ -71,8 +111,18 @@ impl Tool for ScheduleCreate {
             (None, None, Some(a)) => Trigger::At(a.trim().to_string()),
             _ => return Err("give exactly one of cron, every_secs or at".into()),
         };
+        let user = UserId(ctx.user_id.clone());
+        let own = match args["timezone"].as_str() {
+            Some(_) => None,
+            None => self
+                .store
+                .user_timezone(&user)
+                .await
+                .map_err(|e| format!("reading the person's timezone failed: {e}"))?,
+        };
         let timezone = args["timezone"]
             .as_str()
+            .or(own.as_deref())
             .unwrap_or(&config.schedules.default_timezone)
             .trim()
             .to_string();
@@ -81,7 +131,6 @@ impl Tool for ScheduleCreate {
         let Some(first) = timing.next_after(now) else {
             return Err("trigger.at: is in the past".into());
         };
-        let user = UserId(ctx.user_id.clone());
         let here = SessionId(ctx.session_id.clone());
         // This conversation's agent and model, as its owner set them.
         let session = self
@@ -101,6 +150,7 @@ impl Tool for ScheduleCreate {
             Some(n) if !n.is_empty() => n.chars().take(200).collect(),
             _ => weft_shared::store::auto_title(prompt),
         };
+        let deliver = self.channels_named(&user, &args["deliver"]).await?;
         let new = NewSchedule {
             user_id: user,
             name,
@@ -113,6 +163,7 @@ impl Tool for ScheduleCreate {
             session_id: target_here.then_some(here),
             misfire: Misfire::RunOnce,
             overlap: Overlap::Skip,
+            deliver,
         };
         match self
             .store
@@ -149,8 +200,9 @@ impl Tool for ScheduleList {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
             name: SCHEDULE_LIST.into(),
-            description: "List the schedules of the person you are talking to: what runs \
-                when, whether paused, and how the last run went."
+            description: "List the schedules of the person you are talking to — what runs \
+                when, whether paused, how the last run went, where results are delivered — \
+                and the channels they can deliver to."
                 .into(),
             parameters: serde_json::json!({"type": "object", "properties": {}, "additionalProperties": false}),
         }
@@ -167,10 +219,21 @@ impl Tool for ScheduleList {
             .list_schedules(&user)
             .await
             .map_err(|e| format!("reading schedules failed: {e}"))?;
-        if schedules.is_empty() {
-            return Ok("This person has no schedules.".into());
-        }
+        let channels = self
+            .store
+            .list_channels(&user)
+            .await
+            .map_err(|e| format!("reading channels failed: {e}"))?;
+        let channel_name = |id: &String| {
+            channels
+                .iter()
+                .find(|c| &c.id == id)
+                .map_or(id.clone(), |c| c.name.clone())
+        };
         let mut out = String::new();
+        if schedules.is_empty() {
+            out.push_str("This person has no schedules.\n");
+        }
         for s in schedules {
             let timing = s.timing().ok();
             let when = timing.as_ref().map(Timing::describe).unwrap_or_default();
@@ -183,10 +246,34 @@ impl Tool for ScheduleList {
                 .last_fire
                 .map(|f| format!("; last: {}", f.outcome.as_str()))
                 .unwrap_or_default();
+            let deliver = match s.deliver.is_empty() {
+                true => String::new(),
+                false => format!(
+                    "\n  delivered to: {}",
+                    s.deliver
+                        .iter()
+                        .map(channel_name)
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                ),
+            };
             out.push_str(&format!(
-                "- {} ({}): {when}; {next}{last}\n  prompt: {}\n",
+                "- {} ({}): {when}; {next}{last}\n  prompt: {}{deliver}\n",
                 s.name, s.id, s.prompt
             ));
+        }
+        match channels.is_empty() {
+            true => out.push_str(
+                "Channels: none (made on the web page's Channels, or with `weft channels add`).",
+            ),
+            false => {
+                out.push_str("Channels (for deliver): ");
+                let named: Vec<String> = channels
+                    .iter()
+                    .map(|c| format!("{} ({})", c.name, c.target.kind().as_str()))
+                    .collect();
+                out.push_str(&named.join(", "));
+            }
         }
         Ok(out)
     }

@@ -40,9 +40,11 @@
 //! latest progress as often as it likes and the database sees at most one write
 //! per renewal.
 
+pub mod deliver;
 pub mod extract;
 mod ingest;
 
+pub use deliver::Deliver;
 pub use extract::Extract;
 pub use ingest::Ingest;
 

@@ -14,6 +14,7 @@ use crate::harness::*;
 both_backends!(
     a_fire_posts_into_the_chat_and_schedules_are_managed_in_a_dm,
     a_rolling_restart_at_the_fire_time_posts_once,
+    a_fire_is_delivered_to_lark_channels_once,
 );
 
 async fn answer(w: &LarkWorld, to: &str) -> String {
@@ -178,4 +179,124 @@ async fn a_rolling_restart_at_the_fire_time_posts_once(b: Backend) {
     assert_eq!(posted(&w.fake), 1, "one post for one fire");
     let fires = w.get_json(&fires_path, &alice).await;
     assert_eq!(fires["fires"].as_array().unwrap().len(), 1, "{fires}");
+}
+
+/// Lark channels (docs/schedules.md "Channels"): a DM to the owner, and a
+/// group the owner talks to the bot in; a chat they are not in, or a DM for
+/// an account not linked to Lark, is refused naming `target.chat_id`. A fire
+/// into a new session (not a Lark conversation) reaches both, one card each,
+/// sent under the delivery's id as Lark's `uuid`.
+async fn a_fire_is_delivered_to_lark_channels_once(b: Backend) {
+    let mut w = LarkWorld::start_with(b, 1, fake_config(), &[]).await;
+    let alice = w.linked_account("alice", "ou_alice").await;
+    let in_team = w.group("oc_team", "ou_alice", "hello team");
+    w.final_card(&in_team).await;
+    let (st, _) = w
+        .admin(
+            reqwest::Method::POST,
+            "/v1/admin/users",
+            Some(json!({"username": "carol", "password": "password-123"})),
+        )
+        .await;
+    assert_eq!(st, 201);
+    let (st, login) = w
+        .call(
+            reqwest::Method::POST,
+            "/v1/auth/login",
+            "",
+            Some(json!({"username": "carol", "password": "password-123"})),
+        )
+        .await;
+    assert_eq!(st, 200, "{login}");
+    let carol = login["token"].as_str().unwrap().to_owned();
+    for (who, target) in [
+        (&alice, json!({"kind": "lark", "chat_id": "oc_elsewhere"})),
+        (&alice, json!({"kind": "lark", "chat_id": "oc_team%"})),
+        (&carol, json!({"kind": "lark"})),
+    ] {
+        let (st, err) = w
+            .call(
+                reqwest::Method::POST,
+                "/v1/channels",
+                who,
+                Some(json!({"name": "x", "target": target})),
+            )
+            .await;
+        assert_eq!(st, 422, "{target} → {err}");
+        assert!(
+            err["error"]["message"]
+                .as_str()
+                .unwrap()
+                .starts_with("target.chat_id:"),
+            "{err}"
+        );
+    }
+    let mut channels = Vec::new();
+    for (name, target) in [
+        ("me", json!({"kind": "lark"})),
+        ("team", json!({"kind": "lark", "chat_id": "oc_team"})),
+    ] {
+        let (st, made) = w
+            .call(
+                reqwest::Method::POST,
+                "/v1/channels",
+                &alice,
+                Some(json!({"name": name, "target": target})),
+            )
+            .await;
+        assert_eq!(st, 201, "{made}");
+        channels.push(made["id"].as_str().unwrap().to_owned());
+    }
+    let at = weft_shared::time::rfc3339(weft_shared::time::now_ms() + 1500);
+    let (st, made) = w
+        .call(
+            reqwest::Method::POST,
+            "/v1/schedules",
+            &alice,
+            Some(
+                json!({"name": "standup digest", "prompt": "summarise the standup",
+                        "trigger": {"at": at}, "deliver": channels}),
+            ),
+        )
+        .await;
+    assert_eq!(st, 201, "{made}");
+    let delivered = |fake: &weft_lark::fake::FakeLark, chat: &str| {
+        fake.sent_messages()
+            .into_iter()
+            .filter(|m| {
+                m.chat_id == chat
+                    && m.reply_to.is_empty()
+                    && m.content["header"]["title"]["content"] == "standup digest"
+            })
+            .collect::<Vec<_>>()
+    };
+    let dm = w
+        .until("the DM's card", |fake| {
+            Some(delivered(fake, "oc_dm_ou_alice")).filter(|d| !d.is_empty())
+        })
+        .await;
+    let team = w
+        .until("the group's card", |fake| {
+            Some(delivered(fake, "oc_team")).filter(|d| !d.is_empty())
+        })
+        .await;
+    for card in dm.iter().chain(&team) {
+        assert_eq!(template(card), "green");
+        assert!(notice(card).starts_with("succeeded: "), "{}", notice(card));
+    }
+    let fires = format!("/v1/schedules/{}/fires", made["id"].as_str().unwrap());
+    let history = w.get_json(&fires, &alice).await;
+    let deliveries = history["fires"][0]["deliveries"]
+        .as_array()
+        .unwrap()
+        .clone();
+    assert_eq!(deliveries.len(), 2, "{history}");
+    for d in &deliveries {
+        assert_eq!(d["status"], "delivered", "{d}");
+        assert_eq!(d["attempts"], 1, "{d}");
+    }
+    // One card each, and no more later.
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(delivered(&w.fake, "oc_dm_ou_alice").len(), 1);
+    assert_eq!(delivered(&w.fake, "oc_team").len(), 1);
 }

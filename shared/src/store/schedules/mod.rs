@@ -63,6 +63,8 @@ pub struct ScheduleRecord {
     pub updated_at: i64,
     /// The newest fire, when listed.
     pub last_fire: Option<FireRecord>,
+    /// The channels (ids) its notifications are delivered to.
+    pub deliver: Vec<String>,
 }
 
 impl ScheduleRecord {
@@ -100,6 +102,8 @@ pub struct NewSchedule {
     pub session_id: Option<SessionId>,
     pub misfire: Misfire,
     pub overlap: Overlap,
+    /// Channel ids, each the owner's (checked here).
+    pub deliver: Vec<String>,
 }
 
 /// A change; `None` keeps a field. `session_id: Some(None)` is a new session per fire.
@@ -115,6 +119,7 @@ pub struct ScheduleUpdate {
     pub session_id: Option<Option<SessionId>>,
     pub misfire: Option<Misfire>,
     pub overlap: Option<Overlap>,
+    pub deliver: Option<Vec<String>>,
 }
 
 /// What a fire's send is checked against (the live configuration's limits).
@@ -206,6 +211,8 @@ impl Store {
         .bind(now)
         .execute(&mut **tx)
         .await?;
+        self.set_schedule_channels(&mut tx, &new.user_id, &id, &new.deliver)
+            .await?;
         tx.commit().await?;
         self.get_schedule(&new.user_id, &id).await
     }
@@ -218,7 +225,9 @@ impl Store {
         .bind(&user.0)
         .fetch_all(&self.pool)
         .await?;
-        rows.iter().map(schedule_from).collect()
+        let mut list = rows.iter().map(schedule_from).collect::<Result<Vec<_>>>()?;
+        self.fill_deliver(&mut list).await?;
+        Ok(list)
     }
 
     /// One of the person's schedules (`NotFound` for anyone else's).
@@ -231,7 +240,24 @@ impl Store {
         .fetch_optional(&self.pool)
         .await?
         .ok_or(StoreError::NotFound)?;
-        schedule_from(&row)
+        let mut one = [schedule_from(&row)?];
+        self.fill_deliver(&mut one).await?;
+        let [s] = one;
+        Ok(s)
+    }
+
+    /// Each schedule's `deliver`, in one read.
+    async fn fill_deliver(&self, list: &mut [ScheduleRecord]) -> Result<()> {
+        let ids: Vec<&str> = list.iter().map(|s| s.id.as_str()).collect();
+        let pairs = self.schedule_channel_ids(&ids).await?;
+        for s in list.iter_mut() {
+            s.deliver = pairs
+                .iter()
+                .filter(|(sch, _)| *sch == s.id)
+                .map(|(_, ch)| ch.clone())
+                .collect();
+        }
+        Ok(())
     }
 
     /// Change a schedule. A new trigger or timezone, or enabling it, sets the
@@ -304,6 +330,10 @@ impl Store {
         .bind(id)
         .execute(&mut **tx)
         .await?;
+        if let Some(deliver) = &change.deliver {
+            self.set_schedule_channels(&mut tx, user, id, deliver)
+                .await?;
+        }
         tx.commit().await?;
         self.get_schedule(user, id).await
     }
@@ -393,6 +423,7 @@ fn schedule_from(row: &AnyRow) -> Result<ScheduleRecord> {
         created_at: get_i64(row, "created_at")?,
         updated_at: get_i64(row, "updated_at")?,
         last_fire: fire_from(row)?,
+        deliver: Vec::new(),
     })
 }
 

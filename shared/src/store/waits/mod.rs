@@ -132,7 +132,7 @@ impl Store {
         if get_opt_str(&owner, "schedule_id")?.is_some()
             && let Some(body) = waiting_words(waits)
         {
-            super::notifications::notify_scheduled(
+            self.notify_scheduled(
                 &mut tx,
                 run,
                 crate::api::NotificationKind::ScheduleWaiting,

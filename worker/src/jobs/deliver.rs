@@ -1,0 +1,324 @@
+//! `notify.deliver`: one notification to one channel (docs/schedules.md
+//! "Channels"). The delivery row and this job were written with the
+//! notification, in the transaction that ended or suspended the scheduled run
+//! (`shared::store::channels`); this does the sending and records each try.
+//!
+//! Each delivery is its own job, so a receiver that is down holds back only
+//! its own deliveries (and one slot while a try waits out its timeout,
+//! `schedules.delivery_timeout_ms`); a try that fails for a reason that may
+//! pass — a timeout, a refused connection, a 5xx (but 501 and 505), 408 or
+//! 429 — is tried again
+//! after 2 s, 4 s, 8 s … (9 tries over about 8.5 minutes), its error visible
+//! in the delivery meanwhile; one that cannot — a 4xx, a URL the SSRF guard
+//! refuses, a Lark permission, an address the SMTP server rejects for good —
+//! fails at once. Either way the schedule's history and the channel show it.
+//!
+//! **Never twice.** A delivery is made once per notification and channel
+//! (the notification is unique by its key, and fans out only when it is
+//! inserted), and a delivered one is never sent again. Only a worker that
+//! dies between the receiver's answer and the record of it can make a second
+//! try of a message that arrived; for that:
+//! - Lark sends carry the delivery id as the `uuid`, which Lark deduplicates
+//!   for an hour: the second send returns the first message;
+//! - a webhook carries the delivery id in `Weft-Delivery` (and the body's
+//!   `id`), the same on every try, for the receiver to drop a repeat;
+//! - an email carries a `Message-ID` made of the delivery id.
+//!
+//! **Webhook signature.** `Weft-Signature: t=<unix seconds>,v1=<hex>`, where
+//! `v1` is HMAC-SHA256 under the channel's secret of `"{t}.{body}"`: a
+//! receiver recomputes it over the raw body and rejects old `t`s (replays).
+
+use std::time::Duration;
+
+use hmac::{Hmac, Mac};
+use lettre::message::Mailbox;
+use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
+use sha2::Sha256;
+use weft_lark::card::{CardState, notice_card};
+use weft_lark::rest::{ErrorClass, MessageContent, ReceiveIdType};
+use weft_lark::sender::RateAwareSender;
+use weft_shared::api::{ChannelTarget, DeliveryStatus, NotificationKind, WebhookPayload};
+use weft_shared::config::{Config, LiveConfig};
+use weft_shared::job::DeliverNotification;
+use weft_shared::store::{DeliveryWork, Store};
+use weft_shared::time::rfc3339;
+use weft_tools::web::{GuardedPost, PostError};
+
+use super::{BackgroundJob, JobContext, JobError};
+
+/// Deliveries tried at once by one worker: most of a try is waiting on a
+/// receiver, so more than the default job slots.
+pub const AT_ONCE: usize = 16;
+
+pub struct Deliver {
+    pub live: LiveConfig,
+    /// The Lark REST side, when `[lark]` is configured.
+    pub lark: Option<RateAwareSender>,
+}
+
+/// How a try went, before it is recorded.
+enum Tried {
+    Delivered,
+    /// Worth another try.
+    Again(String),
+    /// No try will fix it.
+    Never(String),
+}
+
+impl BackgroundJob for Deliver {
+    type Payload = DeliverNotification;
+
+    async fn run(&self, cx: JobContext, job: DeliverNotification) -> Result<(), JobError> {
+        let store = &cx.store;
+        let id = &job.delivery_id;
+        let Some(work) = store.delivery(id).await.map_err(retry)? else {
+            return Ok(()); // its notification is gone (the person was deleted)
+        };
+        if work.delivery.status != DeliveryStatus::Pending {
+            return Ok(()); // delivered, or failed for good, before this try
+        }
+        let config = self.live.get();
+        let tried = match &work.target {
+            None => Tried::Never("the channel was deleted".into()),
+            Some(target) => self.try_once(&config, target, &work).await,
+        };
+        match tried {
+            Tried::Delivered => {
+                store
+                    .delivery_tried(id, DeliveryStatus::Delivered, None)
+                    .await
+                    .map_err(retry)?;
+                metrics::counter!("weft_deliveries_total", "outcome" => "delivered").increment(1);
+                Ok(())
+            }
+            Tried::Again(why) => {
+                store
+                    .delivery_tried(id, DeliveryStatus::Pending, Some(&why))
+                    .await
+                    .map_err(retry)?;
+                metrics::counter!("weft_deliveries_total", "outcome" => "retried").increment(1);
+                Err(JobError::Retry(why))
+            }
+            Tried::Never(why) => {
+                store
+                    .delivery_tried(id, DeliveryStatus::Failed, Some(&why))
+                    .await
+                    .map_err(retry)?;
+                metrics::counter!("weft_deliveries_total", "outcome" => "failed").increment(1);
+                Err(JobError::Fail(why))
+            }
+        }
+    }
+
+    async fn gave_up(&self, store: &Store, job: DeliverNotification, error: &str) {
+        if let Err(e) = store.delivery_gave_up(&job.delivery_id, error).await {
+            tracing::warn!(delivery = %job.delivery_id, error = %e, "could not mark a delivery failed");
+        }
+    }
+}
+
+fn retry(e: weft_shared::store::StoreError) -> JobError {
+    JobError::Retry(e.to_string())
+}
+
+impl Deliver {
+    async fn try_once(
+        &self,
+        config: &Config,
+        target: &ChannelTarget,
+        work: &DeliveryWork,
+    ) -> Tried {
+        let timeout = Duration::from_millis(config.schedules.delivery_timeout_ms);
+        match target {
+            ChannelTarget::Webhook { url, secret } => {
+                webhook(config, timeout, url, secret.as_deref().unwrap_or(""), work).await
+            }
+            ChannelTarget::Lark { chat_id } => {
+                let Some(lark) = &self.lark else {
+                    return Tried::Again("this worker has no [lark] settings".into());
+                };
+                let (id_type, receive_id) = match (chat_id, &work.owner_open_id) {
+                    (Some(chat), _) => (ReceiveIdType::ChatId, chat.clone()),
+                    (None, Some(open_id)) => (ReceiveIdType::OpenId, open_id.clone()),
+                    (None, None) => {
+                        return Tried::Never(
+                            "the owner's account is no longer linked to Lark".into(),
+                        );
+                    }
+                };
+                lark_send(lark, timeout, id_type, &receive_id, work).await
+            }
+            ChannelTarget::Email { to } => email(config, timeout, to, work).await,
+        }
+    }
+}
+
+/// The event a notification is, as webhooks and subjects name it.
+fn event(kind: NotificationKind) -> &'static str {
+    match kind {
+        NotificationKind::ScheduleFinished => "schedule.finished",
+        NotificationKind::ScheduleWaiting => "schedule.waiting",
+        NotificationKind::ChannelTest => "channel.test",
+    }
+}
+
+/// `t=<unix seconds>,v1=<hex HMAC-SHA256 of "{t}.{body}">`.
+pub fn signature(secret: &str, unix_secs: i64, body: &str) -> String {
+    let mut mac =
+        Hmac::<Sha256>::new_from_slice(secret.as_bytes()).expect("HMAC takes a key of any length");
+    mac.update(format!("{unix_secs}.").as_bytes());
+    mac.update(body.as_bytes());
+    format!(
+        "t={unix_secs},v1={}",
+        hex::encode(mac.finalize().into_bytes())
+    )
+}
+
+async fn webhook(
+    config: &Config,
+    timeout: Duration,
+    url: &str,
+    secret: &str,
+    work: &DeliveryWork,
+) -> Tried {
+    let url = match url::Url::parse(url) {
+        Ok(u) => u,
+        Err(e) => return Tried::Never(format!("the stored URL does not parse: {e}")),
+    };
+    let post = match GuardedPost::new(&config.tools.web_fetch, timeout) {
+        Ok(p) => p,
+        Err(e) => return Tried::Again(e),
+    };
+    let payload = WebhookPayload {
+        id: work.delivery.id.clone(),
+        event: event(work.delivery.notification_kind).into(),
+        title: work.title.clone(),
+        text: work.text.clone(),
+        schedule_id: work.schedule_id.clone(),
+        run_id: work.delivery.run_id.clone(),
+        session_id: work.session_id.clone(),
+        created_at: rfc3339(work.notification_created_at),
+    };
+    let body = serde_json::to_string(&payload).expect("a payload serialises");
+    let now = weft_shared::time::now_ms() / 1000;
+    let headers = [
+        ("Weft-Delivery", work.delivery.id.clone()),
+        ("Weft-Event", payload.event.clone()),
+        ("Weft-Signature", signature(secret, now, &body)),
+    ];
+    match post.post_json(&url, &headers, body).await {
+        Ok(answer) if (200..300).contains(&answer.status) => Tried::Delivered,
+        Ok(answer) => {
+            let why = match answer.body_start.trim() {
+                "" => format!("the receiver answered {}", answer.status),
+                start => format!("the receiver answered {}: {start}", answer.status),
+            };
+            match answer.status {
+                // 501 and 505: the receiver does not do what is asked; no
+                // retry changes that.
+                501 | 505 => Tried::Never(why),
+                408 | 425 | 429 | 500.. => Tried::Again(why),
+                300..=399 => Tried::Never(format!(
+                    "{why} (redirects are not followed: give the final URL)"
+                )),
+                _ => Tried::Never(why),
+            }
+        }
+        Err(PostError::Refused(why)) => Tried::Never(why),
+        Err(PostError::Transport(why)) => Tried::Again(why),
+    }
+}
+
+async fn lark_send(
+    lark: &RateAwareSender,
+    timeout: Duration,
+    id_type: ReceiveIdType,
+    receive_id: &str,
+    work: &DeliveryWork,
+) -> Tried {
+    let state = match work.delivery.notification_kind {
+        NotificationKind::ScheduleWaiting => CardState::AwaitingApproval,
+        _ if work.text.starts_with("failed") => CardState::Failed,
+        _ => CardState::Done,
+    };
+    let card = MessageContent::Interactive(notice_card(&work.title, state, &work.text));
+    let send = lark.send_message_once(id_type, receive_id, &card, &work.delivery.id);
+    match tokio::time::timeout(timeout, send).await {
+        Err(_) => Tried::Again(format!(
+            "Lark did not answer within {} s",
+            timeout.as_secs()
+        )),
+        Ok(Ok(_)) => Tried::Delivered,
+        Ok(Err(e)) => match e.class() {
+            ErrorClass::Retryable => Tried::Again(e.to_string()),
+            _ => Tried::Never(e.to_string()),
+        },
+    }
+}
+
+async fn email(config: &Config, timeout: Duration, to: &str, work: &DeliveryWork) -> Tried {
+    let smtp = config.email.smtp_url.expose().trim();
+    if smtp.is_empty() {
+        return Tried::Never("email is not set up on this server ([email] smtp_url)".into());
+    }
+    let from: Mailbox = match config.email.from.parse() {
+        Ok(m) => m,
+        Err(e) => return Tried::Never(format!("email.from {:?}: {e}", config.email.from)),
+    };
+    let to: Mailbox = match to.parse() {
+        Ok(m) => m,
+        Err(e) => return Tried::Never(format!("{to:?} is not an address: {e}")),
+    };
+    let domain = from.email.domain().to_string();
+    let message = Message::builder()
+        .from(from)
+        .to(to)
+        .subject(format!("[Weft] {}", work.title))
+        .message_id(Some(format!("<{}@{domain}>", work.delivery.id)))
+        .header(lettre::message::header::ContentType::TEXT_PLAIN)
+        .body(email_text(work));
+    let message = match message {
+        Ok(m) => m,
+        Err(e) => return Tried::Never(format!("the message could not be built: {e}")),
+    };
+    let transport = match AsyncSmtpTransport::<Tokio1Executor>::from_url(smtp) {
+        Ok(t) => t.timeout(Some(timeout)).build(),
+        Err(e) => return Tried::Never(format!("email.smtp_url: {e}")),
+    };
+    match tokio::time::timeout(timeout, transport.send(message)).await {
+        Err(_) => Tried::Again(format!(
+            "the SMTP server did not answer within {} s",
+            timeout.as_secs()
+        )),
+        Ok(Ok(_)) => Tried::Delivered,
+        Ok(Err(e)) if e.is_permanent() => Tried::Never(format!("the SMTP server refused it: {e}")),
+        Ok(Err(e)) => Tried::Again(format!("SMTP: {e}")),
+    }
+}
+
+fn email_text(work: &DeliveryWork) -> String {
+    let mut text = format!("{}\n\n{}\n", work.title, work.text);
+    if let Some(run) = &work.delivery.run_id {
+        text.push_str(&format!("\nRun: {run}"));
+    }
+    if let Some(session) = &work.session_id {
+        text.push_str(&format!("\nSession: {session}"));
+    }
+    text.push_str(&format!("\nDelivery: {}\n", work.delivery.id));
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_signature_is_hmac_sha256_of_time_dot_body() {
+        // Computed independently: python3 -c "import hmac,hashlib;
+        // print(hmac.new(b'whsec_test', b'1700000000.{\"a\":1}', hashlib.sha256).hexdigest())"
+        assert_eq!(
+            signature("whsec_test", 1_700_000_000, r#"{"a":1}"#),
+            "t=1700000000,v1=38877139021993b830af32feea6e18a8da83eb2f6e49ee50bd9e4cf4ca4d3789"
+        );
+    }
+}
