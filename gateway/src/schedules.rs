@@ -10,7 +10,8 @@ use axum::{Json, Router};
 use serde::Deserialize;
 use weft_shared::api::{
     CreateScheduleRequest, FireDto, FireList, Misfire, Overlap, PreviewRequest, PreviewResponse,
-    ScheduleDto, ScheduleList, ScheduleTarget, TimezoneDto, Trigger, UpdateScheduleRequest,
+    ScheduleDto, ScheduleList, ScheduleTarget, SetTimezoneRequest, TimezoneDto, Trigger,
+    UpdateScheduleRequest,
 };
 use weft_shared::ids::SessionId;
 use weft_shared::schedule_time::Timing;
@@ -57,19 +58,19 @@ pub async fn get_timezone(
 ) -> ApiResult<Json<TimezoneDto>> {
     Ok(Json(TimezoneDto {
         timezone: state.store.user_timezone(&user.id).await?,
-        effective: Some(owner_timezone(&state, &user).await?),
+        effective: owner_timezone(&state, &user).await?,
     }))
 }
 
 /// Set the caller's timezone (IANA), or clear it (`null`) to take the
 /// server's. 422 `timezone` for a name that is not IANA. Schedules made
 /// before keep theirs.
-#[utoipa::path(put, path = "/v1/me/timezone", request_body = TimezoneDto,
+#[utoipa::path(put, path = "/v1/me/timezone", request_body = SetTimezoneRequest,
     responses((status = 200, body = TimezoneDto), (status = 422, body = weft_shared::api::ErrorEnvelope)))]
 pub async fn set_timezone(
     State(state): State<AppState>,
     Caller(user): Caller,
-    ApiJson(req): ApiJson<TimezoneDto>,
+    ApiJson(req): ApiJson<SetTimezoneRequest>,
 ) -> ApiResult<Json<TimezoneDto>> {
     let tz = req
         .timezone
@@ -83,7 +84,7 @@ pub async fn set_timezone(
     state.store.set_user_timezone(&user.id, tz).await?;
     Ok(Json(TimezoneDto {
         timezone: tz.map(str::to_string),
-        effective: Some(owner_timezone(&state, &user).await?),
+        effective: owner_timezone(&state, &user).await?,
     }))
 }
 
@@ -117,7 +118,7 @@ pub async fn create_schedule(
         .runs
         .check_text(&req.prompt, false)
         .map_err(|r| field("prompt", r))?;
-    let timezone = match req.timezone.clone() {
+    let timezone = match req.timezone.clone().filter(|t| !t.trim().is_empty()) {
         Some(tz) => tz,
         None => owner_timezone(&state, &user).await?,
     };
@@ -295,7 +296,7 @@ pub async fn preview_schedule(
     Caller(user): Caller,
     ApiJson(req): ApiJson<PreviewRequest>,
 ) -> ApiResult<Json<PreviewResponse>> {
-    let timezone = match req.timezone {
+    let timezone = match req.timezone.filter(|t| !t.trim().is_empty()) {
         Some(tz) => tz,
         None => owner_timezone(&state, &user).await?,
     };

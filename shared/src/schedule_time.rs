@@ -54,7 +54,7 @@ pub fn parse_timezone(name: &str) -> Result<Tz, TimingError> {
     Tz::from_str(name.trim()).map_err(|_| TimingError {
         field: "timezone",
         message: format!(
-            "{name:?} is not an IANA timezone (e.g. Asia/Shanghai, Europe/Berlin, UTC)"
+            "{name:?} is not an IANA timezone (e.g. Asia/Shanghai, Europe/Berlin, UTC; case matters)"
         ),
     })
 }

@@ -423,6 +423,16 @@ async fn a_persons_timezone_is_their_schedules_default(b: Backend) {
     let (st, tz) = app.get("/v1/me/timezone", &alice).await;
     assert_eq!(st, 200);
     assert_eq!(tz, json!({"timezone": null, "effective": "UTC"}));
+    // What a GET answers is not what a PUT takes (`effective` is read only).
+    let (st, _) = app
+        .call(
+            reqwest::Method::PUT,
+            "/v1/me/timezone",
+            &alice,
+            Some(json!({"timezone": "Asia/Shanghai", "effective": "UTC"})),
+        )
+        .await;
+    assert_eq!(st, 422);
     let put = |body: Value| {
         let app = &app;
         let alice = alice.clone();

@@ -69,6 +69,9 @@ pub struct DeliveryWork {
     pub schedule_id: Option<String>,
     pub session_id: Option<String>,
     pub notification_created_at: i64,
+    /// `<run>:end`, `<run>:<step>:wait` or `test:<id>` (the step of a
+    /// `schedule_waiting` one names the waits it is about).
+    pub notification_key: String,
     /// The owner's Lark open_id, for a DM.
     pub owner_open_id: Option<String>,
 }
@@ -361,7 +364,7 @@ impl Store {
     pub async fn delivery(&self, id: &str) -> Result<Option<DeliveryWork>> {
         let row = sqlx::query(sqlx::AssertSqlSafe(format!(
             "select {DELIVERY_COLUMNS}, c.config as d_config, n.title, d.text, n.schedule_id, n.session_id,
-                 n.created_at as n_created, u.lark_open_id
+                 n.created_at as n_created, n.key as n_key, u.lark_open_id
              from deliveries d join notifications n on n.id = d.notification_id
              left join channels c on c.id = d.channel_id
              join users u on u.id = d.user_id
@@ -384,6 +387,7 @@ impl Store {
             schedule_id: get_opt_str(&row, "schedule_id")?,
             session_id: get_opt_str(&row, "session_id")?,
             notification_created_at: get_i64(&row, "n_created")?,
+            notification_key: get_str(&row, "n_key")?,
             owner_open_id: get_opt_str(&row, "lark_open_id")?,
         }))
     }

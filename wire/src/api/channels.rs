@@ -153,16 +153,22 @@ pub struct DeliveryList {
 }
 
 /// `GET/PUT /v1/me/timezone`: the timezone the person's schedules default
-/// to (IANA); `null` (or absent) means the server's
-/// (`schedules.default_timezone`).
+/// to (IANA), and what applies now.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
+pub struct TimezoneDto {
+    /// Theirs; `null`: none set, the server's applies.
+    pub timezone: Option<String>,
+    /// What applies now: `timezone`, or the server's default
+    /// (`schedules.default_timezone`).
+    pub effective: String,
+}
+
+/// `PUT /v1/me/timezone`: an IANA name (case matters: `Asia/Shanghai`), or
+/// `null` to take the server's again.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
-pub struct TimezoneDto {
-    #[serde(default)]
+pub struct SetTimezoneRequest {
     pub timezone: Option<String>,
-    /// What applies now: `timezone`, or the server's default (read only).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub effective: Option<String>,
 }
 
 /// The JSON body a webhook channel receives (`Weft-Event` names `event`).

@@ -33,18 +33,27 @@ use std::time::Duration;
 use hmac::{Hmac, Mac};
 use lettre::message::Mailbox;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
+use serde_json::{Map, Value, json};
 use sha2::Sha256;
-use weft_lark::card::{CardState, notice_card};
+use weft_lark::card::{
+    ApprovalAnswer, ApprovalCard, CardState, PlanAnswer, PlanCard, QuestionAnswer, QuestionCard,
+    notice_card,
+};
 use weft_lark::rest::{ErrorClass, MessageContent, ReceiveIdType};
 use weft_lark::sender::RateAwareSender;
+use weft_lark::text::Lang;
 use weft_shared::api::{ChannelTarget, DeliveryStatus, NotificationKind, WebhookPayload};
 use weft_shared::config::{Config, LiveConfig};
+use weft_shared::ids::RunId;
 use weft_shared::job::DeliverNotification;
+use weft_shared::states::{ApprovalStatus, PlanStatus, QuestionStatus};
 use weft_shared::store::{DeliveryWork, Store};
+use weft_shared::time::now_ms;
 use weft_shared::time::rfc3339;
 use weft_tools::web::{GuardedPost, PostError};
 
 use super::{BackgroundJob, JobContext, JobError};
+use crate::lark::{LANG_KEY, RUN_KEY, STEP_KEY};
 
 /// Deliveries tried at once by one worker: most of a try is waiting on a
 /// receiver, so more than the default job slots.
@@ -80,7 +89,7 @@ impl BackgroundJob for Deliver {
         let config = self.live.get();
         let tried = match &work.target {
             None => Tried::Never("the channel was deleted".into()),
-            Some(target) => self.try_once(&config, target, &work).await,
+            Some(target) => self.try_once(store, &config, target, &work).await,
         };
         match tried {
             Tried::Delivered => {
@@ -124,6 +133,7 @@ fn retry(e: weft_shared::store::StoreError) -> JobError {
 impl Deliver {
     async fn try_once(
         &self,
+        store: &Store,
         config: &Config,
         target: &ChannelTarget,
         work: &DeliveryWork,
@@ -146,7 +156,12 @@ impl Deliver {
                         );
                     }
                 };
-                lark_send(lark, timeout, id_type, &receive_id, work).await
+                let lang = crate::lark::tenant_lang(&config.lark);
+                let cards = match wait_cards(store, work, lang).await {
+                    Ok(cards) => cards,
+                    Err(e) => return Tried::Again(e.to_string()),
+                };
+                lark_send(lark, timeout, id_type, &receive_id, work, cards).await
             }
             ChannelTarget::Email { to } => email(config, timeout, to, work).await,
         }
@@ -229,31 +244,126 @@ async fn webhook(
     }
 }
 
+/// The cards a waiting notification brings to Lark: each approval, question
+/// and plan of its step that is still open, with its buttons — a click
+/// decides it as one on the run's own card would (the gateway's click
+/// handler goes by the wait's id and the clicker, not by the chat). Empty
+/// for other notifications, or when everything was decided meanwhile.
+async fn wait_cards(
+    store: &Store,
+    work: &DeliveryWork,
+    lang: Lang,
+) -> Result<Vec<(String, Value)>, weft_shared::store::StoreError> {
+    if work.delivery.notification_kind != NotificationKind::ScheduleWaiting {
+        return Ok(Vec::new());
+    }
+    let (Some(run), Some(step)) = (
+        work.delivery.run_id.as_deref().and_then(RunId::parse),
+        work.notification_key
+            .rsplit(':')
+            .nth(1)
+            .and_then(|s| s.parse::<u32>().ok()),
+    ) else {
+        return Ok(Vec::new());
+    };
+    let context = Map::from_iter([
+        (RUN_KEY.to_owned(), json!(run.0)),
+        (STEP_KEY.to_owned(), json!(step)),
+        (LANG_KEY.to_owned(), json!(lang.code())),
+    ]);
+    let left = |expires_at: i64| Duration::from_millis((expires_at - now_ms()).max(0) as u64);
+    // The delivery's id keeps these apart from the run's own cards (a
+    // schedule into a Lark chat shows them there too; the first click wins).
+    let uuid = |what: &str, id: &str| -> String {
+        format!("{}-{what}-{id}", work.delivery.id)
+            .chars()
+            .take(50)
+            .collect()
+    };
+    let mut cards = Vec::new();
+    for a in store.step_approvals(&run, step).await? {
+        if a.status == ApprovalStatus::Pending {
+            let card = ApprovalCard {
+                approval_id: a.id.clone(),
+                tool: a.name,
+                args: a.args,
+                context: context.clone(),
+                answer: ApprovalAnswer::Open {
+                    expires_in: left(a.expires_at),
+                },
+            };
+            cards.push((uuid("a", &a.id), card.render_in(lang)));
+        }
+    }
+    for q in store.step_questions(&run, step).await? {
+        if q.status == QuestionStatus::Pending {
+            let card = QuestionCard {
+                question_id: q.id.clone(),
+                question: q.question,
+                options: q.options,
+                multiple: q.multiple,
+                allow_text: q.allow_text,
+                context: context.clone(),
+                answer: QuestionAnswer::Open {
+                    expires_in: left(q.expires_at),
+                },
+            };
+            cards.push((uuid("q", &q.id), card.render_in(lang)));
+        }
+    }
+    for p in store.step_plans(&run, step).await? {
+        if p.status == PlanStatus::Proposed {
+            let card = PlanCard {
+                plan_id: p.id.clone(),
+                markdown: p.markdown,
+                context: context.clone(),
+                answer: PlanAnswer::Open {
+                    expires_in: left(p.expires_at),
+                },
+            };
+            cards.push((uuid("p", &p.id), card.render_in(lang)));
+        }
+    }
+    Ok(cards)
+}
+
+/// Sends the notice card, then each of `cards`: all under uuids made of the
+/// delivery's id, so a second try re-sends none that Lark already has.
 async fn lark_send(
     lark: &RateAwareSender,
     timeout: Duration,
     id_type: ReceiveIdType,
     receive_id: &str,
     work: &DeliveryWork,
+    cards: Vec<(String, Value)>,
 ) -> Tried {
     let state = match work.delivery.notification_kind {
         NotificationKind::ScheduleWaiting => CardState::AwaitingApproval,
         _ if work.text.starts_with("failed") => CardState::Failed,
         _ => CardState::Done,
     };
-    let card = MessageContent::Interactive(notice_card(&work.title, state, &work.text));
-    let send = lark.send_message_once(id_type, receive_id, &card, &work.delivery.id);
-    match tokio::time::timeout(timeout, send).await {
-        Err(_) => Tried::Again(format!(
-            "Lark did not answer within {} s",
-            timeout.as_secs()
-        )),
-        Ok(Ok(_)) => Tried::Delivered,
-        Ok(Err(e)) => match e.class() {
-            ErrorClass::Retryable => Tried::Again(e.to_string()),
-            _ => Tried::Never(e.to_string()),
-        },
+    let notice = notice_card(&work.title, state, &work.text);
+    let all = std::iter::once((work.delivery.id.clone(), notice)).chain(cards);
+    for (uuid, card) in all {
+        let card = MessageContent::Interactive(card);
+        let send = lark.send_message_once(id_type, receive_id, &card, &uuid);
+        match tokio::time::timeout(timeout, send).await {
+            Err(_) => {
+                return Tried::Again(format!(
+                    "Lark did not answer within {} s",
+                    timeout.as_secs()
+                ));
+            }
+            Ok(Ok(_)) => {}
+            Ok(Err(e)) => {
+                return match e.class() {
+                    ErrorClass::Retryable => Tried::Again(e.to_string()),
+                    _ => Tried::Never(e.to_string()),
+                };
+            }
+        }
     }
+    Tried::Delivered
 }
 
 async fn email(config: &Config, timeout: Duration, to: &str, work: &DeliveryWork) -> Tried {

@@ -24,6 +24,8 @@ mod plans;
 mod questions;
 mod todos;
 
+pub(crate) use approvals::{LANG_KEY, RUN_KEY, STEP_KEY};
+
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 

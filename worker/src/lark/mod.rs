@@ -44,6 +44,8 @@
 
 mod background;
 mod driver;
+
+pub(crate) use driver::{LANG_KEY, RUN_KEY, STEP_KEY};
 mod follow;
 mod overdue;
 mod view;

@@ -15,6 +15,7 @@ both_backends!(
     a_fire_posts_into_the_chat_and_schedules_are_managed_in_a_dm,
     a_rolling_restart_at_the_fire_time_posts_once,
     a_fire_is_delivered_to_lark_channels_once,
+    a_scheduled_question_is_answered_from_the_dm,
 );
 
 async fn answer(w: &LarkWorld, to: &str) -> String {
@@ -299,4 +300,83 @@ async fn a_fire_is_delivered_to_lark_channels_once(b: Backend) {
     tokio::time::sleep(Duration::from_secs(2)).await;
     assert_eq!(delivered(&w.fake, "oc_dm_ou_alice").len(), 1);
     assert_eq!(delivered(&w.fake, "oc_team").len(), 1);
+}
+
+/// A scheduled run that asks (here `ask_user`; approvals and plans alike)
+/// waits for its owner, and its waiting notification brings the question
+/// card itself to the owner's Lark DM channel: a click there answers it, the
+/// same run finishes, and the finished notice follows.
+async fn a_scheduled_question_is_answered_from_the_dm(b: Backend) {
+    let mut w = LarkWorld::start_with(b, 1, fake_config(), &[]).await;
+    let alice = w.linked_account("alice", "ou_alice").await;
+    let (st, channel) = w
+        .call(
+            reqwest::Method::POST,
+            "/v1/channels",
+            &alice,
+            Some(json!({"name": "phone", "target": {"kind": "lark"}})),
+        )
+        .await;
+    assert_eq!(st, 201, "{channel}");
+    let at = weft_shared::time::rfc3339(weft_shared::time::now_ms() + 1500);
+    let (st, made) = w
+        .call(
+            reqwest::Method::POST,
+            "/v1/schedules",
+            &alice,
+            Some(json!({"name": "colour check",
+                        "prompt": r#"colour? @mock.tool ask_user {"question":"Which colour?","options":["red","blue"]}"#,
+                        "trigger": {"at": at}, "deliver": [channel["id"]]})),
+        )
+        .await;
+    assert_eq!(st, 201, "{made}");
+    let in_dm = |fake: &weft_lark::fake::FakeLark| {
+        fake.sent_messages()
+            .into_iter()
+            .filter(|m| m.chat_id == "oc_dm_ou_alice" && m.reply_to.is_empty())
+            .collect::<Vec<_>>()
+    };
+    let ask = w
+        .until("the question card in the DM", |fake| {
+            in_dm(fake)
+                .into_iter()
+                .find(|m| !element(m, "question_text").is_empty())
+        })
+        .await;
+    assert_eq!(super::approvals::buttons(&ask.content), ["red", "blue"]);
+    let waiting = in_dm(&w.fake);
+    assert!(
+        waiting
+            .iter()
+            .any(|m| template(m) == "orange" && notice(m).contains("Which colour?")),
+        "the waiting notice: {waiting:?}"
+    );
+    let click = w
+        .fake
+        .click_button(&ask.message_id, "ou_alice", "blue")
+        .unwrap();
+    let answer = w.answer(&click).await;
+    assert_eq!(answer["toast"]["content"], "✅ Answered", "{answer}");
+    let done = w
+        .until("the finished notice", |fake| {
+            in_dm(fake)
+                .into_iter()
+                .find(|m| template(m) == "green" && !notice(m).is_empty())
+        })
+        .await;
+    assert!(
+        notice(&done).contains("The user (Alice) answered: blue"),
+        "{}",
+        notice(&done)
+    );
+    let fires = format!("/v1/schedules/{}/fires", made["id"].as_str().unwrap());
+    let history = w.get_json(&fires, &alice).await;
+    assert_eq!(history["fires"][0]["run_status"], "succeeded", "{history}");
+    let kinds: Vec<&str> = history["fires"][0]["deliveries"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|d| d["notification_kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["schedule_waiting", "schedule_finished"]);
 }
