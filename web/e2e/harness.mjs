@@ -94,12 +94,14 @@ export async function adminRequest(weft, method, urlPath, body) {
   return text ? JSON.parse(text) : undefined
 }
 
-export async function launchBrowser() {
+/** `opts.timezoneId`: the browser's own timezone (IANA), else the machine's. */
+export async function launchBrowser(opts = {}) {
   const profile = fs.mkdtempSync(path.join(os.tmpdir(), 'weft-e2e-chromium-'))
   const context = await chromium.launchPersistentContext(profile, {
     executablePath: CHROMIUM,
     headless: true,
     locale: 'en-US',
+    timezoneId: opts.timezoneId,
     viewport: { width: 1280, height: 860 },
     args: [
       '--headless',
@@ -119,6 +121,16 @@ export async function launchBrowser() {
       fs.rmSync(profile, { recursive: true, force: true })
     },
   }
+}
+
+/** Signs `username` in through the login page (cookies cleared first); resolves on /chat. */
+export async function signIn(page, baseUrl, username, password) {
+  await page.context().clearCookies()
+  await page.goto(`${baseUrl}/login`)
+  await page.locator('input[name=username]').fill(username)
+  await page.locator('input[name=password]').fill(password)
+  await page.locator('button[type=submit]').click()
+  await page.waitForURL(/\/chat$/)
 }
 
 export function words(n) {

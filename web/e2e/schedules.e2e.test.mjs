@@ -1,13 +1,18 @@
 // End-to-end: the /schedules page in the browser, against a real `weft up`. A user
 // opens it from the navigation, makes a schedule with the cron helper (a preset,
-// then the preview's words and its next five times, in the browser's timezone
-// and then another), sees a bad pattern refused next to the field with
-// everything typed kept — by the preview and by a save —, makes a one-off a few
-// seconds ahead that fires on its own, and follows its history row to the
-// conversation with the agent's reply. "Run now" fires the cron schedule at once;
-// then it is paused and resumed, renamed, edited into an interval, and deleted
-// after the confirmation. Every check against the server reads the API as the
-// signed-in user.
+// then the preview's words and its next five times, in the timezone the form
+// starts with — theirs, the server's default until they set one —, then the
+// browser's one click away, then another), sees a bad pattern refused next to the
+// field with everything typed kept — by the preview and by a save —, makes a
+// one-off a few seconds ahead that fires on its own, and follows its history row
+// to the conversation with the agent's reply. "Run now" fires the cron schedule at
+// once; then it is paused and resumed, renamed, edited into an interval, and
+// deleted after the confirmation. Then they set their own timezone on /settings
+// (a name that is not a zone refused under the field), see new schedules start in
+// it and one made without touching it stored in it, and clear it again: the
+// schedule keeps its zone. The server's default (America/New_York) and the
+// browser's (Europe/Berlin) are both set apart from UTC so each is told from the
+// others. Every check against the server reads the API as the signed-in user.
 
 import assert from 'node:assert/strict'
 import crypto from 'node:crypto'
@@ -18,6 +23,10 @@ const bin = requireBinaries()
 const USER = `sch_${crypto.randomBytes(3).toString('hex')}`
 const PASSWORD = `pw-${crypto.randomBytes(8).toString('hex')}`
 const T = { timeout: 180_000 }
+/** `schedules.default_timezone`: what a person without a timezone of their own gets. */
+const SERVER_TZ = 'America/New_York'
+/** This browser's own zone. */
+const BROWSER_TZ = 'Europe/Berlin'
 
 let weft
 let browser
@@ -44,6 +53,15 @@ const serverSchedules = async () => (await serverGet('/v1/schedules')).schedules
 const form = () => page.getByTestId('schedule-form')
 const row = (id) => page.locator(`[data-testid=schedule][data-id="${id}"]`)
 const fieldError = (name) => form().getByTestId(`field-${name}`).getByTestId('field-error')
+
+/** Waits until the input `testid` holds `value` (a form fills some fields once the server answers). */
+async function waitForValue(testid, value) {
+  await page.waitForFunction(
+    ([id, want]) => document.querySelector(`[data-testid="${id}"]`)?.value === want,
+    [testid, value],
+    { timeout: 10_000 },
+  )
+}
 
 /** Waits until the form's preview shows `n` fire times; their texts. */
 async function previewTimes(n) {
@@ -94,9 +112,9 @@ const utcWall = (ms) => new Date(Date.now() + ms).toISOString().slice(0, 19)
 
 describe('the schedules page', () => {
   before(async () => {
-    weft = await startWeft(bin, { log: 'weft-schedules.log' })
+    weft = await startWeft(bin, { log: 'weft-schedules.log', env: { WEFT_SCHEDULES__DEFAULT_TIMEZONE: SERVER_TZ } })
     await adminRequest(weft, 'POST', '/v1/admin/users', { username: USER, password: PASSWORD, role: 'user' })
-    browser = await launchBrowser()
+    browser = await launchBrowser({ timezoneId: BROWSER_TZ })
     page = await browser.context.newPage()
     page.on('pageerror', (e) => console.error('[page error]', e.message))
     page.on('dialog', (d) => d.accept())
@@ -115,14 +133,22 @@ describe('the schedules page', () => {
 
     // The cron helper: a preset fills the pattern; the preview says it in words with the next five times.
     await page.getByTestId('schedule-new').click()
-    const browserTz = await page.evaluate(() => Intl.DateTimeFormat().resolvedOptions().timeZone)
-    assert.equal(await form().getByTestId('schedule-timezone').inputValue(), browserTz, 'the timezone starts as the browser’s')
+    assert.equal(await page.evaluate(() => Intl.DateTimeFormat().resolvedOptions().timeZone), BROWSER_TZ)
+    // The timezone starts as the person's: the server's default, as they have set none.
+    await waitForValue('schedule-timezone', SERVER_TZ)
+    // This browser's is one click away; then theirs is.
+    const useBrowser = form().getByTestId('schedule-timezone-use-browser')
+    assert.equal(await useBrowser.textContent(), `Use this browser’s (${BROWSER_TZ})`)
+    await useBrowser.click()
+    assert.equal(await form().getByTestId('schedule-timezone').inputValue(), BROWSER_TZ)
+    await useBrowser.waitFor({ state: 'detached' })
+    assert.equal(await form().getByTestId('schedule-timezone-use-yours').textContent(), `Use yours (${SERVER_TZ})`)
     await form().getByTestId('schedule-name').fill('Morning brief')
     await form().getByTestId('schedule-prompt').fill('@mock.reply Good morning from the schedule.')
     await form().getByTestId('cron-preset-daily-9').click()
     assert.equal(await form().getByTestId('schedule-cron').inputValue(), '0 9 * * *')
     assert.equal(await form().getByTestId('cron-preset-daily-9').getAttribute('aria-pressed'), 'true')
-    await previewSays(new RegExp(browserTz.replace(/[/+]/g, '.')))
+    await previewSays(/Europe\/Berlin/)
     const daily = await previewTimes(5)
     for (const t of daily) assert.match(t, /09:00/, `every day at 9:00: ${t}`)
     assert.equal(new Set(daily).size, 5, 'five different days')
@@ -265,5 +291,81 @@ describe('the schedules page', () => {
       (await serverSchedules()).map((s) => s.id),
       [once.id],
     )
+  })
+
+  test('your timezone, set on /settings, is where new schedules start; clearing it leaves them be', T, async () => {
+    await page.getByTestId('nav-settings').click()
+    await page.waitForURL(/\/settings$/)
+    const section = page.getByTestId('timezone')
+    const current = section.getByTestId('timezone-current')
+    await current.waitFor()
+    assert.equal(await current.textContent(), `Now: server default (${SERVER_TZ})`)
+    assert.equal(await section.getByTestId('timezone-input').inputValue(), '')
+    assert.equal(await section.getByTestId('timezone-clear').count(), 0, 'nothing of yours to clear')
+
+    // This browser's zone fills the field in one click (nothing is saved until Save).
+    const useBrowser = section.getByTestId('timezone-use-browser')
+    assert.equal(await useBrowser.textContent(), `Use this browser’s (${BROWSER_TZ})`)
+    await useBrowser.click()
+    assert.equal(await section.getByTestId('timezone-input').inputValue(), BROWSER_TZ)
+    assert.deepEqual(await serverGet('/v1/me/timezone'), { timezone: null, effective: SERVER_TZ })
+
+    // A name that is not a zone: the server's reason under the field, what was typed kept, nothing changed.
+    await section.getByTestId('timezone-input').fill('Mars/Olympus')
+    const refused = page.waitForResponse((r) => r.url().endsWith('/v1/me/timezone') && r.request().method() === 'PUT')
+    await section.getByTestId('timezone-save').click()
+    assert.equal((await refused).status(), 422)
+    const error = section.getByTestId('timezone-error')
+    await error.waitFor()
+    assert.match(await error.textContent(), /^"Mars\/Olympus" is not an IANA timezone/)
+    assert.equal(await section.getByTestId('timezone-input').inputValue(), 'Mars/Olympus')
+    assert.equal(await current.textContent(), `Now: server default (${SERVER_TZ})`)
+    assert.deepEqual(await serverGet('/v1/me/timezone'), { timezone: null, effective: SERVER_TZ })
+    await shot(page, 'schedules-timezone-refused')
+
+    // A real one: saved, shown, and there after a reload.
+    await section.getByTestId('timezone-input').fill('Asia/Shanghai')
+    await error.waitFor({ state: 'detached' })
+    await section.getByTestId('timezone-save').click()
+    await section.getByTestId('timezone-saved').waitFor()
+    assert.equal(await current.textContent(), 'Now: Asia/Shanghai')
+    assert.deepEqual(await serverGet('/v1/me/timezone'), { timezone: 'Asia/Shanghai', effective: 'Asia/Shanghai' })
+    await page.reload()
+    await current.waitFor()
+    assert.equal(await current.textContent(), 'Now: Asia/Shanghai')
+    assert.equal(await section.getByTestId('timezone-input').inputValue(), 'Asia/Shanghai')
+
+    // A new schedule starts in it, this browser's one click away; made without touching it, it is stored in it.
+    await page.getByTestId('nav-schedules').click()
+    await page.waitForURL(/\/schedules$/)
+    await page.getByTestId('schedule-new').click()
+    await waitForValue('schedule-timezone', 'Asia/Shanghai')
+    assert.equal(await form().getByTestId('schedule-timezone-use-browser').textContent(), `Use this browser’s (${BROWSER_TZ})`)
+    assert.equal(await form().getByTestId('schedule-timezone-use-yours').count(), 0, 'the field holds yours already')
+    await form().getByTestId('schedule-prompt').fill('@mock.reply Evening summary.')
+    await form().getByTestId('cron-preset-daily-9').click()
+    await previewSays(/Asia\/Shanghai/)
+    await shot(page, 'schedules-timezone-yours')
+    const evening = await saveNew()
+    assert.deepEqual(evening.trigger, { cron: '0 9 * * *' })
+    assert.equal(evening.timezone, 'Asia/Shanghai')
+    assert.match(await row(evening.id).getByTestId('schedule-next').textContent(), /09:00 \(Asia\/Shanghai\)/)
+
+    // Cleared: back to the server's default for new schedules; the one made keeps its zone.
+    await page.getByTestId('nav-settings').click()
+    await current.waitFor()
+    await section.getByTestId('timezone-clear').click()
+    await page.waitForFunction(
+      (want) => document.querySelector('[data-testid=timezone-current]')?.textContent === want,
+      `Now: server default (${SERVER_TZ})`,
+      { timeout: 10_000 },
+    )
+    assert.equal(await section.getByTestId('timezone-input').inputValue(), '')
+    assert.deepEqual(await serverGet('/v1/me/timezone'), { timezone: null, effective: SERVER_TZ })
+    assert.equal((await serverSchedules()).find((s) => s.id === evening.id).timezone, 'Asia/Shanghai')
+    await page.getByTestId('nav-schedules').click()
+    await page.getByTestId('schedule-new').click()
+    await waitForValue('schedule-timezone', SERVER_TZ)
+    await form().getByTestId('schedule-cancel').click()
   })
 })

@@ -304,6 +304,71 @@ describe('api client', () => {
     ])
   })
 
+  it('makes, tests and lists a channel’s deliveries, and carries a refusal’s field', async () => {
+    const made = { id: 'c/1', name: 'ops', target: { kind: 'webhook', url: 'https://x/h', secret: 'whsec_1' }, schedules: 0 }
+    const f = fakeFetch((c) => {
+      if (c.url === '/v1/channels' && c.init.method === 'POST') {
+        const body = JSON.parse(c.init.body as string)
+        return body.name === 'bad'
+          ? json(422, { error: { code: 'validation_failed', message: 'target.url: refused: 10.0.0.1 is a private address' } })
+          : json(201, made)
+      }
+      if (c.url.endsWith('/test')) return json(202, { id: 'd1', status: 'pending' })
+      if (c.url.includes('/deliveries')) return json(200, { deliveries: [{ id: 'd1', status: 'delivered' }] })
+      if (c.url === '/v1/channels') return json(200, { channels: [made] })
+      return new Response(null, { status: 204 })
+    })
+    const api = createApi({ fetch: f.fetch })
+    await expect(api.createChannel({ name: 'ops', target: { kind: 'webhook', url: 'https://x/h' } })).resolves.toEqual(made)
+    await expect(api.listChannels()).resolves.toEqual([made])
+    await expect(api.testChannel('c/1')).resolves.toEqual({ id: 'd1', status: 'pending' })
+    await expect(api.channelDeliveries('c/1', 20)).resolves.toEqual([{ id: 'd1', status: 'delivered' }])
+    await api.updateChannel('c/1', { name: 'ops2' })
+    await api.deleteChannel('c/1')
+    const refused = await api.createChannel({ name: 'bad', target: { kind: 'webhook', url: 'http://10.0.0.1/x' } }).catch((e) => e)
+    expect(refused).toBeInstanceOf(ApiError)
+    expect(refused).toMatchObject({ status: 422, message: 'target.url: refused: 10.0.0.1 is a private address' })
+    expect(f.calls.map((c) => [c.init.method, c.url])).toEqual([
+      ['POST', '/v1/channels'],
+      ['GET', '/v1/channels'],
+      ['POST', '/v1/channels/c%2F1/test'],
+      ['GET', '/v1/channels/c%2F1/deliveries?limit=20'],
+      ['PATCH', '/v1/channels/c%2F1'],
+      ['DELETE', '/v1/channels/c%2F1'],
+      ['POST', '/v1/channels'],
+    ])
+    expect(f.calls[2].init.body).toBe('{}')
+  })
+
+  it('reads, sets and clears your timezone with PUT {timezone}, and carries a refused name’s 422', async () => {
+    const f = fakeFetch((c) => {
+      if (c.init.method === 'GET') return json(200, { timezone: null, effective: 'UTC' })
+      const { timezone } = JSON.parse(c.init.body as string)
+      if (timezone === 'Mars/Olympus') {
+        return json(422, {
+          error: { code: 'validation_failed', message: 'timezone: "Mars/Olympus" is not an IANA timezone (e.g. Asia/Shanghai, Europe/Berlin, UTC)' },
+        })
+      }
+      return json(200, { timezone, effective: timezone ?? 'UTC' })
+    })
+    const api = createApi({ fetch: f.fetch })
+    await expect(api.myTimezone()).resolves.toEqual({ timezone: null, effective: 'UTC' })
+    await expect(api.setMyTimezone('Asia/Shanghai')).resolves.toEqual({ timezone: 'Asia/Shanghai', effective: 'Asia/Shanghai' })
+    await expect(api.setMyTimezone(null)).resolves.toEqual({ timezone: null, effective: 'UTC' })
+    const refused = await api.setMyTimezone('Mars/Olympus').catch((e) => e)
+    expect(refused).toBeInstanceOf(ApiError)
+    expect(refused).toMatchObject({ status: 422, code: 'validation_failed' })
+    expect(refused.message).toMatch(/^timezone: "Mars\/Olympus" is not an IANA timezone/)
+    expect(f.calls.map((c) => [c.init.method, c.url, c.init.body])).toEqual([
+      ['GET', '/v1/me/timezone', undefined],
+      ['PUT', '/v1/me/timezone', '{"timezone":"Asia/Shanghai"}'],
+      // Clearing sends an explicit null, not an empty body.
+      ['PUT', '/v1/me/timezone', '{"timezone":null}'],
+      ['PUT', '/v1/me/timezone', '{"timezone":"Mars/Olympus"}'],
+    ])
+    expect(headersOf(f.calls[1])['X-Weft-Csrf']).toBe('1')
+  })
+
   it('builds the run events URL, with ?after only for a real seq', () => {
     expect(runEventsUrl('r1')).toBe('/v1/runs/r1/events')
     expect(runEventsUrl('r1', 0)).toBe('/v1/runs/r1/events')

@@ -15,12 +15,17 @@ import type {
   ApprovalDecision,
   ApprovalList,
   ChangePasswordRequest,
+  Channel,
+  ChannelList,
   CreatedToken,
+  CreateChannelRequest,
   CreateMemory,
   CreateScheduleRequest,
   CreateSessionRequest,
   CreateUserRequest,
   DelegationList,
+  Delivery,
+  DeliveryList,
   DocumentChunks,
   Fire,
   FireList,
@@ -65,8 +70,11 @@ import type {
   SettingsView,
   Summary,
   SystemPrompt,
+  SetTimezoneRequest,
+  TimezoneDto,
   TokenList,
   TurnResult,
+  UpdateChannelRequest,
   UpdateScheduleRequest,
   UpdateSessionRequest,
   UpdateUserRequest,
@@ -319,8 +327,33 @@ export function createApi(opts: ApiOptions = {}) {
     /** Newest first. */
     scheduleFires: (id: string, limit?: number) =>
       get<FireList>(`/v1/schedules/${seg(id)}/fires`, { limit }).then((r) => r.fires),
-    /** A trigger's next fire times in a timezone, and the trigger in words (the form's preview). */
+    /** A trigger's next fire times in a timezone (none: yours), and the trigger in words (the form's preview). */
     previewSchedule: (body: SchedulePreviewRequest) => post<SchedulePreview>('/v1/schedules/preview', body),
+    /** Your timezone (null: none set) and the one your new schedules take (`effective`). */
+    myTimezone: () => get<TimezoneDto>('/v1/me/timezone'),
+    /**
+     * Sets your timezone (IANA), or clears it with null; the answer is the new
+     * state. 422 `timezone: …` for a name the server does not know. Existing
+     * schedules keep theirs.
+     */
+    setMyTimezone: (timezone: string | null) => put<TimezoneDto>('/v1/me/timezone', { timezone } satisfies SetTimezoneRequest),
+
+    // your channels (docs/schedules.md, "Channels"): where notifications go besides the inbox;
+    // a 422's message starts with the field it names (`target.url: refused: …`)
+    /** Oldest first, each with its newest delivery. */
+    listChannels: () => get<ChannelList>('/v1/channels').then((r) => r.channels),
+    /** 201; a webhook made without a secret gets one, in this answer only (`target.secret`). 409: you have one of that name. */
+    createChannel: (body: CreateChannelRequest) => post<Channel>('/v1/channels', body),
+    getChannel: (id: string) => get<Channel>(`/v1/channels/${seg(id)}`),
+    /** A new webhook target without a secret keeps the old one; with one, the answer shows it. */
+    updateChannel: (id: string, body: UpdateChannelRequest) => patch<Channel>(`/v1/channels/${seg(id)}`, body),
+    /** Schedules stop delivering to it. */
+    deleteChannel: (id: string) => del(`/v1/channels/${seg(id)}`),
+    /** 202: the test message's delivery, pending; its history (or `last_delivery`) says how it went. */
+    testChannel: (id: string) => post<Delivery>(`/v1/channels/${seg(id)}/test`, {}),
+    /** Newest first (`limit` 1–200, default 50). */
+    channelDeliveries: (id: string, limit?: number) =>
+      get<DeliveryList>(`/v1/channels/${seg(id)}/deliveries`, { limit }).then((r) => r.deliveries),
 
     // your notifications (docs/schedules.md, "Notifications"): the bell's inbox
     /** Newest first (`limit` 1–200, default 50), and how many are unread whatever the limit. */

@@ -12,6 +12,7 @@ import { KnowledgePage } from './pages/Knowledge'
 import { KnowledgeBasePage } from './pages/KnowledgeBase'
 import { MemoryPage } from './pages/Memory'
 import { SchedulesPage } from './pages/Schedules'
+import { ChannelsPage } from './pages/Channels'
 import './styles.css'
 
 function RequireAuth({ children }: { children: React.ReactNode }) {
@@ -44,6 +45,7 @@ function App() {
         <Route path="/knowledge/:id" element={<KnowledgeBasePage />} />
         <Route path="/memory" element={<MemoryPage />} />
         <Route path="/schedules" element={<SchedulesPage />} />
+        <Route path="/channels" element={<ChannelsPage />} />
         <Route path="/settings" element={<SettingsPage />} />
       </Route>
       <Route path="*" element={<Navigate to="/chat" replace />} />

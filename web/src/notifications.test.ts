@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest'
-import { browserNotifyState, countLabel, freshUnread, planAlerts, timeAgo } from './notifications'
+import { translator } from './i18n'
+import { KIND_LABEL, browserNotifyState, countLabel, freshUnread, notificationHref, planAlerts, timeAgo } from './notifications'
 import type { NotificationItem } from './types'
 
 const item = (id: string, read = false): NotificationItem => ({
@@ -62,5 +63,20 @@ describe('the bell', () => {
     expect(timeAgo(ago(5 * 60_000), 'zh', now)).toBe('5分钟前')
     expect(timeAgo(ago(30 * 86400_000), 'en', now)).not.toMatch(/ago/)
     expect(timeAgo('not a time', 'en', now)).toBe('not a time')
+  })
+})
+
+describe('what an entry is and where it goes', () => {
+  it('opens a run’s conversation; a channel’s test, which has none, opens the channels page', () => {
+    expect(notificationHref({ kind: 'schedule_finished', session_id: 'ses/1' })).toBe('/chat/ses%2F1')
+    expect(notificationHref({ kind: 'schedule_waiting', session_id: 'ses1' })).toBe('/chat/ses1')
+    expect(notificationHref({ kind: 'channel_test', session_id: null })).toBe('/channels')
+    expect(notificationHref({ kind: 'schedule_finished', session_id: null })).toBeNull()
+  })
+
+  it('tags each kind, in both languages', () => {
+    expect(Object.keys(KIND_LABEL).sort()).toEqual(['channel_test', 'schedule_finished', 'schedule_waiting'])
+    expect(translator('en')(KIND_LABEL.channel_test)).toBe('channel test')
+    expect(translator('zh')(KIND_LABEL.channel_test)).toBe('渠道测试')
   })
 })

@@ -1,12 +1,12 @@
 // The rules behind the bell (docs/schedules.md, "Notifications"), kept pure so they
 // are tested without a browser: what the count says, when to look again, which
 // unread entries are new since the page started looking, how many browser
-// notifications a burst of them makes, whether the person asked for those, and
-// how long ago an entry came.
+// notifications a burst of them makes, whether the person asked for those, what
+// kind of entry each is and where following it goes, and how long ago it came.
 
-import type { Lang } from './i18n'
+import type { Lang, MessageKey } from './i18n'
 import { fmtDate } from './format'
-import type { NotificationItem } from './types'
+import type { NotificationItem, NotificationKind } from './types'
 
 /** How often the bell reads the unread count while the tab is shown. */
 export const POLL_MS = 30_000
@@ -22,6 +22,22 @@ export const ALERT_LOOKAHEAD = 20
 
 /** Browser notifications shown one by one; past this, one more says how many others. */
 export const MAX_ALERTS = 3
+
+/** Each kind's tag in the panel (a record: a kind the server adds fails tsc until it has one). */
+export const KIND_LABEL: Record<NotificationKind, MessageKey> = {
+  schedule_finished: 'notif.kind.schedule_finished',
+  schedule_waiting: 'notif.kind.schedule_waiting',
+  channel_test: 'notif.kind.channel_test',
+}
+
+/**
+ * Where following an entry goes: its run's conversation; a channel's test
+ * message, which has none, to /channels, where its delivery shows; else nowhere.
+ */
+export function notificationHref(n: Pick<NotificationItem, 'kind' | 'session_id'>): string | null {
+  if (n.session_id) return `/chat/${encodeURIComponent(n.session_id)}`
+  return n.kind === 'channel_test' ? '/channels' : null
+}
 
 /** What the bell's badge says: nothing at 0, the number up to 99, then "99+". */
 export function countLabel(unread: number): string {

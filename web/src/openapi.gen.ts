@@ -317,6 +317,90 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/channels": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The caller's channels, oldest first, each with its newest delivery. */
+        get: operations["list_channels"];
+        put?: never;
+        /**
+         * Make a channel. A webhook without a `secret` gets one (`whsec_…`),
+         *     returned this once. 422 names the field: `name`, `target.url` (refused by
+         *     the SSRF guard), `target.secret`, `target.chat_id` (a chat where the caller
+         *     has not talked to the bot, or no Lark account for a DM), `target.to`,
+         *     `target` (Lark or email not set up on this server).
+         */
+        post: operations["create_channel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/channels/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get: operations["get_channel"];
+        put?: never;
+        post?: never;
+        /** Delete a channel: schedules stop delivering to it; its history stays. */
+        delete: operations["delete_channel"];
+        options?: never;
+        head?: never;
+        /**
+         * Rename a channel or give it a new target (checked as on create). A new
+         *     webhook target without a `secret` keeps the old one (a channel that was not
+         *     a webhook gets a generated one); a new secret is shown in the answer.
+         */
+        patch: operations["update_channel"];
+        trace?: never;
+    };
+    "/v1/channels/{id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** A channel's deliveries, newest first: what, how it went, the last error. */
+        get: operations["channel_deliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/channels/{id}/test": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send a test message to the channel through the outbox. The answer is its
+         *     delivery, pending; `GET …/deliveries` (or the channel's `last_delivery`)
+         *     shows how it went.
+         */
+        post: operations["test_channel"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/chat": {
         parameters: {
             query?: never;
@@ -684,6 +768,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/me/timezone": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The caller's timezone: the default of the schedules they make. */
+        get: operations["get_timezone"];
+        /**
+         * Set the caller's timezone (IANA), or clear it (`null`) to take the
+         *     server's. 422 `timezone` for a name that is not IANA. Schedules made
+         *     before keep theirs.
+         */
+        put: operations["set_timezone"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/models": {
         parameters: {
             query?: never;
@@ -892,7 +998,8 @@ export interface paths {
         put?: never;
         /**
          * Make a schedule. 422 names the field that is wrong (`trigger.cron`,
-         *     `trigger.every_secs`, `trigger.at`, `timezone`, `target.session`, `prompt`).
+         *     `trigger.every_secs`, `trigger.at`, `timezone`, `target.session`, `prompt`,
+         *     `deliver`: a channel that is not the caller's).
          */
         post: operations["create_schedule"];
         delete?: never;
@@ -1489,6 +1596,50 @@ export interface components {
             current: string;
             new: string;
         };
+        /** @description A channel as its owner sees it. */
+        ChannelDto: {
+            created_at: string;
+            id: string;
+            last_delivery?: null | components["schemas"]["DeliveryDto"];
+            name: string;
+            /**
+             * Format: int32
+             * @description How many schedules deliver to it.
+             */
+            schedules: number;
+            /** @description A webhook's secret, shortened for recognising it (`whsec_…3f9a`). */
+            secret_hint?: string | null;
+            target: components["schemas"]["ChannelTarget"];
+            updated_at: string;
+        };
+        /**
+         * @description A channel's kind (`channels.kind`).
+         * @enum {string}
+         */
+        ChannelKind: "lark" | "webhook" | "email";
+        /** @description `GET /v1/channels`. */
+        ChannelList: {
+            channels: components["schemas"]["ChannelDto"][];
+        };
+        /** @description Where a channel delivers. */
+        ChannelTarget: {
+            chat_id?: string | null;
+            /** @enum {string} */
+            kind: "lark";
+        } | {
+            /** @enum {string} */
+            kind: "webhook";
+            /**
+             * @description Given on create (or generated: `whsec_…`) and returned only then,
+             *     and by a patch that sets a new one; reads leave it out.
+             */
+            secret?: string | null;
+            url: string;
+        } | {
+            /** @enum {string} */
+            kind: "email";
+            to: string;
+        };
         /** @description `POST /v1/chat`: a compatibility shortcut that creates the session when absent. */
         ChatRequest: {
             /** @description Files for the message sent, as on `POST /v1/sessions/{id}/messages`. */
@@ -1539,6 +1690,12 @@ export interface components {
             change: string;
             key: string;
         };
+        /** @description `POST /v1/channels`. */
+        CreateChannelRequest: {
+            /** @description Unique among the person's channels, e.g. `ops-webhook`. */
+            name: string;
+            target: components["schemas"]["ChannelTarget"];
+        };
         /** @description `POST /v1/knowledge`. */
         CreateKnowledgeBase: {
             description?: string;
@@ -1556,6 +1713,11 @@ export interface components {
         CreateScheduleRequest: {
             /** @description Default: the default agent (`agent`). */
             agent?: string | null;
+            /**
+             * @description Channel ids to deliver its notifications to (default: none, the
+             *     inbox only).
+             */
+            deliver?: string[] | null;
             enabled?: boolean | null;
             misfire?: null | components["schemas"]["Misfire"];
             /** @description Default: the prompt's first line. */
@@ -1563,7 +1725,7 @@ export interface components {
             overlap?: null | components["schemas"]["Overlap"];
             prompt: string;
             target?: null | components["schemas"]["ScheduleTarget"];
-            /** @description IANA; default `schedules.default_timezone` (UTC unless set). */
+            /** @description IANA; default the owner's (`/v1/me/timezone`), else `schedules.default_timezone` (UTC unless set). */
             timezone?: string | null;
             trigger: components["schemas"]["Trigger"];
         };
@@ -1627,6 +1789,36 @@ export interface components {
          * @enum {string}
          */
         DelegationStatus: "running" | "succeeded" | "failed" | "cancelled";
+        /** @description One notification's delivery to one channel. */
+        DeliveryDto: {
+            /**
+             * Format: int32
+             * @description Tries made so far.
+             */
+            attempts: number;
+            channel_id: string;
+            channel_kind?: null | components["schemas"]["ChannelKind"];
+            /** @description Absent once the channel is deleted. */
+            channel_name?: string | null;
+            created_at: string;
+            delivered_at?: string | null;
+            /** @description What the last failed try met (a status code, a refusal, a timeout). */
+            error?: string | null;
+            id: string;
+            /** @description What was delivered. */
+            notification_kind: components["schemas"]["NotificationKind"];
+            run_id?: string | null;
+            status: components["schemas"]["DeliveryStatus"];
+        };
+        /** @description `GET /v1/channels/{id}/deliveries`: newest first. */
+        DeliveryList: {
+            deliveries: components["schemas"]["DeliveryDto"][];
+        };
+        /**
+         * @description Where one delivery is (`deliveries.status`).
+         * @enum {string}
+         */
+        DeliveryStatus: "pending" | "delivered" | "failed";
         /** @description One chunk of a document's text. */
         DocumentChunk: {
             id: string;
@@ -1824,6 +2016,8 @@ export interface components {
             step: number;
             /** @enum {string} */
             type: "todo";
+            /** Format: int64 */
+            version?: number;
         } | {
             memories: components["schemas"]["MemoryRef"][];
             /** @enum {string} */
@@ -1869,6 +2063,8 @@ export interface components {
         };
         /** @description One fire of a schedule, newest first in its history. */
         FireDto: {
+            /** @description Its run's notifications' deliveries to the schedule's channels. */
+            deliveries?: components["schemas"]["DeliveryDto"][];
             /** @description Why a fire was refused. */
             detail?: string | null;
             /**
@@ -2330,7 +2526,7 @@ export interface components {
          * @description What a notification is about.
          * @enum {string}
          */
-        NotificationKind: "schedule_finished" | "schedule_waiting";
+        NotificationKind: "schedule_finished" | "schedule_waiting" | "channel_test";
         /** @description `GET /v1/me/notifications`: newest first, and how many are unread. */
         NotificationList: {
             notifications: components["schemas"]["NotificationDto"][];
@@ -2576,6 +2772,11 @@ export interface components {
         ScheduleDto: {
             agent: string;
             created_at: string;
+            /**
+             * @description The channels (ids) its notifications are delivered to, besides the
+             *     owner's inbox.
+             */
+            deliver?: string[];
             /** @description The trigger in words, e.g. "At 09:00, on Monday, …". */
             describe: string;
             enabled: boolean;
@@ -2666,6 +2867,13 @@ export interface components {
             sessions: components["schemas"]["SessionDto"][];
         };
         /**
+         * @description `PUT /v1/me/timezone`: an IANA name (case matters: `Asia/Shanghai`), or
+         *     `null` to take the server's again.
+         */
+        SetTimezoneRequest: {
+            timezone?: string | null;
+        };
+        /**
          * @description The settings admins may edit in the web UI, as this replica runs them:
          *     `models`, `limits`, `tools` (policies and the web tools) and
          *     `mcp_servers`. Secrets show as `••••••`; sent back unchanged they keep
@@ -2726,6 +2934,19 @@ export interface components {
              */
             memories?: components["schemas"]["MemoryRef"][];
             system_prompt: string;
+        };
+        /**
+         * @description `GET/PUT /v1/me/timezone`: the timezone the person's schedules default
+         *     to (IANA), and what applies now.
+         */
+        TimezoneDto: {
+            /**
+             * @description What applies now: `timezone`, or the server's default
+             *     (`schedules.default_timezone`).
+             */
+            effective: string;
+            /** @description Theirs; `null`: none set, the server's applies. */
+            timezone?: string | null;
         };
         /** @description One item of a session's todo list. */
         TodoItem: {
@@ -2794,11 +3015,20 @@ export interface components {
             run_id: string;
         };
         /**
+         * @description `PATCH /v1/channels/{id}`. A new webhook target without a `secret` keeps
+         *     the old one.
+         */
+        UpdateChannelRequest: {
+            name?: string | null;
+            target?: null | components["schemas"]["ChannelTarget"];
+        };
+        /**
          * @description `PATCH /v1/schedules/{id}`: the fields to change. A new trigger or
          *     timezone, or enabling a paused schedule, sets the next fire time from now.
          */
         UpdateScheduleRequest: {
             agent?: string | null;
+            deliver?: string[] | null;
             enabled?: boolean | null;
             misfire?: null | components["schemas"]["Misfire"];
             name?: string | null;
@@ -3689,6 +3919,293 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    list_channels: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelList"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    create_channel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreateChannelRequest"];
+            };
+        };
+        responses: {
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelDto"];
+                };
+            };
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    get_channel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelDto"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    delete_channel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    update_channel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["UpdateChannelRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ChannelDto"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            409: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    channel_deliveries: {
+        parameters: {
+            query?: {
+                /** @description 1–200 (default 50). */
+                limit?: number;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliveryList"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    test_channel: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["DeliveryDto"];
+                };
+            };
+            404: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
             };
             /** @description An error: `{"error":{"code","message"}}` (see the status) */
             default: {
@@ -4842,6 +5359,74 @@ export interface operations {
             };
             /** @description too many wrong current passwords; see Retry-After */
             429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    get_timezone: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TimezoneDto"];
+                };
+            };
+            /** @description An error: `{"error":{"code","message"}}` (see the status) */
+            default: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorEnvelope"];
+                };
+            };
+        };
+    };
+    set_timezone: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["SetTimezoneRequest"];
+            };
+        };
+        responses: {
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TimezoneDto"];
+                };
+            };
+            422: {
                 headers: {
                     [name: string]: unknown;
                 };

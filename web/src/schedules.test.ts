@@ -70,6 +70,16 @@ describe('the trigger a form stands for', () => {
     })
     expect(triggerFromForm(form({ kind: 'at', at: '', timezone: 'UTC' }))).toMatchObject({ ok: false, field: 'trigger' })
   })
+
+  it('wants a zone for a one-off time: the wall time is read in it', () => {
+    expect(triggerFromForm(form({ kind: 'at', at: '2026-12-24T18:00', timezone: '  ' }))).toEqual({
+      ok: false,
+      field: 'timezone',
+      message: 'schedules.err.timezoneEmpty',
+    })
+    // A cron pattern or an interval does not: the server gives it yours.
+    expect(triggerFromForm(form({ kind: 'cron', timezone: '' }))).toMatchObject({ ok: true })
+  })
 })
 
 describe('wall times in a timezone', () => {
@@ -132,6 +142,11 @@ describe('what a save sends', () => {
     expect(createRequest(form({ prompt: '  ' }))).toMatchObject({ ok: false, field: 'prompt' })
   })
 
+  it('sends the timezone as typed, and none when the field is empty (the server gives it yours)', () => {
+    expect(createRequest(form({ prompt: 'x', timezone: ' Asia/Shanghai ' }))).toMatchObject({ value: { timezone: 'Asia/Shanghai' } })
+    expect(createRequest(form({ prompt: 'x', timezone: '' }))).not.toHaveProperty('value.timezone')
+  })
+
   it('reads a schedule back into the form', () => {
     expect(formFromSchedule(schedule())).toMatchObject({ kind: 'cron', cron: '0 9 * * 1-5', timezone: 'Asia/Shanghai', session: '' })
     expect(formFromSchedule(schedule({ trigger: { every_secs: 900 } }))).toMatchObject({ kind: 'every', everyMinutes: '15' })
@@ -154,6 +169,26 @@ describe('what a save sends', () => {
     expect(patchRequest(at, formFromSchedule(at))).toEqual({ ok: true, value: {} })
     expect(patchRequest(s, { ...formFromSchedule(s), session: 'ses2' })).toEqual({ ok: true, value: { target: { session: 'ses2' } } })
   })
+
+  it('delivers to the channels ticked: none sends nothing, so the inbox alone gets it', () => {
+    expect(createRequest(form({ prompt: 'x' }))).not.toHaveProperty('value.deliver')
+    expect(createRequest(form({ prompt: 'x', deliver: ['chn1', 'chn2'] }))).toMatchObject({ value: { deliver: ['chn1', 'chn2'] } })
+    expect(formFromSchedule(schedule({ deliver: ['chn1'] })).deliver).toEqual(['chn1'])
+    expect(formFromSchedule(schedule()).deliver).toEqual([])
+  })
+
+  it('sends the channels again only when the set changed (untouched, or reordered, it is left out)', () => {
+    const s = schedule({ deliver: ['chn1', 'chn2'] })
+    expect(patchRequest(s, formFromSchedule(s))).toEqual({ ok: true, value: {} })
+    expect(patchRequest(s, { ...formFromSchedule(s), deliver: ['chn2', 'chn1'] })).toEqual({ ok: true, value: {} })
+    expect(patchRequest(s, { ...formFromSchedule(s), deliver: ['chn2'] })).toEqual({ ok: true, value: { deliver: ['chn2'] } })
+    // Unticking the last one sends an empty list: the schedule stops delivering anywhere but the inbox.
+    expect(patchRequest(s, { ...formFromSchedule(s), deliver: [] })).toEqual({ ok: true, value: { deliver: [] } })
+    expect(patchRequest(schedule(), { ...formFromSchedule(schedule()), deliver: ['chn3'] })).toEqual({
+      ok: true,
+      value: { deliver: ['chn3'] },
+    })
+  })
 })
 
 describe('a 422 next to its field', () => {
@@ -165,6 +200,7 @@ describe('a 422 next to its field', () => {
     expect(fieldError('timezone: "Mars" is not an IANA timezone')).toEqual({ field: 'timezone', text: '"Mars" is not an IANA timezone' })
     expect(fieldError('target.session: no session "x" of yours').field).toBe('target')
     expect(fieldError('name: must not be empty').field).toBe('name')
+    expect(fieldError('deliver: no channel "chn9" of yours')).toEqual({ field: 'deliver', text: 'no channel "chn9" of yours' })
   })
 
   it('keeps a message that names no field of the form whole', () => {

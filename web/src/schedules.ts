@@ -1,9 +1,11 @@
 // The rules behind the /schedules page (docs/schedules.md), kept pure so they are
 // tested without a browser: the form and the trigger it stands for (a cron
 // pattern, every N minutes, or once at a wall time in the schedule's timezone),
-// the cron presets, what an edit changes, which field a 422 names, how a time the
-// server wrote in a timezone is shown, and a fire's lateness.
+// the channels it delivers to, the cron presets, what an edit changes, which field
+// a 422 names, how a time the server wrote in a timezone is shown, and a fire's
+// lateness.
 
+import { sameChoice } from './channels'
 import type { MessageKey } from './i18n'
 import type {
   CreateScheduleRequest,
@@ -30,24 +32,18 @@ export interface ScheduleForm {
   everyMinutes: string
   /** `YYYY-MM-DDTHH:MM[:SS]` (an `<input type=datetime-local>`), read in `timezone` */
   at: string
+  /** IANA, as typed; '' = yours (the server's choice at save) */
   timezone: string
   /** '' = a new session each time; else the session every fire writes to */
   session: string
   misfire: Misfire
   overlap: Overlap
+  /** the channels (ids) its notifications also go to, in the order ticked */
+  deliver: string[]
 }
 
 /** The parts of the form a 422 can name (`trigger.cron` and its siblings are `trigger`). */
-export type FormField = 'name' | 'prompt' | 'agent' | 'trigger' | 'timezone' | 'target'
-
-/** The browser's timezone (IANA), or UTC when it has none to say. */
-export function browserTimezone(): string {
-  try {
-    return Intl.DateTimeFormat().resolvedOptions().timeZone || 'UTC'
-  } catch {
-    return 'UTC'
-  }
-}
+export type FormField = 'name' | 'prompt' | 'agent' | 'trigger' | 'timezone' | 'target' | 'deliver'
 
 export function emptyForm(timezone: string, agent = ''): ScheduleForm {
   return {
@@ -62,6 +58,7 @@ export function emptyForm(timezone: string, agent = ''): ScheduleForm {
     session: '',
     misfire: 'run_once',
     overlap: 'skip',
+    deliver: [],
   }
 }
 
@@ -105,6 +102,8 @@ export function triggerFromForm(f: ScheduleForm): Built<Trigger> {
       return { ok: true, value: { every_secs: Number(s) * 60 } }
     }
     case 'at': {
+      // A wall time means nothing without its zone (an empty one is the server's to choose).
+      if (!f.timezone.trim()) return { ok: false, field: 'timezone', message: 'schedules.err.timezoneEmpty' }
       const at = wallToRfc3339(f.at, f.timezone)
       if (!at) return { ok: false, field: 'trigger', message: 'schedules.err.atEmpty' }
       return { ok: true, value: { at } }
@@ -116,7 +115,10 @@ export function targetFromForm(f: ScheduleForm): ScheduleTarget {
   return f.session ? { session: f.session } : 'new_session'
 }
 
-/** `POST /v1/schedules` from the form; an empty name lets the server name it after the prompt. */
+/**
+ * `POST /v1/schedules` from the form; an empty name lets the server name it after
+ * the prompt, an empty timezone gives it yours.
+ */
 export function createRequest(f: ScheduleForm): Built<CreateScheduleRequest> {
   const trigger = triggerFromForm(f)
   if (!trigger.ok) return trigger
@@ -124,13 +126,15 @@ export function createRequest(f: ScheduleForm): Built<CreateScheduleRequest> {
   const body: CreateScheduleRequest = {
     prompt: f.prompt,
     trigger: trigger.value,
-    timezone: f.timezone.trim(),
     target: targetFromForm(f),
     misfire: f.misfire,
     overlap: f.overlap,
   }
+  // Left empty, the server gives it yours (`/v1/me/timezone`, else its default).
+  if (f.timezone.trim()) body.timezone = f.timezone.trim()
   if (f.name.trim()) body.name = f.name.trim()
   if (f.agent) body.agent = f.agent
+  if (f.deliver.length) body.deliver = [...f.deliver]
   return { ok: true, value: body }
 }
 
@@ -152,6 +156,7 @@ export function formFromSchedule(s: Schedule): ScheduleForm {
     session: s.target === 'new_session' ? '' : s.target.session,
     misfire: s.misfire,
     overlap: s.overlap,
+    deliver: [...(s.deliver ?? [])],
   }
 }
 
@@ -182,6 +187,7 @@ export function patchRequest(s: Schedule, f: ScheduleForm): Built<UpdateSchedule
   if (!sameTarget(target, s.target)) body.target = target
   if (f.misfire !== s.misfire) body.misfire = f.misfire
   if (f.overlap !== s.overlap) body.overlap = f.overlap
+  if (!sameChoice(f.deliver, s.deliver ?? [])) body.deliver = [...f.deliver]
   return { ok: true, value: body }
 }
 
@@ -200,6 +206,7 @@ export function fieldError(message: string): { field: FormField | null; text: st
     trigger: 'trigger',
     timezone: 'timezone',
     target: 'target',
+    deliver: 'deliver',
   }
   const field = Object.hasOwn(fields, head) ? fields[head] : null
   return field ? { field, text: m[2] } : { field: null, text: message }

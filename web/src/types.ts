@@ -154,16 +154,41 @@ export type UpdateScheduleRequest = Schemas['UpdateScheduleRequest']
 export type SchedulePreviewRequest = Schemas['PreviewRequest']
 /** A trigger's next fire times (RFC 3339 in the timezone) and the trigger in words. */
 export type SchedulePreview = Schemas['PreviewResponse']
+/**
+ * Your timezone (`GET/PUT /v1/me/timezone`): `timezone` is the one you set (null:
+ * none), `effective` what your new schedules take — yours, else the server's
+ * `schedules.default_timezone`. Read only: a PUT sends `timezone` alone.
+ */
+export type TimezoneDto = Schemas['TimezoneDto']
+export type SetTimezoneRequest = Schemas['SetTimezoneRequest']
 
 /**
  * One entry of your inbox (`GET /v1/me/notifications`): a scheduled run that ended
- * or waits for you. Not `Notification`, which is the browser's.
+ * or waits for you, or a test message sent to one of your channels. Not
+ * `Notification`, which is the browser's.
  */
 export type NotificationItem = Schemas['NotificationDto']
-/** `schedule_finished` or `schedule_waiting`. */
+/** `schedule_finished`, `schedule_waiting` or `channel_test` (already read when it comes). */
 export type NotificationKind = Schemas['NotificationKind']
 /** Newest first, and how many of yours are unread. */
 export type NotificationList = Schemas['NotificationList']
+
+/** A channel (`GET /v1/channels`): where your notifications go besides the inbox. */
+export type Channel = Schemas['ChannelDto']
+export type ChannelList = Schemas['ChannelList']
+/**
+ * `{kind: 'lark', chat_id?}` (no chat: a direct message to you), `{kind: 'webhook',
+ * url, secret?}` (the secret only in the answer that made or changed it) or
+ * `{kind: 'email', to}`.
+ */
+export type ChannelTarget = Schemas['ChannelTarget']
+export type ChannelKind = Schemas['ChannelKind']
+export type CreateChannelRequest = Schemas['CreateChannelRequest']
+export type UpdateChannelRequest = Schemas['UpdateChannelRequest']
+/** One notification's delivery to one channel: `pending` (perhaps retrying, with `error`), then `delivered` or `failed`. */
+export type Delivery = Schemas['DeliveryDto']
+export type DeliveryList = Schemas['DeliveryList']
+export type DeliveryStatus = Schemas['DeliveryStatus']
 
 /**
  * Hand-written: the document gives `role` as a plain string ("`admin` or `user`"

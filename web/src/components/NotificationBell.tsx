@@ -1,12 +1,13 @@
 // The bell in the shell's header and its panel: the unread count on the button;
 // the panel lists the newest entries (a scheduled run that ended or waits for
-// you), each opening its conversation, with "Mark all read" and the switch for
-// browser notifications. The panel is a non-modal dialog: it takes focus when it
+// you, a test message sent to a channel), each tagged with its kind and opening
+// its conversation (a test, the channels page), with "Mark all read" and the
+// switch for browser notifications. The panel is a non-modal dialog: it takes focus when it
 // opens, Escape or a click outside closes it, and focus goes back to the bell.
 
 import { useEffect, useId, useRef } from 'react'
 import { useI18n } from '../i18n'
-import { countLabel, timeAgo } from '../notifications'
+import { KIND_LABEL, countLabel, timeAgo } from '../notifications'
 import type { Notifications } from '../pages/useNotifications'
 import { ErrorLine } from './Section'
 import { Icon } from './Icon'
@@ -103,6 +104,7 @@ export function NotificationBell({ n }: { n: Notifications }) {
                     data-testid="notif-item"
                     data-id={item.id}
                     data-unread={item.read_at ? 'false' : 'true'}
+                    data-kind={item.kind}
                   >
                     <span className="notif-dot" aria-hidden="true" />
                     {!item.read_at && <span className="sr-only">{t('notif.unread')}: </span>}
@@ -111,6 +113,9 @@ export function NotificationBell({ n }: { n: Notifications }) {
                     </span>
                     <span className="notif-body" data-testid="notif-body">
                       {item.body}
+                    </span>
+                    <span className={`notif-kind kind-${item.kind}`} data-testid="notif-kind">
+                      {t(KIND_LABEL[item.kind])}
                     </span>
                     <time className="notif-time muted small" dateTime={item.created_at} title={new Date(item.created_at).toLocaleString(lang === 'zh' ? 'zh-CN' : 'en')}>
                       {timeAgo(item.created_at, lang, now)}

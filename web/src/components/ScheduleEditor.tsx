@@ -1,17 +1,23 @@
 // The form that makes or changes a schedule (/schedules): name, prompt, agent,
 // when (a cron pattern with presets, every N minutes, or once at a date and
-// time), timezone, where the runs go, and what late or overlapping fires do. As
+// time), timezone (a new schedule's starts as yours, `GET /v1/me/timezone`, with
+// this browser's one click away), where the runs go, which channels their
+// notifications also go to, and what late or overlapping fires do. As
 // the person types, the trigger is previewed (`POST /v1/schedules/preview`,
 // debounced; an older answer never replaces a newer one): in words and its next
 // five times, or the server's reason next to the field it names. A refused save
 // shows its reason the same way; the form keeps everything typed.
 
-import { useEffect, useMemo, useRef, useState, type FormEvent, type ReactNode } from 'react'
+import { useEffect, useMemo, useRef, useState, type FormEvent } from 'react'
+import { Link } from 'react-router'
 import { ApiError, api } from '../api'
+import { deliverNames, toggleChoice } from '../channels'
+import { KindTag } from './Deliveries'
+import { Field } from './Field'
+import { TimezoneInput, ZoneShortcuts } from './TimezoneInput'
 import { useI18n, type MessageKey } from '../i18n'
 import {
   CRON_PRESETS,
-  browserTimezone,
   createRequest,
   emptyForm,
   fieldError,
@@ -24,7 +30,8 @@ import {
   type ScheduleForm,
   type TriggerKind,
 } from '../schedules'
-import type { Agent, Schedule, SchedulePreview, Session } from '../types'
+import { browserTimezone, newScheduleTimezone } from '../timezone'
+import type { Agent, Channel, Schedule, SchedulePreview, Session, TimezoneDto } from '../types'
 import { errText } from '../pages/useTurns'
 
 /** How long typing pauses before the trigger is previewed. */
@@ -42,17 +49,28 @@ export function ScheduleEditor(p: {
   schedule?: Schedule
   agents: Agent[]
   sessions: Session[]
+  channels: Channel[]
   onSaved: (s: Schedule) => void
   onCancel: () => void
 }) {
   const { t } = useI18n()
-  const [form, setForm] = useState<ScheduleForm>(() =>
-    p.schedule ? formFromSchedule(p.schedule) : emptyForm(browserTimezone()),
-  )
+  // A new schedule's timezone is empty (the server's choice: yours) until yours is known.
+  const [form, setForm] = useState<ScheduleForm>(() => (p.schedule ? formFromSchedule(p.schedule) : emptyForm('')))
   const [errors, setErrors] = useState<Errors>({})
   const [formError, setFormError] = useState<string | null>(null)
   const [busy, setBusy] = useState(false)
   const preview = usePreview(form)
+  const browser = useMemo(browserTimezone, [])
+  const yours = useYourTimezone()
+
+  // A new schedule starts in yours once it is known (this browser's if it cannot be), unless a zone was typed.
+  const isNew = !p.schedule
+  useEffect(() => {
+    if (!isNew || yours === undefined) return
+    const zone = newScheduleTimezone(yours, browser)
+    setForm((f) => (f.timezone.trim() ? f : { ...f, timezone: zone }))
+  }, [isNew, yours, browser])
+  const yourZone = yours?.effective || yours?.timezone || null
 
   // A new schedule starts with the default agent, once the agents are known.
   useEffect(() => {
@@ -182,7 +200,7 @@ export function ScheduleEditor(p: {
           </Field>
         )}
         {form.kind === 'at' && (
-          <Field label={t('schedules.at', { tz: form.timezone })} error={shownError('trigger')} testid="trigger">
+          <Field label={t('schedules.at', { tz: form.timezone.trim() || yourZone || '…' })} error={shownError('trigger')} testid="trigger">
             <input
               type="datetime-local"
               step={1}
@@ -192,17 +210,28 @@ export function ScheduleEditor(p: {
             />
           </Field>
         )}
-        <Field label={t('schedules.timezone')} error={shownError('timezone')} testid="timezone">
-          <input
+        <Field
+          label={t('schedules.timezone')}
+          error={shownError('timezone')}
+          testid="timezone"
+          hint={isNew ? t('schedules.timezoneHint') : undefined}
+        >
+          <TimezoneInput
             value={form.timezone}
-            list="schedule-timezones"
-            spellCheck={false}
-            autoComplete="off"
-            onChange={(e) => set('timezone', e.target.value, 'timezone')}
-            data-testid="schedule-timezone"
+            onChange={(z) => set('timezone', z, 'timezone')}
+            testid="schedule-timezone"
+            extra={[p.schedule?.timezone, yourZone, browser]}
+            placeholder={yourZone ? t('timezone.yours', { zone: yourZone }) : undefined}
+            invalid={!!shownError('timezone')}
           />
         </Field>
-        <TimezoneList />
+        <ZoneShortcuts
+          current={form.timezone.trim() || yourZone || ''}
+          yours={yourZone}
+          browser={browser}
+          onPick={(z) => set('timezone', z, 'timezone')}
+          testid="schedule-timezone-use"
+        />
         <Preview preview={preview} />
       </fieldset>
       <Field label={t('schedules.target')} error={errors.target} testid="target">
@@ -216,6 +245,12 @@ export function ScheduleEditor(p: {
           ))}
         </select>
       </Field>
+      <DeliverField
+        channels={p.channels}
+        ids={form.deliver}
+        error={errors.deliver}
+        onIds={(ids) => set('deliver', ids, 'deliver')}
+      />
       <Field label={t('schedules.misfire')} testid="misfire">
         <select value={form.misfire} onChange={(e) => set('misfire', e.target.value as ScheduleForm['misfire'])} data-testid="schedule-misfire">
           <option value="run_once">{t('schedules.misfire.run_once')}</option>
@@ -257,42 +292,61 @@ async function send(s: Schedule | undefined, form: ScheduleForm): Promise<Schedu
   return Object.keys(built.value).length ? api.updateSchedule(s.id, built.value) : s
 }
 
-/** A labelled control with the server's (or the form's) reason under it. */
-function Field(p: { label: string; error?: string; hint?: string; testid: string; wide?: boolean; children: ReactNode }) {
-  const id = `schedule-field-${p.testid}`
+/** Which of the person's channels the schedule's notifications also go to (a channel gone since shows its id). */
+function DeliverField(p: { channels: Channel[]; ids: string[]; error?: string; onIds: (ids: string[]) => void }) {
+  const { t } = useI18n()
+  const known = p.channels.map((c) => ({ id: c.id, name: c.name, kind: c.target.kind }))
+  const gone = deliverNames(p.ids, p.channels).filter((c) => !c.kind)
   return (
-    <div className={`schedule-field ${p.wide ? 'wide' : ''}`} data-testid={`field-${p.testid}`}>
-      <label>
-        <span>{p.label}</span>
-        {p.children}
-      </label>
-      {p.hint && !p.error && <span className="muted small">{p.hint}</span>}
+    <fieldset className="wide tools-field kb-field" data-testid="field-deliver">
+      <legend>{t('schedules.deliver')}</legend>
+      <span className="muted small">{t('schedules.deliverHint')}</span>
+      {!p.channels.length && (
+        <span className="muted small" data-testid="schedule-deliver-none">
+          {t('schedules.deliverNone')} <Link to="/channels">{t('schedules.deliverMake')}</Link>
+        </span>
+      )}
+      <div className="kb-choices">
+        {[...known, ...gone].map((c) => (
+          <label key={c.id} className="check" title={c.id}>
+            <input
+              type="checkbox"
+              checked={p.ids.includes(c.id)}
+              onChange={(e) => p.onIds(toggleChoice(p.ids, c.id, e.target.checked))}
+              data-testid="schedule-deliver-option"
+              data-id={c.id}
+            />
+            {c.kind && <KindTag kind={c.kind} />}
+            {c.name}
+          </label>
+        ))}
+      </div>
       {p.error && (
-        <span className="field-error" role="alert" id={id} data-testid="field-error">
+        <span className="field-error" role="alert" data-testid="field-error">
           {p.error}
         </span>
       )}
-    </div>
+    </fieldset>
   )
 }
 
-/** Every IANA zone the browser knows, for the timezone field's suggestions. */
-function TimezoneList() {
-  const zones = useMemo(() => {
-    const intl = Intl as typeof Intl & { supportedValuesOf?: (k: string) => string[] }
-    try {
-      return intl.supportedValuesOf?.('timeZone') ?? []
-    } catch {
-      return []
+/**
+ * Your timezone (`GET /v1/me/timezone`), read when the form opens: undefined until
+ * it answers, null when it cannot (the form then starts in this browser's zone).
+ */
+function useYourTimezone(): TimezoneDto | null | undefined {
+  const [yours, setYours] = useState<TimezoneDto | null | undefined>(undefined)
+  useEffect(() => {
+    let live = true
+    api
+      .myTimezone()
+      .then((dto) => live && setYours(dto))
+      .catch(() => live && setYours(null))
+    return () => {
+      live = false
     }
   }, [])
-  return (
-    <datalist id="schedule-timezones">
-      {zones.map((z) => (
-        <option key={z} value={z} />
-      ))}
-    </datalist>
-  )
+  return yours
 }
 
 interface PreviewState {
@@ -320,7 +374,8 @@ function usePreview(form: ScheduleForm): PreviewState {
     setState((s) => ({ ...s, loading: true }))
     const h = setTimeout(() => {
       api
-        .previewSchedule({ trigger: built.value, timezone: timezone.trim(), count: 5 })
+        // No zone (yours is not known yet): the server previews in yours.
+        .previewSchedule({ trigger: built.value, timezone: timezone.trim() || undefined, count: 5 })
         .then((shown) => mine === seq.current && setState({ shown, error: null, loading: false }))
         .catch((e) => {
           if (mine !== seq.current) return

@@ -1,7 +1,9 @@
 // A schedule's history (`GET /v1/schedules/{id}/fires`, newest first): when each
 // fire was due (in the schedule's timezone), how it went, how late it was
-// claimed, the run's status and a link to its conversation, and why a fire was
-// refused or skipped. Read again whenever the schedule's newest fire changes.
+// claimed, the run's status and a link to its conversation, why a fire was
+// refused or skipped, and where its run's notifications were delivered (each
+// channel's status, tries and last error). Read again whenever the schedule's
+// newest fire changes, and every few seconds while a delivery is pending.
 
 import { useEffect, useState } from 'react'
 import { Link } from 'react-router'
@@ -10,6 +12,11 @@ import { useI18n, type MessageKey } from '../i18n'
 import { ON_TIME_MS, fmtInZone, fmtLateness, latenessMs } from '../schedules'
 import type { Fire, FireOutcome, Schedule } from '../types'
 import { errText } from '../pages/useTurns'
+import { DeliveryRow } from './Deliveries'
+
+/** How soon the history is read again while one of its deliveries is pending, and how many times at most. */
+const PENDING_DELIVERY_MS = 2_000
+const PENDING_READS = 30
 
 export const OUTCOME_LABEL: Record<FireOutcome, MessageKey> = {
   started: 'schedules.outcome.started',
@@ -44,6 +51,8 @@ export function ScheduleHistory({ schedule }: { schedule: Schedule }) {
   const [error, setError] = useState<string | null>(null)
   const last = schedule.last_fire
   const version = last ? `${last.fire_at}|${last.outcome}|${last.run_status ?? ''}` : ''
+  const [reads, setReads] = useState(0)
+  const pending = fires?.some((f) => f.deliveries?.some((d) => d.status === 'pending')) ?? false
 
   useEffect(() => {
     let live = true
@@ -58,7 +67,14 @@ export function ScheduleHistory({ schedule }: { schedule: Schedule }) {
     return () => {
       live = false
     }
-  }, [schedule.id, version])
+  }, [schedule.id, version, reads])
+
+  // A delivery still pending (its receiver being tried): look again soon, for a minute.
+  useEffect(() => {
+    if (!pending || reads >= PENDING_READS) return
+    const h = setTimeout(() => setReads((n) => n + 1), PENDING_DELIVERY_MS)
+    return () => clearTimeout(h)
+  }, [pending, fires, reads])
 
   return (
     <section className="schedule-history" data-testid="schedule-history" aria-label={t('schedules.history')}>
@@ -104,6 +120,16 @@ export function ScheduleHistory({ schedule }: { schedule: Schedule }) {
                   <span className="fire-detail small" data-testid="fire-detail">
                     {f.detail || (hint && t(hint))}
                   </span>
+                )}
+                {!!f.deliveries?.length && (
+                  <div className="fire-deliveries small" data-testid="fire-deliveries">
+                    <span className="muted">{t('schedules.deliveries')}</span>
+                    <ul className="delivery-list inline">
+                      {f.deliveries.map((d) => (
+                        <DeliveryRow key={d.id} d={d} withChannel />
+                      ))}
+                    </ul>
+                  </div>
                 )}
               </li>
             )

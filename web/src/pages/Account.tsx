@@ -1,19 +1,22 @@
-// The signed-in user's own account on /settings: changing the password
+// The signed-in user's own account on /settings: your timezone (`GET/PUT
+// /v1/me/timezone`, what your new schedules take), changing the password
 // (`POST /v1/me/password`), the list of sign-ins (`GET /v1/tokens`, revoked with
 // `DELETE /v1/tokens/{id}`) and the files you store against your quota (`storage`
 // of `GET /v1/me`). The rules (password bounds, which tokens are sign-ins and
-// their order, how full the storage is) live in `account.ts`; this file only
-// renders them.
+// their order, how full the storage is) live in `account.ts`, the timezone's in
+// `timezone.ts`; this file only renders them.
 
-import { useEffect, useState, type FormEvent } from 'react'
+import { useEffect, useId, useMemo, useState, type FormEvent } from 'react'
 import { useNavigate } from 'react-router'
 import { ApiError, api } from '../api'
 import { checkNewPassword, PASSWORD_MAX_CHARS, PASSWORD_MIN_CHARS, signIns, storageShare, type NewPasswordCheck, type StorageShare } from '../account'
 import { useAuth } from '../auth'
 import { ErrorLine, Section } from '../components/Section'
+import { TimezoneInput, ZoneShortcuts } from '../components/TimezoneInput'
 import { fmtBytes, fmtDate } from '../format'
 import { useI18n, type Translate } from '../i18n'
-import type { ApiToken } from '../types'
+import { browserTimezone, saveTimezone, timezoneError, yourTimezone } from '../timezone'
+import type { ApiToken, TimezoneDto } from '../types'
 
 const errText = (e: unknown) => (e instanceof Error ? e.message : String(e))
 
@@ -245,6 +248,122 @@ export function StorageSection() {
             </p>
           )}
         </>
+      )}
+    </Section>
+  )
+}
+
+/**
+ * Your timezone: the one the schedules you make without one take. Save sets what
+ * was typed (the server's 422 for an unknown name shows under the field), Clear
+ * goes back to the server's default; schedules made before keep theirs.
+ */
+export function TimezoneSection() {
+  const { t } = useI18n()
+  const [saved, setSaved] = useState<TimezoneDto | null>(null)
+  const [typed, setTyped] = useState('')
+  const [refused, setRefused] = useState<string | null>(null)
+  const [error, setError] = useState<string | null>(null)
+  const [busy, setBusy] = useState(false)
+  const [done, setDone] = useState<string | null>(null)
+  const browser = useMemo(browserTimezone, [])
+  const errorId = useId()
+
+  useEffect(() => {
+    let live = true
+    api
+      .myTimezone()
+      .then((dto) => {
+        if (!live) return
+        setSaved(dto)
+        setTyped(dto.timezone ?? '')
+      })
+      .catch((e) => live && setError(errText(e)))
+    return () => {
+      live = false
+    }
+  }, [])
+
+  async function apply(zone: string | null) {
+    setBusy(true)
+    setRefused(null)
+    setError(null)
+    setDone(null)
+    try {
+      const dto = await api.setMyTimezone(zone)
+      setSaved(dto)
+      setTyped(dto.timezone ?? '')
+      const now = yourTimezone(dto)
+      setDone(now.kind === 'yours' ? t('settings.timezoneSaved', { zone: now.zone }) : t('settings.timezoneCleared', { zone: now.zone }))
+    } catch (err) {
+      // An unknown name: the server's words under the field, and what was typed stays.
+      if (err instanceof ApiError && err.status === 422) setRefused(timezoneError(err.message))
+      else setError(errText(err))
+    } finally {
+      setBusy(false)
+    }
+  }
+
+  function submit(e: FormEvent) {
+    e.preventDefault()
+    if (!saved) return
+    const save = saveTimezone(typed, saved)
+    if (save.ok) void apply(save.zone)
+  }
+
+  const edit = (zone: string) => {
+    setTyped(zone)
+    setRefused(null)
+    setDone(null)
+  }
+
+  const shown = saved && yourTimezone(saved)
+  const serverDefault = shown && t('settings.timezoneServerDefault', { zone: shown.zone })
+  return (
+    <Section title={t('settings.timezone')} testid="timezone">
+      <p className="muted">{t('settings.timezoneHint')}</p>
+      <ErrorLine error={error} />
+      {saved && shown && (
+        <p data-testid="timezone-current" data-kind={shown.kind}>
+          {t('settings.timezoneNow', { zone: shown.kind === 'yours' ? shown.zone : serverDefault! })}
+        </p>
+      )}
+      {saved && shown && (
+        <form className="stack-form" onSubmit={submit}>
+          <label>
+            {t('settings.timezoneLabel')}
+            <TimezoneInput
+              value={typed}
+              onChange={edit}
+              testid="timezone-input"
+              extra={[saved.timezone, saved.effective, browser]}
+              placeholder={shown.kind === 'server' ? serverDefault! : undefined}
+              invalid={!!refused}
+              describedBy={refused ? errorId : undefined}
+            />
+          </label>
+          {refused && (
+            <span className="field-error" role="alert" id={errorId} data-testid="timezone-error">
+              {refused}
+            </span>
+          )}
+          <ZoneShortcuts current={typed.trim() || shown.zone} browser={browser} onPick={edit} testid="timezone-use" />
+          {done && (
+            <p className="notice ok" role="status" data-testid="timezone-saved">
+              {done}
+            </p>
+          )}
+          <div className="zone-actions">
+            <button className="btn primary" type="submit" disabled={busy || !saveTimezone(typed, saved).ok} data-testid="timezone-save">
+              {busy ? t('settings.timezoneSaving') : t('settings.timezoneSave')}
+            </button>
+            {saved.timezone && (
+              <button className="btn ghost" type="button" disabled={busy} onClick={() => void apply(null)} data-testid="timezone-clear">
+                {t('settings.timezoneClear')}
+              </button>
+            )}
+          </div>
+        </form>
       )}
     </Section>
   )

@@ -128,6 +128,9 @@ export function Layout() {
           <NavLink to="/schedules" data-testid="nav-schedules">
             {t('nav.schedules')}
           </NavLink>
+          <NavLink to="/channels" data-testid="nav-channels">
+            {t('nav.channels')}
+          </NavLink>
           <NavLink to="/settings" data-testid="nav-settings">
             {t('nav.settings')}
           </NavLink>

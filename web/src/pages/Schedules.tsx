@@ -1,6 +1,7 @@
 // /schedules: prompts an agent runs on its own (docs/schedules.md). Each schedule
 // shows its trigger in words, its next fire in its own timezone, whether it is on,
-// and how its newest fire went (with the conversation it went to); it can be run
+// the channels its notifications also go to (/channels), and how its newest fire
+// went (with the conversation it went to); it can be run
 // now, paused and resumed, renamed, edited (`ScheduleEditor.tsx`), deleted, and
 // its history opened (`ScheduleHistory.tsx`). The list is read again just after
 // the soonest fire is due and while a fire's run is going (`refreshDelay`).
@@ -8,12 +9,14 @@
 import { useCallback, useEffect, useState } from 'react'
 import { Link } from 'react-router'
 import { api } from '../api'
+import { deliverNames } from '../channels'
+import { KindTag } from '../components/Deliveries'
 import { ScheduleEditor } from '../components/ScheduleEditor'
 import { OutcomeBadge, ScheduleHistory, fireHref } from '../components/ScheduleHistory'
 import { ErrorLine } from '../components/Section'
 import { useI18n } from '../i18n'
 import { fmtZoned, refreshDelay } from '../schedules'
-import type { Agent, Fire, Schedule, Session } from '../types'
+import type { Agent, Channel, Fire, Schedule, Session } from '../types'
 import { errText } from './useTurns'
 
 export function SchedulesPage() {
@@ -23,6 +26,7 @@ export function SchedulesPage() {
   const [editing, setEditing] = useState<string | null>(null)
   const [agents, setAgents] = useState<Agent[]>([])
   const [sessions, setSessions] = useState<Session[]>([])
+  const [channels, setChannels] = useState<Channel[]>([])
 
   const load = useCallback(
     () =>
@@ -46,6 +50,10 @@ export function SchedulesPage() {
       .listSessions({ limit: 50 })
       .then((r) => setSessions(r.sessions))
       .catch(() => {})
+    api
+      .listChannels()
+      .then(setChannels)
+      .catch(() => {})
   }, [load])
 
   // Read again just after the soonest fire, and while a fire's run is going.
@@ -61,7 +69,7 @@ export function SchedulesPage() {
   }
   const removed = (id: string) => setList((cur) => cur?.filter((x) => x.id !== id) ?? null)
 
-  const editorProps = { agents, sessions, onSaved: saved, onCancel: () => setEditing(null) }
+  const editorProps = { agents, sessions, channels, onSaved: saved, onCancel: () => setEditing(null) }
 
   return (
     <div className="page schedules">
@@ -92,6 +100,7 @@ export function SchedulesPage() {
               <ScheduleRow
                 key={s.id}
                 schedule={s}
+                channels={channels}
                 onChanged={saved}
                 onRemoved={removed}
                 onEdit={() => setEditing(s.id)}
@@ -107,6 +116,7 @@ export function SchedulesPage() {
 
 function ScheduleRow(p: {
   schedule: Schedule
+  channels: Channel[]
   onChanged: (s: Schedule) => void
   onRemoved: (id: string) => void
   onEdit: () => void
@@ -152,6 +162,7 @@ function ScheduleRow(p: {
     })
 
   const last = s.last_fire
+  const deliver = deliverNames(s.deliver ?? [], p.channels)
   return (
     <li
       className={`schedule-row ${s.enabled ? '' : 'paused'}`}
@@ -196,6 +207,17 @@ function ScheduleRow(p: {
       <p className="schedule-describe" data-testid="schedule-describe">
         {s.describe}
       </p>
+      {deliver.length > 0 && (
+        <p className="schedule-deliver small" data-testid="schedule-deliver">
+          <span className="muted">{t('schedules.deliversTo')}</span>
+          {deliver.map((c) => (
+            <span key={c.id} className="deliver-chip" data-testid="schedule-deliver-channel" data-id={c.id}>
+              {c.kind && <KindTag kind={c.kind} />}
+              {c.name}
+            </span>
+          ))}
+        </p>
+      )}
       <p className="schedule-meta muted small">
         <span data-testid="schedule-next">
           {s.next_fire_at

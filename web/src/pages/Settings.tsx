@@ -1,7 +1,8 @@
-// /settings: language, your own instructions and the agents (`Agents.tsx`: admins
-// create, edit and delete them), your password, sign-ins and file storage (`Account.tsx`),
-// personal API tokens, the models; for admins also users, a read-only view of the
-// limits, the live configuration (`Config.tsx`) and the MCP servers (`Mcp.tsx`).
+// /settings: language, your timezone, your own instructions and the agents
+// (`Agents.tsx`: admins create, edit and delete them), your password, sign-ins and
+// file storage (`Account.tsx`), personal API tokens, the models; for admins also
+// users, a read-only view of the limits, the live configuration (`Config.tsx`) and
+// the MCP servers (`Mcp.tsx`).
 
 import { useEffect, useReducer, useState, type FormEvent } from 'react'
 import { api } from '../api'
@@ -10,7 +11,7 @@ import { LangSwitch } from '../components/LangSwitch'
 import { ErrorLine, Section } from '../components/Section'
 import { fmtBytes, fmtDate } from '../format'
 import { useI18n, type MessageKey } from '../i18n'
-import { PasswordSection, SignInsSection, StorageSection } from './Account'
+import { PasswordSection, SignInsSection, StorageSection, TimezoneSection } from './Account'
 import { AgentsSection, InstructionsSection } from './Agents'
 import { ConfigSection } from './Config'
 import { McpSection } from './Mcp'
@@ -31,6 +32,7 @@ export function SettingsPage() {
         <p>{user && t('settings.account', { name: user.username, role: t(user.role === 'admin' ? 'common.admin' : 'common.user') })}</p>
         <LangSwitch />
       </Section>
+      <TimezoneSection />
       <InstructionsSection />
       <AgentsSection admin={admin} />
       <PasswordSection onChanged={reloadSignIns} />

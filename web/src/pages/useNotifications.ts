@@ -15,6 +15,7 @@ import {
   POLL_MS,
   browserNotifyState,
   freshUnread,
+  notificationHref,
   planAlerts,
   type BrowserNotify,
 } from '../notifications'
@@ -48,7 +49,7 @@ export interface Notifications {
   error: string | null
   open: boolean
   setOpen: (open: boolean) => void
-  /** Marks it read and goes to its conversation (if it has one). */
+  /** Marks it read and goes where it is about (`notificationHref`), if anywhere. */
   follow: (n: NotificationItem) => void
   markAllRead: () => void
   browser: BrowserNotify
@@ -190,7 +191,8 @@ export function useNotifications(): Notifications {
     (n: NotificationItem) => {
       if (!n.read_at) markRead([n.id])
       setOpen(false)
-      if (n.session_id) nav(`/chat/${encodeURIComponent(n.session_id)}`)
+      const href = notificationHref(n)
+      if (href) nav(href)
     },
     [markRead, nav, setOpen],
   )
