@@ -35,7 +35,7 @@ Examples:
   weft channels add ops-hook --webhook https://hooks.example.com/weft
   weft channels add ops-hook --webhook https://hooks.example.com/weft --secret \"$HOOK_SECRET\"
   weft channels add me-mail --email me@example.com
-  weft channels add lark-dm --lark
+  weft channels add lark-dm --lark --waits    (also every question and approval of yours)
   weft channels add team --lark --chat oc_1a2b3c
 
 A webhook gets each notification as a JSON POST with Weft-Event, Weft-Delivery
@@ -89,6 +89,16 @@ pub enum ChannelsCommand {
         #[arg(long, default_value_t = 50)]
         limit: u32,
     },
+    /// Whether the channel also gets every question, approval and plan of
+    /// your own runs (outside Lark chats, which show them already), to answer
+    /// away from the screen — a Lark channel with buttons to click.
+    #[command(after_help = "Example:\n  weft channels waits lark-dm on")]
+    Waits {
+        /// Channel id, the short id `weft channels` shows, or its name.
+        id: String,
+        #[arg(value_parser = ["on", "off"])]
+        state: String,
+    },
 }
 
 #[derive(Debug, Args)]
@@ -113,10 +123,14 @@ pub struct AddArgs {
     /// With --lark: a group chat (oc_…) where you have talked to the bot.
     #[arg(long, value_name = "CHAT_ID", requires = "lark")]
     chat: Option<String>,
+    /// Also send every question, approval and plan of your own runs here
+    /// (not only your schedules'): answer from your phone.
+    #[arg(long)]
+    waits: bool,
 }
 
 impl AddArgs {
-    fn target(self) -> (String, ChannelTarget) {
+    fn target(self) -> (String, ChannelTarget, bool) {
         let target = match (self.webhook, self.email) {
             (Some(url), _) => ChannelTarget::Webhook {
                 url,
@@ -125,7 +139,7 @@ impl AddArgs {
             (None, Some(to)) => ChannelTarget::Email { to },
             (None, None) => ChannelTarget::Lark { chat_id: self.chat },
         };
-        (self.name, target)
+        (self.name, target, self.waits)
     }
 }
 
@@ -135,8 +149,8 @@ pub async fn run(gw: &Gateway, cmd: Option<ChannelsCommand>) -> Result<u8, Clien
     match cmd.unwrap_or(ChannelsCommand::List) {
         ChannelsCommand::List => ch::list(gw).await.map(done),
         ChannelsCommand::Add(args) => {
-            let (name, target) = args.target();
-            ch::add(gw, &name, target).await.map(done)
+            let (name, target, waits) = args.target();
+            ch::add(gw, &name, target, waits).await.map(done)
         }
         ChannelsCommand::Rename { id, name } => ch::rename(gw, &id, &name).await.map(done),
         ChannelsCommand::Rm { id } => ch::remove(gw, &id).await.map(done),
@@ -154,5 +168,8 @@ pub async fn run(gw: &Gateway, cmd: Option<ChannelsCommand>) -> Result<u8, Clien
             }
         }
         ChannelsCommand::Deliveries { id, limit } => ch::deliveries(gw, &id, limit).await.map(done),
+        ChannelsCommand::Waits { id, state } => {
+            ch::set_waits(gw, &id, state == "on").await.map(done)
+        }
     }
 }

@@ -146,7 +146,7 @@ fn a_webhook_channel_is_made_tested_and_removed_from_the_terminal() {
         row.contains("ops-hook") && row.contains("webhook") && row.contains(&url),
         "{listed}"
     );
-    assert_eq!(last_cells(row, 2), ["0", "-"], "{listed}");
+    assert_eq!(last_cells(row, 3), ["0", "-", "-"], "{listed}");
 
     // A test, waited for: delivered once, signed with the printed secret.
     let out = channels(&s, &["test", "ops-hook", "--wait"]);
@@ -168,7 +168,7 @@ fn a_webhook_channel_is_made_tested_and_removed_from_the_terminal() {
     assert_eq!(payload["id"], headers["weft-delivery"].to_str().unwrap());
 
     let row = line_with(&stdout(&channels(&s, &[])), short).to_string();
-    assert_eq!(last_cells(&row, 2), ["0", "delivered"], "{row}");
+    assert_eq!(last_cells(&row, 3), ["0", "-", "delivered"], "{row}");
     let out = channels(&s, &["deliveries", short]);
     assert_code(&out, 0);
     let history = stdout(&out);
@@ -201,6 +201,21 @@ fn a_webhook_channel_is_made_tested_and_removed_from_the_terminal() {
     let out = channels(&s, &["rename", short, "alerts"]);
     assert_code(&out, 0);
     assert_eq!(stdout(&out), format!("renamed {short} to alerts\n"));
+    // Waits on: the channel also takes the questions of alice's own runs.
+    let out = channels(&s, &["waits", "alerts", "on"]);
+    assert_code(&out, 0);
+    assert!(
+        stdout(&out).contains("now also gets every question"),
+        "{}",
+        stdout(&out)
+    );
+    let (_, listed) = api(&s, reqwest::Method::GET, "/v1/channels", None);
+    assert_eq!(listed["channels"][0]["waits"], true, "{listed}");
+    let table = stdout(&channels(&s, &[]));
+    assert!(
+        table.contains("WAITS") && table.contains(" yes "),
+        "{table}"
+    );
     let out = channels(&s, &["rm", "alerts"]);
     assert_code(&out, 0);
     assert_eq!(stdout(&out), format!("deleted channel alerts ({short})\n"));

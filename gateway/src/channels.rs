@@ -79,7 +79,7 @@ pub async fn create_channel(
     let max = state.config().schedules.max_channels_per_user;
     let record = state
         .store
-        .create_channel(&user.id, &name, &target, max)
+        .create_channel(&user.id, &name, &target, req.waits.unwrap_or(false), max)
         .await?;
     Ok((StatusCode::CREATED, Json(to_dto(&record, true))))
 }
@@ -136,7 +136,7 @@ pub async fn update_channel(
     );
     let record = state
         .store
-        .update_channel(&user.id, &id, name.as_deref(), target.as_ref())
+        .update_channel(&user.id, &id, name.as_deref(), target.as_ref(), req.waits)
         .await?;
     Ok(Json(to_dto(&record, new_secret)))
 }
@@ -341,6 +341,7 @@ fn to_dto(c: &ChannelRecord, show_secret: bool) -> ChannelDto {
         name: c.name.clone(),
         target,
         secret_hint: hint,
+        waits: c.waits,
         schedules: c.schedules,
         last_delivery: c.last_delivery.as_ref().map(delivery_dto),
         created_at: rfc3339(c.created_at),

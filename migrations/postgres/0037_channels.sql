@@ -11,6 +11,9 @@ create table channels (
     kind text not null,
     -- the target's settings as JSON: lark {chat_id?}, webhook {url, secret}, email {to}
     config text not null,
+    -- 1: also every wait (approval, question, plan) of the owner's own runs
+    -- outside Lark conversations, not only their schedules' notifications
+    waits bigint not null default 0,
     created_at bigint not null,
     updated_at bigint not null
 );

@@ -49,9 +49,17 @@ pub async fn list(gw: &Gateway) -> Result<()> {
         return Ok(());
     }
     let mut rows = vec![
-        ["ID", "NAME", "KIND", "TARGET", "SCHEDULES", "LAST DELIVERY"]
-            .map(String::from)
-            .to_vec(),
+        [
+            "ID",
+            "NAME",
+            "KIND",
+            "TARGET",
+            "SCHEDULES",
+            "WAITS",
+            "LAST DELIVERY",
+        ]
+        .map(String::from)
+        .to_vec(),
     ];
     for c in &channels {
         rows.push(vec![
@@ -60,6 +68,7 @@ pub async fn list(gw: &Gateway) -> Result<()> {
             c.target.kind().as_str().to_string(),
             words::target(&c.target),
             c.schedules.to_string(),
+            if c.waits { "yes" } else { "-" }.to_string(),
             words::last_delivery(c),
         ]);
     }
@@ -68,8 +77,9 @@ pub async fn list(gw: &Gateway) -> Result<()> {
 }
 
 /// `weft channels add NAME …`: a webhook made without `--secret` prints the
-/// secret the gateway made for it, the one time it is shown.
-pub async fn add(gw: &Gateway, name: &str, target: ChannelTarget) -> Result<()> {
+/// secret the gateway made for it, the one time it is shown. `waits`: it also
+/// takes every question, approval and plan of your own runs.
+pub async fn add(gw: &Gateway, name: &str, target: ChannelTarget, waits: bool) -> Result<()> {
     let chose_secret = matches!(
         target,
         ChannelTarget::Webhook {
@@ -80,6 +90,7 @@ pub async fn add(gw: &Gateway, name: &str, target: ChannelTarget) -> Result<()> 
     let req = CreateChannelRequest {
         name: name.to_string(),
         target,
+        waits: Some(waits),
     };
     let c = gw.create_channel(&req).await?;
     let mut out = std::io::stdout().lock();
@@ -116,9 +127,35 @@ pub async fn rename(gw: &Gateway, id: &str, name: &str) -> Result<()> {
     let change = UpdateChannelRequest {
         name: Some(name.to_string()),
         target: None,
+        waits: None,
     };
     let c = gw.update_channel(&c.id, &change).await?;
     println!("renamed {} to {}", short(&c.id), c.name);
+    Ok(())
+}
+
+/// `weft channels waits ID on|off`: whether the channel also takes every
+/// question, approval and plan of your own runs (outside Lark chats).
+pub async fn set_waits(gw: &Gateway, id: &str, on: bool) -> Result<()> {
+    let c = find(gw, id).await?;
+    let change = UpdateChannelRequest {
+        name: None,
+        target: None,
+        waits: Some(on),
+    };
+    let c = gw.update_channel(&c.id, &change).await?;
+    match c.waits {
+        true => println!(
+            "{} ({}) now also gets every question, approval and plan of your own runs",
+            c.name,
+            short(&c.id)
+        ),
+        false => println!(
+            "{} ({}) now gets only the notifications of the schedules that name it",
+            c.name,
+            short(&c.id)
+        ),
+    }
     Ok(())
 }
 

@@ -76,7 +76,7 @@ pub fn what(d: &DeliveryDto) -> &'static str {
     match d.notification_kind {
         NotificationKind::ChannelTest => "test",
         NotificationKind::ScheduleFinished => "run finished",
-        NotificationKind::ScheduleWaiting => "run waiting",
+        NotificationKind::ScheduleWaiting | NotificationKind::RunWaiting => "run waiting",
     }
 }
 
@@ -106,6 +106,7 @@ mod tests {
             name: "ops".into(),
             target,
             secret_hint: None,
+            waits: false,
             schedules: 0,
             last_delivery: last,
             created_at: "2026-01-05T01:00:00Z".into(),

@@ -33,6 +33,8 @@ pub struct ChannelRecord {
     pub user_id: UserId,
     pub name: String,
     pub target: ChannelTarget,
+    /// Also every wait of the owner's own runs.
+    pub waits: bool,
     /// How many schedules deliver to it.
     pub schedules: u32,
     pub last_delivery: Option<DeliveryRecord>,
@@ -84,7 +86,7 @@ const LAST_DELIVERY: &str = "left join deliveries d on d.id = (select m.id from 
      left join channels c on c.id = d.channel_id";
 
 const CHANNEL_COLUMNS: &str =
-    "ch.id, ch.user_id, ch.name, ch.kind, ch.config, ch.created_at, ch.updated_at,
+    "ch.id, ch.user_id, ch.name, ch.kind, ch.config, ch.waits, ch.created_at, ch.updated_at,
      (select count(*) from schedule_channels sc where sc.channel_id = ch.id) as schedules";
 
 impl Store {
@@ -95,6 +97,7 @@ impl Store {
         user: &UserId,
         name: &str,
         target: &ChannelTarget,
+        waits: bool,
         max_per_user: u64,
     ) -> Result<ChannelRecord> {
         let now = crate::time::now_ms();
@@ -119,14 +122,15 @@ impl Store {
             }));
         }
         sqlx::query(
-            "insert into channels (id, user_id, name, kind, config, created_at, updated_at)
-             values ($1, $2, $3, $4, $5, $6, $6)",
+            "insert into channels (id, user_id, name, kind, config, waits, created_at, updated_at)
+             values ($1, $2, $3, $4, $5, $6, $7, $7)",
         )
         .bind(&id)
         .bind(&user.0)
         .bind(name)
         .bind(target.kind().as_str())
         .bind(config_json(target))
+        .bind(i64::from(waits))
         .bind(now)
         .execute(&mut **tx)
         .await
@@ -161,17 +165,20 @@ impl Store {
         channel_from(&row)
     }
 
-    /// Rename a channel or give it a new target (checked by the caller). A
-    /// webhook target without a secret keeps the one it had.
+    /// Rename a channel, give it a new target (checked by the caller), or
+    /// turn its waits on or off. A webhook target without a secret keeps the
+    /// one it had.
     pub async fn update_channel(
         &self,
         user: &UserId,
         id: &str,
         name: Option<&str>,
         target: Option<&ChannelTarget>,
+        waits: Option<bool>,
     ) -> Result<ChannelRecord> {
         let current = self.get_channel(user, id).await?;
         let name = name.unwrap_or(&current.name);
+        let waits = waits.unwrap_or(current.waits);
         let target = match (target, &current.target) {
             (
                 Some(ChannelTarget::Webhook { url, secret: None }),
@@ -185,11 +192,12 @@ impl Store {
         };
         let _gate = self.write_gate().await;
         let done = sqlx::query(
-            "update channels set name = $1, kind = $2, config = $3, updated_at = $4 where id = $5 and user_id = $6",
+            "update channels set name = $1, kind = $2, config = $3, waits = $4, updated_at = $5 where id = $6 and user_id = $7",
         )
         .bind(name)
         .bind(target.kind().as_str())
         .bind(config_json(&target))
+        .bind(i64::from(waits))
         .bind(crate::time::now_ms())
         .bind(id)
         .bind(&user.0)
@@ -297,20 +305,27 @@ impl Store {
     }
 
     /// Write the deliveries of a notification just inserted in `tx`: one per
-    /// channel of `run`'s schedule, each with its job.
+    /// channel of `run`'s schedule — and, for a notification that the run
+    /// waits (`waiting`), per channel of its owner that takes waits — each
+    /// with its job.
     pub(super) async fn fan_out(
         &self,
         tx: &mut WriteTx,
         notification: &str,
         run: &str,
+        waiting: bool,
         text: &str,
         now: i64,
     ) -> Result<()> {
         let rows = sqlx::query(
-            "select sc.channel_id, r.user_id from runs r join schedule_channels sc on sc.schedule_id = r.schedule_id
-             where r.id = $1 order by sc.channel_id",
+            "select c.id as channel_id, r.user_id from runs r join channels c on c.user_id = r.user_id
+             where r.id = $1
+               and (c.id in (select sc.channel_id from schedule_channels sc where sc.schedule_id = r.schedule_id)
+                    or ($2 = 1 and c.waits = 1))
+             order by c.id",
         )
         .bind(run)
+        .bind(i64::from(waiting))
         .fetch_all(&mut ***tx)
         .await?;
         let text: String = text.chars().take(DELIVERY_CHARS).collect();
@@ -556,6 +571,7 @@ fn channel_from(row: &AnyRow) -> Result<ChannelRecord> {
         user_id: UserId(get_str(row, "user_id")?),
         name: get_str(row, "name")?,
         target: target_from(kind, &get_str(row, "config")?)?,
+        waits: get_i64(row, "waits")? != 0,
         schedules: get_i64(row, "schedules")? as u32,
         last_delivery: match get_opt_str(row, "d_id")? {
             Some(_) => Some(delivery_from(row)?),

@@ -61,7 +61,47 @@ impl Store {
         .execute(&mut ***tx)
         .await?;
         if made.rows_affected() == 1 {
-            self.fan_out(tx, &id, &run.0, body, now).await?;
+            let waiting = kind == NotificationKind::ScheduleWaiting;
+            self.fan_out(tx, &id, &run.0, waiting, body, now).await?;
+        }
+        Ok(())
+    }
+
+    /// Notify the owner that `run` — their own, not a schedule's — waits for
+    /// them, in `tx`; only when they have a channel that takes waits and the
+    /// run is not of a Lark conversation (whose chat shows its cards
+    /// already), so other runs pay this one statement and write nothing.
+    pub(super) async fn notify_run_waiting(
+        &self,
+        tx: &mut super::WriteTx,
+        run: &RunId,
+        key: &str,
+        body: &str,
+        now: i64,
+    ) -> Result<()> {
+        let mut short: String = body.chars().take(BODY_CHARS).collect();
+        if short.chars().count() == BODY_CHARS {
+            short.push('…');
+        }
+        let id = format!("ntf_{}", uuid::Uuid::now_v7().simple());
+        let made = sqlx::query(
+            "insert into notifications (id, user_id, kind, key, title, body, session_id, run_id, created_at)
+             select $1, r.user_id, $2, $3, se.title, $4, r.session_id, r.id, $5
+             from runs r join sessions se on se.id = r.session_id
+             where r.id = $6 and se.lark_chat_key is null
+               and exists (select 1 from channels c where c.user_id = r.user_id and c.waits = 1)
+             on conflict (key) do nothing",
+        )
+        .bind(&id)
+        .bind(NotificationKind::RunWaiting.as_str())
+        .bind(key)
+        .bind(short)
+        .bind(now)
+        .bind(&run.0)
+        .execute(&mut ***tx)
+        .await?;
+        if made.rows_affected() == 1 {
+            self.fan_out(tx, &id, &run.0, true, body, now).await?;
         }
         Ok(())
     }

@@ -19,6 +19,7 @@ both_backends!(
     a_scheduled_end_fans_out_once_per_channel,
     a_delivered_delivery_stays_delivered,
     channels_are_owned_named_and_limited,
+    a_persons_own_run_waiting_reaches_only_channels_that_take_waits,
 );
 
 fn webhook(url: &str) -> ChannelTarget {
@@ -66,7 +67,13 @@ async fn a_scheduled_end_fans_out_once_per_channel(db: Db) {
     let alice = user(&db, "alice").await;
     let hook = db
         .store
-        .create_channel(&alice.id, "ops", &webhook("https://example.com/h"), 20)
+        .create_channel(
+            &alice.id,
+            "ops",
+            &webhook("https://example.com/h"),
+            false,
+            20,
+        )
         .await
         .unwrap();
     let mail = db
@@ -77,6 +84,7 @@ async fn a_scheduled_end_fans_out_once_per_channel(db: Db) {
             &ChannelTarget::Email {
                 to: "alice@example.com".into(),
             },
+            false,
             20,
         )
         .await
@@ -177,7 +185,13 @@ async fn a_delivered_delivery_stays_delivered(db: Db) {
     let alice = user(&db, "alice").await;
     let hook = db
         .store
-        .create_channel(&alice.id, "ops", &webhook("https://example.com/h"), 20)
+        .create_channel(
+            &alice.id,
+            "ops",
+            &webhook("https://example.com/h"),
+            false,
+            20,
+        )
         .await
         .unwrap();
     let test = db.store.test_channel(&alice.id, &hook.id).await.unwrap();
@@ -237,12 +251,24 @@ async fn channels_are_owned_named_and_limited(db: Db) {
     let bob = user(&db, "bob").await;
     let ops = db
         .store
-        .create_channel(&alice.id, "ops", &webhook("https://example.com/h"), 2)
+        .create_channel(
+            &alice.id,
+            "ops",
+            &webhook("https://example.com/h"),
+            false,
+            2,
+        )
         .await
         .unwrap();
     let same = db
         .store
-        .create_channel(&alice.id, "ops", &webhook("https://example.com/2"), 2)
+        .create_channel(
+            &alice.id,
+            "ops",
+            &webhook("https://example.com/2"),
+            false,
+            2,
+        )
         .await;
     assert!(
         matches!(same, Err(StoreError::Conflict(Conflict::ChannelNameTaken))),
@@ -250,16 +276,28 @@ async fn channels_are_owned_named_and_limited(db: Db) {
     );
     // Bob may use the name; alice reaches her limit.
     db.store
-        .create_channel(&bob.id, "ops", &webhook("https://example.com/b"), 2)
+        .create_channel(&bob.id, "ops", &webhook("https://example.com/b"), false, 2)
         .await
         .unwrap();
     db.store
-        .create_channel(&alice.id, "two", &ChannelTarget::Lark { chat_id: None }, 2)
+        .create_channel(
+            &alice.id,
+            "two",
+            &ChannelTarget::Lark { chat_id: None },
+            false,
+            2,
+        )
         .await
         .unwrap();
     let third = db
         .store
-        .create_channel(&alice.id, "three", &webhook("https://example.com/3"), 2)
+        .create_channel(
+            &alice.id,
+            "three",
+            &webhook("https://example.com/3"),
+            false,
+            2,
+        )
         .await;
     assert!(
         matches!(
@@ -306,6 +344,7 @@ async fn channels_are_owned_named_and_limited(db: Db) {
                 url: "https://example.com/new".into(),
                 secret: None,
             }),
+            None,
         )
         .await
         .unwrap();
@@ -370,4 +409,113 @@ async fn channels_are_owned_named_and_limited(db: Db) {
         .await
         .unwrap();
     assert_eq!(set.deliver, vec![two]);
+}
+
+/// Suspend `run` (claimed by `w1`) on one question at step 1.
+async fn ask(db: &Db, run: &weft_shared::ids::RunId, id: &str) {
+    let pending = weft_shared::store::PendingStep {
+        reasoning: Vec::new(),
+        step: 1,
+        content: "Let me ask.".into(),
+        tool_calls: Vec::new(),
+    };
+    let question = weft_shared::store::NewQuestion {
+        id: id.into(),
+        call_id: format!("call_{id}"),
+        question: "Which colour?".into(),
+        options: vec!["red".into(), "blue".into()],
+        multiple: false,
+        allow_text: false,
+        expires_at: now_ms() + 60_000,
+    };
+    let waits = weft_shared::store::NewWaits {
+        approvals: Vec::new(),
+        questions: vec![question],
+        plans: Vec::new(),
+        delegations: Vec::new(),
+    };
+    assert!(
+        db.store
+            .store_waits(run, "w1", &pending, &waits)
+            .await
+            .unwrap()
+    );
+}
+
+async fn a_persons_own_run_waiting_reaches_only_channels_that_take_waits(db: Db) {
+    let alice = user(&db, "alice").await;
+    let quiet = db
+        .store
+        .create_channel(
+            &alice.id,
+            "quiet",
+            &webhook("https://example.com/q"),
+            false,
+            20,
+        )
+        .await
+        .unwrap();
+    let sess = session(&db, &alice).await;
+    // No channel takes waits: nothing is written.
+    let first = start(&db, &alice.id, &sess.id, "paint it").await.run_id;
+    claim(&db, &first, "w1").await;
+    ask(&db, &first, "q_1").await;
+    assert_eq!(
+        db.count("select count(*) from notifications".into()).await,
+        0
+    );
+    assert_eq!(deliver_jobs(&db).await, 0);
+
+    // One that does: one notification, delivered there only.
+    let phone = db
+        .store
+        .create_channel(
+            &alice.id,
+            "phone",
+            &webhook("https://example.com/p"),
+            true,
+            20,
+        )
+        .await
+        .unwrap();
+    assert!(phone.waits && !quiet.waits);
+    let other = session(&db, &alice).await;
+    let second = start(&db, &alice.id, &other.id, "paint it").await.run_id;
+    claim(&db, &second, "w1").await;
+    ask(&db, &second, "q_2").await;
+    let (inbox, unread) = db.store.notifications(&alice.id, false, 10).await.unwrap();
+    assert_eq!((inbox.len(), unread), (1, 1));
+    assert_eq!(inbox[0].kind, NotificationKind::RunWaiting);
+    assert_eq!(inbox[0].body, "asks you: Which colour?");
+    let deliveries = db
+        .store
+        .run_deliveries(std::slice::from_ref(&second.0))
+        .await
+        .unwrap();
+    assert_eq!(deliveries.len(), 1, "{deliveries:?}");
+    assert_eq!(
+        (
+            deliveries[0].channel_id.as_str(),
+            deliveries[0].notification_kind
+        ),
+        (phone.id.as_str(), NotificationKind::RunWaiting)
+    );
+    let work = db.store.delivery(&deliveries[0].id).await.unwrap().unwrap();
+    assert_eq!(work.notification_key, format!("{}:1:wait", second.0));
+
+    // A run of a Lark conversation: its chat shows the cards; nothing more.
+    let chat = session(&db, &alice).await;
+    db.exec(format!(
+        "update sessions set lark_chat_key = 'oc_team' where id = '{}'",
+        chat.id.0
+    ))
+    .await;
+    let third = start(&db, &alice.id, &chat.id, "paint it").await.run_id;
+    claim(&db, &third, "w1").await;
+    ask(&db, &third, "q_3").await;
+    assert_eq!(
+        db.count("select count(*) from notifications".into()).await,
+        1
+    );
+    assert_eq!(deliver_jobs(&db).await, 1);
 }

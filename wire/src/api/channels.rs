@@ -112,6 +112,9 @@ pub struct ChannelDto {
     /// A webhook's secret, shortened for recognising it (`whsec_…3f9a`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub secret_hint: Option<String>,
+    /// Also every question, approval and plan of the owner's own runs
+    /// (outside Lark conversations), not only their schedules'.
+    pub waits: bool,
     /// How many schedules deliver to it.
     pub schedules: u32,
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -127,6 +130,9 @@ pub struct CreateChannelRequest {
     /// Unique among the person's channels, e.g. `ops-webhook`.
     pub name: String,
     pub target: ChannelTarget,
+    /// Default false: only the notifications of schedules that name it.
+    #[serde(default)]
+    pub waits: Option<bool>,
 }
 
 /// `PATCH /v1/channels/{id}`. A new webhook target without a `secret` keeps
@@ -138,6 +144,8 @@ pub struct UpdateChannelRequest {
     pub name: Option<String>,
     #[serde(default)]
     pub target: Option<ChannelTarget>,
+    #[serde(default)]
+    pub waits: Option<bool>,
 }
 
 /// `GET /v1/channels`.
@@ -177,7 +185,7 @@ pub struct WebhookPayload {
     /// The delivery's id, the same on every retry of it: a receiver that
     /// saw it already can drop it (also in `Weft-Delivery`).
     pub id: String,
-    /// `schedule.finished`, `schedule.waiting` or `channel.test`.
+    /// `schedule.finished`, `schedule.waiting`, `run.waiting` or `channel.test`.
     pub event: String,
     pub title: String,
     /// The outcome and the reply (or what the run waits for), up to 4,000

@@ -254,12 +254,17 @@ pub enum NotificationKind {
     ScheduleWaiting,
     /// A test message its owner sent to a channel (`POST /v1/channels/{id}/test`).
     ChannelTest,
+    /// A run of the person's own (not a schedule's) waits for them: written
+    /// only when they have a channel that takes waits (`waits: true`), to
+    /// answer away from the screen.
+    RunWaiting,
 }
 
 spelled!(NotificationKind {
     ScheduleFinished => "schedule_finished",
     ScheduleWaiting => "schedule_waiting",
     ChannelTest => "channel_test",
+    RunWaiting => "run_waiting",
 });
 
 /// One entry of a person's inbox.

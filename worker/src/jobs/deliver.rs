@@ -173,6 +173,7 @@ fn event(kind: NotificationKind) -> &'static str {
     match kind {
         NotificationKind::ScheduleFinished => "schedule.finished",
         NotificationKind::ScheduleWaiting => "schedule.waiting",
+        NotificationKind::RunWaiting => "run.waiting",
         NotificationKind::ChannelTest => "channel.test",
     }
 }
@@ -254,7 +255,10 @@ async fn wait_cards(
     work: &DeliveryWork,
     lang: Lang,
 ) -> Result<Vec<(String, Value)>, weft_shared::store::StoreError> {
-    if work.delivery.notification_kind != NotificationKind::ScheduleWaiting {
+    if !matches!(
+        work.delivery.notification_kind,
+        NotificationKind::ScheduleWaiting | NotificationKind::RunWaiting
+    ) {
         return Ok(Vec::new());
     }
     let (Some(run), Some(step)) = (
@@ -338,7 +342,9 @@ async fn lark_send(
     cards: Vec<(String, Value)>,
 ) -> Tried {
     let state = match work.delivery.notification_kind {
-        NotificationKind::ScheduleWaiting => CardState::AwaitingApproval,
+        NotificationKind::ScheduleWaiting | NotificationKind::RunWaiting => {
+            CardState::AwaitingApproval
+        }
         _ if work.text.starts_with("failed") => CardState::Failed,
         _ => CardState::Done,
     };

@@ -16,6 +16,7 @@ both_backends!(
     a_rolling_restart_at_the_fire_time_posts_once,
     a_fire_is_delivered_to_lark_channels_once,
     a_scheduled_question_is_answered_from_the_dm,
+    a_web_runs_question_is_answered_from_a_channel_that_takes_waits,
 );
 
 async fn answer(w: &LarkWorld, to: &str) -> String {
@@ -307,7 +308,7 @@ async fn a_fire_is_delivered_to_lark_channels_once(b: Backend) {
 /// card itself to the owner's Lark DM channel: a click there answers it, the
 /// same run finishes, and the finished notice follows.
 async fn a_scheduled_question_is_answered_from_the_dm(b: Backend) {
-    let mut w = LarkWorld::start_with(b, 1, fake_config(), &[]).await;
+    let w = LarkWorld::start_with(b, 1, fake_config(), &[]).await;
     let alice = w.linked_account("alice", "ou_alice").await;
     let (st, channel) = w
         .call(
@@ -379,4 +380,132 @@ async fn a_scheduled_question_is_answered_from_the_dm(b: Backend) {
         .map(|d| d["notification_kind"].as_str().unwrap())
         .collect();
     assert_eq!(kinds, ["schedule_waiting", "schedule_finished"]);
+}
+
+/// The issue's "a web user … answers one multiple-choice question from Lark
+/// on their phone": a run of the person's own web session asks; their Lark
+/// DM channel takes waits (`waits: true`), so the question card comes there
+/// with its buttons; a click answers, and the same run finishes in the web
+/// session. A channel that does not take waits gets nothing.
+async fn a_web_runs_question_is_answered_from_a_channel_that_takes_waits(b: Backend) {
+    let w = LarkWorld::start_with(b, 1, fake_config(), &[]).await;
+    let alice = w.linked_account("alice", "ou_alice").await;
+    let (st, quiet) = w
+        .call(
+            reqwest::Method::POST,
+            "/v1/channels",
+            &alice,
+            Some(json!({"name": "quiet", "target": {"kind": "lark"}})),
+        )
+        .await;
+    assert_eq!((st, &quiet["waits"]), (201, &json!(false)), "{quiet}");
+    let (_, session) = w
+        .call(
+            reqwest::Method::POST,
+            "/v1/sessions",
+            &alice,
+            Some(json!({})),
+        )
+        .await;
+    let session = session["id"].as_str().unwrap().to_owned();
+    let send = |text: &str| {
+        let body = json!({"text": text});
+        let path = format!("/v1/sessions/{session}/messages");
+        let alice = alice.clone();
+        let w = &w;
+        async move {
+            let (st, sent) = w
+                .call(reqwest::Method::POST, &path, &alice, Some(body))
+                .await;
+            assert!(st == 200 || st == 201 || st == 202, "{st} {sent}");
+            sent["run_id"].as_str().unwrap().to_owned()
+        }
+    };
+    let run_status = |run: String| {
+        let alice = alice.clone();
+        let w = &w;
+        async move {
+            let (_, r) = w
+                .call(
+                    reqwest::Method::GET,
+                    &format!("/v1/runs/{run}"),
+                    &alice,
+                    None,
+                )
+                .await;
+            r["status"].as_str().unwrap_or_default().to_owned()
+        }
+    };
+    const ASK: &str =
+        r#"colour? @mock.tool ask_user {"question":"Which colour?","options":["red","blue"]}"#;
+    let first = send(ASK).await;
+    eventually(
+        Duration::from_secs(30),
+        "the first run waiting",
+        async || match run_status(first.clone()).await.as_str() {
+            "waiting_input" => Ok(()),
+            other => Err(other.to_owned()),
+        },
+    )
+    .await;
+    let nothing = w.get_json("/v1/me/notifications", &alice).await;
+    assert_eq!(
+        nothing["notifications"],
+        json!([]),
+        "no channel takes waits yet"
+    );
+    let (st, _) = w
+        .call(
+            reqwest::Method::POST,
+            &format!("/v1/runs/{first}/cancel"),
+            &alice,
+            None,
+        )
+        .await;
+    assert!(st < 300, "{st}");
+    eventually(
+        Duration::from_secs(30),
+        "the first run cancelled",
+        async || match run_status(first.clone()).await.as_str() {
+            "cancelled" => Ok(()),
+            other => Err(other.to_owned()),
+        },
+    )
+    .await;
+
+    let (st, on) = w
+        .call(
+            reqwest::Method::PATCH,
+            &format!("/v1/channels/{}", quiet["id"].as_str().unwrap()),
+            &alice,
+            Some(json!({"waits": true})),
+        )
+        .await;
+    assert_eq!((st, &on["waits"]), (200, &json!(true)), "{on}");
+    let second = send(ASK).await;
+    let ask = w
+        .until("the question card in the DM", |fake| {
+            fake.sent_messages()
+                .into_iter()
+                .find(|m| m.chat_id == "oc_dm_ou_alice" && !element(m, "question_text").is_empty())
+        })
+        .await;
+    assert_eq!(super::approvals::buttons(&ask.content), ["red", "blue"]);
+    let click = w
+        .fake
+        .click_button(&ask.message_id, "ou_alice", "blue")
+        .unwrap();
+    let answer = w.answer(&click).await;
+    assert_eq!(answer["toast"]["content"], "✅ Answered", "{answer}");
+    eventually(
+        Duration::from_secs(30),
+        "the web run finished",
+        async || match run_status(second.clone()).await.as_str() {
+            "succeeded" => Ok(()),
+            other => Err(other.to_owned()),
+        },
+    )
+    .await;
+    let inbox = w.get_json("/v1/me/notifications", &alice).await;
+    assert_eq!(inbox["notifications"][0]["kind"], "run_waiting", "{inbox}");
 }

@@ -129,18 +129,25 @@ impl Store {
         insert_plans(&mut tx, &asked, &waits.plans).await?;
         let depth = get_i64(&owner, "depth")?;
         insert_delegations(&mut tx, &asked, depth, &waits.delegations).await?;
-        if get_opt_str(&owner, "schedule_id")?.is_some()
-            && let Some(body) = waiting_words(waits)
-        {
-            self.notify_scheduled(
-                &mut tx,
-                run,
-                crate::api::NotificationKind::ScheduleWaiting,
-                &format!("{}:{}:wait", run.0, pending.step),
-                &body,
-                now,
-            )
-            .await?;
+        if let Some(body) = waiting_words(waits) {
+            let key = format!("{}:{}:wait", run.0, pending.step);
+            match get_opt_str(&owner, "schedule_id")? {
+                Some(_) => {
+                    self.notify_scheduled(
+                        &mut tx,
+                        run,
+                        crate::api::NotificationKind::ScheduleWaiting,
+                        &key,
+                        &body,
+                        now,
+                    )
+                    .await?
+                }
+                None => {
+                    self.notify_run_waiting(&mut tx, run, &key, &body, now)
+                        .await?
+                }
+            }
         }
         tx.commit().await?;
         Ok(true)
