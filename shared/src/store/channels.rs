@@ -215,16 +215,7 @@ impl Store {
     /// history stays (without its name), and one still pending fails when
     /// its job finds the channel gone.
     pub async fn delete_channel(&self, user: &UserId, id: &str) -> Result<()> {
-        let _gate = self.write_gate().await;
-        let done = sqlx::query("delete from channels where id = $1 and user_id = $2")
-            .bind(id)
-            .bind(&user.0)
-            .execute(&self.pool)
-            .await?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound);
-        }
-        Ok(())
+        self.delete_owned("channels", user, id).await
     }
 
     /// A channel's deliveries, newest first.

@@ -348,6 +348,28 @@ impl Store {
         self.pool.close().await;
     }
 
+    /// Delete `user`'s row `id` of `table` (one with `id` and `user_id`
+    /// columns): `NotFound` when there is none, or it is someone else's.
+    async fn delete_owned(
+        &self,
+        table: &'static str,
+        user: &crate::ids::UserId,
+        id: &str,
+    ) -> Result<()> {
+        let _gate = self.write_gate().await;
+        let done = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "delete from {table} where id = $1 and user_id = $2"
+        )))
+        .bind(id)
+        .bind(&user.0)
+        .execute(&self.pool)
+        .await?;
+        if done.rows_affected() == 0 {
+            return Err(StoreError::NotFound);
+        }
+        Ok(())
+    }
+
     /// A write transaction. On SQLite it passes the write gate and takes the write
     /// lock up front, so two writers never both read and then both try to upgrade.
     async fn begin(&self) -> Result<WriteTx> {

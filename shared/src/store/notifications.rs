@@ -28,6 +28,16 @@ pub struct NotificationRecord {
     pub read_at: Option<i64>,
 }
 
+/// What the inbox keeps of a notification's text: its first
+/// [`BODY_CHARS`] characters (the channels get more, `channels::DELIVERY_CHARS`).
+fn inbox_body(body: &str) -> String {
+    let mut short: String = body.chars().take(BODY_CHARS).collect();
+    if short.chars().count() == BODY_CHARS {
+        short.push('…');
+    }
+    short
+}
+
 impl Store {
     /// Notify the owner of scheduled run `run` (its schedule's name as the
     /// title) in `tx`: `kind` with `body`, once per `key`; and, the first
@@ -41,10 +51,7 @@ impl Store {
         body: &str,
         now: i64,
     ) -> Result<()> {
-        let mut short: String = body.chars().take(BODY_CHARS).collect();
-        if short.chars().count() == BODY_CHARS {
-            short.push('…');
-        }
+        let short = inbox_body(body);
         let id = format!("ntf_{}", uuid::Uuid::now_v7().simple());
         let made = sqlx::query(
             "insert into notifications (id, user_id, kind, key, title, body, session_id, run_id, schedule_id, created_at)
@@ -79,10 +86,7 @@ impl Store {
         body: &str,
         now: i64,
     ) -> Result<()> {
-        let mut short: String = body.chars().take(BODY_CHARS).collect();
-        if short.chars().count() == BODY_CHARS {
-            short.push('…');
-        }
+        let short = inbox_body(body);
         let id = format!("ntf_{}", uuid::Uuid::now_v7().simple());
         let made = sqlx::query(
             "insert into notifications (id, user_id, kind, key, title, body, session_id, run_id, created_at)

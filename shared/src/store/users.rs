@@ -331,16 +331,7 @@ impl Store {
     /// included). A revoked bootstrap token comes back at the next start while
     /// `WEFT_ADMIN_TOKEN` is set.
     pub async fn delete_token(&self, user: &UserId, id: &TokenId) -> Result<()> {
-        let _gate = self.write_gate().await;
-        let done = sqlx::query("delete from tokens where id = $1 and user_id = $2")
-            .bind(&id.0)
-            .bind(&user.0)
-            .execute(&self.pool)
-            .await?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound);
-        }
-        Ok(())
+        self.delete_owned("tokens", user, &id.0).await
     }
 
     /// Set a user's password hash and revoke the tokens `change` says, at once.

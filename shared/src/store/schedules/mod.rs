@@ -340,16 +340,7 @@ impl Store {
 
     /// Delete a schedule and its history (its runs and sessions stay).
     pub async fn delete_schedule(&self, user: &UserId, id: &str) -> Result<()> {
-        let _gate = self.write_gate().await;
-        let done = sqlx::query("delete from schedules where id = $1 and user_id = $2")
-            .bind(id)
-            .bind(&user.0)
-            .execute(&self.pool)
-            .await?;
-        if done.rows_affected() == 0 {
-            return Err(StoreError::NotFound);
-        }
-        Ok(())
+        self.delete_owned("schedules", user, id).await
     }
 
     /// A schedule's fires, newest first.
