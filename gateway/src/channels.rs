@@ -79,7 +79,7 @@ pub async fn create_channel(
     let max = state.config().schedules.max_channels_per_user;
     let record = state
         .store
-        .create_channel(&user.id, &name, &target, req.waits.unwrap_or(false), max)
+        .create_channel(&user.id, &name, &target, req.waits, max)
         .await?;
     Ok((StatusCode::CREATED, Json(to_dto(&record, true))))
 }

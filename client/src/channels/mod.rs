@@ -90,7 +90,7 @@ pub async fn add(gw: &Gateway, name: &str, target: ChannelTarget, waits: bool) -
     let req = CreateChannelRequest {
         name: name.to_string(),
         target,
-        waits: Some(waits),
+        waits,
     };
     let c = gw.create_channel(&req).await?;
     let mut out = std::io::stdout().lock();

@@ -130,9 +130,10 @@ pub struct CreateChannelRequest {
     /// Unique among the person's channels, e.g. `ops-webhook`.
     pub name: String,
     pub target: ChannelTarget,
-    /// Default false: only the notifications of schedules that name it.
+    /// Also every question, approval and plan of the owner's own runs;
+    /// default false: only the notifications of schedules that name it.
     #[serde(default)]
-    pub waits: Option<bool>,
+    pub waits: bool,
 }
 
 /// `PATCH /v1/channels/{id}`. A new webhook target without a `secret` keeps
@@ -144,6 +145,7 @@ pub struct UpdateChannelRequest {
     pub name: Option<String>,
     #[serde(default)]
     pub target: Option<ChannelTarget>,
+    /// Turn taking every wait of the owner's own runs on or off.
     #[serde(default)]
     pub waits: Option<bool>,
 }

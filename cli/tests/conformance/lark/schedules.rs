@@ -506,6 +506,8 @@ async fn a_web_runs_question_is_answered_from_a_channel_that_takes_waits(b: Back
         },
     )
     .await;
+    // Answered from the phone: the inbox's "waits for you" is read too.
     let inbox = w.get_json("/v1/me/notifications", &alice).await;
     assert_eq!(inbox["notifications"][0]["kind"], "run_waiting", "{inbox}");
+    assert_eq!(inbox["unread"], 0, "{inbox}");
 }

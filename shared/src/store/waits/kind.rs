@@ -174,6 +174,16 @@ impl<K> Taken<K> {
                 .await?;
         }
         let resume = requeue_waiting(&mut self.tx, &self.run, self.now).await?;
+        // The person acted on it (here or on another channel): the inbox's
+        // "waits for you" of this run is read.
+        sqlx::query(
+            "update notifications set read_at = $1
+             where run_id = $2 and read_at is null and kind in ('schedule_waiting', 'run_waiting')",
+        )
+        .bind(self.now)
+        .bind(&self.run.0)
+        .execute(&mut **self.tx)
+        .await?;
         let wait = load::<K>(&mut self.tx, id).await?;
         self.tx.commit().await?;
         Ok((wait, resume))
