@@ -8,9 +8,12 @@
 // whose Weft-Signature is the HMAC-SHA256 of `t.body` under that secret. The test
 // lands in the bell, already read, and leads back to /channels. A schedule made
 // with the form delivers to the channel: the list shows it, a "Run now" reaches
-// the receiver, and the fire's history shows the delivery. Then the channel is
-// renamed and deleted. Every check against the server reads the API as the
-// signed-in user.
+// the receiver, and the fire's history shows the delivery. The channel is
+// renamed, then set in its edit form to take the waits of the user's own
+// conversations: the list shows it, and a question the agent asks in a new chat
+// reaches the receiver as a signed `run.waiting`, is in the bell, and is answered
+// in the page. Then the channel is deleted. Every check against the server reads
+// the API as the signed-in user.
 
 import assert from 'node:assert/strict'
 import crypto from 'node:crypto'
@@ -92,6 +95,7 @@ const serverChannels = async () => (await serverGet('/v1/channels')).channels
 const form = () => page.getByTestId('channel-form')
 const row = (id) => page.locator(`[data-testid=channel][data-id="${id}"]`)
 const fieldError = (name) => form().getByTestId(`field-${name}`).getByTestId('field-error')
+const lastReply = () => page.locator('[data-testid=reply]').last()
 
 /** Saves the channel form and waits for the answer to `POST /v1/channels`. */
 async function saveChannel() {
@@ -131,7 +135,7 @@ describe('the channels page', () => {
     if (configDir) fs.rmSync(configDir, { recursive: true, force: true })
   })
 
-  test('a user makes a webhook channel, sees its secret once, tests it, has a schedule deliver to it, renames and deletes it', T, async () => {
+  test('a user makes a webhook channel, sees its secret once, tests it, has a schedule deliver to it, renames it, has it take their own chats’ questions, and deletes it', T, async () => {
     await signIn(page, weft.baseUrl, USER, PASSWORD)
     await page.getByTestId('nav-channels').click()
     await page.waitForURL(/\/channels$/)
@@ -298,6 +302,108 @@ describe('the channels page', () => {
       made.id,
     )
     assert.equal((await serverChannels())[0].name, 'team-hook')
+
+    // Its edit form turns on the waits of the user's own conversations; only that is sent.
+    assert.equal(await row(made.id).getByTestId('channel-waits-badge').count(), 0, 'no badge while off')
+    await row(made.id).getByTestId('channel-edit').click()
+    assert.match(
+      await form().getByTestId('field-waits').textContent(),
+      /Also send me questions, approvals and plans from all my conversations \(answer from your phone\)/,
+    )
+    assert.equal(await form().getByTestId('channel-waits').isChecked(), false, 'off until turned on')
+    await form().getByTestId('channel-waits').check()
+    const patched = page.waitForResponse((r) => r.url().endsWith(`/v1/channels/${made.id}`) && r.request().method() === 'PATCH')
+    await shot(page, 'channels-waits-form')
+    await form().getByTestId('channel-save').click()
+    const patch = await patched
+    assert.equal(patch.status(), 200)
+    assert.deepEqual(JSON.parse(patch.request().postData()), { waits: true }, 'neither the name nor the URL sent again')
+    await form().waitFor({ state: 'detached' })
+    const withWaits = await serverGet(`/v1/channels/${made.id}`)
+    assert.equal(withWaits.waits, true)
+    assert.deepEqual(withWaits.target, { kind: 'webhook', url: hookUrl }, 'the target is as it was')
+    assert.equal(withWaits.secret_hint, made.secret_hint, 'and so is its secret')
+    const badge = row(made.id).getByTestId('channel-waits-badge')
+    await badge.waitFor()
+    assert.equal(await badge.textContent(), 'questions & approvals')
+    // After a reload too; the edit form opens with it ticked.
+    await page.reload()
+    await badge.waitFor()
+    await row(made.id).getByTestId('channel-edit').click()
+    assert.equal(await form().getByTestId('channel-waits').isChecked(), true)
+    await form().getByTestId('channel-cancel').click()
+    await shot(page, 'channels-waits')
+
+    // A new chat of the user's own: the agent asks, and the channel gets the question, signed, as run.waiting.
+    const sent = receiver.requests.length
+    await page.getByTestId('new-chat').click()
+    await page.waitForURL(/\/chat$/)
+    const composer = page.getByTestId('composer')
+    await composer.fill(`colour? @mock.tool ask_user ${JSON.stringify({ question: 'Which colour?', options: ['red', 'blue'] })}`)
+    await composer.press('Enter')
+    await page.waitForURL(/\/chat\/[^/]+$/)
+    const sessionId = decodeURIComponent(page.url().split('/').pop())
+    const question = () => lastReply().getByTestId('question')
+    await question().and(page.locator('[data-status=pending]')).waitFor({ timeout: 60_000 })
+    await receiver.waitFor(sent + 1, 60_000)
+    const waiting = receiver.requests[sent]
+    assert.equal(waiting.method, 'POST')
+    assert.equal(waiting.url, '/hook?team=ops')
+    assert.equal(waiting.headers['weft-event'], 'run.waiting')
+    assertSigned(waiting, secret)
+    const waitBody = JSON.parse(waiting.body)
+    assert.equal(waitBody.event, 'run.waiting')
+    assert.equal(waiting.headers['weft-delivery'], waitBody.id)
+    assert.match(waitBody.text, /Which colour\?/)
+    assert.equal(waitBody.session_id, sessionId)
+    assert.equal((await serverGet(`/v1/runs/${waitBody.run_id}`)).session_id, sessionId, 'the run waiting is this chat’s')
+    assert.equal(waitBody.schedule_id, undefined, 'no schedule: the user’s own run')
+
+    // The bell has it too, unread and tagged as a conversation waiting; it leads back to the chat.
+    await page.getByTestId('nav-channels').click()
+    await page.waitForURL(/\/channels$/)
+    await page.getByTestId('notif-bell').click()
+    const waitEntry = page.locator('[data-testid=notif-item][data-kind=run_waiting]')
+    await waitEntry.waitFor()
+    assert.equal(await waitEntry.getAttribute('data-unread'), 'true')
+    assert.equal(await waitEntry.getByTestId('notif-kind').textContent(), 'conversation waiting')
+    assert.match(await waitEntry.getByTestId('notif-body').textContent(), /Which colour\?/)
+    await shot(page, 'channels-waits-bell')
+    await waitEntry.click()
+    await page.waitForURL((u) => u.pathname === `/chat/${encodeURIComponent(sessionId)}`)
+
+    // Answered in the page: the run goes on and finishes with the answer.
+    const card = question()
+    await card.and(page.locator('[data-status=pending]')).waitFor({ timeout: 60_000 })
+    assert.equal((await card.getByTestId('question-text').textContent()).trim(), 'Which colour?')
+    const answered = page.waitForResponse((r) => /\/v1\/questions\/[^/]+$/.test(r.url()) && r.request().method() === 'POST')
+    await card.getByTestId('question-option').filter({ hasText: 'blue' }).click()
+    assert.equal((await answered).status(), 200)
+    await page.waitForFunction(
+      () => {
+        const replies = document.querySelectorAll('[data-testid=reply]')
+        return replies[replies.length - 1]?.getAttribute('data-phase') === 'done'
+      },
+      null,
+      { timeout: 60_000 },
+    )
+    await card.and(page.locator('[data-status=answered]')).waitFor()
+    assert.equal((await card.getByTestId('question-outcome').textContent()).trim(), `Answered by ${USER}: blue`)
+    const said = (await lastReply().locator('[data-testid=reply-text]').allTextContents()).join(' ')
+    assert.match(said, new RegExp(`The user \\(${USER}\\) answered: blue`))
+    assert.deepEqual(
+      receiver.requests.slice(sent).map((r) => r.headers['weft-event']),
+      ['run.waiting'],
+      'one POST for the one question; an own run that ends sends nothing',
+    )
+
+    // The channel's history lists it as a conversation waiting.
+    await page.getByTestId('nav-channels').click()
+    await row(made.id).getByTestId('channel-history-toggle').click()
+    const waitDelivery = row(made.id).getByTestId('channel-history').getByTestId('delivery').filter({ hasText: 'conversation waiting' })
+    await waitDelivery.waitFor()
+    assert.equal(await waitDelivery.getAttribute('data-id'), waitBody.id)
+    await row(made.id).getByTestId('channel-history-toggle').click()
 
     // At phone width nothing is wider than the screen.
     await page.setViewportSize({ width: 380, height: 800 })

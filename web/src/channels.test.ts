@@ -30,6 +30,7 @@ const channel = (over: Partial<Channel> = {}): Channel => ({
   name: 'ops-webhook',
   target: { kind: 'webhook', url: 'https://hooks.example.com/weft' },
   secret_hint: 'whsec_…3f9a',
+  waits: false,
   schedules: 2,
   created_at: '2026-12-01T00:00:00Z',
   updated_at: '2026-12-01T00:00:00Z',
@@ -87,7 +88,7 @@ describe('what a save sends', () => {
   it('makes a channel with a trimmed name; an empty one is refused before asking', () => {
     expect(createChannelRequest(form({ name: ' ops ', url: 'https://example.com/h' }))).toEqual({
       ok: true,
-      value: { name: 'ops', target: { kind: 'webhook', url: 'https://example.com/h' } },
+      value: { name: 'ops', target: { kind: 'webhook', url: 'https://example.com/h' }, waits: false },
     })
     expect(createChannelRequest(form({ name: ' ', url: 'https://example.com/h' }))).toEqual({
       ok: false,
@@ -97,11 +98,20 @@ describe('what a save sends', () => {
     expect(createChannelRequest(form({ name: 'x', kind: 'email' }))).toMatchObject({ ok: false, field: 'to' })
   })
 
+  it('makes a channel that takes the waits of your own runs only when ticked', () => {
+    expect(emptyChannelForm().waits).toBe(false)
+    expect(createChannelRequest(form({ name: 'phone', kind: 'lark', waits: true }))).toEqual({
+      ok: true,
+      value: { name: 'phone', target: { kind: 'lark' }, waits: true },
+    })
+  })
+
   it('reads a channel back into the form, without its secret', () => {
     expect(formFromChannel(channel())).toEqual({ ...emptyChannelForm(), name: 'ops-webhook', url: 'https://hooks.example.com/weft' })
     expect(formFromChannel(channel({ target: { kind: 'lark' } }))).toMatchObject({ kind: 'lark', chatId: '' })
     expect(formFromChannel(channel({ target: { kind: 'lark', chat_id: 'oc_1' } }))).toMatchObject({ kind: 'lark', chatId: 'oc_1' })
     expect(formFromChannel(channel({ target: { kind: 'email', to: 'a@example.com' } }))).toMatchObject({ kind: 'email', to: 'a@example.com' })
+    expect(formFromChannel(channel({ waits: true })).waits).toBe(true)
   })
 
   it('changes only what the form changed: an untouched target is not checked again', () => {
@@ -128,6 +138,20 @@ describe('what a save sends', () => {
       value: { target: { kind: 'lark', chat_id: 'oc_2' } },
     })
     expect(patchChannelRequest(c, { ...formFromChannel(c), name: '' })).toMatchObject({ ok: false, field: 'name' })
+  })
+
+  it('sends waits only when the box was turned on or off', () => {
+    const off = channel()
+    expect(patchChannelRequest(off, { ...formFromChannel(off), waits: true })).toEqual({ ok: true, value: { waits: true } })
+    const on = channel({ waits: true })
+    expect(patchChannelRequest(on, formFromChannel(on))).toEqual({ ok: true, value: {} })
+    expect(patchChannelRequest(on, { ...formFromChannel(on), name: 'phone' })).toEqual({ ok: true, value: { name: 'phone' } })
+    expect(patchChannelRequest(on, { ...formFromChannel(on), waits: false })).toEqual({ ok: true, value: { waits: false } })
+    // Turning it on keeps the target as it is: the URL is not sent (nor checked) again.
+    expect(patchChannelRequest(off, { ...formFromChannel(off), name: 'phone', waits: true })).toEqual({
+      ok: true,
+      value: { name: 'phone', waits: true },
+    })
   })
 })
 
@@ -175,6 +199,20 @@ describe('a channel in a line', () => {
       for (const key of [...Object.values(KIND_LABEL), ...Object.values(STATUS_LABEL)]) expect(tr(key)).not.toBe(key)
     }
     expect(translator('en')(STATUS_LABEL.delivered)).toBe('delivered')
+  })
+
+  it('says in both languages what taking waits means', () => {
+    const en = translator('en')
+    const zh = translator('zh')
+    expect(en('channels.waits')).toBe(
+      'Also send me questions, approvals and plans from all my conversations (answer from your phone)',
+    )
+    expect(zh('channels.waits')).toMatch(/提问、审批和计划/)
+    for (const key of ['channels.waitsHint', 'channels.waitsBadge', 'channels.waitsTitle'] as const) {
+      expect(en(key)).not.toBe(key)
+      expect(zh(key)).not.toBe(key)
+      expect(zh(key)).not.toBe(en(key))
+    }
   })
 })
 

@@ -1,8 +1,9 @@
 // The rules behind the /channels page (docs/schedules.md, "Channels"), kept pure so
 // they are tested without a browser: the form and the target it stands for (a
-// Lark chat or direct message, a signed webhook, an email address), what an edit
-// changes, which field a 422 names, a target in one line, how long a test
-// message is watched, and a schedule's choice of channels.
+// Lark chat or direct message, a signed webhook, an email address) and whether
+// it also takes the waits of the person's own runs, what an edit changes, which
+// field a 422 names, a target in one line, how long a test message is watched,
+// and a schedule's choice of channels.
 
 import type { MessageKey, Translate } from './i18n'
 import type {
@@ -40,6 +41,8 @@ export interface ChannelForm {
   /** a webhook's: '' = one made by the server (new), or the one it has (edit) */
   secret: string
   to: string
+  /** also every question, approval and plan of the person's own runs, not only their schedules' */
+  waits: boolean
 }
 
 /** The parts of the form a 422 (or a 409) can name; `kind` stands for the whole target. */
@@ -48,7 +51,7 @@ export type ChannelField = 'name' | 'kind' | 'chat_id' | 'url' | 'secret' | 'to'
 export type Built<T> = { ok: true; value: T } | { ok: false; field: ChannelField; message: MessageKey }
 
 export function emptyChannelForm(kind: ChannelKind = 'webhook'): ChannelForm {
-  return { name: '', kind, chatId: '', url: '', secret: '', to: '' }
+  return { name: '', kind, chatId: '', url: '', secret: '', to: '', waits: false }
 }
 
 /**
@@ -82,12 +85,12 @@ export function createChannelRequest(f: ChannelForm): Built<CreateChannelRequest
   if (!name) return { ok: false, field: 'name', message: 'channels.err.nameEmpty' }
   const target = targetFromForm(f)
   if (!target.ok) return target
-  return { ok: true, value: { name, target: target.value } }
+  return { ok: true, value: { name, target: target.value, waits: f.waits } }
 }
 
 /** The form for editing a channel as it stands (a webhook's secret is never shown again). */
 export function formFromChannel(c: Channel): ChannelForm {
-  const f = { ...emptyChannelForm(c.target.kind), name: c.name }
+  const f = { ...emptyChannelForm(c.target.kind), name: c.name, waits: c.waits }
   const t = c.target
   switch (t.kind) {
     case 'webhook':
@@ -125,6 +128,7 @@ export function patchChannelRequest(c: Channel, f: ChannelForm): Built<UpdateCha
   const body: UpdateChannelRequest = {}
   if (name !== c.name) body.name = name
   if (targetChanged(c.target, target.value)) body.target = target.value
+  if (f.waits !== c.waits) body.waits = f.waits
   return { ok: true, value: body }
 }
 

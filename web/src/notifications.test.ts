@@ -70,13 +70,23 @@ describe('what an entry is and where it goes', () => {
   it('opens a run’s conversation; a channel’s test, which has none, opens the channels page', () => {
     expect(notificationHref({ kind: 'schedule_finished', session_id: 'ses/1' })).toBe('/chat/ses%2F1')
     expect(notificationHref({ kind: 'schedule_waiting', session_id: 'ses1' })).toBe('/chat/ses1')
+    // A conversation of the person's own that waits for them: no schedule, the same conversation.
+    expect(notificationHref({ kind: 'run_waiting', session_id: 'ses 2' })).toBe('/chat/ses%202')
     expect(notificationHref({ kind: 'channel_test', session_id: null })).toBe('/channels')
     expect(notificationHref({ kind: 'schedule_finished', session_id: null })).toBeNull()
   })
 
   it('tags each kind, in both languages', () => {
-    expect(Object.keys(KIND_LABEL).sort()).toEqual(['channel_test', 'schedule_finished', 'schedule_waiting'])
+    expect(Object.keys(KIND_LABEL).sort()).toEqual(['channel_test', 'run_waiting', 'schedule_finished', 'schedule_waiting'])
     expect(translator('en')(KIND_LABEL.channel_test)).toBe('channel test')
     expect(translator('zh')(KIND_LABEL.channel_test)).toBe('渠道测试')
+    expect(translator('en')(KIND_LABEL.run_waiting)).toBe('conversation waiting')
+    expect(translator('zh')(KIND_LABEL.run_waiting)).toBe('对话等待你处理')
+    // Each kind has its own tag, so the bell tells a schedule's wait from a conversation's.
+    for (const lang of ['en', 'zh'] as const) {
+      const t = translator(lang)
+      const tags = Object.values(KIND_LABEL).map((k) => t(k))
+      expect(new Set(tags).size).toBe(tags.length)
+    }
   })
 })

@@ -28,10 +28,12 @@ export const KIND_LABEL: Record<NotificationKind, MessageKey> = {
   schedule_finished: 'notif.kind.schedule_finished',
   schedule_waiting: 'notif.kind.schedule_waiting',
   channel_test: 'notif.kind.channel_test',
+  run_waiting: 'notif.kind.run_waiting',
 }
 
 /**
- * Where following an entry goes: its run's conversation; a channel's test
+ * Where following an entry goes: its run's conversation (a schedule's, or one of
+ * the person's own that waits for them); a channel's test
  * message, which has none, to /channels, where its delivery shows; else nowhere.
  */
 export function notificationHref(n: Pick<NotificationItem, 'kind' | 'session_id'>): string | null {

@@ -1611,6 +1611,11 @@ export interface components {
             secret_hint?: string | null;
             target: components["schemas"]["ChannelTarget"];
             updated_at: string;
+            /**
+             * @description Also every question, approval and plan of the owner's own runs
+             *     (outside Lark conversations), not only their schedules'.
+             */
+            waits: boolean;
         };
         /**
          * @description A channel's kind (`channels.kind`).
@@ -1695,6 +1700,11 @@ export interface components {
             /** @description Unique among the person's channels, e.g. `ops-webhook`. */
             name: string;
             target: components["schemas"]["ChannelTarget"];
+            /**
+             * @description Also every question, approval and plan of the owner's own runs;
+             *     default false: only the notifications of schedules that name it.
+             */
+            waits?: boolean;
         };
         /** @description `POST /v1/knowledge`. */
         CreateKnowledgeBase: {
@@ -2526,7 +2536,7 @@ export interface components {
          * @description What a notification is about.
          * @enum {string}
          */
-        NotificationKind: "schedule_finished" | "schedule_waiting" | "channel_test";
+        NotificationKind: "schedule_finished" | "schedule_waiting" | "channel_test" | "run_waiting";
         /** @description `GET /v1/me/notifications`: newest first, and how many are unread. */
         NotificationList: {
             notifications: components["schemas"]["NotificationDto"][];
@@ -3021,6 +3031,8 @@ export interface components {
         UpdateChannelRequest: {
             name?: string | null;
             target?: null | components["schemas"]["ChannelTarget"];
+            /** @description Turn taking every wait of the owner's own runs on or off. */
+            waits?: boolean | null;
         };
         /**
          * @description `PATCH /v1/schedules/{id}`: the fields to change. A new trigger or

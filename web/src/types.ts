@@ -164,11 +164,16 @@ export type SetTimezoneRequest = Schemas['SetTimezoneRequest']
 
 /**
  * One entry of your inbox (`GET /v1/me/notifications`): a scheduled run that ended
- * or waits for you, or a test message sent to one of your channels. Not
+ * or waits for you, a run of your own that waits for you, or a test message sent
+ * to one of your channels. Not
  * `Notification`, which is the browser's.
  */
 export type NotificationItem = Schemas['NotificationDto']
-/** `schedule_finished`, `schedule_waiting` or `channel_test` (already read when it comes). */
+/**
+ * `schedule_finished`, `schedule_waiting`, `run_waiting` (a run of the person's own
+ * waits for them; only with a channel that takes waits) or `channel_test` (already
+ * read when it comes).
+ */
 export type NotificationKind = Schemas['NotificationKind']
 /** Newest first, and how many of yours are unread. */
 export type NotificationList = Schemas['NotificationList']

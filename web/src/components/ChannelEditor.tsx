@@ -1,6 +1,8 @@
 // The form that makes or changes a channel (/channels): its name, its kind, and
 // the fields of that kind — a webhook's URL and signing secret, a Lark chat (none:
-// a direct message), an email address. A refused save (the SSRF guard's 422 on a
+// a direct message), an email address — and whether it also takes what the
+// person's own conversations wait for (their questions, approvals and plans,
+// as cards with buttons on Lark). A refused save (the SSRF guard's 422 on a
 // URL, a chat you are not in, a name you already use) shows the server's reason
 // under the field it names; the form keeps everything typed.
 
@@ -169,6 +171,18 @@ export function ChannelEditor(p: { channel?: Channel; onSaved: (c: Channel) => v
           </Field>
         )}
       </fieldset>
+      <div className="schedule-field wide channel-waits-field" data-testid="field-waits">
+        <label className="check">
+          <input
+            type="checkbox"
+            checked={form.waits}
+            onChange={(e) => setForm((f) => ({ ...f, waits: e.target.checked }))}
+            data-testid="channel-waits"
+          />
+          {t('channels.waits')}
+        </label>
+        <span className="muted small">{t('channels.waitsHint')}</span>
+      </div>
       {formError && (
         <p className="notice error wide" role="alert" data-testid="channel-form-error">
           {t('channels.notSaved', { message: formError })}

@@ -1,9 +1,10 @@
 // The bell in the shell's header and its panel: the unread count on the button;
 // the panel lists the newest entries (a scheduled run that ended or waits for
-// you, a test message sent to a channel), each tagged with its kind and opening
-// its conversation (a test, the channels page), with "Mark all read" and the
-// switch for browser notifications. The panel is a non-modal dialog: it takes focus when it
-// opens, Escape or a click outside closes it, and focus goes back to the bell.
+// you, a conversation of yours that waits for you, a test message sent to a
+// channel), each tagged with its kind and opening its conversation (a test, the
+// channels page), with "Mark all read" and the switch for browser notifications.
+// The panel is a non-modal dialog: it takes focus when it opens, Escape or a
+// click outside closes it, and focus goes back to the bell.
 
 import { useEffect, useId, useRef } from 'react'
 import { useI18n } from '../i18n'

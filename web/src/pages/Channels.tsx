@@ -1,6 +1,7 @@
 // /channels: where a person's notifications go besides the bell (docs/schedules.md,
-// "Channels"). Each channel shows its kind, where it delivers, how many schedules
-// use it and how its newest delivery went, with the error; it can be sent a test
+// "Channels"). Each channel shows its kind, where it delivers, whether it also
+// takes what the person's own conversations wait for, how many schedules use it
+// and how its newest delivery went, with the error; it can be sent a test
 // message, whose delivery is watched as it goes (`testPollDelay`), renamed, edited
 // (`ChannelEditor.tsx`), deleted, and its deliveries listed (`ChannelHistory.tsx`).
 // A webhook's signing secret is shown once, in its channel's row, with a copy
@@ -219,6 +220,11 @@ function ChannelRow(p: {
           <h2 className="schedule-name" data-testid="channel-name-text">
             {c.name}
           </h2>
+        )}
+        {c.waits && (
+          <span className="badge channel-waits" title={t('channels.waitsTitle')} data-testid="channel-waits-badge">
+            {t('channels.waitsBadge')}
+          </span>
         )}
       </div>
       <p className="channel-target" data-testid="channel-target">
