@@ -50,8 +50,15 @@ impl Replicas {
         out
     }
 
+    /// Replaces the config file whole (a new file renamed over it): a
+    /// replica still following the previous reload may read the file at any
+    /// moment, and `fs::write` truncates first — caught between the two, it
+    /// would load an empty file, every default (once seen in CI: a replica
+    /// back at `runs_per_minute_per_user` 60).
     fn write(&self, text: &str) {
-        std::fs::write(&self.file, text).unwrap();
+        let next = self.file.with_extension("toml.next");
+        std::fs::write(&next, text).unwrap();
+        std::fs::rename(&next, &self.file).unwrap();
     }
 
     async fn on(
