@@ -246,10 +246,7 @@ impl Store {
             return Ok(Vec::new());
         }
         let json = serde_json::to_string(runs).expect("ids serialise");
-        let each = match self.dialect {
-            super::Dialect::Postgres => "select jsonb_array_elements_text($1::jsonb)",
-            super::Dialect::Sqlite => "select value from json_each($1)",
-        };
+        let each = self.dialect.each_text(1);
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
             "select {DELIVERY_COLUMNS} from deliveries d join notifications n on n.id = d.notification_id
              left join channels c on c.id = d.channel_id
@@ -484,10 +481,7 @@ impl Store {
             return Ok(Vec::new());
         }
         let json = serde_json::to_string(schedules).expect("ids serialise");
-        let each = match self.dialect {
-            super::Dialect::Postgres => "select jsonb_array_elements_text($1::jsonb)",
-            super::Dialect::Sqlite => "select value from json_each($1)",
-        };
+        let each = self.dialect.each_text(1);
         let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
             "select schedule_id, channel_id from schedule_channels where schedule_id in ({each}) order by channel_id"
         )))

@@ -97,6 +97,18 @@ pub enum Dialect {
     Sqlite,
 }
 
+impl Dialect {
+    /// A subquery of the strings in the JSON array bound as `$n` (for `… in
+    /// (…)` over a list of ids, one parameter whatever its length; `any`
+    /// alone has no SQLite form and the `Any` driver binds no arrays).
+    pub(crate) fn each_text(self, n: u8) -> String {
+        match self {
+            Dialect::Postgres => format!("select jsonb_array_elements_text(${n}::jsonb)"),
+            Dialect::Sqlite => format!("select value from json_each(${n})"),
+        }
+    }
+}
+
 #[derive(Debug, thiserror::Error)]
 pub enum StoreError {
     #[error("not found")]

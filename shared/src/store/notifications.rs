@@ -157,10 +157,7 @@ impl Store {
             }
             Some(ids) => {
                 let json = serde_json::to_string(ids).expect("ids serialise");
-                let each = match self.dialect {
-                    super::Dialect::Postgres => "select jsonb_array_elements_text($3::jsonb)",
-                    super::Dialect::Sqlite => "select value from json_each($3)",
-                };
+                let each = self.dialect.each_text(3);
                 sqlx::query(sqlx::AssertSqlSafe(format!(
                     "update notifications set read_at = $1 where user_id = $2 and read_at is null and id in ({each})"
                 )))
