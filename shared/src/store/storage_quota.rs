@@ -113,21 +113,27 @@ pub(super) async fn check_storage(
     Ok((!usage.fits(limit)).then_some(usage))
 }
 
-/// Locks `user`'s row (Postgres; SQLite serialises writers) before counting
-/// their storage. A statement of its own: a read-committed statement that
-/// waited for the lock would count with the snapshot it started with.
+/// Locks `user`'s row (Postgres, where `lock_suffix` is not empty; SQLite
+/// serialises writers) before counting their runs or storage. A statement of
+/// its own: a read-committed statement that waited for the lock would count
+/// with the snapshot it started with.
+///
+/// `for no key update`, not `for update`: it serialises the checks that count
+/// under it all the same, but does not conflict with the key-share lock that
+/// inserting a row which references the user takes. A schedule's fire inserts
+/// its new session before its send counts the runs; with `for update` two such
+/// fires of one owner each held a key share and waited for the other's to go
+/// (Postgres' "deadlock detected", found by the store test of batched fires).
 pub(crate) async fn lock_user(
     tx: &mut sqlx::Transaction<'static, sqlx::Any>,
     lock_suffix: &str,
     user: &UserId,
 ) -> Result<()> {
     if !lock_suffix.is_empty() {
-        sqlx::query(sqlx::AssertSqlSafe(format!(
-            "select id from users where id = $1{lock_suffix}"
-        )))
-        .bind(&user.0)
-        .fetch_optional(&mut **tx)
-        .await?;
+        sqlx::query("select id from users where id = $1 for no key update")
+            .bind(&user.0)
+            .fetch_optional(&mut **tx)
+            .await?;
     }
     Ok(())
 }

@@ -6,17 +6,21 @@
 //! The check counts the user's runs inside the transaction that would insert the
 //! new one, after the transaction's own writes (an interrupted run it just ended
 //! no longer counts as active). To make "count, then insert" atomic per user, the
-//! user's row is locked `for update` first on Postgres, so two transactions of one
+//! user's row is locked first on Postgres (`for no key update`, see
+//! [`lock_user`]), so two transactions of one
 //! user (parallel sends to different sessions, a send beside a run's end) take
 //! turns; SQLite's `begin immediate` already serialises every writer. The user's
 //! row is always the *last* lock a transaction takes (after its session and run
-//! rows), so the order is the same everywhere and cannot deadlock.
+//! rows), so the order is the same everywhere and cannot deadlock. A batch of
+//! schedule fires (`store::schedules`) takes several users' rows but no other
+//! existing row, in user order.
 //!
 //! A follow-up over the limits is not lost: it is simply not created yet. Its
 //! messages stay waiting (`queued = 1`) and the reaper makes them a run once the
 //! user is back within the limits (or the user's next send picks them up).
 
 use super::runs::ACTIVE;
+use super::storage_quota::lock_user;
 use super::{Result, get_i64, get_opt_i64};
 use crate::ids::UserId;
 
@@ -58,16 +62,7 @@ pub(super) async fn check_run_limits(
     if !limits.enabled() {
         return Ok(LimitCheck::Within);
     }
-    if !lock_suffix.is_empty() {
-        // A separate statement: a read-committed statement that waited for the
-        // lock would still count with the snapshot it started with.
-        sqlx::query(sqlx::AssertSqlSafe(format!(
-            "select id from users where id = $1{lock_suffix}"
-        )))
-        .bind(&user.0)
-        .fetch_optional(&mut **tx)
-        .await?;
-    }
+    lock_user(tx, lock_suffix, user).await?;
     let since = now - 60_000;
     let row = sqlx::query(sqlx::AssertSqlSafe(format!(
         "select
