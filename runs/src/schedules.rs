@@ -4,6 +4,9 @@
 //! Workers call [`Runs::fire_due`] from their scheduler loop; the API's "run
 //! now" calls [`Runs::fire_now`].
 
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+
 use futures::StreamExt;
 use weft_shared::api::FireOutcome;
 use weft_shared::ids::UserId;
@@ -12,8 +15,11 @@ use weft_shared::time::now_ms;
 
 use crate::Runs;
 
-/// Due schedules read per pass.
-const BATCH: i64 = 500;
+/// Schedules into a session of their own read per pass (one transaction each).
+const TARGETED: i64 = 500;
+/// Schedules into new sessions claimed per transaction: one commit per 32
+/// fires, yet a batch holds its owners' rows for only some tens of ms.
+const BATCH: i64 = 32;
 
 impl Runs {
     fn fire_settings(&self) -> FireSettings {
@@ -25,17 +31,53 @@ impl Runs {
         }
     }
 
-    /// Fire every schedule due now, `schedules.fire_concurrency` at a time;
-    /// returns how many fires this process claimed. Another process's claim
-    /// of the same schedule is skipped, not waited for.
+    /// Fire every schedule due now; returns how many fires this process
+    /// claimed. Schedules into new sessions go in batches,
+    /// `schedules.fire_concurrency` transactions at once, each claiming rows
+    /// no other holds; those into a session of their own (or all, when a
+    /// batch failed) one transaction each, as many at once. Another
+    /// process's claim of the same schedule is skipped, not waited for.
     pub async fn fire_due(&self) -> Result<usize> {
-        let now = now_ms();
-        let due = self.store.due_schedules(now, BATCH).await?;
-        if due.is_empty() {
-            return Ok(0);
-        }
         let settings = self.fire_settings();
         let concurrency = self.live.get().schedules.fire_concurrency;
+        // Deferred this pass (the owner at their run limits): still due, not
+        // claimed again until the next pass.
+        let passed = Mutex::new(Vec::<String>::new());
+        let claimed = AtomicUsize::new(0);
+        let failed = AtomicBool::new(false);
+        let batches = (0..concurrency).map(|_| async {
+            loop {
+                let skip = passed.lock().expect("not poisoned").clone();
+                let fired = match self
+                    .store
+                    .fire_due_batch(now_ms(), BATCH, &skip, &settings)
+                    .await
+                {
+                    Ok(fired) if fired.is_empty() => return,
+                    Ok(fired) => fired,
+                    Err(e) => {
+                        tracing::warn!(error = %e, "a batch of fires failed; firing them one by one");
+                        failed.store(true, Ordering::Relaxed);
+                        return;
+                    }
+                };
+                for f in &fired {
+                    if f.deferred {
+                        passed.lock().expect("not poisoned").push(f.schedule_id.clone());
+                    } else {
+                        claimed.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                futures::future::join_all(fired.iter().map(|f| self.after_fire(f))).await;
+            }
+        });
+        futures::future::join_all(batches).await;
+
+        let now = now_ms();
+        let due = self
+            .store
+            .due_schedules(now, TARGETED, !failed.load(Ordering::Relaxed))
+            .await?;
         let results: Vec<Result<Option<Fired>>> = futures::stream::iter(due)
             .map(|id| {
                 let settings = &settings;
@@ -44,7 +86,7 @@ impl Runs {
             .buffer_unordered(concurrency)
             .collect()
             .await;
-        let mut claimed = 0;
+        let mut claimed = claimed.into_inner();
         for result in results {
             match result {
                 Ok(Some(fired)) => {

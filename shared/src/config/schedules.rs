@@ -14,7 +14,8 @@ pub struct SchedulesConfig {
     /// made in the same process wakes it at once). Fire lateness is at most
     /// about this.
     pub poll_ms: u64,
-    /// Fires one worker process makes at once (each is one transaction).
+    /// Fire transactions one worker process runs at once: each a batch of up
+    /// to 32 fires into new sessions, or one fire into a chosen session.
     pub fire_concurrency: usize,
     /// Channels (notification destinations) one person may have; 0 turns
     /// the limit off.

@@ -17,6 +17,7 @@ use crate::harness::{Db, session, start, user};
 both_backends!(
     a_due_schedule_fires_once_whatever_claims_it,
     a_thousand_due_at_once_make_a_thousand_runs,
+    batches_of_many_owners_keep_each_ones_run_limits,
     a_late_fire_follows_misfire,
     a_fire_while_the_last_run_is_active_follows_overlap,
     a_fire_over_the_run_limits_waits_and_a_refused_one_is_recorded,
@@ -59,13 +60,25 @@ async fn due(db: &Db, id: &str, ago_ms: i64) -> i64 {
     at
 }
 
-/// Claim every due schedule as a worker's scheduler does, `n` of them at once.
+/// Claim every due schedule as workers' schedulers do, `n` claimers at once:
+/// half in batches, half one transaction per schedule.
 async fn fire_all(store: &Store, n: usize) -> usize {
-    let passes = (0..n).map(|_| {
+    let passes = (0..n).map(|i| {
         let store = store.clone();
         async move {
             let mut claimed = 0;
-            for id in store.due_schedules(now_ms(), 5000).await.unwrap() {
+            let batches = i % 2 == 0;
+            while batches {
+                let fired = store
+                    .fire_due_batch(now_ms(), 7, &[], &settings())
+                    .await
+                    .unwrap();
+                if fired.is_empty() {
+                    break;
+                }
+                claimed += fired.len();
+            }
+            for id in store.due_schedules(now_ms(), 5000, batches).await.unwrap() {
                 if store
                     .fire_due(&id, now_ms(), &settings())
                     .await
@@ -155,6 +168,95 @@ async fn a_thousand_due_at_once_make_a_thousand_runs(db: Db) {
     );
     assert_eq!(fire_all(&db.store, 3).await, 0);
     let _ = first;
+}
+
+/// Concurrent batches that each hold several owners' rows (their run limits)
+/// neither deadlock nor pass a limit; a deferred fire leaves no trace, stays
+/// due, and is passed over for the rest of the pass.
+async fn batches_of_many_owners_keep_each_ones_run_limits(db: Db) {
+    let mut owners = Vec::new();
+    for name in ["ann", "bo", "cy"] {
+        let u = user(&db, name).await;
+        for _ in 0..20 {
+            db.store
+                .create_schedule(&new(&u.id, Trigger::EverySecs(3600)), 0)
+                .await
+                .unwrap();
+        }
+        owners.push(u);
+    }
+    let at = now_ms() - 500;
+    db.exec(format!("update schedules set next_fire_at = {at}"))
+        .await;
+    let twelve_active = FireSettings {
+        limits: RunLimits {
+            active_per_user: 12,
+            per_minute_per_user: 0,
+        },
+        ..settings()
+    };
+    let claimers = (0..4).map(|_| {
+        let store = db.store.clone();
+        let limits = twelve_active.clone();
+        async move {
+            let (mut made, mut passed) = (0, Vec::new());
+            loop {
+                let fired = store
+                    .fire_due_batch(now_ms(), 5, &passed, &limits)
+                    .await
+                    .unwrap();
+                if fired.is_empty() {
+                    return (made, passed);
+                }
+                for f in fired {
+                    if f.deferred {
+                        assert!(f.run_id.is_none() && f.session_id.is_none(), "{f:?}");
+                        passed.push(f.schedule_id);
+                    } else {
+                        made += 1;
+                    }
+                }
+            }
+        }
+    });
+    let results = futures::future::join_all(claimers).await;
+    let made: usize = results.iter().map(|(m, _)| m).sum();
+    assert_eq!(made, 36, "twelve each: {results:?}");
+    for u in &owners {
+        assert_eq!(
+            db.count(format!(
+                "select count(*) from runs where user_id = '{}'",
+                u.id
+            ))
+            .await,
+            12
+        );
+    }
+    // The 24 deferred ones: no fire, no session, still due.
+    assert_eq!(db.count("select count(*) from schedule_fires".into()).await, 36);
+    assert_eq!(db.count("select count(*) from sessions".into()).await, 36);
+    assert_eq!(
+        db.count(format!(
+            "select count(*) from schedules where next_fire_at <= {}",
+            now_ms()
+        ))
+        .await,
+        24
+    );
+    // Passing all of them over, a batch finds nothing; with room, they fire.
+    let all: Vec<String> = results.into_iter().flat_map(|(_, p)| p).collect();
+    let mut deferred = all.clone();
+    deferred.sort();
+    deferred.dedup();
+    assert_eq!(deferred.len(), 24);
+    assert!(
+        db.store
+            .fire_due_batch(now_ms(), 50, &deferred, &settings())
+            .await
+            .unwrap()
+            .is_empty()
+    );
+    assert_eq!(fire_all(&db.store, 2).await, 24);
 }
 
 async fn a_late_fire_follows_misfire(db: Db) {

@@ -10,14 +10,27 @@ use super::{
 };
 use crate::api::{FireOutcome, Misfire, Multitask, Overlap};
 use crate::ids::{SessionId, UserId};
+use crate::time::now_ms;
 
 impl Store {
-    /// Schedules due at `now` (one indexed read), earliest first.
-    pub async fn due_schedules(&self, now: i64, limit: i64) -> Result<Vec<String>> {
-        let ids = sqlx::query_scalar(
-            "select id from schedules where enabled = 1 and next_fire_at is not null and next_fire_at <= $1
-             order by next_fire_at limit $2",
-        )
+    /// Schedules due at `now` (one indexed read), earliest first; with
+    /// `targeted_only` those that send into a session of their own (the
+    /// ones [`Store::fire_due_batch`] leaves to [`Store::fire_due`]).
+    pub async fn due_schedules(
+        &self,
+        now: i64,
+        limit: i64,
+        targeted_only: bool,
+    ) -> Result<Vec<String>> {
+        let targeted = if targeted_only {
+            " and session_id is not null"
+        } else {
+            ""
+        };
+        let ids = sqlx::query_scalar(sqlx::AssertSqlSafe(format!(
+            "select id from schedules where enabled = 1 and next_fire_at is not null and next_fire_at <= $1{targeted}
+             order by next_fire_at limit $2"
+        )))
         .bind(now)
         .bind(limit)
         .fetch_all(&self.pool)
@@ -45,13 +58,10 @@ impl Store {
         settings: &FireSettings,
     ) -> Result<Option<Fired>> {
         let mut tx = self.begin().await?;
-        let skip_locked = match self.dialect {
-            Dialect::Postgres => " for update skip locked",
-            Dialect::Sqlite => "",
-        };
         let Some(row) = sqlx::query(sqlx::AssertSqlSafe(format!(
             "select {COLUMNS}, {NO_FIRE}
-             from schedules s where s.id = $1 and s.enabled = 1 and s.next_fire_at is not null and s.next_fire_at <= $2{skip_locked}"
+             from schedules s where s.id = $1 and s.enabled = 1 and s.next_fire_at is not null and s.next_fire_at <= $2{}",
+            self.skip_locked()
         )))
         .bind(id)
         .bind(now)
@@ -60,7 +70,71 @@ impl Store {
         else {
             return Ok(None);
         };
-        let schedule = schedule_from(&row)?;
+        let fired = self
+            .fire_claimed(&mut tx, &schedule_from(&row)?, now, settings)
+            .await?;
+        tx.commit().await?;
+        Ok(fired)
+    }
+
+    /// Fire up to `limit` due schedules that each start a new session, in one
+    /// transaction (see the module docs, "Batches"), passing over `passed`
+    /// (the ones deferred earlier in the same pass). Empty when none is due
+    /// that another scheduler has not taken.
+    pub async fn fire_due_batch(
+        &self,
+        now: i64,
+        limit: i64,
+        passed: &[String],
+        settings: &FireSettings,
+    ) -> Result<Vec<Fired>> {
+        let mut tx = self.begin().await?;
+        let rows = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "select {COLUMNS}, {NO_FIRE}
+             from schedules s where s.enabled = 1 and s.next_fire_at is not null and s.next_fire_at <= $1
+               and s.session_id is null and s.id not in ({})
+             order by s.next_fire_at limit $2{}",
+            self.dialect.each_text(3),
+            self.skip_locked()
+        )))
+        .bind(now)
+        .bind(limit)
+        .bind(serde_json::to_string(passed).expect("ids serialise"))
+        .fetch_all(&mut **tx)
+        .await?;
+        let mut schedules = rows.iter().map(schedule_from).collect::<Result<Vec<_>>>()?;
+        // Each fire locks its owner's row (the run limits) and nothing else
+        // that exists: taken in one order by every batch, no two wait on
+        // each other, and a send (session, then user) never waits on a batch
+        // that waits on it.
+        schedules.sort_by(|a, b| a.user_id.0.cmp(&b.user_id.0));
+        let mut fired = Vec::with_capacity(schedules.len());
+        for schedule in &schedules {
+            fired.extend(
+                self.fire_claimed(&mut tx, schedule, now_ms(), settings)
+                    .await?,
+            );
+        }
+        tx.commit().await?;
+        Ok(fired)
+    }
+
+    fn skip_locked(&self) -> &'static str {
+        match self.dialect {
+            Dialect::Postgres => " for update skip locked",
+            Dialect::Sqlite => "",
+        }
+    }
+
+    /// Act on the due `schedule`, whose row `tx` holds: its fire (or its
+    /// missed fire), then its next time. A deferred fire leaves no trace.
+    async fn fire_claimed(
+        &self,
+        tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+        schedule: &ScheduleRecord,
+        now: i64,
+        settings: &FireSettings,
+    ) -> Result<Option<Fired>> {
         let due = schedule.next_fire_at.expect("selected by next_fire_at");
         let timing = schedule.timing()?;
         let late = now - due > MISFIRE_GRACE_MS;
@@ -81,14 +155,14 @@ impl Store {
             };
             let detail =
                 (fire_at != due).then(|| format!("missed since {}", crate::time::rfc3339(due)));
-            insert_fire(&mut tx, &fired, now, false, detail.as_deref()).await?;
+            insert_fire(tx, &fired, now, false, detail.as_deref()).await?;
             Some(fired)
         } else {
             match self
-                .fire_in(&mut tx, &schedule, fire_at, now, false, settings)
+                .fire_in(tx, schedule, fire_at, now, false, settings)
                 .await?
             {
-                // Rolled back: still due, tried again on the next pass.
+                // Still due: tried again on the next pass.
                 Some(fired) if fired.deferred => return Ok(Some(fired)),
                 other => other,
             }
@@ -99,7 +173,6 @@ impl Store {
             .bind(&schedule.id)
             .execute(&mut **tx)
             .await?;
-        tx.commit().await?;
         Ok(fired)
     }
 
@@ -214,7 +287,6 @@ impl Store {
                 Ok(SendOutcome::TooManyActive | SendOutcome::RateLimited { .. }) if !manual => {
                     fired.outcome = FireOutcome::Refused;
                     fired.deferred = true;
-                    return Ok(Some(fired));
                 }
                 Ok(refused) => {
                     fired.outcome = FireOutcome::Refused;
@@ -237,6 +309,15 @@ impl Store {
                         .await?;
                 }
                 fired.session_id = None;
+            }
+            if fired.deferred {
+                // Not made yet: the claim goes too (the send wrote nothing).
+                sqlx::query("delete from schedule_fires where schedule_id = $1 and fire_at = $2")
+                    .bind(&schedule.id)
+                    .bind(fire_at)
+                    .execute(&mut **tx)
+                    .await?;
+                return Ok(Some(fired));
             }
         }
         sqlx::query(

@@ -17,9 +17,23 @@
 //! `run_once` runs once for the latest missed time. Either way the next time is
 //! the first one after now, so a week of downtime is one row, not 10,080.
 //!
-//! **Run limits.** A fire over its owner's run limits is not made yet: its
-//! transaction rolls back and the next pass tries again ([`Fired::deferred`]),
-//! as a message over the limits waits rather than being dropped.
+//! **Batches.** A schedule that starts a new session per fire (most) is fired
+//! with others: one transaction takes up to a batch of due rows (`order by
+//! next_fire_at limit n for update skip locked`, so concurrent batches take
+//! disjoint sets instead of racing for the same rows) and fires each as above.
+//! One commit and one connection per batch instead of per fire: at a burst of
+//! fires the claims no longer queue for connections behind the runs they
+//! start. Such a fire locks nothing that exists but its owner's row (the run
+//! limits); a batch takes those in user order, so batches never deadlock and a
+//! send — session row, then user row — never waits on a batch that waits on
+//! it. A schedule into a session of its own (a Lark chat's, a chosen one)
+//! would lock that session too, so it fires in a transaction of its own.
+//! Failing batches fall back to one transaction per fire.
+//!
+//! **Run limits.** A fire over its owner's run limits is not made yet: what it
+//! wrote is taken back (the claim, its new session) and the next pass tries
+//! again ([`Fired::deferred`]), as a message over the limits waits rather than
+//! being dropped.
 //!
 //! **Overlap.** While the schedule's previous run is still active, `overlap =
 //! skip` records the fire as `skipped`; `queue` sends anyway — into a session
