@@ -5,7 +5,7 @@
 //! test message through the same outbox as every delivery. Delivering is the
 //! workers' (`worker/src/jobs/deliver.rs`).
 
-use std::time::Duration;
+use std::sync::Arc;
 
 use axum::extract::{Path, State};
 use axum::http::StatusCode;
@@ -18,7 +18,7 @@ use weft_shared::api::{
 };
 use weft_shared::store::{AuthUser, ChannelRecord, DeliveryRecord};
 use weft_shared::time::rfc3339;
-use weft_tools::web::GuardedPost;
+use weft_tools::web::{Guard, SystemResolver};
 
 use crate::AppState;
 use crate::auth::Caller;
@@ -248,10 +248,7 @@ async fn check_target(
             }
         }
         ChannelTarget::Webhook { url, secret } => {
-            let timeout = Duration::from_millis(config.schedules.delivery_timeout_ms);
-            let post = GuardedPost::new(&config.tools.web_fetch, timeout)
-                .map_err(|e| ApiError::internal(anyhow::anyhow!(e)))?;
-            let url = post
+            let url = Guard::new(&config.tools.web_fetch, Arc::new(SystemResolver))
                 .vet(&url)
                 .await
                 .map_err(|why| ApiError::Validation(format!("target.url: {why}")))?;

@@ -362,10 +362,7 @@ fn job_runner(inner: &Arc<Inner>) -> jobs::JobRunner {
         jobs::extract::AT_ONCE,
     );
     runner.register_with(
-        jobs::Deliver {
-            live: deps.live.clone(),
-            lark: deps.lark.clone(),
-        },
+        jobs::Deliver::new(deps.live.clone(), deps.lark.clone()),
         jobs::deliver::AT_ONCE,
     );
     runner

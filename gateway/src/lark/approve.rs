@@ -19,16 +19,16 @@
 
 use std::time::Duration;
 
-use serde_json::{Map, Value};
+use serde_json::Map;
 use tokio::sync::oneshot;
 use weft_lark::card::{
-    ApprovalAnswer, ApprovalCard, ApprovalChoice, ApprovalClick, PlanClick, QuestionClick,
+    ApprovalAnswer, ApprovalCard, ApprovalChoice, ApprovalClick, ClickContext, PlanClick,
+    QuestionClick,
 };
 use weft_lark::event::{CardAction, CardActionResponse};
 use weft_lark::text::say::{self, Verdict};
 use weft_lark::text::{Lang, Text};
 use weft_lark::ws::CardActionDelivery;
-use weft_shared::ids::RunId;
 use weft_shared::store::{
     Approval, ApprovalStatus, AuthUser, DecideOutcome, Decision, Role, StoreError, retrying,
 };
@@ -38,23 +38,6 @@ use super::Bot;
 /// The answer must be in the ack within Lark's 3 s (the socket gives up on
 /// waiting at 2.5 s); past this the click is acked with a "working on it".
 const ANSWER_WITHIN: Duration = Duration::from_millis(2000);
-/// Callback value keys written by the worker's card driver (`RUN_KEY`, `STEP_KEY`).
-pub(super) const RUN_KEY: &str = "run_id";
-pub(super) const STEP_KEY: &str = "step";
-
-/// The run and step a clicked card's buttons carry (`RUN_KEY`, `STEP_KEY`):
-/// where its approval, question or plan is found without a lookup that
-/// ignores ownership.
-pub(super) fn clicked_step(context: &serde_json::Map<String, Value>) -> Option<(RunId, u32)> {
-    let run = context
-        .get(RUN_KEY)
-        .and_then(Value::as_str)
-        .and_then(RunId::parse)?;
-    let step = context.get(STEP_KEY).and_then(Value::as_u64)?;
-    Some((run, u32::try_from(step).ok()?))
-}
-/// The card's language (`LANG_KEY` there).
-const LANG_KEY: &str = "lang";
 
 impl Bot {
     /// Answers one click in its ack. The decision itself runs to the end even
@@ -80,10 +63,7 @@ impl Bot {
     /// The language of the clicked card: the chat's, as the worker drew it
     /// (`lang` in the button's value), else the tenant's.
     fn click_lang(&self, action: &CardAction) -> Lang {
-        action.action.value[LANG_KEY]
-            .as_str()
-            .and_then(Lang::parse)
-            .unwrap_or(self.tenant)
+        ClickContext::lang_of(&action.action.value).unwrap_or(self.tenant)
     }
 
     async fn answer_click(&self, action: &CardAction) -> CardActionResponse {
@@ -189,7 +169,7 @@ impl Bot {
     /// The clicker does not own the approval: say who does (or what stands).
     async fn refusal(&self, click: &ApprovalClick, lang: Lang) -> CardActionResponse {
         let store = &self.state.store;
-        let approval = match clicked_step(&click.context) {
+        let approval = match ClickContext::step_of(&click.context) {
             Some((run, step)) => store
                 .step_approvals(&run, step)
                 .await
@@ -262,7 +242,7 @@ fn answered(
 #[cfg(test)]
 mod tests {
     use serde_json::json;
-    use weft_shared::ids::{SessionId, UserId};
+    use weft_shared::ids::{RunId, SessionId, UserId};
 
     use super::*;
 

@@ -25,7 +25,7 @@
 //! and is done.
 
 use serde_json::Map;
-use weft_lark::card::{CardState, PlanAnswer, PlanCard, PlanChoice, PlanClick};
+use weft_lark::card::{CardState, ClickContext, PlanAnswer, PlanCard, PlanChoice, PlanClick};
 use weft_lark::event::{CardAction, CardActionResponse};
 use weft_lark::text::{Lang, Text, say};
 use weft_shared::store::{
@@ -34,7 +34,7 @@ use weft_shared::store::{
 };
 
 use super::Bot;
-use super::approve::{clicked_step, toast};
+use super::approve::toast;
 use super::inbound::Incoming;
 use super::questions::{ChatAnswer, answer_key};
 
@@ -110,7 +110,7 @@ impl Bot {
     /// that ignores ownership.
     async fn plan_refusal(&self, click: &PlanClick, lang: Lang) -> CardActionResponse {
         let store = &self.state.store;
-        let plan = match clicked_step(&click.context) {
+        let plan = match ClickContext::step_of(&click.context) {
             Some((run, step)) => store
                 .step_plans(&run, step)
                 .await

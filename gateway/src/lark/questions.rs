@@ -29,7 +29,7 @@
 mod reading;
 
 use serde_json::Map;
-use weft_lark::card::{CardState, QuestionAnswer, QuestionCard, QuestionClick};
+use weft_lark::card::{CardState, ClickContext, QuestionAnswer, QuestionCard, QuestionClick};
 use weft_lark::event::{CardAction, CardActionResponse};
 use weft_lark::text::{Lang, Text, say};
 use weft_shared::store::{
@@ -37,7 +37,7 @@ use weft_shared::store::{
 };
 
 use super::Bot;
-use super::approve::{clicked_step, toast};
+use super::approve::toast;
 use super::inbound::Incoming;
 use reading::Reading;
 pub(super) use reading::names_option;
@@ -124,7 +124,7 @@ impl Bot {
     /// lookup that ignores ownership.
     async fn question_refusal(&self, click: &QuestionClick, lang: Lang) -> CardActionResponse {
         let store = &self.state.store;
-        let question = match clicked_step(&click.context) {
+        let question = match ClickContext::step_of(&click.context) {
             Some((run, step)) => store
                 .step_questions(&run, step)
                 .await

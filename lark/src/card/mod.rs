@@ -9,6 +9,7 @@
 //! from [`crate::text`], in the card's [`crate::text::Lang`].
 
 pub mod approval;
+mod click;
 pub mod markdown;
 pub mod plan;
 pub mod question;
@@ -18,6 +19,7 @@ pub mod todo;
 use serde_json::{Value, json};
 
 pub use approval::{ApprovalAnswer, ApprovalCard, ApprovalChoice, ApprovalClick};
+pub use click::ClickContext;
 pub use markdown::MarkdownLimits;
 pub use plan::{PlanAnswer, PlanCard, PlanChoice, PlanClick};
 pub use question::{QuestionAnswer, QuestionCard, QuestionClick};

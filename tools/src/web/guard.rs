@@ -216,6 +216,17 @@ impl Guard {
         }
     }
 
+    /// Checks a URL now — its form, and every address its host resolves to
+    /// — so a person hears at once that it will be refused (a webhook's URL
+    /// when its channel is made; each POST is checked again).
+    pub async fn vet(&self, raw: &str) -> Result<Url, Refusal> {
+        let url = self.parse(raw)?;
+        if let Some(host) = url.host_str() {
+            self.resolve(host).await?;
+        }
+        Ok(url)
+    }
+
     /// Resolves a host name and returns its addresses if every one of them
     /// may be fetched. This is the only lookup: the connection uses exactly
     /// these addresses.

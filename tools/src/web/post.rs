@@ -55,16 +55,6 @@ impl GuardedPost {
         Ok(GuardedPost { guard, client })
     }
 
-    /// Checks a URL now — its form, and every address its host resolves to —
-    /// so a person hears at once that it will be refused.
-    pub async fn vet(&self, raw: &str) -> Result<Url, String> {
-        let url = self.guard.parse(raw).map_err(|r| r.to_string())?;
-        if let Some(host) = url.host_str() {
-            self.guard.resolve(host).await.map_err(|r| r.to_string())?;
-        }
-        Ok(url)
-    }
-
     /// POSTs `body` (JSON) with `headers` to `url`. Any answer, whatever its
     /// status, is `Ok`.
     pub async fn post_json(

@@ -28,16 +28,17 @@
 //! `v1` is HMAC-SHA256 under the channel's secret of `"{t}.{body}"`: a
 //! receiver recomputes it over the raw body and rejects old `t`s (replays).
 
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use hmac::{Hmac, Mac};
 use lettre::message::Mailbox;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
-use serde_json::{Map, Value, json};
+use serde_json::Value;
 use sha2::Sha256;
 use weft_lark::card::{
-    ApprovalAnswer, ApprovalCard, CardState, PlanAnswer, PlanCard, QuestionAnswer, QuestionCard,
-    notice_card,
+    ApprovalAnswer, ApprovalCard, CardState, ClickContext, PlanAnswer, PlanCard, QuestionAnswer,
+    QuestionCard, notice_card,
 };
 use weft_lark::rest::{ErrorClass, MessageContent, ReceiveIdType};
 use weft_lark::sender::RateAwareSender;
@@ -48,12 +49,11 @@ use weft_shared::ids::RunId;
 use weft_shared::job::DeliverNotification;
 use weft_shared::states::{ApprovalStatus, PlanStatus, QuestionStatus};
 use weft_shared::store::{DeliveryWork, Store};
-use weft_shared::time::now_ms;
 use weft_shared::time::rfc3339;
 use weft_tools::web::{GuardedPost, PostError};
 
 use super::{BackgroundJob, JobContext, JobError};
-use crate::lark::{LANG_KEY, RUN_KEY, STEP_KEY};
+use crate::lark::open_for;
 
 /// Deliveries tried at once by one worker: most of a try is waiting on a
 /// receiver, so more than the default job slots.
@@ -63,6 +63,35 @@ pub struct Deliver {
     pub live: LiveConfig,
     /// The Lark REST side, when `[lark]` is configured.
     pub lark: Option<RateAwareSender>,
+    /// The webhook client of the configuration it was made for (see
+    /// [`Deliver::poster`]).
+    pub post: Mutex<Option<(Arc<Config>, Arc<GuardedPost>)>>,
+}
+
+impl Deliver {
+    pub fn new(live: LiveConfig, lark: Option<RateAwareSender>) -> Deliver {
+        Deliver {
+            live,
+            lark,
+            post: Mutex::new(None),
+        }
+    }
+
+    /// The webhook client for `config`: one per configuration, so its
+    /// connections are pooled and its TLS roots loaded once, and made anew
+    /// after a reload (the guard's rules or the timeout may have changed).
+    fn poster(&self, config: &Arc<Config>) -> Result<Arc<GuardedPost>, String> {
+        let mut cached = self.post.lock().expect("not poisoned");
+        if let Some((made_for, post)) = cached.as_ref()
+            && Arc::ptr_eq(made_for, config)
+        {
+            return Ok(post.clone());
+        }
+        let timeout = Duration::from_millis(config.schedules.delivery_timeout_ms);
+        let post = Arc::new(GuardedPost::new(&config.tools.web_fetch, timeout)?);
+        *cached = Some((config.clone(), post.clone()));
+        Ok(post)
+    }
 }
 
 /// How a try went, before it is recorded.
@@ -134,15 +163,16 @@ impl Deliver {
     async fn try_once(
         &self,
         store: &Store,
-        config: &Config,
+        config: &Arc<Config>,
         target: &ChannelTarget,
         work: &DeliveryWork,
     ) -> Tried {
         let timeout = Duration::from_millis(config.schedules.delivery_timeout_ms);
         match target {
-            ChannelTarget::Webhook { url, secret } => {
-                webhook(config, timeout, url, secret.as_deref().unwrap_or(""), work).await
-            }
+            ChannelTarget::Webhook { url, secret } => match self.poster(config) {
+                Ok(post) => webhook(&post, url, secret.as_deref().unwrap_or(""), work).await,
+                Err(e) => Tried::Again(e),
+            },
             ChannelTarget::Lark { chat_id } => {
                 let Some(lark) = &self.lark else {
                     return Tried::Again("this worker has no [lark] settings".into());
@@ -190,20 +220,10 @@ pub fn signature(secret: &str, unix_secs: i64, body: &str) -> String {
     )
 }
 
-async fn webhook(
-    config: &Config,
-    timeout: Duration,
-    url: &str,
-    secret: &str,
-    work: &DeliveryWork,
-) -> Tried {
+async fn webhook(post: &GuardedPost, url: &str, secret: &str, work: &DeliveryWork) -> Tried {
     let url = match url::Url::parse(url) {
         Ok(u) => u,
         Err(e) => return Tried::Never(format!("the stored URL does not parse: {e}")),
-    };
-    let post = match GuardedPost::new(&config.tools.web_fetch, timeout) {
-        Ok(p) => p,
-        Err(e) => return Tried::Again(e),
     };
     let payload = WebhookPayload {
         id: work.delivery.id.clone(),
@@ -270,12 +290,12 @@ async fn wait_cards(
     ) else {
         return Ok(Vec::new());
     };
-    let context = Map::from_iter([
-        (RUN_KEY.to_owned(), json!(run.0)),
-        (STEP_KEY.to_owned(), json!(step)),
-        (LANG_KEY.to_owned(), json!(lang.code())),
-    ]);
-    let left = |expires_at: i64| Duration::from_millis((expires_at - now_ms()).max(0) as u64);
+    let context = ClickContext {
+        run: run.clone(),
+        step,
+        lang,
+    }
+    .to_map();
     // The delivery's id keeps these apart from the run's own cards (a
     // schedule into a Lark chat shows them there too; the first click wins).
     let uuid = |what: &str, id: &str| -> String {
@@ -293,7 +313,7 @@ async fn wait_cards(
                 args: a.args,
                 context: context.clone(),
                 answer: ApprovalAnswer::Open {
-                    expires_in: left(a.expires_at),
+                    expires_in: open_for(a.expires_at),
                 },
             };
             cards.push((uuid("a", &a.id), card.render_in(lang)));
@@ -309,7 +329,7 @@ async fn wait_cards(
                 allow_text: q.allow_text,
                 context: context.clone(),
                 answer: QuestionAnswer::Open {
-                    expires_in: left(q.expires_at),
+                    expires_in: open_for(q.expires_at),
                 },
             };
             cards.push((uuid("q", &q.id), card.render_in(lang)));
@@ -322,7 +342,7 @@ async fn wait_cards(
                 markdown: p.markdown,
                 context: context.clone(),
                 answer: PlanAnswer::Open {
-                    expires_in: left(p.expires_at),
+                    expires_in: open_for(p.expires_at),
                 },
             };
             cards.push((uuid("p", &p.id), card.render_in(lang)));

@@ -24,8 +24,6 @@ mod plans;
 mod questions;
 mod todos;
 
-pub(crate) use approvals::{LANG_KEY, RUN_KEY, STEP_KEY};
-
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
 
@@ -33,6 +31,7 @@ use tokio::sync::watch;
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 use tracing::Instrument;
+use weft_lark::card::ClickContext;
 use weft_lark::rest::{
     ErrorClass, Fallback, LarkError, MessageContent, ReceiveIdType, ReplyMode, SentMessage,
 };
@@ -315,6 +314,24 @@ impl Driver {
             .await;
         counted("send", sent)
     }
+}
+
+impl Driver {
+    /// What this reply's approval, question and plan buttons carry back.
+    fn click_context(&self, step: u32) -> serde_json::Map<String, serde_json::Value> {
+        ClickContext {
+            run: self.run.clone(),
+            step,
+            lang: self.lang,
+        }
+        .to_map()
+    }
+}
+
+/// How long a wait that ends at `expires_at` is open for, from now (a card's
+/// countdown).
+pub(crate) fn open_for(expires_at: i64) -> Duration {
+    Duration::from_millis((expires_at - weft_shared::time::now_ms()).max(0) as u64)
 }
 
 /// A span per Lark API call of the card (a child of `lark.card`).

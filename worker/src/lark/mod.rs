@@ -45,7 +45,7 @@
 mod background;
 mod driver;
 
-pub(crate) use driver::{LANG_KEY, RUN_KEY, STEP_KEY};
+pub(crate) use driver::open_for;
 mod follow;
 mod overdue;
 mod view;

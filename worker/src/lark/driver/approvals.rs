@@ -11,24 +11,14 @@
 //! Approval cards are plain cards (the gateway answers clicks with the card
 //! itself), patched through the same rate-aware sender.
 
-use std::time::Duration;
-
-use serde_json::{Map, json};
+use serde_json::Map;
 use tracing::Instrument;
 use weft_lark::card::{ApprovalAnswer, ApprovalCard};
 use weft_lark::rest::MessageContent;
 use weft_lark::text::say::Verdict;
-use weft_shared::time::now_ms;
 
-use super::{Driver, SyncError, classify, counted, lark_call};
+use super::{Driver, SyncError, classify, counted, lark_call, open_for};
 use crate::lark::view::{Approval, ApprovalShown, ReplyView};
-
-/// Keys of an approval button's callback value besides `approval_id` and
-/// `decision`; the gateway's click handler reads them back.
-pub const RUN_KEY: &str = "run_id";
-pub const STEP_KEY: &str = "step";
-/// The chat's language, so the click's toast and redrawn card speak it.
-pub const LANG_KEY: &str = "lang";
 
 impl Driver {
     /// Asks for the approvals `view` leaves open, and rewrites the cards of
@@ -82,13 +72,9 @@ impl Driver {
     /// approval, so a follower of a later attempt that sends it again gets the
     /// same message back instead of a second set of buttons.
     async fn ask(&mut self, request: &Approval) -> Result<(), SyncError> {
-        let context = Map::from_iter([
-            (RUN_KEY.to_owned(), json!(self.run.0)),
-            (STEP_KEY.to_owned(), json!(request.step)),
-            (LANG_KEY.to_owned(), json!(self.lang.code())),
-        ]);
+        let context = self.click_context(request.step);
         let answer = ApprovalAnswer::Open {
-            expires_in: Duration::from_millis((request.expires_at - now_ms()).max(0) as u64),
+            expires_in: open_for(request.expires_at),
         };
         let card = approval_card(request, answer, context).render_in(self.lang);
         let uuid: String = format!("weft-a-{}", request.approval_id)

@@ -14,17 +14,13 @@
 //! worker that died between sending and recording leaves a follower that gets
 //! the original message back and patches that.
 
-use std::time::Duration;
-
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use weft_lark::card::{PlanAnswer, PlanCard};
 use weft_lark::rest::MessageContent;
 use weft_shared::fold::PlanDecided;
 use weft_shared::store::PlanStatus;
-use weft_shared::time::now_ms;
 
-use super::approvals::{LANG_KEY, RUN_KEY, STEP_KEY};
-use super::{Driver, SyncError, classify};
+use super::{Driver, SyncError, classify, open_for};
 use crate::lark::view::{Plan, PlanShown, ReplyView};
 
 impl Driver {
@@ -72,13 +68,9 @@ impl Driver {
     /// Sends the card of `plan`, once (its `uuid` derives from the plan: a
     /// later attempt's follower sending it again gets the same message back).
     async fn ask_plan(&mut self, plan: &Plan) -> Result<(), SyncError> {
-        let context = Map::from_iter([
-            (RUN_KEY.to_owned(), json!(self.run.0)),
-            (STEP_KEY.to_owned(), json!(plan.step)),
-            (LANG_KEY.to_owned(), json!(self.lang.code())),
-        ]);
+        let context = self.click_context(plan.step);
         let answer = PlanAnswer::Open {
-            expires_in: Duration::from_millis((plan.expires_at - now_ms()).max(0) as u64),
+            expires_in: open_for(plan.expires_at),
         };
         let card = plan_card(plan, answer, context).render_in(self.lang);
         let sent = self

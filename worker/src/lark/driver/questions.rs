@@ -16,16 +16,12 @@
 //! sending and recording leaves a follower that sends under the same `uuid`,
 //! gets the original message back and patches that.
 
-use std::time::Duration;
-
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 use weft_lark::card::{QuestionAnswer, QuestionCard};
 use weft_lark::rest::MessageContent;
 use weft_shared::store::QuestionStatus;
-use weft_shared::time::now_ms;
 
-use super::approvals::{LANG_KEY, RUN_KEY, STEP_KEY};
-use super::{Driver, SyncError, classify};
+use super::{Driver, SyncError, classify, open_for};
 use crate::lark::view::{Question, QuestionShown, ReplyView};
 
 impl Driver {
@@ -82,13 +78,9 @@ impl Driver {
     /// question: a later attempt's follower sending it again gets the same
     /// message back).
     async fn ask_question(&mut self, question: &Question) -> Result<(), SyncError> {
-        let context = Map::from_iter([
-            (RUN_KEY.to_owned(), json!(self.run.0)),
-            (STEP_KEY.to_owned(), json!(question.step)),
-            (LANG_KEY.to_owned(), json!(self.lang.code())),
-        ]);
+        let context = self.click_context(question.step);
         let answer = QuestionAnswer::Open {
-            expires_in: Duration::from_millis((question.expires_at - now_ms()).max(0) as u64),
+            expires_in: open_for(question.expires_at),
         };
         let card = question_card(question, answer, context).render_in(self.lang);
         let sent = self
