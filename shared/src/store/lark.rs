@@ -437,3 +437,23 @@ impl Store {
         }))
     }
 }
+
+impl Store {
+    /// Whether `user` has talked to the bot in Lark chat `chat_id` (a Lark
+    /// channel may only post where its owner is).
+    pub async fn lark_chat_has_user(&self, user: &UserId, chat_id: &str) -> Result<bool> {
+        let found = sqlx::query(
+            "select 1 from sessions s join messages m on m.session_id = s.id
+             where s.lark_chat_key is not null and (s.lark_chat_key = $1 or s.lark_chat_key like $2)
+               and (m.author_id = $3 or s.user_id = $3) limit 1",
+        )
+        .bind(chat_id)
+        // The caller checked the id's characters (no `%`); a `_` matching
+        // any one character cannot reach another chat's `chat_id/thread` key.
+        .bind(format!("{chat_id}/%"))
+        .bind(&user.0)
+        .fetch_optional(&self.pool)
+        .await?;
+        Ok(found.is_some())
+    }
+}

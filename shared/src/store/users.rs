@@ -7,7 +7,9 @@ use sqlx::any::AnyRow;
 
 use super::runs::ActiveRun;
 use super::sessions::active_runs_where;
-use super::{Conflict, Result, Store, StoreError, get_enum, get_i64, get_opt_i64, get_str};
+use super::{
+    Conflict, Result, Store, StoreError, get_enum, get_i64, get_opt_i64, get_opt_str, get_str,
+};
 use crate::api::{TokenDto, UserDto};
 use crate::ids::{TokenId, UserId};
 use crate::time::{now_ms, rfc3339};
@@ -430,6 +432,29 @@ impl Store {
         .execute(&mut **tx)
         .await?;
         tx.commit().await?;
+        Ok(())
+    }
+}
+
+impl Store {
+    /// A person's timezone (IANA), when they set one.
+    pub async fn user_timezone(&self, user: &UserId) -> Result<Option<String>> {
+        let row = sqlx::query("select timezone from users where id = $1")
+            .bind(&user.0)
+            .fetch_optional(&self.pool)
+            .await?
+            .ok_or(StoreError::NotFound)?;
+        get_opt_str(&row, "timezone")
+    }
+
+    /// Set (or with `None` clear) a person's timezone, checked by the caller.
+    pub async fn set_user_timezone(&self, user: &UserId, timezone: Option<&str>) -> Result<()> {
+        let _gate = self.write_gate().await;
+        sqlx::query("update users set timezone = $1 where id = $2")
+            .bind(timezone)
+            .bind(&user.0)
+            .execute(&self.pool)
+            .await?;
         Ok(())
     }
 }

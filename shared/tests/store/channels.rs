@@ -6,14 +6,13 @@
 //! deliveries' history behind.
 
 use weft_shared::api::{ChannelKind, ChannelTarget, DeliveryStatus, NotificationKind, Trigger};
-use weft_shared::store::{
-    Conflict, FireSettings, NewSchedule, OverLimit, RunLimits, ScheduleUpdate, StoreError,
-};
+use weft_shared::store::{Conflict, NewSchedule, OverLimit, RunLimits, ScheduleUpdate, StoreError};
 use weft_shared::time::now_ms;
 
 use crate::both_backends;
 use crate::harness::{Db, claim, session, start, user};
 use crate::runs::{finish, succeeded};
+use crate::schedules::settings;
 
 both_backends!(
     a_scheduled_end_fans_out_once_per_channel,
@@ -53,14 +52,6 @@ async fn deliver_jobs(db: &Db) -> i64 {
 
 async fn status(db: &Db, id: &str) -> weft_shared::store::DeliveryRecord {
     db.store.delivery(id).await.unwrap().unwrap().delivery
-}
-
-fn settings() -> FireSettings {
-    FireSettings {
-        limits: RunLimits::unlimited(),
-        queued_messages_per_session: 0,
-        storage_bytes_per_user: 0,
-    }
 }
 
 async fn a_scheduled_end_fans_out_once_per_channel(db: Db) {

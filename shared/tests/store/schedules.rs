@@ -25,7 +25,8 @@ both_backends!(
     run_now_leaves_the_trigger_alone,
 );
 
-fn settings() -> FireSettings {
+/// A fire's settings with the run limits off.
+pub fn settings() -> FireSettings {
     FireSettings {
         limits: RunLimits::unlimited(),
         queued_messages_per_session: 0,
@@ -68,15 +69,17 @@ async fn fire_all(store: &Store, n: usize) -> usize {
         async move {
             let mut claimed = 0;
             let batches = i % 2 == 0;
-            while batches {
-                let fired = store
-                    .fire_due_batch(now_ms(), 7, &[], &settings())
-                    .await
-                    .unwrap();
-                if fired.is_empty() {
-                    break;
+            if batches {
+                loop {
+                    let fired = store
+                        .fire_due_batch(now_ms(), 7, &[], &settings())
+                        .await
+                        .unwrap();
+                    if fired.is_empty() {
+                        break;
+                    }
+                    claimed += fired.len();
                 }
-                claimed += fired.len();
             }
             for id in store.due_schedules(now_ms(), 5000, batches).await.unwrap() {
                 if store
@@ -233,7 +236,10 @@ async fn batches_of_many_owners_keep_each_ones_run_limits(db: Db) {
         );
     }
     // The 24 deferred ones: no fire, no session, still due.
-    assert_eq!(db.count("select count(*) from schedule_fires".into()).await, 36);
+    assert_eq!(
+        db.count("select count(*) from schedule_fires".into()).await,
+        36
+    );
     assert_eq!(db.count("select count(*) from sessions".into()).await, 36);
     assert_eq!(
         db.count(format!(

@@ -10,6 +10,7 @@
 mod access;
 mod approvals;
 mod attachments;
+mod channels;
 mod control;
 mod durability;
 mod flood;
