@@ -163,7 +163,12 @@ impl Timing {
     /// The trigger in words.
     pub fn describe(&self) -> String {
         match &self.rule {
-            Rule::Cron(cron) => format!("{} ({})", cron.describe(), self.tz.name()),
+            // croner ends its sentence with a full stop; the timezone follows it here.
+            Rule::Cron(cron) => format!(
+                "{} ({})",
+                cron.describe().trim_end_matches('.'),
+                self.tz.name()
+            ),
             Rule::Every { secs, .. } => format!("Every {}", every_words(*secs)),
             Rule::At(at) => format!("Once, at {}", self.local(*at)),
         }
@@ -202,6 +207,12 @@ mod tests {
         assert_eq!(next, ms("2026-12-07T01:00:00Z"));
         assert_eq!(t.local(next), "2026-12-07T09:00:00+08:00");
         assert!(t.describe().contains("09:00"), "{}", t.describe());
+        assert!(
+            t.describe().ends_with(" (Asia/Shanghai)"),
+            "{}",
+            t.describe()
+        );
+        assert!(!t.describe().contains(". ("), "{}", t.describe());
     }
 
     #[test]
