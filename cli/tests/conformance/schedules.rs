@@ -2,7 +2,8 @@
 //! bad input refused naming its field, another person's schedule a 404, a
 //! one-off fire that runs as an ordinary run and answers, "run now", pause;
 //! and every fire exactly once while processes are SIGKILLed mid-fire
-//! (distributed: two workers racing for the same due schedules, one killed;
+//! (distributed: three gateways, two workers racing for the same due
+//! schedules, one killed;
 //! embedded: the one process killed and started again on the same database).
 
 use std::time::Duration;
@@ -254,15 +255,32 @@ async fn every_fire_happens_once_through_kills(b: Backend) {
     )
     .await;
     let alice = app.user("alice").await;
+    // Distributed: three gateways (the schedules made through all of them)
+    // and two workers, as the issue asks; a gateway fires nothing itself.
+    let mut gateways = vec![app.base.clone()];
+    let _more: Vec<Proc> = match b {
+        Backend::Distributed => (0..2)
+            .map(|_| {
+                let gw = Proc::spawn(
+                    app.env.command(&["serve", "--listen", "127.0.0.1:0"]),
+                    "listening on http://",
+                );
+                gateways.push(format!("http://{}", gw.addr.clone().expect("its address")));
+                gw
+            })
+            .collect(),
+        Backend::Embedded => Vec::new(),
+    };
     for i in 0..MANY {
-        let (st, made) = app
-            .post(
-                "/v1/schedules",
-                &alice,
-                json!({"name": format!("s{i}"), "prompt": format!("report {i}"), "trigger": {"every_secs": 3600}}),
-            )
-            .await;
-        assert_eq!(st, 201, "{made}");
+        let res = app
+            .http
+            .post(format!("{}/v1/schedules", gateways[i % gateways.len()]))
+            .bearer_auth(&alice)
+            .json(&json!({"name": format!("s{i}"), "prompt": format!("report {i}"), "trigger": {"every_secs": 3600}}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(res.status(), 201, "{}", res.text().await.unwrap());
     }
     if b == Backend::Distributed {
         app.workers.push(App::spawn_worker(&app.env));
