@@ -342,7 +342,9 @@ pub async fn admin(live: LiveConfig, cmd: AdminCommand) -> anyhow::Result<()> {
             // saved settings over them (each replica checks its own again).
             let saved = store.config_settings().await?;
             Config::load_with(live.file(), saved.as_ref().map(|s| &s.document))?;
-            let version = store.bump_config_version("weft admin reload").await?;
+            let version = store
+                .bump_config_version("weft admin reload", live.file_hash().as_deref())
+                .await?;
             println!(
                 "config version {version}: every gateway and worker reads its config again within 2 s \
                  (each logs what changed, or why it keeps its config)"

@@ -14,8 +14,19 @@
 //! A replica whose own copy of the config does not load keeps the config it
 //! runs with and logs why, once per version; the others go on. Runs in flight
 //! keep the config their attempt started with (they hold its `Arc`).
+//!
+//! **A copy that lags.** Each replica reads its *own* copy of the file, and
+//! copies do not change at the same moment: a Kubernetes ConfigMap reaches
+//! each pod's volume in its own time (up to a minute or more), and an operator
+//! may copy a file to one machine after another. So the version also records
+//! the SHA-256 of the file the reloading replica read. A follower whose copy
+//! differs applies what it has (a replica with a file of its own on purpose
+//! is not held back) and then watches its copy for [`FILE_LAG`]: each time it
+//! changes, it is read again, until it matches. Without this a pod whose
+//! volume updated a second after the version moved would run the old config
+//! until the next reload.
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Map, Value};
 use tokio_util::sync::CancellationToken;
@@ -26,6 +37,10 @@ use crate::store::Store;
 
 /// How often every replica reads the config version.
 pub const POLL: Duration = Duration::from_secs(1);
+
+/// How long a replica whose copy of the config file differs from the one a
+/// new version was made with watches its copy for the change (module docs).
+pub const FILE_LAG: Duration = Duration::from_secs(180);
 
 /// The sections of the config the web settings may set.
 pub const SETTABLE: &[&str] = &["models", "limits", "tools", "mcp_servers"];
@@ -78,7 +93,7 @@ pub async fn save_settings(
     let document = Value::Object(document);
     let (next, changed) = live.prepare(Some(&document))?;
     store
-        .put_config_settings(&document, by)
+        .put_config_settings(&document, by, live.file_hash().as_deref())
         .await
         .map_err(|e| ReloadError::Invalid(format!("saving the settings failed: {e}")))?;
     live.apply(next)?;
@@ -103,7 +118,10 @@ async fn after_change(store: &Store, live: &LiveConfig, by: &str) {
     if let Err(e) = store.seed_agents(&live.get().agents).await {
         tracing::warn!(error = %e, "bringing the file's agents up to date failed; the next reload tries again");
     }
-    match store.bump_config_version(by).await {
+    match store
+        .bump_config_version(by, live.file_hash().as_deref())
+        .await
+    {
         Ok(version) => live.set_version(version),
         Err(e) => {
             tracing::warn!(error = %e, "bumping the config version failed: other replicas keep their config until the next reload")
@@ -111,13 +129,25 @@ async fn after_change(store: &Store, live: &LiveConfig, by: &str) {
     }
 }
 
+/// A new version's file that this replica's copy did not match yet.
+struct Lag {
+    version: i64,
+    /// The hash the version was made with.
+    want: String,
+    /// The hash of the copy this replica last loaded.
+    loaded: Option<String>,
+    until: Instant,
+}
+
 /// Follows the config version until `shutdown`: whenever another replica
-/// bumped it, this one reads its config again (see the module docs).
+/// bumped it, this one reads its config again, and keeps reading a copy of
+/// the file that lags (see the module docs).
 pub async fn follow(store: Store, live: LiveConfig, shutdown: CancellationToken) {
     match store.config_version().await {
         Ok(v) => live.set_version(v),
         Err(e) => tracing::warn!(error = %e, "reading the config version failed"),
     }
+    let mut lagging: Option<Lag> = None;
     loop {
         tokio::select! {
             _ = shutdown.cancelled() => return,
@@ -130,25 +160,74 @@ pub async fn follow(store: Store, live: LiveConfig, shutdown: CancellationToken)
                 continue;
             }
         };
-        if version == live.version() {
+        if version != live.version() {
+            live.set_version(version);
+            let loaded = live.file_hash();
+            let Some(settings) = apply_here(&store, &live, version).await else {
+                continue;
+            };
+            lagging = settings
+                .and_then(|s| s.file_hash)
+                .filter(|want| loaded.as_ref() != Some(want))
+                .map(|want| Lag {
+                    version,
+                    want,
+                    loaded,
+                    until: Instant::now() + FILE_LAG,
+                });
+            if lagging.is_some() {
+                tracing::info!(
+                    config.version = version,
+                    "this replica's copy of the config file differs from the one the reload read; watching it for {} s",
+                    FILE_LAG.as_secs()
+                );
+            }
             continue;
         }
-        live.set_version(version);
-        let settings = match store.config_settings().await {
-            Ok(s) => s,
-            Err(e) => {
-                tracing::warn!(error = %e, "reading the saved settings failed");
-                continue;
-            }
-        };
-        match live.reload(settings.as_ref().map(|s| &s.document)) {
-            Ok(changed) if changed.is_empty() => {}
-            Ok(changed) => {
-                tracing::info!(config.version = version, changes = %Change::list(&changed), "config reloaded");
-            }
-            Err(e) => {
-                tracing::error!(config.version = version, error = %e, "the new config could not be applied here; this replica keeps the config it runs with");
-            }
+        let Some(lag) = &mut lagging else { continue };
+        let now = live.file_hash();
+        if now != lag.loaded {
+            lag.loaded = now.clone();
+            apply_here(&store, &live, version).await;
+        }
+        if now.as_ref() == Some(&lag.want) {
+            tracing::info!(
+                config.version = lag.version,
+                "this replica's copy of the config file now matches the one the reload read"
+            );
+            lagging = None;
+        } else if Instant::now() >= lag.until {
+            tracing::warn!(
+                config.version = lag.version,
+                "this replica's config file still differs from the one the reload read; it runs with its own copy"
+            );
+            lagging = None;
         }
     }
+}
+
+/// Reads the config again here with the saved settings; the settings read,
+/// or `None` when they could not be.
+async fn apply_here(
+    store: &Store,
+    live: &LiveConfig,
+    version: i64,
+) -> Option<Option<crate::store::ConfigSettings>> {
+    let settings = match store.config_settings().await {
+        Ok(s) => s,
+        Err(e) => {
+            tracing::warn!(error = %e, "reading the saved settings failed");
+            return None;
+        }
+    };
+    match live.reload(settings.as_ref().map(|s| &s.document)) {
+        Ok(changed) if changed.is_empty() => {}
+        Ok(changed) => {
+            tracing::info!(config.version = version, changes = %Change::list(&changed), "config reloaded");
+        }
+        Err(e) => {
+            tracing::error!(config.version = version, error = %e, "the new config could not be applied here; this replica keeps the config it runs with");
+        }
+    }
+    Some(settings)
 }

@@ -14,7 +14,10 @@ use serde_json::{Value, json};
 use crate::both_backends;
 use crate::harness::*;
 
-both_backends!(a_reload_reaches_every_replica_and_a_bad_one_changes_nothing);
+both_backends!(
+    a_reload_reaches_every_replica_and_a_bad_one_changes_nothing,
+    a_copy_of_the_file_that_lags_is_read_again_when_it_changes,
+);
 
 /// The file the test edits: `runs` per minute, the models after `mock`, the
 /// helper agent's instructions, and anything else appended.
@@ -123,6 +126,38 @@ impl Replicas {
                 match behind {
                     0 => Ok(()),
                     n => Err(format!("{n} of {} not yet", workers.len())),
+                }
+            },
+        )
+        .await
+    }
+
+    /// Until every process — gateways and workers — has logged a line with
+    /// `needle` (and `config.version=<version>`).
+    async fn logged_everywhere(&self, needle: &str, version: i64) {
+        let version = format!("config.version={version}");
+        let all: Vec<&Proc> = std::iter::once(&self.app.gateway)
+            .chain(&self.app.workers)
+            .chain(self._worker.iter())
+            .chain(self.second.iter().map(|(gateway, _)| gateway))
+            .collect();
+        eventually_with(
+            Duration::from_secs(15),
+            POLL,
+            &format!("every process logging {needle:?} for {version}"),
+            || self.app.logs(),
+            async || {
+                let behind = all
+                    .iter()
+                    .filter(|p| {
+                        !plain(&p.logs())
+                            .lines()
+                            .any(|l| l.contains(needle) && l.contains(&version))
+                    })
+                    .count();
+                match behind {
+                    0 => Ok(()),
+                    n => Err(format!("{n} of {} not yet", all.len())),
                 }
             },
         )
@@ -391,4 +426,50 @@ async fn a_reload_reaches_every_replica_and_a_bad_one_changes_nothing(b: Backend
     )
     .await;
     r.everywhere(30).await;
+}
+
+/// Each replica reads its own copy of the file, and copies change at their
+/// own time (a ConfigMap reaches each pod's volume late). A reload made with
+/// a newer copy — here `weft admin reload` run with the operator's — is
+/// followed with the copy each process has, and each then watches its copy:
+/// when it changes to what the reload read, it is applied without another
+/// reload.
+async fn a_copy_of_the_file_that_lags_is_read_again_when_it_changes(b: Backend) {
+    let r = start(b).await;
+    let newer = config(150, &[], "Be brief.", "");
+    let operator = r.file.with_file_name("operator.toml");
+    std::fs::write(&operator, &newer).unwrap();
+    let out = r
+        .app
+        .env
+        .command(&["admin", "reload"])
+        .env("WEFT_CONFIG", &operator)
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{said}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let version: i64 = said
+        .strip_prefix("config version ")
+        .and_then(|rest| rest.split(':').next())
+        .and_then(|v| v.parse().ok())
+        .unwrap_or_else(|| panic!("no version in {said:?}"));
+    // Every process followed the version with its own (older) copy...
+    r.logged_everywhere("differs from the one the reload read", version)
+        .await;
+    for base in r.bases() {
+        let (_, limits) = r.on(&base, Method::GET, "/v1/admin/limits", None).await;
+        assert_eq!(limits["runs_per_minute_per_user"], 60, "{base}: {limits}");
+    }
+    // ...and applies its copy once it catches up, with no second reload. The
+    // scenario's own delay, not a wait for a state: the copy changes some
+    // polls later, as a ConfigMap's does.
+    tokio::time::sleep(4 * weft_shared::reload::POLL).await;
+    r.write(&newer);
+    r.everywhere(150).await;
+    r.logged_everywhere("now matches the one the reload read", version)
+        .await;
 }

@@ -103,6 +103,14 @@ impl LiveConfig {
         self.file.as_deref()
     }
 
+    /// The SHA-256 (hex) of the config file as it is now; `None` without a
+    /// file or when it cannot be read (loading it says why).
+    pub fn file_hash(&self) -> Option<String> {
+        use sha2::{Digest, Sha256};
+        let bytes = std::fs::read(self.file()?).ok()?;
+        Some(hex::encode(Sha256::digest(&bytes)))
+    }
+
     /// Reads the config again — the file, the environment, then `settings`
     /// (the admins' settings from the database) — and swaps it in when it is
     /// valid and changes nothing that needs a restart. `Ok` lists what changed

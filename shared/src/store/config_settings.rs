@@ -16,13 +16,16 @@ pub struct ConfigSettings {
     pub document: Value,
     pub updated_at: i64,
     pub updated_by: Option<String>,
+    /// The SHA-256 (hex) of the config file the replica that made this
+    /// version read; `None` without a file (see `crate::reload`).
+    pub file_hash: Option<String>,
 }
 
 impl Store {
     /// The saved settings; `None` before the first save or reload.
     pub async fn config_settings(&self) -> Result<Option<ConfigSettings>> {
         let row = sqlx::query(
-            "select version, document, updated_at, updated_by from config_settings where id = 1",
+            "select version, document, updated_at, updated_by, file_hash from config_settings where id = 1",
         )
         .fetch_optional(&self.pool)
         .await?;
@@ -34,6 +37,7 @@ impl Store {
             document,
             updated_at: get_i64(&row, "updated_at")?,
             updated_by: get_opt_str(&row, "updated_by")?,
+            file_hash: get_opt_str(&row, "file_hash")?,
         }))
     }
 
@@ -46,18 +50,30 @@ impl Store {
         row.map_or(Ok(0), |r| get_i64(&r, "version"))
     }
 
-    /// Saves `document` as the settings; the new version.
-    pub async fn put_config_settings(&self, document: &Value, by: &str) -> Result<i64> {
-        self.write_settings(Some(&document.to_string()), by).await
+    /// Saves `document` as the settings; the new version. `file_hash`: the
+    /// config file this replica read with them.
+    pub async fn put_config_settings(
+        &self,
+        document: &Value,
+        by: &str,
+        file_hash: Option<&str>,
+    ) -> Result<i64> {
+        self.write_settings(Some(&document.to_string()), by, file_hash)
+            .await
     }
 
     /// A new version without new settings (a reload of the file): every
     /// replica reads its config again.
-    pub async fn bump_config_version(&self, by: &str) -> Result<i64> {
-        self.write_settings(None, by).await
+    pub async fn bump_config_version(&self, by: &str, file_hash: Option<&str>) -> Result<i64> {
+        self.write_settings(None, by, file_hash).await
     }
 
-    async fn write_settings(&self, document: Option<&str>, by: &str) -> Result<i64> {
+    async fn write_settings(
+        &self,
+        document: Option<&str>,
+        by: &str,
+        file_hash: Option<&str>,
+    ) -> Result<i64> {
         let _gate = self.write_gate().await;
         let keep = if document.is_some() {
             "document = excluded.document,"
@@ -65,15 +81,17 @@ impl Store {
             ""
         };
         let row = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "insert into config_settings (id, document, version, updated_at, updated_by)
-             values (1, $1, 1, $2, $3)
+            "insert into config_settings (id, document, version, updated_at, updated_by, file_hash)
+             values (1, $1, 1, $2, $3, $4)
              on conflict (id) do update set {keep} version = config_settings.version + 1,
-                 updated_at = excluded.updated_at, updated_by = excluded.updated_by
+                 updated_at = excluded.updated_at, updated_by = excluded.updated_by,
+                 file_hash = excluded.file_hash
              returning version"
         )))
         .bind(document.unwrap_or("{}"))
         .bind(now_ms())
         .bind(by)
+        .bind(file_hash)
         .fetch_one(&self.pool)
         .await?;
         get_i64(&row, "version")
