@@ -336,12 +336,16 @@ async fn logged_bytes(con: &mut MultiplexedConnection, prefix: &str) -> anyhow::
             .arg(1000)
             .query_async(con)
             .await?;
-        let mut pipe = redis::pipe();
-        for k in &keys {
-            pipe.cmd("MEMORY").arg("USAGE").arg(k).arg("SAMPLES").arg(0);
+        // A SCAN step may match nothing and still go on (the keys of other
+        // clients fill the step); an empty pipeline is a client error.
+        if !keys.is_empty() {
+            let mut pipe = redis::pipe();
+            for k in &keys {
+                pipe.cmd("MEMORY").arg("USAGE").arg(k).arg("SAMPLES").arg(0);
+            }
+            let sizes: Vec<Option<u64>> = pipe.query_async(con).await?;
+            bytes += sizes.into_iter().flatten().sum::<u64>();
         }
-        let sizes: Vec<Option<u64>> = pipe.query_async(con).await?;
-        bytes += sizes.into_iter().flatten().sum::<u64>();
         if next == 0 {
             return Ok(bytes);
         }
