@@ -21,8 +21,9 @@
 //! may copy a file to one machine after another. So the version also records
 //! the SHA-256 of the file the reloading replica read. A follower whose copy
 //! differs applies what it has (a replica with a file of its own on purpose
-//! is not held back) and then watches its copy for [`FILE_LAG`]: each time it
-//! changes, it is read again, until it matches. Without this a pod whose
+//! is not held back) and then watches its copy for [`FILE_LAG`]: once it
+//! matches, it is read again (any other edit of the copy waits for a reload
+//! of its own, as it would without the lag). Without this a pod whose
 //! volume updated a second after the version moved would run the old config
 //! until the next reload.
 
@@ -134,8 +135,6 @@ struct Lag {
     version: i64,
     /// The hash the version was made with.
     want: String,
-    /// The hash of the copy this replica last loaded.
-    loaded: Option<String>,
     until: Instant,
 }
 
@@ -172,7 +171,6 @@ pub async fn follow(store: Store, live: LiveConfig, shutdown: CancellationToken)
                 .map(|want| Lag {
                     version,
                     want,
-                    loaded,
                     until: Instant::now() + FILE_LAG,
                 });
             if lagging.is_some() {
@@ -184,17 +182,15 @@ pub async fn follow(store: Store, live: LiveConfig, shutdown: CancellationToken)
             }
             continue;
         }
-        let Some(lag) = &mut lagging else { continue };
-        let now = live.file_hash();
-        if now != lag.loaded {
-            lag.loaded = now.clone();
-            apply_here(&store, &live, version).await;
-        }
-        if now.as_ref() == Some(&lag.want) {
+        let Some(lag) = &lagging else { continue };
+        // Only the copy the reload read: an edit not reloaded yet waits for
+        // its own reload, here as everywhere.
+        if live.file_hash().as_ref() == Some(&lag.want) {
             tracing::info!(
                 config.version = lag.version,
                 "this replica's copy of the config file now matches the one the reload read"
             );
+            apply_here(&store, &live, version).await;
             lagging = None;
         } else if Instant::now() >= lag.until {
             tracing::warn!(
