@@ -89,79 +89,33 @@ impl Replicas {
             .await
     }
 
-    /// Until every other process — the workers and the second gateway — has
-    /// applied config `version` (each logs it); the gateway that answered the
-    /// reload has applied it already, and embedded, the one process has. (The
-    /// second gateway used to be left out: a settings change sent to it next
-    /// could still diff against the config before the reload.)
-    async fn applied(&self, v: &Value) {
-        let version = format!("config.version={}", v["version"]);
-        let workers: Vec<&Proc> = self
-            .app
+    /// The processes besides the gateway the test talks to: the workers and
+    /// the second gateway.
+    fn others(&self) -> Vec<&Proc> {
+        self.app
             .workers
             .iter()
             .chain(self._worker.iter())
             .chain(self.second.iter().map(|(gateway, _)| gateway))
-            .collect();
-        eventually_with(
-            Duration::from_secs(15),
-            POLL,
-            &format!("the other processes applying {version}"),
-            || {
-                workers
-                    .iter()
-                    .map(|w| w.logs())
-                    .collect::<Vec<_>>()
-                    .join("\n----\n")
-            },
-            async || {
-                let behind = workers
-                    .iter()
-                    .filter(|w| {
-                        !plain(&w.logs())
-                            .lines()
-                            .any(|l| l.contains("config reloaded") && l.contains(&version))
-                    })
-                    .count();
-                match behind {
-                    0 => Ok(()),
-                    n => Err(format!("{n} of {} not yet", workers.len())),
-                }
-            },
-        )
-        .await
+            .collect()
     }
 
-    /// Until every process — gateways and workers — has logged a line with
-    /// `needle` (and `config.version=<version>`).
+    /// Until every other process has applied config `version` (each logs
+    /// it); the gateway that answered the reload has applied it already, and
+    /// embedded, the one process has. (The second gateway used to be left
+    /// out: a settings change sent to it next could still diff against the
+    /// config before the reload.)
+    async fn applied(&self, v: &Value) {
+        let version = v["version"].as_i64().expect("the reload's version");
+        logged_by(&self.others(), "config reloaded", version).await
+    }
+
+    /// Until every process — gateways and workers — has logged `needle` for
+    /// config `version`.
     async fn logged_everywhere(&self, needle: &str, version: i64) {
-        let version = format!("config.version={version}");
-        let all: Vec<&Proc> = std::iter::once(&self.app.gateway)
-            .chain(&self.app.workers)
-            .chain(self._worker.iter())
-            .chain(self.second.iter().map(|(gateway, _)| gateway))
-            .collect();
-        eventually_with(
-            Duration::from_secs(15),
-            POLL,
-            &format!("every process logging {needle:?} for {version}"),
-            || self.app.logs(),
-            async || {
-                let behind = all
-                    .iter()
-                    .filter(|p| {
-                        !plain(&p.logs())
-                            .lines()
-                            .any(|l| l.contains(needle) && l.contains(&version))
-                    })
-                    .count();
-                match behind {
-                    0 => Ok(()),
-                    n => Err(format!("{n} of {} not yet", all.len())),
-                }
-            },
-        )
-        .await
+        let mut all = self.others();
+        all.push(&self.app.gateway);
+        logged_by(&all, needle, version).await
     }
 
     /// Until every gateway shows `runs_per_minute_per_user == runs`; how long it took.
@@ -472,4 +426,37 @@ async fn a_copy_of_the_file_that_lags_is_read_again_when_it_changes(b: Backend) 
     r.everywhere(150).await;
     r.logged_everywhere("now matches the one the reload read", version)
         .await;
+}
+
+/// Until each of `procs` has logged a line with `needle` and
+/// `config.version=<version>`.
+async fn logged_by(procs: &[&Proc], needle: &str, version: i64) {
+    let version = format!("config.version={version}");
+    eventually_with(
+        Duration::from_secs(15),
+        POLL,
+        &format!("every process logging {needle:?} for {version}"),
+        || {
+            procs
+                .iter()
+                .map(|p| p.logs())
+                .collect::<Vec<_>>()
+                .join("\n----\n")
+        },
+        async || {
+            let behind = procs
+                .iter()
+                .filter(|p| {
+                    !plain(&p.logs())
+                        .lines()
+                        .any(|l| l.contains(needle) && l.contains(&version))
+                })
+                .count();
+            match behind {
+                0 => Ok(()),
+                n => Err(format!("{n} of {} not yet", procs.len())),
+            }
+        },
+    )
+    .await
 }

@@ -65,7 +65,7 @@ pub struct Deliver {
     pub lark: Option<RateAwareSender>,
     /// The webhook client of the configuration it was made for (see
     /// [`Deliver::poster`]).
-    pub post: Mutex<Option<(Arc<Config>, Arc<GuardedPost>)>>,
+    post: Mutex<Option<(Arc<Config>, Arc<GuardedPost>)>>,
 }
 
 impl Deliver {
