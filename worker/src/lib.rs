@@ -11,6 +11,7 @@
 mod agent;
 mod context;
 mod emitter;
+pub mod failure;
 mod intake;
 pub mod jobs;
 mod lark;
@@ -129,9 +130,20 @@ pub(crate) struct Inner {
     pub(crate) prompt_inputs: context::prompt::PromptInputs,
     /// Each person's memories, as last read (see `agent::memory`).
     pub(crate) memories: agent::MemoryCopies,
+    /// The failure points a crash test armed ([`failure`]); `None` in
+    /// production, where each point costs one check of this.
+    failures: Option<failure::FailurePoints>,
 }
 
 impl Inner {
+    /// Where a crash test armed `point`, the attempt stops here for good
+    /// ([`failure`]); otherwise (always, in production) it goes straight on.
+    pub(crate) async fn failure_point(&self, point: failure::FailurePoint) {
+        if let Some(failures) = &self.failures {
+            failures.reach(point).await;
+        }
+    }
+
     /// The tools available now: built-in ones and those of the MCP servers that
     /// are up (a server that is down simply offers none until it is back).
     pub(crate) fn tools(&self) -> ToolRegistry {
@@ -368,18 +380,38 @@ fn job_runner(inner: &Arc<Inner>) -> jobs::JobRunner {
     runner
 }
 
-/// Run a worker until `shutdown`: consume jobs, reap, and on shutdown give running
-/// runs `shutdown_grace_ms` to finish before releasing them to other workers.
-/// `orphan_all_at_start`: in embedded mode this is the only worker, so every
-/// `running` run found at start-up belongs to a dead process.
 /// The longest a starting worker waits for its MCP servers' first try before
 /// it takes runs.
 const MCP_SETTLE_AT_START: Duration = Duration::from_secs(20);
 
+/// Run a worker until `shutdown`: consume jobs, reap, and on shutdown give running
+/// runs `shutdown_grace_ms` to finish before releasing them to other workers.
+/// `orphan_all_at_start`: in embedded mode this is the only worker, so every
+/// `running` run found at start-up belongs to a dead process.
 pub async fn run(
     deps: WorkerDeps,
     shutdown: CancellationToken,
     orphan_all_at_start: bool,
+) -> anyhow::Result<()> {
+    work(deps, shutdown, orphan_all_at_start, None).await
+}
+
+/// [`run`], with the failure points a crash test armed: the first attempt to
+/// reach one stops there for good, as if its process were killed ([`failure`]).
+pub async fn run_with_failures(
+    deps: WorkerDeps,
+    shutdown: CancellationToken,
+    orphan_all_at_start: bool,
+    failures: failure::FailurePoints,
+) -> anyhow::Result<()> {
+    work(deps, shutdown, orphan_all_at_start, Some(failures)).await
+}
+
+async fn work(
+    deps: WorkerDeps,
+    shutdown: CancellationToken,
+    orphan_all_at_start: bool,
+    failures: Option<failure::FailurePoints>,
 ) -> anyhow::Result<()> {
     let cfg = deps.config().clone();
     lark::check_settings(&deps.store, deps.lark.is_some()).await?;
@@ -401,6 +433,7 @@ pub async fn run(
         histories: context::history::Histories::default(),
         prompt_inputs: context::prompt::PromptInputs::default(),
         memories: agent::MemoryCopies::default(),
+        failures,
         slots: Arc::new(Semaphore::new(cfg.worker.concurrency)),
         image_room: weft_shared::memory_room::MemoryRoom::new(
             cfg.attachments.worker_image_memory_bytes,

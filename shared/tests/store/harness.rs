@@ -87,6 +87,10 @@ fn pgvector_url(db: &str) -> String {
 pub struct Db {
     pub store: Store,
     pub backend: Backend,
+    /// Where the database is: for a second process of its own on it (a
+    /// worker restarted in `worker/tests/crash/`; the store tests read none).
+    #[allow(dead_code)]
+    pub url: String,
     raw: AnyPool,
 }
 
@@ -161,6 +165,7 @@ where
         let db = Db {
             store: store.clone(),
             backend,
+            url: url.clone(),
             raw: raw.clone(),
         };
         let result = AssertUnwindSafe(scenario(db)).catch_unwind().await;

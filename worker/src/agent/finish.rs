@@ -43,6 +43,9 @@ pub(super) async fn finish(
     totals: &Totals,
 ) -> Execution {
     em.flush().await;
+    inner
+        .failure_point(crate::failure::FailurePoint::BeforeFinish)
+        .await;
     let usage = usage_dto(totals.usage, totals.context);
     let (store, limits) = (&inner.deps.store, inner.deps.config().limits.run_limits());
     let finish_run = || store.finish_run(run, &inner.id, &end, usage, totals.ttft_ms, &limits);

@@ -576,7 +576,12 @@ impl<'a> Attempt<'a> {
             )
             .await
         {
-            Ok(true) => Flow::Next,
+            Ok(true) => {
+                self.inner
+                    .failure_point(crate::failure::FailurePoint::AfterCheckpoint)
+                    .await;
+                Flow::Next
+            }
             // Ownership lost: the new owner carries on.
             Ok(false) => Flow::Leave(Leave::Abandon),
             Err(e) => {

@@ -377,7 +377,7 @@ impl<'a> ToolRunner<'a> {
             ..self.ctx.clone()
         };
         let fut = AssertUnwindSafe(tools.call(&c.name, c.args.clone(), &ctx)).catch_unwind();
-        match tokio::time::timeout(Duration::from_secs(secs), fut).await {
+        let out = match tokio::time::timeout(Duration::from_secs(secs), fut).await {
             Err(_) => Err(format!(
                 "the tool did not answer within {secs} s and was stopped"
             )),
@@ -386,7 +386,11 @@ impl<'a> ToolRunner<'a> {
                 Err("the tool crashed".into())
             }
             Ok(Ok(out)) => out,
-        }
+        };
+        self.inner
+            .failure_point(crate::failure::FailurePoint::InToolCall)
+            .await;
+        out
     }
 
     /// Output over the cap is stored whole; the model gets the head and a pointer.

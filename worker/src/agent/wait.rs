@@ -179,6 +179,9 @@ fn new_question(c: &ToolCall, expires_at: i64) -> NewQuestion {
 /// when everything was answered meanwhile).
 async fn wait(a: &mut Attempt<'_>) -> Flow {
     a.em.flush().await;
+    a.inner
+        .failure_point(crate::failure::FailurePoint::WhileSuspending)
+        .await;
     match a
         .inner
         .deps
