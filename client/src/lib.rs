@@ -28,6 +28,7 @@ pub mod config;
 pub mod error;
 pub mod interrupt;
 pub mod knowledge;
+pub(crate) mod listing;
 pub mod oneshot;
 pub mod render;
 pub mod repl;
@@ -35,6 +36,7 @@ pub mod reply;
 pub mod schedules;
 pub mod session;
 pub mod stream;
+pub(crate) mod when;
 
 pub use error::ClientError;
 

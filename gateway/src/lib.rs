@@ -217,6 +217,7 @@ pub fn router(state: AppState) -> Router {
     let routes = Router::new()
         .route("/metrics", metrics)
         .merge(meta::router())
+        .merge(openapi::router())
         .merge(auth::router())
         .merge(account::router())
         .merge(memories::router())

@@ -2,7 +2,7 @@
 //! (models, modes).
 
 use axum::extract::State;
-use axum::http::{StatusCode, header};
+use axum::http::header;
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::{Json, Router};
@@ -16,7 +16,6 @@ pub fn router() -> Router<AppState> {
     Router::new()
         .route("/health", get(health))
         .route("/ready", get(ready))
-        .route("/openapi.json", get(openapi))
         .route("/v1/models", get(models))
         .route("/v1/modes", get(modes))
         .route("/v1/mcp", get(mcp))
@@ -73,11 +72,6 @@ pub async fn metrics(State(state): State<AppState>) -> Response {
         state.metrics.render(),
     )
         .into_response()
-}
-
-/// This API's OpenAPI 3.1 description, generated from the code.
-pub async fn openapi() -> Response {
-    (StatusCode::OK, Json(crate::openapi::spec())).into_response()
 }
 
 /// The models you can choose (the ones open to you: `allowed_users`,

@@ -123,6 +123,16 @@ use utoipa::OpenApi;
 )]
 struct ApiDoc;
 
+/// `GET /openapi.json`: this API's OpenAPI 3.1 description, served from the
+/// code that makes it.
+pub fn router() -> axum::Router<crate::AppState> {
+    axum::Router::new().route("/openapi.json", axum::routing::get(serve))
+}
+
+async fn serve() -> axum::Json<utoipa::openapi::OpenApi> {
+    axum::Json(spec())
+}
+
 pub fn spec() -> utoipa::openapi::OpenApi {
     let mut doc = ApiDoc::openapi();
     document_errors(&mut doc);

@@ -124,7 +124,7 @@ pub async fn regenerate(
             &session,
             None,
             None,
-            &state.config().limits.run_limits(),
+            &weft_shared::store::RunLimits::from(&state.config().limits),
         )
         .await?;
     answer(&state, outcome, "nothing_to_regenerate").await
@@ -158,7 +158,7 @@ pub async fn edit(
             &session,
             Some(&req.text),
             None,
-            &state.config().limits.run_limits(),
+            &weft_shared::store::RunLimits::from(&state.config().limits),
         )
         .await?;
     answer(&state, outcome, "nothing_to_edit").await

@@ -27,7 +27,7 @@ impl Runs {
         run: &RunId,
         by: &str,
     ) -> Result<CancelOutcome, StoreError> {
-        let limits = self.live.get().limits.run_limits();
+        let limits = weft_shared::store::RunLimits::from(&self.live.get().limits);
         let outcome = self.store.cancel_run(owner, run, by, &limits).await?;
         if let CancelOutcome::Cancelled {
             run,

@@ -25,7 +25,7 @@ impl Runs {
     fn fire_settings(&self) -> FireSettings {
         let config = self.live.get();
         FireSettings {
-            limits: config.limits.run_limits(),
+            limits: weft_shared::store::RunLimits::from(&config.limits),
             queued_messages_per_session: config.limits.queued_messages_per_session,
             storage_bytes_per_user: config.limits.storage_bytes_per_user,
         }

@@ -59,7 +59,7 @@ impl Runs {
             .store
             .send_message(&SendRequest {
                 message: msg,
-                limits: limits.run_limits(),
+                limits: weft_shared::store::RunLimits::from(limits),
                 queued_messages_per_session: limits.queued_messages_per_session,
                 storage_bytes_per_user: limits.storage_bytes_per_user,
                 traceparent: weft_shared::telemetry::current_traceparent(),

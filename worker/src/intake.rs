@@ -192,7 +192,11 @@ async fn exhausted(inner: &Inner, run: ClaimedRun) {
     match inner
         .deps
         .store
-        .fail_exhausted(&run, &error, &inner.deps.config().limits.run_limits())
+        .fail_exhausted(
+            &run,
+            &error,
+            &weft_shared::store::RunLimits::from(&inner.deps.config().limits),
+        )
         .await
     {
         Ok(next) => {

@@ -7,7 +7,7 @@
 //! Every check of a target is the gateway's (`/v1/channels`): a URL its SSRF
 //! guard refuses, an email channel on a server without SMTP, a Lark chat you
 //! are not in are its 422s, which name the field, printed as they come.
-//! Channels are named as schedules are ([`crate::schedules::listing`]): by id,
+//! Channels are named as schedules are ([`crate::listing`]): by id,
 //! a unique name, or the short id the list shows.
 
 pub mod words;
@@ -22,10 +22,10 @@ use weft_wire::api::{
 
 use crate::api::Gateway;
 use crate::error::Result;
+use crate::listing::{self, table};
 use crate::render::truncate;
-use crate::schedules::listing::{self, table};
-use crate::schedules::when;
 use crate::session::short;
+use crate::when;
 
 /// How often `test --wait` asks how the test went.
 const POLL: Duration = Duration::from_millis(300);

@@ -10,23 +10,21 @@
 //! id the list shows), or by a unique name ([`listing`], which `weft channels`
 //! shares).
 
-pub(crate) mod listing;
-pub(crate) mod when;
-
 use std::io::Write;
 
+pub use crate::when::parse_every;
 use weft_wire::api::{
     ChannelDto, CreateScheduleRequest, FireDto, FireOutcome, PreviewRequest, PreviewResponse,
     ScheduleDto, ScheduleTarget, UpdateScheduleRequest,
 };
 pub use weft_wire::api::{Misfire, Overlap, Trigger};
-pub use when::parse_every;
 
 use crate::api::Gateway;
 use crate::error::{ClientError, Result};
+use crate::listing::{self, table};
 use crate::render::truncate;
 use crate::session::{self, short};
-use listing::table;
+use crate::when;
 
 /// How many fire times `add` shows before it creates.
 const PREVIEW_COUNT: u32 = 3;

@@ -48,78 +48,13 @@ use tokio::sync::Semaphore;
 
 pub use child::{EXIT_UNREADABLE, serve_child};
 
-use crate::{Detected, Kind, Refused, mime};
+pub use crate::extract::Job;
+use crate::{Detected, Refused};
 
 /// Text a child may return; the rest is dropped (far above any model budget).
 pub const TEXT_CAP: usize = crate::extract::TEXT_CAP;
 /// What a child may say on stderr before the parent stops keeping it.
 const STDERR_CAP: usize = 16 * 1024;
-
-/// What to make of the bytes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Job {
-    Pdf,
-    /// A PDF with its pages separated by form feeds (`\x0c`), so a knowledge
-    /// base's chunks know their page.
-    PdfPages,
-    Docx,
-    Xlsx,
-    Pptx,
-    /// UTF-8 text, as it is.
-    Text,
-    /// An HTML page as Markdown (web_fetch).
-    Html,
-}
-
-impl Job {
-    /// The job for a detected document; `None` for images.
-    pub fn for_document(det: &Detected) -> Option<Job> {
-        if det.kind == Kind::Image {
-            return None;
-        }
-        Some(match det.mime {
-            mime::PDF => Job::Pdf,
-            mime::DOCX => Job::Docx,
-            mime::XLSX => Job::Xlsx,
-            mime::PPTX => Job::Pptx,
-            _ => Job::Text,
-        })
-    }
-
-    /// The `weft extract` argument naming this job.
-    pub fn as_arg(self) -> &'static str {
-        match self {
-            Job::Pdf => "pdf",
-            Job::PdfPages => "pdf-pages",
-            Job::Docx => "docx",
-            Job::Xlsx => "xlsx",
-            Job::Pptx => "pptx",
-            Job::Text => "text",
-            Job::Html => "html",
-        }
-    }
-
-    pub fn parse(arg: &str) -> Option<Job> {
-        [
-            Job::Pdf,
-            Job::PdfPages,
-            Job::Docx,
-            Job::Xlsx,
-            Job::Pptx,
-            Job::Text,
-            Job::Html,
-        ]
-        .into_iter()
-        .find(|j| j.as_arg() == arg)
-    }
-
-    /// Run the parser here, in this thread. Never panics (a panic is caught and
-    /// reported); it can still overflow the stack or exhaust memory, which is
-    /// why servers call it only inside `weft extract`.
-    pub fn run(self, bytes: &[u8]) -> Result<String, String> {
-        crate::extract::run_job(self, bytes)
-    }
-}
 
 /// How much one extraction may take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -412,40 +347,4 @@ fn interpret(
     }
     tracing::debug!(?status, stderr = %said.trim(), "document reader failed");
     Err(Failure::Crashed)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn jobs_round_trip_through_their_argument() {
-        for job in [
-            Job::Pdf,
-            Job::PdfPages,
-            Job::Docx,
-            Job::Xlsx,
-            Job::Pptx,
-            Job::Text,
-            Job::Html,
-        ] {
-            assert_eq!(Job::parse(job.as_arg()), Some(job));
-        }
-        assert_eq!(Job::parse("exe"), None);
-    }
-
-    #[test]
-    fn documents_map_to_their_job() {
-        let doc = |mime| Detected {
-            kind: Kind::Document,
-            mime,
-        };
-        assert_eq!(Job::for_document(&doc(mime::PDF)), Some(Job::Pdf));
-        assert_eq!(Job::for_document(&doc(mime::MARKDOWN)), Some(Job::Text));
-        let png = Detected {
-            kind: Kind::Image,
-            mime: mime::PNG,
-        };
-        assert_eq!(Job::for_document(&png), None);
-    }
 }

@@ -37,16 +37,6 @@ pub struct Limits {
     pub storage_bytes_per_user: u64,
 }
 
-impl Limits {
-    /// The per-user run limits every path that creates a run checks.
-    pub fn run_limits(&self) -> crate::store::RunLimits {
-        crate::store::RunLimits {
-            active_per_user: self.active_runs_per_user,
-            per_minute_per_user: self.runs_per_minute_per_user,
-        }
-    }
-}
-
 impl Default for Limits {
     fn default() -> Self {
         Limits {

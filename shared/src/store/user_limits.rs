@@ -33,6 +33,17 @@ pub struct RunLimits {
     pub per_minute_per_user: u64,
 }
 
+/// The per-user run limits every path that creates a run checks, from the
+/// config's `[limits]`.
+impl From<&crate::config::Limits> for RunLimits {
+    fn from(limits: &crate::config::Limits) -> RunLimits {
+        RunLimits {
+            active_per_user: limits.active_runs_per_user,
+            per_minute_per_user: limits.runs_per_minute_per_user,
+        }
+    }
+}
+
 impl RunLimits {
     pub fn unlimited() -> RunLimits {
         RunLimits::default()

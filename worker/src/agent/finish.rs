@@ -47,7 +47,10 @@ pub(super) async fn finish(
         .failure_point(crate::failure::FailurePoint::BeforeFinish)
         .await;
     let usage = usage_dto(totals.usage, totals.context);
-    let (store, limits) = (&inner.deps.store, inner.deps.config().limits.run_limits());
+    let (store, limits) = (
+        &inner.deps.store,
+        weft_shared::store::RunLimits::from(&inner.deps.config().limits),
+    );
     let finish_run = || store.finish_run(run, &inner.id, &end, usage, totals.ttft_ms, &limits);
     let outcome = match finish_run().await {
         Ok(o) => o,

@@ -43,7 +43,7 @@ use weft_tools::sources::Sources;
 pub(crate) use finish::release;
 pub(crate) use knowledge::KnowledgeSearch;
 pub(crate) use memory::{Forget, MemoryCopies, MemorySearch, Remember};
-pub(crate) use output::{ReadOutput, head_with_pointer};
+pub(crate) use output::ReadOutput;
 pub(crate) use schedules::{ScheduleCreate, ScheduleList};
 pub(crate) use skills::UseSkill;
 pub(crate) use todos::TodoUpdateTool;

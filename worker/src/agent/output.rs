@@ -6,35 +6,10 @@ use weft_llm::ToolSpec;
 use weft_shared::store::Store;
 use weft_tools::{Tool, ToolContext};
 
+use crate::context::truncate::cut;
+
 /// The longest page `read_output` returns at once.
 const MAX_PAGE: u64 = 64 << 10;
-
-fn cut(s: &str, max: usize) -> &str {
-    let mut end = max.min(s.len());
-    while !s.is_char_boundary(end) {
-        end -= 1;
-    }
-    &s[..end]
-}
-
-pub(crate) fn head_with_pointer(content: &str, cap: usize, id: &str) -> String {
-    let head = cut(content, cap);
-    format!(
-        "{head}\n\n[output truncated: showing {} of {} bytes. The rest is stored: call read_output with {{\"id\": \"{id}\", \"offset\": {}}} to read on.]",
-        head.len(),
-        content.len(),
-        head.len()
-    )
-}
-
-pub(super) fn head_only(content: &str, cap: usize) -> String {
-    let head = cut(content, cap);
-    format!(
-        "{head}\n\n[output truncated: showing {} of {} bytes]",
-        head.len(),
-        content.len()
-    )
-}
 
 /// `read_output {id, offset, length}`: a page of a stored output of this session.
 pub(crate) struct ReadOutput {
@@ -121,20 +96,5 @@ impl Tool for ReadOutput {
             format!("[bytes {start}–{end} of {total}: continue with offset {end}]")
         };
         Ok(format!("{page}\n\n{tail}"))
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn heads_cut_on_char_boundaries_and_point_at_the_rest() {
-        let s = "é".repeat(100); // 200 bytes
-        let out = head_with_pointer(&s, 11, "out_1");
-        assert!(out.starts_with(&"é".repeat(5)));
-        assert!(out.contains("showing 10 of 200 bytes"), "{out}");
-        assert!(out.contains(r#"{"id": "out_1", "offset": 10}"#), "{out}");
-        assert!(head_only(&s, 3).contains("showing 2 of 200"));
     }
 }

@@ -412,10 +412,10 @@ impl<'a> ToolRunner<'a> {
             )
             .await
         {
-            Ok(id) => super::output::head_with_pointer(&content, cap, &id),
+            Ok(id) => crate::context::truncate::head_with_pointer(&content, cap, &id),
             Err(e) => {
                 tracing::warn!(error = %e, "storing a long tool output failed; truncating it");
-                super::output::head_only(&content, cap)
+                crate::context::truncate::head_only(&content, cap)
             }
         }
     }

@@ -132,7 +132,7 @@ pub async fn load(
 /// A document's text for the model, cut at `cap` bytes with a `read_output` pointer.
 pub fn document_block(a: &Attachment, text: &str, cap: usize) -> String {
     let body = if text.len() > cap {
-        crate::agent::head_with_pointer(text, cap, &pointer_id(&a.id))
+        super::truncate::head_with_pointer(text, cap, &pointer_id(&a.id))
     } else {
         text.to_string()
     };

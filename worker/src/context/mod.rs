@@ -5,6 +5,7 @@
 pub mod files;
 pub mod history;
 pub mod prompt;
+pub(crate) mod truncate;
 pub mod window;
 
 use weft_llm::{ChatMessage, ToolCall};

@@ -24,7 +24,7 @@ impl Bot {
     ) -> anyhow::Result<String> {
         let store = &self.state.store;
         let (owner, id) = (&session.user_id, &session.id);
-        let limits = self.state.config().limits.run_limits();
+        let limits = weft_shared::store::RunLimits::from(&self.state.config().limits);
         let own = only_own_turns(incoming, user);
         let outcome = match &command {
             TurnCommand::Undo => store.undo_turn(owner, id, own).await?,
