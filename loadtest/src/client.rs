@@ -5,6 +5,7 @@
 //!
 //! A [`Gateways`] is one or more gateway base URLs; a client that loses its
 //! connection moves to the next one, as a browser behind a load balancer would.
+//! A [`WeftTarget`] is those gateways and the token to run as.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -65,6 +66,18 @@ impl Gateways {
     pub fn is_empty(&self) -> bool {
         self.urls.is_empty()
     }
+}
+
+/// Where and as whom to run.
+#[derive(Clone)]
+pub struct WeftTarget {
+    pub gateways: Gateways,
+    /// An admin token (users are created and sign in) or, with `shared_token`, a
+    /// user token every virtual user sends.
+    pub token: String,
+    pub shared_token: bool,
+    /// Distinct accounts the virtual users are spread over.
+    pub accounts: usize,
 }
 
 /// One HTTP client for the whole run: connection pools are per host, and a pool per

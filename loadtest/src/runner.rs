@@ -8,24 +8,13 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::Mutex;
 
-use crate::client::{Gateways, WeftClient, http_client, sign_in_users};
+pub use crate::client::WeftTarget;
+use crate::client::{WeftClient, http_client, sign_in_users};
 use crate::procs::ProcWatch;
 use crate::report::Report;
 use crate::scenario::{self, Gauge, Params, Scenario};
 use crate::stack::Stack;
 use crate::stats::Recorder;
-
-/// Where and as whom to run.
-#[derive(Clone)]
-pub struct WeftTarget {
-    pub gateways: Gateways,
-    /// An admin token (users are created and sign in) or, with `shared_token`, a
-    /// user token every virtual user sends.
-    pub token: String,
-    pub shared_token: bool,
-    /// Distinct accounts the virtual users are spread over.
-    pub accounts: usize,
-}
 
 /// Extra context a run may have.
 #[derive(Default)]

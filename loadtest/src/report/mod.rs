@@ -1,15 +1,20 @@
 //! A scenario's results: one JSON document (for machines and BENCHMARKS.md) and a
-//! plain-text table (for people).
+//! plain-text table (for people). The scenarios fill it in; the sections only some
+//! scenarios have are in [`approvals`] and [`lark`].
+
+pub mod approvals;
+pub mod lark;
 
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
 use serde::{Deserialize, Serialize};
 
+use approvals::ApprovalsResult;
+use lark::LarkResult;
+
 use crate::mock_llm::StatsSnapshot;
 use crate::procs::ProcUsage;
-use crate::scenario::approvals::ApprovalsResult;
-use crate::scenario::lark::LarkResult;
 use crate::stats::{Samples, Summary};
 
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

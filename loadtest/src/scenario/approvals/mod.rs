@@ -23,7 +23,6 @@
 
 pub mod check;
 pub mod metrics;
-pub mod result;
 pub mod resume;
 pub mod suspend;
 
@@ -32,12 +31,11 @@ use std::time::{Duration, Instant};
 use futures::StreamExt;
 use weft_shared::event::{EventKind, RunEvent};
 
+pub use crate::report::approvals::ApprovalsResult;
 pub use check::Findings;
-pub use result::ApprovalsResult;
 
-use crate::client::{Gateways, WeftClient, http_client, sign_in_users};
+use crate::client::{Gateways, WeftClient, WeftTarget, http_client, sign_in_users};
 use crate::report::Report;
-use crate::runner::WeftTarget;
 use crate::sse::SseReader;
 use crate::stats::Summary;
 use metrics::{Sampler, Scraper};

@@ -21,7 +21,6 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
 use serde_json::json;
 use sqlx::Row;
 use weft_lark::fake::{
@@ -30,6 +29,7 @@ use weft_lark::fake::{
 
 use super::Pushed;
 use super::measure::is_final;
+use crate::report::lark::{LarkGroups, MessageFate, RunFate};
 use crate::stats::Summary;
 use crate::turn::TurnPlan;
 
@@ -52,127 +52,6 @@ pub struct GroupMessage {
     pub group: usize,
     /// The speaker's Lark `open_id`.
     pub speaker: String,
-}
-
-/// What became of one message, from the database and the fake.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct MessageFate {
-    pub message_id: String,
-    pub group: usize,
-    pub speaker: String,
-    /// User messages stored for it.
-    pub stored: u32,
-    pub runs: Vec<RunFate>,
-    /// Cards and notices in reply to this very message.
-    pub replies: u32,
-    /// In the inbox (stored before its ack). Not there but acked: refused on
-    /// purpose, its chat's line being full (`lark.queued_messages_per_chat`).
-    pub kept: bool,
-    pub acked: bool,
-}
-
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct RunFate {
-    pub run_id: String,
-    pub status: String,
-    /// The run owner's username (`lark:<open_id>` for a Lark sender).
-    pub owner: String,
-    /// Who sent the run's first message (its Lark `open_id`): whose the run is.
-    pub first_speaker: String,
-    /// Cards in reply to any of the run's messages, and how many show an end.
-    pub cards: u32,
-    pub ended_cards: u32,
-}
-
-impl RunFate {
-    pub fn misowned(&self) -> bool {
-        self.owner != format!("lark:{}", self.first_speaker)
-    }
-}
-
-impl MessageFate {
-    /// Refused on purpose: acked without being kept, as its chat's line was
-    /// full (told so once, in the chat).
-    pub fn refused(&self) -> bool {
-        !self.kept && self.acked
-    }
-
-    /// Not answered: never stored, in no run, or a run that did not succeed
-    /// with an ended card (a refused message is not lost: the chat was told).
-    pub fn lost(&self) -> bool {
-        !self.refused() && self.lost_unless_refused()
-    }
-
-    fn lost_unless_refused(&self) -> bool {
-        self.stored == 0
-            || self.runs.is_empty()
-            || self
-                .runs
-                .iter()
-                .any(|r| r.status != "succeeded" || r.cards == 0 || r.ended_cards < r.cards)
-    }
-
-    /// Answered twice: stored twice, in two runs, a run with two cards, or two
-    /// replies to the message itself.
-    pub fn duplicated(&self) -> bool {
-        self.stored > 1
-            || self.runs.len() > 1
-            || self.runs.iter().any(|r| r.cards > 1)
-            || self.replies > 1
-    }
-
-    /// In a run that is not its first message's speaker's.
-    pub fn misowned(&self) -> bool {
-        self.runs.iter().any(RunFate::misowned)
-    }
-
-    fn settled(&self) -> bool {
-        self.refused() || self.answered()
-    }
-
-    fn answered(&self) -> bool {
-        self.stored > 0
-            && !self.runs.is_empty()
-            && self.runs.iter().all(|r| {
-                matches!(r.status.as_str(), "succeeded" | "failed" | "cancelled")
-                    && r.cards > 0
-                    && r.ended_cards == r.cards
-            })
-    }
-}
-
-/// The phase's numbers.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct LarkGroups {
-    pub groups: u64,
-    pub speakers: u64,
-    pub messages: u64,
-    /// Push → valid ack of the first delivery.
-    pub ack_ms: Summary,
-    /// Messages whose first delivery was not acked in time.
-    pub redelivered: u64,
-    /// Messages acked on no delivery at all.
-    pub unacked: u64,
-    /// Checked against the database (false: a Weft started by hand).
-    pub checked: bool,
-    pub runs: u64,
-    pub failed_runs: u64,
-    /// Not answered (once) when the wait ended: see `pending`.
-    pub lost: u64,
-    /// Of those, still stored and waiting in the inbox at the end (slow, not
-    /// gone: answered after the report).
-    pub pending: u64,
-    /// Acked without being kept: their chat's line on that gateway was full
-    /// (`lark.queued_messages_per_chat`); the chat was told once.
-    pub refused: u64,
-    pub duplicated: u64,
-    /// Runs not owned by the speaker of their first message.
-    #[serde(default)]
-    pub misowned_runs: u64,
-    /// First push → everything settled (or the timeout), seconds.
-    pub span_s: f64,
-    #[serde(skip)]
-    pub fates: Vec<MessageFate>,
 }
 
 /// Pushes every group message, spread evenly over `p.spread`, round by round
@@ -412,37 +291,5 @@ impl Stored {
                 }
             })
             .collect()
-    }
-}
-
-impl LarkGroups {
-    /// The groups phase's lines of the report table.
-    pub fn write_table(&self, t: &mut String) {
-        use std::fmt::Write;
-        let a = &self.ack_ms;
-        let _ = writeln!(
-            t,
-            "{:<30}{:>9.2}{:>9.2}{:>9.2}{:>9.2}{:>10}",
-            "groups: ack", a.p50, a.p90, a.p99, a.max, a.count
-        );
-        let verdict = if self.checked {
-            format!(
-                "{} runs ({} not succeeded, {} not their speaker's), lost {} ({} still pending in the inbox), duplicated {}, refused as busy {}",
-                self.runs,
-                self.failed_runs,
-                self.misowned_runs,
-                self.lost,
-                self.pending,
-                self.duplicated,
-                self.refused
-            )
-        } else {
-            "not checked (no database: a weft started by hand)".to_owned()
-        };
-        let _ = writeln!(
-            t,
-            "groups: {} messages in {} groups × {} speakers: {verdict}; redelivered {}, never acked {}, settled {:.1} s after the last push",
-            self.messages, self.groups, self.speakers, self.redelivered, self.unacked, self.span_s
-        );
     }
 }

@@ -5,83 +5,20 @@
 //! here depends on how quickly the load tester noticed.
 
 use std::collections::{BTreeMap, HashMap};
-use std::fmt::Write;
 use std::time::{Duration, Instant};
 
-use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use weft_lark::card::BODY_ELEMENT_ID;
 use weft_lark::fake::{AttemptOutcome, PushAttempt, Records, RestCall, SentMessage};
 
 use super::Pushed;
+use crate::report::lark::{LarkPhase, LarkResult};
 use crate::stats::{Recorder, Summary};
 use crate::turn::TurnPlan;
 
 /// Lark's rate-limit answer: HTTP 429 with code 99991400.
 const RATE_LIMITED: i64 = 99991400;
 const TOKEN_PATH: &str = "/open-apis/auth/v3/tenant_access_token/internal";
-
-/// One phase's messages, from push to final card.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct LarkPhase {
-    pub messages: u64,
-    /// Push → the fake reads a valid ack (first delivery).
-    pub ack_ms: Summary,
-    /// Push → the THINKING reaction call reaches the fake (the gateway's share:
-    /// dedupe, user, session, then the call).
-    pub reaction_ms: Summary,
-    /// Push → the reply card first shows (send, queue, a worker's claim and its
-    /// first calls; the card comes with its first content, or "…" when a reply
-    /// shows nothing for a second).
-    #[serde(default)]
-    pub card_ms: Summary,
-    /// Push → the first card content showing reply text reaches the fake.
-    pub first_text_ms: Summary,
-    /// The same, minus the TTFT the mock model was scripted to wait.
-    pub first_text_overhead_ms: Summary,
-    /// Push → the card's final content (green, the whole reply) reaches the fake.
-    pub final_ms: Summary,
-    /// First push → last final content, seconds.
-    pub span_s: f64,
-    /// Exactly one card, ending with the whole reply.
-    pub complete: u64,
-    /// No card, or a card that never showed an ended reply.
-    pub lost: u64,
-    /// More than one card for one message.
-    pub duplicated: u64,
-    /// One card that ended, but not with the scripted reply.
-    pub wrong: u64,
-    /// Messages whose first delivery was not acked (the fake redelivered them).
-    pub redelivered: u64,
-    /// Lark calls made for each message, on average: its reaction, its reply
-    /// cards (sends, patches, CardKit calls) and the reaction's removal.
-    #[serde(default)]
-    pub calls_per_reply: f64,
-}
-
-/// The whole run.
-#[derive(Debug, Clone, Default, Serialize, Deserialize)]
-pub struct LarkResult {
-    pub probes: LarkPhase,
-    pub burst: LarkPhase,
-    /// REST calls answered 429 / 99991400 (the bot outran Lark's limits).
-    pub rate_limited_calls: u64,
-    /// The most app-wide calls the fake saw in any one-second window (Lark: 50).
-    pub peak_calls_per_s: u64,
-    /// Authorised REST calls by kind.
-    pub calls: BTreeMap<String, u64>,
-    /// Authorised REST calls (the token's aside) per message of both phases.
-    #[serde(default)]
-    pub calls_per_reply: f64,
-    /// THINKING reactions still on messages at the end (each should go when its
-    /// reply ends).
-    pub reactions_left: u64,
-    /// `lark.calls_per_second` of each Weft process (0: not started here, unknown).
-    pub calls_per_second_per_process: u32,
-    /// Group chats with several speakers (issue 21).
-    #[serde(default)]
-    pub groups: Option<super::groups::LarkGroups>,
-}
 
 /// A card showing an ended reply (done, failed or stopped).
 pub fn is_final(m: &SentMessage) -> bool {
@@ -372,68 +309,6 @@ fn peak_per_second(mut at: Vec<Instant>) -> u64 {
         peak = peak.max(end + 1 - start);
     }
     peak as u64
-}
-
-impl LarkResult {
-    /// The people-facing lines of [`crate::report::Report::table`].
-    pub fn write_table(&self, t: &mut String) {
-        let _ = writeln!(
-            t,
-            "{:<30}{:>9}{:>9}{:>9}{:>9}{:>10}",
-            "ms after the push", "p50", "p90", "p99", "max", "n"
-        );
-        for (name, phase) in [("probes", &self.probes), ("burst", &self.burst)] {
-            for (what, s) in [
-                ("ack", &phase.ack_ms),
-                ("THINKING reaction", &phase.reaction_ms),
-                ("card created", &phase.card_ms),
-                ("first card text", &phase.first_text_ms),
-                ("first text − mock TTFT", &phase.first_text_overhead_ms),
-                ("final card", &phase.final_ms),
-            ] {
-                let _ = writeln!(
-                    t,
-                    "{:<30}{:>9.2}{:>9.2}{:>9.2}{:>9.2}{:>10}",
-                    format!("{name}: {what}"),
-                    s.p50,
-                    s.p90,
-                    s.p99,
-                    s.max,
-                    s.count
-                );
-            }
-            let _ = writeln!(
-                t,
-                "{name}: {} messages, {} complete, lost {}, duplicated {}, wrong {}, redelivered {}, last card {:.1} s after the first push, {:.2} Lark calls per reply",
-                phase.messages,
-                phase.complete,
-                phase.lost,
-                phase.duplicated,
-                phase.wrong,
-                phase.redelivered,
-                phase.span_s,
-                phase.calls_per_reply
-            );
-        }
-        if let Some(g) = &self.groups {
-            g.write_table(t);
-        }
-        let calls: Vec<String> = self.calls.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        // 0: a weft started by hand, whose setting the load tester does not know.
-        let share = match self.calls_per_second_per_process {
-            0 => String::new(),
-            n => format!(", {n}/s per process"),
-        };
-        let _ = writeln!(
-            t,
-            "lark calls: {:.2} per reply  rate-limited {}  peak {}/s (limit 50{share})  reactions left {}\n  {}",
-            self.calls_per_reply,
-            self.rate_limited_calls,
-            self.peak_calls_per_s,
-            self.reactions_left,
-            calls.join("  ")
-        );
-    }
 }
 
 #[cfg(test)]

@@ -37,8 +37,8 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 use weft_lark::fake::{FakeConfig, FakeLark, PushOptions, Records, sample_message_event};
 
+pub use crate::report::lark::{LarkPhase, LarkResult};
 use crate::turn::TurnPlan;
-pub use measure::{LarkPhase, LarkResult};
 
 /// After the last final card: how long to keep watching for a late second card.
 const GRACE: Duration = Duration::from_secs(2);
