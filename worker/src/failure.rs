@@ -44,15 +44,21 @@ pub enum FailurePoint {
     /// same idempotency key: a tool that promises so (`todo_update`) must not
     /// take effect twice.
     InToolCall,
+    /// In `wait::suspend`, just after a step's waits (approvals, questions,
+    /// plans, delegations) and its pending step were stored, before any of
+    /// them was announced: the run is `running` under this worker's lease and
+    /// no stream has heard of the waits. The next attempt must announce them
+    /// (`approval_required`, `question`, `plan_proposed`, `agent_start`),
+    /// not ask again (the same ids), and leave the run waiting for them.
+    BeforeAnnouncingWaits,
     /// In `wait::wait`, after a step's waits (approvals, questions, plans,
     /// delegations) and its pending step were stored and announced, before
     /// the run is handed to the database as waiting (`Store::suspend_run`):
     /// the run is still `running` under this worker's lease. The next attempt
     /// must find the same waits (not ask again), leave the run waiting, and
-    /// resume it once they are answered. (Not earlier, between storing the
-    /// waits and announcing them: a crash there leaves a run waiting for an
-    /// approval its stream never announced — the next attempt announces only
-    /// answers — which the crash test shows when the point is moved there.)
+    /// resume it once they are answered. It announces them again (it cannot
+    /// tell this crash from [`FailurePoint::BeforeAnnouncingWaits`]'s): a
+    /// repeat that clients fold by id, never a loss.
     WhileSuspending,
 }
 

@@ -90,51 +90,44 @@ pub(super) async fn suspend(
             return Flow::Leave(Leave::Abandon);
         }
     }
-    for ap in &waits.approvals {
-        a.em.emit(EventKind::ApprovalRequired {
-            step: a.step,
-            approval_id: ap.id.clone(),
-            call_id: ap.call_id.clone(),
-            name: ap.name.clone(),
-            args: ap.args.clone(),
-            expires_at: ap.expires_at,
-        })
+    a.inner
+        .failure_point(crate::failure::FailurePoint::BeforeAnnouncingWaits)
         .await;
-    }
-    for q in &waits.questions {
-        a.em.emit(EventKind::Question {
-            step: a.step,
-            question_id: q.id.clone(),
-            call_id: q.call_id.clone(),
-            question: q.question.clone(),
-            options: q.options.clone(),
-            multiple: q.multiple,
-            allow_text: q.allow_text,
-            expires_at: q.expires_at,
-        })
-        .await;
-    }
-    for p in &waits.plans {
-        a.em.emit(EventKind::PlanProposed {
-            step: a.step,
-            plan_id: p.id.clone(),
-            call_id: p.call_id.clone(),
-            markdown: p.markdown.clone(),
-            expires_at: p.expires_at,
-        })
-        .await;
-    }
-    for d in &waits.delegations {
-        a.em.emit(EventKind::AgentStart {
-            step: a.step,
-            delegation_id: d.id.clone(),
-            call_id: d.call_id.clone(),
-            agent: d.agent.clone(),
-            task: d.task.clone(),
-            child_session_id: d.child_session.clone(),
-            child_run_id: d.child_run.clone(),
-        })
-        .await;
+    let step = a.step;
+    let asks = (waits.approvals.iter().map(|ap| Ask::Approval {
+        id: &ap.id,
+        call_id: &ap.call_id,
+        name: &ap.name,
+        args: &ap.args,
+        expires_at: ap.expires_at,
+    }))
+    .chain(waits.questions.iter().map(|q| Ask::Question {
+        id: &q.id,
+        call_id: &q.call_id,
+        question: &q.question,
+        options: &q.options,
+        multiple: q.multiple,
+        allow_text: q.allow_text,
+        expires_at: q.expires_at,
+    }))
+    .chain(waits.plans.iter().map(|p| Ask::Plan {
+        id: &p.id,
+        call_id: &p.call_id,
+        markdown: &p.markdown,
+        expires_at: p.expires_at,
+    }))
+    .chain(waits.delegations.iter().map(|d| Ask::Delegation {
+        id: &d.id,
+        call_id: &d.call_id,
+        agent: &d.agent,
+        task: &d.task,
+        child_session: &d.child_session,
+        child_run: &d.child_run,
+    }))
+    .map(|ask| ask.event(step))
+    .collect::<Vec<_>>();
+    for event in asks {
+        a.em.emit(event).await;
     }
     // Announced first, so the parent's viewers hear of a child before it
     // speaks; stored before either, so a child lost here is a queued run the
@@ -224,6 +217,14 @@ pub(super) async fn resume(a: &mut Attempt<'_>, pending: PendingStep) -> Flow {
         plans: &plans,
         delegations: &delegations,
     };
+    // An attempt after the first of a stretch took the run over from one that
+    // may have died between storing the step's waits and announcing them
+    // (`suspend_run` starts each waiting stretch again at attempt 0): the
+    // open ones are announced again, a repeat clients fold by id rather than
+    // a wait nobody hears of.
+    if a.run.attempt > 1 {
+        ask_again(a, pending.step, &waits).await;
+    }
     let announced = announce(a, pending.step, &waits).await;
     if let Err(e) = store.mark_announced(&announced).await {
         // A later resume announces them again: a repeat, never a loss.
@@ -317,6 +318,161 @@ struct StepWaits<'w> {
     questions: &'w [Question],
     plans: &'w [Plan],
     delegations: &'w [Delegation],
+}
+
+/// What a step asks of people or agents, as its announcement says it, from
+/// the waits just made or from those stored.
+enum Ask<'w> {
+    Approval {
+        id: &'w str,
+        call_id: &'w str,
+        name: &'w str,
+        args: &'w serde_json::Value,
+        expires_at: i64,
+    },
+    Question {
+        id: &'w str,
+        call_id: &'w str,
+        question: &'w str,
+        options: &'w [String],
+        multiple: bool,
+        allow_text: bool,
+        expires_at: i64,
+    },
+    Plan {
+        id: &'w str,
+        call_id: &'w str,
+        markdown: &'w str,
+        expires_at: i64,
+    },
+    Delegation {
+        id: &'w str,
+        call_id: &'w str,
+        agent: &'w str,
+        task: &'w str,
+        child_session: &'w weft_shared::ids::SessionId,
+        child_run: &'w weft_shared::ids::RunId,
+    },
+}
+
+impl Ask<'_> {
+    fn event(self, step: u32) -> EventKind {
+        match self {
+            Ask::Approval {
+                id,
+                call_id,
+                name,
+                args,
+                expires_at,
+            } => EventKind::ApprovalRequired {
+                step,
+                approval_id: id.into(),
+                call_id: call_id.into(),
+                name: name.into(),
+                args: args.clone(),
+                expires_at,
+            },
+            Ask::Question {
+                id,
+                call_id,
+                question,
+                options,
+                multiple,
+                allow_text,
+                expires_at,
+            } => EventKind::Question {
+                step,
+                question_id: id.into(),
+                call_id: call_id.into(),
+                question: question.into(),
+                options: options.to_vec(),
+                multiple,
+                allow_text,
+                expires_at,
+            },
+            Ask::Plan {
+                id,
+                call_id,
+                markdown,
+                expires_at,
+            } => EventKind::PlanProposed {
+                step,
+                plan_id: id.into(),
+                call_id: call_id.into(),
+                markdown: markdown.into(),
+                expires_at,
+            },
+            Ask::Delegation {
+                id,
+                call_id,
+                agent,
+                task,
+                child_session,
+                child_run,
+            } => EventKind::AgentStart {
+                step,
+                delegation_id: id.into(),
+                call_id: call_id.into(),
+                agent: agent.into(),
+                task: task.into(),
+                child_session_id: child_session.clone(),
+                child_run_id: child_run.clone(),
+            },
+        }
+    }
+}
+
+/// Announces again what the step still waits for (see [`resume`]).
+async fn ask_again(a: &mut Attempt<'_>, step: u32, waits: &StepWaits<'_>) {
+    let open = (waits.approvals.iter())
+        .filter(|ap| ap.status == ApprovalStatus::Pending)
+        .map(|ap| Ask::Approval {
+            id: &ap.id,
+            call_id: &ap.call_id,
+            name: &ap.name,
+            args: &ap.args,
+            expires_at: ap.expires_at,
+        })
+        .chain(
+            (waits.questions.iter())
+                .filter(|q| q.status == QuestionStatus::Pending)
+                .map(|q| Ask::Question {
+                    id: &q.id,
+                    call_id: &q.call_id,
+                    question: &q.question,
+                    options: &q.options,
+                    multiple: q.multiple,
+                    allow_text: q.allow_text,
+                    expires_at: q.expires_at,
+                }),
+        )
+        .chain(
+            (waits.plans.iter())
+                .filter(|p| p.status == PlanStatus::Proposed)
+                .map(|p| Ask::Plan {
+                    id: &p.id,
+                    call_id: &p.call_id,
+                    markdown: &p.markdown,
+                    expires_at: p.expires_at,
+                }),
+        )
+        .chain(
+            (waits.delegations.iter())
+                .filter(|d| d.status == DelegationStatus::Running)
+                .map(|d| Ask::Delegation {
+                    id: &d.id,
+                    call_id: &d.call_id,
+                    agent: &d.agent,
+                    task: &d.task,
+                    child_session: &d.child_session_id,
+                    child_run: &d.child_run_id,
+                }),
+        )
+        .map(|ask| ask.event(step))
+        .collect::<Vec<_>>();
+    for event in open {
+        a.em.emit(event).await;
+    }
 }
 
 /// Publishes the decisions, answers and ends not announced yet; their ids.

@@ -28,6 +28,7 @@ crate::both_backends!(
     a_reply_told_but_not_stored_is_stored_and_told_once,
     a_tool_that_took_effect_before_the_crash_takes_effect_once,
     a_run_caught_suspending_waits_and_goes_on_after_the_decision,
+    waits_stored_but_not_announced_are_announced_by_the_next_attempt,
 );
 
 /// Step 1 adds an item to the session's todo list; step 2 replies with what
@@ -142,6 +143,18 @@ async fn a_tool_that_took_effect_before_the_crash_takes_effect_once(db: Db) {
 }
 
 async fn a_run_caught_suspending_waits_and_goes_on_after_the_decision(db: Db) {
+    crash_while_waiting(db, FailurePoint::WhileSuspending).await;
+}
+
+/// The crash between storing a step's approval and announcing it: the next
+/// attempt announces it (found by this test: it used to announce only
+/// answers, and the run waited for an approval no stream had shown).
+async fn waits_stored_but_not_announced_are_announced_by_the_next_attempt(db: Db) {
+    crash_while_waiting(db, FailurePoint::BeforeAnnouncingWaits).await;
+}
+
+/// A step waiting for an approval, its worker stopped dead at `point`.
+async fn crash_while_waiting(db: Db, point: FailurePoint) {
     let world = World::new(&db, |cfg| {
         cfg.tools.policies.insert(
             "current_time".into(),
@@ -151,14 +164,15 @@ async fn a_run_caught_suspending_waits_and_goes_on_after_the_decision(db: Db) {
     .await;
     let alice = world.user("alice").await;
     let s = world.session(&alice).await;
-    let first = world.worker_failing_at(FailurePoint::WhileSuspending);
+    let first = world.worker_failing_at(point);
     let run = world.send(&alice, &s, "@mock.tool current_time {}").await;
-    assert_eq!(first.stopped_at().await, FailurePoint::WhileSuspending);
+    assert_eq!(first.stopped_at().await, point);
     first.kill();
     let second = world.worker();
 
-    // The new owner finds the step's approval and waits for it: not asked
-    // again, not run.
+    // The new owner finds the step's approval and waits for it: the same
+    // approval (not a second one), announced (again, when the dead worker
+    // had: a repeat of the same id), not run.
     world.until_status(&run, RunStatus::WaitingApproval).await;
     let approvals = world.store().step_approvals(&run, 1).await.unwrap();
     assert_eq!(approvals.len(), 1, "{approvals:?}");
@@ -169,7 +183,16 @@ async fn a_run_caught_suspending_waits_and_goes_on_after_the_decision(db: Db) {
         .iter()
         .filter(|e| matches!(e.kind, EventKind::ApprovalRequired { .. }))
         .collect();
-    assert_eq!(required.len(), 1, "asked once: {required:?}");
+    let announced = match point {
+        FailurePoint::BeforeAnnouncingWaits => 1,
+        _ => 2,
+    };
+    assert_eq!(required.len(), announced, "{required:?}");
+    assert!(
+        required.iter().all(|e| matches!(&e.kind,
+            EventKind::ApprovalRequired { approval_id, .. } if *approval_id == approvals[0].id)),
+        "{required:?}"
+    );
     assert!(tools_started(&asked).is_empty(), "nothing ran: {asked:?}");
     let waiting = fold(&asked);
     assert!(!waiting.is_final());
