@@ -74,7 +74,7 @@ impl AppState {
 
     /// An agent id (`agent`, or its alias `mode`) `user` may use; their default
     /// agent when none is given.
-    pub fn resolve_mode(&self, user: &AuthUser, id: Option<&str>) -> ApiResult<String> {
+    pub fn resolve_agent(&self, user: &AuthUser, id: Option<&str>) -> ApiResult<String> {
         let who = requester(user);
         let agents = self.agents.read().expect("agent ids lock");
         match id {
@@ -92,9 +92,9 @@ impl AppState {
         }
     }
 
-    /// `resolve_mode` for an optional override: `None` stays `None`.
-    pub fn mode_override(&self, user: &AuthUser, id: Option<&str>) -> ApiResult<Option<String>> {
-        id.map(|m| self.resolve_mode(user, Some(m))).transpose()
+    /// `resolve_agent` for an optional override: `None` stays `None`.
+    pub fn agent_override(&self, user: &AuthUser, id: Option<&str>) -> ApiResult<Option<String>> {
+        id.map(|m| self.resolve_agent(user, Some(m))).transpose()
     }
 
     /// The agents `user` may choose now.
@@ -113,7 +113,7 @@ impl AppState {
     }
 
     /// Before a run is made in `session` for `user`: the model and agent it
-    /// will run with — `model`/`mode` when the request chose them (already
+    /// will run with — `model`/`agent` when the request chose them (already
     /// checked), else the session's own, chosen earlier — must be open to
     /// `user`. The worker checks again when it runs (the lists may change).
     pub async fn check_session_choice(
@@ -122,9 +122,9 @@ impl AppState {
         owner: &UserId,
         session: &SessionId,
         model: Option<&str>,
-        mode: Option<&str>,
+        agent: Option<&str>,
     ) -> ApiResult<()> {
-        if !self.any_restricted() || (model.is_some() && mode.is_some()) {
+        if !self.any_restricted() || (model.is_some() && agent.is_some()) {
             return Ok(());
         }
         let s = self.store.get_session(owner, session).await?;
@@ -138,9 +138,9 @@ impl AppState {
                 s.model
             )));
         }
-        if mode.is_none() {
+        if agent.is_none() {
             let agents = self.agents.read().expect("agent ids lock");
-            let agent = agents.in_force(&s.mode);
+            let agent = agents.in_force(&s.agent);
             if agents.allows(agent, who) == Some(false) {
                 return Err(ApiError::NotAllowed(format!(
                     "this session's agent {agent:?} is not open to you; choose another"

@@ -399,7 +399,7 @@ pub async fn system_prompt(
         .store
         .get_session(&user.id, &parse_session_id(&id)?)
         .await?;
-    let agent = match state.store.get_agent(&session.mode).await {
+    let agent = match state.store.get_agent(&session.agent).await {
         Ok(a) => a,
         Err(StoreError::NotFound) => state.store.default_agent().await?,
         Err(e) => return Err(e.into()),

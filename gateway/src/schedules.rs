@@ -127,7 +127,7 @@ pub async fn create_schedule(
         Some(n) if !n.is_empty() => check_name(n)?,
         _ => auto_title(&req.prompt),
     };
-    let agent = state.resolve_mode(&user, req.agent.as_deref())?;
+    let agent = state.resolve_agent(&user, req.agent.as_deref())?;
     let model = model_for(&state, &user, &agent, None).await?;
     let session_id = target_session(&state, &user, req.target.as_ref()).await?;
     let record = state
@@ -194,7 +194,7 @@ pub async fn update_schedule(
     };
     let (agent, model) = match &req.agent {
         Some(a) => {
-            let agent = state.resolve_mode(&user, Some(a))?;
+            let agent = state.resolve_agent(&user, Some(a))?;
             let model = model_for(&state, &user, &agent, None).await?;
             (Some(agent), Some(model))
         }

@@ -75,11 +75,11 @@ pub async fn create_session(
 ) -> ApiResult<SessionDto> {
     let title = req.title.unwrap_or_default();
     validate_title(&title)?;
-    let mode = state.resolve_mode(user, req.agent.as_deref().or(req.mode.as_deref()))?;
-    let model = model_for(state, user, &mode, req.model.as_deref()).await?;
+    let agent = state.resolve_agent(user, req.agent.as_deref().or(req.mode.as_deref()))?;
+    let model = model_for(state, user, &agent, req.model.as_deref()).await?;
     let s = state
         .store
-        .create_session(&user.id, title.trim(), &model, &mode, source)
+        .create_session(&user.id, title.trim(), &model, &agent, source)
         .await?;
     Ok(s.to_dto())
 }
@@ -174,7 +174,7 @@ pub async fn update(
         validate_title(t)?;
     }
     let model = state.model_override(&user, req.model.as_deref())?;
-    let mode = state.mode_override(&user, req.agent.as_deref().or(req.mode.as_deref()))?;
+    let agent = state.agent_override(&user, req.agent.as_deref().or(req.mode.as_deref()))?;
     let bases = match &req.knowledge {
         Some(meant) => Some(knowledge_bases_meant(&state, &user, meant).await?),
         None => None,
@@ -186,7 +186,7 @@ pub async fn update(
             &id,
             req.title.as_deref().map(str::trim),
             model.as_deref(),
-            mode.as_deref(),
+            agent.as_deref(),
         )
         .await?;
     if let Some(bases) = bases {
@@ -429,7 +429,7 @@ pub async fn submit(
     uploads.extend(uploads::from_json(std::mem::take(&mut req.attachments))?);
     state.runs.check_text(&req.text, !uploads.is_empty())?;
     let model = state.model_override(owner, req.model.as_deref())?;
-    let agent = state.mode_override(owner, req.agent.as_deref().or(req.mode.as_deref()))?;
+    let agent = state.agent_override(owner, req.agent.as_deref().or(req.mode.as_deref()))?;
     state
         .check_session_choice(
             owner,

@@ -27,4 +27,4 @@ pub mod telemetry;
 /// Version reported by `/health` and the CLI.
 pub const VERSION: &str = env!("CARGO_PKG_VERSION");
 
-pub use weft_wire::{api, event, fold, ids, job, mode, states, time};
+pub use weft_wire::{api, builtin_agent, event, fold, ids, job, states, time};

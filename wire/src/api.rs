@@ -171,6 +171,7 @@ pub struct ModelList {
     pub models: Vec<ModelDto>,
 }
 
+// `GET /v1/modes`: the agents under their older name, "modes" (a wire alias).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, ToSchema)]
 pub struct ModeDto {
     pub id: String,

@@ -7,11 +7,11 @@
 //! between the gateway, the worker, the clients and the load tester.
 
 pub mod api;
+pub mod builtin_agent;
 pub mod event;
 pub mod fold;
 pub mod ids;
 pub mod job;
-pub mod mode;
 pub mod reasoning;
 pub mod states;
 pub mod time;

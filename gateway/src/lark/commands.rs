@@ -18,7 +18,7 @@ pub enum Command {
     Flush,
     Model(Option<String>),
     /// `/agent [id]` (`/mode` is its older name).
-    Mode(Option<String>),
+    Agent(Option<String>),
     /// `/undo`, `/redo`, `/retry`, `/edit TEXT`: see `handle::turn_commands`.
     Turn(TurnCommand),
     /// Summarise older turns before the next reply.
@@ -105,7 +105,7 @@ pub fn parse(text: &str) -> Option<Command> {
         "stop" => Command::Stop,
         "flush" => Command::Flush,
         "model" => Command::Model(arg),
-        "mode" | "agent" => Command::Mode(arg),
+        "mode" | "agent" => Command::Agent(arg),
         "undo" => Command::Turn(TurnCommand::Undo),
         "redo" => Command::Turn(TurnCommand::Redo),
         "retry" | "regenerate" => Command::Turn(TurnCommand::Retry),
@@ -233,7 +233,7 @@ mod tests {
         assert_eq!(parse("/new"), Some(Command::New));
         assert_eq!(
             parse("/agent chat"),
-            Some(Command::Mode(Some("chat".into())))
+            Some(Command::Agent(Some("chat".into())))
         );
         assert_eq!(parse("/undo"), Some(Command::Turn(TurnCommand::Undo)));
         assert_eq!(parse("/retry"), Some(Command::Turn(TurnCommand::Retry)));

@@ -70,17 +70,17 @@ impl Bot {
         let user = retrying("lark user", || store.lark_user(&incoming.sender_open_id)).await?;
         // A conversation starts with the sender's default agent and model; an
         // operator may have opened none to them.
-        let (model, mode) = match (
+        let (model, agent) = match (
             self.state.resolve_model(&user, None),
-            self.state.resolve_mode(&user, None),
+            self.state.resolve_agent(&user, None),
         ) {
-            (Ok(model), Ok(mode)) => (model, mode),
+            (Ok(model), Ok(agent)) => (model, agent),
             (Err(e), _) | (_, Err(e)) => {
                 return self.refused(&incoming, e, self.tenant).await;
             }
         };
         let session = retrying("lark session", || {
-            store.lark_session(&incoming.chat, &user.id, &model, &mode)
+            store.lark_session(&incoming.chat, &user.id, &model, &agent)
         })
         .await?;
         let (mut text, mut files) = match &incoming.body {

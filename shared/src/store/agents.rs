@@ -82,7 +82,7 @@ impl AgentRecord {
     }
 }
 
-/// The two agents every deployment has: today's two modes.
+/// The two agents every deployment has (`crate::builtin_agent::BuiltinAgent`).
 pub fn builtin_agents() -> Vec<AgentConfig> {
     vec![
         AgentConfig {

@@ -144,7 +144,7 @@ pub(super) async fn insert_delegations(
         // Titled as a session is by its first message.
         let title = auto_title(&d.task);
         sqlx::query(
-            "insert into sessions (id, user_id, title, title_lower, model, mode, source, created_at, updated_at, parent_session_id)
+            "insert into sessions (id, user_id, title, title_lower, model, agent, source, created_at, updated_at, parent_session_id)
              values ($1, $2, $3, $4, $5, $6, 'delegate', $7, $7, $8)",
         )
         .bind(&session.0)

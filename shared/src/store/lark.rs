@@ -238,12 +238,15 @@ impl Store {
         chat: &LarkChat,
         owner: &UserId,
         model: &str,
-        mode: &str,
+        agent: &str,
     ) -> Result<SessionRecord> {
         if let Some(s) = self.bound_session(&chat.key()).await? {
             return Ok(s);
         }
-        match self.new_lark_session(chat, owner, model, mode, false).await {
+        match self
+            .new_lark_session(chat, owner, model, agent, false)
+            .await
+        {
             Err(StoreError::Conflict(_)) => self
                 .bound_session(&chat.key())
                 .await?
@@ -258,9 +261,9 @@ impl Store {
         chat: &LarkChat,
         owner: &UserId,
         model: &str,
-        mode: &str,
+        agent: &str,
     ) -> Result<SessionRecord> {
-        self.new_lark_session(chat, owner, model, mode, true).await
+        self.new_lark_session(chat, owner, model, agent, true).await
     }
 
     async fn new_lark_session(
@@ -268,20 +271,20 @@ impl Store {
         chat: &LarkChat,
         owner: &UserId,
         model: &str,
-        mode: &str,
+        agent: &str,
         replace: bool,
     ) -> Result<SessionRecord> {
         let mut tx = self.begin().await?;
         let now = now_ms();
         let id = SessionId::new();
         sqlx::query(
-            "insert into sessions (id, user_id, title, title_lower, model, mode, source, created_at, updated_at, lark_chat_key)
+            "insert into sessions (id, user_id, title, title_lower, model, agent, source, created_at, updated_at, lark_chat_key)
              values ($1, $2, '', '', $3, $4, 'lark', $5, $5, $6)",
         )
         .bind(&id.0)
         .bind(&owner.0)
         .bind(model)
-        .bind(mode)
+        .bind(agent)
         .bind(now)
         .bind(chat.key())
         .execute(&mut **tx)

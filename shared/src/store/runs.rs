@@ -38,7 +38,7 @@ pub struct RunRecord {
     pub user_id: UserId,
     pub status: RunStatus,
     pub model: String,
-    pub mode: String,
+    pub agent: String,
     pub attempt: u32,
     pub usage: UsageDto,
     pub ttft_ms: Option<u64>,
@@ -50,7 +50,7 @@ pub struct RunRecord {
     pub finished_at: Option<i64>,
 }
 
-const RUN_COLUMNS: &str = "id, session_id, user_id, status, model, mode, attempt, usage_input, usage_output, usage_cache_read, usage_reasoning, context_tokens, context_window, ttft_ms, duration_ms, error_code, error_message, cancelled_by, final_message_id, created_at, finished_at";
+const RUN_COLUMNS: &str = "id, session_id, user_id, status, model, agent, attempt, usage_input, usage_output, usage_cache_read, usage_reasoning, context_tokens, context_window, ttft_ms, duration_ms, error_code, error_message, cancelled_by, final_message_id, created_at, finished_at";
 
 impl RunRecord {
     fn from_row(row: &AnyRow) -> Result<RunRecord> {
@@ -70,7 +70,7 @@ impl RunRecord {
             user_id: UserId(get_str(row, "user_id")?),
             status: get_enum(row, "status")?,
             model: get_str(row, "model")?,
-            mode: get_str(row, "mode")?,
+            agent: get_str(row, "agent")?,
             attempt: get_i64(row, "attempt")? as u32,
             usage: UsageDto {
                 input: get_i64(row, "usage_input")? as u64,
@@ -121,7 +121,7 @@ pub struct ClaimedRun {
     pub session_id: SessionId,
     pub user_id: UserId,
     pub model: String,
-    pub mode: String,
+    pub agent: String,
     pub attempt: u32,
     pub cancel_requested: bool,
     pub started_at: i64,
@@ -293,7 +293,7 @@ impl Store {
             "update runs set status = 'running', attempt = attempt + 1, worker_id = $2, heartbeat_at = $3,
                  started_at = coalesce(started_at, $3)
              where id = $1 and (status = 'queued' or (status = 'running' and heartbeat_at < $4))
-             returning id, session_id, user_id, model, mode, attempt, cancel_requested, started_at, created_at, last_seq,
+             returning id, session_id, user_id, model, agent, attempt, cancel_requested, started_at, created_at, last_seq,
                  traceparent, pending_step, resumed_by, parent_run_id, depth, schedule_id, {},
                  (select s.knowledge from sessions s where s.id = runs.session_id) as session_knowledge,
                  case when exists (select 1 from todo_lists t where t.session_id = runs.session_id)
@@ -318,7 +318,7 @@ impl Store {
             session_id: SessionId(get_str(&row, "session_id")?),
             user_id: UserId(get_str(&row, "user_id")?),
             model: get_str(&row, "model")?,
-            mode: get_str(&row, "mode")?,
+            agent: get_str(&row, "agent")?,
             attempt: get_i64(&row, "attempt")? as u32,
             cancel_requested: get_i64(&row, "cancel_requested")? != 0,
             started_at: get_i64(&row, "started_at")?,

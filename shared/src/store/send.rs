@@ -42,6 +42,8 @@ pub struct NewMessage {
     /// Files already stored (see `store::attachments`), in order.
     pub attachments: Vec<NewAttachment>,
     pub model: Option<String>,
+    /// The agent the run uses (none: the session's). Still named `mode`: the
+    /// load tester, not renamed yet (issue 24), builds a `NewMessage` too.
     pub mode: Option<String>,
     pub multitask: Multitask,
     pub idempotency_key: Option<String>,
@@ -196,11 +198,11 @@ impl Store {
             .model
             .clone()
             .unwrap_or(get_str(&session, "model")?);
-        let mode = req
+        let agent = req
             .message
             .mode
             .clone()
-            .unwrap_or(get_str(&session, "mode")?);
+            .unwrap_or(get_str(&session, "agent")?);
         let run_id = RunId::new();
         insert_run(
             tx,
@@ -208,7 +210,7 @@ impl Store {
             &req.message.session,
             &req.message.user,
             &model,
-            &mode,
+            &agent,
             req.traceparent.as_deref(),
             now,
         )
@@ -285,7 +287,7 @@ impl Store {
             .ok_or(StoreError::NotFound)?;
         }
         let row = sqlx::query(sqlx::AssertSqlSafe(format!(
-            "select s.title, s.model, s.mode, k.message_id as seen_message, k.run_id as seen_run,
+            "select s.title, s.model, s.agent, k.message_id as seen_message, k.run_id as seen_run,
                  r.id as active_id, r.status as active_status,
                  (select count(*) from messages m where m.session_id = s.id and m.queued = 1) as waiting
              from sessions s
@@ -337,7 +339,7 @@ impl Store {
 
 /// What [`Store::look_before_send`] found.
 struct SendLook {
-    /// The session row: `title`, `model`, `mode`.
+    /// The session row: `title`, `model`, `agent`.
     session: sqlx::any::AnyRow,
     replayed: Option<SendOutcome>,
     active: Option<(RunId, RunStatus)>,

@@ -46,19 +46,19 @@ pub(super) async fn insert_run(
     session: &SessionId,
     user: &UserId,
     model: &str,
-    mode: &str,
+    agent: &str,
     traceparent: Option<&str>,
     now: i64,
 ) -> Result<()> {
     sqlx::query(
-        "insert into runs (id, session_id, user_id, status, model, mode, enqueued_at, created_at, traceparent)
+        "insert into runs (id, session_id, user_id, status, model, agent, enqueued_at, created_at, traceparent)
          values ($1, $2, $3, 'queued', $4, $5, $6, $6, $7)",
     )
     .bind(&id.0)
     .bind(&session.0)
     .bind(&user.0)
     .bind(model)
-    .bind(mode)
+    .bind(agent)
     .bind(now)
     .bind(traceparent)
     .execute(&mut **tx)
@@ -137,7 +137,7 @@ pub(super) async fn followup_for_waiting(
     }
     // Locked before the user's row (`user_limits`): the order every send takes.
     let s = sqlx::query(sqlx::AssertSqlSafe(format!(
-        "select user_id, model, mode from sessions where id = $1{lock}"
+        "select user_id, model, agent from sessions where id = $1{lock}"
     )))
     .bind(&session.0)
     .fetch_optional(&mut **tx)
@@ -171,7 +171,7 @@ pub(super) async fn followup_for_waiting(
         session,
         &user,
         &get_str(&s, "model")?,
-        &get_str(&s, "mode")?,
+        &get_str(&s, "agent")?,
         None,
         now,
     )

@@ -15,7 +15,7 @@ pub struct SessionRecord {
     pub user_id: UserId,
     pub title: String,
     pub model: String,
-    pub mode: String,
+    pub agent: String,
     pub source: String,
     pub active_run_id: Option<String>,
     pub created_at: i64,
@@ -32,7 +32,7 @@ impl SessionRecord {
             user_id: UserId(get_str(row, "user_id")?),
             title: get_str(row, "title")?,
             model: get_str(row, "model")?,
-            mode: get_str(row, "mode")?,
+            agent: get_str(row, "agent")?,
             source: get_str(row, "source")?,
             active_run_id: get_opt_str(row, "active_run_id")?,
             created_at: get_i64(row, "created_at")?,
@@ -47,8 +47,9 @@ impl SessionRecord {
             id: self.id.0.clone(),
             title: self.title.clone(),
             model: self.model.clone(),
-            agent: self.mode.clone(),
-            mode: self.mode.clone(),
+            agent: self.agent.clone(),
+            // `mode`: the older name of `agent`, kept on the wire.
+            mode: self.agent.clone(),
             source: self.source.clone(),
             active_run_id: self.active_run_id.clone(),
             created_at: rfc3339(self.created_at),
@@ -78,7 +79,7 @@ impl SessionCursor {
     }
 }
 
-pub(super) const SELECT: &str = "select s.id, s.user_id, s.title, s.model, s.mode, s.source, s.created_at, s.updated_at, s.knowledge,
+pub(super) const SELECT: &str = "select s.id, s.user_id, s.title, s.model, s.agent, s.source, s.created_at, s.updated_at, s.knowledge,
     (select r.id from runs r where r.session_id = s.id and r.status in ('queued', 'running', 'waiting_approval', 'waiting_input', 'waiting_agents')) as active_run_id
     from sessions s";
 
@@ -102,7 +103,7 @@ impl Store {
         user: &UserId,
         title: &str,
         model: &str,
-        mode: &str,
+        agent: &str,
         source: &str,
     ) -> Result<SessionRecord> {
         let now = now_ms();
@@ -111,7 +112,7 @@ impl Store {
             user_id: user.clone(),
             title: title.to_string(),
             model: model.to_string(),
-            mode: mode.to_string(),
+            agent: agent.to_string(),
             source: source.to_string(),
             active_run_id: None,
             created_at: now,
@@ -119,13 +120,13 @@ impl Store {
             knowledge: Vec::new(),
         };
         let _gate = self.write_gate().await;
-        sqlx::query("insert into sessions (id, user_id, title, title_lower, model, mode, source, created_at, updated_at) values ($1, $2, $3, $4, $5, $6, $7, $8, $8)")
+        sqlx::query("insert into sessions (id, user_id, title, title_lower, model, agent, source, created_at, updated_at) values ($1, $2, $3, $4, $5, $6, $7, $8, $8)")
             .bind(&rec.id.0)
             .bind(&user.0)
             .bind(title)
             .bind(title.to_lowercase())
             .bind(model)
-            .bind(mode)
+            .bind(agent)
             .bind(source)
             .bind(now)
             .execute(&self.pool)
@@ -206,16 +207,16 @@ impl Store {
         id: &SessionId,
         title: Option<&str>,
         model: Option<&str>,
-        mode: Option<&str>,
+        agent: Option<&str>,
     ) -> Result<SessionRecord> {
         let current = self.get_session(user, id).await?;
         let title = title.unwrap_or(&current.title);
         let _gate = self.write_gate().await;
-        sqlx::query("update sessions set title = $1, title_lower = $2, model = $3, mode = $4, updated_at = $5 where id = $6 and user_id = $7")
+        sqlx::query("update sessions set title = $1, title_lower = $2, model = $3, agent = $4, updated_at = $5 where id = $6 and user_id = $7")
             .bind(title)
             .bind(title.to_lowercase())
             .bind(model.unwrap_or(&current.model))
-            .bind(mode.unwrap_or(&current.mode))
+            .bind(agent.unwrap_or(&current.agent))
             .bind(now_ms())
             .bind(&id.0)
             .bind(&user.0)

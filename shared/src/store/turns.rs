@@ -272,7 +272,7 @@ impl Store {
         keep_as_alternative(&mut tx, &shown, &root).await?;
         let run = RunId::new();
         insert_run(
-            &mut tx, &run, session, user, &rec.model, &rec.mode, None, now,
+            &mut tx, &run, session, user, &rec.model, &rec.agent, None, now,
         )
         .await?;
         sqlx::query("update runs set turn_of = $1, user_text = $2 where id = $3")

@@ -82,7 +82,7 @@ async fn a_delegating_step_makes_its_children_and_the_last_end_resumes_the_paren
         let ses = s.get_session(&alice.id, &t.child_session).await.unwrap();
         let n = &t.id[3..];
         assert_eq!(ses.title, format!("find part {n}"));
-        assert_eq!(ses.mode, "researcher");
+        assert_eq!(ses.agent, "researcher");
         assert_eq!(status(&db, &t.child_run).await, RunStatus::Queued);
         let texts = db
             .texts(format!(

@@ -57,7 +57,7 @@ async fn a_send_starts_a_run(db: Db) {
     assert_eq!(rec.status, RunStatus::Queued);
     assert_eq!(rec.attempt, 0);
     assert_eq!(
-        (rec.model.as_str(), rec.mode.as_str()),
+        (rec.model.as_str(), rec.agent.as_str()),
         ("base-model", "agent")
     );
     assert_eq!((&rec.session_id, &rec.user_id), (&sess.id, &alice.id));
@@ -69,7 +69,7 @@ async fn a_send_starts_a_run(db: Db) {
     );
     assert_eq!(s.queued_runs().await.unwrap(), 1);
 
-    // A send may pick another model and mode for its run.
+    // A send may pick another model and agent for its run.
     let other = session(&db, &alice).await;
     let mut r = req(&alice.id, &other.id, "hi");
     r.message.model = Some("big-model".into());
@@ -77,7 +77,7 @@ async fn a_send_starts_a_run(db: Db) {
     let run = started(s.send_message(&r).await.unwrap());
     let rec = s.get_run(&alice.id, &run.run_id).await.unwrap();
     assert_eq!(
-        (rec.model.as_str(), rec.mode.as_str()),
+        (rec.model.as_str(), rec.agent.as_str()),
         ("big-model", "chat")
     );
     assert_eq!(s.queued_runs().await.unwrap(), 2);

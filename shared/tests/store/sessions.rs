@@ -73,7 +73,7 @@ async fn create_get_and_owner_scoping(db: Db) {
         (
             got.title.as_str(),
             got.model.as_str(),
-            got.mode.as_str(),
+            got.agent.as_str(),
             got.source.as_str()
         ),
         ("Plans", "gpt-x", "chat", "cli")
@@ -217,7 +217,7 @@ async fn rename_moves_to_the_top(db: Db) {
         .unwrap();
     assert_eq!(renamed.title, "Renamed Trip");
     assert_eq!(
-        (renamed.model.as_str(), renamed.mode.as_str()),
+        (renamed.model.as_str(), renamed.agent.as_str()),
         ("mock", "agent")
     );
     assert!(renamed.updated_at > 1_002, "{renamed:?}");
@@ -230,7 +230,7 @@ async fn rename_moves_to_the_top(db: Db) {
         .unwrap();
     assert_eq!(ids(&found), std::slice::from_ref(&a.id));
 
-    // Model and mode change alone; the title stays.
+    // Model and agent change alone; the title stays.
     let changed = s
         .update_session(&alice.id, &a.id, None, Some("big"), Some("chat"))
         .await
@@ -239,14 +239,14 @@ async fn rename_moves_to_the_top(db: Db) {
         (
             changed.title.as_str(),
             changed.model.as_str(),
-            changed.mode.as_str()
+            changed.agent.as_str()
         ),
         ("Renamed Trip", "big", "chat")
     );
-    // A new run picks the session's model and mode up.
+    // A new run picks the session's model and agent up.
     let run = start(&db, &alice.id, &a.id, "hi").await;
     let rec = s.get_run(&alice.id, &run.run_id).await.unwrap();
-    assert_eq!((rec.model.as_str(), rec.mode.as_str()), ("big", "chat"));
+    assert_eq!((rec.model.as_str(), rec.agent.as_str()), ("big", "chat"));
 }
 
 async fn delete_cascades_and_reports_active_runs(db: Db) {

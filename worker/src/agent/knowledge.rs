@@ -63,7 +63,7 @@ impl KnowledgeSearch {
             .map_err(failed)?;
         let agent = self
             .store
-            .agent_or_default(&session.mode)
+            .agent_or_default(&session.agent)
             .await
             .map_err(failed)?;
         if agent.knowledge.is_empty() && session.knowledge.is_empty() {

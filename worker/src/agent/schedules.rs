@@ -154,7 +154,7 @@ impl Tool for ScheduleCreate {
         let new = NewSchedule {
             user_id: user,
             name,
-            agent: session.mode.clone(),
+            agent: session.agent.clone(),
             model: session.model.clone(),
             prompt: prompt.to_string(),
             trigger,

@@ -23,7 +23,7 @@ impl UseSkill {
                 &SessionId(ctx.session_id.clone()),
             )
             .await?;
-        let agent = self.store.agent_or_default(&session.mode).await?;
+        let agent = self.store.agent_or_default(&session.agent).await?;
         Ok(agent.allows_skill(name))
     }
 }

@@ -36,7 +36,7 @@ pub struct PromptInputs {
 #[derive(Default)]
 struct Kept {
     rev: i64,
-    /// By the session's `mode`: the agent it runs with (the default one when
+    /// By the run's agent id: the agent it runs with (the default one when
     /// it names none that exists).
     agents: HashMap<String, AgentConfig>,
     instructions: HashMap<String, String>,
@@ -75,14 +75,14 @@ impl PromptInputs {
         run: &ClaimedRun,
     ) -> weft_shared::store::Result<AgentConfig> {
         let rev = run.prompt_rev;
-        if let Some(a) = self.at(rev).agents.get(&run.mode) {
+        if let Some(a) = self.at(rev).agents.get(&run.agent) {
             metrics::counter!("weft_prompt_inputs_hits_total").increment(1);
             return Ok(a.clone());
         }
         metrics::counter!("weft_prompt_inputs_misses_total").increment(1);
-        let agent = store.agent_or_default(&run.mode).await?;
+        let agent = store.agent_or_default(&run.agent).await?;
         self.keep(rev, |k| {
-            k.agents.insert(run.mode.clone(), agent.clone());
+            k.agents.insert(run.agent.clone(), agent.clone());
         });
         Ok(agent)
     }

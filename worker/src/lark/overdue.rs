@@ -183,7 +183,7 @@ mod tests {
             user_id: UserId("u".into()),
             status,
             model: "mock".into(),
-            mode: "agent".into(),
+            agent: "agent".into(),
             attempt: 1,
             usage: UsageDto::default(),
             ttft_ms: Some(3),

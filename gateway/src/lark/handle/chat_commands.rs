@@ -43,9 +43,9 @@ impl Bot {
             ),
             Command::New => {
                 let model = self.state.resolve_model(user, None)?;
-                let mode = self.state.resolve_mode(user, None)?;
+                let agent = self.state.resolve_agent(user, None)?;
                 store
-                    .lark_new_session(&incoming.chat, &user.id, &model, &mode)
+                    .lark_new_session(&incoming.chat, &user.id, &model, &agent)
                     .await?;
                 (
                     "Weft",
@@ -92,9 +92,10 @@ impl Bot {
                 };
                 ("Weft", CardState::Done, text)
             }
-            Command::Mode(choice) => {
+            // The card keeps the older words ("Mode", `/mode`) people know; `/agent` works too.
+            Command::Agent(choice) => {
                 let text = match choice {
-                    Some(id) => match self.state.resolve_mode(user, Some(&id)) {
+                    Some(id) => match self.state.resolve_agent(user, Some(&id)) {
                         Ok(id) => {
                             store
                                 .update_session(owner, &session.id, None, None, Some(&id))
@@ -106,7 +107,7 @@ impl Bot {
                     None => self.listing(
                         lang.pick("Modes", "模式"),
                         self.state.agent_ids_for(user).into_iter(),
-                        &session.mode,
+                        &session.agent,
                         "/mode",
                     ),
                 };
@@ -206,7 +207,7 @@ impl Bot {
         let owner = &session.user_id;
         Ok(match kb {
             KbCommand::List => {
-                let agent = store.agent_or_default(&session.mode).await?;
+                let agent = store.agent_or_default(&session.agent).await?;
                 let bases = store.knowledge_bases(user).await?;
                 let lines: Vec<String> = bases
                     .iter()

@@ -351,7 +351,7 @@ impl Store {
             .chars()
             .take(120)
             .collect();
-        sqlx::query("insert into sessions (id, user_id, title, title_lower, model, mode, source, created_at, updated_at) values ($1, $2, $3, $4, $5, $6, 'schedule', $7, $7)")
+        sqlx::query("insert into sessions (id, user_id, title, title_lower, model, agent, source, created_at, updated_at) values ($1, $2, $3, $4, $5, $6, 'schedule', $7, $7)")
             .bind(&id.0)
             .bind(&schedule.user_id.0)
             .bind(&title)

@@ -31,7 +31,7 @@ async fn claim_is_compare_and_set(db: Db) {
         (&c.id, &c.session_id, &c.user_id, c.attempt, c.last_seq),
         (&one.run, &one.session, &one.user, 1, 0)
     );
-    assert_eq!((c.model.as_str(), c.mode.as_str()), ("mock", "agent"));
+    assert_eq!((c.model.as_str(), c.agent.as_str()), ("mock", "agent"));
     assert!(!c.cancel_requested);
     assert!(c.started_at >= c.created_at);
     let rec = s.get_run(&one.user, &one.run).await.unwrap();

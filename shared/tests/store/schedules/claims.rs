@@ -32,7 +32,7 @@ async fn a_due_schedule_fires_once_whatever_claims_it(db: Db) {
     let run = fire.run_id.clone().expect("a started fire has its run");
     let rec = db.store.get_run(&alice.id, &run).await.unwrap();
     assert_eq!(
-        (rec.status, rec.mode.as_str()),
+        (rec.status, rec.agent.as_str()),
         (RunStatus::Queued, "agent")
     );
     // A session of its own, titled by the schedule, holding the prompt.
