@@ -455,7 +455,7 @@ pub async fn submit(
             text: req.text,
             attachments: accepted.files.clone(),
             model,
-            mode: agent,
+            agent,
             multitask: req.multitask,
             idempotency_key: origin.idempotency_key,
             lark_message_id: origin.lark_message_id,

@@ -322,7 +322,7 @@ async fn one_run(
                         .into(),
                 attachments: Vec::new(),
                 model: None,
-                mode: None,
+                agent: None,
                 multitask: Multitask::Enqueue,
                 idempotency_key: Some(uuid::Uuid::new_v4().to_string()),
                 lark_message_id: None,

@@ -42,9 +42,8 @@ pub struct NewMessage {
     /// Files already stored (see `store::attachments`), in order.
     pub attachments: Vec<NewAttachment>,
     pub model: Option<String>,
-    /// The agent the run uses (none: the session's). Still named `mode`: the
-    /// load tester, not renamed yet (issue 24), builds a `NewMessage` too.
-    pub mode: Option<String>,
+    /// The agent the run uses (none: the session's).
+    pub agent: Option<String>,
     pub multitask: Multitask,
     pub idempotency_key: Option<String>,
     /// The Lark message this one came from (the bot replies to it).
@@ -200,7 +199,7 @@ impl Store {
             .unwrap_or(get_str(&session, "model")?);
         let agent = req
             .message
-            .mode
+            .agent
             .clone()
             .unwrap_or(get_str(&session, "agent")?);
         let run_id = RunId::new();

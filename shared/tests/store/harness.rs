@@ -281,7 +281,7 @@ pub fn req(user: &UserId, session: &SessionId, text: &str) -> SendRequest {
             text: text.to_string(),
             attachments: Vec::new(),
             model: None,
-            mode: None,
+            agent: None,
             multitask: Multitask::Enqueue,
             idempotency_key: None,
             lark_message_id: None,

@@ -73,7 +73,7 @@ async fn a_send_starts_a_run(db: Db) {
     let other = session(&db, &alice).await;
     let mut r = req(&alice.id, &other.id, "hi");
     r.message.model = Some("big-model".into());
-    r.message.mode = Some("chat".into());
+    r.message.agent = Some("chat".into());
     let run = started(s.send_message(&r).await.unwrap());
     let rec = s.get_run(&alice.id, &run.run_id).await.unwrap();
     assert_eq!(

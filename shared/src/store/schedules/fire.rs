@@ -258,7 +258,7 @@ impl Store {
                     text: schedule.prompt.clone(),
                     attachments: Vec::new(),
                     model: Some(schedule.model.clone()),
-                    mode: Some(schedule.agent.clone()),
+                    agent: Some(schedule.agent.clone()),
                     // Never `interrupt`: a refusal below must have written
                     // nothing (the fire's row is kept, the send's work is not).
                     multitask: match schedule.overlap {
