@@ -43,7 +43,7 @@ pub struct ChatArgs {
     /// The agent for this session (`weft agents` lists them), e.g. `agent` or
     /// `chat`; `--mode` is its older name.
     #[arg(long = "agent", visible_alias = "mode", value_name = "ID")]
-    pub mode: Option<String>,
+    pub agent: Option<String>,
     /// Attach a file to the message (repeatable): images (PNG, JPEG, GIF, WebP) or
     /// documents (PDF, DOCX, XLSX, PPTX, text, Markdown, CSV, JSON, code). In the
     /// REPL the files go with the first message; `/attach PATH` adds more there.
@@ -317,7 +317,7 @@ fn talk(
         let opts = ReplOptions {
             session: chat.session_choice(),
             model: chat.model,
-            mode: chat.mode,
+            agent: chat.agent,
             files,
         };
         return weft_client::repl::run(&runtime(true)?, gw, opts);
@@ -330,7 +330,7 @@ fn talk(
         files,
         session: chat.session_choice(),
         model: chat.model,
-        mode: chat.mode,
+        agent: chat.agent,
         output: match oneshot.output {
             OutputFormat::Text => Output::Text,
             OutputFormat::Json => Output::Json,

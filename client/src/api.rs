@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use weft_wire::api::{
     CreateSessionRequest, ErrorEnvelope, Health, LoginRequest, LoginResponse, MessageList,
-    ModeList, ModelList, RunDto, SendMessageRequest, SessionDto, SessionList, UserDto,
+    ModelList, RunDto, SendMessageRequest, SessionDto, SessionList, UserDto,
 };
 
 use crate::attach::Upload;
@@ -206,10 +206,6 @@ impl Gateway {
     /// `GET /v1/mcp` (admins only).
     pub async fn mcp(&self) -> Result<weft_wire::api::McpStatusList> {
         self.get("/v1/mcp").await
-    }
-
-    pub async fn modes(&self) -> Result<ModeList> {
-        self.get("/v1/modes").await
     }
 
     pub async fn sessions(&self, limit: u32) -> Result<SessionList> {

@@ -114,7 +114,7 @@ pub async fn sessions_list(gw: &Gateway, limit: u32) -> Result<()> {
             short(&s.id),
             s.updated_at.get(..16).unwrap_or(&s.updated_at),
             s.model,
-            s.mode
+            s.agent
         )?;
     }
     Ok(())
@@ -126,8 +126,8 @@ pub async fn sessions_show(gw: &Gateway, id: &str, limit: u32) -> Result<()> {
     let mut out = std::io::stdout().lock();
     writeln!(
         out,
-        "session {}  model {}  mode {}  {}",
-        s.id, s.model, s.mode, s.title
+        "session {}  model {}  agent {}  {}",
+        s.id, s.model, s.agent, s.title
     )?;
     for m in list.messages {
         match m.role.as_str() {

@@ -56,7 +56,7 @@ pub struct OneShot {
     pub files: Vec<LocalFile>,
     pub session: SessionChoice,
     pub model: Option<String>,
-    pub mode: Option<String>,
+    pub agent: Option<String>,
     pub output: Output,
     pub stream: bool,
     pub print_tools: bool,
@@ -95,13 +95,13 @@ pub async fn run(gw: &Gateway, job: OneShot) -> Result<u8> {
     }
     let files = attach::read_all(&job.files).await?;
     let session =
-        session::open(gw, &job.session, job.model.as_deref(), job.mode.as_deref()).await?;
+        session::open(gw, &job.session, job.model.as_deref(), job.agent.as_deref()).await?;
     let req = SendMessageRequest {
         text: job.text.clone(),
         attachments: vec![],
         model: job.model.clone(),
-        agent: None,
-        mode: job.mode.clone(),
+        agent: job.agent.clone(),
+        mode: None,
         multitask: Default::default(),
         stream: true,
         wait: false,
@@ -206,7 +206,7 @@ pub async fn run(gw: &Gateway, job: OneShot) -> Result<u8> {
     }
     match job.output {
         Output::Text => printer.finish(&reply)?,
-        Output::Json => print_json(&session.id, &session.mode, &reply)?,
+        Output::Json => print_json(&session.id, &session.agent, &reply)?,
     }
     Ok(match &reply.outcome {
         Some(Outcome::Done) => exit::OK,

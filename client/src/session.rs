@@ -36,15 +36,15 @@ pub async fn open(
     gw: &Gateway,
     choice: &SessionChoice,
     model: Option<&str>,
-    mode: Option<&str>,
+    agent: Option<&str>,
 ) -> Result<SessionDto> {
     match choice {
         SessionChoice::New => {
             let req = CreateSessionRequest {
                 title: None,
                 model: model.map(Into::into),
-                agent: None,
-                mode: mode.map(Into::into),
+                agent: agent.map(Into::into),
+                mode: None,
             };
             gw.create_session(&req).await
         }

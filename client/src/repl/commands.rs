@@ -17,7 +17,7 @@ pub const COMMANDS: &[(&str, &str)] = &[
     ),
     (
         "/new",
-        "start a new session (keeps the current mode and model)",
+        "start a new session (keeps the current agent and model)",
     ),
     ("/model", "[ID] — show or switch the model"),
     (
@@ -122,7 +122,7 @@ pub async fn run(gw: &Gateway, state: &mut ReplState, line: &str) -> Result<Flow
         "/new" => {
             state.session_id = None;
             state.last = None;
-            println!("{DIM}new session (agent {}){RESET}", state.mode);
+            println!("{DIM}new session (agent {}){RESET}", state.agent);
         }
         "/sessions" => {
             for s in gw.sessions(20).await?.sessions {
@@ -200,18 +200,18 @@ pub async fn run(gw: &Gateway, state: &mut ReplState, line: &str) -> Result<Flow
             ),
         },
         "/mode" | "/agent" if arg.is_empty() => {
-            println!("agent {}", state.mode);
-            for m in &state.modes {
-                println!("  {DIM}{:<8} {}{RESET}", m.id, m.description);
+            println!("agent {}", state.agent);
+            for a in &state.agents {
+                println!("  {DIM}{:<8} {}{RESET}", a.id, a.description);
             }
         }
-        "/mode" | "/agent" => match state.modes.iter().find(|m| m.id == arg) {
-            Some(m) => {
-                state.mode = m.id.clone();
+        "/mode" | "/agent" => match state.agents.iter().find(|a| a.id == arg) {
+            Some(a) => {
+                state.agent = a.id.clone();
                 state.sync_session(gw).await?;
-                println!("{DIM}agent {}{RESET}", m.id);
+                println!("{DIM}agent {}{RESET}", a.id);
             }
-            None => println!("unknown agent {arg:?}; keeping {}", state.mode),
+            None => println!("unknown agent {arg:?}; keeping {}", state.agent),
         },
         "/undo" | "/redo" | "/retry" | "/edit" | "/compact" => {
             let Some(session) = state.session_id.clone() else {

@@ -16,7 +16,7 @@ use super::commands::COMMANDS;
 #[derive(Default)]
 pub struct ReplHelper {
     pub models: Vec<String>,
-    pub modes: Vec<String>,
+    pub agents: Vec<String>,
     pub paths: FilenameCompleter,
 }
 
@@ -80,7 +80,7 @@ impl Completer for ReplHelper {
                 let memory: Vec<String>;
                 let options: &[String] = match cmd {
                     "/model" => &self.models,
-                    "/mode" => &self.modes,
+                    "/mode" => &self.agents,
                     "/memory" if !arg.contains(' ') => {
                         memory = super::memory::ARGS.iter().map(|a| a.to_string()).collect();
                         &memory

@@ -34,7 +34,7 @@ pub const PROMPT: &str = "❯ ";
 pub struct ReplOptions {
     pub session: SessionChoice,
     pub model: Option<String>,
-    pub mode: Option<String>,
+    pub agent: Option<String>,
     /// `-f` files: they go with the first message.
     pub files: Vec<LocalFile>,
 }
@@ -53,7 +53,7 @@ pub fn run(rt: &tokio::runtime::Runtime, gw: &Gateway, opts: ReplOptions) -> Res
     .map_err(|e| ClientError::Local(e.to_string()))?;
     rl.set_helper(Some(ReplHelper {
         models: state.models.iter().map(|m| m.id.clone()).collect(),
-        modes: state.modes.iter().map(|m| m.id.clone()).collect(),
+        agents: state.agents.iter().map(|a| a.id.clone()).collect(),
         ..ReplHelper::default()
     }));
     let history = crate::config::state_dir().map(|d| d.join("history"));
@@ -105,8 +105,8 @@ pub fn run(rt: &tokio::runtime::Runtime, gw: &Gateway, opts: ReplOptions) -> Res
 /// and pick the session; with it, the run streaming in it (from another client)
 /// if there is one.
 async fn start(gw: &Gateway, opts: &ReplOptions) -> Result<(ReplState, Option<String>)> {
-    let (models, modes) = tokio::try_join!(gw.models(), gw.modes())?;
-    let mut state = ReplState::new(models.models, modes.modes);
+    let (models, agents) = tokio::try_join!(gw.models(), gw.agents())?;
+    let mut state = ReplState::new(models.models, agents.agents);
     let mut streaming = None;
     if opts.session != SessionChoice::New {
         let s = session::open(gw, &opts.session, None, None).await?;
@@ -121,13 +121,13 @@ async fn start(gw: &Gateway, opts: &ReplOptions) -> Result<(ReplState, Option<St
         }
         state.model = Some(m.clone());
     }
-    if let Some(m) = &opts.mode {
-        if !state.modes.iter().any(|x| &x.id == m) {
-            return Err(ClientError::Usage(format!("unknown mode {m:?}")));
+    if let Some(a) = &opts.agent {
+        if !state.agents.iter().any(|x| &x.id == a) {
+            return Err(ClientError::Usage(format!("unknown agent {a:?}")));
         }
-        state.mode = m.clone();
+        state.agent = a.clone();
     }
-    if opts.model.is_some() || opts.mode.is_some() {
+    if opts.model.is_some() || opts.agent.is_some() {
         state.sync_session(gw).await?;
     }
     Ok((state, streaming))

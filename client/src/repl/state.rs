@@ -1,10 +1,10 @@
 //! What the REPL remembers between turns: the session (created lazily, so `/new`
-//! never leaves empty sessions behind), the model and mode to use, the catalogue
+//! never leaves empty sessions behind), the model and agent to use, the catalogue
 //! for completion and validation, the last reply for the status line, and the
 //! files attached for the next message (shown in the prompt), and the last
 //! `/memory` list (its numbers are what `/memory forget N` means).
 
-use weft_wire::api::{CreateSessionRequest, ModeDto, ModelDto, SessionDto, UpdateSessionRequest};
+use weft_wire::api::{AgentDto, CreateSessionRequest, ModelDto, SessionDto, UpdateSessionRequest};
 
 use crate::api::Gateway;
 use crate::attach::LocalFile;
@@ -19,9 +19,9 @@ pub struct ReplState {
     pub model: Option<String>,
     /// The model of the current session, for the status line.
     pub session_model: String,
-    pub mode: String,
+    pub agent: String,
     pub models: Vec<ModelDto>,
-    pub modes: Vec<ModeDto>,
+    pub agents: Vec<AgentDto>,
     pub last: Option<Reply>,
     /// `/attach`ed files; they go with the next message.
     pub pending: Vec<LocalFile>,
@@ -33,12 +33,12 @@ pub struct ReplState {
 }
 
 impl ReplState {
-    pub fn new(models: Vec<ModelDto>, modes: Vec<ModeDto>) -> ReplState {
-        let mode = modes
+    pub fn new(models: Vec<ModelDto>, agents: Vec<AgentDto>) -> ReplState {
+        let agent = agents
             .iter()
-            .find(|m| m.default)
-            .or(modes.first())
-            .map_or_else(|| "agent".to_string(), |m| m.id.clone());
+            .find(|a| a.default)
+            .or(agents.first())
+            .map_or_else(|| "agent".to_string(), |a| a.id.clone());
         let session_model = models
             .iter()
             .find(|m| m.default)
@@ -47,9 +47,9 @@ impl ReplState {
             session_id: None,
             model: None,
             session_model,
-            mode,
+            agent,
             models,
-            modes,
+            agents,
             last: None,
             pending: Vec::new(),
             memories: Vec::new(),
@@ -60,7 +60,7 @@ impl ReplState {
     pub fn adopt(&mut self, s: &SessionDto) {
         self.session_id = Some(s.id.clone());
         self.session_model = s.model.clone();
-        self.mode = s.mode.clone();
+        self.agent = s.agent.clone();
         self.model = None;
         self.last = None;
         self.todos.clear();
@@ -74,8 +74,8 @@ impl ReplState {
         let req = CreateSessionRequest {
             title: None,
             model: self.model.clone(),
-            agent: None,
-            mode: Some(self.mode.clone()),
+            agent: Some(self.agent.clone()),
+            mode: None,
         };
         let s = gw.create_session(&req).await?;
         self.session_id = Some(s.id.clone());
@@ -83,14 +83,14 @@ impl ReplState {
         Ok(s.id)
     }
 
-    /// Persist a model/mode change on the session, when there is one.
+    /// Persist a model/agent change on the session, when there is one.
     pub async fn sync_session(&self, gw: &Gateway) -> Result<()> {
         if let Some(id) = &self.session_id {
             let req = UpdateSessionRequest {
                 title: None,
                 model: self.model.clone(),
-                agent: None,
-                mode: Some(self.mode.clone()),
+                agent: Some(self.agent.clone()),
+                mode: None,
                 knowledge: None,
             };
             gw.update_session(id, &req).await?;
@@ -114,7 +114,7 @@ impl ReplState {
     pub fn status_line(&self, gw: &Gateway) -> String {
         let mut parts = vec![
             self.current_model().to_string(),
-            format!("agent {}", self.mode),
+            format!("agent {}", self.agent),
             gw.host().to_string(),
         ];
         parts.push(self.session_id.as_deref().map_or_else(
