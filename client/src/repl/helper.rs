@@ -1,7 +1,8 @@
 //! Line-editor integration (`rustyline`, which lays out wide/CJK characters by
 //! display width): Tab completion of slash commands and their arguments (paths
-//! after `/attach`, `~/` included; `/memory`'s words), and multi-line input —
-//! a line ending in `\` or an unclosed ``` fence continues.
+//! after `/attach`, `~/` included; agents after `/agent` and `/mode`;
+//! `/memory`'s words), and multi-line input — a line ending in `\` or an
+//! unclosed ``` fence continues.
 
 use std::borrow::Cow;
 
@@ -80,7 +81,7 @@ impl Completer for ReplHelper {
                 let memory: Vec<String>;
                 let options: &[String] = match cmd {
                     "/model" => &self.models,
-                    "/mode" => &self.agents,
+                    "/agent" | "/mode" => &self.agents,
                     "/memory" if !arg.contains(' ') => {
                         memory = super::memory::ARGS.iter().map(|a| a.to_string()).collect();
                         &memory
@@ -160,5 +161,24 @@ mod tests {
         assert!(needs_more("look:\n```rust\nfn x()"));
         assert!(!needs_more("look:\n```rust\nfn x()\n```"));
         assert_eq!(message_text("a \\\nb"), "a \nb");
+    }
+
+    #[test]
+    fn agents_complete_after_agent_and_its_older_name() {
+        let helper = ReplHelper {
+            agents: vec!["agent".into(), "chat".into(), "coder".into()],
+            ..ReplHelper::default()
+        };
+        let history = rustyline::history::DefaultHistory::new();
+        let ctx = Context::new(&history);
+        for line in ["/agent c", "/mode c"] {
+            let (start, found) = helper.complete(line, line.len(), &ctx).unwrap();
+            let found: Vec<_> = found.into_iter().map(|p| p.replacement).collect();
+            assert_eq!(
+                (start, found),
+                (line.len() - 1, vec!["chat".into(), "coder".into()]),
+                "{line}"
+            );
+        }
     }
 }
