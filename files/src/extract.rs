@@ -26,6 +26,17 @@ pub enum Job {
 }
 
 impl Job {
+    /// Every job.
+    pub const ALL: [Job; 7] = [
+        Job::Pdf,
+        Job::PdfPages,
+        Job::Docx,
+        Job::Xlsx,
+        Job::Pptx,
+        Job::Text,
+        Job::Html,
+    ];
+
     /// The job for a detected document; `None` for images.
     pub fn for_document(det: &Detected) -> Option<Job> {
         if det.kind == Kind::Image {
@@ -54,17 +65,7 @@ impl Job {
     }
 
     pub fn parse(arg: &str) -> Option<Job> {
-        [
-            Job::Pdf,
-            Job::PdfPages,
-            Job::Docx,
-            Job::Xlsx,
-            Job::Pptx,
-            Job::Text,
-            Job::Html,
-        ]
-        .into_iter()
-        .find(|j| j.as_arg() == arg)
+        Job::ALL.into_iter().find(|j| j.as_arg() == arg)
     }
 
     /// Run the parser here, in this thread. Never panics (a panic is caught and
@@ -164,15 +165,7 @@ mod tests {
 
     #[test]
     fn jobs_round_trip_through_their_argument() {
-        for job in [
-            Job::Pdf,
-            Job::PdfPages,
-            Job::Docx,
-            Job::Xlsx,
-            Job::Pptx,
-            Job::Text,
-            Job::Html,
-        ] {
+        for job in Job::ALL {
             assert_eq!(Job::parse(job.as_arg()), Some(job));
         }
         assert_eq!(Job::parse("exe"), None);

@@ -315,8 +315,7 @@ fn nearest(copies: &[Arc<BaseVectors>], query: &[f32], limit: usize) -> Vec<(Str
             continue;
         }
         for (i, v) in copy.flat.chunks_exact(copy.dims).enumerate() {
-            let dot: f32 = v.iter().zip(query).map(|(a, b)| a * b).sum();
-            scored.push((dot, &copy.ids[i]));
+            scored.push((dot(v, query), &copy.ids[i]));
         }
     }
     if scored.len() > limit && limit > 0 {
@@ -331,6 +330,24 @@ fn nearest(copies: &[Arc<BaseVectors>], query: &[f32], limit: usize) -> Vec<(Str
         .collect()
 }
 
+/// The dot product of `a` and `b` (of one length), summed in eight lanes. One
+/// running sum must add in order, one dependent add after another, which the
+/// compiler may not reorder for floats: 100,000 vectors of 256 took 30 ms that
+/// way (`weft-loadtest knowledge`, `weft up`'s hybrid search at 100,000
+/// chunks). Eight independent sums are one vector register's worth of adds.
+fn dot(a: &[f32], b: &[f32]) -> f32 {
+    let (a8, a_rest) = a.as_chunks::<8>();
+    let (b8, b_rest) = b.as_chunks::<8>();
+    let mut lanes = [0f32; 8];
+    for (x, y) in a8.iter().zip(b8) {
+        for i in 0..8 {
+            lanes[i] += x[i] * y[i];
+        }
+    }
+    let tail: f32 = a_rest.iter().zip(b_rest).map(|(x, y)| x * y).sum();
+    lanes.iter().sum::<f32>() + tail
+}
+
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
@@ -342,6 +359,20 @@ pub(crate) mod tests {
             ids: vectors.iter().map(|(id, _)| id.to_string()).collect(),
             flat: vectors.iter().flat_map(|(_, v)| *v).collect(),
         })
+    }
+
+    #[test]
+    fn dot_products_of_any_length_match_the_plain_sum() {
+        for n in [0, 1, 7, 8, 9, 31, 256, 257] {
+            let a: Vec<f32> = (0..n).map(|i| (i as f32 * 0.37).sin()).collect();
+            let b: Vec<f32> = (0..n).map(|i| (i as f32 * 0.11).cos()).collect();
+            let plain: f32 = a.iter().zip(&b).map(|(x, y)| x * y).sum();
+            assert!(
+                (dot(&a, &b) - plain).abs() < 1e-4,
+                "{n}: {} {plain}",
+                dot(&a, &b)
+            );
+        }
     }
 
     #[test]

@@ -14,7 +14,11 @@
 //!    latency p50/p99 (the first hybrid search, which reads the base's vectors
 //!    into the process, is reported apart);
 //!    Where the database is Postgres with pgvector, the HNSW index's recall
-//!    against exact search is measured after ingestion and at each size;
+//!    against exact search is measured after ingestion and at each size, for
+//!    queries of 3, 12 and 120 words, with the walk searches use and longer
+//!    ones (what each finds and costs), beside how tied the exact nearest are;
+//!    each size is filled with the embedding model on and checked to have a
+//!    vector for every chunk;
 //! 3. **auto mode's cost on the first token**: `--runs` runs each of an agent
 //!    with `knowledge_mode = "auto"` and one with `tool` over the largest base,
 //!    lexical only (as the target says), time to the first text token
@@ -262,41 +266,133 @@ async fn pgvector_store(database_url: &str) -> anyhow::Result<Option<Store>> {
 /// Nearest chunks compared by [`index_recall`].
 const RECALL_AT: u32 = 20;
 
-/// Where the stack's database searches vectors with pgvector's HNSW index:
-/// the share of the exact nearest [`RECALL_AT`] chunks of `base` that the
-/// index finds, over `n` queries of `words` vocabulary words (the vectors the
-/// mock LLM gives them). `None` elsewhere (exact search has nothing to lose).
+/// Walks of the HNSW index measured beside the one searches use: pgvector's
+/// `ef_search` (the candidate list), up to its longest.
+const WALKS: [u32; 3] = [200, 400, 1000];
+
+/// What pgvector's HNSW index finds of the exact nearest [`RECALL_AT`] chunks
+/// of a base, over a set of queries: how much it misses, whether a longer walk
+/// finds it (the graph holds it) and what that costs, and how far what it
+/// finds instead is from what it missed.
+struct IndexRecall {
+    queries: usize,
+    words: usize,
+    /// The share of the exact nearest found with the walk searches use.
+    recall: f64,
+    /// The share of the exact nearest 5 among those [`RECALL_AT`]: what a
+    /// search of `top_k` 5 (the default, which asks each index for 20
+    /// candidates) can lose.
+    top5: f64,
+    /// What the index found, as similarity summed, over what exact search
+    /// found (1.0: as near, whichever chunks they are).
+    similarity: f64,
+    /// Each walk's `ef_search`, recall and mean time per search (ms); the
+    /// first is the searches' own.
+    walks: Vec<(u32, f64, f64)>,
+    /// Exact search's time per search (ms).
+    exact_ms: f64,
+    /// The exact search's similarity of its 1st, 20th and 40th nearest,
+    /// averaged over the queries: a 20th close to the 40th means the top 20
+    /// is nearly a tie with the next 20.
+    exact_at: [f64; 3],
+}
+
+impl IndexRecall {
+    fn row(&self, chunks: impl std::fmt::Display) -> String {
+        let [first, twentieth, fortieth] = self.exact_at;
+        let walks = self
+            .walks
+            .iter()
+            .map(|(ef, recall, ms)| format!("{ef}: {recall:.3} ({ms:.1} ms)"))
+            .collect::<Vec<_>>()
+            .join(", ");
+        format!(
+            "| pgvector's index | {chunks} chunks, {} queries of {} words | recall@{RECALL_AT} **{:.3}** against exact search; the exact nearest 5 among its {RECALL_AT}: {:.3}; what it finds is {:.1} % as similar as the exact nearest; by ef_search (the first is what searches use): {walks}; exact {:.1} ms | exact similarity of the 1st / 20th / 40th nearest: {first:.3} / {twentieth:.3} / {fortieth:.3} |",
+            self.queries,
+            self.words,
+            self.recall,
+            self.top5,
+            self.similarity * 100.0,
+            self.exact_ms,
+        )
+    }
+}
+
+/// Where the stack's database searches vectors with pgvector's HNSW index,
+/// [`IndexRecall`] over `n` queries of `words_per_query` vocabulary words
+/// (the vectors the mock LLM gives them). `None` elsewhere (exact search has
+/// nothing to lose).
 async fn index_recall(
     database_url: &str,
     base: &str,
     n: usize,
     words_per_query: usize,
-) -> anyhow::Result<Option<f64>> {
+) -> anyhow::Result<Option<IndexRecall>> {
     let Some(store) = pgvector_store(database_url).await? else {
         return Ok(None);
     };
     let vocab = vocabulary();
     let mut rng = StdRng::seed_from_u64(20);
     let bases = [base.to_string()];
-    let mut found = 0usize;
+    let scans: Vec<VectorScan> = std::iter::once(VectorScan::Index)
+        .chain(WALKS.map(VectorScan::IndexWith))
+        .collect();
+    // Per scan: exact nearest found, and seconds spent.
+    let mut found = vec![(0usize, 0f64); scans.len()];
+    let (mut top5, mut similarity, mut exact_s, mut exact_at) = (0usize, 0f64, 0f64, [0f64; 3]);
     for _ in 0..n {
         let query = crate::mock_llm::embeddings::embed(
             &words(&mut rng, &vocab, words_per_query),
             DIMENSIONS,
         );
-        let near = async |scan| {
-            store
-                .search_knowledge_vectors_indexed(&bases, "mock-embed", &query, RECALL_AT, scan)
-                .await
+        let near = async |scan, limit| {
+            let t = Instant::now();
+            let found = store
+                .search_knowledge_vectors_indexed(&bases, "mock-embed", &query, limit, scan)
+                .await?;
+            anyhow::Ok((found, t.elapsed().as_secs_f64()))
         };
-        let indexed = near(VectorScan::Index).await?;
-        let exact = near(VectorScan::Exact).await?;
-        found += indexed
-            .iter()
-            .filter(|(id, _)| exact.iter().any(|(e, _)| e == id))
-            .count();
+        let (exact, took) = near(VectorScan::Exact, 2 * RECALL_AT).await?;
+        exact_s += took;
+        let top = &exact[..exact.len().min(RECALL_AT as usize)];
+        let among = |found: &[(String, f64)], of: &[(String, f64)]| {
+            of.iter()
+                .filter(|(e, _)| found.iter().any(|(id, _)| id == e))
+                .count()
+        };
+        for (i, scan) in scans.iter().enumerate() {
+            let (indexed, took) = near(*scan, RECALL_AT).await?;
+            found[i].0 += among(&indexed, top);
+            found[i].1 += took;
+            if i == 0 {
+                top5 += among(&indexed, &top[..top.len().min(5)]);
+                let sum = |v: &[(String, f64)]| v.iter().map(|(_, s)| s).sum::<f64>();
+                similarity += sum(&indexed) / sum(top).max(f64::MIN_POSITIVE);
+            }
+        }
+        let ranks = [0, RECALL_AT as usize - 1, 2 * RECALL_AT as usize - 1];
+        for (at, rank) in exact_at.iter_mut().zip(ranks) {
+            *at += exact.get(rank).map_or(0.0, |(_, s)| *s);
+        }
     }
-    Ok(Some(found as f64 / (n * RECALL_AT as usize) as f64))
+    let asked = (n * RECALL_AT as usize) as f64;
+    let per_query_ms = |s: f64| s * 1000.0 / n as f64;
+    let walks: Vec<(u32, f64, f64)> =
+        std::iter::once(VectorScan::Index.candidates(RECALL_AT).unwrap_or_default())
+            .chain(WALKS)
+            .zip(&found)
+            .map(|(ef, (hits, s))| (ef, *hits as f64 / asked, per_query_ms(*s)))
+            .collect();
+    Ok(Some(IndexRecall {
+        queries: n,
+        words: words_per_query,
+        recall: walks[0].1,
+        top5: top5 as f64 / (n * 5) as f64,
+        similarity: similarity / n as f64,
+        walks,
+        exact_ms: per_query_ms(exact_s),
+        exact_at: exact_at.map(|s| s / n as f64),
+    }))
 }
 
 /// What the database finds nearest to [`check_vectors`]'s query, by the index
@@ -479,10 +575,7 @@ async fn one_mode(o: &KnowledgeOpts, mode: Mode) -> anyhow::Result<String> {
         if let Some(url) = stack.database_url()
             && let Some(recall) = index_recall(url, &base, 100, 120).await?
         {
-            let _ = writeln!(
-                out,
-                "| pgvector's index | {chunks} chunks (ingested) | recall@{RECALL_AT} {recall:.3} against exact search | 100 queries of 120 words |"
-            );
+            let _ = writeln!(out, "{}", recall.row(format_args!("{chunks} (ingested)")));
         }
         let _ = writeln!(
             out,
@@ -502,6 +595,12 @@ async fn one_mode(o: &KnowledgeOpts, mode: Mode) -> anyhow::Result<String> {
         let mut have = 0u64;
         let mut seed = 100;
         for &size in &o.sizes {
+            // Filled with the embedding model on: the lexical searches of the
+            // size before switched it off, and documents ingested then have no
+            // vectors (which once made the largest size's vector figures those
+            // of the size before: the same recall, to three places, at both).
+            std::fs::write(&file, config(&llm.openai_base_url(), true))?;
+            api.reload().await?;
             let per_doc = SECTIONS_LONG as u64;
             while have < size as u64 {
                 let need = ((size as u64 - have).div_ceil(per_doc)).min(500) as usize;
@@ -509,8 +608,13 @@ async fn one_mode(o: &KnowledgeOpts, mode: Mode) -> anyhow::Result<String> {
                 seed += 1;
                 have = api.settled(&search, Duration::from_secs(3600)).await?;
             }
-            std::fs::write(&file, config(&llm.openai_base_url(), true))?;
-            api.reload().await?;
+            if let Some(url) = stack.database_url() {
+                let store = Store::connect_with(url, 1).await?;
+                let vectors = store.knowledge_vector_count(&search, "mock-embed").await?;
+                if vectors != have {
+                    bail!("{vectors} of the base's {have} chunks have vectors");
+                }
+            }
             let t = Instant::now();
             let (_, first_mode) = searches(&api, &search, 1, 1).await?;
             let first = t.elapsed();
@@ -524,14 +628,14 @@ async fn one_mode(o: &KnowledgeOpts, mode: Mode) -> anyhow::Result<String> {
             if mode != "lexical" {
                 bail!("the search was {mode}, not lexical");
             }
-            if let Some(url) = stack.database_url()
-                && let Some(recall) = index_recall(url, &search, o.queries.min(100), 3).await?
-            {
-                let _ = writeln!(
-                    out,
-                    "| pgvector's index | {have} chunks | recall@{RECALL_AT} {recall:.3} against exact search | {} queries |",
-                    o.queries.min(100)
-                );
+            // Short queries (what people type) and long ones (a paragraph).
+            for words in [3, 12, 120] {
+                if let Some(url) = stack.database_url()
+                    && let Some(recall) =
+                        index_recall(url, &search, o.queries.min(100), words).await?
+                {
+                    let _ = writeln!(out, "{}", recall.row(have));
+                }
             }
             let _ = writeln!(
                 out,

@@ -100,10 +100,12 @@ async fn vectors_are_stored_with_their_chunks_and_found_nearest_first(db: Db) {
             .unwrap()
             .is_empty()
         );
-        // The HNSW index of this size exists and the planner takes it.
+        // The HNSW index of this size exists, built denser than pgvector's
+        // defaults (`ensure_hnsw`), and the planner takes it.
         assert_eq!(
             db.count(
-                "select count(*) from pg_indexes where indexname = 'knowledge_embeddings_hnsw_4'"
+                "select count(*) from pg_indexes where indexname = 'knowledge_embeddings_hnsw_4'
+                 and indexdef like '%m=''32''%' and indexdef like '%ef_construction=''200''%'"
                     .into()
             )
             .await,
