@@ -94,38 +94,42 @@ pub(super) async fn suspend(
         .failure_point(crate::failure::FailurePoint::BeforeAnnouncingWaits)
         .await;
     let step = a.step;
-    let asks = (waits.approvals.iter().map(|ap| Ask::Approval {
-        id: &ap.id,
-        call_id: &ap.call_id,
-        name: &ap.name,
-        args: &ap.args,
-        expires_at: ap.expires_at,
-    }))
-    .chain(waits.questions.iter().map(|q| Ask::Question {
-        id: &q.id,
-        call_id: &q.call_id,
-        question: &q.question,
-        options: &q.options,
-        multiple: q.multiple,
-        allow_text: q.allow_text,
-        expires_at: q.expires_at,
-    }))
-    .chain(waits.plans.iter().map(|p| Ask::Plan {
-        id: &p.id,
-        call_id: &p.call_id,
-        markdown: &p.markdown,
-        expires_at: p.expires_at,
-    }))
-    .chain(waits.delegations.iter().map(|d| Ask::Delegation {
-        id: &d.id,
-        call_id: &d.call_id,
-        agent: &d.agent,
-        task: &d.task,
-        child_session: &d.child_session,
-        child_run: &d.child_run,
-    }))
-    .map(|ask| ask.event(step))
-    .collect::<Vec<_>>();
+    let asks = (waits.approvals.iter())
+        .map(|ap| EventKind::ApprovalRequired {
+            step,
+            approval_id: ap.id.clone(),
+            call_id: ap.call_id.clone(),
+            name: ap.name.clone(),
+            args: ap.args.clone(),
+            expires_at: ap.expires_at,
+        })
+        .chain(waits.questions.iter().map(|q| EventKind::Question {
+            step,
+            question_id: q.id.clone(),
+            call_id: q.call_id.clone(),
+            question: q.question.clone(),
+            options: q.options.clone(),
+            multiple: q.multiple,
+            allow_text: q.allow_text,
+            expires_at: q.expires_at,
+        }))
+        .chain(waits.plans.iter().map(|p| EventKind::PlanProposed {
+            step,
+            plan_id: p.id.clone(),
+            call_id: p.call_id.clone(),
+            markdown: p.markdown.clone(),
+            expires_at: p.expires_at,
+        }))
+        .chain(waits.delegations.iter().map(|d| EventKind::AgentStart {
+            step,
+            delegation_id: d.id.clone(),
+            call_id: d.call_id.clone(),
+            agent: d.agent.clone(),
+            task: d.task.clone(),
+            child_session_id: d.child_session.clone(),
+            child_run_id: d.child_run.clone(),
+        }))
+        .collect::<Vec<_>>();
     for event in asks {
         a.em.emit(event).await;
     }
@@ -320,127 +324,27 @@ struct StepWaits<'w> {
     delegations: &'w [Delegation],
 }
 
-/// What a step asks of people or agents, as its announcement says it, from
-/// the waits just made or from those stored.
-enum Ask<'w> {
-    Approval {
-        id: &'w str,
-        call_id: &'w str,
-        name: &'w str,
-        args: &'w serde_json::Value,
-        expires_at: i64,
-    },
-    Question {
-        id: &'w str,
-        call_id: &'w str,
-        question: &'w str,
-        options: &'w [String],
-        multiple: bool,
-        allow_text: bool,
-        expires_at: i64,
-    },
-    Plan {
-        id: &'w str,
-        call_id: &'w str,
-        markdown: &'w str,
-        expires_at: i64,
-    },
-    Delegation {
-        id: &'w str,
-        call_id: &'w str,
-        agent: &'w str,
-        task: &'w str,
-        child_session: &'w weft_shared::ids::SessionId,
-        child_run: &'w weft_shared::ids::RunId,
-    },
-}
-
-impl Ask<'_> {
-    fn event(self, step: u32) -> EventKind {
-        match self {
-            Ask::Approval {
-                id,
-                call_id,
-                name,
-                args,
-                expires_at,
-            } => EventKind::ApprovalRequired {
-                step,
-                approval_id: id.into(),
-                call_id: call_id.into(),
-                name: name.into(),
-                args: args.clone(),
-                expires_at,
-            },
-            Ask::Question {
-                id,
-                call_id,
-                question,
-                options,
-                multiple,
-                allow_text,
-                expires_at,
-            } => EventKind::Question {
-                step,
-                question_id: id.into(),
-                call_id: call_id.into(),
-                question: question.into(),
-                options: options.to_vec(),
-                multiple,
-                allow_text,
-                expires_at,
-            },
-            Ask::Plan {
-                id,
-                call_id,
-                markdown,
-                expires_at,
-            } => EventKind::PlanProposed {
-                step,
-                plan_id: id.into(),
-                call_id: call_id.into(),
-                markdown: markdown.into(),
-                expires_at,
-            },
-            Ask::Delegation {
-                id,
-                call_id,
-                agent,
-                task,
-                child_session,
-                child_run,
-            } => EventKind::AgentStart {
-                step,
-                delegation_id: id.into(),
-                call_id: call_id.into(),
-                agent: agent.into(),
-                task: task.into(),
-                child_session_id: child_session.clone(),
-                child_run_id: child_run.clone(),
-            },
-        }
-    }
-}
-
 /// Announces again what the step still waits for (see [`resume`]).
 async fn ask_again(a: &mut Attempt<'_>, step: u32, waits: &StepWaits<'_>) {
     let open = (waits.approvals.iter())
         .filter(|ap| ap.status == ApprovalStatus::Pending)
-        .map(|ap| Ask::Approval {
-            id: &ap.id,
-            call_id: &ap.call_id,
-            name: &ap.name,
-            args: &ap.args,
+        .map(|ap| EventKind::ApprovalRequired {
+            step,
+            approval_id: ap.id.clone(),
+            call_id: ap.call_id.clone(),
+            name: ap.name.clone(),
+            args: ap.args.clone(),
             expires_at: ap.expires_at,
         })
         .chain(
             (waits.questions.iter())
                 .filter(|q| q.status == QuestionStatus::Pending)
-                .map(|q| Ask::Question {
-                    id: &q.id,
-                    call_id: &q.call_id,
-                    question: &q.question,
-                    options: &q.options,
+                .map(|q| EventKind::Question {
+                    step,
+                    question_id: q.id.clone(),
+                    call_id: q.call_id.clone(),
+                    question: q.question.clone(),
+                    options: q.options.clone(),
                     multiple: q.multiple,
                     allow_text: q.allow_text,
                     expires_at: q.expires_at,
@@ -449,26 +353,27 @@ async fn ask_again(a: &mut Attempt<'_>, step: u32, waits: &StepWaits<'_>) {
         .chain(
             (waits.plans.iter())
                 .filter(|p| p.status == PlanStatus::Proposed)
-                .map(|p| Ask::Plan {
-                    id: &p.id,
-                    call_id: &p.call_id,
-                    markdown: &p.markdown,
+                .map(|p| EventKind::PlanProposed {
+                    step,
+                    plan_id: p.id.clone(),
+                    call_id: p.call_id.clone(),
+                    markdown: p.markdown.clone(),
                     expires_at: p.expires_at,
                 }),
         )
         .chain(
             (waits.delegations.iter())
                 .filter(|d| d.status == DelegationStatus::Running)
-                .map(|d| Ask::Delegation {
-                    id: &d.id,
-                    call_id: &d.call_id,
-                    agent: &d.agent,
-                    task: &d.task,
-                    child_session: &d.child_session_id,
-                    child_run: &d.child_run_id,
+                .map(|d| EventKind::AgentStart {
+                    step,
+                    delegation_id: d.id.clone(),
+                    call_id: d.call_id.clone(),
+                    agent: d.agent.clone(),
+                    task: d.task.clone(),
+                    child_session_id: d.child_session_id.clone(),
+                    child_run_id: d.child_run_id.clone(),
                 }),
         )
-        .map(|ask| ask.event(step))
         .collect::<Vec<_>>();
     for event in open {
         a.em.emit(event).await;
