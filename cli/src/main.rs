@@ -285,7 +285,7 @@ fn configured(
     default_host: &str,
     process: Process,
     telemetry: &mut Option<Telemetry>,
-) -> anyhow::Result<weft_shared::config::LiveConfig> {
+) -> anyhow::Result<weft_config::LiveConfig> {
     let live = server::load_config(server, listen, metrics, default_host)?;
     *telemetry = Some(weft_shared::telemetry::init(
         &live.get().log_format,

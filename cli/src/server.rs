@@ -8,10 +8,10 @@ use anyhow::Context;
 use clap::{Args, Subcommand};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
+use weft_config::live::Flags;
+use weft_config::{Config, LiveConfig, Secret};
 use weft_server::Server;
-use weft_shared::config::live::Flags;
-use weft_shared::config::{Config, LiveConfig, Secret};
-use weft_shared::store::{Role, Store, TokenKind};
+use weft_store::{Role, Store, TokenKind};
 
 /// Flags shared by every server command (they override `weft.toml` and `WEFT_*`).
 #[derive(Debug, Clone, Default, Args)]
@@ -163,9 +163,9 @@ fn reload_on_sighup(server: &Server) {
                 return;
             };
             while hup.recv().await.is_some() {
-                match weft_shared::reload::reload(&store, &live, "SIGHUP").await {
+                match weft_store::reload::reload(&store, &live, "SIGHUP").await {
                     Ok(changes) => {
-                        tracing::info!(changes = %weft_shared::config::Change::list(&changes), "SIGHUP: config reloaded");
+                        tracing::info!(changes = %weft_config::Change::list(&changes), "SIGHUP: config reloaded");
                     }
                     Err(e) => tracing::error!(error = %e, "SIGHUP: config not reloaded"),
                 }
@@ -316,7 +316,7 @@ pub async fn admin(live: LiveConfig, cmd: AdminCommand) -> anyhow::Result<()> {
                 .create_user(&username, &hash, role)
                 .await
                 .map_err(|e| match e {
-                    weft_shared::store::StoreError::Conflict(_) => {
+                    weft_store::StoreError::Conflict(_) => {
                         anyhow::anyhow!("user {username:?} already exists")
                     }
                     other => other.into(),
@@ -329,10 +329,10 @@ pub async fn admin(live: LiveConfig, cmd: AdminCommand) -> anyhow::Result<()> {
                 .await?
                 .ok_or_else(|| anyhow::anyhow!("no user {username:?}"))?;
             match store.link_lark(&user.id, &open_id).await? {
-                weft_shared::store::LinkOutcome::Linked { moved_sessions } => println!(
+                weft_store::LinkOutcome::Linked { moved_sessions } => println!(
                     "linked {open_id} to {username} ({moved_sessions} Lark sessions moved over)"
                 ),
-                weft_shared::store::LinkOutcome::TakenBy(other) => {
+                weft_store::LinkOutcome::TakenBy(other) => {
                     anyhow::bail!("{open_id} is already linked to {other:?}")
                 }
             }

@@ -94,31 +94,23 @@ fn slash_commands_switch_mode_list_sessions_and_resume() {
 
 /// Another client's slow reply (40 words, 100 ms apart) in a new session,
 /// once it is streaming.
-#[expect(
-    clippy::zombie_processes,
-    reason = "the child is returned, and the caller waits for it"
-)]
 fn streaming_elsewhere(s: &Server) -> std::process::Child {
     let mut cmd = s.weft();
     cmd.args(["-p", "@mock.tokens 40 @mock.delay 0 100"])
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::null());
-    let mut child = cmd.spawn().expect("spawn the other client");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
-    loop {
+    let child = cmd.spawn().expect("spawn the other client");
+    client_support::eventually("the other client's reply to start streaming", || {
         let mut list = s.weft();
         list.args(["sessions", "list"]);
         let listed = client_support::stdout(&client_support::run(list, None));
         if listed.contains('●') {
-            return child;
+            Ok(())
+        } else {
+            Err(listed)
         }
-        if std::time::Instant::now() >= deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("the other client's reply never started: {listed}");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
+    });
+    child
 }
 
 #[test]

@@ -7,7 +7,7 @@
 
 mod client_support;
 
-use client_support::{Server, WAIT, api, assert_code, run, stderr, stdout};
+use client_support::{Server, WAIT, api, assert_code, eventually, run, stderr, stdout};
 
 /// `weft schedules ARGS…` with `TZ` as given (none: unset).
 fn schedules(s: &Server, tz: Option<&str>, args: &[&str]) -> std::process::Output {
@@ -280,20 +280,6 @@ fn a_weekday_schedule_is_previewed_made_paused_run_and_removed_from_the_terminal
     let out = schedules(&s, None, &["rm", short]);
     assert_code(&out, 2);
     assert!(stderr(&out).contains("no schedule"), "{}", stderr(&out));
-}
-
-/// Asks `probe` until it answers, failing the test after [`WAIT`].
-fn eventually<T>(what: &str, mut probe: impl FnMut() -> Result<T, String>) -> T {
-    let deadline = std::time::Instant::now() + WAIT;
-    loop {
-        match probe() {
-            Ok(found) => return found,
-            Err(last) if std::time::Instant::now() >= deadline => {
-                panic!("{what}: not within {WAIT:?}; last seen: {last}")
-            }
-            Err(_) => std::thread::sleep(std::time::Duration::from_millis(200)),
-        }
-    }
 }
 
 #[test]

@@ -1,6 +1,6 @@
 //! Who may choose which agent and which model (docs/agent.md, "Who may use
 //! an agent or a model"). Both are limited by `allowed_users` and
-//! `allowed_roles` (`weft_shared::config::access`); a user sees only the ones
+//! `allowed_roles` (`weft_config::access`); a user sees only the ones
 //! open to them, and naming another — or sending in a session that still names
 //! one — is 403 `forbidden`. Everything here is decided from memory: the models
 //! come from the config, the agents from the gateway's copy ([`AgentIds`]), so
@@ -9,10 +9,10 @@
 //!
 //! [`AgentIds`]: crate::agents::AgentIds
 
+use weft_config::Requester;
 use weft_shared::api::ModelDto;
-use weft_shared::config::Requester;
 use weft_shared::ids::{SessionId, UserId};
-use weft_shared::store::{AuthUser, Role};
+use weft_store::{AuthUser, Role};
 
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};

@@ -16,7 +16,7 @@ use weft_shared::api::{
 };
 use weft_shared::auth::{new_token, token_hash};
 use weft_shared::ids::{TokenId, UserId};
-use weft_shared::store::{PasswordChange, Role, TokenKind, TokenRecord};
+use weft_store::{PasswordChange, Role, TokenKind, TokenRecord};
 
 use crate::AppState;
 use crate::auth::{

@@ -13,9 +13,9 @@ use axum::extract::{Path, State};
 use axum::http::StatusCode;
 use axum::routing::{get, put};
 use axum::{Json, Router};
+use weft_config::{AgentConfig, Requester, agents::valid_id};
 use weft_shared::api::{AgentDto, AgentList, InstructionsDto, PutAgentRequest, SystemPromptDto};
-use weft_shared::config::{AgentConfig, Requester, agents::valid_id};
-use weft_shared::store::{AgentRecord, Store, StoreError, builtin_agents};
+use weft_store::{AgentRecord, Store, StoreError, builtin_agents};
 
 use crate::AppState;
 use crate::auth::{Admin, Caller};
@@ -67,7 +67,7 @@ impl AgentChoice {
     }
 
     fn allows(&self, who: Requester<'_>) -> bool {
-        weft_shared::config::access::allows(&self.allowed_users, &self.allowed_roles, who)
+        weft_config::access::allows(&self.allowed_users, &self.allowed_roles, who)
     }
 }
 
@@ -144,7 +144,7 @@ impl AgentIds {
     pub fn any_restricted(&self) -> bool {
         self.agents
             .iter()
-            .any(|a| weft_shared::config::access::restricted(&a.allowed_users, &a.allowed_roles))
+            .any(|a| weft_config::access::restricted(&a.allowed_users, &a.allowed_roles))
     }
 }
 
@@ -210,11 +210,11 @@ fn to_dto(a: &AgentRecord, admin: bool) -> AgentDto {
     }
 }
 
-fn policy_str(p: weft_shared::config::ToolPolicy) -> &'static str {
+fn policy_str(p: weft_config::ToolPolicy) -> &'static str {
     match p {
-        weft_shared::config::ToolPolicy::Auto => "auto",
-        weft_shared::config::ToolPolicy::Confirm => "confirm",
-        weft_shared::config::ToolPolicy::Deny => "deny",
+        weft_config::ToolPolicy::Auto => "auto",
+        weft_config::ToolPolicy::Confirm => "confirm",
+        weft_config::ToolPolicy::Deny => "deny",
     }
 }
 
@@ -287,19 +287,19 @@ pub async fn put_agent(
             "unknown model {model:?}; see GET /v1/models"
         )));
     }
-    weft_shared::config::access::validate("agent", &req.allowed_users, &req.allowed_roles)
+    weft_config::access::validate("agent", &req.allowed_users, &req.allowed_roles)
         .map_err(ApiError::Validation)?;
-    weft_shared::config::agents::valid_knowledge(&req.knowledge).map_err(ApiError::Validation)?;
-    weft_shared::config::agents::valid_delegates(&req.delegates).map_err(ApiError::Validation)?;
+    weft_config::agents::valid_knowledge(&req.knowledge).map_err(ApiError::Validation)?;
+    weft_config::agents::valid_delegates(&req.delegates).map_err(ApiError::Validation)?;
     if req.max_steps == Some(0) {
         return Err(ApiError::Validation("max_steps must be at least 1".into()));
     }
     let mut tool_policies = std::collections::BTreeMap::new();
     for (tool, p) in &req.tool_policies {
         let policy = match p.as_str() {
-            "auto" => weft_shared::config::ToolPolicy::Auto,
-            "confirm" => weft_shared::config::ToolPolicy::Confirm,
-            "deny" => weft_shared::config::ToolPolicy::Deny,
+            "auto" => weft_config::ToolPolicy::Auto,
+            "confirm" => weft_config::ToolPolicy::Confirm,
+            "deny" => weft_config::ToolPolicy::Deny,
             other => {
                 return Err(ApiError::Validation(format!(
                     "tool_policies.{tool}: {other:?} is not auto, confirm or deny"
@@ -412,7 +412,7 @@ pub async fn system_prompt(
         .await?;
     let lines = weft_shared::prompt::skill_lines(&skills, &agent.spec);
     let mut spec = agent.spec;
-    if user.role != weft_shared::store::Role::Admin {
+    if user.role != weft_store::Role::Admin {
         spec.instructions = HIDDEN_INSTRUCTIONS.into();
     }
     let mut prompt = weft_shared::prompt::system_prompt(&spec, &mine, &lines, &today[..10]);

@@ -7,7 +7,7 @@ use axum::extract::{Path, State};
 use axum::routing::{get, post};
 use axum::{Json, Router};
 use weft_shared::api::{ApprovalDecision, ApprovalDto, ApprovalList, DecideApprovalRequest};
-use weft_shared::store::{Approval, DecideOutcome, Decision};
+use weft_store::{Approval, DecideOutcome, Decision};
 
 use crate::AppState;
 use crate::auth::Caller;

@@ -20,7 +20,7 @@ use axum::{Json, Router};
 use weft_shared::api::{LoginRequest, LoginResponse, StorageDto, UserDto};
 use weft_shared::auth::{MAX_USERNAME_CHARS, new_token, token_hash};
 use weft_shared::login_limit::{Admission, LimitedBy, LimiterError};
-use weft_shared::store::{AuthUser, TokenKind};
+use weft_store::{AuthUser, TokenKind};
 
 use crate::AppState;
 use crate::client::ClientOrigin;

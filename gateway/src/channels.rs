@@ -16,8 +16,8 @@ use weft_shared::api::{
     ChannelDto, ChannelList, ChannelTarget, CreateChannelRequest, DeliveryDto, DeliveryList,
     UpdateChannelRequest,
 };
-use weft_shared::store::{AuthUser, ChannelRecord, DeliveryRecord};
 use weft_shared::time::rfc3339;
+use weft_store::{AuthUser, ChannelRecord, DeliveryRecord};
 use weft_tools::web::{Guard, SystemResolver};
 
 use crate::AppState;

@@ -14,7 +14,7 @@ use axum::extract::{ConnectInfo, FromRequestParts};
 use axum::http::HeaderMap;
 use axum::http::request::Parts;
 use ipnet::IpNet;
-use weft_shared::config::{Config, parse_proxy};
+use weft_config::{Config, parse_proxy};
 
 use crate::AppState;
 use crate::error::ApiError;

@@ -5,7 +5,7 @@
 use axum::http::{HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use weft_shared::api::{ErrorBody, ErrorEnvelope};
-use weft_shared::store::{Conflict, OverLimit, StoreError};
+use weft_store::{Conflict, OverLimit, StoreError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum ApiError {
@@ -225,7 +225,7 @@ pub type ApiResult<T> = Result<T, ApiError>;
 mod tests {
     use weft_runs::Refusal;
     use weft_shared::ids::RunId;
-    use weft_shared::store::{Conflict, StorageUse, StoreError};
+    use weft_store::{Conflict, StorageUse, StoreError};
 
     use super::*;
 

@@ -49,11 +49,11 @@ use axum::serve::{ListenerExt, TapIo};
 use metrics_exporter_prometheus::{PrometheusBuilder, PrometheusHandle};
 use tokio::net::{TcpListener, TcpStream};
 use tokio_util::sync::CancellationToken;
+use weft_config::{Config, LiveConfig, ModelConfig};
 use weft_shared::bus::SharedBus;
-use weft_shared::config::{Config, LiveConfig, ModelConfig};
 use weft_shared::login_limit::{MemoryLoginAttempts, SharedLoginAttempts};
 use weft_shared::queue::SharedQueue;
-use weft_shared::store::Store;
+use weft_store::Store;
 
 pub use error::ApiError;
 pub use openapi::spec as openapi_spec;
@@ -66,7 +66,7 @@ pub struct AppState {
     pub runs: weft_runs::Runs,
     pub bus: SharedBus,
     pub queue: SharedQueue,
-    /// The config, reloaded live (`weft_shared::reload`): read it with
+    /// The config, reloaded live (`weft_store::reload`): read it with
     /// [`AppState::config`] for each request; what is built from it at start
     /// (listeners, pools, the stream and memory limits) needs a restart.
     pub live: LiveConfig,

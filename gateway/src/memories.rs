@@ -13,7 +13,7 @@ use weft_shared::api::{
     CreateMemory, MemoriesForgotten, MemoryDto, MemoryKind, MemoryList, MemorySwitch, PatchMemory,
 };
 use weft_shared::remember;
-use weft_shared::store::{AuthUser, Memory, MemoryChange, NewMemory};
+use weft_store::{AuthUser, Memory, MemoryChange, NewMemory};
 
 use crate::AppState;
 use crate::auth::Caller;

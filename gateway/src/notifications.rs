@@ -8,8 +8,8 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use serde::Deserialize;
 use weft_shared::api::{MarkReadRequest, NotificationDto, NotificationList};
-use weft_shared::store::NotificationRecord;
 use weft_shared::time::rfc3339;
+use weft_store::NotificationRecord;
 
 use crate::AppState;
 use crate::auth::Caller;

@@ -10,7 +10,7 @@ use axum::extract::{Path, State};
 use axum::routing::get;
 use axum::{Json, Router};
 use weft_shared::api::{DecidePlanRequest, PlanDto, PlanList};
-use weft_shared::store::{Answerer, Plan, PlanOutcome};
+use weft_store::{Answerer, Plan, PlanOutcome};
 
 use crate::AppState;
 use crate::auth::Caller;

@@ -8,7 +8,7 @@ use axum::extract::{Path, State};
 use axum::routing::get;
 use axum::{Json, Router};
 use weft_shared::api::{AnswerQuestionRequest, QuestionDto, QuestionList};
-use weft_shared::store::{AnswerOutcome, Question};
+use weft_store::{AnswerOutcome, Question};
 
 use crate::AppState;
 use crate::auth::Caller;

@@ -15,10 +15,10 @@ use weft_shared::api::{
 };
 use weft_shared::ids::SessionId;
 use weft_shared::schedule_time::Timing;
-use weft_shared::store::{
+use weft_shared::time::{now_ms, rfc3339};
+use weft_store::{
     AuthUser, DeliveryRecord, FireRecord, NewSchedule, ScheduleRecord, ScheduleUpdate, auto_title,
 };
-use weft_shared::time::{now_ms, rfc3339};
 
 use crate::AppState;
 use crate::auth::Caller;

@@ -13,7 +13,7 @@ use weft_shared::api::{
     UpdateSessionRequest,
 };
 use weft_shared::ids::{MessageId, RunId, SessionId, UserId};
-use weft_shared::store::{AuthUser, NewMessage, RunStatus, SessionCursor};
+use weft_store::{AuthUser, NewMessage, RunStatus, SessionCursor};
 
 use crate::AppState;
 use crate::auth::Caller;
@@ -214,7 +214,7 @@ pub(crate) async fn knowledge_bases_meant(
     for m in meant {
         match state.store.knowledge_base_meant(user, m.trim()).await {
             Ok(base) => ids.push(base.id),
-            Err(weft_shared::store::StoreError::NotFound) => {
+            Err(weft_store::StoreError::NotFound) => {
                 return Err(ApiError::Validation(format!(
                     "knowledge: no knowledge base {m:?} is open to you"
                 )));
@@ -267,7 +267,7 @@ pub async fn messages(
     let limit = page_limit(q.limit, 50, 200)?;
     if q.cursor
         .as_deref()
-        .is_some_and(|c| !weft_shared::store::valid_cursor(c))
+        .is_some_and(|c| !weft_store::valid_cursor(c))
     {
         return Err(ApiError::InvalidRequest("invalid cursor".into()));
     }

@@ -8,9 +8,9 @@
 use axum::extract::State;
 use axum::routing::{get, post};
 use axum::{Json, Router};
+use weft_config::{Change, ReloadError};
 use weft_shared::api::{ConfigChangeDto, ReloadResponse, SaveSettingsRequest, SettingsDto};
-use weft_shared::config::{Change, ReloadError};
-use weft_shared::reload;
+use weft_store::reload;
 
 use crate::AppState;
 use crate::auth::Admin;

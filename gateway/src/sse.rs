@@ -24,8 +24,8 @@ use futures::{Stream, StreamExt};
 use weft_shared::bus::{AttachItem, attach};
 use weft_shared::event::{EventKind, Frame, RunEvent};
 use weft_shared::ids::{RunId, UserId};
-use weft_shared::store::StoreError;
 use weft_shared::time::now_ms;
+use weft_store::StoreError;
 
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};

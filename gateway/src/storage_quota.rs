@@ -1,5 +1,5 @@
 //! The per-user storage quota at the front door (`limits.storage_bytes_per_user`,
-//! `weft_shared::store` has the exact check in the send transaction): a message
+//! `weft_store` has the exact check in the send transaction): a message
 //! whose files cannot fit is refused before anything is stored, with 413
 //! `payload_too_large` naming the quota, the usage and what the files need.
 
@@ -23,7 +23,7 @@ pub async fn over_quota(
     state: &AppState,
     user: &UserId,
     uploads: &[Upload],
-) -> ApiResult<Option<(weft_shared::store::StorageUse, u64)>> {
+) -> ApiResult<Option<(weft_store::StorageUse, u64)>> {
     let limit = state.config().limits.storage_bytes_per_user;
     if limit == 0 || uploads.is_empty() {
         return Ok(None);

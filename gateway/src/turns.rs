@@ -9,8 +9,8 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use weft_shared::api::{AlternativeDto, AlternativeList, EditRequest, SummaryDto, TurnResult};
 use weft_shared::ids::RunId;
-use weft_shared::store::TurnOutcome;
 use weft_shared::time::rfc3339;
+use weft_store::TurnOutcome;
 
 use crate::AppState;
 use crate::auth::Caller;
@@ -124,7 +124,7 @@ pub async fn regenerate(
             &session,
             None,
             None,
-            &weft_shared::store::RunLimits::from(&state.config().limits),
+            &weft_store::RunLimits::from(&state.config().limits),
         )
         .await?;
     answer(&state, outcome, "nothing_to_regenerate").await
@@ -158,7 +158,7 @@ pub async fn edit(
             &session,
             Some(&req.text),
             None,
-            &weft_shared::store::RunLimits::from(&state.config().limits),
+            &weft_store::RunLimits::from(&state.config().limits),
         )
         .await?;
     answer(&state, outcome, "nothing_to_edit").await

@@ -20,7 +20,7 @@ use bytes::Bytes;
 use weft_files::{Detected, Failure, Kind, Refused};
 use weft_shared::api::{AttachmentKind, AttachmentUpload};
 use weft_shared::memory_room::{SharedPermit, human_size as mib};
-use weft_shared::store::NewAttachment;
+use weft_store::NewAttachment;
 
 use crate::AppState;
 use crate::error::{ApiError, ApiResult};
@@ -45,7 +45,7 @@ pub struct Accepted {
 
 /// The largest request body of a send: the attachments in base64 (4/3 of their
 /// bytes), the text as JSON-escaped UTF-8, and room for the rest.
-pub fn send_body_limit(state_cfg: &weft_shared::config::Config) -> usize {
+pub fn send_body_limit(state_cfg: &weft_config::Config) -> usize {
     let files = state_cfg.limits.attachments_bytes.div_ceil(3) * 4;
     let text = state_cfg.limits.message_chars * 6;
     (files + text + (256 << 10)).max(state_cfg.limits.body_bytes) as usize
@@ -301,7 +301,7 @@ pub(crate) async fn upload_room(
         return Ok(None);
     }
     let user = extensions
-        .get::<weft_shared::store::AuthUser>()
+        .get::<weft_store::AuthUser>()
         .ok_or(ApiError::Unauthorized)?;
     match state
         .upload_room

@@ -12,9 +12,9 @@ use axum::body::Body;
 use axum::http::{HeaderMap, Request, StatusCode, header};
 use serde_json::{Value, json};
 use tower::ServiceExt;
+use weft_config::{Config, LiveConfig};
 use weft_shared::auth::{new_token, token_hash};
-use weft_shared::config::{Config, LiveConfig};
-use weft_shared::store::{Role, Store, TokenKind};
+use weft_store::{Role, Store, TokenKind};
 
 /// The request body limit these tests run with (`limits.body_bytes`).
 const BODY_LIMIT: u64 = 1024;

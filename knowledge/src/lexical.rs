@@ -29,7 +29,7 @@
 
 use std::collections::{HashMap, HashSet};
 
-use weft_shared::store::IndexedChunk;
+use weft_store::IndexedChunk;
 
 const K1: f32 = 1.2;
 const B: f32 = 0.75;

@@ -3,7 +3,7 @@
 //! hundred short texts one person keeps — built on the spot (500 memories of
 //! twenty words index in well under a millisecond), never stored.
 
-use weft_shared::store::{IndexedChunk, Memory};
+use weft_store::{IndexedChunk, Memory};
 
 use crate::lexical::{LexicalIndex, rank};
 use crate::segment;
@@ -84,8 +84,8 @@ pub fn prompt_section(chosen: &[&Memory]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use weft_shared::api::MemoryKind;
-    use weft_shared::ids::UserId;
+    use weft_wire::api::MemoryKind;
+    use weft_wire::ids::UserId;
 
     #[test]
     fn memories_sharing_the_turns_words_come_first() {

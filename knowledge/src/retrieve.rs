@@ -28,10 +28,10 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use weft_config::{EmbeddingModelConfig, LiveConfig};
 use weft_llm::embeddings::{Embedder, EmbedderConfig};
-pub use weft_shared::api::SearchMode;
-use weft_shared::config::{EmbeddingModelConfig, LiveConfig};
-use weft_shared::store::{BaseVectors, ChunkHit, Result, Store, StoreError, VectorScan};
+use weft_store::{BaseVectors, ChunkHit, Result, Store, StoreError, VectorScan};
+pub use weft_wire::api::SearchMode;
 
 use crate::fuse::reciprocal_rank;
 use crate::lexical::{self, LexicalIndex};
@@ -115,7 +115,7 @@ impl Retriever {
                 min_similarity: m.min_similarity,
             }));
         }
-        let api_key = weft_shared::config::api_key_from_env(
+        let api_key = weft_config::api_key_from_env(
             &format!("embedding model {:?}", m.id),
             m.api_key_env.as_deref(),
         )?;

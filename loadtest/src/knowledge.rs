@@ -35,7 +35,7 @@ use anyhow::{Context, bail};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde_json::{Value, json};
-use weft_shared::store::{Store, VectorScan};
+use weft_store::{Store, VectorScan};
 
 use crate::mock_llm::{MockLlmConfig, MockLlmServer};
 use crate::procs::ProcWatch;

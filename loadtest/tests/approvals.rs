@@ -10,10 +10,10 @@ mod support;
 use std::time::Duration;
 
 use support::{ADMIN, start_weft};
+use weft_config::ToolPolicy;
 use weft_loadtest::client::Gateways;
 use weft_loadtest::runner::WeftTarget;
 use weft_loadtest::scenario::approvals::{self, ApprovalParams};
-use weft_shared::config::ToolPolicy;
 
 const RUNS: u64 = 50;
 

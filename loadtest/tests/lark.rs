@@ -9,11 +9,11 @@ mod support;
 use std::time::Duration;
 
 use support::start_weft;
+use weft_config::Secret;
 use weft_lark::fake::FakeLark;
 use weft_loadtest::scenario::lark::groups::GroupParams;
 use weft_loadtest::scenario::lark::{self, LarkParams};
 use weft_loadtest::turn::TurnPlan;
-use weft_shared::config::Secret;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ten_conversations_get_one_complete_card_each() {

@@ -9,11 +9,11 @@ use std::time::Duration;
 use weft_shared::api::ErrorBody;
 use weft_shared::event::{EventKind, Frame, RunEvent};
 use weft_shared::ids::{MessageId, RunId, UserId};
-use weft_shared::store::{
+use weft_shared::time::now_ms;
+use weft_store::{
     ActiveRun, AnswerOutcome, Answerer, CancelOutcome, DecideOutcome, Decision, PlanDecision,
     PlanOutcome, RunRecord, RunStatus, StoreError,
 };
-use weft_shared::time::now_ms;
 
 use crate::Runs;
 
@@ -27,7 +27,7 @@ impl Runs {
         run: &RunId,
         by: &str,
     ) -> Result<CancelOutcome, StoreError> {
-        let limits = weft_shared::store::RunLimits::from(&self.live.get().limits);
+        let limits = weft_store::RunLimits::from(&self.live.get().limits);
         let outcome = self.store.cancel_run(owner, run, by, &limits).await?;
         if let CancelOutcome::Cancelled {
             run,

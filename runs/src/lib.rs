@@ -22,12 +22,12 @@ mod refusal;
 mod schedules;
 mod send;
 
+use weft_config::LiveConfig;
 use weft_shared::bus::SharedBus;
-use weft_shared::config::LiveConfig;
 use weft_shared::ids::RunId;
 use weft_shared::job::RunJob;
 use weft_shared::queue::SharedQueue;
-use weft_shared::store::Store;
+use weft_store::Store;
 
 pub use control::terminal_event;
 pub use refusal::Refusal;

@@ -4,7 +4,7 @@
 
 use weft_shared::ids::RunId;
 use weft_shared::memory_room::human_size;
-use weft_shared::store::{StorageUse, StoreError};
+use weft_store::{StorageUse, StoreError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum Refusal {

@@ -1,5 +1,5 @@
 //! Firing schedules: the store claims each fire and creates its run in one
-//! transaction (`weft_shared::store` schedules module); this enqueues the runs
+//! transaction (`weft_store` schedules module); this enqueues the runs
 //! those transactions made, counts the fires, and measures their lateness.
 //! Workers call [`Runs::fire_due`] from their scheduler loop; the API's "run
 //! now" calls [`Runs::fire_now`].
@@ -10,8 +10,8 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use futures::StreamExt;
 use weft_shared::api::FireOutcome;
 use weft_shared::ids::UserId;
-use weft_shared::store::{FireSettings, Fired, Result};
 use weft_shared::time::now_ms;
+use weft_store::{FireSettings, Fired, Result};
 
 use crate::Runs;
 
@@ -25,7 +25,7 @@ impl Runs {
     fn fire_settings(&self) -> FireSettings {
         let config = self.live.get();
         FireSettings {
-            limits: weft_shared::store::RunLimits::from(&config.limits),
+            limits: weft_store::RunLimits::from(&config.limits),
             queued_messages_per_session: config.limits.queued_messages_per_session,
             storage_bytes_per_user: config.limits.storage_bytes_per_user,
         }

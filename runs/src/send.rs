@@ -5,7 +5,7 @@
 //! enqueue the new one) is done here so no front door can forget it.
 
 use weft_shared::ids::{MessageId, RunId};
-use weft_shared::store::{NewMessage, SendOutcome, SendRequest};
+use weft_store::{NewMessage, SendOutcome, SendRequest};
 
 use crate::{Refusal, Runs};
 
@@ -59,7 +59,7 @@ impl Runs {
             .store
             .send_message(&SendRequest {
                 message: msg,
-                limits: weft_shared::store::RunLimits::from(limits),
+                limits: weft_store::RunLimits::from(limits),
                 queued_messages_per_session: limits.queued_messages_per_session,
                 storage_bytes_per_user: limits.storage_bytes_per_user,
                 traceparent: weft_shared::telemetry::current_traceparent(),
@@ -133,10 +133,10 @@ mod tests {
     async fn runs() -> (Runs, tempfile::TempDir) {
         let dir = tempfile::tempdir().unwrap();
         let url = format!("sqlite://{}", dir.path().join("weft.db").display());
-        let store = weft_shared::store::Store::connect(&url).await.unwrap();
-        let mut config = weft_shared::config::Config::default();
+        let store = weft_store::Store::connect(&url).await.unwrap();
+        let mut config = weft_config::Config::default();
         config.limits.message_chars = 5;
-        let live = weft_shared::config::LiveConfig::fixed(config);
+        let live = weft_config::LiveConfig::fixed(config);
         let bus = std::sync::Arc::new(weft_shared::bus::MemoryBus::new(100));
         let queue = std::sync::Arc::new(weft_shared::queue::MemoryQueue::default());
         (Runs::new(store, bus, queue, live), dir)

@@ -3,11 +3,11 @@
 use std::sync::Arc;
 
 use anyhow::Context;
+use weft_config::{Config, Mode};
 use weft_shared::bus::{MemoryBus, RedisBus, SharedBus};
-use weft_shared::config::{Config, Mode};
 use weft_shared::login_limit::{MemoryLoginAttempts, RedisLoginAttempts, SharedLoginAttempts};
 use weft_shared::queue::{MemoryQueue, RedisQueue, SharedQueue};
-use weft_shared::store::Store;
+use weft_store::Store;
 
 /// The handles every role is built from.
 pub struct Backends {

@@ -9,9 +9,9 @@ use std::io::IsTerminal;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
+use weft_config::Config;
 use weft_shared::auth;
-use weft_shared::config::Config;
-use weft_shared::store::{Role, Store, TokenKind};
+use weft_store::{Role, Store, TokenKind};
 
 /// `WEFT_ADMIN_TOKEN` set: it authenticates user `admin` (and replaces any older
 /// one). Unset: no bootstrap token stays valid — one set before would otherwise

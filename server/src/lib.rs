@@ -15,8 +15,8 @@ use anyhow::Context;
 use tokio::net::TcpListener;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
-use weft_shared::config::{Config, LiveConfig};
-use weft_shared::store::Store;
+use weft_config::{Config, LiveConfig};
+use weft_store::Store;
 
 pub mod backends;
 pub mod bootstrap;
@@ -35,7 +35,7 @@ pub fn extract_limits(cfg: &Config) -> weft_files::Limits {
 pub struct Server {
     /// The config as the process started; what is built at start reads it.
     cfg: Arc<Config>,
-    /// The config reloaded live (`weft_shared::reload`), for what follows it.
+    /// The config reloaded live (`weft_store::reload`), for what follows it.
     live: LiveConfig,
     backends: Backends,
     /// Reads untrusted documents (uploads, Lark files, web_fetch bodies).
@@ -105,15 +105,15 @@ impl Server {
         })
     }
 
-    /// The live config (reload it with `weft_shared::reload::reload`).
+    /// The live config (reload it with `weft_store::reload::reload`).
     pub fn live(&self) -> &LiveConfig {
         &self.live
     }
 
     /// Follows reloads from other replicas until `shutdown` (see
-    /// `weft_shared::reload::follow`).
+    /// `weft_store::reload::follow`).
     fn follow_reloads(&self, shutdown: &CancellationToken) {
-        tokio::spawn(weft_shared::reload::follow(
+        tokio::spawn(weft_store::reload::follow(
             self.backends.store.clone(),
             self.live.clone(),
             shutdown.child_token(),
@@ -310,7 +310,7 @@ fn warn_cluster_defaults(cfg: &Config) {
              165 GB at 1,000 users with 24 h; set events.retention_secs = 600 (WEFT_EVENTS__RETENTION_SECS) unless clients re-attach later than that"
         );
     }
-    if cfg.worker.concurrency == weft_shared::config::WorkerConfig::default().concurrency {
+    if cfg.worker.concurrency == weft_config::WorkerConfig::default().concurrency {
         tracing::warn!(
             worker.concurrency = cfg.worker.concurrency,
             "each worker runs at most this many runs at once (the default); at 1,000 users that is fewer than the runs in flight: \
@@ -339,7 +339,7 @@ fn serve_metrics(
 /// embedded mode, they would take messages nobody runs (or wait for ever).
 pub fn require_distributed(cfg: &Config, role: &str) -> anyhow::Result<()> {
     anyhow::ensure!(
-        matches!(cfg.mode()?, weft_shared::config::Mode::Distributed { .. }),
+        matches!(cfg.mode()?, weft_config::Mode::Distributed { .. }),
         "`weft {role}` needs the shared queue: set --redis-url and a postgres --database-url (or use `weft up` for one process)"
     );
     Ok(())

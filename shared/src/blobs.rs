@@ -21,7 +21,7 @@ use object_store::path::Path as Key;
 use object_store::prefix::PrefixStore;
 use object_store::{ObjectStore, ObjectStoreExt, PutPayload};
 
-use crate::config::{Config, ConfigError};
+use weft_config::{Config, ConfigError};
 
 #[derive(Debug, thiserror::Error)]
 pub enum BlobError {

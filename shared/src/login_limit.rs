@@ -42,8 +42,8 @@ use std::sync::{Arc, Mutex};
 use lru::LruCache;
 use redis::aio::ConnectionManager;
 
-use crate::config::LoginConfig;
 use crate::time::now_ms;
+use weft_config::LoginConfig;
 
 /// Whether an attempt may have its password checked.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

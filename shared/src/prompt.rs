@@ -4,7 +4,7 @@
 //! instructions, the skills the agent may load (names and descriptions only:
 //! the model loads a body with `use_skill` when it needs it).
 
-use crate::config::AgentConfig;
+use weft_config::AgentConfig;
 
 /// A skill as the prompt lists it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -8,7 +8,7 @@ use std::sync::LazyLock;
 
 use regex::RegexSet;
 
-use crate::config::MAX_MEMORY_CHARS;
+use weft_config::MAX_MEMORY_CHARS;
 
 /// Why a text cannot be a memory.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

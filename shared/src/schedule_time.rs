@@ -49,13 +49,11 @@ impl std::fmt::Display for TimingError {
     }
 }
 
-/// An IANA timezone name, checked.
+/// An IANA timezone name, checked ([`weft_config::parse_timezone`]).
 pub fn parse_timezone(name: &str) -> Result<Tz, TimingError> {
-    Tz::from_str(name.trim()).map_err(|_| TimingError {
+    weft_config::parse_timezone(name).map_err(|message| TimingError {
         field: "timezone",
-        message: format!(
-            "{name:?} is not an IANA timezone (e.g. Asia/Shanghai, Europe/Berlin, UTC; case matters)"
-        ),
+        message,
     })
 }
 

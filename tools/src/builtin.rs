@@ -22,7 +22,7 @@ impl Tool for CurrentTime {
     }
 
     async fn call(&self, _args: serde_json::Value, _ctx: &ToolContext) -> Result<String, String> {
-        Ok(weft_shared::time::rfc3339(weft_shared::time::now_ms()))
+        Ok(weft_wire::time::rfc3339(weft_wire::time::now_ms()))
     }
 }
 

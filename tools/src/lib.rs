@@ -43,15 +43,15 @@ pub struct ToolContext {
 
 /// Where a tool leaves the events its call publishes ([`ToolContext::events`]).
 #[derive(Debug, Clone, Default)]
-pub struct EventSink(Arc<std::sync::Mutex<Vec<weft_shared::event::EventKind>>>);
+pub struct EventSink(Arc<std::sync::Mutex<Vec<weft_wire::event::EventKind>>>);
 
 impl EventSink {
-    pub fn push(&self, event: weft_shared::event::EventKind) {
+    pub fn push(&self, event: weft_wire::event::EventKind) {
         self.0.lock().unwrap_or_else(|p| p.into_inner()).push(event);
     }
 
     /// The events pushed so far, in order, leaving none.
-    pub fn take(&self) -> Vec<weft_shared::event::EventKind> {
+    pub fn take(&self) -> Vec<weft_wire::event::EventKind> {
         std::mem::take(&mut *self.0.lock().unwrap_or_else(|p| p.into_inner()))
     }
 }
@@ -76,11 +76,11 @@ pub trait Tool: Send + Sync {
     }
     /// The policy when the admin set none: `confirm` for tools with side
     /// effects, else `auto`. (An MCP server's configured policy overrides it.)
-    fn default_policy(&self) -> weft_shared::config::ToolPolicy {
+    fn default_policy(&self) -> weft_config::ToolPolicy {
         if self.side_effects() {
-            weft_shared::config::ToolPolicy::Confirm
+            weft_config::ToolPolicy::Confirm
         } else {
-            weft_shared::config::ToolPolicy::Auto
+            weft_config::ToolPolicy::Auto
         }
     }
     /// `Ok(output)` or `Err(message)`; both are shown to the model.

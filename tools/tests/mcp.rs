@@ -14,7 +14,7 @@ use std::time::Duration;
 use serde_json::json;
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio_util::sync::CancellationToken;
-use weft_shared::config::{McpPathGrant, McpSandbox, McpServerConfig, Secret, ToolPolicy};
+use weft_config::{McpPathGrant, McpSandbox, McpServerConfig, Secret, ToolPolicy};
 use weft_tools::mcp::{McpHub, McpServerState, McpServerStatus, McpTransportKind};
 use weft_tools::{Tool, ToolContext};
 

@@ -31,7 +31,7 @@ impl RunJob {
 /// A kind of background job (not a run): its name in the `jobs` table, its
 /// payload (this type, as JSON) and what makes two requests for it the same
 /// work. The store enqueues it (often in the transaction that makes the row it
-/// works on); a worker's `jobs` module runs it. See `shared::store::jobs`.
+/// works on); a worker's `jobs` module runs it. See `store::jobs`.
 pub trait JobKind: Serialize + serde::de::DeserializeOwned + Send + Sync + 'static {
     /// The `jobs.kind` value: stable, since stored rows name it.
     const KIND: &'static str;
@@ -57,7 +57,7 @@ impl JobKind for IngestDocument {
 
 /// Learn from a person's finished turns in one session (`memory.extract`):
 /// one job per (session, person), armed again by each turn that ends while it
-/// is not queued (`shared::store::memories`).
+/// is not queued (`store::memories`).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ExtractMemories {
     pub session_id: String,

@@ -10,9 +10,9 @@ use weft_shared::event::{EventKind, Frame, RunEvent};
 use weft_shared::ids::RunId;
 use weft_shared::job::RunJob;
 use weft_shared::queue::JobHandler;
-use weft_shared::store::{ClaimOutcome, ClaimedRun};
 use weft_shared::telemetry;
 use weft_shared::time::now_ms;
+use weft_store::{ClaimOutcome, ClaimedRun};
 
 use crate::{Inner, RunStop, agent, heartbeat};
 
@@ -195,7 +195,7 @@ async fn exhausted(inner: &Inner, run: ClaimedRun) {
         .fail_exhausted(
             &run,
             &error,
-            &weft_shared::store::RunLimits::from(&inner.deps.config().limits),
+            &weft_store::RunLimits::from(&inner.deps.config().limits),
         )
         .await
     {

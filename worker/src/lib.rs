@@ -27,12 +27,12 @@ use std::time::Duration;
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+use weft_config::{Config, LiveConfig};
 use weft_shared::bus::SharedBus;
-use weft_shared::config::{Config, LiveConfig};
 use weft_shared::ids::RunId;
 use weft_shared::queue::{JobHandler, SharedQueue};
-use weft_shared::store::Store;
 use weft_shared::time::now_ms;
+use weft_store::Store;
 
 use crate::providers::Providers;
 use weft_tools::ToolRegistry;
@@ -170,7 +170,7 @@ impl Inner {
     async fn follow_in_lark(
         &self,
         run: &RunId,
-    ) -> Result<Option<lark::CardFollower>, weft_shared::store::StoreError> {
+    ) -> Result<Option<lark::CardFollower>, weft_store::StoreError> {
         match &self.lark {
             Some(lark) => lark.start(&self.tasks, run).await,
             None => Ok(None),
@@ -211,8 +211,8 @@ pub(crate) async fn heartbeat(
                 // Cancelled, or deleted with its session or user (its end then
                 // finds the row gone and says `cancelled`): stop as for a cancel.
                 let cancelled = match inner.deps.store.get_run_unscoped(&run).await {
-                    Ok(r) => r.status == weft_shared::store::RunStatus::Cancelled,
-                    Err(weft_shared::store::StoreError::NotFound) => true,
+                    Ok(r) => r.status == weft_store::RunStatus::Cancelled,
+                    Err(weft_store::StoreError::NotFound) => true,
                     Err(_) => false,
                 };
                 stop.stop(if cancelled {

@@ -6,11 +6,11 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use futures::StreamExt;
+use weft_config::{ModelConfig, ProviderKind};
 use weft_llm::anthropic::{AnthropicConfig, AnthropicProvider};
 use weft_llm::mock::MockProvider;
 use weft_llm::openai::{OpenAiConfig, OpenAiProvider};
 use weft_llm::{ChatMessage, ChatRequest, LlmError, Provider, StreamEvent, Usage};
-use weft_shared::config::{ModelConfig, ProviderKind};
 
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
 /// Longest silence between two chunks of a streaming response.
@@ -18,7 +18,7 @@ const IDLE_TIMEOUT: Duration = Duration::from_secs(120);
 
 /// The API key from the environment variable the model names, if it names one.
 fn api_key(m: &ModelConfig) -> anyhow::Result<Option<String>> {
-    weft_shared::config::api_key_from_env(&format!("model {:?}", m.id), m.api_key_env.as_deref())
+    weft_config::api_key_from_env(&format!("model {:?}", m.id), m.api_key_env.as_deref())
         .map_err(anyhow::Error::msg)
 }
 

@@ -24,7 +24,7 @@ pub(crate) async fn run(inner: Arc<Inner>, shutdown: CancellationToken, orphan_a
     let every = Duration::from_millis(cfg.reaper_interval_ms);
     let mut first = true;
     let mut next_purge = 0;
-    let limits = weft_shared::store::RunLimits::from(&inner.deps.config().limits);
+    let limits = weft_store::RunLimits::from(&inner.deps.config().limits);
     loop {
         let now = now_ms();
         if now >= next_purge {

@@ -3,7 +3,7 @@
 //! for the test record what they did; "a worker dies" is its runner's future
 //! dropped, which stops its jobs without another write, as a SIGKILL would.
 
-#[path = "../../shared/tests/store/harness.rs"]
+#[path = "../../store/tests/store/harness.rs"]
 #[allow(dead_code)]
 mod harness;
 
@@ -14,7 +14,7 @@ use std::time::Duration;
 use serde::{Deserialize, Serialize};
 use tokio_util::sync::CancellationToken;
 use weft_shared::job::JobKind;
-use weft_shared::store::{JobState, NewJob, Store};
+use weft_store::{JobState, NewJob, Store};
 use weft_worker::jobs::{BackgroundJob, JobContext, JobError, JobRunner, JobSettings};
 
 use harness::Db;
@@ -383,7 +383,7 @@ async fn a_job_whose_worker_died_on_its_last_attempt_is_given_up(db: Db) {
     assert!(survivor.started.lock().unwrap().is_empty(), "not run again");
     assert_eq!(
         survivor.gave_up.lock().unwrap().clone(),
-        [("last".to_string(), weft_shared::store::LAPSED.to_string())]
+        [("last".to_string(), weft_store::LAPSED.to_string())]
     );
 }
 

@@ -14,6 +14,23 @@ use std::time::Duration;
 pub const BIN: &str = env!("CARGO_BIN_EXE_weft");
 pub const WAIT: Duration = Duration::from_secs(60);
 
+/// Asks `probe` every 100 ms until it answers `Ok`, failing the test after
+/// [`WAIT`] with `what` it waited for and the probe's last answer: the blocking
+/// twin of the conformance suite's `eventually` (these tests drive the `weft`
+/// binary synchronously).
+pub fn eventually<T>(what: &str, mut probe: impl FnMut() -> Result<T, String>) -> T {
+    let deadline = std::time::Instant::now() + WAIT;
+    loop {
+        match probe() {
+            Ok(found) => return found,
+            Err(last) if std::time::Instant::now() >= deadline => {
+                panic!("{what}: not within {WAIT:?}; last seen: {last}")
+            }
+            Err(_) => std::thread::sleep(Duration::from_millis(100)),
+        }
+    }
+}
+
 pub struct Server {
     pub url: String,
     pub token: String,

@@ -5,7 +5,7 @@
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde_json::{Value, json};
 
@@ -27,46 +27,9 @@ pub enum Backend {
     Distributed,
 }
 
-/// How often [`eventually`] asks.
-pub const POLL: Duration = Duration::from_millis(50);
-
-/// Waits until `probe` finds what it looks for (`Ok`), asking again every 50 ms;
-/// after `within` the test fails naming `what` it waited for and what the probe
-/// saw last (`Err`). The suite's one polling loop: a test never sleeps to
-/// synchronise, it waits for a state with a deadline.
-pub async fn eventually<T, E: std::fmt::Debug>(
-    within: Duration,
-    what: &str,
-    probe: impl AsyncFnMut() -> Result<T, E>,
-) -> T {
-    eventually_with(within, POLL, what, String::new, probe).await
-}
-
-/// [`eventually`] on terms of its own: asking every `every` (less often than
-/// [`POLL`] when each probe does something, such as starting a run), and
-/// showing `context()` too when it fails — what a reader needs besides the
-/// probe's last sighting (the processes' logs, all that did arrive), gathered
-/// only then.
-pub async fn eventually_with<T, E: std::fmt::Debug>(
-    within: Duration,
-    every: Duration,
-    what: &str,
-    context: impl FnOnce() -> String,
-    mut probe: impl AsyncFnMut() -> Result<T, E>,
-) -> T {
-    let deadline = Instant::now() + within;
-    loop {
-        match probe().await {
-            Ok(found) => return found,
-            Err(last) if Instant::now() >= deadline => {
-                let context = context();
-                let sep = if context.is_empty() { "" } else { "\n" };
-                panic!("{what}: not within {within:?}; last seen: {last:?}{sep}{context}")
-            }
-            Err(_) => tokio::time::sleep(every).await,
-        }
-    }
-}
+#[path = "../../../shared/tests/support/eventually.rs"]
+mod polling;
+pub use polling::{POLL, eventually, eventually_with};
 
 /// One test's isolated world: a temp dir, and for distributed mode a fresh
 /// Postgres database and Redis prefix, dropped at the end.

@@ -421,7 +421,7 @@ async fn a_copy_of_the_file_that_lags_is_read_again_when_it_changes(b: Backend) 
     // ...and applies its copy once it catches up, with no second reload. The
     // scenario's own delay, not a wait for a state: the copy changes some
     // polls later, as a ConfigMap's does.
-    tokio::time::sleep(4 * weft_shared::reload::POLL).await;
+    tokio::time::sleep(4 * weft_store::reload::POLL).await;
     r.write(&newer);
     r.everywhere(150).await;
     r.logged_everywhere("now matches the one the reload read", version)

@@ -43,7 +43,7 @@ WORDS = 120
 PROMPT = f"@mock.tokens {WORDS} @mock.delay 0 40"  # about 5 s of streaming
 CUT_AFTER_TEXT_EVENTS = 8
 NOTE = "Engine check: the heron flew over the weir at dawn.\n"
-POOL_PER_PROCESS = 32  # database_max_connections' default (shared/src/config)
+POOL_PER_PROCESS = 32  # database_max_connections' default (config/src)
 
 
 class Results:

@@ -68,7 +68,7 @@ pub async fn events(
     struct St {
         rx: tokio::sync::broadcast::Receiver<Notice>,
         state: AppState,
-        user: weft_shared::store::AuthUser,
+        user: weft_store::AuthUser,
         base: String,
         topic: String,
         opener: Opener,
@@ -100,7 +100,7 @@ pub async fn events(
                 if !still_authorised(&st.state, &st.opener).await
                     || matches!(
                         st.state.store.knowledge_base(&st.user, &st.base).await,
-                        Err(weft_shared::store::StoreError::NotFound)
+                        Err(weft_store::StoreError::NotFound)
                     )
                 {
                     return None;

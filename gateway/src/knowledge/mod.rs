@@ -17,6 +17,7 @@ use axum::routing::{get, post};
 use axum::{Json, Router};
 use base64::Engine;
 use bytes::Bytes;
+use weft_config::MAX_TOP_K;
 use weft_files::Kind;
 use weft_shared::api::{
     CreateKnowledgeBase, DocumentChunk, DocumentChunks, KnowledgeBaseDto, KnowledgeBaseList,
@@ -24,9 +25,8 @@ use weft_shared::api::{
     KnowledgeSearchResults, KnowledgeUpload, KnowledgeUploadResult, KnowledgeUploaded,
     KnowledgeVisibility, PatchKnowledgeBase,
 };
-use weft_shared::config::MAX_TOP_K;
 use weft_shared::memory_room::{SharedPermit, human_size as mib};
-use weft_shared::store::{
+use weft_store::{
     AuthUser, BaseChange, ChunkWindow, DocumentLimits, KnowledgeBase, KnowledgeDocument,
     NewDocument, OverLimit,
 };
@@ -123,7 +123,7 @@ pub async fn create_base(
         .create_knowledge_base(&user.id, &req.name, &req.description, req.visibility)
         .await
         .map_err(|e| match e {
-            weft_shared::store::StoreError::Conflict(_) => {
+            weft_store::StoreError::Conflict(_) => {
                 ApiError::Conflict(format!("you have a knowledge base named {:?}", req.name))
             }
             other => other.into(),

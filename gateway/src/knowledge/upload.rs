@@ -9,7 +9,7 @@ const MAX_FILE_PARTS: usize = 100;
 
 /// The largest upload body: one document of `max_document_bytes` in base64
 /// (4/3 of its bytes), and room for the rest.
-pub(super) fn upload_body_limit(cfg: &weft_shared::config::Config) -> usize {
+pub(super) fn upload_body_limit(cfg: &weft_config::Config) -> usize {
     (cfg.knowledge.max_document_bytes.div_ceil(3) * 4 + (256 << 10)) as usize
 }
 
@@ -110,7 +110,7 @@ impl FromRequest<AppState> for UploadBody {
 /// address is 422 naming why, a file too large 413, a server that fails 422
 /// with what it answered.
 async fn fetched(
-    cfg: &weft_shared::config::Config,
+    cfg: &weft_config::Config,
     url: &str,
     name: Option<String>,
 ) -> Result<Upload, ApiError> {

@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 use weft_shared::api::UserDto;
 use weft_shared::ids::UserId;
-use weft_shared::store::LinkOutcome;
+use weft_store::LinkOutcome;
 
 use crate::AppState;
 use crate::auth::Admin;

@@ -29,7 +29,7 @@ use weft_lark::event::{CardAction, CardActionResponse};
 use weft_lark::text::say::{self, Verdict};
 use weft_lark::text::{Lang, Text};
 use weft_lark::ws::CardActionDelivery;
-use weft_shared::store::{
+use weft_store::{
     Approval, ApprovalStatus, AuthUser, DecideOutcome, Decision, Role, StoreError, retrying,
 };
 

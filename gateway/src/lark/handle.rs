@@ -21,7 +21,7 @@ use weft_lark::text::Text;
 use weft_shared::api::{Multitask, SendMessageRequest};
 use weft_shared::ids::RunId;
 use weft_shared::retry::{Backoff, retry};
-use weft_shared::store::{AuthUser, CancelOutcome, ReactionRecord, SessionRecord, retrying};
+use weft_store::{AuthUser, CancelOutcome, ReactionRecord, SessionRecord, retrying};
 
 use super::Bot;
 use super::commands::{self, Command, Lang};

@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 
 use futures::FutureExt;
 use tokio::sync::Semaphore;
-use weft_shared::store::{InboxState, StoreError};
 use weft_shared::time::now_ms;
+use weft_store::{InboxState, StoreError};
 
 use super::Bot;
 use super::inbound::Incoming;

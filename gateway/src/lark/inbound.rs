@@ -7,11 +7,11 @@
 //! image, a `file` message one file, a `post` its text and its `img` elements.
 //! Only their keys are known here; the bytes are fetched when it is handled.
 
+use weft_config::LarkConfig;
 pub use weft_lark::content::LarkFile;
 use weft_lark::content::{MENTION_ALL, readable, strip_mentions};
 use weft_lark::event::{EventEnvelope, MESSAGE_RECEIVE};
-use weft_shared::config::LarkConfig;
-use weft_shared::store::LarkChat;
+use weft_store::LarkChat;
 
 /// Messages older than this are dropped: Lark redelivers for hours, and a reply
 /// to something said half an hour ago only confuses.

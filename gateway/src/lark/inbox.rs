@@ -1,5 +1,5 @@
 //! Nothing lost after the ack (issue 21): a message event is stored in the
-//! database inbox (`lark_inbound`, [`weft_shared::store::InboxEntry`]) before Lark
+//! database inbox (`lark_inbound`, [`weft_store::InboxEntry`]) before Lark
 //! gets its ack, and stays there, pending, until it has been handled.
 //!
 //! Why store before the ack, rather than ack first and retry after: an ack tells
@@ -16,7 +16,7 @@
 //! writes one row per statement, with no added delay; a burst of 200 messages in
 //! a second costs a handful of statements and commits (each a WAL flush on
 //! Postgres) instead of 200. It writes on a connection it keeps
-//! ([`weft_shared::store::InboxWriter`]): on the shared pool, the acks of a burst
+//! ([`weft_store::InboxWriter`]): on the shared pool, the acks of a burst
 //! queued behind the handlers of its first messages (20 connections, 100
 //! handlers each running a few statements). A 200-message burst, 2 gateways and
 //! 2 workers on one busy 2-core VM, alternating runs: ack p50 15–30 ms, p99
@@ -52,8 +52,8 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
-use weft_shared::store::{InboundClaim, InboxEntry, InboxState, MAX_KEEP_BATCH, Store};
 use weft_shared::time::now_ms;
+use weft_store::{InboundClaim, InboxEntry, InboxState, MAX_KEEP_BATCH, Store};
 
 /// How long a handler keeps retrying database errors before it leaves its
 /// message to the sweeper.
@@ -161,7 +161,7 @@ impl Inbox {
     async fn until_it_lands<F, Fut>(&self, what: &str, mut op: F)
     where
         F: FnMut() -> Fut,
-        Fut: Future<Output = weft_shared::store::Result<()>>,
+        Fut: Future<Output = weft_store::Result<()>>,
     {
         let mut delay = FINISH_RETRY.0;
         loop {

@@ -54,15 +54,15 @@ use std::time::Duration;
 use anyhow::Context;
 use tokio::sync::{Semaphore, mpsc};
 use tokio::task::JoinHandle;
+use weft_config::LarkConfig;
 use weft_lark::AppCredentials;
 use weft_lark::event::EventEnvelope;
 use weft_lark::rest::{RestClient, RestConfig};
 use weft_lark::sender::{Names, RateAwareSender, RateLimits};
 use weft_lark::text::Lang;
 use weft_lark::ws::{self, Delivery, EventAck, InboundEvent, WsConfig, WsError};
-use weft_shared::config::LarkConfig;
-use weft_shared::store::{InboundClaim, InboxEntry};
 use weft_shared::time::now_ms;
+use weft_store::{InboundClaim, InboxEntry};
 
 use crate::AppState;
 use held::Held;

@@ -28,7 +28,7 @@ use serde_json::Map;
 use weft_lark::card::{CardState, ClickContext, PlanAnswer, PlanCard, PlanChoice, PlanClick};
 use weft_lark::event::{CardAction, CardActionResponse};
 use weft_lark::text::{Lang, Text, say};
-use weft_shared::store::{
+use weft_store::{
     Answerer, AuthUser, Plan, PlanDecision, PlanOutcome, PlanStatus, SessionRecord, StoreError,
     retrying,
 };

@@ -32,7 +32,7 @@ use serde_json::Map;
 use weft_lark::card::{CardState, ClickContext, QuestionAnswer, QuestionCard, QuestionClick};
 use weft_lark::event::{CardAction, CardActionResponse};
 use weft_lark::text::{Lang, Text, say};
-use weft_shared::store::{
+use weft_store::{
     AnswerOutcome, AuthUser, Question, QuestionStatus, SessionRecord, StoreError, retrying,
 };
 

@@ -18,8 +18,8 @@ use std::time::Duration;
 
 use tokio::sync::Semaphore;
 use weft_lark::event::EventEnvelope;
-use weft_shared::store::{InboxState, LeasedInbound};
 use weft_shared::time::now_ms;
+use weft_store::{InboxState, LeasedInbound};
 
 use super::Bot;
 use super::held::Held;

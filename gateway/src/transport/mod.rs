@@ -48,7 +48,7 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tower::Service;
 use tower_http::timeout::DeadlineBody;
-use weft_shared::config::HttpConfig;
+use weft_config::HttpConfig;
 
 use crate::client::TrustedProxies;
 

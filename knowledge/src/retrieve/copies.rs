@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, RwLock};
 
-use weft_shared::store::{BaseVectors, Result, StoreError};
+use weft_store::{BaseVectors, Result, StoreError};
 
 use super::Retriever;
 use crate::lexical::{Delta, LexicalIndex};

@@ -15,7 +15,7 @@
 //! texts out. Texts of one small alphabet stay alike all the same: the
 //! chunks of `weft-loadtest knowledge`'s pseudo-language (24 syllables) share
 //! 0.43 with the sign, which is what made pgvector's default `ef_search` of 40
-//! miss a nearest chunk (see `shared/src/store/knowledge/vectors.rs`).
+//! miss a nearest chunk (see `store/src/knowledge/vectors.rs`).
 //!
 //! Like OpenAI it answers floats, or base64 of little-endian f32 when
 //! `encoding_format` is `base64` (what the official Python SDK asks for by

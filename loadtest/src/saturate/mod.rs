@@ -39,7 +39,7 @@ pub struct SaturateOpts {
 
 #[derive(Debug, Clone, Subcommand)]
 pub enum Target {
-    /// Tasks each make one run after another through `weft_shared::store::Store`
+    /// Tasks each make one run after another through `weft_store::Store`
     /// in a scratch database: the gateway's token check and send transaction, the
     /// worker's claim and context reads, heartbeats, checkpointed tool steps and
     /// the finishing transaction. Reports runs/s, transactions/s

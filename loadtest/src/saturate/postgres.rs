@@ -1,4 +1,4 @@
-//! `saturate postgres`: runs made through `weft_shared::store::Store` alone.
+//! `saturate postgres`: runs made through `weft_store::Store` alone.
 //!
 //! Each task is one user in one conversation after another. A run is the store
 //! calls a real one makes, in the order the gateway and worker make them: the
@@ -24,11 +24,11 @@ use sqlx::{Connection, PgConnection};
 use weft_shared::api::{Multitask, ToolCallDto, UsageDto};
 use weft_shared::auth::{new_token, token_hash};
 use weft_shared::ids::{SessionId, UserId};
-use weft_shared::store::{
+use weft_shared::time::now_ms;
+use weft_store::{
     ClaimOutcome, FinishOutcome, NewMessage, Role, RunEnd, RunLimits, SendOutcome, SendRequest,
     StepCheckpoint, Store, TokenKind, ToolResult,
 };
-use weft_shared::time::now_ms;
 
 use super::meter::{LevelClock, ProcsCpu, cores, load_1m};
 use super::pg_stats::{

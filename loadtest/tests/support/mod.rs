@@ -4,7 +4,7 @@
 //! exactly as `weft up` is.
 
 use tokio_util::sync::CancellationToken;
-use weft_shared::config::{Config, Secret};
+use weft_config::{Config, Secret};
 
 pub const ADMIN: &str = "weft_loadtest_admin_token_0123456789";
 

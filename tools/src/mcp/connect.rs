@@ -29,8 +29,8 @@ use rmcp::{ClientHandler, RoleClient, ServiceExt};
 use tokio::io::{AsyncBufReadExt, BufReader};
 use tokio::process::ChildStderr;
 use tokio::sync::{Notify, oneshot};
+use weft_config::{McpSandbox, McpServerConfig};
 use weft_llm::ToolSpec;
-use weft_shared::config::{McpSandbox, McpServerConfig};
 
 use super::sandbox;
 use super::status::ToolEntry;

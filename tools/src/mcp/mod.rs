@@ -20,7 +20,7 @@ use std::sync::Arc;
 use tokio::sync::watch;
 use tokio_util::sync::{CancellationToken, DropGuard};
 use tokio_util::task::TaskTracker;
-use weft_shared::config::{McpServerConfig, ToolPolicy};
+use weft_config::{McpServerConfig, ToolPolicy};
 
 use crate::Tool;
 
@@ -69,7 +69,7 @@ pub enum Reconfigured {
 
 impl McpHub {
     /// Start connecting to every server in the background and return at once.
-    /// A config that fails [`weft_shared::config::McpServerConfig::validate`]
+    /// A config that fails [`weft_config::McpServerConfig::validate`]
     /// shows up as a server in `error` (config is normally checked at start-up).
     pub fn start(configs: Vec<McpServerConfig>, shutdown: CancellationToken) -> Arc<McpHub> {
         Self::start_with(configs, Backoff::default(), shutdown)

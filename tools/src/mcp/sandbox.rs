@@ -24,7 +24,7 @@
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
-use weft_shared::config::McpServerConfig;
+use weft_config::McpServerConfig;
 
 /// The program that builds the sandbox, looked up on `PATH`.
 pub(crate) const BWRAP: &str = "bwrap";
@@ -204,7 +204,7 @@ pub(crate) fn explain_failure(stderr_tail: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use weft_shared::config::McpPathGrant;
+    use weft_config::McpPathGrant;
 
     fn strings(args: &[OsString]) -> Vec<String> {
         args.iter()

@@ -6,8 +6,8 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use rmcp::{Peer, RoleClient};
 use serde::{Deserialize, Serialize};
 use tokio::sync::{Notify, watch};
+use weft_config::{McpServerConfig, ToolPolicy};
 use weft_llm::ToolSpec;
-use weft_shared::config::{McpServerConfig, ToolPolicy};
 
 /// How a server is reached.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -102,7 +102,7 @@ impl Slot {
                 state: McpServerState::Starting,
                 tools: Vec::new(),
                 last_error: None,
-                since_ms: weft_shared::time::now_ms(),
+                since_ms: weft_wire::time::now_ms(),
                 link: None,
                 settled: false,
             }),
@@ -126,7 +126,7 @@ impl Slot {
             let before = inner.state;
             f(&mut inner);
             if inner.state != before {
-                inner.since_ms = weft_shared::time::now_ms();
+                inner.since_ms = weft_wire::time::now_ms();
             }
         }
         self.changes.send_modify(|n| *n += 1);
@@ -238,7 +238,7 @@ impl Slot {
             state: inner.state,
             tools,
             last_error: inner.last_error.clone(),
-            since: weft_shared::time::rfc3339(inner.since_ms),
+            since: weft_wire::time::rfc3339(inner.since_ms),
             policy: self.config.policy,
         }
     }

@@ -13,7 +13,7 @@ use rmcp::model::Tool as RemoteTool;
 use rmcp::service::RunningService;
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
-use weft_shared::config::McpSandbox;
+use weft_config::McpSandbox;
 
 use super::connect::{Client, Connection, StderrTail, connect, tool_entries, with_stderr};
 use super::status::{Link, Slot};

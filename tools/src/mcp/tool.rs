@@ -34,7 +34,7 @@ impl Tool for McpTool {
     }
 
     /// The server's configured policy (`confirm` unless the admin chose).
-    fn default_policy(&self) -> weft_shared::config::ToolPolicy {
+    fn default_policy(&self) -> weft_config::ToolPolicy {
         self.slot.config.policy
     }
 

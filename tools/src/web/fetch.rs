@@ -13,9 +13,9 @@ use std::time::Duration;
 
 use reqwest::header::{CONTENT_LENGTH, CONTENT_TYPE, LOCATION};
 use url::Url;
+use weft_config::WebFetchConfig;
 use weft_files::{Extractor, Job};
 use weft_llm::ToolSpec;
-use weft_shared::config::WebFetchConfig;
 
 use super::convert::{self, BodyKind};
 use super::guard::{Guard, Refusal};

@@ -18,7 +18,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr};
 use std::sync::Arc;
 
 use url::{Host, Url};
-use weft_shared::config::WebFetchConfig;
+use weft_config::WebFetchConfig;
 
 use super::resolve::NameResolver;
 

@@ -8,8 +8,8 @@
 
 use std::sync::Arc;
 
+use weft_config::ToolsConfig;
 use weft_files::Extractor;
-use weft_shared::config::ToolsConfig;
 
 use crate::Tool;
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use url::Url;
-use weft_shared::config::WebFetchConfig;
+use weft_config::WebFetchConfig;
 
 use super::fetch::describe_send_error;
 use super::guard::Guard;

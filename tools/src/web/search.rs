@@ -14,8 +14,8 @@ use std::time::Duration;
 
 use serde::Deserialize;
 use url::Url;
+use weft_config::{Secret, WebSearchConfig};
 use weft_llm::ToolSpec;
-use weft_shared::config::{Secret, WebSearchConfig};
 
 use crate::{Tool, ToolContext};
 

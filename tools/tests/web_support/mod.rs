@@ -8,7 +8,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use weft_shared::config::ToolsConfig;
+use weft_config::ToolsConfig;
 use weft_tools::web::{NameResolver, WebFetch};
 
 /// Answers lookups from a table; unknown names do not resolve. Counts lookups.

@@ -4,10 +4,10 @@
 //! document, the place and the very chunk the model was shown — never a
 //! guess from the answer's wording.
 
+use weft_config::agents::KNOWLEDGE_TOOL;
 use weft_llm::ChatMessage;
 use weft_shared::api::Citation;
-use weft_shared::config::agents::KNOWLEDGE_TOOL;
-use weft_shared::store::Store;
+use weft_store::Store;
 use weft_tools::sources::{Sources, cited};
 
 /// The longest snippet a citation carries, in characters.

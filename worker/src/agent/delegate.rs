@@ -1,5 +1,5 @@
 //! Delegation (docs/protocol.md, "Delegation"; the store's side:
-//! `shared/src/store/delegations.rs`). A step's `delegate` calls are a wait
+//! `store/src/delegations.rs`). A step's `delegate` calls are a wait
 //! like an approval (`wait.rs`): each task becomes a run of its own in a child
 //! session, stored with the step, announced (`agent_start`) and enqueued; the
 //! run waits as `waiting_agents` holding no worker. Each child's end puts the
@@ -16,7 +16,7 @@
 
 use weft_llm::ToolCall;
 use weft_shared::ids::{RunId, SessionId};
-use weft_shared::store::{Delegation, DelegationStatus, NewDelegation, StoreError};
+use weft_store::{Delegation, DelegationStatus, NewDelegation, StoreError};
 
 use super::Attempt;
 use super::toolrun::Disposition;

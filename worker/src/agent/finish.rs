@@ -7,7 +7,7 @@ use weft_llm::Usage;
 use weft_shared::api::UsageDto;
 use weft_shared::event::EventKind;
 use weft_shared::ids::MessageId;
-use weft_shared::store::{ClaimedRun, FinishOutcome, RunEnd, RunStatus, retrying};
+use weft_store::{ClaimedRun, FinishOutcome, RunEnd, RunStatus, retrying};
 
 use super::Execution;
 use crate::Inner;
@@ -49,7 +49,7 @@ pub(super) async fn finish(
     let usage = usage_dto(totals.usage, totals.context);
     let (store, limits) = (
         &inner.deps.store,
-        weft_shared::store::RunLimits::from(&inner.deps.config().limits),
+        weft_store::RunLimits::from(&inner.deps.config().limits),
     );
     let finish_run = || store.finish_run(run, &inner.id, &end, usage, totals.ttft_ms, &limits);
     let outcome = match finish_run().await {
@@ -142,7 +142,7 @@ async fn after_a_failed_finish<F, Fut>(
 ) -> Option<FinishOutcome>
 where
     F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = weft_shared::store::Result<FinishOutcome>>,
+    Fut: std::future::Future<Output = weft_store::Result<FinishOutcome>>,
 {
     let store = &inner.deps.store;
     let now = retrying("reading a run after its finish failed", || {

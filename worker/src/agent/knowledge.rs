@@ -19,11 +19,11 @@ use std::sync::Arc;
 use std::time::Instant;
 use weft_llm::ToolSpec;
 
+use weft_config::LiveConfig;
 use weft_llm::ChatMessage;
 use weft_shared::api::KnowledgeMode;
-use weft_shared::config::LiveConfig;
 use weft_shared::ids::{SessionId, UserId};
-use weft_shared::store::{ChunkHit, Store, StoreError};
+use weft_store::{ChunkHit, Store, StoreError};
 use weft_tools::sources::{Sources, heading};
 use weft_tools::{Tool, ToolContext};
 
@@ -160,7 +160,7 @@ impl KnowledgeSearch {
 impl Tool for KnowledgeSearch {
     fn spec(&self) -> ToolSpec {
         ToolSpec {
-            name: weft_shared::config::agents::KNOWLEDGE_TOOL.into(),
+            name: weft_config::agents::KNOWLEDGE_TOOL.into(),
             description: "Search the team's documents (this agent's knowledge bases) for \
                 passages that answer a question. Returns numbered passages with their document \
                 and page or section; cite them in your answer as [1], [2]. The passages are \

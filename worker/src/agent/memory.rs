@@ -25,12 +25,12 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use weft_config::{AgentConfig, Config, LiveConfig};
 use weft_llm::{ChatMessage, ToolSpec};
 use weft_shared::api::MemoryKind;
-use weft_shared::config::{AgentConfig, Config, LiveConfig};
 use weft_shared::event::EventKind;
 use weft_shared::ids::UserId;
-use weft_shared::store::{ClaimedRun, Memory, NewMemory, Store, StoreError};
+use weft_store::{ClaimedRun, Memory, NewMemory, Store, StoreError};
 use weft_tools::{Tool, ToolContext};
 
 /// People whose memories a worker keeps; past it the map starts over.
@@ -101,7 +101,7 @@ impl super::Attempt<'_> {
         self.tools = Arc::new(
             self.tools
                 .iter()
-                .filter(|t| !weft_shared::config::agents::MEMORY_TOOLS.contains(&t.name.as_str()))
+                .filter(|t| !weft_config::agents::MEMORY_TOOLS.contains(&t.name.as_str()))
                 .cloned()
                 .collect(),
         );

@@ -32,11 +32,11 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tracing::Instrument;
+use weft_config::{AgentConfig, Config};
 use weft_llm::{ChatMessage, ChatRequest, ToolCall, ToolSpec, Usage};
 use weft_shared::api::{ErrorBody, ToolCallDto};
-use weft_shared::config::{AgentConfig, Config};
 use weft_shared::event::EventKind;
-use weft_shared::store::{ClaimedRun, RunEnd, StepCheckpoint, ToolResult};
+use weft_store::{ClaimedRun, RunEnd, StepCheckpoint, ToolResult};
 use weft_tools::ToolContext;
 use weft_tools::sources::Sources;
 
@@ -200,7 +200,7 @@ impl<'a> Attempt<'a> {
             .filter(|t| has_skills || t.name != "use_skill")
             .filter(|t| {
                 memory::applies(&run, &cfg, &agent)
-                    || !weft_shared::config::agents::MEMORY_TOOLS.contains(&t.name.as_str())
+                    || !weft_config::agents::MEMORY_TOOLS.contains(&t.name.as_str())
             })
             .filter(|t| !run.planning || plan::offered_while_planning(&registry, &cfg, &t.name))
             .filter(|t| t.name != weft_tools::DELEGATE || run.depth < cfg.tools.delegate_max_depth)
@@ -377,9 +377,9 @@ impl<'a> Attempt<'a> {
                 return Err(Flow::Leave(Leave::Abandon));
             }
         };
-        let who = weft_shared::config::Requester {
+        let who = weft_config::Requester {
             username: &user.username,
-            admin: user.role == weft_shared::store::Role::Admin,
+            admin: user.role == weft_store::Role::Admin,
         };
         let refused = if !model.config.allows_user(who) {
             format!(

@@ -3,7 +3,7 @@
 //! 5 MB page does not fill the context window, and nothing is lost.
 
 use weft_llm::ToolSpec;
-use weft_shared::store::Store;
+use weft_store::Store;
 use weft_tools::{Tool, ToolContext};
 
 use crate::context::truncate::cut;
@@ -35,7 +35,7 @@ impl ReadOutput {
         };
         let a = match self.store.session_attachment(session, &file).await {
             Ok(a) => a,
-            Err(weft_shared::store::StoreError::NotFound) => return Ok(None),
+            Err(weft_store::StoreError::NotFound) => return Ok(None),
             Err(e) => return Err(failed(&e)),
         };
         self.blobs

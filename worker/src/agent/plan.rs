@@ -1,7 +1,7 @@
 //! Plan mode (docs/protocol.md, "Plans"): a run sent with `plan: true`
 //! researches with read-only tools only and ends its planning by proposing a
 //! plan — its step's text — which suspends the run like an approval (the wait
-//! itself: `wait.rs`; the store's side: `shared/src/store/plans.rs`).
+//! itself: `wait.rs`; the store's side: `store/src/plans.rs`).
 //!
 //! What the server enforces, whatever the model does: a tool that may change
 //! anything is neither offered nor run while planning (`toolrun.rs` refuses
@@ -10,8 +10,8 @@
 //! nobody approved. The run leaves plan mode when a plan is approved (the
 //! claim sees the approved row): from then on every tool of the agent works.
 
+use weft_config::Config;
 use weft_llm::ToolCall;
-use weft_shared::config::Config;
 use weft_tools::{PROPOSE_PLAN, ToolRegistry};
 
 use super::step::Said;

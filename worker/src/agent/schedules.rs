@@ -5,13 +5,13 @@
 //! later, so it has side effects and defaults to the `confirm` policy: the
 //! person sees the schedule, its times in words, before it exists.
 
+use weft_config::LiveConfig;
 use weft_llm::ToolSpec;
 use weft_shared::api::{Misfire, Overlap, Trigger};
-use weft_shared::config::LiveConfig;
 use weft_shared::ids::{SessionId, UserId};
 use weft_shared::schedule_time::Timing;
-use weft_shared::store::{NewSchedule, Store, StoreError};
 use weft_shared::time::now_ms;
+use weft_store::{NewSchedule, Store, StoreError};
 use weft_tools::{Tool, ToolContext};
 
 pub(crate) const SCHEDULE_CREATE: &str = "schedule_create";
@@ -148,7 +148,7 @@ impl Tool for ScheduleCreate {
         }
         let name = match args["name"].as_str().map(str::trim) {
             Some(n) if !n.is_empty() => n.chars().take(200).collect(),
-            _ => weft_shared::store::auto_title(prompt),
+            _ => weft_store::auto_title(prompt),
         };
         let deliver = self.channels_named(&user, &args["deliver"]).await?;
         let new = NewSchedule {

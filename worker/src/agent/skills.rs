@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use weft_llm::ToolSpec;
 use weft_shared::ids::{SessionId, UserId};
-use weft_shared::store::{Store, StoreError};
+use weft_store::{Store, StoreError};
 use weft_tools::{Tool, ToolContext};
 
 pub(crate) struct UseSkill {

@@ -1,13 +1,13 @@
 //! `todo_update`: the agent keeps a todo list for the conversation (docs/agent.md,
 //! "Todos"). The list is the session's, stored apart from the messages
-//! (`shared/src/store/todos.rs`); each change publishes a `todo` event with the
+//! (`store/src/todos.rs`); each change publishes a `todo` event with the
 //! whole list, and the model gets the list back as text.
 
 use weft_llm::ToolSpec;
 use weft_shared::api::{TodoItem, TodoStatus};
 use weft_shared::event::EventKind;
 use weft_shared::ids::{RunId, SessionId};
-use weft_shared::store::{MAX_TODO_ITEMS, Store, TodoPatch, TodoUpdate};
+use weft_store::{MAX_TODO_ITEMS, Store, TodoPatch, TodoUpdate};
 use weft_tools::{Tool, ToolContext};
 
 /// The tool's name.

@@ -13,10 +13,10 @@ use std::time::{Duration, Instant};
 use futures::FutureExt;
 use tracing::field::Empty;
 use tracing::{Instrument, Span};
+use weft_config::{AgentConfig, Config, MAX_CALL_TIMEOUT_SECS, ToolPolicy};
 use weft_llm::{ToolCall, ToolSpec};
-use weft_shared::config::{AgentConfig, Config, MAX_CALL_TIMEOUT_SECS, ToolPolicy};
 use weft_shared::event::EventKind;
-use weft_shared::store::ToolResult;
+use weft_store::ToolResult;
 use weft_tools::ToolContext;
 
 use crate::Inner;

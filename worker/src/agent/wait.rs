@@ -1,6 +1,6 @@
 //! A step that waits for people or for other agents (docs/protocol.md,
 //! "Approvals", "Questions", "Plans" and "Delegation"; the store's side and
-//! its race rule: `shared/src/store/waits/`; delegation: `delegate.rs`).
+//! its race rule: `store/src/waits/`; delegation: `delegate.rs`).
 //! A step with `confirm` calls, `ask_user` calls or a plan (`propose_plan`)
 //! suspends the run instead of holding a worker: the pending step and its
 //! approvals, questions and plan are stored, `approval_required`, `question`
@@ -17,12 +17,12 @@
 
 use weft_llm::ToolCall;
 use weft_shared::event::EventKind;
-use weft_shared::store::{
+use weft_shared::time::now_ms;
+use weft_store::{
     Announced, Approval, ApprovalStatus, Delegation, DelegationStatus, NewApproval, NewDelegation,
     NewPlan, NewQuestion, NewWaits, PendingStep, Plan, PlanStatus, Question, QuestionStatus,
     RunEnd, WaitOutcome,
 };
-use weft_shared::time::now_ms;
 
 use super::step::Said;
 use super::toolrun::Disposition;

@@ -20,13 +20,13 @@ use std::collections::HashMap;
 
 use base64::Engine;
 use tokio::sync::OwnedSemaphorePermit;
+use weft_config::{AttachmentsConfig, ModelConfig};
 use weft_llm::Image;
 use weft_shared::api::AttachmentKind;
 use weft_shared::blobs::Blobs;
-use weft_shared::config::{AttachmentsConfig, ModelConfig};
 use weft_shared::ids::FileId;
 use weft_shared::memory_room::{MemoryRoom, human_size as size};
-use weft_shared::store::{Attachment, Message};
+use weft_store::{Attachment, Message};
 
 /// Images of a conversation the model sees at once (the newest ones).
 pub const IMAGES_IN_VIEW: usize = 8;

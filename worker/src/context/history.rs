@@ -23,7 +23,7 @@ use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
 use weft_shared::ids::SessionId;
-use weft_shared::store::{HistoryState, Message, Store};
+use weft_store::{HistoryState, Message, Store};
 
 /// The most messages all copies hold together (a few tens of MiB at the sizes
 /// chats have).
@@ -53,7 +53,7 @@ impl Histories {
         session: &SessionId,
         state: &HistoryState,
         limit: usize,
-    ) -> weft_shared::store::Result<Vec<Arc<Message>>> {
+    ) -> weft_store::Result<Vec<Arc<Message>>> {
         let after = state.summary.as_ref().map(|s| s.upto_ord.clone());
         let held = self
             .copies

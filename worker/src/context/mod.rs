@@ -8,9 +8,9 @@ pub mod prompt;
 pub(crate) mod truncate;
 pub mod window;
 
+use weft_config::AgentConfig;
 use weft_llm::{ChatMessage, ToolCall};
-use weft_shared::config::AgentConfig;
-use weft_shared::store::{ClaimedRun, Message, Store};
+use weft_store::{ClaimedRun, Message, Store};
 
 /// The session's agent (the default one when it names none that exists) and
 /// the system prompt for this run: see `weft_shared::prompt`. What it is made
@@ -20,7 +20,7 @@ pub async fn system_for(
     store: &Store,
     run: &ClaimedRun,
     skills_dir: &std::path::Path,
-) -> weft_shared::store::Result<(AgentConfig, String, bool)> {
+) -> weft_store::Result<(AgentConfig, String, bool)> {
     let agent = inputs.agent(store, run).await?;
     let mine = inputs.instructions(store, run).await;
     let today = weft_shared::time::rfc3339(weft_shared::time::now_ms());

@@ -20,9 +20,9 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use weft_shared::config::AgentConfig;
+use weft_config::AgentConfig;
 use weft_shared::skills::{DirFingerprint, Skill, dir_fingerprint, load_dir};
-use weft_shared::store::{ClaimedRun, Store, merge_skills};
+use weft_store::{ClaimedRun, Store, merge_skills};
 
 /// Users whose instructions are kept; past it the map starts over (a worker
 /// serving more people than this reads instructions again, nothing worse).
@@ -69,11 +69,7 @@ impl PromptInputs {
     }
 
     /// The session's agent (the default one when it names none that exists).
-    pub async fn agent(
-        &self,
-        store: &Store,
-        run: &ClaimedRun,
-    ) -> weft_shared::store::Result<AgentConfig> {
+    pub async fn agent(&self, store: &Store, run: &ClaimedRun) -> weft_store::Result<AgentConfig> {
         let rev = run.prompt_rev;
         if let Some(a) = self.at(rev).agents.get(&run.agent) {
             metrics::counter!("weft_prompt_inputs_hits_total").increment(1);
@@ -112,7 +108,7 @@ impl PromptInputs {
         store: &Store,
         run: &ClaimedRun,
         dir: &Path,
-    ) -> weft_shared::store::Result<Vec<Skill>> {
+    ) -> weft_store::Result<Vec<Skill>> {
         let rev = run.prompt_rev;
         let print = dir_fingerprint(dir);
         let (uploads, folder) = {

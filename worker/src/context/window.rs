@@ -16,8 +16,8 @@ use std::time::Duration;
 
 use weft_llm::ChatMessage;
 use weft_llm::tokens::{EARLIER_SUMMARY, SUMMARY_INSTRUCTIONS, estimate, estimate_all};
-use weft_shared::store::{ClaimedRun, Message, Summary};
 use weft_shared::time::now_ms;
+use weft_store::{ClaimedRun, Message, Summary};
 
 use super::files::Files;
 use super::to_chat_messages;
@@ -49,11 +49,11 @@ const SUMMARY_TIMEOUT: Duration = Duration::from_secs(120);
 /// The context for this run, summarising older turns when needed.
 pub async fn build(
     inner: &Inner,
-    config: &weft_shared::config::Config,
+    config: &weft_config::Config,
     run: &ClaimedRun,
     model: &ModelEntry,
     system: &str,
-) -> weft_shared::store::Result<Built> {
+) -> weft_store::Result<Built> {
     let store = &inner.deps.store;
     let cfg = &config.context;
     let window = u64::from(model.config.window());

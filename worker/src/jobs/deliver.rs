@@ -1,7 +1,7 @@
 //! `notify.deliver`: one notification to one channel (docs/schedules.md
 //! "Channels"). The delivery row and this job were written with the
 //! notification, in the transaction that ended or suspended the scheduled run
-//! (`shared::store::channels`); this does the sending and records each try.
+//! (`store::channels`); this does the sending and records each try.
 //!
 //! Each delivery is its own job, so a receiver that is down holds back only
 //! its own deliveries (and one slot while a try waits out its timeout,
@@ -36,6 +36,7 @@ use lettre::message::Mailbox;
 use lettre::{AsyncSmtpTransport, AsyncTransport, Message, Tokio1Executor};
 use serde_json::Value;
 use sha2::Sha256;
+use weft_config::{Config, LiveConfig};
 use weft_lark::card::{
     ApprovalAnswer, ApprovalCard, CardState, ClickContext, PlanAnswer, PlanCard, QuestionAnswer,
     QuestionCard, notice_card,
@@ -44,12 +45,11 @@ use weft_lark::rest::{ErrorClass, MessageContent, ReceiveIdType};
 use weft_lark::sender::RateAwareSender;
 use weft_lark::text::Lang;
 use weft_shared::api::{ChannelTarget, DeliveryStatus, NotificationKind, WebhookPayload};
-use weft_shared::config::{Config, LiveConfig};
 use weft_shared::ids::RunId;
 use weft_shared::job::DeliverNotification;
 use weft_shared::states::{ApprovalStatus, PlanStatus, QuestionStatus};
-use weft_shared::store::{DeliveryWork, Store};
 use weft_shared::time::rfc3339;
+use weft_store::{DeliveryWork, Store};
 use weft_tools::web::{GuardedPost, PostError};
 
 use super::{BackgroundJob, JobContext, JobError};
@@ -155,7 +155,7 @@ impl BackgroundJob for Deliver {
     }
 }
 
-fn retry(e: weft_shared::store::StoreError) -> JobError {
+fn retry(e: weft_store::StoreError) -> JobError {
     JobError::Retry(e.to_string())
 }
 
@@ -274,7 +274,7 @@ async fn wait_cards(
     store: &Store,
     work: &DeliveryWork,
     lang: Lang,
-) -> Result<Vec<(String, Value)>, weft_shared::store::StoreError> {
+) -> Result<Vec<(String, Value)>, weft_store::StoreError> {
     if !matches!(
         work.delivery.notification_kind,
         NotificationKind::ScheduleWaiting | NotificationKind::RunWaiting

@@ -48,7 +48,7 @@ use weft_shared::api::MemoryKind;
 use weft_shared::ids::{SessionId, UserId};
 use weft_shared::job::ExtractMemories;
 use weft_shared::remember;
-use weft_shared::store::{Learned, Memory, PendingTurn, Store, StoreError};
+use weft_store::{Learned, Memory, PendingTurn, Store, StoreError};
 
 use super::{BackgroundJob, JobContext, JobError};
 use crate::Inner;

@@ -27,6 +27,7 @@
 //! as long as the outage lasts; a provider that refuses the input (a 400) is
 //! retried like any other error and then fails the document.
 
+use weft_config::LiveConfig;
 use weft_files::isolate::{Extractor, Failure};
 use weft_knowledge::{ChunkOptions, Retriever, segment};
 use weft_llm::LlmError;
@@ -34,9 +35,8 @@ use weft_shared::api::KnowledgeEvent;
 use weft_shared::api::{DocumentStatus, IngestProgress as Progress, IngestStage};
 use weft_shared::blobs::Blobs;
 use weft_shared::bus::SharedBus;
-use weft_shared::config::LiveConfig;
 use weft_shared::job::IngestDocument;
-use weft_shared::store::{ChunkVectors, KnowledgeDocument, NewChunk, Store, StoreError};
+use weft_store::{ChunkVectors, KnowledgeDocument, NewChunk, Store, StoreError};
 
 use super::{BackgroundJob, JobContext, JobError};
 

@@ -1,6 +1,6 @@
 //! Background jobs: durable work that is not a run (a document's ingestion, a
 //! memory extraction, a schedule's delivery), in one shape. The table, the
-//! claim and the lease rules are `shared::store::jobs`; this module runs them.
+//! claim and the lease rules are `store::jobs`; this module runs them.
 //!
 //! A kind is a payload type ([`JobKind`], in `wire::job`, so the store can
 //! enqueue it in the transaction that makes the row it works on) and a
@@ -57,10 +57,10 @@ use std::time::Duration;
 use tokio::sync::{Notify, Semaphore};
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
-use weft_shared::config::WorkerConfig;
+use weft_config::WorkerConfig;
 use weft_shared::job::JobKind;
-use weft_shared::store::{ClaimedJob, JobEnd, Store};
 use weft_shared::time::now_ms;
+use weft_store::{ClaimedJob, JobEnd, Store};
 
 /// How often a runner fails the jobs whose worker died on their last attempt.
 const LAPSED_SWEEP: Duration = Duration::from_secs(5);
@@ -350,7 +350,7 @@ impl JobRunner {
                 kind.gave_up(
                     self.store.clone(),
                     job.payload,
-                    weft_shared::store::LAPSED.to_owned(),
+                    weft_store::LAPSED.to_owned(),
                 )
                 .await;
             }
@@ -458,7 +458,7 @@ impl JobRunner {
             JobEnd::Postponed { .. } => "postponed",
         };
         let store = &self.store;
-        let ended = weft_shared::store::retrying("ending a background job", || async {
+        let ended = weft_store::retrying("ending a background job", || async {
             if let Some(progress) = cx.take_progress() {
                 let lease_until = now_ms() + self.settings.lease.as_millis() as i64;
                 store

@@ -26,8 +26,8 @@ use weft_lark::card::{CardState, notice_card};
 use weft_lark::rest::{CODE_SCOPE_MISSING, FetchedMessage, MessageContent, ReceiveIdType};
 use weft_lark::text::{Lang, Text};
 use weft_shared::ids::RunId;
-use weft_shared::store::retrying;
 use weft_shared::time::now_ms;
+use weft_store::retrying;
 
 use super::LarkEgress;
 

@@ -37,7 +37,7 @@ use weft_lark::rest::{
 };
 use weft_lark::text::Lang;
 use weft_shared::ids::RunId;
-use weft_shared::store::{LarkApprovalCard, LarkTarget};
+use weft_store::{LarkApprovalCard, LarkTarget};
 
 use super::LarkEgress;
 use super::view::ReplyView;

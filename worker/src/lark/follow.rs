@@ -24,7 +24,7 @@ use weft_lark::text::Lang;
 use weft_shared::bus::{AttachItem, attach};
 use weft_shared::event::{EventKind, Frame, RunEvent};
 use weft_shared::ids::RunId;
-use weft_shared::store::LarkTarget;
+use weft_store::LarkTarget;
 
 use super::LarkEgress;
 use super::driver::Driver;

@@ -56,14 +56,14 @@ use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+use weft_config::LarkConfig;
 use weft_lark::rest::LarkError;
 use weft_lark::sender::{Names, RateAwareSender};
 use weft_lark::text::Lang;
 use weft_shared::bus::SharedBus;
-use weft_shared::config::LarkConfig;
 use weft_shared::ids::RunId;
 use weft_shared::retry::{Backoff, retry};
-use weft_shared::store::{LarkTarget, Store, StoreError};
+use weft_store::{LarkTarget, Store, StoreError};
 
 use follow::Signals;
 

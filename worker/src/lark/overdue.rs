@@ -20,7 +20,7 @@ use weft_shared::bus::READ_PAGE;
 use weft_shared::event::{EventKind, RunEvent};
 use weft_shared::ids::{MessageId, RunId};
 use weft_shared::states::RunStatus;
-use weft_shared::store::{RunRecord, StoreError};
+use weft_store::{RunRecord, StoreError};
 
 use super::LarkEgress;
 

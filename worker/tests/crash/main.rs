@@ -11,13 +11,16 @@
 //! the feature's write (or add a point, documented in `worker/src/failure.rs`)
 //! and assert what its user sees after the takeover.
 
-#[path = "../../../shared/tests/store/harness.rs"]
+#[path = "../../../store/tests/store/harness.rs"]
 #[allow(dead_code)]
 mod harness;
+#[path = "../../../shared/tests/support/eventually.rs"]
+#[allow(dead_code)]
+mod polling;
 mod rig;
 
 use weft_shared::event::EventKind;
-use weft_shared::store::{ApprovalStatus, Decision, RunStatus};
+use weft_store::{ApprovalStatus, Decision, RunStatus};
 use weft_worker::failure::FailurePoint;
 
 use harness::Db;
@@ -156,10 +159,9 @@ async fn waits_stored_but_not_announced_are_announced_by_the_next_attempt(db: Db
 /// A step waiting for an approval, its worker stopped dead at `point`.
 async fn crash_while_waiting(db: Db, point: FailurePoint) {
     let world = World::new(&db, |cfg| {
-        cfg.tools.policies.insert(
-            "current_time".into(),
-            weft_shared::config::ToolPolicy::Confirm,
-        );
+        cfg.tools
+            .policies
+            .insert("current_time".into(), weft_config::ToolPolicy::Confirm);
     })
     .await;
     let alice = world.user("alice").await;

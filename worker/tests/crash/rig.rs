@@ -24,43 +24,25 @@
 
 use std::future::Future;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
+use weft_config::{Config, LiveConfig};
 use weft_runs::Submitted;
 use weft_shared::bus::{MemoryBus, SharedBus};
-use weft_shared::config::{Config, LiveConfig};
 use weft_shared::event::{EventKind, RunEvent};
 use weft_shared::fold::RunFold;
 use weft_shared::ids::RunId;
 use weft_shared::queue::{MemoryQueue, SharedQueue};
-use weft_shared::store::{AuthUser, Message, RunRecord, RunStatus, SessionRecord, Store};
+use weft_store::{AuthUser, Message, RunRecord, RunStatus, SessionRecord, Store};
 use weft_worker::WorkerDeps;
 use weft_worker::failure::{FailurePoint, FailurePoints};
 
 use crate::harness::{self, Db};
+use crate::polling::eventually;
 
 /// How long any one thing may take before a test gives up on it.
 pub const DEADLINE: Duration = Duration::from_secs(30);
-
-/// Probes `probe` until it answers `Ok`, for at most `within`; the panic names
-/// `what` and the last thing seen. (The conformance harness's `eventually`.)
-pub async fn eventually<T, E: std::fmt::Debug>(
-    within: Duration,
-    what: &str,
-    mut probe: impl AsyncFnMut() -> Result<T, E>,
-) -> T {
-    let deadline = Instant::now() + within;
-    loop {
-        match probe().await {
-            Ok(found) => return found,
-            Err(last) if Instant::now() >= deadline => {
-                panic!("{what}: not within {within:?}; last seen: {last:?}")
-            }
-            Err(_) => tokio::time::sleep(Duration::from_millis(20)).await,
-        }
-    }
-}
 
 /// What outlives a worker.
 pub struct World<'db> {

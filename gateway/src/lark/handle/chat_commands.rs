@@ -6,7 +6,7 @@
 use weft_lark::card::CardState;
 use weft_lark::text::Text;
 use weft_shared::ids::RunId;
-use weft_shared::store::{AuthUser, SessionRecord, StoreError};
+use weft_store::{AuthUser, SessionRecord, StoreError};
 
 use super::super::Bot;
 use super::super::commands::{self, Command, KbCommand, Lang};

@@ -16,8 +16,8 @@
 use std::time::Duration;
 
 use bytes::Bytes;
+use weft_config::Config;
 use weft_lark::rest::{LarkError, ResourceType};
-use weft_shared::config::Config;
 use weft_shared::ids::UserId;
 use weft_shared::memory_room::SharedPermit;
 

@@ -10,7 +10,7 @@
 //! gateway), and in this order a memory kept meanwhile (a run's `remember`)
 //! joins the end instead of shifting the numbers the person just read.
 
-use weft_shared::store::{AuthUser, Memory, StoreError};
+use weft_store::{AuthUser, Memory, StoreError};
 
 use super::super::Bot;
 use super::super::commands::{Lang, MemoryCommand};

@@ -8,7 +8,7 @@
 //! nothing between messages; a schedule made meanwhile joins the end).
 
 use weft_shared::api::FireOutcome;
-use weft_shared::store::{AuthUser, ScheduleRecord, ScheduleUpdate};
+use weft_store::{AuthUser, ScheduleRecord, ScheduleUpdate};
 
 use super::super::Bot;
 use super::super::commands::{Lang, ScheduleCommand};

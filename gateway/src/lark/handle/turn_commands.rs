@@ -6,7 +6,7 @@
 //! stays its asker's run (their limits, their instructions).
 
 use weft_shared::ids::UserId;
-use weft_shared::store::{AuthUser, Role, SessionRecord, TurnOutcome};
+use weft_store::{AuthUser, Role, SessionRecord, TurnOutcome};
 
 use super::super::Bot;
 use super::super::commands::{Lang, TurnCommand};
@@ -24,7 +24,7 @@ impl Bot {
     ) -> anyhow::Result<String> {
         let store = &self.state.store;
         let (owner, id) = (&session.user_id, &session.id);
-        let limits = weft_shared::store::RunLimits::from(&self.state.config().limits);
+        let limits = weft_store::RunLimits::from(&self.state.config().limits);
         let own = only_own_turns(incoming, user);
         let outcome = match &command {
             TurnCommand::Undo => store.undo_turn(owner, id, own).await?,

@@ -5,7 +5,7 @@
 //! unit test; the store checks the answer once more ([`Question::accept`]).
 
 use weft_lark::text::{Lang, say};
-use weft_shared::store::Question;
+use weft_store::Question;
 
 /// What a typed message says to a question.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -133,7 +133,7 @@ fn distinct<'a>(chosen: impl Iterator<Item = &'a String>) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use weft_shared::ids::{RunId, SessionId, UserId};
-    use weft_shared::store::QuestionStatus;
+    use weft_store::QuestionStatus;
 
     use super::*;
 

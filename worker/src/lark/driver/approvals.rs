@@ -112,8 +112,8 @@ impl Driver {
         self.recorded_card(id).await.is_some_and(|c| c.always)
     }
 
-    async fn recorded_card(&mut self, id: &str) -> Option<weft_shared::store::LarkApprovalCard> {
-        let known = |cards: &Option<Vec<weft_shared::store::LarkApprovalCard>>| {
+    async fn recorded_card(&mut self, id: &str) -> Option<weft_store::LarkApprovalCard> {
+        let known = |cards: &Option<Vec<weft_store::LarkApprovalCard>>| {
             cards
                 .as_ref()
                 .and_then(|cards| cards.iter().find(|c| c.approval_id == id).cloned())

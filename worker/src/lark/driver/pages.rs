@@ -16,8 +16,8 @@ use serde_json::Value;
 use tracing::Instrument;
 use weft_lark::card::{MarkdownLimits, ReplyCard, body_change};
 use weft_lark::rest::{CODE_CARDKIT_SEQUENCE, CardEntity, ErrorClass, LarkError, MessageContent};
-use weft_shared::store::{CardEntityRecord, LarkCard, retrying};
 use weft_shared::time::now_ms;
+use weft_store::{CardEntityRecord, LarkCard, retrying};
 
 use super::{Driver, SyncError, classify, counted, lark_call, refused_content};
 use crate::lark::view::ReplyView;

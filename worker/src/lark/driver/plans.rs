@@ -18,7 +18,7 @@ use serde_json::{Map, Value};
 use weft_lark::card::{PlanAnswer, PlanCard};
 use weft_lark::rest::MessageContent;
 use weft_shared::fold::PlanDecided;
-use weft_shared::store::PlanStatus;
+use weft_store::PlanStatus;
 
 use super::{Driver, SyncError, classify, open_for};
 use crate::lark::view::{Plan, PlanShown, ReplyView};

@@ -19,7 +19,7 @@
 use serde_json::{Map, Value};
 use weft_lark::card::{QuestionAnswer, QuestionCard};
 use weft_lark::rest::MessageContent;
-use weft_shared::store::QuestionStatus;
+use weft_store::QuestionStatus;
 
 use super::{Driver, SyncError, classify, open_for};
 use crate::lark::view::{Question, QuestionShown, ReplyView};
