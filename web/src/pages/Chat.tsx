@@ -92,16 +92,25 @@ function ChatView({ sessionId }: { sessionId?: string }) {
 
   // The session's todo list: read when the conversation changes (a reply ends,
   // a turn is undone or redone), replaced live by a running reply's `todo` events.
+  // A read that a live event overtook is dropped: it may have been answered
+  // before the tool stored the list (the user's message shows, the read goes
+  // out, the reply's `todo` event lands, then the read's older, empty list).
+  const liveTodos = useRef(0)
+  const onLiveTodos = useCallback((items: TodoItem[]) => {
+    liveTodos.current += 1
+    setTodos(items)
+  }, [])
   useEffect(() => {
     if (!sessionId) {
       setTodos([])
       return
     }
     let live = true
+    const asked = liveTodos.current
     api
       .sessionTodos(sessionId)
       .then((items) => {
-        if (live) setTodos(items)
+        if (live && liveTodos.current === asked) setTodos(items)
       })
       .catch(() => {})
     return () => {
@@ -466,7 +475,7 @@ function ChatView({ sessionId }: { sessionId?: string }) {
                     nameOf={agentName}
                     onPhase={onPhase}
                     onGone={onGone}
-                    onTodos={setTodos}
+                    onTodos={onLiveTodos}
                   />
                 ) : (
                   <HistoricReply
