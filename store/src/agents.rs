@@ -293,7 +293,7 @@ enum Upsert {
 }
 
 async fn write_agent(
-    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    tx: &mut crate::TxConn,
     a: &AgentConfig,
     origin: AgentOrigin,
     now: i64,
@@ -343,7 +343,7 @@ async fn write_agent(
     Ok(())
 }
 
-async fn set_default(tx: &mut sqlx::Transaction<'static, sqlx::Any>, id: &str) -> Result<()> {
+async fn set_default(tx: &mut crate::TxConn, id: &str) -> Result<()> {
     sqlx::query("update agents set is_default = case when id = $1 then 1 else 0 end")
         .bind(id)
         .execute(&mut **tx)

@@ -198,7 +198,7 @@ impl Store {
 
 /// A step's approvals, in the transaction that stores the step (`waits.rs`).
 pub(super) async fn insert_approvals(
-    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    tx: &mut crate::TxConn,
     asked: &Asked<'_>,
     approvals: &[NewApproval],
 ) -> Result<()> {

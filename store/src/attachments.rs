@@ -94,7 +94,7 @@ fn kind_str(k: AttachmentKind) -> &'static str {
 
 /// Insert a message's attachments (inside the send transaction).
 pub(super) async fn insert_attachments(
-    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    tx: &mut crate::TxConn,
     user: &UserId,
     session: &SessionId,
     message: &MessageId,
@@ -130,7 +130,7 @@ impl Store {
     /// `touched_at` it now carries.
     pub async fn register_blob(&self, sha: &str, bytes: u64) -> Result<i64> {
         let now = now_ms();
-        let _gate = self.write_gate().await;
+        let mut w = self.writer().await?;
         sqlx::query(
             "insert into blobs (sha256, bytes, touched_at) values ($1, $2, $3)
              on conflict (sha256) do update set touched_at = excluded.touched_at",
@@ -138,7 +138,7 @@ impl Store {
         .bind(sha)
         .bind(bytes as i64)
         .bind(now)
-        .execute(&self.pool)
+        .execute(&mut *w)
         .await?;
         Ok(now)
     }

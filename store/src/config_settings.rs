@@ -74,7 +74,7 @@ impl Store {
         by: &str,
         file_hash: Option<&str>,
     ) -> Result<i64> {
-        let _gate = self.write_gate().await;
+        let mut w = self.writer().await?;
         let keep = if document.is_some() {
             "document = excluded.document,"
         } else {
@@ -92,7 +92,7 @@ impl Store {
         .bind(now_ms())
         .bind(by)
         .bind(file_hash)
-        .fetch_one(&self.pool)
+        .fetch_one(&mut *w)
         .await?;
         get_i64(&row, "version")
     }

@@ -30,7 +30,7 @@ use weft_wire::time::now_ms;
 
 pub use weft_wire::states::DelegationStatus;
 
-type Tx = sqlx::Transaction<'static, sqlx::Any>;
+type Tx = crate::TxConn;
 
 /// The longest child answer kept for its parent, in characters (it goes back
 /// to the parent's model as the call's result).

@@ -418,7 +418,7 @@ impl Store {
         lease_until: i64,
         progress: Option<&str>,
     ) -> Result<bool> {
-        let _gate = self.write_gate().await;
+        let mut w = self.writer().await?;
         let done = sqlx::query(
             "update jobs set lease_until = $1, progress = coalesce($2, progress), updated_at = $3
              where id = $4 and lease_owner = $5 and attempt = $6 and state = 'running'",
@@ -429,7 +429,7 @@ impl Store {
         .bind(id)
         .bind(owner)
         .bind(attempt)
-        .execute(&self.pool)
+        .execute(&mut *w)
         .await?;
         Ok(done.rows_affected() == 1)
     }
@@ -457,7 +457,7 @@ impl Store {
         let sql = format!(
             "update jobs set {set}, lease_owner = null, lease_until = 0, updated_at = $1 {held}"
         );
-        let _gate = self.write_gate().await;
+        let mut w = self.writer().await?;
         let mut query = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(now)
             .bind(id)
@@ -477,14 +477,14 @@ impl Store {
             | JobEnd::Postponed { error, .. } => query = query.bind(error.as_str()),
             JobEnd::Succeeded | JobEnd::Released | JobEnd::Again { .. } => {}
         }
-        let done = query.execute(&self.pool).await?;
+        let done = query.execute(&mut *w).await?;
         Ok(done.rows_affected() == 1)
     }
 
     /// Cancels the job `(kind, key)` unless it already ended; a worker running
     /// it stops at its next renewal. True when this call cancelled it.
     pub async fn cancel_job(&self, kind: &str, key: &str) -> Result<bool> {
-        let _gate = self.write_gate().await;
+        let mut w = self.writer().await?;
         let now = now_ms();
         let done = sqlx::query(
             "update jobs set state = 'cancelled', lease_owner = null, lease_until = 0,
@@ -494,7 +494,7 @@ impl Store {
         .bind(now)
         .bind(kind)
         .bind(key)
-        .execute(&self.pool)
+        .execute(&mut *w)
         .await?;
         Ok(done.rows_affected() == 1)
     }
@@ -517,12 +517,12 @@ impl Store {
                and kind in ({list})
              returning kind, key, payload"
         );
-        let _gate = self.write_gate().await;
+        let mut w = self.writer().await?;
         let mut query = sqlx::query(sqlx::AssertSqlSafe(sql)).bind(now);
         for kind in kinds {
             query = query.bind(*kind);
         }
-        let rows = query.fetch_all(&self.pool).await?;
+        let rows = query.fetch_all(&mut *w).await?;
         rows.iter()
             .map(|row| {
                 Ok(LapsedJob {
@@ -538,9 +538,9 @@ impl Store {
     /// stopped, so their leases end now and the runner takes them over at
     /// once (or fails those with no attempt left).
     pub async fn lapse_all_job_leases(&self) -> Result<u64> {
-        let _gate = self.write_gate().await;
+        let mut w = self.writer().await?;
         let done = sqlx::query("update jobs set lease_until = 0 where state = 'running'")
-            .execute(&self.pool)
+            .execute(&mut *w)
             .await?;
         Ok(done.rows_affected())
     }
@@ -548,11 +548,11 @@ impl Store {
     /// Deletes jobs that ended before `before` (unix ms): their outcome lives in
     /// the rows they worked on; the job row only kept the key from running twice.
     pub async fn purge_ended_jobs(&self, before: i64) -> Result<u64> {
-        let _gate = self.write_gate().await;
+        let mut w = self.writer().await?;
         let done =
             sqlx::query("delete from jobs where finished_at is not null and finished_at < $1")
                 .bind(before)
-                .execute(&self.pool)
+                .execute(&mut *w)
                 .await?;
         Ok(done.rows_affected())
     }

@@ -94,11 +94,11 @@ impl Store {
     /// Forgets inbound ids received before `before` (unix ms) that are done
     /// with; a pending one stays until it is handled (see `lark_inbox`).
     pub async fn purge_lark_inbound(&self, before: i64) -> Result<u64> {
-        let _gate = self.write_gate().await;
+        let mut w = self.writer().await?;
         let done =
             sqlx::query("delete from lark_inbound where received_at < $1 and state <> 'pending'")
                 .bind(before)
-                .execute(&self.pool)
+                .execute(&mut *w)
                 .await?;
         Ok(done.rows_affected())
     }
@@ -113,7 +113,7 @@ impl Store {
         let id = UserId::new();
         let now = now_ms();
         let inserted = {
-            let _gate = self.write_gate().await;
+            let mut w = self.writer().await?;
             sqlx::query(
                 "insert into users (id, username, password_hash, role, created_at, lark_open_id) values ($1, $2, $3, 'user', $4, $5)",
             )
@@ -122,7 +122,7 @@ impl Store {
             .bind(NO_PASSWORD)
             .bind(now)
             .bind(open_id)
-            .execute(&self.pool)
+            .execute(&mut *w)
             .await
         };
         match inserted {
@@ -340,12 +340,12 @@ impl Store {
 
     /// `/resume`: `chat` talks to `session` (one of its own) from now on.
     pub async fn lark_bind(&self, chat: &LarkChat, session: &SessionId) -> Result<()> {
-        let _gate = self.write_gate().await;
+        let mut w = self.writer().await?;
         sqlx::query("update lark_chats set session_id = $1, updated_at = $2 where chat_key = $3")
             .bind(&session.0)
             .bind(now_ms())
             .bind(chat.key())
-            .execute(&self.pool)
+            .execute(&mut *w)
             .await?;
         Ok(())
     }
@@ -357,13 +357,13 @@ impl Store {
         message: &MessageId,
         reaction_id: &str,
     ) -> Result<ReactionRecord> {
-        let _gate = self.write_gate().await;
+        let mut w = self.writer().await?;
         let done = sqlx::query(
             "update messages set lark_reaction_id = $1 where id = $2 and lark_reaction_id is null",
         )
         .bind(reaction_id)
         .bind(&message.0)
-        .execute(&self.pool)
+        .execute(&mut *w)
         .await?;
         Ok(if done.rows_affected() == 1 {
             ReactionRecord::Kept

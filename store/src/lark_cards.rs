@@ -95,17 +95,8 @@ impl Store {
         known: &[LarkCard],
         next: &[LarkCard],
     ) -> Result<Vec<LarkCard>> {
-        let _gate = self.write_gate().await;
-        let read = || async {
-            let row = sqlx::query("select lark_cards from runs where id = $1")
-                .bind(&run.0)
-                .fetch_optional(&self.pool)
-                .await?
-                .ok_or(StoreError::NotFound)?;
-            let raw = get_opt_str(&row, "lark_cards")?;
-            Ok::<_, StoreError>((decode_cards(raw.as_deref())?, raw))
-        };
-        let (current, raw) = read().await?;
+        let mut w = self.writer().await?;
+        let (current, raw) = read_lark_cards(&mut w, run).await?;
         if current != known {
             return Ok(current);
         }
@@ -117,21 +108,21 @@ impl Store {
         .bind(encoded)
         .bind(&run.0)
         .bind(raw)
-        .execute(&self.pool)
+        .execute(&mut *w)
         .await?;
         if done.rows_affected() == 1 {
             return Ok(next.to_vec());
         }
-        Ok(read().await?.0)
+        Ok(read_lark_cards(&mut w, run).await?.0)
     }
 
     /// Records the Lark card that asks for approval `approval`.
     pub async fn record_lark_approval_card(&self, approval: &str, message_id: &str) -> Result<()> {
-        let _gate = self.write_gate().await;
+        let mut w = self.writer().await?;
         sqlx::query("update approvals set lark_message_id = $1 where id = $2")
             .bind(message_id)
             .bind(approval)
-            .execute(&self.pool)
+            .execute(&mut *w)
             .await?;
         Ok(())
     }
@@ -167,21 +158,21 @@ impl Store {
     /// `run` owes its chat a final card (an attempt follows it now); keeps
     /// the time it was first owed.
     pub async fn lark_card_owed(&self, run: &RunId) -> Result<()> {
-        let _gate = self.write_gate().await;
+        let mut w = self.writer().await?;
         sqlx::query("update runs set lark_card_due = coalesce(lark_card_due, $1) where id = $2")
             .bind(now_ms())
             .bind(&run.0)
-            .execute(&self.pool)
+            .execute(&mut *w)
             .await?;
         Ok(())
     }
 
     /// `run`'s final card is shown.
     pub async fn lark_card_shown(&self, run: &RunId) -> Result<()> {
-        let _gate = self.write_gate().await;
+        let mut w = self.writer().await?;
         sqlx::query("update runs set lark_card_due = null where id = $1")
             .bind(&run.0)
-            .execute(&self.pool)
+            .execute(&mut *w)
             .await?;
         Ok(())
     }
@@ -219,14 +210,14 @@ impl Store {
                 // Claimed by a sweep a moment ago.
                 continue;
             }
-            let _gate = self.write_gate().await;
+            let mut w = self.writer().await?;
             let done = sqlx::query(
                 "update runs set lark_card_due = $1 where id = $2 and lark_card_due = $3",
             )
             .bind((!give_up).then_some(now))
             .bind(&id)
             .bind(due)
-            .execute(&self.pool)
+            .execute(&mut *w)
             .await?;
             match (done.rows_affected() == 1, give_up) {
                 (true, true) => given_up += 1,
@@ -236,6 +227,20 @@ impl Store {
         }
         Ok((claimed, given_up))
     }
+}
+
+/// A run's Lark cards, and the text they were read from.
+async fn read_lark_cards(
+    conn: &mut sqlx::AnyConnection,
+    run: &RunId,
+) -> Result<(Vec<LarkCard>, Option<String>)> {
+    let row = sqlx::query("select lark_cards from runs where id = $1")
+        .bind(&run.0)
+        .fetch_optional(conn)
+        .await?
+        .ok_or(StoreError::NotFound)?;
+    let raw = get_opt_str(&row, "lark_cards")?;
+    Ok((decode_cards(raw.as_deref())?, raw))
 }
 
 #[cfg(test)]

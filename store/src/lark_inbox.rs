@@ -106,13 +106,13 @@ impl Store {
 
     /// Extends the lease of every pending row `owner` holds; returns how many.
     pub async fn renew_lark_leases(&self, owner: &str, lease_until: i64) -> Result<u64> {
-        let _gate = self.write_gate().await;
+        let mut w = self.writer().await?;
         let done = sqlx::query(
             "update lark_inbound set lease_until = $1 where lease_owner = $2 and state = 'pending'",
         )
         .bind(lease_until)
         .bind(owner)
-        .execute(&self.pool)
+        .execute(&mut *w)
         .await?;
         Ok(done.rows_affected())
     }
@@ -201,14 +201,14 @@ impl Store {
 
     /// Gives up `owner`'s lease on a pending row, so the next sweep takes it.
     pub async fn release_lark_inbound(&self, message_id: &str, owner: &str) -> Result<()> {
-        let _gate = self.write_gate().await;
+        let mut w = self.writer().await?;
         sqlx::query(
             "update lark_inbound set lease_owner = null, lease_until = 0
              where message_id = $1 and lease_owner = $2 and state = 'pending'",
         )
         .bind(message_id)
         .bind(owner)
-        .execute(&self.pool)
+        .execute(&mut *w)
         .await?;
         Ok(())
     }
@@ -217,14 +217,14 @@ impl Store {
     /// stays as the dedupe record. Finishing a finished row changes nothing.
     pub async fn finish_lark_inbound(&self, message_id: &str, state: InboxState) -> Result<()> {
         debug_assert!(state != InboxState::Pending);
-        let _gate = self.write_gate().await;
+        let mut w = self.writer().await?;
         sqlx::query(
             "update lark_inbound set state = $1, payload = null, lease_owner = null, lease_until = 0
              where message_id = $2 and state = 'pending'",
         )
         .bind(state.as_str())
         .bind(message_id)
-        .execute(&self.pool)
+        .execute(&mut *w)
         .await?;
         Ok(())
     }

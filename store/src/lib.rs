@@ -48,7 +48,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use sqlx::any::{AnyPoolOptions, AnyRow};
-use sqlx::{AnyPool, Row};
+use sqlx::{AnyConnection, AnyPool, Row};
 
 use weft_shared::retry::{Backoff, retry};
 
@@ -211,11 +211,16 @@ pub type Result<T> = std::result::Result<T, StoreError>;
 pub struct Store {
     pool: AnyPool,
     dialect: Dialect,
-    /// SQLite only: one writer at a time, queued here. SQLite allows one writer
-    /// anyway, and a writer that finds the lock taken sleeps in SQLite's busy
-    /// handler (1 ms, 2 ms, 5 ms … 100 ms steps) instead of being woken when the lock
-    /// frees, which left the machine idle under load.
-    write_gate: Option<Arc<tokio::sync::Mutex<()>>>,
+    /// SQLite only: the writer, one connection of its own that every write
+    /// runs on, one at a time, queued on this lock ([`Store::begin`],
+    /// [`Store::writer`]; the Lark inbox's batches hold the lock as a gate
+    /// and run on a connection they keep). SQLite allows one writer anyway, and a
+    /// writer that finds the lock taken sleeps in SQLite's busy handler (1 ms,
+    /// 2 ms, 5 ms … 100 ms steps) instead of being woken when the lock frees,
+    /// which left the machine idle under load. Never lent by the pool, it pays
+    /// none of the pool's ping hops, and its page cache survives from one write to
+    /// the next. `None` inside once [`Store::close`] ran.
+    writer: Option<Arc<tokio::sync::Mutex<Option<AnyConnection>>>>,
     /// Signalled when this process enqueues a background job (see [`jobs`]).
     jobs_enqueued: Arc<tokio::sync::Notify>,
     /// Recurring jobs this process armed, and when they fall due (see
@@ -228,30 +233,98 @@ pub struct Store {
     hnsw_sizes: Arc<std::sync::Mutex<std::collections::HashSet<usize>>>,
 }
 
-/// A write transaction; on SQLite it also holds the write gate until it ends.
-pub(crate) struct WriteTx {
-    // Declared first: the transaction ends (commits or rolls back) before the gate opens.
-    tx: sqlx::Transaction<'static, sqlx::Any>,
-    _gate: Option<tokio::sync::OwnedMutexGuard<()>>,
+/// The writer connection, held (SQLite).
+type HeldWriter = tokio::sync::OwnedMappedMutexGuard<Option<AnyConnection>, AnyConnection>;
+
+/// A write transaction: on Postgres one of the pool's; on SQLite `begin
+/// immediate` on the writer connection, held until the transaction ends.
+pub(crate) struct WriteTx(Option<TxConn>);
+
+/// A connection to write on: one of the pool's (`P`, Postgres) or SQLite's
+/// writer, held.
+pub(crate) enum Conn<P> {
+    Pooled(P),
+    Held(HeldWriter),
 }
 
+/// The connection a [`WriteTx`] runs its statements on (`&mut **tx`).
+pub(crate) type TxConn = Conn<sqlx::Transaction<'static, sqlx::Any>>;
+
+/// Where one write outside a transaction runs (`&mut *w`): the writer,
+/// held, on SQLite; a pooled connection on Postgres.
+pub(crate) type Writer = Conn<sqlx::pool::PoolConnection<sqlx::Any>>;
+
 impl WriteTx {
-    pub(crate) async fn commit(self) -> Result<()> {
-        self.tx.commit().await?;
+    pub(crate) async fn commit(mut self) -> Result<()> {
+        match self.0.take() {
+            Some(Conn::Pooled(tx)) => tx.commit().await?,
+            Some(Conn::Held(mut conn)) => {
+                // Until it is known to have committed, a drop (an error, a
+                // cancelled future) still rolls back: a no-op after a commit.
+                let done = sqlx::query("commit").execute(&mut *conn).await;
+                if done.is_err() {
+                    self.0 = Some(Conn::Held(conn));
+                }
+                done?;
+            }
+            None => {}
+        }
         Ok(())
     }
 }
 
+impl Drop for WriteTx {
+    /// Ended without a commit: roll the writer back before the next writer may
+    /// take it (a pooled transaction rolls itself back). The task holds the
+    /// writer until the rollback ran, so no write, gated on a pooled
+    /// connection or on the writer, finds the database still locked by it. (A
+    /// rollback with no transaction open, after a commit that answered late, is
+    /// an error nobody needs.)
+    fn drop(&mut self) {
+        if let Some(Conn::Held(mut conn)) = self.0.take() {
+            let rollback = async move {
+                if let Err(e) = sqlx::query("rollback").execute(&mut *conn).await {
+                    tracing::debug!(error = %e, "rolling the writer back");
+                }
+            };
+            match tokio::runtime::Handle::try_current() {
+                Ok(rt) => drop(rt.spawn(rollback)),
+                // Outside a runtime nothing can use the store again anyway.
+                Err(_) => tracing::warn!("a write transaction dropped outside a runtime"),
+            }
+        }
+    }
+}
+
 impl std::ops::Deref for WriteTx {
-    type Target = sqlx::Transaction<'static, sqlx::Any>;
-    fn deref(&self) -> &Self::Target {
-        &self.tx
+    type Target = TxConn;
+    fn deref(&self) -> &TxConn {
+        self.0.as_ref().expect("an open transaction")
     }
 }
 
 impl std::ops::DerefMut for WriteTx {
-    fn deref_mut(&mut self) -> &mut Self::Target {
-        &mut self.tx
+    fn deref_mut(&mut self) -> &mut TxConn {
+        self.0.as_mut().expect("an open transaction")
+    }
+}
+
+impl<P: std::ops::DerefMut<Target = AnyConnection>> std::ops::Deref for Conn<P> {
+    type Target = AnyConnection;
+    fn deref(&self) -> &AnyConnection {
+        match self {
+            Conn::Pooled(conn) => conn,
+            Conn::Held(conn) => conn,
+        }
+    }
+}
+
+impl<P: std::ops::DerefMut<Target = AnyConnection>> std::ops::DerefMut for Conn<P> {
+    fn deref_mut(&mut self) -> &mut AnyConnection {
+        match self {
+            Conn::Pooled(conn) => conn,
+            Conn::Held(conn) => conn,
+        }
     }
 }
 
@@ -282,22 +355,32 @@ impl Store {
         } else {
             Dialect::Postgres
         };
-        let pool = match dialect {
+        let (pool, writer) = match dialect {
             Dialect::Sqlite => {
                 let url = &creating_sqlite_file(url);
                 if let Some(path) = sqlite_path(url) {
                     prepare_sqlite_file(std::path::Path::new(&path), url.contains("mode=rwc"))?;
                 }
-                // WAL lets readers run beside the writer; writers serialise on
-                // `begin immediate` (see `begin`), so SQLITE_BUSY cannot happen mid-transaction.
-                // Every statement is a hop to the connection's own thread and
-                // back (two thread wake-ups): 4 connections keep them busier
-                // than 8 (fewer park/unpark cycles, issue 23's profile). Pages
-                // are read through a memory map: a connection's page cache is
-                // dropped whenever another one commits, and re-reading it with
-                // `pread` copied every page it touched again.
-                AnyPoolOptions::new()
-                    .max_connections(4)
+                // WAL lets readers run beside the writer; writes run on a
+                // connection of their own, one at a time (see `writer`), so
+                // SQLITE_BUSY cannot happen mid-transaction. Every statement is
+                // a hop to a connection's own thread and back (two thread
+                // wake-ups), and sqlx's pool adds a ping hop when it lends a
+                // connection (off here: a SQLite connection in this process
+                // cannot have gone away) and another when it takes one back;
+                // the writer, never lent, pays neither. Three pooled
+                // connections for reads keep the threads busier than more
+                // would (fewer park/unpark cycles, issue 23's profile).
+                //
+                // No `mmap_size`: a connection drops its page cache whenever
+                // another one committed, and with the file memory-mapped it
+                // also unmapped and mapped it again, at every read after a
+                // write. The `munmap`s (TLB shootdowns across both cores) cost
+                // more than the pages' `pread` copies: 13–20 % of the CPU per
+                // run at 50 users (BENCHMARKS.md, Analysis, 2026-12-07).
+                let pool = AnyPoolOptions::new()
+                    .max_connections(3)
+                    .test_before_acquire(false)
                     .after_connect(|conn, _| {
                         Box::pin(async move {
                             use sqlx::Executor;
@@ -305,26 +388,28 @@ impl Store {
                             conn.execute("pragma synchronous = normal").await?;
                             conn.execute("pragma busy_timeout = 10000").await?;
                             conn.execute("pragma foreign_keys = on").await?;
-                            conn.execute("pragma mmap_size = 268435456").await?;
                             Ok(())
                         })
                     })
                     .connect(url)
-                    .await?
+                    .await?;
+                // Opened by the pool (so with its settings), then kept out of it.
+                let writer = pool.acquire().await?.detach();
+                (pool, Some(Arc::new(tokio::sync::Mutex::new(Some(writer)))))
             }
             Dialect::Postgres => {
-                AnyPoolOptions::new()
+                let pool = AnyPoolOptions::new()
                     .max_connections(pg_connections.max(1))
                     .acquire_timeout(Duration::from_secs(10))
                     .connect(url)
-                    .await?
+                    .await?;
+                (pool, None)
             }
         };
-        let write_gate = (dialect == Dialect::Sqlite).then(Arc::default);
         Ok(Store {
             pool,
             dialect,
-            write_gate,
+            writer,
             jobs_enqueued: Arc::default(),
             armed: Arc::default(),
             vector_index: Arc::default(),
@@ -358,6 +443,12 @@ impl Store {
     }
 
     pub async fn close(&self) {
+        if let Some(writer) = &self.writer
+            && let Some(conn) = writer.lock().await.take()
+        {
+            use sqlx::Connection;
+            let _ = conn.close().await;
+        }
         self.pool.close().await;
     }
 
@@ -369,13 +460,13 @@ impl Store {
         user: &weft_wire::ids::UserId,
         id: &str,
     ) -> Result<()> {
-        let _gate = self.write_gate().await;
+        let mut w = self.writer().await?;
         let done = sqlx::query(sqlx::AssertSqlSafe(format!(
             "delete from {table} where id = $1 and user_id = $2"
         )))
         .bind(id)
         .bind(&user.0)
-        .execute(&self.pool)
+        .execute(&mut *w)
         .await?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound);
@@ -383,22 +474,47 @@ impl Store {
         Ok(())
     }
 
-    /// A write transaction. On SQLite it passes the write gate and takes the write
-    /// lock up front, so two writers never both read and then both try to upgrade.
+    /// A write transaction. On SQLite it waits for the writer and takes the
+    /// write lock up front (`begin immediate`), so two writers never both read
+    /// and then both try to upgrade.
     async fn begin(&self) -> Result<WriteTx> {
-        let gate = self.write_gate().await;
-        let tx = match self.dialect {
-            Dialect::Postgres => self.pool.begin().await?,
-            Dialect::Sqlite => self.pool.begin_with("begin immediate").await?,
-        };
-        Ok(WriteTx { tx, _gate: gate })
+        match self.held_writer().await? {
+            None => Ok(WriteTx(Some(Conn::Pooled(self.pool.begin().await?)))),
+            Some(conn) => {
+                // Made before `begin` answers: dropped while it runs (a
+                // cancelled future), it still rolls back whatever began.
+                let mut tx = WriteTx(Some(Conn::Held(conn)));
+                sqlx::query("begin immediate").execute(&mut **tx).await?;
+                Ok(tx)
+            }
+        }
     }
 
-    /// Hold the result across a single write statement outside a transaction
-    /// (SQLite's writer queue; nothing on Postgres).
-    async fn write_gate(&self) -> Option<tokio::sync::OwnedMutexGuard<()>> {
-        match &self.write_gate {
-            Some(gate) => Some(gate.clone().lock_owned().await),
+    /// The connection for one write outside a transaction: the writer on
+    /// SQLite (waiting for it), a pooled one on Postgres.
+    async fn writer(&self) -> Result<Writer> {
+        Ok(match self.held_writer().await? {
+            Some(conn) => Conn::Held(conn),
+            None => Conn::Pooled(self.pool.acquire().await?),
+        })
+    }
+
+    /// SQLite's writer, waited for; `None` on Postgres.
+    async fn held_writer(&self) -> Result<Option<HeldWriter>> {
+        let Some(writer) = &self.writer else {
+            return Ok(None);
+        };
+        tokio::sync::OwnedMutexGuard::try_map(writer.clone().lock_owned().await, Option::as_mut)
+            .map(Some)
+            .map_err(|_| StoreError::Other("the database is closed".into()))
+    }
+
+    /// Hold across a write run on a connection of the caller's own (SQLite:
+    /// the writer's lock, so it waits for and excludes every other write;
+    /// nothing on Postgres). Every other write uses [`Store::writer`].
+    async fn write_gate(&self) -> Option<tokio::sync::OwnedMutexGuard<Option<AnyConnection>>> {
+        match &self.writer {
+            Some(writer) => Some(writer.clone().lock_owned().await),
             None => None,
         }
     }

@@ -7,7 +7,7 @@ impl Store {
     /// A worker's MCP servers as it sees them (JSON of `McpServerDto`s).
     pub async fn put_mcp_status(&self, worker: &str, servers_json: &str) -> Result<()> {
         let now = now_ms();
-        let _gate = self.write_gate().await;
+        let mut w = self.writer().await?;
         sqlx::query(
             "insert into mcp_status (worker_id, servers, updated_at) values ($1, $2, $3)
              on conflict (worker_id) do update set servers = excluded.servers, updated_at = excluded.updated_at",
@@ -15,11 +15,11 @@ impl Store {
         .bind(worker)
         .bind(servers_json)
         .bind(now)
-        .execute(&self.pool)
+        .execute(&mut *w)
         .await?;
         sqlx::query("delete from mcp_status where updated_at < $1")
             .bind(now - 3_600_000)
-            .execute(&self.pool)
+            .execute(&mut *w)
             .await?;
         Ok(())
     }

@@ -463,7 +463,7 @@ pub(super) struct StepMessage<'a> {
 /// Insert an assistant/tool message of a run step; a duplicate is ignored. Returns
 /// the id of the stored row (the earlier one on a duplicate).
 pub(super) async fn insert_step_message(
-    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    tx: &mut crate::TxConn,
     session: &SessionId,
     run: &RunId,
     step: u32,

@@ -144,7 +144,7 @@ impl Store {
         ids: Option<&[String]>,
     ) -> Result<u64> {
         let now = weft_wire::time::now_ms();
-        let _gate = self.write_gate().await;
+        let mut w = self.writer().await?;
         let done = match ids {
             None => {
                 sqlx::query(
@@ -152,7 +152,7 @@ impl Store {
                 )
                 .bind(now)
                 .bind(&user.0)
-                .execute(&self.pool)
+                .execute(&mut *w)
                 .await?
             }
             Some(ids) => {
@@ -164,7 +164,7 @@ impl Store {
                 .bind(now)
                 .bind(&user.0)
                 .bind(json)
-                .execute(&self.pool)
+                .execute(&mut *w)
                 .await?
             }
         };

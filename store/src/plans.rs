@@ -235,11 +235,11 @@ impl Store {
 
     /// Records the Lark card that shows `plan`.
     pub async fn record_lark_plan_card(&self, plan: &str, message_id: &str) -> Result<()> {
-        let _gate = self.write_gate().await;
+        let mut w = self.writer().await?;
         sqlx::query("update plans set lark_message_id = $1 where id = $2")
             .bind(message_id)
             .bind(plan)
-            .execute(&self.pool)
+            .execute(&mut *w)
             .await?;
         Ok(())
     }
@@ -259,7 +259,7 @@ impl Store {
 
 /// A step's plan, in the transaction that stores the step (`waits.rs`).
 pub(super) async fn insert_plans(
-    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    tx: &mut crate::TxConn,
     asked: &Asked<'_>,
     plans: &[NewPlan],
 ) -> Result<()> {

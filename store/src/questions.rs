@@ -285,11 +285,11 @@ impl Store {
 impl Store {
     /// Records the Lark card that asks `question`.
     pub async fn record_lark_question_card(&self, question: &str, message_id: &str) -> Result<()> {
-        let _gate = self.write_gate().await;
+        let mut w = self.writer().await?;
         sqlx::query("update questions set lark_message_id = $1 where id = $2")
             .bind(message_id)
             .bind(question)
-            .execute(&self.pool)
+            .execute(&mut *w)
             .await?;
         Ok(())
     }
@@ -309,7 +309,7 @@ impl Store {
 
 /// A step's questions, in the transaction that stores the step (`waits.rs`).
 pub(super) async fn insert_questions(
-    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    tx: &mut crate::TxConn,
     asked: &Asked<'_>,
     questions: &[NewQuestion],
 ) -> Result<()> {

@@ -73,12 +73,12 @@ impl Store {
 
     /// Give a running run back to the queue (graceful shutdown past its deadline).
     pub async fn release_run(&self, id: &RunId, worker: &str) -> Result<bool> {
-        let _gate = self.write_gate().await;
+        let mut w = self.writer().await?;
         let done = sqlx::query("update runs set status = 'queued', worker_id = null, enqueued_at = $1 where id = $2 and worker_id = $3 and status = 'running'")
             .bind(now_ms())
             .bind(&id.0)
             .bind(worker)
-            .execute(&self.pool)
+            .execute(&mut *w)
             .await?;
         Ok(done.rows_affected() == 1)
     }
@@ -86,10 +86,10 @@ impl Store {
     /// Embedded start-up: this is the only worker, so every `running` run belongs
     /// to a process that died. Put them back in the queue.
     pub async fn requeue_all_running(&self) -> Result<u64> {
-        let _gate = self.write_gate().await;
+        let mut w = self.writer().await?;
         let done = sqlx::query("update runs set status = 'queued', worker_id = null, enqueued_at = $1 where status = 'running'")
             .bind(now_ms())
-            .execute(&self.pool)
+            .execute(&mut *w)
             .await?;
         Ok(done.rows_affected())
     }

@@ -288,7 +288,7 @@ impl Store {
         max_attempts: u32,
     ) -> Result<ClaimOutcome> {
         let now = now_ms();
-        let _gate = self.write_gate().await;
+        let mut w = self.writer().await?;
         let row = sqlx::query(sqlx::AssertSqlSafe(format!(
             "update runs set status = 'running', attempt = attempt + 1, worker_id = $2, heartbeat_at = $3,
                  started_at = coalesce(started_at, $3)
@@ -308,7 +308,7 @@ impl Store {
         .bind(worker)
         .bind(now)
         .bind(stale_before)
-        .fetch_optional(&self.pool)
+        .fetch_optional(&mut *w)
         .await?;
         let Some(row) = row else {
             return Ok(ClaimOutcome::NotClaimable);
@@ -353,7 +353,7 @@ impl Store {
     /// Refresh the lease. `false` means this worker no longer owns a running run
     /// (taken over, cancelled or deleted): it must stop.
     pub async fn heartbeat(&self, id: &RunId, worker: &str, seq: u64) -> Result<bool> {
-        let _gate = self.write_gate().await;
+        let mut w = self.writer().await?;
         let done = sqlx::query(
             "update runs set heartbeat_at = $1, last_seq = case when last_seq > $4 then last_seq else $4 end
              where id = $2 and worker_id = $3 and status = 'running'",
@@ -362,7 +362,7 @@ impl Store {
             .bind(&id.0)
             .bind(worker)
             .bind(seq as i64)
-            .execute(&self.pool)
+            .execute(&mut *w)
             .await?;
         Ok(done.rows_affected() == 1)
     }

@@ -126,7 +126,7 @@ impl Store {
     /// transaction that claims the fire (`store::schedules`).
     pub(super) async fn send_in(
         &self,
-        tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+        tx: &mut crate::TxConn,
         req: &SendRequest,
     ) -> Result<SendOutcome> {
         let now = now_ms();
@@ -245,7 +245,7 @@ impl Store {
     /// The user's storage quota for the message's files (the user's row locked).
     async fn check_storage(
         &self,
-        tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+        tx: &mut crate::TxConn,
         req: &SendRequest,
     ) -> Result<Option<StorageUse>> {
         check_storage(
@@ -266,7 +266,7 @@ impl Store {
     /// user's lock, and only when a run is to be created.
     async fn look_before_send(
         &self,
-        tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+        tx: &mut crate::TxConn,
         req: &SendRequest,
     ) -> Result<SendLook> {
         let lock = self.lock_suffix();
@@ -347,7 +347,7 @@ struct SendLook {
 }
 
 async fn insert_user_message(
-    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    tx: &mut crate::TxConn,
     req: &SendRequest,
     run: Option<&RunId>,
     now: i64,
@@ -383,7 +383,7 @@ async fn insert_user_message(
 }
 
 async fn remember_key(
-    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    tx: &mut crate::TxConn,
     req: &SendRequest,
     message: &MessageId,
     run: Option<&RunId>,

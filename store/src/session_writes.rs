@@ -16,7 +16,7 @@ use weft_wire::ids::{MessageId, RunId, SessionId, UserId};
 /// goes back to the queue to go on without it: that parent, to enqueue (see
 /// `delegations.rs`).
 pub(super) async fn end_as_cancelled(
-    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    tx: &mut crate::TxConn,
     lock_suffix: &str,
     id: &RunId,
     by: &str,
@@ -41,7 +41,7 @@ pub(super) async fn end_as_cancelled(
 
 #[allow(clippy::too_many_arguments)]
 pub(super) async fn insert_run(
-    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    tx: &mut crate::TxConn,
     id: &RunId,
     session: &SessionId,
     user: &UserId,
@@ -68,7 +68,7 @@ pub(super) async fn insert_run(
 }
 
 pub(super) async fn attach_queued(
-    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    tx: &mut crate::TxConn,
     session: &SessionId,
     run: &RunId,
 ) -> Result<u64> {
@@ -94,7 +94,7 @@ pub(super) async fn attach_queued(
 /// If messages wait in the session, no run is active and the user is within
 /// `limits`, they become one new run (`lock` is the dialect's row-lock suffix).
 pub(super) async fn create_followup(
-    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    tx: &mut crate::TxConn,
     lock: &str,
     limits: &RunLimits,
     session: &SessionId,
@@ -116,7 +116,7 @@ pub(super) async fn create_followup(
 
 /// [`create_followup`] when the caller already counted the `waiting` messages.
 pub(super) async fn followup_for_waiting(
-    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    tx: &mut crate::TxConn,
     lock: &str,
     limits: &RunLimits,
     session: &SessionId,
@@ -183,7 +183,7 @@ pub(super) async fn followup_for_waiting(
 /// Bump the session's `updated_at` and count the messages waiting in it, in one
 /// statement (a run's end holds SQLite's single writer: every round trip counts).
 pub(super) async fn touch_session_counting_waiting(
-    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    tx: &mut crate::TxConn,
     session: &SessionId,
     now: i64,
 ) -> Result<i64> {
@@ -199,7 +199,7 @@ pub(super) async fn touch_session_counting_waiting(
 }
 
 pub(super) async fn touch_session(
-    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    tx: &mut crate::TxConn,
     session: &SessionId,
     now: i64,
 ) -> Result<()> {
@@ -213,10 +213,7 @@ pub(super) async fn touch_session(
 
 /// Count a transaction's message inserts in the session's `msg_seq`
 /// (migration 0017); the transaction holds the session's row.
-pub(super) async fn count_writes(
-    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
-    session: &SessionId,
-) -> Result<()> {
+pub(super) async fn count_writes(tx: &mut crate::TxConn, session: &SessionId) -> Result<()> {
     sqlx::query("update sessions set msg_seq = msg_seq + 1 where id = $1")
         .bind(&session.0)
         .execute(&mut **tx)
@@ -227,10 +224,7 @@ pub(super) async fn count_writes(
 /// A change to messages already written (migration 0017): readers' copies of
 /// the session's history are stale. Takes the session's row (on Postgres the
 /// update locks it): `false` when the session is gone.
-pub(super) async fn rewrite_history(
-    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
-    session: &SessionId,
-) -> Result<bool> {
+pub(super) async fn rewrite_history(tx: &mut crate::TxConn, session: &SessionId) -> Result<bool> {
     let done = sqlx::query("update sessions set history_rev = history_rev + 1 where id = $1")
         .bind(&session.0)
         .execute(&mut **tx)
@@ -242,7 +236,7 @@ pub(super) async fn rewrite_history(
 /// that touch a session's runs take its row first, then run rows, then the user's
 /// row, as the send does, so they cannot deadlock. `false`: the session is gone.
 pub(super) async fn lock_session(
-    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    tx: &mut crate::TxConn,
     lock: &str,
     session: &SessionId,
 ) -> Result<bool> {

@@ -119,7 +119,7 @@ impl Store {
             updated_at: now,
             knowledge: Vec::new(),
         };
-        let _gate = self.write_gate().await;
+        let mut w = self.writer().await?;
         sqlx::query("insert into sessions (id, user_id, title, title_lower, model, agent, source, created_at, updated_at) values ($1, $2, $3, $4, $5, $6, $7, $8, $8)")
             .bind(&rec.id.0)
             .bind(&user.0)
@@ -129,7 +129,7 @@ impl Store {
             .bind(agent)
             .bind(source)
             .bind(now)
-            .execute(&self.pool)
+            .execute(&mut *w)
             .await?;
         Ok(rec)
     }
@@ -211,7 +211,7 @@ impl Store {
     ) -> Result<SessionRecord> {
         let current = self.get_session(user, id).await?;
         let title = title.unwrap_or(&current.title);
-        let _gate = self.write_gate().await;
+        let mut w = self.writer().await?;
         sqlx::query("update sessions set title = $1, title_lower = $2, model = $3, agent = $4, updated_at = $5 where id = $6 and user_id = $7")
             .bind(title)
             .bind(title.to_lowercase())
@@ -220,8 +220,9 @@ impl Store {
             .bind(now_ms())
             .bind(&id.0)
             .bind(&user.0)
-            .execute(&self.pool)
+            .execute(&mut *w)
             .await?;
+        drop(w);
         self.get_session(user, id).await
     }
 
@@ -241,7 +242,7 @@ impl Store {
             }
         }
         let json = serde_json::to_string(&ids).map_err(|e| StoreError::Other(e.to_string()))?;
-        let _gate = self.write_gate().await;
+        let mut w = self.writer().await?;
         sqlx::query(
             "update sessions set knowledge = $1, updated_at = $2 where id = $3 and user_id = $4",
         )
@@ -249,8 +250,9 @@ impl Store {
         .bind(now_ms())
         .bind(&session.0)
         .bind(&owner.0)
-        .execute(&self.pool)
+        .execute(&mut *w)
         .await?;
+        drop(w);
         self.get_session(owner, session).await
     }
 
@@ -348,7 +350,7 @@ impl Store {
 
 /// The active runs whose `column` (`session_id` or `user_id`) is `value`, locked.
 pub(super) async fn active_runs_where(
-    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    tx: &mut crate::TxConn,
     lock: &str,
     column: &'static str,
     value: &str,

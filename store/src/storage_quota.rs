@@ -98,7 +98,7 @@ pub(crate) async fn storage_use(
 /// Inside the send transaction: lock the user (Postgres) and count `files`
 /// against `limit`; `Some` with the usage when they do not fit.
 pub(super) async fn check_storage(
-    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    tx: &mut crate::TxConn,
     lock_suffix: &str,
     user: &UserId,
     files: &[NewAttachment],
@@ -125,7 +125,7 @@ pub(super) async fn check_storage(
 /// fires of one owner each held a key share and waited for the other's to go
 /// (Postgres' "deadlock detected", found by the store test of batched fires).
 pub(crate) async fn lock_user(
-    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    tx: &mut crate::TxConn,
     lock_suffix: &str,
     user: &UserId,
 ) -> Result<()> {

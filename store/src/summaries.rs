@@ -41,7 +41,7 @@ impl Store {
     /// Store a newer summary (one covering less than the stored one is ignored:
     /// two runs may have summarised at once).
     pub async fn put_summary(&self, session: &SessionId, s: &Summary) -> Result<()> {
-        let _gate = self.write_gate().await;
+        let mut w = self.writer().await?;
         sqlx::query(
             "insert into session_summaries (session_id, upto_ord, summary, messages, model, created_at)
              values ($1, $2, $3, $4, $5, $6)
@@ -55,7 +55,7 @@ impl Store {
         .bind(s.messages as i64)
         .bind(&s.model)
         .bind(now_ms())
-        .execute(&self.pool)
+        .execute(&mut *w)
         .await?;
         Ok(())
     }
@@ -63,20 +63,20 @@ impl Store {
     /// Forget the summary (its messages changed: an undo or an edit reached
     /// into them).
     pub async fn drop_summary(&self, session: &SessionId) -> Result<()> {
-        let _gate = self.write_gate().await;
+        let mut w = self.writer().await?;
         sqlx::query("delete from session_summaries where session_id = $1")
             .bind(&session.0)
-            .execute(&self.pool)
+            .execute(&mut *w)
             .await?;
         Ok(())
     }
 
     /// `/compact`: the next run summarises all but the latest turn first.
     pub async fn request_compact(&self, session: &SessionId) -> Result<()> {
-        let _gate = self.write_gate().await;
+        let mut w = self.writer().await?;
         sqlx::query("update sessions set compact_requested = 1 where id = $1")
             .bind(&session.0)
-            .execute(&self.pool)
+            .execute(&mut *w)
             .await?;
         Ok(())
     }
@@ -94,12 +94,12 @@ impl Store {
         if asked == 0 {
             return Ok(false);
         }
-        let _gate = self.write_gate().await;
+        let mut w = self.writer().await?;
         let done = sqlx::query(
             "update sessions set compact_requested = 0 where id = $1 and compact_requested = 1",
         )
         .bind(&session.0)
-        .execute(&self.pool)
+        .execute(&mut *w)
         .await?;
         Ok(done.rows_affected() == 1)
     }

@@ -68,3 +68,101 @@ fn sqlite_files_are_created_unless_a_mode_is_given() {
     assert_eq!(c("sqlite:///a/b.db?mode=ro"), "sqlite:///a/b.db?mode=ro");
     assert_eq!(c("sqlite::memory:"), "sqlite::memory:");
 }
+
+/// A scratch SQLite file of its own (removed when the value drops).
+struct ScratchDb(std::path::PathBuf);
+
+impl ScratchDb {
+    fn new(name: &str) -> ScratchDb {
+        let dir = std::env::temp_dir().join(format!(
+            "weft-store-{name}-{}-{}",
+            std::process::id(),
+            weft_wire::time::now_ms()
+        ));
+        ScratchDb(dir)
+    }
+
+    fn url(&self) -> String {
+        format!("sqlite://{}/t.db", self.0.display())
+    }
+}
+
+impl Drop for ScratchDb {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+async fn count(store: &super::Store) -> (i64, i64) {
+    let row = sqlx::query("select count(*) as n, coalesce(sum(x), 0) as s from t")
+        .fetch_one(&store.pool)
+        .await
+        .unwrap();
+    (
+        super::get_i64(&row, "n").unwrap(),
+        super::get_i64(&row, "s").unwrap(),
+    )
+}
+
+#[tokio::test]
+async fn a_write_transaction_dropped_without_commit_rolls_the_writer_back() {
+    let db = ScratchDb::new("writer");
+    let store = super::Store::connect(&db.url()).await.unwrap();
+    {
+        let mut w = store.writer().await.unwrap();
+        sqlx::query("create table t (x bigint not null)")
+            .execute(&mut *w)
+            .await
+            .unwrap();
+    }
+    {
+        let mut tx = store.begin().await.unwrap();
+        sqlx::query("insert into t (x) values (1)")
+            .execute(&mut **tx)
+            .await
+            .unwrap();
+        // Dropped: an error returned with `?` half-way through.
+    }
+    // The next writer finds no transaction left open on the connection (a
+    // second `begin immediate` on it would fail), and the dropped row is gone.
+    let mut tx = store.begin().await.unwrap();
+    sqlx::query("insert into t (x) values (2)")
+        .execute(&mut **tx)
+        .await
+        .unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(count(&store).await, (1, 2));
+    // A write gated on a pooled connection does not find the database locked.
+    {
+        let _gate = store.write_gate().await;
+        sqlx::query("insert into t (x) values (3)")
+            .execute(&store.pool)
+            .await
+            .unwrap();
+    }
+    {
+        let mut tx = store.begin().await.unwrap();
+        sqlx::query("insert into t (x) values (4)")
+            .execute(&mut **tx)
+            .await
+            .unwrap();
+    }
+    {
+        let _gate = store.write_gate().await;
+        let done = tokio::time::timeout(
+            std::time::Duration::from_secs(5),
+            sqlx::query("insert into t (x) values (5)").execute(&store.pool),
+        )
+        .await;
+        assert!(
+            matches!(done, Ok(Ok(_))),
+            "the gated write waited on a rollback: {done:?}"
+        );
+    }
+    assert_eq!(count(&store).await, (3, 10));
+    store.close().await;
+    assert!(matches!(
+        store.begin().await,
+        Err(super::StoreError::Other(m)) if m.contains("closed")
+    ));
+}

@@ -15,7 +15,7 @@ impl Store {
         content: &str,
     ) -> Result<String> {
         let id = format!("out_{}", uuid::Uuid::now_v7().simple());
-        let _gate = self.write_gate().await;
+        let mut w = self.writer().await?;
         sqlx::query(
             "insert into tool_outputs (id, run_id, session_id, call_id, name, content, bytes, created_at)
              values ($1, $2, $3, $4, $5, $6, $7, $8)",
@@ -28,7 +28,7 @@ impl Store {
         .bind(content)
         .bind(content.len() as i64)
         .bind(now_ms())
-        .execute(&self.pool)
+        .execute(&mut *w)
         .await?;
         Ok(id)
     }

@@ -52,7 +52,7 @@ pub struct Alternative {
 
 /// The session's newest turn that is shown, if any: `(run, group root)`.
 async fn last_shown_turn(
-    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    tx: &mut sqlx::AnyConnection,
     session: &SessionId,
 ) -> Result<Option<(RunId, RunId)>> {
     let row = sqlx::query(
@@ -61,7 +61,7 @@ async fn last_shown_turn(
          order by m.ord desc limit 1",
     )
     .bind(&session.0)
-    .fetch_optional(&mut **tx)
+    .fetch_optional(&mut *tx)
     .await?;
     Ok(match row {
         Some(r) => {
@@ -75,7 +75,7 @@ async fn last_shown_turn(
 
 /// Who asked the turn `root` began: its run's user (in a shared conversation
 /// not always the session's owner).
-async fn asked_by(tx: &mut sqlx::Transaction<'static, sqlx::Any>, root: &RunId) -> Result<UserId> {
+async fn asked_by(tx: &mut crate::TxConn, root: &RunId) -> Result<UserId> {
     let row = sqlx::query("select user_id from runs where id = $1")
         .bind(&root.0)
         .fetch_one(&mut **tx)
@@ -83,10 +83,7 @@ async fn asked_by(tx: &mut sqlx::Transaction<'static, sqlx::Any>, root: &RunId) 
     Ok(UserId(get_str(&row, "user_id")?))
 }
 
-async fn active_run(
-    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
-    session: &SessionId,
-) -> Result<Option<RunId>> {
+async fn active_run(tx: &mut crate::TxConn, session: &SessionId) -> Result<Option<RunId>> {
     let row = sqlx::query(sqlx::AssertSqlSafe(format!(
         "select id from runs where session_id = $1 and status in {}",
         super::runs::ACTIVE
@@ -99,11 +96,7 @@ async fn active_run(
 
 /// The reply of `shown` becomes an alternative (its question, when it is the
 /// turn's own, stays).
-async fn keep_as_alternative(
-    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
-    shown: &RunId,
-    root: &RunId,
-) -> Result<()> {
+async fn keep_as_alternative(tx: &mut crate::TxConn, shown: &RunId, root: &RunId) -> Result<()> {
     sqlx::query(
         "update messages set hidden = 2 where run_id = $1 and hidden = 0 and (role <> 'user' or run_id <> $2)",
     )
@@ -116,7 +109,7 @@ async fn keep_as_alternative(
 
 /// Drop the summary when it covers any of the messages of `run`.
 async fn forget_summary_covering(
-    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    tx: &mut crate::TxConn,
     session: &SessionId,
     run: &RunId,
 ) -> Result<()> {

@@ -64,7 +64,7 @@ pub(super) enum LimitCheck {
 
 /// Lock the user (Postgres) and count their runs against `limits`.
 pub(super) async fn check_run_limits(
-    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    tx: &mut crate::TxConn,
     lock_suffix: &str,
     user: &UserId,
     limits: &RunLimits,

@@ -151,14 +151,14 @@ impl Store {
             role,
             created_at: now_ms(),
         };
-        let _gate = self.write_gate().await;
+        let mut w = self.writer().await?;
         sqlx::query("insert into users (id, username, password_hash, role, created_at) values ($1, $2, $3, $4, $5)")
             .bind(&user.id.0)
             .bind(&user.username)
             .bind(password_hash)
             .bind(role.as_str())
             .bind(user.created_at)
-            .execute(&self.pool)
+            .execute(&mut *w)
             .await
             .map_err(|e| StoreError::unique(e, Conflict::UsernameTaken))?;
         Ok(user)
@@ -278,7 +278,7 @@ impl Store {
             expires_at: expires,
             hash: hash.to_string(),
         };
-        let _gate = self.write_gate().await;
+        let mut w = self.writer().await?;
         sqlx::query("insert into tokens (id, user_id, name, kind, hash, created_at, expires_at) values ($1, $2, $3, $4, $5, $6, $7)")
             .bind(&rec.id.0)
             .bind(&user.0)
@@ -287,7 +287,7 @@ impl Store {
             .bind(hash)
             .bind(now)
             .bind(expires)
-            .execute(&self.pool)
+            .execute(&mut *w)
             .await
             .map_err(|e| StoreError::unique(e, Conflict::TokenExists))?;
         Ok(rec)
@@ -308,11 +308,11 @@ impl Store {
         let Some(row) = row else { return Ok(None) };
         let last_used = get_opt_i64(&row, "last_used_at")?.unwrap_or(0);
         if now - last_used > TOUCH_EVERY_MS {
-            let _gate = self.write_gate().await;
+            let mut w = self.writer().await?;
             sqlx::query("update tokens set last_used_at = $1 where id = $2")
                 .bind(now)
                 .bind(get_str(&row, "token_id")?)
-                .execute(&self.pool)
+                .execute(&mut *w)
                 .await?;
         }
         Ok(Some(AuthUser::from_row(&row)?))
@@ -369,9 +369,9 @@ impl Store {
 
     /// `WEFT_ADMIN_TOKEN` is unset: no bootstrap token may stay valid.
     pub async fn revoke_bootstrap_tokens(&self) -> Result<u64> {
-        let _gate = self.write_gate().await;
+        let mut w = self.writer().await?;
         let done = sqlx::query("delete from tokens where kind = 'bootstrap'")
-            .execute(&self.pool)
+            .execute(&mut *w)
             .await?;
         Ok(done.rows_affected())
     }
@@ -381,10 +381,10 @@ impl Store {
     /// would make logout a no-op for the terminal client. The bootstrap token comes
     /// back at the next start while `WEFT_ADMIN_TOKEN` is set.
     pub async fn revoke_token(&self, hash: &str) -> Result<()> {
-        let _gate = self.write_gate().await;
+        let mut w = self.writer().await?;
         sqlx::query("delete from tokens where hash = $1")
             .bind(hash)
-            .execute(&self.pool)
+            .execute(&mut *w)
             .await?;
         Ok(())
     }
@@ -449,11 +449,11 @@ impl Store {
 
     /// Set (or with `None` clear) a person's timezone, checked by the caller.
     pub async fn set_user_timezone(&self, user: &UserId, timezone: Option<&str>) -> Result<()> {
-        let _gate = self.write_gate().await;
+        let mut w = self.writer().await?;
         sqlx::query("update users set timezone = $1 where id = $2")
             .bind(timezone)
             .bind(&user.0)
-            .execute(&self.pool)
+            .execute(&mut *w)
             .await?;
         Ok(())
     }

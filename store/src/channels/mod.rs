@@ -137,7 +137,7 @@ impl Store {
             (Some(t), _) => t.clone(),
             (None, t) => t.clone(),
         };
-        let _gate = self.write_gate().await;
+        let mut w = self.writer().await?;
         let done = sqlx::query(
             "update channels set name = $1, kind = $2, config = $3, waits = $4, updated_at = $5 where id = $6 and user_id = $7",
         )
@@ -148,10 +148,10 @@ impl Store {
         .bind(weft_wire::time::now_ms())
         .bind(id)
         .bind(&user.0)
-        .execute(&self.pool)
+        .execute(&mut *w)
         .await
         .map_err(|e| StoreError::unique(e, Conflict::ChannelNameTaken))?;
-        drop(_gate);
+        drop(w);
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound);
         }
@@ -190,7 +190,7 @@ impl Store {
     /// `Invalid` naming `deliver` otherwise), in `tx`.
     pub(super) async fn set_schedule_channels(
         &self,
-        tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+        tx: &mut crate::TxConn,
         user: &UserId,
         schedule: &str,
         channels: &[String],

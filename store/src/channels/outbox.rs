@@ -255,7 +255,7 @@ impl Store {
         error: Option<&str>,
     ) -> Result<()> {
         let now = weft_wire::time::now_ms();
-        let _gate = self.write_gate().await;
+        let mut w = self.writer().await?;
         sqlx::query(
             "update deliveries set status = $1, attempts = attempts + 1, error = $2,
                  delivered_at = case when $1 = 'delivered' then $3 else delivered_at end
@@ -265,7 +265,7 @@ impl Store {
         .bind(error)
         .bind(now)
         .bind(id)
-        .execute(&self.pool)
+        .execute(&mut *w)
         .await?;
         Ok(())
     }
@@ -273,13 +273,13 @@ impl Store {
     /// A delivery whose job gave up without recording its last try (its
     /// worker died each time): failed, with `error`.
     pub async fn delivery_gave_up(&self, id: &str, error: &str) -> Result<()> {
-        let _gate = self.write_gate().await;
+        let mut w = self.writer().await?;
         sqlx::query(
             "update deliveries set status = 'failed', error = coalesce(error, $1) where id = $2 and status = 'pending'",
         )
         .bind(error)
         .bind(id)
-        .execute(&self.pool)
+        .execute(&mut *w)
         .await?;
         Ok(())
     }

@@ -185,21 +185,21 @@ impl Store {
     /// The ingestion job started (or resumed) on the document: `processing`,
     /// with the last attempt's error, if any, kept for the page to show.
     pub async fn knowledge_document_processing(&self, id: &str) -> Result<bool> {
-        let _gate = self.write_gate().await;
+        let mut w = self.writer().await?;
         let done = sqlx::query(
             "update knowledge_documents set status = 'processing', updated_at = $1
              where id = $2 and status in ('queued', 'processing')",
         )
         .bind(now_ms())
         .bind(id)
-        .execute(&self.pool)
+        .execute(&mut *w)
         .await?;
         Ok(done.rows_affected() == 1)
     }
 
     /// A try that will be retried failed: its error shows while it waits.
     pub async fn knowledge_document_retrying(&self, id: &str, error: &str) -> Result<()> {
-        let _gate = self.write_gate().await;
+        let mut w = self.writer().await?;
         sqlx::query(
             "update knowledge_documents set error = $1, updated_at = $2
              where id = $3 and status = 'processing'",
@@ -207,7 +207,7 @@ impl Store {
         .bind(error)
         .bind(now_ms())
         .bind(id)
-        .execute(&self.pool)
+        .execute(&mut *w)
         .await?;
         Ok(())
     }

@@ -227,7 +227,7 @@ impl Store {
         }
         let id = format!("kb_{}", uuid::Uuid::now_v7().simple());
         let now = now_ms();
-        let _gate = self.write_gate().await;
+        let mut w = self.writer().await?;
         sqlx::query(
             "insert into knowledge_bases (id, name, description, owner_id, visibility, created_at, updated_at)
              values ($1, $2, $3, $4, $5, $6, $6)",
@@ -238,7 +238,7 @@ impl Store {
         .bind(&owner.0)
         .bind(visibility.as_str())
         .bind(now)
-        .execute(&self.pool)
+        .execute(&mut *w)
         .await
         .map_err(|e| StoreError::unique(e, Conflict::KnowledgeBaseExists))?;
         Ok(id)
@@ -328,7 +328,7 @@ impl Store {
             return Err(StoreError::Invalid(format!("{name:?} is not a base name")));
         }
         {
-            let _gate = self.write_gate().await;
+            let mut w = self.writer().await?;
             sqlx::query(
                 "update knowledge_bases set name = $1, description = $2, visibility = $3, updated_at = $4
                  where id = $5",
@@ -338,7 +338,7 @@ impl Store {
             .bind(change.visibility.unwrap_or(before.visibility).as_str())
             .bind(now_ms())
             .bind(id)
-            .execute(&self.pool)
+            .execute(&mut *w)
             .await
             .map_err(|e| StoreError::unique(e, Conflict::KnowledgeBaseExists))?;
         }

@@ -130,7 +130,7 @@ impl Store {
     /// missed fire), then its next time. A deferred fire leaves no trace.
     async fn fire_claimed(
         &self,
-        tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+        tx: &mut crate::TxConn,
         schedule: &ScheduleRecord,
         now: i64,
         settings: &FireSettings,
@@ -202,7 +202,7 @@ impl Store {
     /// that fire exists already.
     async fn fire_in(
         &self,
-        tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+        tx: &mut crate::TxConn,
         schedule: &ScheduleRecord,
         fire_at: i64,
         now: i64,
@@ -337,7 +337,7 @@ impl Store {
     /// A new session for one fire, titled by the schedule and its time.
     async fn fire_session(
         &self,
-        tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+        tx: &mut crate::TxConn,
         schedule: &ScheduleRecord,
         fire_at: i64,
         now: i64,
@@ -366,7 +366,7 @@ impl Store {
 }
 
 async fn insert_fire(
-    tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+    tx: &mut crate::TxConn,
     fired: &Fired,
     now: i64,
     manual: bool,

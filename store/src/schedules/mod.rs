@@ -381,7 +381,7 @@ impl Store {
     /// `user`'s schedule `id`, its row locked for `tx` (`NotFound` for anyone else's).
     async fn locked_schedule(
         &self,
-        tx: &mut sqlx::Transaction<'static, sqlx::Any>,
+        tx: &mut crate::TxConn,
         user: &UserId,
         id: &str,
     ) -> Result<ScheduleRecord> {

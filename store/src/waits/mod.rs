@@ -43,7 +43,7 @@ mod kind;
 
 pub(super) use kind::{Owned, WaitKind};
 
-type Tx = sqlx::Transaction<'static, sqlx::Any>;
+type Tx = crate::TxConn;
 
 /// The step whose calls wait: its streamed text and all of its calls.
 #[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
@@ -363,7 +363,7 @@ impl Store {
         {
             return Ok(());
         }
-        let _gate = self.write_gate().await;
+        let mut w = self.writer().await?;
         for (table, ids) in [
             ("approvals", &done.approvals),
             ("questions", &done.questions),
@@ -375,7 +375,7 @@ impl Store {
                     "update {table} set announced = 1 where id = $1"
                 )))
                 .bind(id)
-                .execute(&self.pool)
+                .execute(&mut *w)
                 .await?;
             }
         }
