@@ -104,6 +104,38 @@ async fn count(store: &super::Store) -> (i64, i64) {
     )
 }
 
+/// Inserts `x` into `t` in a write transaction, committed or dropped (as an
+/// error returned with `?` half-way through drops it).
+async fn insert_in_tx(store: &super::Store, x: i64, commit: bool) {
+    let mut tx = store.begin().await.unwrap();
+    sqlx::query("insert into t (x) values ($1)")
+        .bind(x)
+        .execute(&mut **tx)
+        .await
+        .unwrap();
+    if commit {
+        tx.commit().await.unwrap();
+    }
+}
+
+/// Inserts `x` into `t` on a pooled connection, holding the write gate; a
+/// database still locked by a transaction not rolled back makes it wait
+/// (SQLite's busy timeout is 10 s).
+async fn insert_gated(store: &super::Store, x: i64) {
+    let _gate = store.write_gate().await;
+    let done = tokio::time::timeout(
+        std::time::Duration::from_secs(5),
+        sqlx::query("insert into t (x) values ($1)")
+            .bind(x)
+            .execute(&store.pool),
+    )
+    .await;
+    assert!(
+        matches!(done, Ok(Ok(_))),
+        "the gated write waited on a rollback: {done:?}"
+    );
+}
+
 #[tokio::test]
 async fn a_write_transaction_dropped_without_commit_rolls_the_writer_back() {
     let db = ScratchDb::new("writer");
@@ -115,50 +147,16 @@ async fn a_write_transaction_dropped_without_commit_rolls_the_writer_back() {
             .await
             .unwrap();
     }
-    {
-        let mut tx = store.begin().await.unwrap();
-        sqlx::query("insert into t (x) values (1)")
-            .execute(&mut **tx)
-            .await
-            .unwrap();
-        // Dropped: an error returned with `?` half-way through.
-    }
+    insert_in_tx(&store, 1, false).await;
     // The next writer finds no transaction left open on the connection (a
     // second `begin immediate` on it would fail), and the dropped row is gone.
-    let mut tx = store.begin().await.unwrap();
-    sqlx::query("insert into t (x) values (2)")
-        .execute(&mut **tx)
-        .await
-        .unwrap();
-    tx.commit().await.unwrap();
+    insert_in_tx(&store, 2, true).await;
     assert_eq!(count(&store).await, (1, 2));
-    // A write gated on a pooled connection does not find the database locked.
-    {
-        let _gate = store.write_gate().await;
-        sqlx::query("insert into t (x) values (3)")
-            .execute(&store.pool)
-            .await
-            .unwrap();
-    }
-    {
-        let mut tx = store.begin().await.unwrap();
-        sqlx::query("insert into t (x) values (4)")
-            .execute(&mut **tx)
-            .await
-            .unwrap();
-    }
-    {
-        let _gate = store.write_gate().await;
-        let done = tokio::time::timeout(
-            std::time::Duration::from_secs(5),
-            sqlx::query("insert into t (x) values (5)").execute(&store.pool),
-        )
-        .await;
-        assert!(
-            matches!(done, Ok(Ok(_))),
-            "the gated write waited on a rollback: {done:?}"
-        );
-    }
+    // A write gated on a pooled connection does not find the database locked,
+    // right after a commit or right after a dropped transaction.
+    insert_gated(&store, 3).await;
+    insert_in_tx(&store, 4, false).await;
+    insert_gated(&store, 5).await;
     assert_eq!(count(&store).await, (3, 10));
     store.close().await;
     assert!(matches!(
