@@ -398,9 +398,28 @@ impl Store {
                 (pool, Some(Arc::new(tokio::sync::Mutex::new(Some(writer)))))
             }
             Dialect::Postgres => {
+                // sqlx pings a connection (a round trip to the server) before
+                // lending it, by default: a run borrows about fifteen times, and
+                // the pings cost the gateway and the worker 14–19 % of their CPU
+                // per run (BENCHMARKS.md, Analysis, 2026-12-07). Only one that sat
+                // idle for over a second is pinged now: under load none is, and
+                // after a quiet spell (when a restart of the server may have gone
+                // unseen) a dead one is still found before it is used. A
+                // connection that broke while busy fails its statement as before,
+                // and the pool drops it.
                 let pool = AnyPoolOptions::new()
                     .max_connections(pg_connections.max(1))
                     .acquire_timeout(Duration::from_secs(10))
+                    .test_before_acquire(false)
+                    .before_acquire(|conn, meta| {
+                        Box::pin(async move {
+                            if meta.idle_for > Duration::from_secs(1) {
+                                use sqlx::Connection;
+                                conn.ping().await?;
+                            }
+                            Ok(true)
+                        })
+                    })
                     .connect(url)
                     .await?;
                 (pool, None)

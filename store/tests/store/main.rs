@@ -8,6 +8,7 @@ mod agents;
 mod approvals;
 mod attachments;
 mod channels;
+mod connections;
 mod delegations;
 mod jobs;
 mod knowledge;
