@@ -8,8 +8,17 @@
 //! finished runs first (they only serve re-attaches, and the messages hold their
 //! text), then the oldest running ones — never the log being written. Before,
 //! every log stayed for its 24 h retention however much the process held.
+//!
+//! The upkeep never walks every log: finished logs wait in a queue ordered by
+//! when they expire, and logs holding frames in a set ordered by which goes
+//! first past the budget. Until 2026-12-07 each run's retirement scanned the
+//! whole map for expired logs, and each publish past the budget scanned and
+//! sorted it: with a day's retention that map holds every run of the day, so a
+//! run's cost grew with the process's uptime (1.5 % of `weft up`'s CPU after
+//! 20 s at 550 runs/s, when it held 11,000 logs; BENCHMARKS.md, Analysis).
 
-use std::collections::{HashMap, VecDeque};
+use std::cmp::Reverse;
+use std::collections::{BTreeSet, BinaryHeap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -41,16 +50,69 @@ impl RunLog {
             _ => Some(&self.frames),
         }
     }
+
+    fn expired(&self, now: Instant) -> bool {
+        self.expires.is_some_and(|t| t <= now)
+    }
+
+    fn has_listeners(&self) -> bool {
+        self.live.as_ref().is_some_and(|tx| tx.receiver_count() > 0)
+    }
+
+    /// Its place in [`Logs::eviction`]: finished before running, then oldest
+    /// first.
+    fn eviction_key(&self, id: &RunId) -> (bool, u64, RunId) {
+        (self.expires.is_none(), self.born, id.clone())
+    }
+}
+
+/// The logs, with the two indexes the upkeep walks instead of the map.
+#[derive(Default)]
+struct Logs {
+    map: HashMap<RunId, RunLog>,
+    /// Retired logs by when they expire, soonest first: one entry per
+    /// retirement, skipped when its log has gone or was given another time.
+    expiring: BinaryHeap<Reverse<(Instant, RunId)>>,
+    /// Every log holding frames, in the order the budget drops them.
+    eviction: BTreeSet<(bool, u64, RunId)>,
+}
+
+impl Logs {
+    fn remove(&mut self, id: &RunId, bytes: &AtomicU64) {
+        if let Some(log) = self.map.remove(id) {
+            bytes.fetch_sub(log.bytes, Ordering::Relaxed);
+            self.eviction.remove(&log.eviction_key(id));
+        }
+    }
+
+    /// Drop the logs whose retention is over (one still listened to goes when
+    /// its last listener leaves, see [`Unsubscribe`]).
+    fn sweep(&mut self, bytes: &AtomicU64) {
+        let now = Instant::now();
+        while let Some(Reverse((at, _))) = self.expiring.peek()
+            && *at <= now
+        {
+            let Some(Reverse((at, id))) = self.expiring.pop() else {
+                break;
+            };
+            if let Some(log) = self.map.get(&id)
+                && log.expires == Some(at)
+                && !log.has_listeners()
+            {
+                self.remove(&id, bytes);
+            }
+        }
+    }
 }
 
 pub struct MemoryBus {
-    runs: Arc<Mutex<HashMap<RunId, RunLog>>>,
+    runs: Arc<Mutex<Logs>>,
     cancel: broadcast::Sender<RunId>,
     notices: broadcast::Sender<Notice>,
     max_len: usize,
     /// Bytes all logs may hold together, and hold now (changed under `runs`' lock).
     budget: u64,
-    bytes: AtomicU64,
+    bytes: Arc<AtomicU64>,
     births: AtomicU64,
 }
 
@@ -62,7 +124,7 @@ impl MemoryBus {
             notices: broadcast::channel(super::NOTICE_BUFFER).0,
             max_len,
             budget: u64::MAX,
-            bytes: AtomicU64::new(0),
+            bytes: Arc::default(),
             births: AtomicU64::new(1),
         }
     }
@@ -78,33 +140,22 @@ impl MemoryBus {
         self.bytes.load(Ordering::Relaxed)
     }
 
-    fn sweep(&self, runs: &mut HashMap<RunId, RunLog>) {
-        let now = Instant::now();
-        runs.retain(|_, log| {
-            let keep = log.expires.is_none_or(|t| t > now)
-                || log.live.as_ref().is_some_and(|tx| tx.receiver_count() > 0);
-            if !keep {
-                self.bytes.fetch_sub(log.bytes, Ordering::Relaxed);
-            }
-            keep
-        });
+    /// Logs held now (retired ones included until they expire).
+    pub fn logs(&self) -> usize {
+        self.runs.lock().expect("bus lock").map.len()
     }
 
     /// Over the budget: drop whole logs, finished runs' first, then the oldest,
     /// never `keep`'s (the one being written).
-    fn evict(&self, runs: &mut HashMap<RunId, RunLog>, keep: &RunId) {
-        self.sweep(runs);
-        let mut victims: Vec<(bool, u64, RunId)> = runs
-            .iter()
-            .filter(|(id, log)| *id != keep && log.bytes > 0)
-            .map(|(id, log)| (log.expires.is_none(), log.born, id.clone()))
-            .collect();
-        victims.sort();
-        for (_, _, id) in victims {
-            if self.bytes() <= self.budget {
+    fn evict(&self, logs: &mut Logs, keep: &RunId) {
+        logs.sweep(&self.bytes);
+        while self.bytes() > self.budget {
+            let Some(key) = logs.eviction.iter().find(|(_, _, id)| id != keep).cloned() else {
                 break;
-            }
-            let Some(log) = runs.get_mut(&id) else {
+            };
+            logs.eviction.remove(&key);
+            let id = key.2;
+            let Some(log) = logs.map.get_mut(&id) else {
                 continue;
             };
             self.bytes.fetch_sub(log.bytes, Ordering::Relaxed);
@@ -112,27 +163,31 @@ impl MemoryBus {
             log.bytes = 0;
             tracing::info!(run.id = %id, "event log dropped: the in-memory budget is spent");
             if log.live.is_none() {
-                runs.remove(&id);
+                logs.map.remove(&id);
             }
         }
     }
 }
 
 struct Unsubscribe {
-    runs: Arc<Mutex<HashMap<RunId, RunLog>>>,
+    runs: Arc<Mutex<Logs>>,
+    bytes: Arc<AtomicU64>,
     run: RunId,
 }
 
 impl Drop for Unsubscribe {
     fn drop(&mut self) {
-        let mut runs = self.runs.lock().expect("bus lock");
-        if let Some(log) = runs.get_mut(&self.run) {
-            // `Subscription.rx` is declared before the guard, so it is already dropped.
-            if log.live.as_ref().is_some_and(|tx| tx.receiver_count() == 0) {
-                log.live = None;
-                if log.frames.is_empty() && log.expires.is_none() {
-                    runs.remove(&self.run);
-                }
+        let mut logs = self.runs.lock().expect("bus lock");
+        let Some(log) = logs.map.get_mut(&self.run) else {
+            return;
+        };
+        // `Subscription.rx` is declared before the guard, so it is already dropped.
+        if log.live.as_ref().is_some_and(|tx| tx.receiver_count() == 0) {
+            log.live = None;
+            // Nothing logged and not retired, or kept past its retention only
+            // for this listener.
+            if (log.frames.is_empty() && log.expires.is_none()) || log.expired(Instant::now()) {
+                logs.remove(&self.run, &self.bytes);
             }
         }
     }
@@ -141,8 +196,9 @@ impl Drop for Unsubscribe {
 #[async_trait::async_trait]
 impl Bus for MemoryBus {
     async fn publish(&self, run: &RunId, frame: &Frame) -> Result<()> {
-        let mut runs = self.runs.lock().expect("bus lock");
-        let log = runs.entry(run.clone()).or_default();
+        let mut logs = self.runs.lock().expect("bus lock");
+        let Logs { map, eviction, .. } = &mut *logs;
+        let log = map.entry(run.clone()).or_default();
         if log.frames.back().is_some_and(|f| f.seq >= frame.seq) {
             return Ok(()); // duplicate publish of an already logged seq
         }
@@ -156,6 +212,9 @@ impl Bus for MemoryBus {
         if log.born == 0 {
             log.born = self.births.fetch_add(1, Ordering::Relaxed);
         }
+        if log.bytes == 0 {
+            eviction.insert(log.eviction_key(run));
+        }
         log.frames.push_back(frame.clone());
         log.bytes += frame.json.len() as u64;
         self.bytes
@@ -164,7 +223,7 @@ impl Bus for MemoryBus {
             let _ = tx.send(frame.clone());
         }
         if self.bytes() > self.budget {
-            self.evict(&mut runs, run);
+            self.evict(&mut logs, run);
         }
         Ok(())
     }
@@ -172,6 +231,7 @@ impl Bus for MemoryBus {
     async fn read(&self, run: &RunId, after: u64, limit: usize) -> Result<Vec<Frame>> {
         let runs = self.runs.lock().expect("bus lock");
         Ok(runs
+            .map
             .get(run)
             .and_then(RunLog::frames)
             .map(|frames| {
@@ -184,6 +244,7 @@ impl Bus for MemoryBus {
     async fn last_seq(&self, run: &RunId) -> Result<u64> {
         let runs = self.runs.lock().expect("bus lock");
         Ok(runs
+            .map
             .get(run)
             .and_then(|l| l.frames()?.back())
             .map(|f| f.seq)
@@ -193,23 +254,36 @@ impl Bus for MemoryBus {
     async fn has_log(&self, run: &RunId) -> Result<bool> {
         let runs = self.runs.lock().expect("bus lock");
         Ok(runs
+            .map
             .get(run)
             .and_then(RunLog::frames)
             .is_some_and(|f| !f.is_empty()))
     }
 
     async fn retire(&self, run: &RunId, retention: Duration) -> Result<()> {
-        let mut runs = self.runs.lock().expect("bus lock");
-        self.sweep(&mut runs);
-        if let Some(log) = runs.get_mut(run) {
-            log.expires = Some(Instant::now() + retention);
+        let mut logs = self.runs.lock().expect("bus lock");
+        logs.sweep(&self.bytes);
+        let Logs {
+            map,
+            expiring,
+            eviction,
+        } = &mut *logs;
+        if let Some(log) = map.get_mut(run) {
+            let at = Instant::now() + retention;
+            // A finished log goes before every running one past the budget.
+            if eviction.remove(&log.eviction_key(run)) {
+                log.expires = Some(at);
+                eviction.insert(log.eviction_key(run));
+            }
+            log.expires = Some(at);
+            expiring.push(Reverse((at, run.clone())));
         }
         Ok(())
     }
 
     async fn subscribe(&self, run: &RunId) -> Result<Subscription> {
-        let mut runs = self.runs.lock().expect("bus lock");
-        let log = runs.entry(run.clone()).or_default();
+        let mut logs = self.runs.lock().expect("bus lock");
+        let log = logs.map.entry(run.clone()).or_default();
         let rx = match &log.live {
             Some(tx) => tx.subscribe(),
             None => {
@@ -222,6 +296,7 @@ impl Bus for MemoryBus {
             rx,
             _guard: Box::new(Unsubscribe {
                 runs: self.runs.clone(),
+                bytes: self.bytes.clone(),
                 run: run.clone(),
             }),
         })
@@ -304,5 +379,54 @@ mod tests {
             "never the one being written"
         );
         assert!(bus.bytes() <= 10_000, "{}", bus.bytes());
+    }
+
+    #[tokio::test]
+    async fn retired_logs_go_when_their_retention_ends_or_their_last_listener_leaves() {
+        let bus = MemoryBus::new(100);
+        let runs: Vec<RunId> = (0..5).map(|_| RunId::new()).collect();
+        for run in &runs {
+            bus.publish(run, &text(run, 1)).await.unwrap();
+        }
+        let listened = bus.subscribe(&runs[0]).await.unwrap();
+        let held = bus.bytes();
+        // Two retired at once, one later, one given a longer time after a
+        // shorter one, one never retired.
+        for run in &runs[..2] {
+            bus.retire(run, Duration::ZERO).await.unwrap();
+        }
+        bus.retire(&runs[2], Duration::from_secs(3600))
+            .await
+            .unwrap();
+        bus.retire(&runs[3], Duration::from_millis(50))
+            .await
+            .unwrap();
+        bus.retire(&runs[3], Duration::from_secs(3600))
+            .await
+            .unwrap();
+        tokio::time::sleep(Duration::from_millis(60)).await;
+        // The next retirement sweeps: the listened-to log stays, expired.
+        let other = RunId::new();
+        bus.retire(&other, Duration::ZERO).await.unwrap();
+        assert_eq!(bus.logs(), 4, "runs 0, 2, 3 and 4 are left");
+        assert!(!bus.has_log(&runs[0]).await.unwrap(), "expired for readers");
+        assert!(!bus.has_log(&runs[1]).await.unwrap());
+        assert!(bus.has_log(&runs[3]).await.unwrap(), "the later time holds");
+        assert_eq!(bus.bytes(), held - held / 5);
+        drop(listened);
+        assert_eq!(bus.logs(), 3, "gone with its last listener");
+        assert_eq!(bus.bytes(), held - 2 * (held / 5));
+        // Past the budget, the finished logs go before the running one, the
+        // older first.
+        let budget = held - held / 5 - 1;
+        let bus = bus.with_budget(budget);
+        bus.publish(&runs[4], &text(&runs[4], 2)).await.unwrap();
+        assert!(bus.has_log(&runs[4]).await.unwrap());
+        assert!(
+            !bus.has_log(&runs[2]).await.unwrap(),
+            "the older finished one"
+        );
+        assert!(bus.has_log(&runs[3]).await.unwrap(), "one sufficed");
+        assert!(bus.bytes() <= budget, "{}", bus.bytes());
     }
 }
