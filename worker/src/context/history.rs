@@ -18,6 +18,8 @@
 //!
 //! Bounded: at most [`MAX_MESSAGES_HELD`] messages over all copies; past that,
 //! copies are dropped (any, not the oldest: a dropped copy costs one full read).
+//! The count is kept as copies come and go: summing every copy at each run cost
+//! a walk over every session the worker had served.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -39,12 +41,34 @@ struct Copy {
 }
 
 /// The copies, by session.
-#[derive(Default)]
 pub struct Histories {
-    copies: Mutex<HashMap<SessionId, Arc<Copy>>>,
+    copies: Mutex<Held>,
+    /// The most messages all copies hold together.
+    cap: usize,
+}
+
+#[derive(Default)]
+struct Held {
+    by_session: HashMap<SessionId, Arc<Copy>>,
+    /// Messages over all copies.
+    messages: usize,
+}
+
+impl Default for Histories {
+    fn default() -> Self {
+        Histories::holding(MAX_MESSAGES_HELD)
+    }
 }
 
 impl Histories {
+    /// Copies of at most `cap` messages together.
+    fn holding(cap: usize) -> Histories {
+        Histories {
+            copies: Mutex::default(),
+            cap,
+        }
+    }
+
     /// The session's shown messages after the summary in `state`, oldest first,
     /// the newest `limit` of them, never starting with a tool result.
     pub async fn read(
@@ -59,6 +83,7 @@ impl Histories {
             .copies
             .lock()
             .expect("histories lock")
+            .by_session
             .get(session)
             .cloned()
             .filter(|c| c.history_rev == state.history_rev && c.after == after);
@@ -97,19 +122,28 @@ impl Histories {
 
     /// Drop the copy of a session that is gone.
     pub fn forget(&self, session: &SessionId) {
-        self.copies.lock().expect("histories lock").remove(session);
+        let mut held = self.copies.lock().expect("histories lock");
+        if let Some(c) = held.by_session.remove(session) {
+            held.messages -= c.msgs.len();
+        }
     }
 
     fn keep(&self, session: SessionId, copy: Arc<Copy>) {
-        let mut copies = self.copies.lock().expect("histories lock");
-        copies.insert(session.clone(), copy);
-        let mut held: usize = copies.values().map(|c| c.msgs.len()).sum();
-        while held > MAX_MESSAGES_HELD {
-            let Some(other) = copies.keys().find(|s| **s != session).cloned() else {
+        let mut held = self.copies.lock().expect("histories lock");
+        let Held {
+            by_session,
+            messages,
+        } = &mut *held;
+        *messages += copy.msgs.len();
+        if let Some(old) = by_session.insert(session.clone(), copy) {
+            *messages -= old.msgs.len();
+        }
+        while *messages > self.cap {
+            let Some(other) = by_session.keys().find(|s| **s != session).cloned() else {
                 break;
             };
-            if let Some(c) = copies.remove(&other) {
-                held -= c.msgs.len();
+            if let Some(c) = by_session.remove(&other) {
+                *messages -= c.msgs.len();
             }
         }
     }
@@ -195,5 +229,50 @@ mod tests {
         assert_eq!(ords(&msgs), ["a", "b", "c", "d"]);
         keep_newest(&mut msgs, 2);
         assert_eq!(ords(&msgs), ["d"]);
+    }
+
+    fn copy_of(n: usize) -> Arc<Copy> {
+        Arc::new(Copy {
+            history_rev: 0,
+            after: None,
+            seq: 0,
+            msgs: (0..n)
+                .map(|i| Arc::new(msg(&i.to_string(), "user")))
+                .collect(),
+        })
+    }
+
+    fn held(h: &Histories) -> (usize, usize) {
+        let held = h.copies.lock().unwrap();
+        let counted: usize = held.by_session.values().map(|c| c.msgs.len()).sum();
+        assert_eq!(held.messages, counted, "the kept count matches the copies");
+        (held.by_session.len(), held.messages)
+    }
+
+    #[test]
+    fn copies_stay_under_the_cap_counting_replacements_and_forgets_once() {
+        let h = Histories::holding(10);
+        let (a, b, c) = (SessionId::new(), SessionId::new(), SessionId::new());
+        h.keep(a.clone(), copy_of(4));
+        h.keep(b.clone(), copy_of(4));
+        assert_eq!(held(&h), (2, 8));
+        // A session's newer copy replaces its older one.
+        h.keep(a.clone(), copy_of(5));
+        assert_eq!(held(&h), (2, 9));
+        // Past the cap another session's copy goes, never the one just kept.
+        h.keep(c.clone(), copy_of(3));
+        let (sessions, messages) = held(&h);
+        assert!(
+            messages <= 10 && sessions == 2,
+            "{sessions} copies, {messages}"
+        );
+        assert!(h.copies.lock().unwrap().by_session.contains_key(&c));
+        h.forget(&c);
+        h.forget(&c);
+        let (_, after) = held(&h);
+        assert_eq!(after, messages - 3);
+        // One copy bigger than the cap is still kept (a run needs it).
+        h.keep(a.clone(), copy_of(12));
+        assert_eq!(held(&h), (1, 12));
     }
 }
