@@ -17,7 +17,7 @@
 // thumbnails until the server's list of its files is read, right after the send.
 // Files dropped anywhere on the chat are attached (`useFileDrop`).
 
-import { Fragment, useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react'
+import { Fragment, useCallback, useEffect, useMemo, useRef, useState } from 'react'
 import { useLocation, useNavigate, useParams } from 'react-router'
 import { ApiError, api } from '../api'
 import { shownFromDraft } from '../attachments'
@@ -35,10 +35,12 @@ import type { Phase } from '../stream/reducer'
 import { rememberRunAgent, runAgentOf } from '../runAgents'
 import { adoptAttachments, buildTimeline, mergeMessages } from '../timeline'
 import { lastTurn } from '../turns'
-import type { Message, Session, TodoItem } from '../types'
+import type { Message, Session } from '../types'
 import { useChoices } from './useChoices'
 import { useDrafts, useObjectUrls, useSentFiles } from './useDrafts'
 import { useFileDrop } from './useFileDrop'
+import { useSessionTodos } from './useSessionTodos'
+import { useStickyScroll } from './useStickyScroll'
 import { errText, useTurns } from './useTurns'
 
 const PAGE = 50
@@ -74,7 +76,6 @@ function ChatView({ sessionId }: { sessionId?: string }) {
   const [stopping, setStopping] = useState<string | null>(null)
   const [promptOpen, setPromptOpen] = useState(false)
   const [knowledgeOpen, setKnowledgeOpen] = useState(false)
-  const [todos, setTodos] = useState<TodoItem[]>([])
   /** bumped by every reload; a poll that began under an older value is dropped */
   const gen = useRef(0)
   const drafts = useDrafts()
@@ -90,33 +91,8 @@ function ChatView({ sessionId }: { sessionId?: string }) {
     // eslint-disable-next-line react-hooks/exhaustive-deps
   }, [])
 
-  // The session's todo list: read when the conversation changes (a reply ends,
-  // a turn is undone or redone), replaced live by a running reply's `todo` events.
-  // A read that a live event overtook is dropped: it may have been answered
-  // before the tool stored the list (the user's message shows, the read goes
-  // out, the reply's `todo` event lands, then the read's older, empty list).
-  const liveTodos = useRef(0)
-  const onLiveTodos = useCallback((items: TodoItem[]) => {
-    liveTodos.current += 1
-    setTodos(items)
-  }, [])
-  useEffect(() => {
-    if (!sessionId) {
-      setTodos([])
-      return
-    }
-    let live = true
-    const asked = liveTodos.current
-    api
-      .sessionTodos(sessionId)
-      .then((items) => {
-        if (live && liveTodos.current === asked) setTodos(items)
-      })
-      .catch(() => {})
-    return () => {
-      live = false
-    }
-  }, [sessionId, messages])
+  // The todo list: read as the conversation changes, replaced by live events.
+  const { todos, onLive: onLiveTodos } = useSessionTodos(sessionId, messages)
 
   const liveRef = useRef(liveRuns)
   liveRef.current = liveRuns
@@ -345,26 +321,7 @@ function ChatView({ sessionId }: { sessionId?: string }) {
 
   // ---- scrolling ---------------------------------------------------------------
 
-  const scroller = useRef<HTMLDivElement>(null)
-  const content = useRef<HTMLDivElement>(null)
-  const stuck = useRef(true)
-  useLayoutEffect(() => {
-    const el = scroller.current
-    const inner = content.current
-    if (!el || !inner) return
-    const onScroll = () => {
-      stuck.current = el.scrollHeight - el.scrollTop - el.clientHeight < 80
-    }
-    const ro = new ResizeObserver(() => {
-      if (stuck.current) el.scrollTop = el.scrollHeight
-    })
-    el.addEventListener('scroll', onScroll, { passive: true })
-    ro.observe(inner)
-    return () => {
-      el.removeEventListener('scroll', onScroll)
-      ro.disconnect()
-    }
-  }, [])
+  const { scroller, content } = useStickyScroll()
 
   // ---- rendering ---------------------------------------------------------------
 
