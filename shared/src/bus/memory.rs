@@ -71,7 +71,8 @@ impl RunLog {
 struct Logs {
     map: HashMap<RunId, RunLog>,
     /// Retired logs by when they expire, soonest first: one entry per
-    /// retirement, skipped when its log has gone or was given another time.
+    /// retirement, skipped when its log has gone or was given another time
+    /// (and dropped in bulk before such entries could outnumber the logs).
     expiring: BinaryHeap<Reverse<(Instant, RunId)>>,
     /// Every log holding frames, in the order the budget drops them.
     eviction: BTreeSet<(bool, u64, RunId)>,
@@ -277,6 +278,14 @@ impl Bus for MemoryBus {
             }
             log.expires = Some(at);
             expiring.push(Reverse((at, run.clone())));
+            // Entries whose logs the budget dropped, or that were given
+            // another time, wait for their expiry too: rebuilt without them
+            // whenever they could outnumber the logs (amortised O(1) a push).
+            if expiring.len() > 2 * map.len() + 1024 {
+                expiring.retain(|Reverse((at, id))| {
+                    map.get(id).is_some_and(|l| l.expires == Some(*at))
+                });
+            }
         }
         Ok(())
     }
@@ -428,5 +437,29 @@ mod tests {
         );
         assert!(bus.has_log(&runs[3]).await.unwrap(), "one sufficed");
         assert!(bus.bytes() <= budget, "{}", bus.bytes());
+    }
+
+    #[tokio::test]
+    async fn expiry_entries_of_logs_the_budget_dropped_do_not_pile_up() {
+        // Room for about ten one-frame logs: every later run's log pushes an
+        // older finished one out long before its day of retention is over.
+        let run = RunId::new();
+        let frame = text(&run, 1);
+        let bus = MemoryBus::new(100).with_budget(10 * frame.json.len() as u64);
+        for _ in 0..20_000 {
+            let run = RunId::new();
+            bus.publish(&run, &text(&run, 1)).await.unwrap();
+            bus.retire(&run, Duration::from_secs(24 * 3600))
+                .await
+                .unwrap();
+        }
+        let logs = bus.runs.lock().unwrap();
+        assert!(logs.map.len() <= 10, "{} logs", logs.map.len());
+        assert!(
+            logs.expiring.len() <= 2 * logs.map.len() + 1024,
+            "{} expiry entries for {} logs",
+            logs.expiring.len(),
+            logs.map.len()
+        );
     }
 }
