@@ -45,10 +45,7 @@ struct RunLog {
 impl RunLog {
     /// Frames, unless the retention period is over.
     fn frames(&self) -> Option<&VecDeque<Frame>> {
-        match self.expires {
-            Some(t) if t <= Instant::now() => None,
-            _ => Some(&self.frames),
-        }
+        (!self.expired(Instant::now())).then_some(&self.frames)
     }
 
     fn expired(&self, now: Instant) -> bool {
@@ -76,19 +73,21 @@ struct Logs {
     expiring: BinaryHeap<Reverse<(Instant, RunId)>>,
     /// Every log holding frames, in the order the budget drops them.
     eviction: BTreeSet<(bool, u64, RunId)>,
+    /// Bytes of event JSON all logs hold.
+    bytes: u64,
 }
 
 impl Logs {
-    fn remove(&mut self, id: &RunId, bytes: &AtomicU64) {
+    fn remove(&mut self, id: &RunId) {
         if let Some(log) = self.map.remove(id) {
-            bytes.fetch_sub(log.bytes, Ordering::Relaxed);
+            self.bytes -= log.bytes;
             self.eviction.remove(&log.eviction_key(id));
         }
     }
 
     /// Drop the logs whose retention is over (one still listened to goes when
     /// its last listener leaves, see [`Unsubscribe`]).
-    fn sweep(&mut self, bytes: &AtomicU64) {
+    fn sweep(&mut self) {
         let now = Instant::now();
         while let Some(Reverse((at, _))) = self.expiring.peek()
             && *at <= now
@@ -100,7 +99,7 @@ impl Logs {
                 && log.expires == Some(at)
                 && !log.has_listeners()
             {
-                self.remove(&id, bytes);
+                self.remove(&id);
             }
         }
     }
@@ -111,9 +110,8 @@ pub struct MemoryBus {
     cancel: broadcast::Sender<RunId>,
     notices: broadcast::Sender<Notice>,
     max_len: usize,
-    /// Bytes all logs may hold together, and hold now (changed under `runs`' lock).
+    /// Bytes all logs may hold together.
     budget: u64,
-    bytes: Arc<AtomicU64>,
     births: AtomicU64,
 }
 
@@ -125,7 +123,6 @@ impl MemoryBus {
             notices: broadcast::channel(super::NOTICE_BUFFER).0,
             max_len,
             budget: u64::MAX,
-            bytes: Arc::default(),
             births: AtomicU64::new(1),
         }
     }
@@ -138,19 +135,20 @@ impl MemoryBus {
 
     /// Bytes of event JSON held now.
     pub fn bytes(&self) -> u64 {
-        self.bytes.load(Ordering::Relaxed)
+        self.runs.lock().expect("bus lock").bytes
     }
 
     /// Logs held now (retired ones included until they expire).
-    pub fn logs(&self) -> usize {
+    #[cfg(test)]
+    fn logs(&self) -> usize {
         self.runs.lock().expect("bus lock").map.len()
     }
 
     /// Over the budget: drop whole logs, finished runs' first, then the oldest,
     /// never `keep`'s (the one being written).
     fn evict(&self, logs: &mut Logs, keep: &RunId) {
-        logs.sweep(&self.bytes);
-        while self.bytes() > self.budget {
+        logs.sweep();
+        while logs.bytes > self.budget {
             let Some(key) = logs.eviction.iter().find(|(_, _, id)| id != keep).cloned() else {
                 break;
             };
@@ -159,7 +157,7 @@ impl MemoryBus {
             let Some(log) = logs.map.get_mut(&id) else {
                 continue;
             };
-            self.bytes.fetch_sub(log.bytes, Ordering::Relaxed);
+            logs.bytes -= log.bytes;
             log.frames = VecDeque::new();
             log.bytes = 0;
             tracing::info!(run.id = %id, "event log dropped: the in-memory budget is spent");
@@ -172,7 +170,6 @@ impl MemoryBus {
 
 struct Unsubscribe {
     runs: Arc<Mutex<Logs>>,
-    bytes: Arc<AtomicU64>,
     run: RunId,
 }
 
@@ -183,12 +180,12 @@ impl Drop for Unsubscribe {
             return;
         };
         // `Subscription.rx` is declared before the guard, so it is already dropped.
-        if log.live.as_ref().is_some_and(|tx| tx.receiver_count() == 0) {
+        if log.live.is_some() && !log.has_listeners() {
             log.live = None;
             // Nothing logged and not retired, or kept past its retention only
             // for this listener.
             if (log.frames.is_empty() && log.expires.is_none()) || log.expired(Instant::now()) {
-                logs.remove(&self.run, &self.bytes);
+                logs.remove(&self.run);
             }
         }
     }
@@ -198,7 +195,12 @@ impl Drop for Unsubscribe {
 impl Bus for MemoryBus {
     async fn publish(&self, run: &RunId, frame: &Frame) -> Result<()> {
         let mut logs = self.runs.lock().expect("bus lock");
-        let Logs { map, eviction, .. } = &mut *logs;
+        let Logs {
+            map,
+            eviction,
+            bytes,
+            ..
+        } = &mut *logs;
         let log = map.entry(run.clone()).or_default();
         if log.frames.back().is_some_and(|f| f.seq >= frame.seq) {
             return Ok(()); // duplicate publish of an already logged seq
@@ -207,8 +209,7 @@ impl Bus for MemoryBus {
             && let Some(old) = log.frames.pop_front()
         {
             log.bytes -= old.json.len() as u64;
-            self.bytes
-                .fetch_sub(old.json.len() as u64, Ordering::Relaxed);
+            *bytes -= old.json.len() as u64;
         }
         if log.born == 0 {
             log.born = self.births.fetch_add(1, Ordering::Relaxed);
@@ -218,12 +219,11 @@ impl Bus for MemoryBus {
         }
         log.frames.push_back(frame.clone());
         log.bytes += frame.json.len() as u64;
-        self.bytes
-            .fetch_add(frame.json.len() as u64, Ordering::Relaxed);
+        *bytes += frame.json.len() as u64;
         if let Some(tx) = &log.live {
             let _ = tx.send(frame.clone());
         }
-        if self.bytes() > self.budget {
+        if logs.bytes > self.budget {
             self.evict(&mut logs, run);
         }
         Ok(())
@@ -263,20 +263,21 @@ impl Bus for MemoryBus {
 
     async fn retire(&self, run: &RunId, retention: Duration) -> Result<()> {
         let mut logs = self.runs.lock().expect("bus lock");
-        logs.sweep(&self.bytes);
+        logs.sweep();
         let Logs {
             map,
             expiring,
             eviction,
+            ..
         } = &mut *logs;
         if let Some(log) = map.get_mut(run) {
             let at = Instant::now() + retention;
             // A finished log goes before every running one past the budget.
-            if eviction.remove(&log.eviction_key(run)) {
-                log.expires = Some(at);
+            let indexed = eviction.remove(&log.eviction_key(run));
+            log.expires = Some(at);
+            if indexed {
                 eviction.insert(log.eviction_key(run));
             }
-            log.expires = Some(at);
             expiring.push(Reverse((at, run.clone())));
             // Entries whose logs the budget dropped, or that were given
             // another time, wait for their expiry too: rebuilt without them
@@ -305,7 +306,6 @@ impl Bus for MemoryBus {
             rx,
             _guard: Box::new(Unsubscribe {
                 runs: self.runs.clone(),
-                bytes: self.bytes.clone(),
                 run: run.clone(),
             }),
         })
