@@ -130,7 +130,7 @@ impl Store {
                 "select {COLUMNS}, from_file from agents where id = $1"
             )))
             .bind(&a.id)
-            .fetch_optional(&mut **tx)
+            .fetch_optional(&mut *tx)
             .await?;
             let file = serde_json::to_string(a).map_err(|e| StoreError::Other(e.to_string()))?;
             match row {
@@ -153,13 +153,13 @@ impl Store {
             sqlx::query("update agents set from_file = $1 where id = $2")
                 .bind(file)
                 .bind(&a.id)
-                .execute(&mut **tx)
+                .execute(&mut *tx)
                 .await?;
         }
         if let Some(default) = configured.iter().find(|a| a.default) {
             set_default(&mut tx, &default.id).await?;
         }
-        super::revisions::bump_prompt(&mut **tx).await?;
+        super::revisions::bump_prompt(&mut *tx).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -218,7 +218,7 @@ impl Store {
         if agent.default {
             set_default(&mut tx, &agent.id).await?;
         }
-        super::revisions::bump_prompt(&mut **tx).await?;
+        super::revisions::bump_prompt(&mut *tx).await?;
         tx.commit().await?;
         self.get_agent(&agent.id).await
     }
@@ -232,9 +232,9 @@ impl Store {
         let mut tx = self.begin().await?;
         let done = sqlx::query("delete from agents where id = $1")
             .bind(id)
-            .execute(&mut **tx)
+            .execute(&mut *tx)
             .await?;
-        super::revisions::bump_prompt(&mut **tx).await?;
+        super::revisions::bump_prompt(&mut *tx).await?;
         tx.commit().await?;
         Ok(done.rows_affected() == 1)
     }
@@ -253,12 +253,12 @@ impl Store {
         let done = sqlx::query("update users set instructions = $1 where id = $2")
             .bind(text)
             .bind(&user.0)
-            .execute(&mut **tx)
+            .execute(&mut *tx)
             .await?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound);
         }
-        super::revisions::bump_prompt(&mut **tx).await?;
+        super::revisions::bump_prompt(&mut *tx).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -338,7 +338,7 @@ async fn write_agent(
     .bind(a.knowledge_mode.as_str())
     .bind(i64::from(a.memory))
     .bind(people(&a.delegates))
-    .execute(&mut **tx)
+    .execute(&mut *tx)
     .await?;
     Ok(())
 }
@@ -346,7 +346,7 @@ async fn write_agent(
 async fn set_default(tx: &mut crate::TxConn, id: &str) -> Result<()> {
     sqlx::query("update agents set is_default = case when id = $1 then 1 else 0 end")
         .bind(id)
-        .execute(&mut **tx)
+        .execute(&mut *tx)
         .await?;
     Ok(())
 }

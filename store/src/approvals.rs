@@ -173,7 +173,7 @@ impl Store {
         .bind(by)
         .bind(now)
         .bind(id)
-        .execute(&mut **taken.tx)
+        .execute(&mut *taken.tx)
         .await?;
         if decision == Decision::Always && !expired {
             sqlx::query(
@@ -184,7 +184,7 @@ impl Store {
             .bind(&approval.name)
             .bind(decided_by)
             .bind(now)
-            .execute(&mut **taken.tx)
+            .execute(&mut *taken.tx)
             .await?;
         }
         let (approval, resume) = taken.settle(id, traceparent).await?;
@@ -217,7 +217,7 @@ pub(super) async fn insert_approvals(
         .bind(ap.args.to_string())
         .bind(asked.now)
         .bind(ap.expires_at)
-        .execute(&mut **tx)
+        .execute(&mut *tx)
         .await?;
     }
     Ok(())

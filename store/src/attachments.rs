@@ -119,7 +119,7 @@ pub(super) async fn insert_attachments(
         .bind(f.text_chars.map(|n| n as i64))
         .bind(f.unreadable.as_deref())
         .bind(now)
-        .execute(&mut **tx)
+        .execute(&mut *tx)
         .await?;
     }
     Ok(())
@@ -241,7 +241,7 @@ impl Store {
             self.lock_suffix()
         )))
         .bind(sha)
-        .fetch_optional(&mut **tx)
+        .fetch_optional(&mut *tx)
         .await?;
         let Some(held) = held else {
             return Ok(false);
@@ -255,7 +255,7 @@ impl Store {
              limit 1",
         )
         .bind(sha)
-        .fetch_optional(&mut **tx)
+        .fetch_optional(&mut *tx)
         .await?;
         if named.is_some() {
             return Ok(false);
@@ -265,7 +265,7 @@ impl Store {
             .map_err(|e| StoreError::Other(format!("deleting file {sha}: {e}")))?;
         sqlx::query("delete from blobs where sha256 = $1")
             .bind(sha)
-            .execute(&mut **tx)
+            .execute(&mut *tx)
             .await?;
         tx.commit().await?;
         Ok(true)

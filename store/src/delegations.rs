@@ -155,14 +155,14 @@ pub(super) async fn insert_delegations(
         .bind(&d.agent)
         .bind(asked.now)
         .bind(asked.session)
-        .execute(&mut **tx)
+        .execute(&mut *tx)
         .await?;
         insert_run(tx, run, session, &user, &d.model, &d.agent, None, asked.now).await?;
         sqlx::query("update runs set parent_run_id = $1, depth = $2 where id = $3")
             .bind(&asked.run.0)
             .bind(depth + 1)
             .bind(&run.0)
-            .execute(&mut **tx)
+            .execute(&mut *tx)
             .await?;
         let message = MessageId::new();
         sqlx::query(sqlx::AssertSqlSafe(format!(
@@ -176,9 +176,9 @@ pub(super) async fn insert_delegations(
         .bind(asked.now)
         .bind(order_key(Some(run), "user", 0, &message))
         .bind(&user.0)
-        .execute(&mut **tx)
+        .execute(&mut *tx)
         .await?;
-        touch_session(tx, session, asked.now).await?;
+        touch_session(tx, session, asked.now)?;
         sqlx::query(
             "insert into delegations (id, run_id, session_id, user_id, step, call_id, agent, task,
                  child_session_id, child_run_id, status, created_at)
@@ -195,7 +195,7 @@ pub(super) async fn insert_delegations(
         .bind(&session.0)
         .bind(&run.0)
         .bind(asked.now)
-        .execute(&mut **tx)
+        .execute(&mut *tx)
         .await?;
     }
     Ok(())
@@ -216,7 +216,7 @@ pub(super) async fn settle_child(
 ) -> Result<Option<RunId>> {
     let Some(row) = sqlx::query("select run_id from delegations where child_run_id = $1")
         .bind(&child.0)
-        .fetch_optional(&mut **tx)
+        .fetch_optional(&mut *tx)
         .await?
     else {
         return Ok(None);
@@ -232,7 +232,7 @@ pub(super) async fn settle_child(
     .bind(kept)
     .bind(now)
     .bind(&child.0)
-    .execute(&mut **tx)
+    .execute(&mut *tx)
     .await?;
     if settled.rows_affected() == 0 {
         return Ok(None);

@@ -255,7 +255,7 @@ impl Store {
         .bind(i64::from(job.max_attempts))
         .bind(job.run_after)
         .bind(now)
-        .execute(&mut ***tx)
+        .execute(&mut **tx)
         .await?;
         if inserted.rows_affected() == 1 {
             self.jobs_enqueued.notify_one();
@@ -268,7 +268,7 @@ impl Store {
         let row = sqlx::query("select id, state from jobs where kind = $1 and key = $2")
             .bind(job.kind)
             .bind(job.key)
-            .fetch_one(&mut ***tx)
+            .fetch_one(&mut **tx)
             .await?;
         Ok(Enqueued {
             id: get_str(&row, "id")?,
@@ -330,7 +330,7 @@ impl Store {
         .bind(i64::from(J::MAX_ATTEMPTS))
         .bind(run_after)
         .bind(now)
-        .execute(&mut ***tx)
+        .execute(&mut **tx)
         .await?;
         if run_after <= now {
             self.jobs_enqueued.notify_one();
@@ -392,7 +392,7 @@ impl Store {
         for kind in kinds {
             query = query.bind(*kind);
         }
-        let row = query.fetch_optional(&mut **tx).await?;
+        let row = query.fetch_optional(&mut *tx).await?;
         tx.commit().await?;
         let Some(row) = row else { return Ok(None) };
         Ok(Some(ClaimedJob {

@@ -176,13 +176,13 @@ impl Store {
         let mut tx = self.begin().await?;
         let target = sqlx::query("select username from users where id = $1")
             .bind(&user.0)
-            .fetch_optional(&mut **tx)
+            .fetch_optional(&mut *tx)
             .await?
             .ok_or(StoreError::NotFound)?;
         let target_name = get_str(&target, "username")?;
         let holder = sqlx::query("select id, username from users where lark_open_id = $1")
             .bind(open_id)
-            .fetch_optional(&mut **tx)
+            .fetch_optional(&mut *tx)
             .await?;
         let mut moved_sessions = 0;
         if let Some(holder) = holder {
@@ -197,7 +197,7 @@ impl Store {
             moved_sessions = sqlx::query("update sessions set user_id = $1 where user_id = $2")
                 .bind(&user.0)
                 .bind(&holder_id)
-                .execute(&mut **tx)
+                .execute(&mut *tx)
                 .await?
                 .rows_affected();
             for sql in [
@@ -213,18 +213,18 @@ impl Store {
                 sqlx::query(sql)
                     .bind(&user.0)
                     .bind(&holder_id)
-                    .execute(&mut **tx)
+                    .execute(&mut *tx)
                     .await?;
             }
             sqlx::query("delete from users where id = $1")
                 .bind(&holder_id)
-                .execute(&mut **tx)
+                .execute(&mut *tx)
                 .await?;
         }
         sqlx::query("update users set lark_open_id = $1 where id = $2")
             .bind(open_id)
             .bind(&user.0)
-            .execute(&mut **tx)
+            .execute(&mut *tx)
             .await?;
         tx.commit().await?;
         tracing::info!(user = %target_name, moved_sessions, "lark identity linked");
@@ -287,12 +287,12 @@ impl Store {
         .bind(agent)
         .bind(now)
         .bind(chat.key())
-        .execute(&mut **tx)
+        .execute(&mut *tx)
         .await?;
         if replace {
             sqlx::query("delete from lark_chats where chat_key = $1")
                 .bind(chat.key())
-                .execute(&mut **tx)
+                .execute(&mut *tx)
                 .await?;
         }
         sqlx::query(
@@ -303,7 +303,7 @@ impl Store {
         .bind(&chat.thread_id)
         .bind(&id.0)
         .bind(now)
-        .execute(&mut **tx)
+        .execute(&mut *tx)
         .await
         .map_err(|e| StoreError::unique(e, Conflict::LarkChatBound))?;
         tx.commit().await?;
@@ -383,14 +383,14 @@ impl Store {
             self.lock_suffix()
         )))
         .bind(&run.0)
-        .fetch_all(&mut **tx)
+        .fetch_all(&mut *tx)
         .await?;
         sqlx::query(
             "update messages set lark_reaction_id = $1 where run_id = $2 and role = 'user' and lark_message_id is not null",
         )
         .bind(REACTION_ENDED)
         .bind(&run.0)
-        .execute(&mut **tx)
+        .execute(&mut *tx)
         .await?;
         tx.commit().await?;
         let mut out = Vec::new();

@@ -135,7 +135,7 @@ impl Store {
             // A key of our own (any constant): one sweep at a time, across
             // gateways, until this transaction ends.
             sqlx::query("select count(*) from (select pg_advisory_xact_lock(2021051400021)) l")
-                .execute(&mut **tx)
+                .execute(&mut *tx)
                 .await?;
         }
         let rows = sqlx::query(
@@ -155,7 +155,7 @@ impl Store {
         .bind(lease_until)
         .bind(now)
         .bind(limit)
-        .fetch_all(&mut **tx)
+        .fetch_all(&mut *tx)
         .await?;
         tx.commit().await?;
         let mut out = rows

@@ -412,7 +412,7 @@ impl Store {
             .bind(&run.0)
             .bind(worker)
             .bind(seq as i64)
-            .execute(&mut **tx)
+            .execute(&mut *tx)
             .await?;
         if owned.rows_affected() == 0 {
             return Ok(false);
@@ -497,7 +497,7 @@ pub(super) async fn insert_step_message(
     .bind(now)
     .bind(order_key(Some(run), role, step, &id))
     .bind(reasoning)
-    .fetch_optional(&mut **tx)
+    .fetch_optional(&mut *tx)
     .await?;
     if inserted.is_some() {
         return Ok(id);
@@ -510,7 +510,7 @@ pub(super) async fn insert_step_message(
     .bind(i64::from(step))
     .bind(role)
     .bind(call_id)
-    .fetch_one(&mut **tx)
+    .fetch_one(&mut *tx)
     .await?;
     Ok(MessageId(get_str(&row, "id")?))
 }

@@ -65,7 +65,7 @@ impl Store {
         .bind(short)
         .bind(now)
         .bind(&run.0)
-        .execute(&mut ***tx)
+        .execute(&mut **tx)
         .await?;
         if made.rows_affected() == 1 {
             let waiting = kind == NotificationKind::ScheduleWaiting;
@@ -102,7 +102,7 @@ impl Store {
         .bind(short)
         .bind(now)
         .bind(&run.0)
-        .execute(&mut ***tx)
+        .execute(&mut **tx)
         .await?;
         if made.rows_affected() == 1 {
             self.fan_out(tx, &id, &run.0, true, body, now).await?;

@@ -223,7 +223,7 @@ impl Store {
         .bind(now)
         .bind(key.filter(|_| !expired))
         .bind(id)
-        .execute(&mut **taken.tx)
+        .execute(&mut *taken.tx)
         .await?;
         let (plan, resume) = taken.settle(id, traceparent.filter(|_| !expired)).await?;
         Ok(if expired {
@@ -277,7 +277,7 @@ pub(super) async fn insert_plans(
         .bind(&p.markdown)
         .bind(asked.now)
         .bind(p.expires_at)
-        .execute(&mut **tx)
+        .execute(&mut *tx)
         .await?;
     }
     Ok(())

@@ -20,11 +20,11 @@ impl Store {
         let tokens =
             sqlx::query("delete from tokens where expires_at is not null and expires_at <= $1")
                 .bind(now)
-                .execute(&mut **tx)
+                .execute(&mut *tx)
                 .await?;
         let keys = sqlx::query("delete from idempotency_keys where created_at < $1")
             .bind(keys_before)
-            .execute(&mut **tx)
+            .execute(&mut *tx)
             .await?;
         tx.commit().await?;
         Ok(Purged {

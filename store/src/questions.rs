@@ -271,7 +271,7 @@ impl Store {
         .bind(now)
         .bind(key.filter(|_| !expired))
         .bind(id)
-        .execute(&mut **taken.tx)
+        .execute(&mut *taken.tx)
         .await?;
         let (question, resume) = taken.settle(id, traceparent.filter(|_| !expired)).await?;
         Ok(if expired {
@@ -330,7 +330,7 @@ pub(super) async fn insert_questions(
         .bind(i64::from(q.allow_text))
         .bind(asked.now)
         .bind(q.expires_at)
-        .execute(&mut **tx)
+        .execute(&mut *tx)
         .await?;
     }
     Ok(())

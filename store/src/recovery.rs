@@ -46,7 +46,7 @@ impl Store {
                 sqlx::query("update runs set enqueued_at = $1 where id = $2 and status = 'queued'")
                     .bind(now)
                     .bind(&id.0)
-                    .execute(&mut **tx)
+                    .execute(&mut *tx)
                     .await?;
             }
             tx.commit().await?;

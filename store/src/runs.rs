@@ -17,7 +17,7 @@ use super::delegations::{DelegationStatus, settle_child};
 use super::messages::{StepMessage, insert_step_message, reasoning_json};
 use super::session_writes::{
     create_followup, end_as_cancelled, followup_for_waiting, lock_session,
-    touch_session_counting_waiting,
+    touch_session, touch_session_counting_waiting,
 };
 use super::user_limits::RunLimits;
 use super::{
@@ -385,28 +385,36 @@ impl Store {
         // Deleted with its session (or user) meanwhile: there is nowhere to write
         // the reply. Locked (session, then run: the send's order), so a concurrent
         // delete either waits for this end or has already won.
-        let exists = match self.dialect {
+        // `Some(waiting)` on SQLite, whose `begin immediate` holds the whole
+        // database: one statement asks both and counts the messages waiting
+        // behind the run (nothing in this transaction queues one), so the
+        // session's touch can go with the commit. On Postgres the touch
+        // counts them, under the session's lock.
+        let (exists, waiting) = match self.dialect {
             Dialect::Postgres => {
                 let lock = self.lock_suffix();
-                lock_session(&mut tx, lock, &run.session_id).await?
+                let exists = lock_session(&mut tx, lock, &run.session_id).await?
                     && sqlx::query(sqlx::AssertSqlSafe(format!(
                         "select id from runs where id = $1{lock}"
                     )))
                     .bind(&run.id.0)
-                    .fetch_optional(&mut **tx)
+                    .fetch_optional(&mut *tx)
                     .await?
-                    .is_some()
+                    .is_some();
+                (exists, None)
             }
-            // `begin immediate` holds the whole database: one statement asks
-            // both (each statement is a hop to SQLite's thread under the write gate).
-            Dialect::Sqlite => sqlx::query(
-                "select 1 as found from sessions s, runs r where s.id = $1 and r.id = $2",
+            Dialect::Sqlite => match sqlx::query(
+                "select (select count(*) from messages m where m.session_id = $1 and m.queued = 1) as waiting
+                 from sessions s, runs r where s.id = $1 and r.id = $2",
             )
             .bind(&run.session_id.0)
             .bind(&run.id.0)
-            .fetch_optional(&mut **tx)
+            .fetch_optional(&mut *tx)
             .await?
-            .is_some(),
+            {
+                Some(row) => (true, Some(get_i64(&row, "waiting")?)),
+                None => (false, None),
+            },
         };
         if !exists {
             return Ok(FinishOutcome::Deleted);
@@ -451,7 +459,7 @@ impl Store {
             sqlx::query("update messages set citations = $1 where id = $2")
                 .bind(json)
                 .bind(&id.0)
-                .execute(&mut **tx)
+                .execute(&mut *tx)
                 .await?;
         }
         // A cancel may already have marked the run `cancelled` (to free the session at once).
@@ -480,7 +488,7 @@ impl Store {
         .bind(usage.context_window as i64)
         .bind(i64::from(remember.is_some()))
         .bind(super::memories::used_json(&run.memories_used)?)
-        .execute(&mut **tx)
+        .execute(&mut *tx)
         .await?;
         if owned.rows_affected() == 0 {
             return Ok(FinishOutcome::Lost);
@@ -525,7 +533,13 @@ impl Store {
             )
             .await?;
         }
-        let waiting = touch_session_counting_waiting(&mut tx, &run.session_id, now).await?;
+        let waiting = match waiting {
+            Some(waiting) => {
+                touch_session(&mut tx, &run.session_id, now)?;
+                waiting
+            }
+            None => touch_session_counting_waiting(&mut tx, &run.session_id, now).await?,
+        };
         let followup = followup_for_waiting(
             &mut tx,
             self.lock_suffix(),
@@ -560,7 +574,7 @@ impl Store {
             .bind(&error.code)
             .bind(&error.message)
             .bind(&run.id.0)
-            .execute(&mut **tx)
+            .execute(&mut *tx)
             .await?;
         let parent = settle_child(
             &mut tx,
@@ -607,7 +621,7 @@ impl Store {
         )))
         .bind(&id.0)
         .bind(&user.0)
-        .fetch_optional(&mut **tx)
+        .fetch_optional(&mut *tx)
         .await?
         .ok_or(StoreError::NotFound)?;
         lock_session(
@@ -622,7 +636,7 @@ impl Store {
         )))
         .bind(&id.0)
         .bind(&user.0)
-        .fetch_optional(&mut **tx)
+        .fetch_optional(&mut *tx)
         .await?
         .ok_or(StoreError::NotFound)?;
         let status: RunStatus = get_enum(&row, "status")?;

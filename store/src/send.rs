@@ -161,7 +161,7 @@ impl Store {
                     }
                     let message_id = insert_user_message(tx, req, None, now).await?;
                     remember_key(tx, req, &message_id, None, now).await?;
-                    touch_session(tx, &req.message.session, now).await?;
+                    touch_session(tx, &req.message.session, now)?;
                     return Ok(SendOutcome::Queued {
                         message_id,
                         active_run_id: active_id,
@@ -217,7 +217,7 @@ impl Store {
         if req.message.plan {
             sqlx::query("update runs set plan = 1 where id = $1")
                 .bind(&run_id.0)
-                .execute(&mut **tx)
+                .execute(&mut *tx)
                 .await?;
         }
         // Messages that were waiting behind the interrupted run (or stranded by a
@@ -232,10 +232,10 @@ impl Store {
                 .bind(auto_title(&req.message.text))
                 .bind(auto_title(&req.message.text).to_lowercase())
                 .bind(&req.message.session.0)
-                .execute(&mut **tx)
+                .execute(&mut *tx)
                 .await?;
         }
-        touch_session(tx, &req.message.session, now).await?;
+        touch_session(tx, &req.message.session, now)?;
         Ok(SendOutcome::Started {
             run: NewRun { run_id, message_id },
             interrupted,
@@ -281,7 +281,7 @@ impl Store {
             )))
             .bind(&req.message.session.0)
             .bind(&req.message.session_owner.0)
-            .fetch_optional(&mut **tx)
+            .fetch_optional(&mut *tx)
             .await?
             .ok_or(StoreError::NotFound)?;
         }
@@ -298,7 +298,7 @@ impl Store {
         .bind(&req.message.user.0)
         .bind(req.message.idempotency_key.as_deref())
         .bind(&req.message.session_owner.0)
-        .fetch_optional(&mut **tx)
+        .fetch_optional(&mut *tx)
         .await?
         .ok_or(StoreError::NotFound)?;
 
@@ -321,7 +321,7 @@ impl Store {
                 "select id, status from runs where id = $1 and status in {ACTIVE}{lock}"
             )))
             .bind(&id.0)
-            .fetch_optional(&mut **tx)
+            .fetch_optional(&mut *tx)
             .await?
             .map(|r| Ok::<_, StoreError>((RunId(get_str(&r, "id")?), get_enum(&r, "status")?)))
             .transpose()?;
@@ -368,7 +368,7 @@ async fn insert_user_message(
     .bind(req.message.lark_message_id.as_deref())
     .bind(&req.message.user.0)
     .bind(req.message.author_name.as_deref())
-    .execute(&mut **tx)
+    .execute(&mut *tx)
     .await?;
     insert_attachments(
         tx,
@@ -399,7 +399,7 @@ async fn remember_key(
         .bind(&message.0)
         .bind(run.map(|r| r.0.clone()))
         .bind(now)
-        .execute(&mut **tx)
+        .execute(&mut *tx)
         .await
         .map_err(|e| StoreError::unique(e, Conflict::IdempotencyKeyRace))?;
     Ok(())

@@ -26,7 +26,7 @@ pub(super) async fn end_as_cancelled(
         .bind(by)
         .bind(now)
         .bind(&id.0)
-        .execute(&mut **tx)
+        .execute(&mut *tx)
         .await?;
     super::delegations::settle_child(
         tx,
@@ -61,7 +61,7 @@ pub(super) async fn insert_run(
     .bind(agent)
     .bind(now)
     .bind(traceparent)
-    .execute(&mut **tx)
+    .execute(&mut *tx)
     .await
     .map_err(|e| StoreError::unique(e, Conflict::RunActive))?;
     Ok(())
@@ -74,7 +74,7 @@ pub(super) async fn attach_queued(
 ) -> Result<u64> {
     let waiting = sqlx::query("select id from messages where session_id = $1 and queued = 1")
         .bind(&session.0)
-        .fetch_all(&mut **tx)
+        .fetch_all(&mut *tx)
         .await?;
     if !waiting.is_empty() {
         rewrite_history(tx, session).await?;
@@ -85,7 +85,7 @@ pub(super) async fn attach_queued(
             .bind(&run.0)
             .bind(order_key(Some(run), "user", 0, &id))
             .bind(&id.0)
-            .execute(&mut **tx)
+            .execute(&mut *tx)
             .await?;
     }
     Ok(waiting.len() as u64)
@@ -109,7 +109,7 @@ pub(super) async fn create_followup(
     let waiting =
         sqlx::query("select count(*) as n from messages where session_id = $1 and queued = 1")
             .bind(&session.0)
-            .fetch_one(&mut **tx)
+            .fetch_one(&mut *tx)
             .await?;
     followup_for_waiting(tx, lock, limits, session, now, get_i64(&waiting, "n")?).await
 }
@@ -130,7 +130,7 @@ pub(super) async fn followup_for_waiting(
         "select id from runs where session_id = $1 and status in {ACTIVE}"
     )))
     .bind(&session.0)
-    .fetch_optional(&mut **tx)
+    .fetch_optional(&mut *tx)
     .await?;
     if active.is_some() {
         return Ok(None);
@@ -140,7 +140,7 @@ pub(super) async fn followup_for_waiting(
         "select user_id, model, agent from sessions where id = $1{lock}"
     )))
     .bind(&session.0)
-    .fetch_optional(&mut **tx)
+    .fetch_optional(&mut *tx)
     .await?;
     let Some(s) = s else { return Ok(None) };
     // The run is its first waiting message's speaker's (in a shared Lark
@@ -149,7 +149,7 @@ pub(super) async fn followup_for_waiting(
         "select author_id from messages where session_id = $1 and queued = 1 order by ord limit 1",
     )
     .bind(&session.0)
-    .fetch_optional(&mut **tx)
+    .fetch_optional(&mut *tx)
     .await?;
     let user = match first
         .map(|r| get_opt_str(&r, "author_id"))
@@ -193,22 +193,20 @@ pub(super) async fn touch_session_counting_waiting(
     )
     .bind(now)
     .bind(&session.0)
-    .fetch_optional(&mut **tx)
+    .fetch_optional(&mut *tx)
     .await?;
     row.map_or(Ok(0), |r| get_i64(&r, "waiting"))
 }
 
-pub(super) async fn touch_session(
-    tx: &mut crate::TxConn,
-    session: &SessionId,
-    now: i64,
-) -> Result<()> {
-    sqlx::query("update sessions set updated_at = $1, msg_seq = msg_seq + 1 where id = $2")
-        .bind(now)
-        .bind(&session.0)
-        .execute(&mut **tx)
-        .await?;
-    Ok(())
+/// The session's timestamp and write count, bumped by a transaction that
+/// wrote its messages. Deferred: as the transaction's last write, on SQLite
+/// it goes in the same hop as the commit (`writer`'s module doc).
+pub(super) fn touch_session(tx: &mut crate::TxConn, session: &SessionId, now: i64) -> Result<()> {
+    tx.defer(
+        sqlx::query("update sessions set updated_at = $1, msg_seq = msg_seq + 1 where id = $2")
+            .bind(now)
+            .bind(session.0.clone()),
+    )
 }
 
 /// Count a transaction's message inserts in the session's `msg_seq`
@@ -216,7 +214,7 @@ pub(super) async fn touch_session(
 pub(super) async fn count_writes(tx: &mut crate::TxConn, session: &SessionId) -> Result<()> {
     sqlx::query("update sessions set msg_seq = msg_seq + 1 where id = $1")
         .bind(&session.0)
-        .execute(&mut **tx)
+        .execute(&mut *tx)
         .await?;
     Ok(())
 }
@@ -227,7 +225,7 @@ pub(super) async fn count_writes(tx: &mut crate::TxConn, session: &SessionId) ->
 pub(super) async fn rewrite_history(tx: &mut crate::TxConn, session: &SessionId) -> Result<bool> {
     let done = sqlx::query("update sessions set history_rev = history_rev + 1 where id = $1")
         .bind(&session.0)
-        .execute(&mut **tx)
+        .execute(&mut *tx)
         .await?;
     Ok(done.rows_affected() == 1)
 }
@@ -244,7 +242,7 @@ pub(super) async fn lock_session(
         "select id from sessions where id = $1{lock}"
     )))
     .bind(&session.0)
-    .fetch_optional(&mut **tx)
+    .fetch_optional(&mut *tx)
     .await?;
     Ok(row.is_some())
 }

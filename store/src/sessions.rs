@@ -270,12 +270,12 @@ impl Store {
             .bind(to)
             .bind(&session.0)
             .bind(gone)
-            .execute(&mut **tx)
+            .execute(&mut *tx)
             .await?;
         sqlx::query("update runs set model = $1 where id = $2")
             .bind(to)
             .bind(&run.0)
-            .execute(&mut **tx)
+            .execute(&mut *tx)
             .await?;
         tx.commit().await?;
         Ok(())
@@ -294,7 +294,7 @@ impl Store {
         )))
         .bind(&id.0)
         .bind(&user.0)
-        .fetch_optional(&mut **tx)
+        .fetch_optional(&mut *tx)
         .await?;
         if owned.is_none() {
             return Err(StoreError::NotFound);
@@ -310,7 +310,7 @@ impl Store {
              select id from tree order by depth desc",
         )
         .bind(&id.0)
-        .fetch_all(&mut **tx)
+        .fetch_all(&mut *tx)
         .await?
         .iter()
         .map(|r| get_str(r, "id"))
@@ -340,7 +340,7 @@ impl Store {
                 "delete from runs where session_id = $1",
                 "delete from sessions where id = $1",
             ] {
-                sqlx::query(table).bind(session).execute(&mut **tx).await?;
+                sqlx::query(table).bind(session).execute(&mut *tx).await?;
             }
         }
         tx.commit().await?;
@@ -359,7 +359,7 @@ pub(super) async fn active_runs_where(
         "select id, status from runs where {column} = $1 and status in {ACTIVE}{lock}"
     )))
     .bind(value)
-    .fetch_all(&mut **tx)
+    .fetch_all(&mut *tx)
     .await?;
     rows.iter()
         .map(|r| {

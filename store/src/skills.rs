@@ -22,9 +22,9 @@ impl Store {
         .bind(&skill.body)
         .bind(files)
         .bind(now_ms())
-        .execute(&mut **tx)
+        .execute(&mut *tx)
         .await?;
-        super::revisions::bump_prompt(&mut **tx).await?;
+        super::revisions::bump_prompt(&mut *tx).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -33,9 +33,9 @@ impl Store {
         let mut tx = self.begin().await?;
         let done = sqlx::query("delete from skills where name = $1")
             .bind(name)
-            .execute(&mut **tx)
+            .execute(&mut *tx)
             .await?;
-        super::revisions::bump_prompt(&mut **tx).await?;
+        super::revisions::bump_prompt(&mut *tx).await?;
         tx.commit().await?;
         Ok(done.rows_affected() == 1)
     }

@@ -19,7 +19,6 @@
 
 use std::collections::HashSet;
 
-use sqlx::AnyConnection;
 
 use super::attachments::NewAttachment;
 use super::{Result, Store, get_i64, get_str};
@@ -49,11 +48,14 @@ const STORED: &str = "select sha256, bytes from attachments where user_id = $1
      join knowledge_bases b on b.id = d.base_id where b.owner_id = $1";
 
 /// `user`'s usage, and what the files (sha256, bytes) would add.
-pub(crate) async fn storage_use(
-    conn: &mut AnyConnection,
+pub(crate) async fn storage_use<C>(
+    conn: &mut C,
     user: &UserId,
     files: &[(&str, u64)],
-) -> Result<StorageUse> {
+) -> Result<StorageUse>
+where
+    for<'c> &'c mut C: sqlx::Executor<'c, Database = sqlx::Any>,
+{
     let row = sqlx::query(sqlx::AssertSqlSafe(format!(
         "select cast(coalesce(sum(bytes), 0) as bigint) as used
          from (select sha256, max(bytes) as bytes from ({STORED}) f group by sha256) owned"
@@ -132,7 +134,7 @@ pub(crate) async fn lock_user(
     if !lock_suffix.is_empty() {
         sqlx::query("select id from users where id = $1 for no key update")
             .bind(&user.0)
-            .fetch_optional(&mut **tx)
+            .fetch_optional(&mut *tx)
             .await?;
     }
     Ok(())
@@ -143,6 +145,6 @@ impl Store {
     /// check before anything is stored; the send transaction checks again).
     pub async fn storage_use(&self, user: &UserId, files: &[(&str, u64)]) -> Result<StorageUse> {
         let mut conn = self.pool.acquire().await?;
-        storage_use(&mut conn, user, files).await
+        storage_use(&mut *conn, user, files).await
     }
 }

@@ -110,7 +110,7 @@ async fn insert_in_tx(store: &super::Store, x: i64, commit: bool) {
     let mut tx = store.begin().await.unwrap();
     sqlx::query("insert into t (x) values ($1)")
         .bind(x)
-        .execute(&mut **tx)
+        .execute(&mut *tx)
         .await
         .unwrap();
     if commit {
@@ -163,4 +163,67 @@ async fn a_write_transaction_dropped_without_commit_rolls_the_writer_back() {
         store.begin().await,
         Err(super::StoreError::Other(m)) if m.contains("closed")
     ));
+}
+
+/// A write transaction's `begin` goes with its first statement and a deferred
+/// write with the commit (`writer`'s module doc): what each statement answers
+/// must be its own, and what commits must be what the transaction wrote, in
+/// order, all or nothing.
+#[tokio::test]
+async fn a_transactions_begin_and_deferred_write_travel_with_its_statements() {
+    let db = ScratchDb::new("deferred");
+    let store = super::Store::connect(&db.url()).await.unwrap();
+    {
+        let mut w = store.writer().await.unwrap();
+        sqlx::query("create table t (x bigint not null)")
+            .execute(&mut *w)
+            .await
+            .unwrap();
+    }
+    let insert = |x: Option<i64>| sqlx::query("insert into t (x) values ($1)").bind(x);
+    insert_in_tx(&store, 1, true).await;
+
+    // First statements: a write's count is its own, not the begin's (which
+    // reports the connection's last change), and a read finds its row.
+    let mut tx = store.begin().await.unwrap();
+    let none = sqlx::query("update t set x = x where x < 0")
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    assert_eq!(none.rows_affected(), 0);
+    drop(tx);
+    let mut tx = store.begin().await.unwrap();
+    let row = sqlx::query("select x from t")
+        .fetch_optional(&mut *tx)
+        .await
+        .unwrap()
+        .expect("the row");
+    assert_eq!(super::get_i64(&row, "x").unwrap(), 1);
+    // A deferred write runs before the next statement, which sees it.
+    tx.defer(insert(Some(2))).unwrap();
+    let row = sqlx::query("select count(*) as n from t")
+        .fetch_one(&mut *tx)
+        .await
+        .unwrap();
+    assert_eq!(super::get_i64(&row, "n").unwrap(), 2);
+    // And with the commit when it is the last.
+    tx.defer(insert(Some(4))).unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(count(&store).await, (3, 7));
+
+    // Deferred as the first statement, then dropped: nothing was written.
+    let mut tx = store.begin().await.unwrap();
+    tx.defer(insert(Some(8))).unwrap();
+    drop(tx);
+    // A transaction that ran nothing commits as nothing, and leaves none open.
+    store.begin().await.unwrap().commit().await.unwrap();
+    assert_eq!(count(&store).await, (3, 7));
+
+    // A deferred write that fails fails the commit and takes the rest back.
+    let mut tx = store.begin().await.unwrap();
+    insert(Some(16)).execute(&mut *tx).await.unwrap();
+    tx.defer(insert(None)).unwrap();
+    assert!(tx.commit().await.is_err());
+    insert_in_tx(&store, 32, true).await;
+    assert_eq!(count(&store).await, (4, 39));
 }

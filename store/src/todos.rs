@@ -142,7 +142,7 @@ impl Store {
         }
         let done = sqlx::query("select items, seq from todo_lists where call_key = $1")
             .bind(call_key)
-            .fetch_optional(&mut **tx)
+            .fetch_optional(&mut *tx)
             .await?;
         if let Some(row) = done {
             return Ok(TodoUpdate::Updated {
@@ -152,7 +152,7 @@ impl Store {
         }
         let current = sqlx::query(CURRENT)
             .bind(&session.0)
-            .fetch_optional(&mut **tx)
+            .fetch_optional(&mut *tx)
             .await?
             .map(|r| get_str(&r, "items"))
             .transpose()?
@@ -176,7 +176,7 @@ impl Store {
         .bind(call_key)
         .bind(json)
         .bind(now_ms())
-        .fetch_one(&mut **tx)
+        .fetch_one(&mut *tx)
         .await?;
         tx.commit().await?;
         Ok(TodoUpdate::Updated { items, version })

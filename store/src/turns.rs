@@ -51,10 +51,10 @@ pub struct Alternative {
 }
 
 /// The session's newest turn that is shown, if any: `(run, group root)`.
-async fn last_shown_turn(
-    tx: &mut sqlx::AnyConnection,
-    session: &SessionId,
-) -> Result<Option<(RunId, RunId)>> {
+async fn last_shown_turn<C>(tx: &mut C, session: &SessionId) -> Result<Option<(RunId, RunId)>>
+where
+    for<'c> &'c mut C: sqlx::Executor<'c, Database = sqlx::Any>,
+{
     let row = sqlx::query(
         "select m.run_id, r.turn_of from messages m join runs r on r.id = m.run_id
          where m.session_id = $1 and m.hidden = 0 and m.run_id is not null
@@ -78,7 +78,7 @@ async fn last_shown_turn(
 async fn asked_by(tx: &mut crate::TxConn, root: &RunId) -> Result<UserId> {
     let row = sqlx::query("select user_id from runs where id = $1")
         .bind(&root.0)
-        .fetch_one(&mut **tx)
+        .fetch_one(&mut *tx)
         .await?;
     Ok(UserId(get_str(&row, "user_id")?))
 }
@@ -89,7 +89,7 @@ async fn active_run(tx: &mut crate::TxConn, session: &SessionId) -> Result<Optio
         super::runs::ACTIVE
     )))
     .bind(&session.0)
-    .fetch_optional(&mut **tx)
+    .fetch_optional(&mut *tx)
     .await?;
     row.map(|r| get_str(&r, "id").map(RunId)).transpose()
 }
@@ -102,7 +102,7 @@ async fn keep_as_alternative(tx: &mut crate::TxConn, shown: &RunId, root: &RunId
     )
     .bind(&shown.0)
     .bind(&root.0)
-    .execute(&mut **tx)
+    .execute(&mut *tx)
     .await?;
     Ok(())
 }
@@ -119,7 +119,7 @@ async fn forget_summary_covering(
     )
     .bind(&session.0)
     .bind(&run.0)
-    .execute(&mut **tx)
+    .execute(&mut *tx)
     .await?;
     Ok(())
 }
@@ -142,7 +142,7 @@ impl Store {
         if let Some(run) = active_run(&mut tx, session).await? {
             return Ok(TurnOutcome::RunActive { run });
         }
-        let Some((run, root)) = last_shown_turn(&mut tx, session).await? else {
+        let Some((run, root)) = last_shown_turn(&mut *tx, session).await? else {
             return Ok(TurnOutcome::Nothing);
         };
         let asked_by = asked_by(&mut tx, &root).await?;
@@ -159,7 +159,7 @@ impl Store {
         )
         .bind(&session.0)
         .bind(&run.0)
-        .execute(&mut **tx)
+        .execute(&mut *tx)
         .await?;
         tx.commit().await?;
         Ok(TurnOutcome::Done { run })
@@ -181,7 +181,7 @@ impl Store {
              order by ord limit 1",
         )
         .bind(&session.0)
-        .fetch_optional(&mut **tx)
+        .fetch_optional(&mut *tx)
         .await?;
         let Some(row) = row else {
             return Ok(TurnOutcome::Nothing);
@@ -194,7 +194,7 @@ impl Store {
         )
         .bind(&session.0)
         .bind(&first.0)
-        .execute(&mut **tx)
+        .execute(&mut *tx)
         .await?;
         tx.commit().await?;
         Ok(TurnOutcome::Done { run: first })
@@ -220,7 +220,7 @@ impl Store {
         if let Some(run) = active_run(&mut tx, session).await? {
             return Ok(TurnOutcome::RunActive { run });
         }
-        let Some((shown, root)) = last_shown_turn(&mut tx, session).await? else {
+        let Some((shown, root)) = last_shown_turn(&mut *tx, session).await? else {
             return Ok(TurnOutcome::Nothing);
         };
         // The question: the root run's user messages.
@@ -228,7 +228,7 @@ impl Store {
             "select id, content from messages where run_id = $1 and role = 'user' order by ord desc limit 1",
         )
         .bind(&root.0)
-        .fetch_optional(&mut **tx)
+        .fetch_optional(&mut *tx)
         .await?;
         let Some(question) = question else {
             return Ok(TurnOutcome::Nothing);
@@ -253,12 +253,12 @@ impl Store {
             )
             .bind(get_str(&question, "content")?)
             .bind(&root.0)
-            .execute(&mut **tx)
+            .execute(&mut *tx)
             .await?;
             sqlx::query("update messages set content = $1 where id = $2")
                 .bind(text)
                 .bind(get_str(&question, "id")?)
-                .execute(&mut **tx)
+                .execute(&mut *tx)
                 .await?;
         }
         // The shown reply (not the question) becomes an alternative.
@@ -272,7 +272,7 @@ impl Store {
             .bind(&root.0)
             .bind(new_text)
             .bind(&run.0)
-            .execute(&mut **tx)
+            .execute(&mut *tx)
             .await?;
         tx.commit().await?;
         Ok(TurnOutcome::Started { run })
@@ -286,7 +286,7 @@ impl Store {
     ) -> Result<Vec<Alternative>> {
         self.get_session(user, session).await?;
         let mut tx = self.pool.begin().await?;
-        let Some((shown, root)) = last_shown_turn(&mut tx, session).await? else {
+        let Some((shown, root)) = last_shown_turn(&mut *tx, session).await? else {
             return Ok(Vec::new());
         };
         let rows = sqlx::query(
@@ -328,7 +328,7 @@ impl Store {
         if let Some(run) = active_run(&mut tx, session).await? {
             return Ok(TurnOutcome::RunActive { run });
         }
-        let Some((shown, root)) = last_shown_turn(&mut tx, session).await? else {
+        let Some((shown, root)) = last_shown_turn(&mut *tx, session).await? else {
             return Ok(TurnOutcome::Nothing);
         };
         let chosen = sqlx::query(
@@ -336,14 +336,14 @@ impl Store {
         )
         .bind(&choice.0)
         .bind(&root.0)
-        .fetch_optional(&mut **tx)
+        .fetch_optional(&mut *tx)
         .await?
         .ok_or(StoreError::NotFound)?;
         if shown != *choice {
             keep_as_alternative(&mut tx, &shown, &root).await?;
             sqlx::query("update messages set hidden = 0 where run_id = $1 and hidden = 2")
                 .bind(&choice.0)
-                .execute(&mut **tx)
+                .execute(&mut *tx)
                 .await?;
             // The question it answered, if an edit changed it since.
             if let Some(text) = get_opt_str(&chosen, "user_text")? {
@@ -353,7 +353,7 @@ impl Store {
                 )
                 .bind(text)
                 .bind(&root.0)
-                .execute(&mut **tx)
+                .execute(&mut *tx)
                 .await?;
             }
             forget_summary_covering(&mut tx, session, &root).await?;

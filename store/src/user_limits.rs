@@ -83,7 +83,7 @@ pub(super) async fn check_run_limits(
     )))
     .bind(&user.0)
     .bind(since)
-    .fetch_one(&mut **tx)
+    .fetch_one(&mut *tx)
     .await?;
     if limits.active_per_user > 0 && get_i64(&row, "active")? as u64 >= limits.active_per_user {
         return Ok(LimitCheck::TooManyActive);

@@ -219,12 +219,12 @@ impl Store {
             sqlx::query("update users set role = $1 where id = $2")
                 .bind(role.as_str())
                 .bind(&id.0)
-                .execute(&mut **tx)
+                .execute(&mut *tx)
                 .await?;
         }
         let row = sqlx::query("select id, username, role, created_at from users where id = $1")
             .bind(&id.0)
-            .fetch_optional(&mut **tx)
+            .fetch_optional(&mut *tx)
             .await?
             .ok_or(StoreError::NotFound)?;
         tx.commit().await?;
@@ -241,19 +241,19 @@ impl Store {
             self.lock_suffix()
         )))
         .bind(&id.0)
-        .fetch_all(&mut **tx)
+        .fetch_all(&mut *tx)
         .await?;
         let active = active_runs_where(&mut tx, self.lock_suffix(), "user_id", &id.0).await?;
         let done = sqlx::query("delete from users where id = $1")
             .bind(&id.0)
-            .execute(&mut **tx)
+            .execute(&mut *tx)
             .await?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound);
         }
         sqlx::query("delete from idempotency_keys where user_id = $1")
             .bind(&id.0)
-            .execute(&mut **tx)
+            .execute(&mut *tx)
             .await?;
         tx.commit().await?;
         Ok(active)
@@ -347,7 +347,7 @@ impl Store {
         let done = sqlx::query("update users set password_hash = $1 where id = $2")
             .bind(hash)
             .bind(&id.0)
-            .execute(&mut **tx)
+            .execute(&mut *tx)
             .await?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound);
@@ -361,7 +361,7 @@ impl Store {
         )))
         .bind(&id.0)
         .bind(keep)
-        .execute(&mut **tx)
+        .execute(&mut *tx)
         .await?;
         tx.commit().await?;
         Ok(())
@@ -419,7 +419,7 @@ impl Store {
         // Rotating WEFT_ADMIN_TOKEN retires the previous bootstrap token.
         sqlx::query("delete from tokens where kind = 'bootstrap' and hash <> $1")
             .bind(hash)
-            .execute(&mut **tx)
+            .execute(&mut *tx)
             .await?;
         sqlx::query(
             "insert into tokens (id, user_id, name, kind, hash, created_at) values ($1, $2, 'WEFT_ADMIN_TOKEN', 'bootstrap', $3, $4)
@@ -429,7 +429,7 @@ impl Store {
         .bind(&admin.id.0)
         .bind(hash)
         .bind(now_ms())
-        .execute(&mut **tx)
+        .execute(&mut *tx)
         .await?;
         tx.commit().await?;
         Ok(())

@@ -55,12 +55,12 @@ impl Store {
             self.lock_suffix()
         )))
         .bind(&user.0)
-        .fetch_optional(&mut **tx)
+        .fetch_optional(&mut *tx)
         .await?
         .ok_or(StoreError::NotFound)?;
         let held: i64 = sqlx::query_scalar("select count(*) from channels where user_id = $1")
             .bind(&user.0)
-            .fetch_one(&mut **tx)
+            .fetch_one(&mut *tx)
             .await?;
         if max_per_user > 0 && held as u64 >= max_per_user {
             return Err(StoreError::OverLimit(OverLimit::Channels {
@@ -79,7 +79,7 @@ impl Store {
         .bind(config_json(target))
         .bind(i64::from(waits))
         .bind(now)
-        .execute(&mut **tx)
+        .execute(&mut *tx)
         .await
         .map_err(|e| StoreError::unique(e, Conflict::ChannelNameTaken))?;
         tx.commit().await?;
@@ -197,7 +197,7 @@ impl Store {
     ) -> Result<()> {
         sqlx::query("delete from schedule_channels where schedule_id = $1")
             .bind(schedule)
-            .execute(&mut **tx)
+            .execute(&mut *tx)
             .await?;
         let mut seen = std::collections::HashSet::new();
         for channel in channels {
@@ -207,7 +207,7 @@ impl Store {
             let mine = sqlx::query("select 1 from channels where id = $1 and user_id = $2")
                 .bind(channel)
                 .bind(&user.0)
-                .fetch_optional(&mut **tx)
+                .fetch_optional(&mut *tx)
                 .await?;
             if mine.is_none() {
                 return Err(StoreError::Invalid(format!(
@@ -217,7 +217,7 @@ impl Store {
             sqlx::query("insert into schedule_channels (schedule_id, channel_id) values ($1, $2)")
                 .bind(schedule)
                 .bind(channel)
-                .execute(&mut **tx)
+                .execute(&mut *tx)
                 .await?;
         }
         Ok(())

@@ -131,7 +131,7 @@ impl Store {
         .bind(format!("Test: {}", channel.name))
         .bind(&text)
         .bind(now)
-        .execute(&mut **tx)
+        .execute(&mut *tx)
         .await?;
         let delivery = self
             .insert_delivery(&mut tx, &notification, &channel.id, user, None, &text, now)
@@ -165,7 +165,7 @@ impl Store {
         )
         .bind(run)
         .bind(i64::from(waiting))
-        .fetch_all(&mut ***tx)
+        .fetch_all(&mut **tx)
         .await?;
         let text: String = text.chars().take(DELIVERY_CHARS).collect();
         for row in &rows {
@@ -200,7 +200,7 @@ impl Store {
         .bind(run)
         .bind(text)
         .bind(now)
-        .execute(&mut ***tx)
+        .execute(&mut **tx)
         .await?;
         self.insert_kind_job(
             tx,

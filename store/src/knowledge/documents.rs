@@ -31,7 +31,7 @@ impl Store {
             self.lock_suffix()
         )))
         .bind(base_id)
-        .fetch_optional(&mut **tx)
+        .fetch_optional(&mut *tx)
         .await?
         .ok_or(StoreError::NotFound)?;
         let owner = UserId(get_str(&owner, "owner_id")?);
@@ -49,7 +49,7 @@ impl Store {
         .bind(doc.bytes)
         .bind(doc.sha256)
         .bind(now)
-        .execute(&mut **tx)
+        .execute(&mut *tx)
         .await?;
         let created = inserted.rows_affected() == 1;
         if created {
@@ -63,7 +63,7 @@ impl Store {
             sqlx::query("update knowledge_bases set updated_at = $1 where id = $2")
                 .bind(now)
                 .bind(base_id)
-                .execute(&mut **tx)
+                .execute(&mut *tx)
                 .await?;
         }
         let row = sqlx::query(sqlx::AssertSqlSafe(format!(
@@ -71,7 +71,7 @@ impl Store {
         )))
         .bind(base_id)
         .bind(doc.sha256)
-        .fetch_one(&mut **tx)
+        .fetch_one(&mut *tx)
         .await?;
         tx.commit().await?;
         Ok((document(&row)?, created))
@@ -93,7 +93,7 @@ impl Store {
             let row =
                 sqlx::query("select count(*) as n from knowledge_documents where base_id = $1")
                     .bind(base_id)
-                    .fetch_one(&mut ***tx)
+                    .fetch_one(&mut **tx)
                     .await?;
             let held = get_i64(&row, "n")? as u64;
             if held >= limits.documents_per_base {
@@ -105,7 +105,7 @@ impl Store {
         }
         if limits.owner_storage_bytes > 0 {
             lock_user(tx, self.lock_suffix(), owner).await?;
-            let usage = storage_use(tx, owner, &[(doc.sha256, doc.bytes.max(0) as u64)]).await?;
+            let usage = storage_use(&mut **tx, owner, &[(doc.sha256, doc.bytes.max(0) as u64)]).await?;
             if !usage.fits(limits.owner_storage_bytes) {
                 return Ok(Some(OverLimit::Storage {
                     used: usage.used_bytes,
@@ -171,7 +171,7 @@ impl Store {
         let gone = sqlx::query("delete from knowledge_documents where id = $1 and base_id = $2")
             .bind(doc_id)
             .bind(base_id)
-            .execute(&mut **tx)
+            .execute(&mut *tx)
             .await?;
         if gone.rows_affected() == 0 {
             return Err(StoreError::NotFound);
@@ -217,7 +217,7 @@ impl Store {
         let mut tx = self.begin().await?;
         sqlx::query("delete from knowledge_chunks where document_id = $1")
             .bind(id)
-            .execute(&mut **tx)
+            .execute(&mut *tx)
             .await?;
         sqlx::query(
             "update knowledge_documents set status = 'failed', error = $1, chunks = 0, updated_at = $2
@@ -226,7 +226,7 @@ impl Store {
         .bind(error)
         .bind(now_ms())
         .bind(id)
-        .execute(&mut **tx)
+        .execute(&mut *tx)
         .await?;
         tx.commit().await?;
         Ok(())
@@ -255,7 +255,7 @@ impl Store {
             self.lock_suffix()
         )))
         .bind(id)
-        .fetch_optional(&mut **tx)
+        .fetch_optional(&mut *tx)
         .await?;
         let Some(doc) = doc else {
             return Err(StoreError::NotFound);
@@ -263,7 +263,7 @@ impl Store {
         let base_id = get_str(&doc, "base_id")?;
         sqlx::query("delete from knowledge_chunks where document_id = $1")
             .bind(id)
-            .execute(&mut **tx)
+            .execute(&mut *tx)
             .await?;
         for (batch_no, batch) in chunks.chunks(BATCH).enumerate() {
             let values = (0..batch.len())
@@ -301,7 +301,7 @@ impl Store {
                     .bind(chunk.tokens as i64)
                     .bind(&chunk.lexical);
             }
-            query.execute(&mut **tx).await?;
+            query.execute(&mut *tx).await?;
         }
         if let Some(vectors) = vectors {
             self.insert_vectors(&mut tx, &base_id, &ids, vectors)
@@ -314,7 +314,7 @@ impl Store {
         .bind(chunks.len() as i64)
         .bind(now_ms())
         .bind(id)
-        .execute(&mut **tx)
+        .execute(&mut *tx)
         .await?;
         // Last: the base's row is locked only for the commit.
         bump_revision(&mut tx, &base_id).await?;

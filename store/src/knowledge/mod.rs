@@ -358,7 +358,7 @@ impl Store {
         .await?;
         sqlx::query("delete from knowledge_bases where id = $1")
             .bind(id)
-            .execute(&mut **tx)
+            .execute(&mut *tx)
             .await?;
         tx.commit().await?;
         Ok(())
@@ -377,7 +377,7 @@ async fn cancel_ingestion(tx: &mut super::WriteTx, keys: &str, value: &str) -> R
     )))
     .bind(now)
     .bind(value)
-    .execute(&mut ***tx)
+    .execute(&mut **tx)
     .await?;
     Ok(())
 }

@@ -232,7 +232,7 @@ impl Store {
                     query.bind(to_bytes(v))
                 };
             }
-            query.execute(&mut ***tx).await?;
+            query.execute(&mut **tx).await?;
         }
         Ok(())
     }
@@ -401,7 +401,7 @@ fn ef_search(limit: u32) -> u32 {
 pub(super) async fn bump_revision(tx: &mut WriteTx, base_id: &str) -> Result<()> {
     sqlx::query("update knowledge_bases set revision = revision + 1 where id = $1")
         .bind(base_id)
-        .execute(&mut ***tx)
+        .execute(&mut **tx)
         .await?;
     Ok(())
 }

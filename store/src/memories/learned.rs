@@ -137,7 +137,7 @@ impl Store {
             .bind(now)
             .bind(id)
             .bind(&user.0)
-            .execute(&mut **tx)
+            .execute(&mut *tx)
             .await?;
             kept.updated += done.rows_affected() as usize;
         }
@@ -147,7 +147,7 @@ impl Store {
             )
             .bind(id)
             .bind(&user.0)
-            .execute(&mut **tx)
+            .execute(&mut *tx)
             .await?;
             kept.forgotten += done.rows_affected() as usize;
         }
@@ -158,7 +158,7 @@ impl Store {
             .bind(text)
             .bind(now)
             .bind(&user.0)
-            .execute(&mut **tx)
+            .execute(&mut *tx)
             .await?;
             if done.rows_affected() == 0 {
                 let id = insert(
@@ -173,7 +173,7 @@ impl Store {
                 .await?;
                 sqlx::query("update memories set profile = 1 where id = $1")
                     .bind(&id)
-                    .execute(&mut **tx)
+                    .execute(&mut *tx)
                     .await?;
             }
             kept.profile = true;
@@ -189,14 +189,14 @@ impl Store {
             for turn in read {
                 query = query.bind(&turn.run_id.0);
             }
-            query.execute(&mut **tx).await?;
+            query.execute(&mut *tx).await?;
         }
         if let Some(oldest) = read.iter().map(|t| t.finished_at).min() {
             self.clear_pending_in(&mut tx, session, user, Some(oldest))
                 .await?;
         }
         if kept != Kept::default() {
-            bump(&mut **tx, user).await?;
+            bump(&mut *tx, user).await?;
         }
         tx.commit().await?;
         Ok(kept)
@@ -226,7 +226,7 @@ impl Store {
         .bind(&session.0)
         .bind(&user.0)
         .bind(before.unwrap_or(i64::MAX))
-        .execute(&mut ***tx)
+        .execute(&mut **tx)
         .await?;
         Ok(())
     }
@@ -278,6 +278,6 @@ pub(crate) async fn mark_used(
     for id in ids {
         query = query.bind(id);
     }
-    query.execute(&mut ***tx).await?;
+    query.execute(&mut **tx).await?;
     Ok(())
 }

@@ -131,14 +131,14 @@ impl Store {
             self.lock_suffix()
         )))
         .bind(&user.0)
-        .fetch_optional(&mut ***tx)
+        .fetch_optional(&mut **tx)
         .await?;
         if locked.is_none() {
             return Err(StoreError::NotFound);
         }
         let held = sqlx::query("select count(*) as n from memories where user_id = $1")
             .bind(&user.0)
-            .fetch_one(&mut ***tx)
+            .fetch_one(&mut **tx)
             .await?;
         Ok(get_i64(&held, "n")?.max(0) as u64)
     }
@@ -156,7 +156,7 @@ impl Store {
         )))
         .bind(&user.0)
         .bind(new.text)
-        .fetch_optional(&mut **tx)
+        .fetch_optional(&mut *tx)
         .await?;
         if let Some(row) = same {
             return memory(&row);
@@ -183,7 +183,7 @@ impl Store {
             updated_at: now,
             last_used_at: None,
         };
-        bump(&mut **tx, user).await?;
+        bump(&mut *tx, user).await?;
         tx.commit().await?;
         Ok(m)
     }
@@ -234,12 +234,12 @@ impl Store {
         .bind(now_ms())
         .bind(id)
         .bind(&user.0)
-        .execute(&mut **tx)
+        .execute(&mut *tx)
         .await?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound);
         }
-        bump(&mut **tx, user).await?;
+        bump(&mut *tx, user).await?;
         tx.commit().await?;
         self.memory(user, id).await
     }
@@ -249,12 +249,12 @@ impl Store {
         let done = sqlx::query("delete from memories where id = $1 and user_id = $2")
             .bind(id)
             .bind(&user.0)
-            .execute(&mut **tx)
+            .execute(&mut *tx)
             .await?;
         if done.rows_affected() == 0 {
             return Err(StoreError::NotFound);
         }
-        bump(&mut **tx, user).await?;
+        bump(&mut *tx, user).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -264,9 +264,9 @@ impl Store {
         let mut tx = self.begin().await?;
         let done = sqlx::query("delete from memories where user_id = $1")
             .bind(&user.0)
-            .execute(&mut **tx)
+            .execute(&mut *tx)
             .await?;
-        bump(&mut **tx, user).await?;
+        bump(&mut *tx, user).await?;
         tx.commit().await?;
         Ok(done.rows_affected())
     }
@@ -286,9 +286,9 @@ impl Store {
         sqlx::query("update users set memory_enabled = $1 where id = $2")
             .bind(i64::from(enabled))
             .bind(&user.0)
-            .execute(&mut **tx)
+            .execute(&mut *tx)
             .await?;
-        bump(&mut **tx, user).await?;
+        bump(&mut *tx, user).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -331,7 +331,7 @@ pub(super) async fn insert(
     .bind(source.map(|s| s.0))
     .bind(source.and_then(|s| s.1))
     .bind(now)
-    .execute(&mut ***tx)
+    .execute(&mut **tx)
     .await?;
     Ok(id)
 }

@@ -65,7 +65,7 @@ impl Store {
         )))
         .bind(id)
         .bind(now)
-        .fetch_optional(&mut **tx)
+        .fetch_optional(&mut *tx)
         .await?
         else {
             return Ok(None);
@@ -100,7 +100,7 @@ impl Store {
         .bind(now)
         .bind(limit)
         .bind(serde_json::to_string(passed).expect("ids serialise"))
-        .fetch_all(&mut **tx)
+        .fetch_all(&mut *tx)
         .await?;
         let mut schedules = rows.iter().map(schedule_from).collect::<Result<Vec<_>>>()?;
         // Each fire locks its owner's row (the run limits) and nothing else
@@ -171,7 +171,7 @@ impl Store {
         sqlx::query("update schedules set next_fire_at = $1 where id = $2")
             .bind(next)
             .bind(&schedule.id)
-            .execute(&mut **tx)
+            .execute(&mut *tx)
             .await?;
         Ok(fired)
     }
@@ -218,7 +218,7 @@ impl Store {
         .bind(fire_at)
         .bind(now)
         .bind(i64::from(manual))
-        .execute(&mut **tx)
+        .execute(&mut *tx)
         .await?;
         if claimed.rows_affected() == 0 {
             return Ok(None);
@@ -237,7 +237,7 @@ impl Store {
              where f.schedule_id = $1 and r.status in {ACTIVE} limit 1"
         )))
         .bind(&schedule.id)
-        .fetch_optional(&mut **tx)
+        .fetch_optional(&mut *tx)
         .await?;
         let mut detail = None;
         if previous_active.is_some() && schedule.overlap == Overlap::Skip {
@@ -279,7 +279,7 @@ impl Store {
                     sqlx::query("update runs set schedule_id = $1 where id = $2")
                         .bind(&schedule.id)
                         .bind(&run.run_id.0)
-                        .execute(&mut **tx)
+                        .execute(&mut *tx)
                         .await?;
                     fired.run_id = Some(run.run_id);
                 }
@@ -305,7 +305,7 @@ impl Store {
                 {
                     sqlx::query("delete from sessions where id = $1")
                         .bind(&made.0)
-                        .execute(&mut **tx)
+                        .execute(&mut *tx)
                         .await?;
                 }
                 fired.session_id = None;
@@ -315,7 +315,7 @@ impl Store {
                 sqlx::query("delete from schedule_fires where schedule_id = $1 and fire_at = $2")
                     .bind(&schedule.id)
                     .bind(fire_at)
-                    .execute(&mut **tx)
+                    .execute(&mut *tx)
                     .await?;
                 return Ok(Some(fired));
             }
@@ -329,7 +329,7 @@ impl Store {
         .bind(detail)
         .bind(&schedule.id)
         .bind(fire_at)
-        .execute(&mut **tx)
+        .execute(&mut *tx)
         .await?;
         Ok(Some(fired))
     }
@@ -359,7 +359,7 @@ impl Store {
             .bind(&schedule.model)
             .bind(&schedule.agent)
             .bind(now)
-            .execute(&mut **tx)
+            .execute(&mut *tx)
             .await?;
         Ok(id)
     }
@@ -382,7 +382,7 @@ async fn insert_fire(
     .bind(i64::from(manual))
     .bind(fired.outcome.as_str())
     .bind(detail)
-    .execute(&mut **tx)
+    .execute(&mut *tx)
     .await?;
     Ok(())
 }

@@ -192,12 +192,12 @@ impl Store {
             self.lock_suffix()
         )))
         .bind(&new.user_id.0)
-        .fetch_optional(&mut **tx)
+        .fetch_optional(&mut *tx)
         .await?
         .ok_or(StoreError::NotFound)?;
         let held: i64 = sqlx::query_scalar("select count(*) from schedules where user_id = $1")
             .bind(&new.user_id.0)
-            .fetch_one(&mut **tx)
+            .fetch_one(&mut *tx)
             .await?;
         if max_per_user > 0 && held as u64 >= max_per_user {
             return Err(StoreError::OverLimit(OverLimit::Schedules {
@@ -223,7 +223,7 @@ impl Store {
         .bind(new.overlap.as_str())
         .bind(next)
         .bind(now)
-        .execute(&mut **tx)
+        .execute(&mut *tx)
         .await?;
         self.set_schedule_channels(&mut tx, &new.user_id, &id, &new.deliver)
             .await?;
@@ -342,7 +342,7 @@ impl Store {
         .bind(s.next_fire_at)
         .bind(now)
         .bind(id)
-        .execute(&mut **tx)
+        .execute(&mut *tx)
         .await?;
         if let Some(deliver) = &change.deliver {
             self.set_schedule_channels(&mut tx, user, id, deliver)
@@ -391,7 +391,7 @@ impl Store {
         )))
         .bind(id)
         .bind(&user.0)
-        .fetch_optional(&mut **tx)
+        .fetch_optional(&mut *tx)
         .await?
         .ok_or(StoreError::NotFound)?;
         schedule_from(&row)

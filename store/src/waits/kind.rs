@@ -94,7 +94,7 @@ impl Store {
             K::TABLE
         )))
         .bind(id)
-        .fetch_optional(&mut **tx)
+        .fetch_optional(&mut *tx)
         .await?
         .ok_or(StoreError::NotFound)?;
         if !admin && get_str(&found, "user_id")? != caller.0 {
@@ -162,7 +162,7 @@ impl<K> Taken<K> {
             sqlx::query("update runs set resumed_by = $1 where id = $2")
                 .bind(traceparent)
                 .bind(&self.run.0)
-                .execute(&mut **self.tx)
+                .execute(&mut *self.tx)
                 .await?;
         }
         let resume = requeue_waiting(&mut self.tx, &self.run, self.now).await?;
@@ -174,7 +174,7 @@ impl<K> Taken<K> {
         )
         .bind(self.now)
         .bind(&self.run.0)
-        .execute(&mut **self.tx)
+        .execute(&mut *self.tx)
         .await?;
         let wait = load::<K>(&mut self.tx, id).await?;
         self.tx.commit().await?;
@@ -190,7 +190,7 @@ pub(crate) async fn load<K: WaitKind>(tx: &mut Tx, id: &str) -> Result<K> {
         K::TABLE
     )))
     .bind(id)
-    .fetch_one(&mut **tx)
+    .fetch_one(&mut *tx)
     .await?;
     K::from_row(&row)
 }

@@ -110,7 +110,7 @@ impl Store {
         .bind(now)
         .bind(&run.0)
         .bind(worker)
-        .fetch_optional(&mut **tx)
+        .fetch_optional(&mut *tx)
         .await?;
         let Some(owner) = owner else {
             return Ok(false);
@@ -168,7 +168,7 @@ impl Store {
         .bind(seq as i64)
         .bind(&run.0)
         .bind(worker)
-        .execute(&mut **tx)
+        .execute(&mut *tx)
         .await?;
         if owned.rows_affected() == 0 {
             return Ok(WaitOutcome::Lost);
@@ -183,7 +183,7 @@ impl Store {
             sqlx::query("update runs set status = 'queued', enqueued_at = $1 where id = $2")
                 .bind(now)
                 .bind(&run.0)
-                .execute(&mut **tx)
+                .execute(&mut *tx)
                 .await?;
             WaitOutcome::Decided
         } else {
@@ -198,7 +198,7 @@ impl Store {
                 sqlx::query("update runs set status = $1 where id = $2")
                     .bind(status.as_str())
                     .bind(&run.0)
-                    .execute(&mut **tx)
+                    .execute(&mut *tx)
                     .await?;
             }
             WaitOutcome::Waiting
@@ -231,7 +231,7 @@ impl Store {
             )
             .bind(now)
             .bind(&run.0)
-            .execute(&mut **tx)
+            .execute(&mut *tx)
             .await?;
             sqlx::query(
                 "update questions set status = 'expired', answered_at = $1
@@ -239,7 +239,7 @@ impl Store {
             )
             .bind(now)
             .bind(&run.0)
-            .execute(&mut **tx)
+            .execute(&mut *tx)
             .await?;
             sqlx::query(
                 "update plans set status = 'expired', decided_at = $1
@@ -247,7 +247,7 @@ impl Store {
             )
             .bind(now)
             .bind(&run.0)
-            .execute(&mut **tx)
+            .execute(&mut *tx)
             .await?;
             if requeue_waiting(&mut tx, &run, now).await? {
                 resumed.push(run);
@@ -278,7 +278,7 @@ pub(super) async fn lock_run(
         "select status from runs where id = $1{lock_suffix}"
     )))
     .bind(&run.0)
-    .fetch_optional(&mut **tx)
+    .fetch_optional(&mut *tx)
     .await?;
     row.map(|r| {
         get_str(&r, "status")?
@@ -321,7 +321,7 @@ async fn open_waits(tx: &mut Tx, run: &RunId) -> Result<Open> {
          from w where step = (select max(step) from w)",
     )
     .bind(&run.0)
-    .fetch_one(&mut **tx)
+    .fetch_one(&mut *tx)
     .await?;
     Ok(Open {
         pending: get_i64(&row, "pending")?,
@@ -340,7 +340,7 @@ pub(super) async fn requeue_waiting(tx: &mut Tx, run: &RunId, now: i64) -> Resul
     )
     .bind(now)
     .bind(&run.0)
-    .execute(&mut **tx)
+    .execute(&mut *tx)
     .await?;
     Ok(done.rows_affected() == 1)
 }
