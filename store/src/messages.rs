@@ -158,6 +158,41 @@ pub struct StepCheckpoint {
 
 const COLUMNS: &str = "id, session_id, role, content, run_id, step, call_id, name, tool_calls, created_at, ord, author_id, author_name, seq, citations, reasoning";
 
+/// The context reads' columns: [`COLUMNS`] and whether the message has files,
+/// so a run whose messages carry none (most) skips the read of their files.
+const CONTEXT_COLUMNS: &str = "id, session_id, role, content, run_id, step, call_id, name, tool_calls, created_at, ord, author_id, author_name, seq, citations, reasoning,
+     case when exists (select 1 from attachments a where a.message_id = messages.id) then 1 else 0 end as has_files";
+
+/// A session's [`HistoryState`]: its columns, from [`STATE_FROM`] (`$1`: the
+/// session).
+const STATE_COLUMNS: &str = "s.compact_requested, s.history_rev, m.upto_ord, m.summary, m.messages, m.model, m.created_at as summary_at";
+const STATE_FROM: &str =
+    "sessions s left join session_summaries m on m.session_id = s.id where s.id = $1";
+/// [`STATE_COLUMNS`] and [`CONTEXT_COLUMNS`] as nulls, for the other's rows
+/// in [`Store::history_since`].
+const NO_STATE: &str = "null, null, null, null, null, null, null";
+const NO_MESSAGE: &str = "null as id, null as session_id, null as role, null as content, null as run_id, null as step, null as call_id, null as name, null as tool_calls, null as created_at, null as ord, null as author_id, null as author_name, null as seq, null as citations, null as reasoning, null as has_files";
+
+impl HistoryState {
+    fn from_row(row: &AnyRow) -> Result<HistoryState> {
+        let summary = match get_opt_str(row, "upto_ord")? {
+            Some(upto_ord) => Some(super::Summary {
+                upto_ord,
+                text: get_str(row, "summary")?,
+                messages: get_i64(row, "messages")? as u64,
+                model: get_str(row, "model")?,
+                created_at: get_i64(row, "summary_at")?,
+            }),
+            None => None,
+        };
+        Ok(HistoryState {
+            compact_requested: get_i64(row, "compact_requested")? != 0,
+            history_rev: get_i64(row, "history_rev")?,
+            summary,
+        })
+    }
+}
+
 /// A new message's `seq`: one past the session's write count, which the
 /// writing transaction bumps after its inserts (it holds the session's row).
 pub(super) const NEXT_SEQ: &str = "(select msg_seq + 1 from sessions where id = $2)";
@@ -245,15 +280,22 @@ impl Store {
 
     /// Attach each user message's files.
     async fn fill_attachments(&self, msgs: &mut [Message]) -> Result<()> {
-        let users: Vec<&MessageId> = msgs
+        let users: Vec<MessageId> = msgs
             .iter()
             .filter(|m| m.role == "user")
-            .map(|m| &m.id)
+            .map(|m| m.id.clone())
             .collect();
-        if users.is_empty() {
+        self.attach_files(msgs, &users).await
+    }
+
+    /// Attach their files to the messages `ids` of `msgs` (one read, none for
+    /// no ids).
+    async fn attach_files(&self, msgs: &mut [Message], ids: &[MessageId]) -> Result<()> {
+        if ids.is_empty() {
             return Ok(());
         }
-        let mut by_message = self.attachments_of(&users).await?;
+        let ids: Vec<&MessageId> = ids.iter().collect();
+        let mut by_message = self.attachments_of(&ids).await?;
         for m in msgs.iter_mut() {
             if let Some(files) = by_message.remove(&m.id) {
                 m.attachments = files;
@@ -288,7 +330,7 @@ impl Store {
         limit: usize,
     ) -> Result<Vec<Message>> {
         let sql = format!(
-            "select {COLUMNS} from messages where session_id = $1 and queued = 0 and hidden = 0 and ord > $2 order by ord desc limit $3"
+            "select {CONTEXT_COLUMNS} from messages where session_id = $1 and queued = 0 and hidden = 0 and ord > $2 order by ord desc limit $3"
         );
         let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(&session.0)
@@ -309,50 +351,42 @@ impl Store {
 
     /// The session's [`HistoryState`]; `None` when the session is gone.
     pub async fn history_state(&self, session: &SessionId) -> Result<Option<HistoryState>> {
-        let row = sqlx::query(
-            "select s.compact_requested, s.history_rev, m.upto_ord, m.summary, m.messages, m.model, m.created_at
-             from sessions s left join session_summaries m on m.session_id = s.id
-             where s.id = $1",
-        )
+        let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+            "select {STATE_COLUMNS} from {STATE_FROM}"
+        )))
         .bind(&session.0)
         .fetch_optional(&self.pool)
         .await?;
-        let Some(row) = row else {
-            return Ok(None);
-        };
-        let summary = match get_opt_str(&row, "upto_ord")? {
-            Some(upto_ord) => Some(super::Summary {
-                upto_ord,
-                text: get_str(&row, "summary")?,
-                messages: get_i64(&row, "messages")? as u64,
-                model: get_str(&row, "model")?,
-                created_at: get_i64(&row, "created_at")?,
-            }),
-            None => None,
-        };
-        Ok(Some(HistoryState {
-            compact_requested: get_i64(&row, "compact_requested")? != 0,
-            history_rev: get_i64(&row, "history_rev")?,
-            summary,
-        }))
+        row.as_ref().map(HistoryState::from_row).transpose()
     }
 
-    /// The shown, unqueued messages after `after` (an order key) written after
-    /// the session's write `seq`, in conversation order, attachments filled: what
-    /// a reader whose copy has seen up to `seq` lacks.
-    pub async fn context_since(
+    /// What a reader holding a copy of the session's history needs, in one
+    /// read: the session's [`HistoryState`] and the shown, unqueued messages
+    /// after `after` (the copy's summary boundary, an order key) written after
+    /// the session's write `seq` (the copy's newest), in conversation order,
+    /// attachments filled. The messages are good only while the state's
+    /// `history_rev` and summary boundary are the copy's. `None` when the
+    /// session is gone.
+    pub async fn history_since(
         &self,
         session: &SessionId,
         after: Option<&str>,
         seq: i64,
-    ) -> Result<Vec<Message>> {
-        // Ordered by `seq` first, then sorted by `ord` here: with `order by ord`
-        // SQLite's planner walked `messages_session_ord` from `$3` — every
-        // message of the session, each run — instead of the few rows past `seq`
-        // (`messages_session_seq`); a run in a 500-turn session cost 10.3 ms of
-        // CPU against 2.7 ms in a 10-turn one (BENCHMARKS.md, issue 23).
+    ) -> Result<Option<(HistoryState, Vec<Message>)>> {
+        // One statement, not two (a run's reads are hops to a pooled
+        // connection and back): the state's row, then the messages' rows,
+        // told apart by `part`, each with the other's columns null. Filtered
+        // on `seq` first and sorted by `ord` here: with `order by ord`
+        // SQLite's planner walked `messages_session_ord` from `$3`, every
+        // message of the session, each run, instead of the few rows past
+        // `seq` (`messages_session_seq`); a run in a 500-turn session cost
+        // 10.3 ms of CPU against 2.7 ms in a 10-turn one (BENCHMARKS.md,
+        // issue 23).
         let sql = format!(
-            "select {COLUMNS} from messages where session_id = $1 and seq > $2 and queued = 0 and hidden = 0 and ord > $3 order by seq, ord"
+            "select 0 as part, {STATE_COLUMNS}, {NO_MESSAGE} from {STATE_FROM}
+             union all
+             select 1, {NO_STATE}, {CONTEXT_COLUMNS} from messages
+             where session_id = $1 and seq > $2 and queued = 0 and hidden = 0 and ord > $3"
         );
         let rows = sqlx::query(sqlx::AssertSqlSafe(sql))
             .bind(&session.0)
@@ -360,18 +394,32 @@ impl Store {
             .bind(after.unwrap_or_default())
             .fetch_all(&self.pool)
             .await?;
-        let mut msgs = self.with_attachments(&rows).await?;
+        let Some(state) = rows.iter().find(|r| get_i64(r, "part").is_ok_and(|p| p == 0)) else {
+            return Ok(None);
+        };
+        let state = HistoryState::from_row(state)?;
+        let new: Vec<AnyRow> = rows
+            .into_iter()
+            .filter(|r| get_i64(r, "part").is_ok_and(|p| p == 1))
+            .collect();
+        let mut msgs = self.with_attachments(&new).await?;
         msgs.sort_by(|a, b| a.ord.cmp(&b.ord));
-        Ok(msgs)
+        Ok(Some((state, msgs)))
     }
 
-    /// Messages of `rows` with their files.
+    /// Messages of `rows` ([`CONTEXT_COLUMNS`]) with their files: read only
+    /// for those that have some.
     async fn with_attachments(&self, rows: &[AnyRow]) -> Result<Vec<Message>> {
-        let mut msgs = rows
-            .iter()
-            .map(Message::from_row)
-            .collect::<Result<Vec<_>>>()?;
-        self.fill_attachments(&mut msgs).await?;
+        let mut msgs = Vec::with_capacity(rows.len());
+        let mut with_files = Vec::new();
+        for row in rows {
+            let msg = Message::from_row(row)?;
+            if get_i64(row, "has_files")? != 0 {
+                with_files.push(msg.id.clone());
+            }
+            msgs.push(msg);
+        }
+        self.attach_files(&mut msgs, &with_files).await?;
         Ok(msgs)
     }
 

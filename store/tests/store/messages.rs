@@ -331,7 +331,7 @@ async fn messages_are_scoped_to_the_session_owner(db: Db) {
 }
 
 /// Migration 0017's contract, which a worker's copy of a session relies on:
-/// after every write, the copy plus `context_since(its newest seq)` is the full
+/// after every write, the copy plus `history_since(its newest seq)` is the full
 /// read, as long as `history_rev` did not move; every rewrite moves it.
 async fn a_reader_of_what_changed_sees_what_a_full_read_sees(db: Db) {
     let s = &db.store;
@@ -351,15 +351,16 @@ async fn a_reader_of_what_changed_sees_what_a_full_read_sees(db: Db) {
         copy: &mut Vec<Message>,
         rev: &mut i64,
     ) -> bool {
-        let state = s.history_state(sess).await.unwrap().unwrap();
+        let seen = copy.iter().map(|m| m.seq).max().unwrap_or(0);
+        let (state, new) = s.history_since(sess, None, seen).await.unwrap().unwrap();
+        assert_eq!(state, s.history_state(sess).await.unwrap().unwrap());
         let full = s.context_after(sess, None, 1000).await.unwrap();
         let again = state.history_rev != *rev;
         if again {
             *copy = full.clone();
             *rev = state.history_rev;
         } else {
-            let seen = copy.iter().map(|m| m.seq).max().unwrap_or(0);
-            copy.extend(s.context_since(sess, None, seen).await.unwrap());
+            copy.extend(new);
             copy.sort_by(|a, b| a.ord.cmp(&b.ord));
         }
         assert_eq!(shape(copy), shape(&full));

@@ -3,9 +3,9 @@
 //! Every run used to read its whole session (up to `context.max_messages`,
 //! 1,000, through `sqlx::Any`): in the throughput profile that read was two
 //! thirds of the worker's CPU per run, growing with the session's length. Now a
-//! run reads one row of session state ([`Store::history_state`]) and, when this
-//! worker's copy is still good, only the messages written since
-//! ([`Store::context_since`]: usually the one user message of this run).
+//! run reads, in one statement ([`Store::history_since`]), one row of session
+//! state and the messages written since this worker's copy (usually the one
+//! user message of this run), used when the state says the copy is still good.
 //!
 //! Why a copy can be trusted (migration 0017): every transaction that inserts
 //! messages holds the session's row, stamps them with the session's write
@@ -69,32 +69,40 @@ impl Histories {
         }
     }
 
-    /// The session's shown messages after the summary in `state`, oldest first,
-    /// the newest `limit` of them, never starting with a tool result.
+    /// The session's [`HistoryState`] and its shown messages after the
+    /// state's summary, oldest first, the newest `limit` of them, never
+    /// starting with a tool result; `None` when the session is gone (its copy
+    /// is dropped). With a copy held, one read gives the state and what the
+    /// copy lacks ([`Store::history_since`]); a copy of another revision or
+    /// summary boundary, or none, costs a second, full read.
     pub async fn read(
         &self,
         store: &Store,
         session: &SessionId,
-        state: &HistoryState,
         limit: usize,
-    ) -> weft_store::Result<Vec<Arc<Message>>> {
-        let after = state.summary.as_ref().map(|s| s.upto_ord.clone());
+    ) -> weft_store::Result<Option<(HistoryState, Vec<Arc<Message>>)>> {
         let held = self
             .copies
             .lock()
             .expect("histories lock")
             .by_session
             .get(session)
-            .cloned()
-            .filter(|c| c.history_rev == state.history_rev && c.after == after);
+            .cloned();
+        let read = match &held {
+            Some(copy) => store.history_since(session, copy.after.as_deref(), copy.seq).await?,
+            None => store.history_state(session).await?.map(|state| (state, Vec::new())),
+        };
+        let Some((state, new)) = read else {
+            self.forget(session);
+            return Ok(None);
+        };
+        let after = state.summary.as_ref().map(|s| s.upto_ord.clone());
+        let held = held.filter(|c| c.history_rev == state.history_rev && c.after == after);
         let (mut msgs, mut seq) = match held {
             Some(copy) => {
-                let new = store
-                    .context_since(session, after.as_deref(), copy.seq)
-                    .await?;
                 metrics::counter!("weft_context_copy_hits_total").increment(1);
                 if new.is_empty() {
-                    return Ok(copy.msgs.clone());
+                    return Ok(Some((state, copy.msgs.clone())));
                 }
                 let mut msgs = copy.msgs.clone();
                 merge(&mut msgs, new);
@@ -117,7 +125,7 @@ impl Histories {
             msgs: msgs.clone(),
         });
         self.keep(session.clone(), copy);
-        Ok(msgs)
+        Ok(Some((state, msgs)))
     }
 
     /// Drop the copy of a session that is gone.

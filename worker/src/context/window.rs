@@ -58,23 +58,15 @@ pub async fn build(
     let cfg = &config.context;
     let window = u64::from(model.config.window());
     let budget = window * u64::from(cfg.threshold_percent) / 100;
-    // One row of session state, then only what this worker's copy lacks
-    // (`history`): a run's reads no longer grow with the session's length.
-    let (state, all) = match store.history_state(&run.session_id).await? {
-        Some(state) => {
-            let all = inner
-                .histories
-                .read(store, &run.session_id, &state, cfg.max_messages)
-                .await?;
-            (state, all)
-        }
-        // Deleted meanwhile: nothing of it goes to the model (the run's end
-        // finds it gone and writes nothing).
-        None => {
-            inner.histories.forget(&run.session_id);
-            (Default::default(), Vec::new())
-        }
-    };
+    // The session's state and only what this worker's copy lacks, in one read
+    // (`history`): a run's reads do not grow with the session's length.
+    // Deleted meanwhile: nothing of it goes to the model (the run's end finds
+    // it gone and writes nothing).
+    let (state, all) = inner
+        .histories
+        .read(store, &run.session_id, cfg.max_messages)
+        .await?
+        .unwrap_or_default();
     let compact = state.compact_requested && store.take_compact_request(&run.session_id).await?;
     let mut summary = state.summary.clone();
     // The view starts at `all[start]`: older turns summarised or dropped below.
