@@ -394,7 +394,10 @@ impl Store {
             .bind(after.unwrap_or_default())
             .fetch_all(&self.pool)
             .await?;
-        let Some(state) = rows.iter().find(|r| get_i64(r, "part").is_ok_and(|p| p == 0)) else {
+        let Some(state) = rows
+            .iter()
+            .find(|r| get_i64(r, "part").is_ok_and(|p| p == 0))
+        else {
             return Ok(None);
         };
         let state = HistoryState::from_row(state)?;

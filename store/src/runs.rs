@@ -16,8 +16,8 @@ use sqlx::any::AnyRow;
 use super::delegations::{DelegationStatus, settle_child};
 use super::messages::{StepMessage, insert_step_message, reasoning_json};
 use super::session_writes::{
-    create_followup, end_as_cancelled, followup_for_waiting, lock_session,
-    touch_session, touch_session_counting_waiting,
+    create_followup, end_as_cancelled, followup_for_waiting, lock_session, touch_session,
+    touch_session_counting_waiting,
 };
 use super::user_limits::RunLimits;
 use super::{

@@ -19,7 +19,6 @@
 
 use std::collections::HashSet;
 
-
 use super::attachments::NewAttachment;
 use super::{Result, Store, get_i64, get_str};
 use weft_wire::ids::UserId;

@@ -93,6 +93,20 @@ impl Drop for ScratchDb {
     }
 }
 
+/// A store on a scratch file, with a table `t (x bigint not null)`.
+async fn store_with_table(name: &str) -> (ScratchDb, super::Store) {
+    let db = ScratchDb::new(name);
+    let store = super::Store::connect(&db.url()).await.unwrap();
+    {
+        let mut w = store.writer().await.unwrap();
+        sqlx::query("create table t (x bigint not null)")
+            .execute(&mut *w)
+            .await
+            .unwrap();
+    }
+    (db, store)
+}
+
 async fn count(store: &super::Store) -> (i64, i64) {
     let row = sqlx::query("select count(*) as n, coalesce(sum(x), 0) as s from t")
         .fetch_one(&store.pool)
@@ -138,15 +152,7 @@ async fn insert_gated(store: &super::Store, x: i64) {
 
 #[tokio::test]
 async fn a_write_transaction_dropped_without_commit_rolls_the_writer_back() {
-    let db = ScratchDb::new("writer");
-    let store = super::Store::connect(&db.url()).await.unwrap();
-    {
-        let mut w = store.writer().await.unwrap();
-        sqlx::query("create table t (x bigint not null)")
-            .execute(&mut *w)
-            .await
-            .unwrap();
-    }
+    let (_db, store) = store_with_table("writer").await;
     insert_in_tx(&store, 1, false).await;
     // The next writer finds no transaction left open on the connection (a
     // second `begin immediate` on it would fail), and the dropped row is gone.
@@ -171,15 +177,7 @@ async fn a_write_transaction_dropped_without_commit_rolls_the_writer_back() {
 /// order, all or nothing.
 #[tokio::test]
 async fn a_transactions_begin_and_deferred_write_travel_with_its_statements() {
-    let db = ScratchDb::new("deferred");
-    let store = super::Store::connect(&db.url()).await.unwrap();
-    {
-        let mut w = store.writer().await.unwrap();
-        sqlx::query("create table t (x bigint not null)")
-            .execute(&mut *w)
-            .await
-            .unwrap();
-    }
+    let (_db, store) = store_with_table("deferred").await;
     let insert = |x: Option<i64>| sqlx::query("insert into t (x) values ($1)").bind(x);
     insert_in_tx(&store, 1, true).await;
 

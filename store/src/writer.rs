@@ -2,8 +2,8 @@
 //! pool (`Store::writer`'s field doc says why); on Postgres, the pool's.
 //!
 //! On SQLite every statement is a hop to the connection's own thread and back
-//! (two thread wake-ups, sqlx), and the hops, not the statements, were most of
-//! what a run cost `weft up` (issue 23's profile: ~30 % of its CPU in waking
+//! (two thread wake-ups, sqlx), and the hops were a large part of what a run
+//! cost `weft up` (issue 23's profile: about a quarter of its CPU in waking
 //! and parking threads). So a write transaction there sends no statement of
 //! its own: `begin immediate` goes in the same hop as its first statement, and
 //! `commit` in the same hop as its last write when that write was handed over
@@ -95,7 +95,8 @@ impl TxConn {
     fn with_begin<'q, E: Execute<'q, Any>>(
         &mut self,
         mut query: E,
-    ) -> std::result::Result<Either<E, sqlx::query::Query<'q, Any, AnyArguments>>, sqlx::Error> {
+    ) -> std::result::Result<Either<E, sqlx::query::Query<'q, Any, AnyArguments>>, sqlx::Error>
+    {
         if !std::mem::take(&mut self.begin) {
             return Ok(Either::Left(query));
         }
@@ -223,10 +224,17 @@ impl WriteTx {
                 // The deferred write and the commit, in one hop.
                 let done = match tx.deferred.take() {
                     Some(Deferred(sql, args)) => {
-                        let begin = if std::mem::take(&mut tx.begin) { BEGIN } else { "" };
-                        sqlx::query_with(sqlx::AssertSqlSafe(format!("{begin} {sql}; commit")), args)
-                            .execute(tx.connection())
-                            .await
+                        let begin = if std::mem::take(&mut tx.begin) {
+                            BEGIN
+                        } else {
+                            ""
+                        };
+                        sqlx::query_with(
+                            sqlx::AssertSqlSafe(format!("{begin} {sql}; commit")),
+                            args,
+                        )
+                        .execute(tx.connection())
+                        .await
                     }
                     None => sqlx::query("commit").execute(tx.connection()).await,
                 };

@@ -105,7 +105,8 @@ impl Store {
         }
         if limits.owner_storage_bytes > 0 {
             lock_user(tx, self.lock_suffix(), owner).await?;
-            let usage = storage_use(&mut **tx, owner, &[(doc.sha256, doc.bytes.max(0) as u64)]).await?;
+            let usage =
+                storage_use(&mut **tx, owner, &[(doc.sha256, doc.bytes.max(0) as u64)]).await?;
             if !usage.fits(limits.owner_storage_bytes) {
                 return Ok(Some(OverLimit::Storage {
                     used: usage.used_bytes,

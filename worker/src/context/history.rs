@@ -89,8 +89,15 @@ impl Histories {
             .get(session)
             .cloned();
         let read = match &held {
-            Some(copy) => store.history_since(session, copy.after.as_deref(), copy.seq).await?,
-            None => store.history_state(session).await?.map(|state| (state, Vec::new())),
+            Some(copy) => {
+                store
+                    .history_since(session, copy.after.as_deref(), copy.seq)
+                    .await?
+            }
+            None => store
+                .history_state(session)
+                .await?
+                .map(|state| (state, Vec::new())),
         };
         let Some((state, new)) = read else {
             self.forget(session);
