@@ -28,6 +28,7 @@ mod questions;
 mod recovery;
 pub mod reload;
 mod revisions;
+mod run_end;
 mod runs;
 mod schedules;
 mod send;

@@ -1,4 +1,5 @@
-//! Runs: their records, claiming, heartbeats, completion and cancel. The send
+//! Runs: their records, claiming, heartbeats and cancel; their end is in
+//! `run_end`. The send
 //! transaction is in `send`, the writes it shares with a run's end in
 //! `session_writes`, the reaper's queries in `recovery`.
 //!
@@ -10,8 +11,6 @@
 //! `runs_one_active` partial unique index is the backstop: whatever races, a
 //! session never has two active runs. Claims are compare-and-set updates, so a
 //! duplicate job delivery can never run a run twice at once.
-
-mod end;
 
 use sqlx::any::AnyRow;
 

@@ -2,9 +2,9 @@
 //! makes the follow-up run for messages that waited behind it, and the end of
 //! a run whose attempts are spent.
 
-use super::{ClaimedRun, FinishOutcome, RunEnd};
 use crate::delegations::{DelegationStatus, settle_child};
 use crate::messages::{StepMessage, insert_step_message, reasoning_json};
+use crate::runs::{ClaimedRun, FinishOutcome, RunEnd};
 use crate::session_writes::{
     create_followup, followup_for_waiting, lock_session, touch_session,
     touch_session_counting_waiting,
