@@ -11,11 +11,12 @@ pub struct SchedulesConfig {
     /// The timezone of a schedule made without one (IANA).
     pub default_timezone: String,
     /// How often an idle worker looks for due schedules, in ms (a schedule
-    /// made in the same process wakes it at once). Fire lateness is at most
+    /// made or changed is seen on the next look). Fire lateness is at most
     /// about this.
     pub poll_ms: u64,
     /// Fire transactions one worker process runs at once: each a batch of up
-    /// to 32 fires into new sessions, or one fire into a chosen session.
+    /// to 32 fires into new sessions, or one fire into a chosen session
+    /// (batches go one at a time on SQLite, whose one writer queues them).
     pub fire_concurrency: usize,
     /// Channels (notification destinations) one person may have; 0 turns
     /// the limit off.

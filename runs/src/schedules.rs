@@ -33,19 +33,27 @@ impl Runs {
 
     /// Fire every schedule due now; returns how many fires this process
     /// claimed. Schedules into new sessions go in batches,
-    /// `schedules.fire_concurrency` transactions at once, each claiming rows
-    /// no other holds; those into a session of their own (or all, when a
+    /// `schedules.fire_concurrency` transactions at once on Postgres, each
+    /// claiming rows no other holds (one at a time on SQLite); those into a session of their own (or all, when a
     /// batch failed) one transaction each, as many at once. Another
     /// process's claim of the same schedule is skipped, not waited for.
     pub async fn fire_due(&self) -> Result<usize> {
         let settings = self.fire_settings();
         let concurrency = self.live.get().schedules.fire_concurrency;
+        // SQLite runs one write transaction at a time (the store's writer):
+        // parallel batches would only queue for it, and each, having read the
+        // skip list before it waited, would claim and defer the same schedule
+        // over the run limits again (eight deferrals a pass instead of one).
+        let batches = match self.store.dialect() {
+            weft_store::Dialect::Sqlite => 1,
+            weft_store::Dialect::Postgres => concurrency,
+        };
         // Deferred this pass (the owner at their run limits): still due, not
         // claimed again until the next pass.
         let passed = Mutex::new(Vec::<String>::new());
         let claimed = AtomicUsize::new(0);
         let failed = AtomicBool::new(false);
-        let batches = (0..concurrency).map(|_| async {
+        let batches = (0..batches).map(|_| async {
             loop {
                 let skip = passed.lock().expect("not poisoned").clone();
                 let fired = match self

@@ -4,7 +4,8 @@
 //! and every fire exactly once while processes are SIGKILLed mid-fire
 //! (distributed: three gateways, two workers racing for the same due
 //! schedules, one killed;
-//! embedded: the one process killed and started again on the same database).
+//! embedded: the one process killed and started again on the same database);
+//! a fire over its owner's run limits retried once per poll, not in a loop.
 
 use std::time::Duration;
 
@@ -17,6 +18,7 @@ crate::both_backends!(
     every_fire_happens_once_through_kills,
     made_from_chat_with_confirmation_and_never_auto_approved,
     a_persons_timezone_is_their_schedules_default,
+    a_fire_over_the_run_limits_waits_for_the_owner_without_spinning,
 );
 
 fn rfc3339_in(ms_from_now: i64) -> String {
@@ -504,4 +506,88 @@ async fn a_persons_timezone_is_their_schedules_default(b: Backend) {
         )
         .await;
     assert_eq!(kept["timezone"], "Asia/Shanghai");
+}
+
+/// The `weft_schedule_fires_total{outcome="deferred"}` count on the `/metrics`
+/// of the process whose logs are `logs`.
+async fn deferred_fires(app: &App, logs: &str) -> u64 {
+    let url = logs
+        .lines()
+        .find_map(|l| l.split_once("metrics on ").map(|(_, a)| a.trim()))
+        .unwrap_or_else(|| panic!("no metrics address printed:\n{logs}"))
+        .to_string();
+    let body = app
+        .http
+        .get(url)
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    body.lines()
+        .filter(|l| l.starts_with("weft_schedule_fires_total{") && l.contains("\"deferred\""))
+        .filter_map(|l| l.rsplit_once(' ')?.1.parse::<f64>().ok())
+        .sum::<f64>() as u64
+}
+
+/// A fire over its owner's run limits stays due and is tried again on each
+/// pass of the scheduler (`worker/src/scheduler.rs`): once per `poll_ms`, and it
+/// fires once the owner's run is over. Until 2026-12-07 the scheduler slept
+/// until the earliest due time — already past — and spun through passes.
+async fn a_fire_over_the_run_limits_waits_for_the_owner_without_spinning(b: Backend) {
+    let app = App::start_with(
+        b,
+        &[
+            ("WEFT_LIMITS__ACTIVE_RUNS_PER_USER", "1"),
+            ("WEFT_METRICS_LISTEN", "127.0.0.1:0"),
+        ],
+    )
+    .await;
+    let alice = app.user("alice").await;
+    let s = app.session(&alice).await;
+    // Alice's one active run, for about three seconds.
+    let busy = app
+        .send(&alice, &s, "busy @mock.tokens 150 @mock.delay 0 20")
+        .await;
+    let made_at = std::time::Instant::now();
+    let (st, made) = app
+        .post(
+            "/v1/schedules",
+            &alice,
+            json!({"prompt": "after the busy one", "trigger": {"at": rfc3339_in(1000)}}),
+        )
+        .await;
+    assert_eq!(st, 201, "{made}");
+    let busy = app.wait_run(&alice, &busy, Duration::from_secs(60)).await;
+    assert_eq!(busy["status"], "succeeded", "{busy}");
+    let fires_path = format!("/v1/schedules/{}/fires", made["id"].as_str().unwrap());
+    let fire: Value = eventually(
+        Duration::from_secs(30),
+        "the deferred fire's run to succeed",
+        async || {
+            let (_, fires) = app.get(&fires_path, &alice).await;
+            match fires["fires"].as_array().map(Vec::as_slice) {
+                Some([f]) if f["run_status"] == "succeeded" => Ok(f.clone()),
+                other => Err(format!("{other:?}")),
+            }
+        },
+    )
+    .await;
+    assert_eq!(fire["outcome"], "started", "{fire}");
+    let waited = made_at.elapsed();
+
+    let scheduler = match b {
+        Backend::Embedded => app.gateway.logs(),
+        Backend::Distributed => app.workers[0].logs(),
+    };
+    let deferred = deferred_fires(&app, &scheduler).await;
+    // Due after a second, behind a run of three or more: deferred at least once,
+    // and at most once per pass (`schedules.poll_ms`, 1 s by default) while it
+    // waited, give or take one. A loop that did not wait counts thousands.
+    let passes = waited.as_secs() + 2;
+    assert!(
+        (1..=passes).contains(&deferred),
+        "{deferred} deferred fires in {waited:?}, expected 1..={passes}"
+    );
 }
