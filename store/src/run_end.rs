@@ -3,16 +3,16 @@
 //! a run whose attempts are spent.
 
 use crate::delegations::{DelegationStatus, settle_child};
-use crate::messages::{StepMessage, insert_step_message, reasoning_json};
+use crate::messages::{StepMessage, defer_step_message, reasoning_json, step_message_id};
 use crate::runs::{ClaimedRun, FinishOutcome, RunEnd};
 use crate::session_writes::{
     create_followup, followup_for_waiting, lock_session, touch_session,
     touch_session_counting_waiting,
 };
 use crate::user_limits::RunLimits;
-use crate::{Dialect, Result, StoreError, get_i64};
+use crate::{Dialect, Result, StoreError, get_i64, get_opt_str};
 use weft_wire::api::{ErrorBody, NotificationKind, UsageDto};
-use weft_wire::ids::RunId;
+use weft_wire::ids::{MessageId, RunId};
 use weft_wire::job::ExtractMemories;
 use weft_wire::time::now_ms;
 
@@ -83,8 +83,12 @@ impl crate::Store {
             RunEnd::Cancelled { partial, step } => ("cancelled", None, partial, *step),
         };
         // The reply first (inside the transaction: if the run turns out not to be
-        // ours any more, the rollback takes it back), so one update sets everything.
-        let message_id = if matches!(end, RunEnd::Succeeded { .. }) || !text.is_empty() {
+        // ours any more, the rollback takes it back), so one update sets
+        // everything. Deferred: on SQLite it goes in the update's hop, and the
+        // update reads back which reply row stands (this one, or an earlier
+        // attempt's).
+        let reply = matches!(end, RunEnd::Succeeded { .. }) || !text.is_empty();
+        if reply {
             let reasoning = match end {
                 RunEnd::Succeeded { reasoning, .. } => reasoning_json(reasoning)?,
                 _ => None,
@@ -97,30 +101,20 @@ impl crate::Store {
                 tool_calls: None,
                 reasoning: reasoning.as_deref(),
             };
-            Some(insert_step_message(&mut tx, &run.session_id, &run.id, step, reply, now).await?)
-        } else {
-            None
-        };
-        if let (RunEnd::Succeeded { citations, .. }, Some(id)) = (end, &message_id)
-            && !citations.is_empty()
-        {
-            let json = serde_json::to_string(citations)
-                .map_err(|e| StoreError::Other(format!("citations: {e}")))?;
-            sqlx::query("update messages set citations = $1 where id = $2")
-                .bind(json)
-                .bind(&id.0)
-                .execute(&mut *tx)
-                .await?;
+            defer_step_message(&mut tx, &run.session_id, &run.id, step, reply, now)?;
         }
         // A cancel may already have marked the run `cancelled` (to free the session at once).
-        let owned = sqlx::query(
+        let owned = sqlx::query(sqlx::AssertSqlSafe(format!(
             "update runs set status = $1, finished_at = coalesce(finished_at, $2), duration_ms = $3, ttft_ms = $4,
                  usage_input = $5, usage_output = $6, usage_cache_read = $7, usage_reasoning = $8,
-                 error_code = $9, error_message = $10, heartbeat_at = $2, final_message_id = $13,
+                 error_code = $9, error_message = $10, heartbeat_at = $2,
+                 final_message_id = case when $13 = 1 then {} end,
                  context_tokens = $14, context_window = $15, memory_pending = $16,
                  memories_used = coalesce($17, memories_used)
-             where id = $11 and worker_id = $12 and (status = 'running' or (status = 'cancelled' and $1 = 'cancelled'))",
-        )
+             where id = $11 and worker_id = $12 and (status = 'running' or (status = 'cancelled' and $1 = 'cancelled'))
+             returning final_message_id",
+            step_message_id("$11", "$18")
+        )))
         .bind(status)
         .bind(now)
         .bind(duration)
@@ -133,15 +127,28 @@ impl crate::Store {
         .bind(error.map(|e| e.message.clone()))
         .bind(&run.id.0)
         .bind(worker)
-        .bind(message_id.as_ref().map(|m| m.0.clone()))
+        .bind(i64::from(reply))
         .bind(usage.context_tokens as i64)
         .bind(usage.context_window as i64)
         .bind(i64::from(remember.is_some()))
         .bind(crate::memories::used_json(&run.memories_used)?)
-        .execute(&mut *tx)
+        .bind(i64::from(step))
+        .fetch_optional(&mut *tx)
         .await?;
-        if owned.rows_affected() == 0 {
+        let Some(owned) = owned else {
             return Ok(FinishOutcome::Lost);
+        };
+        let message_id = get_opt_str(&owned, "final_message_id")?.map(MessageId);
+        if let (RunEnd::Succeeded { citations, .. }, Some(id)) = (end, &message_id)
+            && !citations.is_empty()
+        {
+            let json = serde_json::to_string(citations)
+                .map_err(|e| StoreError::Other(format!("citations: {e}")))?;
+            sqlx::query("update messages set citations = $1 where id = $2")
+                .bind(json)
+                .bind(&id.0)
+                .execute(&mut *tx)
+                .await?;
         }
         crate::memories::mark_used(&mut tx, &run.user_id, &run.memories_used, now).await?;
         if let Some(after) = remember {

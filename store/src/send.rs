@@ -354,8 +354,10 @@ async fn insert_user_message(
 ) -> Result<MessageId> {
     let id = MessageId::new();
     // `seq`: the send's transaction holds the session's row and bumps its
-    // write count after this (`touch_session`).
-    sqlx::query(sqlx::AssertSqlSafe(format!(
+    // write count after this (`touch_session`). Deferred: nothing reads what
+    // it returns, so on SQLite it goes with the next statement or the commit
+    // (`writer`'s module doc).
+    tx.defer(sqlx::query(sqlx::AssertSqlSafe(format!(
         "insert into messages (id, session_id, role, content, run_id, queued, created_at, ord, lark_message_id, author_id, author_name, seq) values ($1, $2, 'user', $3, $4, $5, $6, $7, $8, $9, $10, {NEXT_SEQ})"
     )))
     .bind(&id.0)
@@ -367,9 +369,7 @@ async fn insert_user_message(
     .bind(order_key(run, "user", 0, &id))
     .bind(req.message.lark_message_id.as_deref())
     .bind(&req.message.user.0)
-    .bind(req.message.author_name.as_deref())
-    .execute(&mut *tx)
-    .await?;
+    .bind(req.message.author_name.as_deref()))?;
     insert_attachments(
         tx,
         &req.message.user,

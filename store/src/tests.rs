@@ -224,4 +224,64 @@ async fn a_transactions_begin_and_deferred_write_travel_with_its_statements() {
     assert!(tx.commit().await.is_err());
     insert_in_tx(&store, 32, true).await;
     assert_eq!(count(&store).await, (4, 39));
+
+    // Several deferred writes with parameters go with the next statement, each
+    // numbered past the ones before it; that statement's answer is its own.
+    let mut tx = store.begin().await.unwrap();
+    tx.defer(insert(Some(64))).unwrap();
+    tx.defer(
+        sqlx::query("insert into t (x) values ($1 + $2)")
+            .bind(100i64)
+            .bind(28i64),
+    )
+    .unwrap();
+    let moved = sqlx::query("update t set x = x + $1 where x >= $2")
+        .bind(0i64)
+        .bind(64i64)
+        .execute(&mut *tx)
+        .await
+        .unwrap();
+    assert_eq!(
+        moved.rows_affected(),
+        2,
+        "64 and 128, not the inserts' counts"
+    );
+    tx.defer(insert(Some(256))).unwrap();
+    let row = sqlx::query("select x from t where x = $1")
+        .bind(256i64)
+        .fetch_optional(&mut *tx)
+        .await
+        .unwrap()
+        .expect("the deferred row");
+    assert_eq!(super::get_i64(&row, "x").unwrap(), 256);
+    tx.defer(insert(Some(512))).unwrap();
+    tx.defer(insert(Some(1024))).unwrap();
+    tx.commit().await.unwrap();
+    assert_eq!(count(&store).await, (9, 2023));
+
+    // One of them failing fails the statement they went with; nothing of
+    // the transaction stays, and the writer is free again.
+    let mut tx = store.begin().await.unwrap();
+    tx.defer(insert(Some(2048))).unwrap();
+    tx.defer(insert(None)).unwrap();
+    tx.defer(insert(Some(4096))).unwrap();
+    assert!(
+        sqlx::query("select count(*) as n from t")
+            .fetch_one(&mut *tx)
+            .await
+            .is_err()
+    );
+    drop(tx);
+    insert_in_tx(&store, 8192, true).await;
+    assert_eq!(count(&store).await, (10, 10215));
+}
+
+#[test]
+fn joined_statements_number_their_parameters_past_the_ones_before() {
+    let sql = "select '$1', $1, $12 from t where a = 'it''s $2' and b = $2 and c = $";
+    assert_eq!(
+        super::writer::shift_params(sql, 3),
+        "select '$1', $4, $15 from t where a = 'it''s $2' and b = $5 and c = $"
+    );
+    assert_eq!(super::writer::shift_params(sql, 0), sql);
 }

@@ -5,14 +5,20 @@
 //! (two thread wake-ups, sqlx), and the hops were a large part of what a run
 //! cost `weft up` (issue 23's profile: about a quarter of its CPU in waking
 //! and parking threads). So a write transaction there sends no statement of
-//! its own: `begin immediate` goes in the same hop as its first statement, and
-//! `commit` in the same hop as its last write when that write was handed over
-//! with [`TxConn::defer`] (its result is not needed). A send and a run's end
-//! went from 7 and 6 hops to 5 and 4 (docs/runs.md, "Hot path").
+//! its own: `begin immediate` goes in the same hop as its first statement.
+//! Writes whose results are not needed are handed over with
+//! [`TxConn::defer`] and wait: they go in the same hop as the next statement,
+//! or as the `commit`. A send went from 7 hops to 4 and a run's end from 6 to
+//! 3 (docs/runs.md, "Hot path"). A deferred write's error is that of the
+//! statement it went with (or of the commit): only writes whose failure
+//! fails the whole transaction anyway are deferred.
 //! sqlx's SQLite driver runs a string of several statements in one hop, one
-//! after the other, stopping at the first error; Postgres does not take
-//! several statements with parameters in one, so there everything runs as
-//! before (a deferred write just before the next statement or the commit).
+//! after the other, stopping at the first error, and binds `$N` to the
+//! string's N-th argument whichever statement it is in: so each statement
+//! joined after another has its parameters renumbered past the ones before
+//! it ([`shift_params`]). Postgres does not take several statements with
+//! parameters in one, so there everything runs as before (the deferred
+//! writes one by one, just before the next statement or the commit).
 
 use futures::{StreamExt, TryStreamExt, future::BoxFuture, stream::BoxStream};
 use sqlx::any::{AnyArguments, AnyQueryResult, AnyRow};
@@ -43,13 +49,72 @@ pub(crate) struct TxConn {
     conn: Conn<sqlx::Transaction<'static, Any>>,
     /// SQLite: `begin immediate` not sent yet (no statement ran).
     begin: bool,
-    /// A write whose result nobody needs, not run yet: it goes with the
-    /// commit, or before the next statement.
-    deferred: Option<Deferred>,
+    /// Writes whose results nobody needs, not run yet, in order: they go
+    /// with the next statement, or with the commit.
+    deferred: Vec<Deferred>,
 }
 
 /// A statement kept for later: its text and its parameters.
 struct Deferred(String, AnyArguments);
+
+/// Statements joined into one string for SQLite's driver: the text, all
+/// their arguments in order, and how many statements came before the last.
+struct Joined {
+    sql: String,
+    args: AnyArguments,
+    before: usize,
+}
+
+impl Joined {
+    fn new() -> Joined {
+        Joined {
+            sql: String::new(),
+            args: AnyArguments::default(),
+            before: 0,
+        }
+    }
+
+    /// Add a statement (without parameters when `args` is empty).
+    fn push(&mut self, sql: &str, args: AnyArguments) {
+        if !self.sql.is_empty() {
+            self.sql.push_str(";\n");
+            self.before += 1;
+        }
+        self.sql
+            .push_str(&shift_params(sql, self.args.values.0.len()));
+        self.args.values.0.extend(args.values.0);
+    }
+}
+
+/// `sql` with each parameter `$N` outside a quoted literal renumbered
+/// `$(N + by)`.
+pub(crate) fn shift_params(sql: &str, by: usize) -> std::borrow::Cow<'_, str> {
+    if by == 0 || !sql.contains('$') {
+        return sql.into();
+    }
+    let mut out = String::with_capacity(sql.len() + 16);
+    let mut quoted = false;
+    let mut rest = sql;
+    while let Some(i) = rest.find(['$', '\'']) {
+        out.push_str(&rest[..i]);
+        let (c, after) = (rest.as_bytes()[i], &rest[i + 1..]);
+        let digits = after.bytes().take_while(u8::is_ascii_digit).count();
+        if c == b'\'' {
+            quoted = !quoted;
+            out.push('\'');
+        } else if quoted || digits == 0 {
+            out.push('$');
+        } else {
+            let n: usize = after[..digits].parse().expect("digits");
+            out.push_str(&format!("${}", n + by));
+            rest = &after[digits..];
+            continue;
+        }
+        rest = after;
+    }
+    out.push_str(rest);
+    out.into()
+}
 
 /// Where one write outside a transaction runs (`&mut *w`): the writer,
 /// held, on SQLite; a pooled connection on Postgres.
@@ -61,13 +126,12 @@ impl TxConn {
     /// whose result is not needed; its error, if any, is the commit's (or
     /// the next statement's).
     pub(crate) fn defer<'q>(&mut self, mut query: impl Execute<'q, Any>) -> Result<()> {
-        debug_assert!(self.deferred.is_none(), "one deferred write at a time");
         let args = query
             .take_arguments()
             .map_err(|e| StoreError::Other(format!("binding a deferred write: {e}")))?
             .unwrap_or_default();
         let sql = query.sql().as_str().to_string();
-        self.deferred = Some(Deferred(sql, args));
+        self.deferred.push(Deferred(sql, args));
         Ok(())
     }
 
@@ -78,48 +142,71 @@ impl TxConn {
         }
     }
 
-    /// The deferred write, run now, on its own (with `begin` if still owed).
+    /// Postgres: the deferred writes, run now, one by one.
     async fn flush(&mut self) -> std::result::Result<(), sqlx::Error> {
-        if let Some(Deferred(sql, args)) = self.deferred.take() {
-            let begin = std::mem::take(&mut self.begin);
-            let sql = if begin { format!("{BEGIN} {sql}") } else { sql };
-            sqlx::query_with(sqlx::AssertSqlSafe(sql), args)
-                .execute(self.connection())
-                .await?;
+        if let Conn::Pooled(tx) = &mut self.conn {
+            for Deferred(sql, args) in std::mem::take(&mut self.deferred) {
+                sqlx::query_with(sqlx::AssertSqlSafe(sql), args)
+                    .execute(&mut **tx)
+                    .await?;
+            }
         }
         Ok(())
     }
 
-    /// `query`, or (`Right`) `query` with `begin immediate` before it when it
-    /// is the transaction's first statement.
-    fn with_begin<'q, E: Execute<'q, Any>>(
+    /// What the transaction still owes SQLite before its next statement — its
+    /// `begin`, its deferred writes — joined (`None` when it owes nothing).
+    fn owed(&mut self) -> Option<Joined> {
+        if !self.begin && self.deferred.is_empty() {
+            return None;
+        }
+        let mut joined = Joined::new();
+        if std::mem::take(&mut self.begin) {
+            joined.push(BEGIN, AnyArguments::default());
+        }
+        for Deferred(sql, args) in std::mem::take(&mut self.deferred) {
+            joined.push(&sql, args);
+        }
+        Some(joined)
+    }
+
+    /// `query`, or (`Right`) `query` after what the transaction owes SQLite,
+    /// with the number of statements before it (their results are not the
+    /// caller's).
+    #[allow(clippy::type_complexity)]
+    fn with_owed<'q, E: Execute<'q, Any>>(
         &mut self,
         mut query: E,
-    ) -> std::result::Result<Either<E, sqlx::query::Query<'q, Any, AnyArguments>>, sqlx::Error>
-    {
-        if !std::mem::take(&mut self.begin) {
+    ) -> std::result::Result<
+        Either<E, (sqlx::query::Query<'q, Any, AnyArguments>, usize)>,
+        sqlx::Error,
+    > {
+        let Some(mut joined) = self.owed() else {
             return Ok(Either::Left(query));
-        }
+        };
         let args = query
             .take_arguments()
             .map_err(sqlx::Error::Encode)?
             .unwrap_or_default();
-        let sql = format!("{BEGIN} {}", query.sql().as_str());
-        Ok(Either::Right(sqlx::query_with(
-            sqlx::AssertSqlSafe(sql),
-            args,
+        joined.push(query.sql().as_str(), args);
+        Ok(Either::Right((
+            sqlx::query_with(sqlx::AssertSqlSafe(joined.sql), joined.args),
+            joined.before,
         )))
     }
 }
 
 /// Sent with a SQLite transaction's first statement.
-const BEGIN: &str = "begin immediate;";
+const BEGIN: &str = "begin immediate";
 
 impl std::fmt::Debug for TxConn {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("TxConn")
             .field("begin", &self.begin)
-            .field("deferred", &self.deferred.as_ref().map(|d| &d.0))
+            .field(
+                "deferred",
+                &self.deferred.iter().map(|d| &d.0).collect::<Vec<_>>(),
+            )
             .finish()
     }
 }
@@ -137,17 +224,18 @@ impl<'c> sqlx::Executor<'c> for &'c mut TxConn {
     {
         futures::stream::once(async move {
             self.flush().await?;
-            Ok::<_, sqlx::Error>(match self.with_begin(query)? {
+            Ok::<_, sqlx::Error>(match self.with_owed(query)? {
                 Either::Left(query) => self.connection().fetch_many(query),
-                Either::Right(query) => {
-                    // The begin's own result comes first: not the caller's.
-                    let mut begun = false;
+                Either::Right((query, before)) => {
+                    // The results of the statements before the caller's come
+                    // first, each ending in its count: not the caller's.
+                    let mut before = before;
                     self.connection()
                         .fetch_many(query)
                         .try_filter(move |step| {
-                            let skip = !begun && step.is_left();
-                            begun |= skip;
-                            std::future::ready(!skip)
+                            let theirs = before > 0;
+                            before -= usize::from(theirs && step.is_left());
+                            std::future::ready(!theirs)
                         })
                         .boxed()
                 }
@@ -167,15 +255,17 @@ impl<'c> sqlx::Executor<'c> for &'c mut TxConn {
     {
         Box::pin(async move {
             self.flush().await?;
-            match self.with_begin(query)? {
+            match self.with_owed(query)? {
                 Either::Left(query) => self.connection().fetch_optional(query).await,
                 // Not `fetch_optional`: through `Any` it looks only at the first
-                // result, here the begin's.
-                Either::Right(query) => {
+                // result, here that of a statement before the caller's.
+                Either::Right((query, mut before)) => {
                     let mut steps = self.connection().fetch_many(query);
                     while let Some(step) = steps.try_next().await? {
-                        if let Either::Right(row) = step {
-                            return Ok(Some(row));
+                        match step {
+                            Either::Left(_) if before > 0 => before -= 1,
+                            Either::Right(row) if before == 0 => return Ok(Some(row)),
+                            _ => {}
                         }
                     }
                     Ok(None)
@@ -219,25 +309,14 @@ impl WriteTx {
                 }
             }
             // No statement ran: there is nothing to begin or commit.
-            Conn::Held(_) if tx.begin && tx.deferred.is_none() => {}
+            Conn::Held(_) if tx.begin && tx.deferred.is_empty() => {}
             Conn::Held(_) => {
-                // The deferred write and the commit, in one hop.
-                let done = match tx.deferred.take() {
-                    Some(Deferred(sql, args)) => {
-                        let begin = if std::mem::take(&mut tx.begin) {
-                            BEGIN
-                        } else {
-                            ""
-                        };
-                        sqlx::query_with(
-                            sqlx::AssertSqlSafe(format!("{begin} {sql}; commit")),
-                            args,
-                        )
-                        .execute(tx.connection())
-                        .await
-                    }
-                    None => sqlx::query("commit").execute(tx.connection()).await,
-                };
+                // The deferred writes and the commit, in one hop.
+                let mut joined = tx.owed().unwrap_or_else(Joined::new);
+                joined.push("commit", AnyArguments::default());
+                let done = sqlx::query_with(sqlx::AssertSqlSafe(joined.sql), joined.args)
+                    .execute(tx.connection())
+                    .await;
                 // Until it is known to have committed, a drop (an error, a
                 // cancelled future) still rolls back: a no-op after a commit.
                 if done.is_err() {
@@ -325,7 +404,7 @@ impl Store {
         Ok(WriteTx(Some(TxConn {
             conn,
             begin,
-            deferred: None,
+            deferred: Vec::new(),
         })))
     }
 

@@ -364,6 +364,44 @@ pub(super) struct StepMessage<'a> {
     pub reasoning: Option<&'a str>,
 }
 
+/// The insert of a run step's assistant/tool message `id`; a row an earlier
+/// attempt wrote for the same step stands (`returning id` tells which).
+fn step_message_insert(
+    session: &SessionId,
+    run: &RunId,
+    step: u32,
+    m: StepMessage<'_>,
+    now: i64,
+    id: &MessageId,
+    returning: &str,
+) -> sqlx::query::Query<'static, sqlx::Any, sqlx::any::AnyArguments> {
+    let StepMessage {
+        role,
+        content,
+        call_id,
+        name,
+        tool_calls,
+        reasoning,
+    } = m;
+    sqlx::query(sqlx::AssertSqlSafe(format!(
+        "insert into messages (id, session_id, role, content, run_id, step, call_id, name, tool_calls, queued, created_at, ord, seq, reasoning)
+         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, 0, $10, $11, {NEXT_SEQ}, $12)
+         on conflict (run_id, step, role, call_id) where role <> 'user' do nothing{returning}"
+    )))
+    .bind(id.0.clone())
+    .bind(session.0.clone())
+    .bind(role.to_owned())
+    .bind(content.to_owned())
+    .bind(run.0.clone())
+    .bind(i64::from(step))
+    .bind(call_id.to_owned())
+    .bind(name.map(str::to_owned))
+    .bind(tool_calls.map(str::to_owned))
+    .bind(now)
+    .bind(order_key(Some(run), role, step, id))
+    .bind(reasoning.map(str::to_owned))
+}
+
 /// Insert an assistant/tool message of a run step; a duplicate is ignored. Returns
 /// the id of the stored row (the earlier one on a duplicate).
 pub(super) async fn insert_step_message(
@@ -374,35 +412,11 @@ pub(super) async fn insert_step_message(
     m: StepMessage<'_>,
     now: i64,
 ) -> Result<MessageId> {
-    let StepMessage {
-        role,
-        content,
-        call_id,
-        name,
-        tool_calls,
-        reasoning,
-    } = m;
+    let (role, call_id) = (m.role, m.call_id);
     let id = MessageId::new();
-    let inserted = sqlx::query(
-        sqlx::AssertSqlSafe(format!("insert into messages (id, session_id, role, content, run_id, step, call_id, name, tool_calls, queued, created_at, ord, seq, reasoning)
-         values ($1, $2, $3, $4, $5, $6, $7, $8, $9, 0, $10, $11, {NEXT_SEQ}, $12)
-         on conflict (run_id, step, role, call_id) where role <> 'user' do nothing
-         returning id")),
-    )
-    .bind(&id.0)
-    .bind(&session.0)
-    .bind(role)
-    .bind(content)
-    .bind(&run.0)
-    .bind(i64::from(step))
-    .bind(call_id)
-    .bind(name)
-    .bind(tool_calls)
-    .bind(now)
-    .bind(order_key(Some(run), role, step, &id))
-    .bind(reasoning)
-    .fetch_optional(&mut *tx)
-    .await?;
+    let inserted = step_message_insert(session, run, step, m, now, &id, " returning id")
+        .fetch_optional(&mut *tx)
+        .await?;
     if inserted.is_some() {
         return Ok(id);
     }
@@ -417,4 +431,36 @@ pub(super) async fn insert_step_message(
     .fetch_one(&mut *tx)
     .await?;
     Ok(MessageId(get_str(&row, "id")?))
+}
+
+/// [`insert_step_message`] deferred (`TxConn::defer`): which row stands —
+/// this one, or one an earlier attempt wrote — is read later, by the
+/// statement that needs its id ([`step_message_id`]).
+pub(super) fn defer_step_message(
+    tx: &mut crate::TxConn,
+    session: &SessionId,
+    run: &RunId,
+    step: u32,
+    m: StepMessage<'_>,
+    now: i64,
+) -> Result<()> {
+    tx.defer(step_message_insert(
+        session,
+        run,
+        step,
+        m,
+        now,
+        &MessageId::new(),
+        "",
+    ))
+}
+
+/// The id of run `run`'s assistant message without a call at step `step`
+/// (SQL; `run` and `step` are parameters), by the unique index that decides
+/// which row stands (`role <> 'user'` is its condition: SQLite uses a partial
+/// index only for a query that states it).
+pub(super) fn step_message_id(run: &str, step: &str) -> String {
+    format!(
+        "(select id from messages where run_id = {run} and step = {step} and role = 'assistant' and call_id = '' and role <> 'user')"
+    )
 }
