@@ -113,7 +113,7 @@ impl crate::Store {
                  memories_used = coalesce($17, memories_used)
              where id = $11 and worker_id = $12 and (status = 'running' or (status = 'cancelled' and $1 = 'cancelled'))
              returning final_message_id",
-            step_message_id("$11", "$18")
+            step_message_id("$11", "$18", "'assistant'", "''")
         )))
         .bind(status)
         .bind(now)

@@ -127,12 +127,7 @@ async fn metrics_on_their_own_port_are_off_the_api(b: Backend) {
     ]
     .concat();
     let gateway = Proc::spawn(env.command(&args), "listening on http://");
-    let logs = gateway.logs();
-    let metrics = logs
-        .lines()
-        .find_map(|l| l.split_once("metrics on http://").map(|(_, a)| a.trim()))
-        .unwrap_or_else(|| panic!("no metrics address printed:\n{logs}"))
-        .to_string();
+    let metrics = gateway.metrics_url();
     let base = format!("http://{}", gateway.addr.clone().unwrap());
     let app = App {
         env,
@@ -151,18 +146,13 @@ async fn metrics_on_their_own_port_are_off_the_api(b: Backend) {
     let body = res.text().await.unwrap();
     assert!(!body.contains("weft_runs_created_total"), "{body}");
 
-    let res = app
-        .http
-        .get(format!("http://{metrics}"))
-        .send()
-        .await
-        .unwrap();
+    let res = app.http.get(&metrics).send().await.unwrap();
     assert_eq!(res.status(), 200);
     let body = res.text().await.unwrap();
     assert!(body.contains("weft_runs_created_total"), "{body}");
     let res = app
         .http
-        .get(format!("http://{}", metrics.replace("/metrics", "/health")))
+        .get(metrics.replace("/metrics", "/health"))
         .send()
         .await
         .unwrap();

@@ -237,6 +237,17 @@ impl Proc {
         self.log.lock().unwrap().join("\n")
     }
 
+    /// Where the process serves `/metrics`, from the line it prints at start
+    /// (`--metrics-listen` or `WEFT_METRICS_LISTEN`).
+    pub fn metrics_url(&self) -> String {
+        let logs = self.logs();
+        let addr = logs
+            .lines()
+            .find_map(|l| l.split_once("metrics on http://").map(|(_, a)| a.trim()))
+            .unwrap_or_else(|| panic!("no metrics address printed:\n{logs}"));
+        format!("http://{addr}")
+    }
+
     pub fn pid(&self) -> u32 {
         self.child.id()
     }

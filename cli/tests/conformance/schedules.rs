@@ -508,17 +508,12 @@ async fn a_persons_timezone_is_their_schedules_default(b: Backend) {
     assert_eq!(kept["timezone"], "Asia/Shanghai");
 }
 
-/// The `weft_schedule_fires_total{outcome="deferred"}` count on the `/metrics`
-/// of the process whose logs are `logs`.
-async fn deferred_fires(app: &App, logs: &str) -> u64 {
-    let url = logs
-        .lines()
-        .find_map(|l| l.split_once("metrics on ").map(|(_, a)| a.trim()))
-        .unwrap_or_else(|| panic!("no metrics address printed:\n{logs}"))
-        .to_string();
+/// The `weft_schedule_fires_total{outcome="deferred"}` count on `scheduler`'s
+/// `/metrics`.
+async fn deferred_fires(app: &App, scheduler: &Proc) -> u64 {
     let body = app
         .http
-        .get(url)
+        .get(scheduler.metrics_url())
         .send()
         .await
         .unwrap()
@@ -578,10 +573,10 @@ async fn a_fire_over_the_run_limits_waits_for_the_owner_without_spinning(b: Back
     let waited = made_at.elapsed();
 
     let scheduler = match b {
-        Backend::Embedded => app.gateway.logs(),
-        Backend::Distributed => app.workers[0].logs(),
+        Backend::Embedded => &app.gateway,
+        Backend::Distributed => &app.workers[0],
     };
-    let deferred = deferred_fires(&app, &scheduler).await;
+    let deferred = deferred_fires(&app, scheduler).await;
     // Due after a second, behind a run of three or more: deferred at least once,
     // and at most once per pass (`schedules.poll_ms`, 1 s by default) while it
     // waited, give or take one. A loop that did not wait counts thousands.

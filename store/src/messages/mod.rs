@@ -421,9 +421,10 @@ pub(super) async fn insert_step_message(
         return Ok(id);
     }
     // Written by an earlier attempt: that row stands.
-    let row = sqlx::query(
-        "select id from messages where run_id = $1 and step = $2 and role = $3 and call_id = $4",
-    )
+    let row = sqlx::query(sqlx::AssertSqlSafe(format!(
+        "select {} as id",
+        step_message_id("$1", "$2", "$3", "$4")
+    )))
     .bind(&run.0)
     .bind(i64::from(step))
     .bind(role)
@@ -455,12 +456,12 @@ pub(super) fn defer_step_message(
     ))
 }
 
-/// The id of run `run`'s assistant message without a call at step `step`
-/// (SQL; `run` and `step` are parameters), by the unique index that decides
-/// which row stands (`role <> 'user'` is its condition: SQLite uses a partial
-/// index only for a query that states it).
-pub(super) fn step_message_id(run: &str, step: &str) -> String {
+/// The id of the message of run `run` at step `step` with `role` and
+/// `call_id` (SQL expressions: parameters or literals), by the unique index
+/// that decides which row stands (`role <> 'user'` is its condition: SQLite
+/// uses a partial index only for a query that states it).
+pub(super) fn step_message_id(run: &str, step: &str, role: &str, call_id: &str) -> String {
     format!(
-        "(select id from messages where run_id = {run} and step = {step} and role = 'assistant' and call_id = '' and role <> 'user')"
+        "(select id from messages where run_id = {run} and step = {step} and role = {role} and call_id = {call_id} and role <> 'user')"
     )
 }

@@ -30,16 +30,6 @@ pub fn exporting(mut cmd: Command, to: &Receiver, protocol: &str) -> Command {
     cmd
 }
 
-/// The worker's `/metrics` address, from the line it prints at start.
-pub fn metrics_url(worker: &Proc) -> String {
-    let logs = worker.logs();
-    let line = logs
-        .lines()
-        .find(|l| l.contains("worker metrics on http://"))
-        .expect("the worker prints its metrics address");
-    format!("http://{}", line.split("http://").nth(1).unwrap().trim())
-}
-
 pub fn json_lines(proc: &Proc) -> Vec<Value> {
     proc.logs()
         .lines()

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::metrics::{exposed_series, metrics_doc};
 use super::receiver::{Got, Receiver};
-use super::{CLIENT_SPAN, CLIENT_TRACE, json_lines, metrics_url, one, traced_app};
+use super::{CLIENT_SPAN, CLIENT_TRACE, json_lines, one, traced_app};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn one_turn_is_one_trace_across_the_gateway_and_the_worker() {
@@ -187,7 +187,7 @@ async fn one_turn_is_one_trace_across_the_gateway_and_the_worker() {
     // exposes is documented.
     let worker_metrics = app
         .http
-        .get(metrics_url(&app.workers[0]))
+        .get(app.workers[0].metrics_url())
         .send()
         .await
         .unwrap()
